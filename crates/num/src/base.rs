@@ -67,18 +67,27 @@ pub trait Base:
     }
 }
 
-/// 2^k as f64, exact for −1074 ≤ k ≤ 1023 (built from bits, so no rounding is involved).
+/// 2^k as f64, exact for −1074 ≤ k ≤ 1023 (built from bits, so no rounding is involved);
+/// 0 below that range and +inf above it.
 pub(crate) fn pow2_f64(k: i32) -> f64 {
-    if k >= -1022 {
+    if k > 1023 {
+        f64::INFINITY
+    } else if k < -1074 {
+        0.0
+    } else if k >= -1022 {
         f64::from_bits(((k + 1023) as u64) << 52)
     } else {
         f64::from_bits(1u64 << (k + 1074))
     }
 }
 
-/// 2^k as f32, exact for −149 ≤ k ≤ 127.
+/// 2^k as f32, exact for −149 ≤ k ≤ 127; 0 below that range and +inf above it.
 pub(crate) fn pow2_f32(k: i32) -> f32 {
-    if k >= -126 {
+    if k > 127 {
+        f32::INFINITY
+    } else if k < -149 {
+        0.0
+    } else if k >= -126 {
         f32::from_bits(((k + 127) as u32) << 23)
     } else {
         f32::from_bits(1u32 << (k + 149))
