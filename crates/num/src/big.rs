@@ -1,7 +1,8 @@
 //! Exact references: finite binary floats as arbitrary-precision values, and correctly rounded
 //! conversion back to f64 (subnormals included, which dashu's own `to_f64` rounds twice).
 
-use dashu_base::{Abs, BitTest, Sign, UnsignedAbs};
+pub use dashu_base::Abs;
+use dashu_base::{BitTest, Sign, UnsignedAbs};
 use dashu_float::{round::mode::HalfEven, Context, FBig, Repr};
 use dashu_int::{IBig, UBig};
 
@@ -32,7 +33,17 @@ pub fn big_from_f64(x: f64) -> Big {
 /// `x` rounded (to nearest even) to `bits` significant bits, and carrying that precision so that
 /// later operations round to it too.
 pub fn with_bits(x: Big, bits: usize) -> Big {
-    x.with_precision(bits.max(1)).value()
+    let bits = bits.max(1);
+    // dashu 0.4.5's `with_precision` rounds only when the current precision is larger than the
+    // new one, and unlimited precision counts as 0: an exact value would silently keep all its
+    // digits. Give it a finite precision at least as large as its digits first.
+    let x = if x.precision() == 0 {
+        let digits = x.digits().max(bits + 1);
+        Big::from_repr(x.into_repr(), Context::new(digits))
+    } else {
+        x
+    };
+    x.with_precision(bits).value()
 }
 
 /// Round an exact value to the nearest f64 (ties to even), with correct subnormal rounding,
@@ -105,6 +116,16 @@ pub fn rel_diff(a: &Big, b: &Big) -> f64 {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn with_bits_rounds_exact_values() {
+        // 1 + 2^-40 has 41 bits; at 32 bits it must round to 1 (dashu alone would not round).
+        let x = with_bits(exact(1.0) + exact(2f64.powi(-40)), 32);
+        assert_eq!(x, exact(1.0));
+        assert_eq!(x.precision(), 32);
+        let y = with_bits(exact(1.0) + exact(2f64.powi(-31)), 32);
+        assert_eq!(y, exact(1.0) + exact(2f64.powi(-31)));
+    }
 
     #[test]
     fn round_trip_specials_and_edges() {
