@@ -86,10 +86,15 @@ pub fn round_scaled_to_f64(m: &IBig, e: isize) -> f64 {
     signed(value)
 }
 
-/// q · 2^k for q < 2^54 and k ≥ −1074, built from bits (overflowing to infinity).
-fn compose(q: u64, k: isize) -> f64 {
+/// q · 2^k for q ≤ 2^53 and k ≥ −1074, built from bits (overflowing to infinity).
+fn compose(mut q: u64, mut k: isize) -> f64 {
     if q == 0 {
         return 0.0;
+    }
+    if q >> 53 != 0 {
+        // Rounding carried into a 54th bit: q = 2^53 exactly.
+        q >>= 1;
+        k += 1;
     }
     let len = 64 - q.leading_zeros() as isize;
     let top = k + len - 1;
@@ -142,6 +147,9 @@ mod tests {
         // 1 + 2^-52 + 2^-53 ties to 1 + 2^-51 (even).
         let x = exact(1.0) + exact(2f64.powi(-52)) + exact(2f64.powi(-53));
         assert_eq!(to_f64(&x), 1.0 + 2f64.powi(-51));
+        // Rounding that carries into a new binade: (2^53 − 1/2 − ε)… rounds up to 2^53.
+        let x = exact(2f64.powi(53) - 1.0) + exact(0.5) + exact(2f64.powi(-30));
+        assert_eq!(to_f64(&x), 2f64.powi(53));
         // Just above a tie rounds up.
         let x = exact(1.0) + exact(2f64.powi(-53)) + exact(2f64.powi(-200));
         assert_eq!(to_f64(&x), 1.0 + 2f64.powi(-52));

@@ -377,7 +377,9 @@ impl<F: Base> DoubleWord<F> {
 
     /// SQRTDWtoDW (LLMPR23 Alg. 8): the base square root of `hi`, corrected once with an exact
     /// FMA residual. Relative error ≤ 25/8 u² (LLMPR23 Thm 4.2). `sqrt(±0) = ±0`,
-    /// `sqrt(+inf) = +inf`, negative or NaN input gives NaN.
+    /// `sqrt(+inf) = +inf`, negative or NaN input gives NaN. An input below 2^(emin+2p) is first
+    /// scaled by an even power of two, so that the residual `hi − sh²` stays exact; the result,
+    /// at least 2^(emin/2 − p/2), is always far from underflow.
     #[inline]
     pub fn sqrt(self) -> Self {
         let sh = self.hi.sqrt();
@@ -385,6 +387,18 @@ impl<F: Base> DoubleWord<F> {
             // ±0, negatives, NaN, +inf: the base square root already says it all.
             return Self::from_base(sh);
         }
+        match self.hi.exponent() {
+            Some(e) if e < F::MIN_EXP + 2 * F::DIGITS as i32 => {
+                let k = 2 * F::DIGITS as i32;
+                self.scale2(2 * k).sqrt_normal().scale2(-k)
+            }
+            _ => self.sqrt_normal(),
+        }
+    }
+
+    #[inline(always)]
+    fn sqrt_normal(self) -> Self {
+        let sh = self.hi.sqrt();
         let r1 = F::fma(-sh, sh, self.hi);
         let r2 = self.lo + r1;
         let sl = r2 / (F::TWO * sh);

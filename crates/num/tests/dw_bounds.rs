@@ -189,16 +189,16 @@ fn gen<F: Base>(rng: &mut Rng64, op: Op, class: Class) -> (DoubleWord<F>, Double
             }
         }
         Class::Cancel => {
-            // y agrees with −x (for sub: with x) to k bits, k up to 2p + 8.
+            // y.hi agrees with −x.hi (for sub: with x.hi) to k bits, k up to p + 2 (then the high
+            // words cancel exactly), and y.lo is an independent full-width low word, so the
+            // surviving bits come from low words of unrelated exponents.
             let e = rng.random_range(-4..=4);
             let x = rand_dw::<F>(rng, e);
-            let k = rng.random_range(1..=2 * p + 8);
-            let eps = F::from_f64(x.hi.to_f64() * rng.random_range(-1.0..1.0)).scale2(-k);
-            let mut y = x + eps;
-            if op.second_is_base() {
-                // A base-format y can only cancel the high word; leave x's low word to survive.
-                y = DoubleWord::from_base(y.hi);
-            }
+            let k = rng.random_range(1..=p + 2);
+            let yh = x.hi + F::from_f64(x.hi.to_f64() * rng.random_range(-1.0..1.0)).scale2(-k);
+            let shift = rng.random_range(0..=p);
+            let yl = F::from_f64(yh.to_f64() * rng.random_range(-1.0..1.0)).scale2(-(p + shift));
+            let y = if op.second_is_base() { DoubleWord::from_base(yh) } else { DoubleWord::from_sum(yh, yl) };
             let sub = matches!(op, Op::Sub | Op::SubBase);
             (x, if sub { y } else { -y })
         }
@@ -272,10 +272,16 @@ fn run<F: Base>(op: Op, class: Class, seed: u64) -> Stats {
                 assert_eq!(z.hi, F::from_f64(to_f64(&zb)), "{}: result not normalized: {:?}", op.name(), z);
                 let (abs, rel) = op.error(&zb, &xb, &yb);
                 let rel_u2 = rel / u2;
-                if class == Class::Underflow {
+                if class == Class::Underflow && !matches!(op, Op::Sqrt) {
                     // |err| ≤ B·u²·|exact| + K·η  ⇔  excess = (|err| − B·u²·|exact|)/η ≤ K.
                     let exact_mag = if rel > 0.0 { abs / rel } else { 0.0 };
-                    let excess = (abs - bound * u2 * exact_mag) / eta;
+                    // DWDivDW2, seed Alg. 9 and DWDivFP3 form their residual at the dividend's
+                    // scale and then divide it by y: its subnormal rounding grows by 1/|y|.
+                    let residual_gain = match op {
+                        Op::DivDw2 | Op::DivSeed | Op::DivBase => (1.0 / y.hi.to_f64().abs()).max(1.0),
+                        _ => 1.0,
+                    };
+                    let excess = (abs - bound * u2 * exact_mag) / (eta * residual_gain);
                     if excess > s.max_excess_eta {
                         s.max_excess_eta = excess;
                         s.worst = format!("x={x:?} y={y:?} z={z:?}");
@@ -307,7 +313,8 @@ fn check_all<F: Base>(ops: &[Op], classes: &[Class]) {
             }
             let s = run::<F>(op, class, 0x5EED_0000 + (i * 16 + j) as u64);
             let bound = op.bound_u2(u);
-            let ok = if class == Class::Underflow { s.max_excess_eta <= UNDERFLOW_SLACK_ETA } else { s.max_rel_u2 <= bound };
+            let abs_criterion = class == Class::Underflow && !matches!(op, Op::Sqrt);
+            let ok = if abs_criterion { s.max_excess_eta <= UNDERFLOW_SLACK_ETA } else { s.max_rel_u2 <= bound };
             println!(
                 "{}x2 {:<10} {:<9} max rel err {:>8.4} u²  (bound {:.3} u²){}  {}",
                 F::NAME,
@@ -315,7 +322,7 @@ fn check_all<F: Base>(ops: &[Op], classes: &[Class]) {
                 format!("{class:?}"),
                 s.max_rel_u2,
                 bound,
-                if class == Class::Underflow { format!("  abs excess {:.3} η (≤ {UNDERFLOW_SLACK_ETA})", s.max_excess_eta) } else { String::new() },
+                if class == Class::Underflow && !matches!(op, Op::Sqrt) { format!("  abs excess {:.3} η (≤ {UNDERFLOW_SLACK_ETA})", s.max_excess_eta) } else { String::new() },
                 if ok { "ok" } else { "FAIL" }
             );
             if !ok {
@@ -394,13 +401,14 @@ fn sloppy_add_breaks_under_cancellation() {
     println!("cancellation: accurate {:.3} u², sloppy {:.3e} u²", accurate.max_rel_u2, sloppy.max_rel_u2);
     assert!(accurate.max_rel_u2 <= 3.0 + 13.0 * f64::EPSILON / 2.0);
     assert!(sloppy.max_rel_u2 > 1e6, "sloppy add was expected to lose the bound, got {} u²", sloppy.max_rel_u2);
-    // A hand-made instance: the high words cancel exactly and lo + y.lo rounds (it needs 56
-    // bits), so sloppy returns 2^-54 for the exact 2^-54 − 2^-110: relative error 2^-56 = 2^50 u².
+    // A hand-made instance: the high words cancel exactly and lo + y.lo needs 54 bits, so
+    // sloppy returns 3·2^-55 for the exact 3·2^-55 − 2^-107: relative error 2^-107/(3·2^-55),
+    // about 6·10^15 u². The accurate addition keeps the rounding error of lo + y.lo and is exact.
     let x = DoubleWord::from_parts(1.0f64, 2f64.powi(-53));
-    let y = DoubleWord::from_parts(-1.0f64, -(2f64.powi(-54) + 2f64.powi(-110)));
-    let exact_sum = exact(2f64.powi(-54)) - exact(2f64.powi(-110));
+    let y = DoubleWord::from_parts(-1.0f64, -(2f64.powi(-55) + 2f64.powi(-107)));
+    let exact_sum = exact(3.0 * 2f64.powi(-55)) - exact(2f64.powi(-107));
     let good = x + y;
     let bad = x.add_sloppy(y);
     assert_eq!(exact(good.hi) + exact(good.lo), exact_sum);
-    assert_eq!((bad.hi, bad.lo), (2f64.powi(-54), 0.0));
+    assert_eq!((bad.hi, bad.lo), (3.0 * 2f64.powi(-55), 0.0));
 }
