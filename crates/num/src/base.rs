@@ -195,7 +195,10 @@ mod tests {
     fn scale2_is_exact_across_the_range() {
         assert_eq!(1.0f64.scale2(1023), f64::MAX / (2.0 - f64::EPSILON));
         assert_eq!(1.0f64.scale2(-1074), f64::from_bits(1));
-        assert_eq!(f64::MAX.scale2(-2000), f64::MAX * pow2_f64(-1000) * pow2_f64(-1000));
+        assert_eq!(
+            f64::MAX.scale2(-2000),
+            f64::MAX * pow2_f64(-1000) * pow2_f64(-1000)
+        );
         assert_eq!(3.0f32.scale2(-149), f32::from_bits(3));
         assert_eq!(f32::from_bits(1).scale2(149 + 100), 2f32.powi(100));
     }

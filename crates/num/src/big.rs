@@ -20,8 +20,16 @@ pub fn exact(x: f64) -> Big {
     let bits = x.to_bits();
     let biased = ((bits >> 52) & 0x7ff) as isize;
     let frac = bits & ((1u64 << 52) - 1);
-    let (mant, exp) = if biased == 0 { (frac, -1074) } else { (frac | (1u64 << 52), biased - 1075) };
-    let signed = if x.is_sign_negative() { -IBig::from(mant) } else { IBig::from(mant) };
+    let (mant, exp) = if biased == 0 {
+        (frac, -1074)
+    } else {
+        (frac | (1u64 << 52), biased - 1075)
+    };
+    let signed = if x.is_sign_negative() {
+        -IBig::from(mant)
+    } else {
+        IBig::from(mant)
+    };
     Big::from_repr(Repr::new(signed, exp), Context::new(0))
 }
 
@@ -51,63 +59,137 @@ pub fn with_bits(x: Big, bits: usize) -> Big {
 pub fn to_f64(x: &Big) -> f64 {
     let repr = x.repr();
     if repr.is_infinite() {
-        return if repr.sign() == Sign::Negative { f64::NEG_INFINITY } else { f64::INFINITY };
+        return if repr.sign() == Sign::Negative {
+            f64::NEG_INFINITY
+        } else {
+            f64::INFINITY
+        };
     }
     round_scaled_to_f64(repr.significand(), repr.exponent())
+}
+
+/// Round an exact value to the nearest value of `fmt` (e.g. [`BINARY32`]), returned as the f64
+/// holding it exactly; ±inf on overflow, NaN-free.
+pub fn to_format(x: &Big, fmt: &Format) -> f64 {
+    let repr = x.repr();
+    let negative = repr.sign() == Sign::Negative;
+    let v = if repr.is_infinite() {
+        f64::INFINITY
+    } else {
+        round_to_format(
+            &repr.significand().unsigned_abs(),
+            repr.exponent(),
+            false,
+            fmt,
+        )
+    };
+    if negative {
+        -v
+    } else {
+        v
+    }
 }
 
 /// The f64 nearest to `m · 2^e` (ties to even).
 pub fn round_scaled_to_f64(m: &IBig, e: isize) -> f64 {
     let negative = m.sign() == Sign::Negative;
-    let mag: UBig = m.unsigned_abs();
-    let signed = |v: f64| if negative { -v } else { v };
-    if mag == UBig::ZERO {
-        return signed(0.0);
-    }
-    let len = mag.bit_len() as isize; // value in [2^(e+len-1), 2^(e+len))
-    let top = e + len - 1; // exponent of the leading bit
-    // Lowest kept bit position: 53 significant bits, but never below the subnormal quantum.
-    let keep_from = (top - 52).max(-1074);
-    let value = if keep_from <= e {
-        // Exact: every bit is kept (shift left to the quantum if needed).
-        let q: u64 = (mag << ((e - keep_from) as usize)).try_into().unwrap_or(u64::MAX);
-        compose(q, keep_from)
+    let v = round_to_format(&m.unsigned_abs(), e, false, &BINARY64);
+    if negative {
+        -v
     } else {
-        let drop = (keep_from - e) as usize;
-        let q_big = &mag >> drop;
-        let mut q: u64 = q_big.try_into().unwrap_or(u64::MAX);
-        let half = mag.bit(drop - 1);
-        let sticky = mag.trailing_zeros().map_or(false, |tz| tz < drop - 1);
-        if half && (sticky || q & 1 == 1) {
-            q += 1;
-        }
-        compose(q, keep_from)
-    };
-    signed(value)
+        v
+    }
 }
 
-/// q · 2^k for q ≤ 2^53 and k ≥ −1074, built from bits (overflowing to infinity).
-fn compose(mut q: u64, mut k: isize) -> f64 {
+/// A binary floating-point format for rounding: `p` significant bits, smallest normal exponent
+/// `emin`, largest finite exponent `emax`. Its values are a subset of f64's.
+#[derive(Clone, Copy, Debug)]
+pub struct Format {
+    pub p: u32,
+    pub emin: i32,
+    pub emax: i32,
+}
+
+pub const BINARY64: Format = Format {
+    p: 53,
+    emin: -1022,
+    emax: 1023,
+};
+pub const BINARY32: Format = Format {
+    p: 24,
+    emin: -126,
+    emax: 127,
+};
+
+impl Format {
+    /// The format of a base type.
+    pub fn of<F: crate::base::Base>() -> Format {
+        Format {
+            p: F::DIGITS,
+            emin: F::MIN_EXP,
+            emax: F::MAX_EXP,
+        }
+    }
+}
+
+/// `(mag + δ) · 2^e` rounded to nearest-even in `fmt`, where `0 ≤ δ < 1` and `sticky` says
+/// whether δ > 0. Returns a non-negative f64 (exact, since `fmt` ⊆ binary64), +inf on overflow.
+pub fn round_to_format(mag: &UBig, e: isize, sticky: bool, fmt: &Format) -> f64 {
+    if *mag == UBig::ZERO {
+        // Only reachable with δ < 1 ulp of the lowest bit: callers keep enough guard bits that a
+        // non-zero δ alone is far below the format's quantum.
+        return 0.0;
+    }
+    let len = mag.bit_len() as isize;
+    let top = e + len - 1; // exponent of the leading bit
+    let quantum = (fmt.emin - fmt.p as i32 + 1) as isize;
+    // Lowest kept bit position: p significant bits, but never below the subnormal quantum.
+    let keep_from = (top - (fmt.p as isize - 1)).max(quantum);
+    let (q, k) = if keep_from <= e {
+        // Every bit is kept. A sticky δ could not be placed against half a quantum here, so
+        // callers with a sticky remainder supply at least two guard bits below the quantum.
+        debug_assert!(
+            !sticky,
+            "round_to_format: sticky remainder without guard bits"
+        );
+        let q: u64 = (mag << ((e - keep_from) as usize))
+            .try_into()
+            .unwrap_or(u64::MAX);
+        (q, keep_from)
+    } else {
+        let drop = (keep_from - e) as usize;
+        let mut q: u64 = (mag >> drop).try_into().unwrap_or(u64::MAX);
+        let half = mag.bit(drop - 1);
+        let below_half = sticky || mag.trailing_zeros().is_some_and(|tz| tz < drop - 1);
+        if half && (below_half || q & 1 == 1) {
+            q += 1;
+        }
+        (q, keep_from)
+    };
+    compose(q, k, fmt)
+}
+
+/// q · 2^k for q ≤ 2^p and k ≥ the format's quantum exponent, built from bits (overflowing to
+/// infinity beyond the format's range).
+fn compose(mut q: u64, mut k: isize, fmt: &Format) -> f64 {
     if q == 0 {
         return 0.0;
     }
-    if q >> 53 != 0 {
-        // Rounding carried into a 54th bit: q = 2^53 exactly.
+    if q >> fmt.p != 0 {
+        // Rounding carried into a new leading bit: q = 2^p exactly.
         q >>= 1;
         k += 1;
     }
     let len = 64 - q.leading_zeros() as isize;
     let top = k + len - 1;
-    if top > 1023 {
+    if top > fmt.emax as isize {
         return f64::INFINITY;
     }
-    if top < -1022 {
-        // Subnormal: k must be −1074 and q < 2^52.
-        debug_assert_eq!(k, -1074);
-        return f64::from_bits(q);
-    }
-    let mant = (q << (53 - len)) & ((1u64 << 52) - 1);
-    f64::from_bits((((top + 1023) as u64) << 52) | mant)
+    // q < 2^53 and −1074 ≤ k: q · 2^k is an exact f64 (possibly subnormal), and scaling by a
+    // power of two in two exact steps reproduces it.
+    let v = q as f64;
+    let half = (k / 2) as i32;
+    v * crate::base::pow2_f64(half) * crate::base::pow2_f64(k as i32 - half)
 }
 
 /// |a − b| / |b| as an f64 (b ≠ 0), computed exactly before the final rounding.
@@ -134,7 +216,16 @@ mod tests {
 
     #[test]
     fn round_trip_specials_and_edges() {
-        for x in [0.0, -0.0, 1.0, -1.5, f64::MAX, f64::MIN_POSITIVE, f64::from_bits(1), -f64::from_bits(0x000f_ffff_ffff_ffff)] {
+        for x in [
+            0.0,
+            -0.0,
+            1.0,
+            -1.5,
+            f64::MAX,
+            f64::MIN_POSITIVE,
+            f64::from_bits(1),
+            -f64::from_bits(0x000f_ffff_ffff_ffff),
+        ] {
             let y = to_f64(&exact(x));
             assert_eq!(y.to_bits() & !(1 << 63), x.to_bits() & !(1 << 63), "{x}");
         }
@@ -157,7 +248,10 @@ mod tests {
         let q = exact(f64::from_bits(1));
         let half_q = with_bits(q.clone(), 1) / Big::from(2);
         assert_eq!(to_f64(&(q.clone() + half_q.clone())), f64::from_bits(2));
-        assert_eq!(to_f64(&(q.clone() * Big::from(2) + half_q.clone())), f64::from_bits(2));
+        assert_eq!(
+            to_f64(&(q.clone() * Big::from(2) + half_q.clone())),
+            f64::from_bits(2)
+        );
         assert_eq!(to_f64(&half_q), 0.0);
         // Overflow: MAX + half an ulp rounds to infinity (tie, MAX is odd).
         let x = exact(f64::MAX) + exact(2f64.powi(970));

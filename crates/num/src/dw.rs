@@ -36,6 +36,9 @@
 //! Division rescales a divisor outside [2^(emin/2), 2^(emax/2)] by a power of two so its
 //! reciprocal neither overflows nor goes subnormal.
 //!
+//! A zero result carries the sign IEEE arithmetic gives the same operation on the high words
+//! (`−0 + −0 = −0`, `−0 × 1 = −0`, `x − x = +0`).
+//!
 //! When the high word of a result is not finite, the result is `(h, 0)` where `h` is what the
 //! base format gives for the same operation on the high words (so `x + NaN` is NaN,
 //! `inf − inf` is NaN, `x / 0` is ±inf, `0 / 0` is NaN, `x / inf` is 0), except that a finite
@@ -72,8 +75,14 @@ pub type F32x2 = DoubleWord<f32>;
 pub type F64x2 = DoubleWord<f64>;
 
 impl<F: Base> DoubleWord<F> {
-    pub const ZERO: Self = Self { hi: F::ZERO, lo: F::ZERO };
-    pub const ONE: Self = Self { hi: F::ONE, lo: F::ZERO };
+    pub const ZERO: Self = Self {
+        hi: F::ZERO,
+        lo: F::ZERO,
+    };
+    pub const ONE: Self = Self {
+        hi: F::ONE,
+        lo: F::ZERO,
+    };
 
     /// The pair `(hi, lo)` as given. The caller promises `hi == RN(hi + lo)`.
     #[inline(always)]
@@ -112,7 +121,10 @@ impl<F: Base> DoubleWord<F> {
             return Self::from_base(hi);
         }
         // x − hi is exact in f64 (hi is the nearest F, within half an F-ulp of x).
-        Self { hi, lo: F::from_f64(x - hi.to_f64()) }
+        Self {
+            hi,
+            lo: F::from_f64(x - hi.to_f64()),
+        }
     }
 
     /// The f64 nearest to `hi + lo` (one correctly rounded f64 addition of the exact words).
@@ -148,14 +160,11 @@ impl<F: Base> DoubleWord<F> {
         } else {
             // s sits on a tie; the exact value is n0 + d + e.
             let (below, above) = if d > 0.0 { (n0, n0 + 1) } else { (n0 - 1, n0) };
-            if e > 0.0 {
+            let even_below = below % 2 == 0;
+            if e > 0.0 || (e == 0.0 && !even_below) {
                 above
-            } else if e < 0.0 {
-                below
-            } else if below % 2 == 0 {
-                below
             } else {
-                above
+                below
             }
         };
         i64::try_from(n).ok()
@@ -181,20 +190,30 @@ impl<F: Base> DoubleWord<F> {
         self.hi.is_nan()
     }
 
-    /// Result assembly shared by every operation: a finite high word is returned as computed;
-    /// otherwise see the module docs ("Range and special values").
+    /// Result assembly shared by every operation: a finite non-zero high word is returned as
+    /// computed; zeros and non-finite values go to [`Self::special`].
     #[inline(always)]
     fn finish(hi: F, lo: F, base_result: F) -> Self {
-        if hi.is_finite() {
+        if hi != F::ZERO && hi.is_finite() {
             Self { hi, lo }
         } else {
             Self::special(hi, base_result)
         }
     }
 
+    /// See the module docs ("Range and special values"). A zero result takes the sign IEEE
+    /// arithmetic gives the same operation on the high words (the final FastTwoSum would
+    /// otherwise turn −0 into +0).
     #[cold]
     #[inline(never)]
     fn special(hi: F, base_result: F) -> Self {
+        if hi == F::ZERO {
+            return Self::from_base(if base_result == F::ZERO {
+                base_result
+            } else {
+                hi
+            });
+        }
         if !base_result.is_finite() || hi.is_nan() {
             Self::from_base(base_result)
         } else {
@@ -328,7 +347,7 @@ impl<F: Base> DoubleWord<F> {
         let m = d.add_base(th);
         let z = self.mul(m);
         if z.hi.is_finite() {
-            z
+            z // zeros included: mul already gave them the sign of x·m, which is that of x/y
         } else {
             Self::special(z.hi, self.hi / y.hi)
         }
@@ -383,7 +402,7 @@ impl<F: Base> DoubleWord<F> {
     #[inline]
     pub fn sqrt(self) -> Self {
         let sh = self.hi.sqrt();
-        if !(self.hi > F::ZERO) || !sh.is_finite() {
+        if self.hi <= F::ZERO || self.hi.is_nan() || !sh.is_finite() {
             // ±0, negatives, NaN, +inf: the base square root already says it all.
             return Self::from_base(sh);
         }
@@ -445,7 +464,10 @@ impl<F: Base> Neg for DoubleWord<F> {
     type Output = Self;
     #[inline(always)]
     fn neg(self) -> Self {
-        Self { hi: -self.hi, lo: -self.lo }
+        Self {
+            hi: -self.hi,
+            lo: -self.lo,
+        }
     }
 }
 
@@ -572,5 +594,209 @@ impl<F: Base> crate::Real for DoubleWord<F> {
     #[inline]
     fn is_nan(&self) -> bool {
         DoubleWord::is_nan(*self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    type D = f64x2;
+    const INF: f64 = f64::INFINITY;
+
+    fn d(x: f64) -> D {
+        D::from_base(x)
+    }
+
+    fn same(a: D, b: D) -> bool {
+        (a.hi.is_nan() && b.hi.is_nan())
+            || (a.hi.to_bits() == b.hi.to_bits() && a.lo.to_bits() == b.lo.to_bits())
+    }
+
+    #[test]
+    fn nan_propagates_through_every_op() {
+        let nan = d(f64::NAN);
+        let one = d(1.0);
+        for z in [
+            nan + one,
+            one + nan,
+            nan - one,
+            nan * one,
+            one * nan,
+            nan / one,
+            one / nan,
+            nan.sqrt(),
+            nan.add_sloppy(one),
+            nan.mul_seed(one),
+            nan.div_dw2(one),
+            nan.div_seed(one),
+            one + f64::NAN,
+            one * f64::NAN,
+            one / f64::NAN,
+        ] {
+            assert!(z.is_nan() && z.lo == 0.0, "{z:?}");
+        }
+    }
+
+    #[test]
+    fn infinities_follow_ieee_on_the_high_words() {
+        let (inf, one) = (d(INF), d(1.0));
+        assert!(same(inf + one, d(INF)));
+        assert!(same(one - inf, d(-INF)));
+        assert!((inf - inf).is_nan());
+        assert!((inf * d(0.0)).is_nan());
+        assert!(same(inf * d(-2.0), d(-INF)));
+        assert!(same(one / d(0.0), d(INF)));
+        assert!(same(one / d(-0.0), d(-INF)));
+        assert!((d(0.0) / d(0.0)).is_nan());
+        assert!(same(one / inf, d(0.0)));
+        assert!(same(d(-1.0) / inf, d(-0.0)));
+        assert!((inf / inf).is_nan());
+        assert!(same(inf.sqrt(), d(INF)));
+        assert!(d(-1.0).sqrt().is_nan());
+        assert!(d(-INF).sqrt().is_nan());
+        assert!(same(one / d(0.0).div_dw2(one), d(INF)));
+        assert!(same(one.div_base(0.0), d(INF)));
+        assert!(same(one.div_seed(d(0.0)), d(INF)));
+    }
+
+    #[test]
+    fn overflow_gives_infinity() {
+        let max = d(f64::MAX);
+        assert!(same(max + max, d(INF)));
+        assert!(same(max * d(2.0), d(INF)));
+        assert!(same(max * 2.0, d(INF)));
+        assert!(same(max / d(0.5), d(INF)));
+        assert!(same(-max - max, d(-INF)));
+        // MAX + (just under half an ulp) stays finite; the rounding boundary is MAX + ulp/2.
+        let near = D::from_sum(f64::MAX, 2f64.powi(969) * 0.99);
+        assert!(near.is_finite());
+        assert!(same(d(f64::MAX) * D::from_sum(1.0, 2f64.powi(-53)), d(INF)));
+        let fmax = f32x2::from_base(f32::MAX);
+        assert_eq!((fmax * fmax).hi, f32::INFINITY);
+    }
+
+    #[test]
+    fn signed_zeros_follow_ieee() {
+        let (z, nz) = (d(0.0), d(-0.0));
+        assert!(same(nz + nz, nz));
+        assert!(same(z + nz, z));
+        assert!(same(nz * d(1.0), nz));
+        assert!(same(nz * 1.0, nz));
+        assert!(same(d(1.0) - d(1.0), z));
+        assert!(same(nz / d(3.0), nz));
+        assert!(same(z / d(-3.0), nz));
+        assert!(same(nz.sqrt(), nz));
+        assert!(same(z.sqrt(), z));
+        assert!(same(nz.div_dw2(d(3.0)), nz));
+        assert!(same(nz + 0.0, z));
+        assert!(same(nz - 0.0, nz));
+    }
+
+    #[test]
+    fn division_by_extreme_divisors_stays_accurate() {
+        // 1/y.hi would overflow (f32: y ≈ 2^-140) or go subnormal (y ≈ 2^127) without rescaling.
+        for (x, y) in [
+            (1.5 * 2f32.powi(-100), f32::from_bits(3)),
+            (1.5e-30, 1.0e-40),
+            (1.5, 2f32.powi(127) * 1.5),
+            (1.5 * 2f32.powi(100), f32::MAX),
+        ] {
+            let q = f32x2::from_base(x) / f32x2::from_base(y);
+            let exact = x as f64 / y as f64;
+            let rel = ((q.hi as f64 + q.lo as f64) - exact).abs() / exact;
+            assert!(rel < 1e-13, "{x:e}/{y:e}: {q:?} rel {rel:e}");
+        }
+        let q = d(1.0) / d(f64::MAX);
+        assert!(q.hi > 0.0 && q.hi.is_finite());
+        let q = d(f64::MIN_POSITIVE) / d(f64::from_bits(3));
+        assert_eq!(q.hi, f64::MIN_POSITIVE / f64::from_bits(3));
+    }
+
+    #[test]
+    fn conversions() {
+        assert_eq!(
+            f32x2::from_f64(0.1).to_f64(),
+            (0.1f32 as f64) + ((0.1 - 0.1f32 as f64) as f32) as f64
+        );
+        assert!(f32x2::from_f64(1e39).hi.is_infinite());
+        assert_eq!(f32x2::from_f64(1e39).lo, 0.0);
+        assert_eq!(D::from_i64(i64::MAX).to_i64(), Some(i64::MAX));
+        assert_eq!(D::from_i64(i64::MIN).to_i64(), Some(i64::MIN));
+        assert_eq!(
+            D::from_i64(-123_456_789_012_345_678).to_i64(),
+            Some(-123_456_789_012_345_678)
+        );
+        assert_eq!(
+            f32x2::from_i64(123_456_789_012).to_i64(),
+            Some(123_456_789_012)
+        );
+        assert_eq!(D::from_sum(2.0, 0.5).to_i64(), Some(2));
+        assert_eq!(D::from_sum(3.0, 0.5).to_i64(), Some(4));
+        assert_eq!(D::from_sum(2.5, 2f64.powi(-60)).to_i64(), Some(3));
+        assert_eq!(D::from_sum(2.5, -2f64.powi(-60)).to_i64(), Some(2));
+        assert_eq!(D::from_sum(-2.5, 0.0).to_i64(), Some(-2));
+        assert_eq!(D::from_sum(1e19, 0.0).to_i64(), None);
+        assert_eq!(d(f64::NAN).to_i64(), None);
+        assert_eq!(
+            D::from_sum(2f64.powi(62), -0.5).to_i64(),
+            Some((1i64 << 62) - 0)
+        );
+        assert_eq!(f64::from(D::from_sum(1.0, 2f64.powi(-60))), 1.0);
+    }
+
+    #[test]
+    fn ordering_uses_both_words() {
+        let a = D::from_sum(1.0, 2f64.powi(-60));
+        let b = D::from_sum(1.0, -2f64.powi(-60));
+        assert!(b < a && a > d(1.0) && b < 1.0);
+        assert!(d(f64::NAN).partial_cmp(&a).is_none());
+        assert_eq!(a.abs(), a);
+        assert_eq!((-a).abs(), a);
+    }
+
+    #[test]
+    fn arbitrary_bit_patterns_never_panic() {
+        let mut state = 0x1234_5678_9abc_def0u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for _ in 0..200_000 {
+            let x = D::from_sum(f64::from_bits(next()), f64::from_bits(next()));
+            let y = D::from_sum(f64::from_bits(next()), f64::from_bits(next()));
+            let f = f32x2::from_sum(f32::from_bits(next() as u32), f32::from_bits(next() as u32));
+            let g = f32x2::from_sum(f32::from_bits(next() as u32), f32::from_bits(next() as u32));
+            let _ = (
+                x + y,
+                x - y,
+                x * y,
+                x / y,
+                x.sqrt(),
+                x.add_sloppy(y),
+                x.mul_seed(y),
+            );
+            let _ = (
+                x.div_dw2(y),
+                x.div_seed(y),
+                x + y.hi,
+                x * y.hi,
+                x / y.hi,
+                x.to_i64(),
+                x.to_string(),
+            );
+            let _ = (
+                f + g,
+                f * g,
+                f / g,
+                f.sqrt(),
+                f.div_dw2(g),
+                f / g.hi,
+                f.to_i64(),
+                f.to_string(),
+            );
+        }
     }
 }

@@ -87,9 +87,13 @@ mod tests {
     /// Finite f64s spread over the whole exponent range, subnormals included.
     fn any_finite() -> impl Strategy<Value = f64> {
         prop_oneof![
-            any::<u64>().prop_map(f64::from_bits).prop_filter("finite", |x| x.is_finite()),
+            any::<u64>()
+                .prop_map(f64::from_bits)
+                .prop_filter("finite", |x| x.is_finite()),
             (-1.0e6f64..1.0e6),
-            any::<u32>().prop_map(|b| f32::from_bits(b) as f64).prop_filter("finite", |x| x.is_finite()),
+            any::<u32>()
+                .prop_map(|b| f32::from_bits(b) as f64)
+                .prop_filter("finite", |x| x.is_finite()),
         ]
     }
 
@@ -98,7 +102,11 @@ mod tests {
     fn product_safe() -> impl Strategy<Value = f64> {
         (any::<bool>(), 1.0f64..2.0, -400i32..400).prop_map(|(neg, m, e)| {
             let x = m * 2f64.powi(e);
-            if neg { -x } else { x }
+            if neg {
+                -x
+            } else {
+                x
+            }
         })
     }
 

@@ -5,6 +5,7 @@ pub mod eft;
 pub mod real;
 
 pub use real::Real;
+pub mod decimal;
 pub mod dw;
 
 pub use dw::{f32x2, f64x2, DoubleWord, F32x2, F64x2};

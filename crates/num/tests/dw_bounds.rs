@@ -113,7 +113,14 @@ impl Op {
             to_f64(&(with_bits(num, 64) / with_bits(den, 64)))
         };
         match self {
-            Op::Add | Op::AddSloppy | Op::AddBase | Op::Sub | Op::SubBase | Op::Mul | Op::MulSeed | Op::MulBase => {
+            Op::Add
+            | Op::AddSloppy
+            | Op::AddBase
+            | Op::Sub
+            | Op::SubBase
+            | Op::Mul
+            | Op::MulSeed
+            | Op::MulBase => {
                 let e = match self {
                     Op::Add | Op::AddSloppy | Op::AddBase => x + y,
                     Op::Sub | Op::SubBase => x - y,
@@ -130,7 +137,10 @@ impl Op {
                 // |z − x/y| = |z·y − x| / |y|, relative: / |x|. Exact numerators.
                 let r = (z * y - x).abs();
                 if x == &Big::ZERO {
-                    return (to_f64(&z.clone().abs()), if z == &Big::ZERO { 0.0 } else { f64::INFINITY });
+                    return (
+                        to_f64(&z.clone().abs()),
+                        if z == &Big::ZERO { 0.0 } else { f64::INFINITY },
+                    );
                 }
                 (ratio(r.clone(), y.clone().abs()), ratio(r, x.clone().abs()))
             }
@@ -173,11 +183,23 @@ fn with_sign<F: Base>(x: DoubleWord<F>, negative: bool) -> DoubleWord<F> {
 fn gen<F: Base>(rng: &mut Rng64, op: Op, class: Class) -> (DoubleWord<F>, DoubleWord<F>) {
     let p = F::DIGITS as i32;
     let (emin, emax) = (F::MIN_EXP, F::MAX_EXP);
-    let is_add = matches!(op, Op::Add | Op::Sub | Op::AddSloppy | Op::AddBase | Op::SubBase);
+    let is_add = matches!(
+        op,
+        Op::Add | Op::Sub | Op::AddSloppy | Op::AddBase | Op::SubBase
+    );
     let is_mul = matches!(op, Op::Mul | Op::MulSeed | Op::MulBase);
     let is_div = matches!(op, Op::Div | Op::DivDw2 | Op::DivSeed | Op::DivBase);
     match class {
-        Class::Similar => ({ let e = rng.random_range(-4..=4); rand_dw(rng, e) }, { let e = rng.random_range(-4..=4); rand_dw(rng, e) }),
+        Class::Similar => (
+            {
+                let e = rng.random_range(-4..=4);
+                rand_dw(rng, e)
+            },
+            {
+                let e = rng.random_range(-4..=4);
+                rand_dw(rng, e)
+            },
+        ),
         Class::Far => {
             let e = rng.random_range(-4..=4);
             let gap = rng.random_range(p / 2..=3 * p);
@@ -198,7 +220,11 @@ fn gen<F: Base>(rng: &mut Rng64, op: Op, class: Class) -> (DoubleWord<F>, Double
             let yh = x.hi + F::from_f64(x.hi.to_f64() * rng.random_range(-1.0..1.0)).scale2(-k);
             let shift = rng.random_range(0..=p);
             let yl = F::from_f64(yh.to_f64() * rng.random_range(-1.0..1.0)).scale2(-(p + shift));
-            let y = if op.second_is_base() { DoubleWord::from_base(yh) } else { DoubleWord::from_sum(yh, yl) };
+            let y = if op.second_is_base() {
+                DoubleWord::from_base(yh)
+            } else {
+                DoubleWord::from_sum(yh, yl)
+            };
             let sub = matches!(op, Op::Sub | Op::SubBase);
             (x, if sub { y } else { -y })
         }
@@ -206,7 +232,13 @@ fn gen<F: Base>(rng: &mut Rng64, op: Op, class: Class) -> (DoubleWord<F>, Double
             if is_add {
                 let neg = rng.random::<bool>();
                 let a = with_sign(rand_dw(rng, emax - 3), neg);
-                let b = with_sign({ let e = emax - rng.random_range(2..=p); rand_dw(rng, e) }, neg);
+                let b = with_sign(
+                    {
+                        let e = emax - rng.random_range(2..=p);
+                        rand_dw(rng, e)
+                    },
+                    neg,
+                );
                 (a, b)
             } else if is_mul {
                 let ex = rng.random_range(0..=emax - 3);
@@ -215,7 +247,16 @@ fn gen<F: Base>(rng: &mut Rng64, op: Op, class: Class) -> (DoubleWord<F>, Double
                 let ey = rng.random_range(-40..=3);
                 (rand_dw(rng, emax - 4 + ey.min(0)), rand_dw(rng, ey))
             } else {
-                (with_sign({ let e = emax - rng.random_range(0..=3); rand_dw(rng, e) }, false), DoubleWord::ONE)
+                (
+                    with_sign(
+                        {
+                            let e = emax - rng.random_range(0..=3);
+                            rand_dw(rng, e)
+                        },
+                        false,
+                    ),
+                    DoubleWord::ONE,
+                )
             }
         }
         Class::Underflow => {
@@ -223,7 +264,13 @@ fn gen<F: Base>(rng: &mut Rng64, op: Op, class: Class) -> (DoubleWord<F>, Double
             if is_add {
                 let neg = rng.random::<bool>();
                 let a = rand_dw(rng, emin + r);
-                let b = with_sign({ let e = emin + r - rng.random_range(0..=p); rand_dw(rng, e) }, neg ^ rng.random::<bool>());
+                let b = with_sign(
+                    {
+                        let e = emin + r - rng.random_range(0..=p);
+                        rand_dw(rng, e)
+                    },
+                    neg ^ rng.random::<bool>(),
+                );
                 (a, b)
             } else if is_mul {
                 let ex = rng.random_range(emin / 2 - 20..=emin / 2 + 20);
@@ -256,20 +303,42 @@ fn run<F: Base>(op: Op, class: Class, seed: u64) -> Stats {
     let stats: Vec<Stats> = (0..CHUNKS)
         .into_par_iter()
         .map(|c| {
-            let mut rng = Rng64::seed_from_u64(seed ^ (c as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
-            let mut s = Stats { max_rel_u2: 0.0, max_excess_eta: 0.0, worst: String::new() };
+            let mut rng =
+                Rng64::seed_from_u64(seed ^ (c as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+            let mut s = Stats {
+                max_rel_u2: 0.0,
+                max_excess_eta: 0.0,
+                worst: String::new(),
+            };
             for _ in 0..per_chunk {
                 let (x, y) = gen::<F>(&mut rng, op, class);
-                let y = if op.second_is_base() { DoubleWord::from_base(y.hi) } else { y };
+                let y = if op.second_is_base() {
+                    DoubleWord::from_base(y.hi)
+                } else {
+                    y
+                };
                 if matches!(op, Op::Sqrt) && x.hi < F::ZERO {
                     continue;
                 }
                 let z = op.apply(x, y);
                 let xb = exact(x.hi.to_f64()) + exact(x.lo.to_f64());
                 let yb = exact(y.hi.to_f64()) + exact(y.lo.to_f64());
-                assert!(z.hi.is_finite(), "{} {:?}: non-finite result for x={:?} y={:?}", op.name(), class, x, y);
+                assert!(
+                    z.hi.is_finite(),
+                    "{} {:?}: non-finite result for x={:?} y={:?}",
+                    op.name(),
+                    class,
+                    x,
+                    y
+                );
                 let zb = exact(z.hi.to_f64()) + exact(z.lo.to_f64());
-                assert_eq!(z.hi, F::from_f64(to_f64(&zb)), "{}: result not normalized: {:?}", op.name(), z);
+                assert_eq!(
+                    z.hi,
+                    F::from_f64(to_f64(&zb)),
+                    "{}: result not normalized: {:?}",
+                    op.name(),
+                    z
+                );
                 let (abs, rel) = op.error(&zb, &xb, &yb);
                 let rel_u2 = rel / u2;
                 if class == Class::Underflow && !matches!(op, Op::Sqrt) {
@@ -278,7 +347,9 @@ fn run<F: Base>(op: Op, class: Class, seed: u64) -> Stats {
                     // DWDivDW2, seed Alg. 9 and DWDivFP3 form their residual at the dividend's
                     // scale and then divide it by y: its subnormal rounding grows by 1/|y|.
                     let residual_gain = match op {
-                        Op::DivDw2 | Op::DivSeed | Op::DivBase => (1.0 / y.hi.to_f64().abs()).max(1.0),
+                        Op::DivDw2 | Op::DivSeed | Op::DivBase => {
+                            (1.0 / y.hi.to_f64().abs()).max(1.0)
+                        }
                         _ => 1.0,
                     };
                     let excess = (abs - bound * u2 * exact_mag) / (eta * residual_gain);
@@ -297,8 +368,16 @@ fn run<F: Base>(op: Op, class: Class, seed: u64) -> Stats {
     stats
         .into_iter()
         .reduce(|a, b| {
-            let worst = if b.max_rel_u2 > a.max_rel_u2 || b.max_excess_eta > a.max_excess_eta { b.worst } else { a.worst };
-            Stats { max_rel_u2: a.max_rel_u2.max(b.max_rel_u2), max_excess_eta: a.max_excess_eta.max(b.max_excess_eta), worst }
+            let worst = if b.max_rel_u2 > a.max_rel_u2 || b.max_excess_eta > a.max_excess_eta {
+                b.worst
+            } else {
+                a.worst
+            };
+            Stats {
+                max_rel_u2: a.max_rel_u2.max(b.max_rel_u2),
+                max_excess_eta: a.max_excess_eta.max(b.max_excess_eta),
+                worst,
+            }
         })
         .expect("at least one chunk")
 }
@@ -308,13 +387,19 @@ fn check_all<F: Base>(ops: &[Op], classes: &[Class]) {
     let mut failures = Vec::new();
     for (i, &op) in ops.iter().enumerate() {
         for (j, &class) in classes.iter().enumerate() {
-            if class == Class::Cancel && !matches!(op, Op::Add | Op::Sub | Op::AddBase | Op::SubBase) {
+            if class == Class::Cancel
+                && !matches!(op, Op::Add | Op::Sub | Op::AddBase | Op::SubBase)
+            {
                 continue;
             }
             let s = run::<F>(op, class, 0x5EED_0000 + (i * 16 + j) as u64);
             let bound = op.bound_u2(u);
             let abs_criterion = class == Class::Underflow && !matches!(op, Op::Sqrt);
-            let ok = if abs_criterion { s.max_excess_eta <= UNDERFLOW_SLACK_ETA } else { s.max_rel_u2 <= bound };
+            let ok = if abs_criterion {
+                s.max_excess_eta <= UNDERFLOW_SLACK_ETA
+            } else {
+                s.max_rel_u2 <= bound
+            };
             println!(
                 "{}x2 {:<10} {:<9} max rel err {:>8.4} u²  (bound {:.3} u²){}  {}",
                 F::NAME,
@@ -322,18 +407,43 @@ fn check_all<F: Base>(ops: &[Op], classes: &[Class]) {
                 format!("{class:?}"),
                 s.max_rel_u2,
                 bound,
-                if class == Class::Underflow && !matches!(op, Op::Sqrt) { format!("  abs excess {:.3} η (≤ {UNDERFLOW_SLACK_ETA})", s.max_excess_eta) } else { String::new() },
+                if class == Class::Underflow && !matches!(op, Op::Sqrt) {
+                    format!(
+                        "  abs excess {:.3} η (≤ {UNDERFLOW_SLACK_ETA})",
+                        s.max_excess_eta
+                    )
+                } else {
+                    String::new()
+                },
                 if ok { "ok" } else { "FAIL" }
             );
             if !ok {
-                failures.push(format!("{}x2 {} {:?}: {:.4} u² / {:.3} η; worst {}", F::NAME, op.name(), class, s.max_rel_u2, s.max_excess_eta, s.worst));
+                failures.push(format!(
+                    "{}x2 {} {:?}: {:.4} u² / {:.3} η; worst {}",
+                    F::NAME,
+                    op.name(),
+                    class,
+                    s.max_rel_u2,
+                    s.max_excess_eta,
+                    s.worst
+                ));
             }
         }
     }
-    assert!(failures.is_empty(), "bounds violated:\n{}", failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "bounds violated:\n{}",
+        failures.join("\n")
+    );
 }
 
-const ALL_CLASSES: [Class; 5] = [Class::Similar, Class::Far, Class::Cancel, Class::Overflow, Class::Underflow];
+const ALL_CLASSES: [Class; 5] = [
+    Class::Similar,
+    Class::Far,
+    Class::Cancel,
+    Class::Overflow,
+    Class::Underflow,
+];
 
 #[test]
 fn f64x2_additions_within_bounds() {
@@ -357,12 +467,18 @@ fn f32x2_products_within_bounds() {
 
 #[test]
 fn f64x2_quotients_within_bounds() {
-    check_all::<f64>(&[Op::Div, Op::DivDw2, Op::DivSeed, Op::DivBase], &ALL_CLASSES);
+    check_all::<f64>(
+        &[Op::Div, Op::DivDw2, Op::DivSeed, Op::DivBase],
+        &ALL_CLASSES,
+    );
 }
 
 #[test]
 fn f32x2_quotients_within_bounds() {
-    check_all::<f32>(&[Op::Div, Op::DivDw2, Op::DivSeed, Op::DivBase], &ALL_CLASSES);
+    check_all::<f32>(
+        &[Op::Div, Op::DivDw2, Op::DivSeed, Op::DivBase],
+        &ALL_CLASSES,
+    );
 }
 
 #[test]
@@ -398,9 +514,16 @@ fn sloppy_add_breaks_under_cancellation() {
     // Same inputs for both additions: the accurate one keeps its bound, the sloppy one does not.
     let accurate = run::<f64>(Op::Add, Class::Cancel, 11);
     let sloppy = run::<f64>(Op::AddSloppy, Class::Cancel, 11);
-    println!("cancellation: accurate {:.3} u², sloppy {:.3e} u²", accurate.max_rel_u2, sloppy.max_rel_u2);
+    println!(
+        "cancellation: accurate {:.3} u², sloppy {:.3e} u²",
+        accurate.max_rel_u2, sloppy.max_rel_u2
+    );
     assert!(accurate.max_rel_u2 <= 3.0 + 13.0 * f64::EPSILON / 2.0);
-    assert!(sloppy.max_rel_u2 > 1e6, "sloppy add was expected to lose the bound, got {} u²", sloppy.max_rel_u2);
+    assert!(
+        sloppy.max_rel_u2 > 1e6,
+        "sloppy add was expected to lose the bound, got {} u²",
+        sloppy.max_rel_u2
+    );
     // A hand-made instance: the high words cancel exactly and lo + y.lo needs 54 bits, so
     // sloppy returns 3·2^-55 for the exact 3·2^-55 − 2^-107: relative error 2^-107/(3·2^-55),
     // about 6·10^15 u². The accurate addition keeps the rounding error of lo + y.lo and is exact.
