@@ -4,7 +4,8 @@
 //! Classes: operands of similar magnitude; far-apart magnitudes (exponent gap p/2 … 3p);
 //! near-cancellation (additions only: y ≈ −x down to 2p+8 bits of agreement); results near the
 //! overflow threshold; results near the underflow threshold (2^emin … 2^(emin+p)), where the low
-//! word is subnormal and the bound is `B·u²·|exact| + K·η` with η the smallest subnormal.
+//! word is subnormal and the bound is `B·u²·|exact| + K·η` with η the smallest subnormal;
+//! divisions by divisors near the ends of the exponent range.
 //!
 //! Run with `--nocapture` to see the observed maxima (in units of u²) next to each bound.
 
@@ -30,6 +31,9 @@ enum Class {
     Cancel,
     Overflow,
     Underflow,
+    /// Divisions only: divisor and dividend both near the ends of the exponent range, where
+    /// 1/y.hi would overflow or be subnormal and `div` rescales.
+    ExtremeDivisor,
 }
 
 #[derive(Clone, Copy)]
@@ -259,6 +263,15 @@ fn gen<F: Base>(rng: &mut Rng64, op: Op, class: Class) -> (DoubleWord<F>, Double
                 )
             }
         }
+        Class::ExtremeDivisor => {
+            let ey = if rng.random::<bool>() {
+                rng.random_range(emin + 1..emin / 2)
+            } else {
+                rng.random_range(emax / 2 + 1..emax)
+            };
+            let ex = (ey + rng.random_range(-8..=8)).clamp(emin + p, emax - 1);
+            (rand_dw(rng, ex), rand_dw(rng, ey))
+        }
         Class::Underflow => {
             let r = rng.random_range(-2..=p + 2); // result exponent emin + r
             if is_add {
@@ -437,12 +450,13 @@ fn check_all<F: Base>(ops: &[Op], classes: &[Class]) {
     );
 }
 
-const ALL_CLASSES: [Class; 5] = [
+const ALL_CLASSES: [Class; 6] = [
     Class::Similar,
     Class::Far,
     Class::Cancel,
     Class::Overflow,
     Class::Underflow,
+    Class::ExtremeDivisor,
 ];
 
 #[test]
