@@ -1,1 +1,73 @@
-fn main() {}
+//! `mantissa`: what floating-point precision costs and buys on your hardware.
+//!
+//! This crate only parses arguments and wires the library crates together; every computation
+//! lives below it (see the workspace README).
+
+mod ops;
+mod progress;
+mod table;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "mantissa", version, about = "What floating-point precision costs and buys on your hardware")]
+struct Cli {
+    /// Worker threads for CPU work (default: all cores).
+    #[arg(long, global = true, value_parser = clap::value_parser!(u16).range(1..))]
+    threads: Option<u16>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Error distribution of single operations (+ − × ÷ √) in each precision, in f64 ulps of
+    /// the exact result (seed 001, Table 1).
+    Ops(ops::OpsArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(e),
+    };
+    if let Some(n) = cli.threads {
+        if let Err(e) = rayon::ThreadPoolBuilder::new().num_threads(n as usize).build_global() {
+            eprintln!("error: cannot start {n} worker threads: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    let result = match cli.command {
+        Command::Ops(args) => ops::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Help and version go to stdout in full; real usage errors are one line on stderr, exit code 2.
+fn usage_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
+        _ => {
+            let rendered = e.render().to_string();
+            let line = rendered.lines().find(|l| !l.trim().is_empty()).unwrap_or("error: invalid arguments");
+            eprintln!("{line}");
+            ExitCode::from(2)
+        }
+    }
+}
