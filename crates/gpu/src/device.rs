@@ -601,6 +601,41 @@ mod tests {
         assert_eq!(date(1_763_596_800), "2025-11-20");
     }
 
+    /// Needs NVRTC only: the ceiling kernels are what they claim, 8 x 16 FMAs of the right
+    /// precision per loop trip, kept in registers (no local memory).
+    #[test]
+    fn nvrtc_ceiling_kernels_are_pure_fma_loops() {
+        let Some(c) = crate::testing::require_nvrtc_or_skip() else {
+            return;
+        };
+        let src = Source::new("mantissa_ceilings.cu", FMA_SOURCE);
+        let ptx = c
+            .compile(
+                &src,
+                FlagSet::Default,
+                crate::Target::Cubin(Arch::new(9, 0)),
+            )
+            .unwrap_or_else(|e| panic!("{e}"))
+            .ptx
+            .clone();
+        let entries = crate::launch::parse_entries(&ptx);
+        for (kernel, fma) in [("fma_f32", "fma.rn.f32"), ("fma_f64", "fma.rn.f64")] {
+            let body = ptx
+                .split(".entry ")
+                .find(|b| b.starts_with(kernel))
+                .unwrap_or_else(|| panic!("{kernel} missing"));
+            let body = body.split(".entry ").next().unwrap_or(body);
+            let count = body
+                .lines()
+                .filter(|l| l.trim_start().starts_with(fma))
+                .count();
+            assert!(count >= FMA_PER_ITER as usize, "{kernel}: {count} {fma}");
+            assert!(!body.contains(".local"), "{kernel} spills to local memory");
+            let sig = entries.iter().find(|e| e.name == kernel).unwrap();
+            assert_eq!(sig.params.len(), 4);
+        }
+    }
+
     #[test]
     fn peak_bandwidth_formula() {
         let p = h100().peak_bandwidth_gb_s().unwrap();
