@@ -9,6 +9,7 @@
 //! and are overwritten by the next compile.
 
 use crate::flags::FlagSet;
+use crate::lock;
 use crate::nvrtc::{Compiled, Target};
 use crate::version::CudaVersion;
 use serde::{Deserialize, Serialize};
@@ -211,12 +212,6 @@ impl CompileCache {
             None => {}
         }
     }
-}
-
-/// A poisoned lock only means another thread panicked mid-update of a counter or a map of
-/// finished entries; the data is still usable, so carry on rather than spread the panic.
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 fn encode_entry(key: &CacheKey, source_text: &str, c: &Compiled) -> Vec<u8> {

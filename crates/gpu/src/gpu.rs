@@ -17,6 +17,7 @@ use crate::launch::{
     check_args, check_dims, parse_entries, DType, DeviceBuffer, DeviceData, HostData, KernelArg,
     KernelSignature, LaunchDims, LaunchLimits, Scalar,
 };
+use crate::lock;
 use crate::nvrtc::{Compiled, Compiler, Source, Target};
 use crate::timing::{rotation_sets, Timing, TimingOptions};
 use crate::version::{Arch, CudaVersion, PtxIsa};
@@ -28,7 +29,7 @@ use cudarc::driver::{
 use cudarc::nvrtc::Ptx;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The oldest driver the bindings (CUDA 13.0 headers) and NVRTC 13 cubins work with: driver 580.
@@ -48,11 +49,6 @@ pub struct Gpu {
     sync_timeout: Mutex<Duration>,
     /// The kernel an asynchronous failure is blamed on.
     last_kernel: Mutex<Option<String>>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Poisoning only means another thread panicked while holding a plain value; it is still valid.
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Checks that the driver library is there, starts, and is new enough; returns its CUDA version.
@@ -683,6 +679,7 @@ pub struct Module {
 struct Kernel {
     func: CudaFunction,
     limits: LaunchLimits,
+    resources: KernelResources,
     signature: Option<KernelSignature>,
 }
 
@@ -762,20 +759,30 @@ impl Module {
                 .map(|v| v.max(0) as u32)
                 .map_err(|e| GpuError::driver(format!("reading attributes of kernel '{name}'"), e))
         };
-        let static_shared = attr(CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?;
+        use CUfunction_attribute_enum::*;
+        let resources = KernelResources {
+            registers: attr(CU_FUNC_ATTRIBUTE_NUM_REGS)?,
+            local_bytes: attr(CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)?,
+            static_shared_bytes: attr(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?,
+            const_bytes: attr(CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES)?,
+            max_threads_per_block: attr(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+            ptx_version: attr(CU_FUNC_ATTRIBUTE_PTX_VERSION)?,
+            binary_version: attr(CU_FUNC_ATTRIBUTE_BINARY_VERSION)?,
+        };
         let d = &self.device;
         let limits = LaunchLimits {
-            max_threads_per_block: attr(
-                CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
-            )?,
+            max_threads_per_block: resources.max_threads_per_block,
             max_block: d.max_block_dims,
             max_grid: d.max_grid_dims,
-            max_dynamic_shared: d.max_shared_per_block_optin.saturating_sub(static_shared),
-            registers_per_thread: attr(CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_NUM_REGS)?,
+            max_dynamic_shared: d
+                .max_shared_per_block_optin
+                .saturating_sub(resources.static_shared_bytes),
+            registers_per_thread: resources.registers,
         };
         let k = Arc::new(Kernel {
             func,
             limits,
+            resources,
             signature,
         });
         lock(&self.kernels).insert(name.to_string(), k.clone());
@@ -784,25 +791,7 @@ impl Module {
 
     /// Registers, local and shared memory of `kernel`, as the driver reports them.
     pub fn resources(&self, kernel: &str) -> Result<KernelResources, GpuError> {
-        let k = self.kernel(kernel)?;
-        let attr = |a: CUfunction_attribute_enum| {
-            k.func
-                .get_attribute(a)
-                .map(|v| v.max(0) as u32)
-                .map_err(|e| {
-                    GpuError::driver(format!("reading attributes of kernel '{kernel}'"), e)
-                })
-        };
-        use CUfunction_attribute_enum::*;
-        Ok(KernelResources {
-            registers: attr(CU_FUNC_ATTRIBUTE_NUM_REGS)?,
-            local_bytes: attr(CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)?,
-            static_shared_bytes: attr(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?,
-            const_bytes: attr(CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES)?,
-            max_threads_per_block: attr(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
-            ptx_version: attr(CU_FUNC_ATTRIBUTE_PTX_VERSION)?,
-            binary_version: attr(CU_FUNC_ATTRIBUTE_BINARY_VERSION)?,
-        })
+        Ok(self.kernel(kernel)?.resources)
     }
 }
 

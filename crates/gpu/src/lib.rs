@@ -52,3 +52,10 @@ pub use launch::{DType, DeviceBuffer, HostData, KernelArg, KernelSignature, Laun
 pub use nvrtc::{Compiled, Compiler, Source, Target};
 pub use timing::{Timing, TimingOptions};
 pub use version::{Arch, CudaVersion, PtxIsa};
+
+/// Locks a mutex, ignoring poisoning: the guarded values here (counters, maps of finished
+/// entries, a timeout, a kernel name) stay valid if another thread panicked while holding them,
+/// so carrying on is better than spreading the panic.
+pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
