@@ -1,0 +1,615 @@
+//! The compile cache: NVRTC results kept in memory and on disk, keyed by everything that can change
+//! the output (source, its name, flag set, target, NVRTC version, extra options).
+//!
+//! On disk each entry is one file, written to a temporary name in the same directory and renamed,
+//! so concurrent writers (several processes compiling the same kernel) never leave a torn file and
+//! a reader sees either nothing or a whole entry. The file stores the full key and the source text,
+//! and a read checks both, so the 64-bit file-name hash only has to spread names, never to be
+//! collision-free: a collision costs a recompile, not a wrong binary. Damaged files read as misses
+//! and are overwritten by the next compile.
+
+use crate::flags::FlagSet;
+use crate::lock;
+use crate::nvrtc::{Compiled, Target};
+use crate::version::CudaVersion;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Bump when the file format or the meaning of a key changes: old entries then miss.
+const FORMAT: &str = "mantissa-nvrtc-cache 1";
+
+/// FNV-1a, 64-bit: a tiny hash whose value is fixed by its definition, so file names stay stable
+/// across Rust releases and machines (std's `DefaultHasher` promises neither).
+pub fn fnv1a64(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+/// The directory mantissa caches into: `$MANTISSA_CACHE`, else `$XDG_CACHE_HOME/mantissa`, else
+/// `$HOME/.cache/mantissa`; `None` when none of these is set (the cache then lives in memory only).
+pub fn cache_root() -> Option<PathBuf> {
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    if let Some(dir) = var("MANTISSA_CACHE") {
+        return Some(PathBuf::from(dir));
+    }
+    // The XDG spec says relative values are invalid and must be ignored.
+    if let Some(xdg) = var("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+    {
+        return Some(xdg.join("mantissa"));
+    }
+    var("HOME").map(|home| PathBuf::from(home).join(".cache").join("mantissa"))
+}
+
+/// Everything that determines NVRTC's output, as one canonical string.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct CacheKey {
+    canonical: String,
+}
+
+impl CacheKey {
+    /// `options` are all options NVRTC receives (flag set, target, `-lineinfo`, extras); flags
+    /// and target are also recorded by name so the key reads well in a cache file.
+    pub fn new(
+        source_name: &str,
+        source_text: &str,
+        flags: FlagSet,
+        target: Target,
+        nvrtc: CudaVersion,
+        options: &[String],
+    ) -> Self {
+        let canonical = format!(
+            "{FORMAT}\nsource-fnv1a64={:016x}\nsource-len={}\nsource-name={}\nflags={}\ntarget={}\nnvrtc={}\noptions={}",
+            fnv1a64(source_text.as_bytes()),
+            source_text.len(),
+            // JSON strings and arrays: unambiguous whatever the name or options contain
+            // (["-DA=1 -DB=2"] and ["-DA=1", "-DB=2"] are different keys). Cannot fail.
+            serde_json::to_string(source_name).unwrap_or_default(),
+            flags,
+            target,
+            nvrtc,
+            serde_json::to_string(options).unwrap_or_default(),
+        );
+        CacheKey { canonical }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.canonical
+    }
+
+    /// The entry's file name inside the cache directory.
+    pub fn file_name(&self) -> String {
+        format!("{:016x}.nvrtc", fnv1a64(self.canonical.as_bytes()))
+    }
+}
+
+/// Where a compile came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheHit {
+    Memory,
+    Disk,
+}
+
+/// Counters for tests and `--verbose` output.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    pub memory_hits: u64,
+    pub disk_hits: u64,
+    pub misses: u64,
+    pub disk_writes: u64,
+    pub disk_write_failures: u64,
+    /// The last failed write, e.g. a read-only cache directory. Writing is best effort: a cache
+    /// that cannot be written slows the next run, it never fails this one.
+    pub last_write_error: Option<String>,
+}
+
+/// The memory + disk cache of NVRTC results.
+#[derive(Debug)]
+pub struct CompileCache {
+    dir: Option<PathBuf>,
+    memory: Mutex<HashMap<CacheKey, (String, Arc<Compiled>)>>,
+    stats: Mutex<CacheStats>,
+}
+
+/// What a cache file records before the blobs.
+#[derive(Debug, Serialize, Deserialize)]
+struct Meta {
+    key: String,
+    source_name: String,
+    flags: FlagSet,
+    target: Target,
+    nvrtc: CudaVersion,
+    options: Vec<String>,
+    source_len: usize,
+    ptx_len: usize,
+    cubin_len: Option<usize>,
+    log_len: usize,
+}
+
+impl CompileCache {
+    /// A cache in memory and, when `dir` is given, on disk in that directory.
+    pub fn new(dir: Option<PathBuf>) -> Self {
+        CompileCache {
+            dir,
+            memory: Mutex::new(HashMap::new()),
+            stats: Mutex::new(CacheStats::default()),
+        }
+    }
+
+    /// A cache that forgets everything when the process ends.
+    pub fn in_memory() -> Self {
+        CompileCache::new(None)
+    }
+
+    /// The usual cache: `<cache_root>/nvrtc` on disk (see [`cache_root`]).
+    pub fn default_location() -> Self {
+        CompileCache::new(cache_root().map(|r| r.join("nvrtc")))
+    }
+
+    pub fn dir(&self) -> Option<&Path> {
+        self.dir.as_deref()
+    }
+
+    pub fn stats(&self) -> CacheStats {
+        lock(&self.stats).clone()
+    }
+
+    /// The cached result for `key`, if any. `source_text` guards against hash collisions.
+    pub fn get(&self, key: &CacheKey, source_text: &str) -> Option<(Arc<Compiled>, CacheHit)> {
+        if let Some((src, compiled)) = lock(&self.memory).get(key) {
+            if src == source_text {
+                lock(&self.stats).memory_hits += 1;
+                return Some((compiled.clone(), CacheHit::Memory));
+            }
+        }
+        let from_disk = self
+            .dir
+            .as_ref()
+            .and_then(|dir| read_entry(&dir.join(key.file_name()), key, source_text));
+        let mut stats = lock(&self.stats);
+        match from_disk {
+            Some(compiled) => {
+                stats.disk_hits += 1;
+                drop(stats);
+                let compiled = Arc::new(compiled);
+                lock(&self.memory).insert(key.clone(), (source_text.to_string(), compiled.clone()));
+                Some((compiled, CacheHit::Disk))
+            }
+            None => {
+                stats.misses += 1;
+                None
+            }
+        }
+    }
+
+    /// Stores a result in memory and, best effort, on disk.
+    pub fn put(&self, key: &CacheKey, source_text: &str, compiled: Arc<Compiled>) {
+        let disk = self.dir.as_ref().map(|dir| {
+            let bytes = encode_entry(key, source_text, &compiled);
+            atomic_write(&dir.join(key.file_name()), &bytes)
+        });
+        lock(&self.memory).insert(key.clone(), (source_text.to_string(), compiled));
+        let mut stats = lock(&self.stats);
+        match disk {
+            Some(Ok(())) => stats.disk_writes += 1,
+            Some(Err(e)) => {
+                stats.disk_write_failures += 1;
+                stats.last_write_error = Some(format!(
+                    "cannot write the compile cache in {}: {e}",
+                    self.dir.as_deref().unwrap_or(Path::new("?")).display()
+                ));
+            }
+            None => {}
+        }
+    }
+}
+
+fn encode_entry(key: &CacheKey, source_text: &str, c: &Compiled) -> Vec<u8> {
+    let meta = Meta {
+        key: key.as_str().to_string(),
+        source_name: c.source_name.clone(),
+        flags: c.flags,
+        target: c.target,
+        nvrtc: c.nvrtc,
+        options: c.options.clone(),
+        source_len: source_text.len(),
+        ptx_len: c.ptx.len(),
+        cubin_len: c.cubin.as_ref().map(Vec::len),
+        log_len: c.log.len(),
+    };
+    // Serialising a struct of strings and numbers cannot fail.
+    let meta = serde_json::to_string(&meta).unwrap_or_default();
+    let mut out = Vec::with_capacity(
+        FORMAT.len()
+            + meta.len()
+            + source_text.len()
+            + c.ptx.len()
+            + c.log.len()
+            + 2
+            + c.cubin.as_ref().map_or(0, Vec::len),
+    );
+    out.extend_from_slice(FORMAT.as_bytes());
+    out.push(b'\n');
+    out.extend_from_slice(meta.as_bytes());
+    out.push(b'\n');
+    out.extend_from_slice(source_text.as_bytes());
+    out.extend_from_slice(c.ptx.as_bytes());
+    if let Some(cubin) = &c.cubin {
+        out.extend_from_slice(cubin);
+    }
+    out.extend_from_slice(c.log.as_bytes());
+    out
+}
+
+/// Reads and checks one entry; anything unexpected is a miss.
+fn read_entry(path: &Path, key: &CacheKey, source_text: &str) -> Option<Compiled> {
+    let bytes = fs::read(path).ok()?;
+    decode_entry(&bytes, key, source_text)
+}
+
+fn decode_entry(bytes: &[u8], key: &CacheKey, source_text: &str) -> Option<Compiled> {
+    let rest = bytes.strip_prefix(FORMAT.as_bytes())?.strip_prefix(b"\n")?;
+    let nl = rest.iter().position(|&b| b == b'\n')?;
+    let meta: Meta = serde_json::from_slice(&rest[..nl]).ok()?;
+    let mut blobs = &rest[nl + 1..];
+    if meta.key != key.as_str() {
+        return None;
+    }
+    let expected = meta.source_len + meta.ptx_len + meta.cubin_len.unwrap_or(0) + meta.log_len;
+    if blobs.len() != expected {
+        return None;
+    }
+    let mut take = |n: usize| {
+        let (head, tail) = blobs.split_at(n);
+        blobs = tail;
+        head
+    };
+    if take(meta.source_len) != source_text.as_bytes() {
+        return None;
+    }
+    let ptx = String::from_utf8(take(meta.ptx_len).to_vec()).ok()?;
+    let cubin = meta.cubin_len.map(|n| take(n).to_vec());
+    let log = String::from_utf8(take(meta.log_len).to_vec()).ok()?;
+    Some(Compiled {
+        source_name: meta.source_name,
+        flags: meta.flags,
+        target: meta.target,
+        options: meta.options,
+        nvrtc: meta.nvrtc,
+        ptx,
+        cubin,
+        log,
+    })
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same directory and a rename, so that
+/// readers and concurrent writers never see a partial file (rename within a directory is atomic).
+pub(crate) fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    fs::create_dir_all(dir)?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let tmp = dir.join(format!(
+        ".{name}.{}.{}.{nanos}.tmp",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let result = (|| {
+        let mut f = fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        // Flushed before the rename, so a crash cannot leave the final name on an empty file.
+        f.sync_all()?;
+        fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::version::Arch;
+
+    /// A fresh directory under the system temp dir (no tempfile dependency for one helper).
+    pub(crate) fn scratch_dir(tag: &str) -> PathBuf {
+        static N: AtomicU64 = AtomicU64::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "mantissa-gpu-test-{tag}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    const SRC: &str = "extern \"C\" __global__ void k(float* x) { x[0] = 1.0f; }";
+
+    fn key_of(
+        name: &str,
+        src: &str,
+        flags: FlagSet,
+        target: Target,
+        nvrtc: CudaVersion,
+        extra: &[&str],
+    ) -> CacheKey {
+        let options: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+        CacheKey::new(name, src, flags, target, nvrtc, &options)
+    }
+
+    fn base() -> CacheKey {
+        key_of(
+            "k.cu",
+            SRC,
+            FlagSet::Default,
+            Target::Cubin(Arch::new(9, 0)),
+            CudaVersion::new(13, 0),
+            &["-lineinfo"],
+        )
+    }
+
+    fn compiled(tag: &str, cubin: Option<Vec<u8>>) -> Compiled {
+        Compiled {
+            source_name: "k.cu".into(),
+            flags: FlagSet::Default,
+            target: Target::Cubin(Arch::new(9, 0)),
+            options: vec!["--gpu-architecture=sm_90".into(), "-lineinfo".into()],
+            nvrtc: CudaVersion::new(13, 0),
+            ptx: format!(".version 9.0\n// {tag}\n"),
+            cubin,
+            log: String::new(),
+        }
+    }
+
+    #[test]
+    fn fnv1a64_matches_reference_vectors() {
+        // Published FNV-1a 64-bit test vectors.
+        assert_eq!(fnv1a64(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a64(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(fnv1a64(b"foobar"), 0x8594_4171_f739_67e8);
+    }
+
+    #[test]
+    fn key_is_stable() {
+        // Pinned: if this changes, every user's cache silently misses once. Bump FORMAT instead.
+        // The hash values were computed independently (a few lines of Python).
+        assert_eq!(
+            base().as_str(),
+            "mantissa-nvrtc-cache 1\nsource-fnv1a64=ab490d377e718b9c\nsource-len=55\nsource-name=\"k.cu\"\nflags=default\ntarget=sm_90\nnvrtc=13.0\noptions=[\"-lineinfo\"]"
+        );
+        assert_eq!(base().file_name(), "cead30ea9e9affae.nvrtc");
+    }
+
+    #[test]
+    fn key_differs_by_each_component() {
+        let b = base();
+        let a90 = Target::Cubin(Arch::new(9, 0));
+        let v13 = CudaVersion::new(13, 0);
+        let variants = [
+            key_of(
+                "k.cu",
+                &SRC.replace("1.0f", "2.0f"),
+                FlagSet::Default,
+                a90,
+                v13,
+                &["-lineinfo"],
+            ),
+            key_of("other.cu", SRC, FlagSet::Default, a90, v13, &["-lineinfo"]),
+            key_of("k.cu", SRC, FlagSet::Strict, a90, v13, &["-lineinfo"]),
+            key_of(
+                "k.cu",
+                SRC,
+                FlagSet::Default,
+                Target::Cubin(Arch::new(8, 0)),
+                v13,
+                &["-lineinfo"],
+            ),
+            key_of(
+                "k.cu",
+                SRC,
+                FlagSet::Default,
+                Target::Ptx(Arch::new(9, 0)),
+                v13,
+                &["-lineinfo"],
+            ),
+            key_of(
+                "k.cu",
+                SRC,
+                FlagSet::Default,
+                a90,
+                CudaVersion::new(13, 1),
+                &["-lineinfo"],
+            ),
+            key_of(
+                "k.cu",
+                SRC,
+                FlagSet::Default,
+                a90,
+                v13,
+                &["-lineinfo", "-DN=4"],
+            ),
+        ];
+        for v in &variants {
+            assert_ne!(v, &b);
+            assert_ne!(v.file_name(), b.file_name(), "{}", v.as_str());
+        }
+        // Options are not split on spaces into the same key.
+        assert_ne!(
+            key_of("k.cu", SRC, FlagSet::Default, a90, v13, &["-DA=1 -DB=2"]),
+            key_of("k.cu", SRC, FlagSet::Default, a90, v13, &["-DA=1", "-DB=2"])
+        );
+    }
+
+    #[test]
+    fn disk_round_trip_and_second_cache_reads_it() {
+        let dir = scratch_dir("roundtrip");
+        let key = base();
+        let c = Arc::new(compiled(
+            "one",
+            Some(vec![0x7f, b'E', b'L', b'F', 0, 1, 2, 255]),
+        ));
+        let cache = CompileCache::new(Some(dir.clone()));
+        assert!(cache.get(&key, SRC).is_none());
+        cache.put(&key, SRC, c.clone());
+        assert_eq!(cache.get(&key, SRC).map(|(_, h)| h), Some(CacheHit::Memory));
+
+        let fresh = CompileCache::new(Some(dir.clone()));
+        let (got, hit) = fresh.get(&key, SRC).expect("disk hit");
+        assert_eq!(hit, CacheHit::Disk);
+        assert_eq!(*got, *c);
+        assert_eq!(fresh.get(&key, SRC).map(|(_, h)| h), Some(CacheHit::Memory));
+        let s = fresh.stats();
+        assert_eq!((s.disk_hits, s.memory_hits, s.misses), (1, 1, 0));
+
+        // PTX-only entries round-trip too.
+        let ptx_key = key_of(
+            "k.cu",
+            SRC,
+            FlagSet::Default,
+            Target::Ptx(Arch::new(9, 0)),
+            CudaVersion::new(13, 0),
+            &[],
+        );
+        cache.put(&ptx_key, SRC, Arc::new(compiled("ptx", None)));
+        let got = CompileCache::new(Some(dir.clone()))
+            .get(&ptx_key, SRC)
+            .unwrap()
+            .0;
+        assert_eq!(got.cubin, None);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn damaged_or_foreign_entries_are_misses() {
+        let dir = scratch_dir("damaged");
+        let key = base();
+        let cache = CompileCache::new(Some(dir.clone()));
+        cache.put(&key, SRC, Arc::new(compiled("x", Some(vec![1, 2, 3]))));
+        let path = dir.join(key.file_name());
+        let good = fs::read(&path).unwrap();
+
+        // Truncated.
+        fs::write(&path, &good[..good.len() - 1]).unwrap();
+        assert!(CompileCache::new(Some(dir.clone()))
+            .get(&key, SRC)
+            .is_none());
+        // Garbage.
+        fs::write(&path, b"not a cache entry").unwrap();
+        assert!(CompileCache::new(Some(dir.clone()))
+            .get(&key, SRC)
+            .is_none());
+        // Same file name, different source text (as after a hash collision).
+        fs::write(&path, &good).unwrap();
+        assert!(CompileCache::new(Some(dir.clone()))
+            .get(&key, "different")
+            .is_none());
+        assert!(CompileCache::new(Some(dir.clone()))
+            .get(&key, SRC)
+            .is_some());
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn concurrent_writers_never_leave_a_torn_entry() {
+        let dir = scratch_dir("concurrent");
+        let key = base();
+        // Big enough that a non-atomic write would be observable mid-way.
+        let entries: Vec<Arc<Compiled>> = (0..4)
+            .map(|i| {
+                Arc::new(compiled(
+                    &format!("writer {i} {}", "x".repeat(200_000)),
+                    Some(vec![i as u8; 300_000]),
+                ))
+            })
+            .collect();
+        std::thread::scope(|s| {
+            for e in &entries {
+                let (dir, key) = (dir.clone(), key.clone());
+                s.spawn(move || {
+                    for _ in 0..20 {
+                        // A fresh cache per put: the disk is the only thing shared, as between processes.
+                        CompileCache::new(Some(dir.clone())).put(&key, SRC, e.clone());
+                    }
+                });
+            }
+            for _ in 0..2 {
+                let (dir, key, entries) = (dir.clone(), key.clone(), &entries);
+                s.spawn(move || {
+                    for _ in 0..100 {
+                        if let Some((got, _)) = CompileCache::new(Some(dir.clone())).get(&key, SRC)
+                        {
+                            assert!(
+                                entries.iter().any(|e| **e == *got),
+                                "read a torn or mixed entry"
+                            );
+                        }
+                    }
+                });
+            }
+        });
+        let (got, _) = CompileCache::new(Some(dir.clone()))
+            .get(&key, SRC)
+            .expect("an entry");
+        assert!(entries.iter().any(|e| **e == *got));
+        let leftovers: Vec<_> = fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".tmp"))
+            .collect();
+        assert!(leftovers.is_empty(), "{leftovers:?}");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn unwritable_cache_is_recorded_not_fatal() {
+        let dir = scratch_dir("unwritable");
+        // A file where the cache directory should be: create_dir_all fails, whoever runs the test.
+        let blocked = dir.join("not-a-dir");
+        fs::write(&blocked, b"").unwrap();
+        let cache = CompileCache::new(Some(blocked.join("nvrtc")));
+        let key = base();
+        cache.put(&key, SRC, Arc::new(compiled("y", None)));
+        let stats = cache.stats();
+        assert_eq!(stats.disk_write_failures, 1);
+        assert!(stats
+            .last_write_error
+            .unwrap()
+            .starts_with("cannot write the compile cache in "));
+        assert!(cache.get(&key, SRC).is_some(), "memory still serves it");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn cache_root_follows_the_environment() {
+        // Only checks the resolution rule on the current environment, without mutating it
+        // (tests run in parallel threads and env mutation would race).
+        let root = cache_root();
+        if let Some(v) = std::env::var_os("MANTISSA_CACHE").filter(|v| !v.is_empty()) {
+            assert_eq!(root, Some(PathBuf::from(v)));
+        } else if let Some(root) = root {
+            assert!(root.ends_with("mantissa"), "{}", root.display());
+        }
+    }
+}

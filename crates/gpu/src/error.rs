@@ -1,0 +1,488 @@
+//! Every way the GPU runtime can fail, each as one line that says what failed and what to do.
+//!
+//! Driver statuses are named from cudarc's enum rather than through `cuGetErrorString`, so an error
+//! can be shown (and tested) when libcuda is absent or its context is already broken.
+
+use crate::flags::FlagSet;
+use crate::nvrtc::Target;
+use crate::version::{Arch, CudaVersion, PtxIsa};
+use cudarc::driver::sys::CUresult;
+use cudarc::driver::DriverError;
+use cudarc::nvrtc::sys::nvrtcResult;
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The pip package that matches the GPU machines' driver 580 (CUDA 13.0). A newer NVRTC writes PTX
+/// that driver refuses.
+pub const NVRTC_PIP_PIN: &str = "nvidia-cuda-nvrtc==13.0.88";
+
+/// A CUDA driver status, shown as `NAME (number)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DriverStatus(pub CUresult);
+
+impl From<DriverError> for DriverStatus {
+    fn from(e: DriverError) -> Self {
+        DriverStatus(e.0)
+    }
+}
+
+impl fmt::Display for DriverStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?} ({})", self.0, self.code())
+    }
+}
+
+impl DriverStatus {
+    pub fn code(self) -> u32 {
+        self.0 as u32
+    }
+
+    /// After these the CUDA context is corrupt: every later call fails the same way, so the
+    /// process must restart before the GPU can be used again.
+    pub fn is_sticky(self) -> bool {
+        use CUresult::*;
+        matches!(
+            self.0,
+            CUDA_ERROR_ILLEGAL_ADDRESS
+                | CUDA_ERROR_HARDWARE_STACK_ERROR
+                | CUDA_ERROR_ILLEGAL_INSTRUCTION
+                | CUDA_ERROR_MISALIGNED_ADDRESS
+                | CUDA_ERROR_INVALID_ADDRESS_SPACE
+                | CUDA_ERROR_INVALID_PC
+                | CUDA_ERROR_LAUNCH_FAILED
+                | CUDA_ERROR_ASSERT
+                | CUDA_ERROR_ECC_UNCORRECTABLE
+                | CUDA_ERROR_LAUNCH_TIMEOUT
+        )
+    }
+
+    /// What the status means here and what to do about it.
+    pub fn hint(self) -> &'static str {
+        use CUresult::*;
+        match self.0 {
+            CUDA_ERROR_OUT_OF_MEMORY => "out of GPU memory: use smaller buffers or stop other work on this GPU",
+            CUDA_ERROR_INVALID_VALUE => "the driver rejected a value (grid, block or shared-memory size out of range?)",
+            CUDA_ERROR_NOT_INITIALIZED | CUDA_ERROR_DEINITIALIZED => "the CUDA driver is not initialised or is shutting down",
+            CUDA_ERROR_STUB_LIBRARY => "the libcuda.so found is the toolkit's stub, not the driver: remove the stubs directory from LD_LIBRARY_PATH",
+            CUDA_ERROR_CALL_REQUIRES_NEWER_DRIVER => "the NVIDIA driver is too old for this call: update the driver (580 or newer for CUDA 13.0)",
+            CUDA_ERROR_DEVICE_UNAVAILABLE => "the GPU is busy or unavailable (exclusive compute mode, or used by another process)",
+            CUDA_ERROR_NO_DEVICE => "no CUDA GPU is visible: check CUDA_VISIBLE_DEVICES and that /dev/nvidia* exist",
+            CUDA_ERROR_INVALID_DEVICE => "no GPU with that ordinal: check CUDA_VISIBLE_DEVICES",
+            CUDA_ERROR_SYSTEM_DRIVER_MISMATCH => "the user-space driver library does not match the kernel module: reinstall the driver or reboot",
+            CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE => "the forward-compatibility driver does not support this GPU",
+            CUDA_ERROR_SYSTEM_NOT_READY => "the GPU system is not ready (fabric manager or persistence daemon not running?)",
+            CUDA_ERROR_NO_BINARY_FOR_GPU => "the module holds no code for this GPU: compile for this device's architecture (sm_XY of its compute capability)",
+            CUDA_ERROR_INVALID_IMAGE => "the module image is neither valid cubin nor valid PTX",
+            CUDA_ERROR_INVALID_PTX => "the driver's PTX JIT rejected the PTX (malformed, or written for a newer architecture)",
+            CUDA_ERROR_UNSUPPORTED_PTX_VERSION => "the PTX .version is newer than this driver accepts: NVRTC is newer than the driver; pin nvidia-cuda-nvrtc==13.0.88 for driver 580 (CUDA 13.0), or load the cubin NVRTC built for this GPU",
+            CUDA_ERROR_JIT_COMPILER_NOT_FOUND => "the driver's PTX JIT library (libnvidia-ptxjitcompiler) is missing: reinstall the driver, or load cubin instead of PTX",
+            CUDA_ERROR_JIT_COMPILATION_DISABLED => "PTX JIT compilation is disabled (CUDA_DISABLE_PTX_JIT?): load cubin instead of PTX",
+            CUDA_ERROR_NOT_FOUND => "no such name in the module: declare the kernel extern \"C\" so its name is not C++-mangled",
+            CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES => "too many registers or too much shared memory for this block size: use a smaller block",
+            CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE => "more blocks than can be resident at once for a cooperative launch: use fewer blocks",
+            CUDA_ERROR_ILLEGAL_ADDRESS => "the kernel accessed memory out of bounds (check indices against buffer lengths; compute-sanitizer finds the line); the CUDA context is now unusable: restart the process",
+            CUDA_ERROR_MISALIGNED_ADDRESS => "the kernel made a misaligned memory access; the CUDA context is now unusable: restart the process",
+            CUDA_ERROR_ILLEGAL_INSTRUCTION | CUDA_ERROR_INVALID_PC | CUDA_ERROR_HARDWARE_STACK_ERROR | CUDA_ERROR_INVALID_ADDRESS_SPACE => "the kernel faulted on the device; the CUDA context is now unusable: restart the process",
+            CUDA_ERROR_LAUNCH_FAILED => "the kernel faulted while running; the CUDA context is now unusable: restart the process",
+            CUDA_ERROR_ASSERT => "a device-side assert fired in the kernel; the CUDA context is now unusable: restart the process",
+            CUDA_ERROR_LAUNCH_TIMEOUT => "the kernel ran past the display watchdog's limit: shorten each launch; the CUDA context is now unusable: restart the process",
+            CUDA_ERROR_ECC_UNCORRECTABLE => "an uncorrectable ECC error: the GPU needs attention (nvidia-smi -q), restart the process",
+            CUDA_ERROR_NOT_PERMITTED | CUDA_ERROR_NOT_SUPPORTED => "this operation is not supported or not permitted on this GPU or driver",
+            CUDA_ERROR_INVALID_HANDLE | CUDA_ERROR_INVALID_CONTEXT | CUDA_ERROR_CONTEXT_IS_DESTROYED => "an internal handle was invalid (a bug in mantissa: please report it)",
+            CUDA_ERROR_UNKNOWN => "unknown CUDA error: often a driver or GPU fault; check nvidia-smi and the kernel log",
+            _ => "see the CUDA driver API documentation for this status",
+        }
+    }
+}
+
+/// Why NVRTC, the run-time CUDA compiler, cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NvrtcUnavailable {
+    /// No `libnvrtc` on the library path. `found` names a copy elsewhere that could be added.
+    #[error("NVRTC (libnvrtc.so.13) is not on the library path{}: `pip install nvidia-cuda-nvrtc==13.0.88` and put its nvidia/cu13/lib directory on LD_LIBRARY_PATH", found_note(.found))]
+    NotFound { found: Option<PathBuf> },
+    /// Older NVRTCs lack calls mantissa's bindings make.
+    #[error("NVRTC {found} is too old (mantissa needs 12.0 or newer): `pip install nvidia-cuda-nvrtc==13.0.88` and put its nvidia/cu13/lib directory first on LD_LIBRARY_PATH")]
+    TooOld { found: CudaVersion },
+    /// A call into NVRTC panicked inside cudarc (a missing symbol, say).
+    #[error("NVRTC could not be used ({what} failed: {message}): `pip install nvidia-cuda-nvrtc==13.0.88` and put its nvidia/cu13/lib directory on LD_LIBRARY_PATH")]
+    Broken { what: &'static str, message: String },
+}
+
+fn found_note(found: &Option<PathBuf>) -> String {
+    match found {
+        Some(p) => format!(
+            " (there is one in {}: add that directory to LD_LIBRARY_PATH, or)",
+            p.display()
+        ),
+        None => String::new(),
+    }
+}
+
+/// Why a run is CPU-only. Each message is one line meant to be shown once at start-up.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GpuUnavailable {
+    #[error("CPU only: no CUDA driver library (libcuda.so.1) on the library path; install the NVIDIA driver to use a GPU")]
+    NoDriver,
+    #[error("CPU only: the CUDA driver failed to start ({status}): {}", .status.hint())]
+    DriverInit { status: DriverStatus },
+    #[error("CPU only: the NVIDIA driver supports CUDA {found}, mantissa's bindings need CUDA 13.0 or newer: update the driver to 580 or newer")]
+    DriverTooOld { found: CudaVersion },
+    #[error("CPU only: the CUDA driver is present but sees no GPU ({detail}); check CUDA_VISIBLE_DEVICES and that /dev/nvidia* exist")]
+    NoDevice { detail: String },
+    #[error("CPU only: GPU {ordinal} was asked for but the driver sees {count} GPU(s) (ordinals start at 0)")]
+    NoSuchDevice { ordinal: usize, count: usize },
+    #[error("CPU only: {0}")]
+    Nvrtc(NvrtcUnavailable),
+    #[error("CPU only: NVRTC {nvrtc} cannot compile for this GPU (compute capability {arch}); it supports {supported}; use an NVRTC that supports {sm}", sm = .arch.sm())]
+    ArchUnsupported {
+        arch: Arch,
+        nvrtc: CudaVersion,
+        supported: String,
+    },
+    #[error("CPU only: cannot open GPU {ordinal} ({status}): {}", .status.hint())]
+    Context {
+        ordinal: usize,
+        status: DriverStatus,
+    },
+    #[error("CPU only: the CUDA bindings failed during {what} ({message}); check the NVIDIA driver installation")]
+    Panicked { what: &'static str, message: String },
+}
+
+/// A CUDA C++ source NVRTC could not compile, or NVRTC failing around the compile.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CompileError {
+    /// The source has errors. `log` is NVRTC's full log (`name(line): error: ...` lines).
+    #[error("cannot compile {source_name} (flag set {flags}, {target}): {}", summarise_log(.log))]
+    Source {
+        source_name: String,
+        flags: FlagSet,
+        target: Target,
+        log: String,
+    },
+    /// NVRTC itself failed (missing builtins library, bad option, out of memory...).
+    #[error(
+        "NVRTC failed on {source_name} (flag set {flags}, {target}) with {status:?}: {detail}"
+    )]
+    Nvrtc {
+        source_name: String,
+        flags: FlagSet,
+        target: Target,
+        status: nvrtcResult,
+        detail: String,
+    },
+    /// The flag set is the only place floating-point options may come from, so that a record's
+    /// flag-set name tells the whole story.
+    #[error("option '{option}' for {source_name} conflicts with flag sets: choose a flag set ({}) instead", FlagSet::accepted_names())]
+    ConflictingOption { source_name: String, option: String },
+    #[error("{what} of {source_name} contains a NUL byte")]
+    NulByte {
+        source_name: String,
+        what: &'static str,
+    },
+    #[error("NVRTC {nvrtc} cannot compile for {target}; it supports {supported}")]
+    ArchUnsupported {
+        target: Target,
+        nvrtc: CudaVersion,
+        supported: String,
+    },
+}
+
+impl CompileError {
+    /// NVRTC's full log, where there is one.
+    pub fn log(&self) -> Option<&str> {
+        match self {
+            CompileError::Source { log, .. } => Some(log),
+            _ => None,
+        }
+    }
+}
+
+/// The first error line of an NVRTC log, and how many more there are.
+fn summarise_log(log: &str) -> String {
+    let errors: Vec<&str> = log
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.contains("error"))
+        .filter(|l| !l.contains("detected in the compilation of"))
+        .collect();
+    match errors.split_first() {
+        None => {
+            let first = log.lines().map(str::trim).find(|l| !l.is_empty());
+            first.unwrap_or("NVRTC gave no log").to_string()
+        }
+        Some((first, [])) => first.to_string(),
+        Some((first, rest)) => format!("{first} (and {} more errors in the log)", rest.len()),
+    }
+}
+
+/// Which image of a module the driver was given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum ImageKind {
+    #[serde(rename = "cubin")]
+    Cubin,
+    #[serde(rename = "ptx")]
+    Ptx,
+}
+
+impl fmt::Display for ImageKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ImageKind::Cubin => "cubin",
+            ImageKind::Ptx => "PTX",
+        })
+    }
+}
+
+/// A failure while using a GPU that was found.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum GpuError {
+    #[error(transparent)]
+    Unavailable(#[from] GpuUnavailable),
+    #[error(transparent)]
+    Compile(#[from] CompileError),
+    #[error("cannot load module {module} from {image} ({status}): {}{}", .status.hint(), ptx_note(*.ptx_version, *.driver))]
+    ModuleLoad {
+        module: String,
+        image: ImageKind,
+        status: DriverStatus,
+        ptx_version: Option<PtxIsa>,
+        driver: CudaVersion,
+    },
+    #[error("cannot load module {module}: {problem}")]
+    BadImage { module: String, problem: String },
+    #[error("kernel '{kernel}' is not in module {module} (entries: {entries}); declare it extern \"C\" so its name is not C++-mangled")]
+    KernelNotFound {
+        kernel: String,
+        module: String,
+        entries: String,
+    },
+    #[error("kernel '{kernel}': {problem}")]
+    BadArguments { kernel: String, problem: String },
+    #[error("kernel '{kernel}': bad launch configuration: {problem}")]
+    BadLaunch { kernel: String, problem: String },
+    #[error("kernel '{kernel}' failed ({status}): {}", .status.hint())]
+    Launch {
+        kernel: String,
+        status: DriverStatus,
+    },
+    #[error("{what} did not finish within {timeout:?} (a kernel still running: an endless loop, or far more work than expected?); raise the timeout with Gpu::set_sync_timeout, or restart the process")]
+    Timeout { what: String, timeout: Duration },
+    #[error("cannot allocate {bytes} bytes for {what}: out of GPU memory ({free} bytes free of {total}); use a smaller size or stop other work on this GPU")]
+    OutOfMemory {
+        what: String,
+        bytes: u64,
+        free: u64,
+        total: u64,
+    },
+    #[error("{what}: {problem}")]
+    BadBuffer { what: String, problem: String },
+    #[error("{what} failed ({status}): {}", .status.hint())]
+    Driver { what: String, status: DriverStatus },
+    #[error("{what}: {message}")]
+    Panicked { what: String, message: String },
+}
+
+fn ptx_note(ptx: Option<PtxIsa>, driver: CudaVersion) -> String {
+    match (ptx, driver.max_ptx_isa()) {
+        (Some(p), Some(max)) if p > max => {
+            format!(" (the PTX is .version {p}; driver CUDA {driver} accepts up to {max})")
+        }
+        (Some(p), _) => format!(" (the PTX is .version {p}; driver CUDA {driver})"),
+        (None, _) => String::new(),
+    }
+}
+
+impl GpuError {
+    /// Wraps a driver failure of `what` (e.g. "copy to device of buffer x").
+    pub(crate) fn driver(what: impl Into<String>, e: DriverError) -> Self {
+        GpuError::Driver {
+            what: what.into(),
+            status: e.into(),
+        }
+    }
+
+    /// The driver status behind this error, if any.
+    pub fn driver_status(&self) -> Option<DriverStatus> {
+        match self {
+            GpuError::ModuleLoad { status, .. }
+            | GpuError::Launch { status, .. }
+            | GpuError::Driver { status, .. } => Some(*status),
+            GpuError::Unavailable(GpuUnavailable::DriverInit { status })
+            | GpuError::Unavailable(GpuUnavailable::Context { status, .. }) => Some(*status),
+            _ => None,
+        }
+    }
+}
+
+/// Runs a cudarc call that may panic (a missing library or symbol), turning the panic into a value.
+///
+/// cudarc loads libraries and symbols lazily and panics when one is missing; the probe checks the
+/// libraries first, and this catches what the checks cannot see (a driver missing one symbol).
+pub(crate) fn catch<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|payload| {
+        payload
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "panic without a message".to_string())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::version::Arch;
+
+    #[test]
+    fn unsupported_ptx_version_is_explained() {
+        let status = DriverStatus(CUresult::CUDA_ERROR_UNSUPPORTED_PTX_VERSION);
+        assert_eq!(status.code(), 222);
+        assert_eq!(
+            status.to_string(),
+            "CUDA_ERROR_UNSUPPORTED_PTX_VERSION (222)"
+        );
+        assert!(status.hint().contains("NVRTC is newer than the driver"));
+        assert!(status.hint().contains(NVRTC_PIP_PIN));
+
+        let err = GpuError::ModuleLoad {
+            module: "saxpy.cu".into(),
+            image: ImageKind::Ptx,
+            status,
+            ptx_version: Some(PtxIsa { major: 9, minor: 1 }),
+            driver: CudaVersion::new(13, 0),
+        };
+        let msg = err.to_string();
+        assert!(!msg.contains('\n'), "{msg}");
+        assert!(
+            msg.starts_with(
+                "cannot load module saxpy.cu from PTX (CUDA_ERROR_UNSUPPORTED_PTX_VERSION (222))"
+            ),
+            "{msg}"
+        );
+        assert!(msg.contains("pin nvidia-cuda-nvrtc==13.0.88"), "{msg}");
+        assert!(
+            msg.contains("the PTX is .version 9.1; driver CUDA 13.0 accepts up to 9.0"),
+            "{msg}"
+        );
+        assert_eq!(err.driver_status(), Some(status));
+    }
+
+    #[test]
+    fn sticky_statuses_say_restart() {
+        for s in [
+            CUresult::CUDA_ERROR_ILLEGAL_ADDRESS,
+            CUresult::CUDA_ERROR_LAUNCH_FAILED,
+            CUresult::CUDA_ERROR_MISALIGNED_ADDRESS,
+            CUresult::CUDA_ERROR_ASSERT,
+        ] {
+            let st = DriverStatus(s);
+            assert!(st.is_sticky(), "{st}");
+            assert!(st.hint().contains("restart the process"), "{st}");
+        }
+        assert!(!DriverStatus(CUresult::CUDA_ERROR_OUT_OF_MEMORY).is_sticky());
+        assert!(!DriverStatus(CUresult::CUDA_ERROR_INVALID_VALUE).is_sticky());
+    }
+
+    #[test]
+    fn every_hint_is_one_line() {
+        use CUresult::*;
+        let all = [
+            (CUDA_ERROR_INVALID_VALUE, 1),
+            (CUDA_ERROR_OUT_OF_MEMORY, 2),
+            (CUDA_ERROR_NOT_INITIALIZED, 3),
+            (CUDA_ERROR_STUB_LIBRARY, 34),
+            (CUDA_ERROR_CALL_REQUIRES_NEWER_DRIVER, 36),
+            (CUDA_ERROR_DEVICE_UNAVAILABLE, 46),
+            (CUDA_ERROR_NO_DEVICE, 100),
+            (CUDA_ERROR_INVALID_DEVICE, 101),
+            (CUDA_ERROR_INVALID_IMAGE, 200),
+            (CUDA_ERROR_NO_BINARY_FOR_GPU, 209),
+            (CUDA_ERROR_INVALID_PTX, 218),
+            (CUDA_ERROR_JIT_COMPILER_NOT_FOUND, 221),
+            (CUDA_ERROR_UNSUPPORTED_PTX_VERSION, 222),
+            (CUDA_ERROR_NOT_FOUND, 500),
+            (CUDA_ERROR_ILLEGAL_ADDRESS, 700),
+            (CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, 701),
+            (CUDA_ERROR_LAUNCH_FAILED, 719),
+            (CUDA_ERROR_UNKNOWN, 999),
+        ];
+        for (s, code) in all {
+            let st = DriverStatus(s);
+            assert!(!st.hint().contains('\n'), "{st}");
+            assert!(
+                !st.hint().starts_with("see the CUDA"),
+                "{st} has no specific hint"
+            );
+            assert_eq!(st.code(), code);
+            assert!(st.to_string().ends_with(&format!("({code})")));
+        }
+    }
+
+    #[test]
+    fn unavailable_messages_are_single_lines_with_a_remedy() {
+        let cases = [
+            GpuUnavailable::NoDriver,
+            GpuUnavailable::DriverInit {
+                status: DriverStatus(CUresult::CUDA_ERROR_STUB_LIBRARY),
+            },
+            GpuUnavailable::DriverTooOld {
+                found: CudaVersion::new(12, 4),
+            },
+            GpuUnavailable::NoDevice {
+                detail: "cuInit: CUDA_ERROR_NO_DEVICE (100)".into(),
+            },
+            GpuUnavailable::NoSuchDevice {
+                ordinal: 3,
+                count: 1,
+            },
+            GpuUnavailable::Nvrtc(NvrtcUnavailable::NotFound { found: None }),
+            GpuUnavailable::Nvrtc(NvrtcUnavailable::NotFound {
+                found: Some("/usr/local/cuda/lib64".into()),
+            }),
+            GpuUnavailable::ArchUnsupported {
+                arch: Arch::new(7, 0),
+                nvrtc: CudaVersion::new(13, 0),
+                supported: "sm_75, sm_80".into(),
+            },
+        ];
+        for c in cases {
+            let msg = c.to_string();
+            assert!(msg.starts_with("CPU only: "), "{msg}");
+            assert!(!msg.contains('\n'), "{msg}");
+        }
+        let nvrtc = GpuUnavailable::Nvrtc(NvrtcUnavailable::NotFound { found: None }).to_string();
+        assert!(
+            nvrtc.contains("pip install nvidia-cuda-nvrtc==13.0.88"),
+            "{nvrtc}"
+        );
+        assert!(nvrtc.contains("LD_LIBRARY_PATH"), "{nvrtc}");
+    }
+
+    #[test]
+    fn compile_error_shows_first_error_with_line_and_name() {
+        let log = "saxpy.cu(3): error: identifier \"y\" is undefined\n\
+                   saxpy.cu(4): error: expected a \";\"\n\
+                   \n2 errors detected in the compilation of \"saxpy.cu\".\n";
+        let err = CompileError::Source {
+            source_name: "saxpy.cu".into(),
+            flags: FlagSet::Strict,
+            target: Target::Cubin(Arch::new(9, 0)),
+            log: log.into(),
+        };
+        assert_eq!(
+            err.to_string(),
+            "cannot compile saxpy.cu (flag set strict, sm_90): saxpy.cu(3): error: identifier \"y\" is undefined (and 1 more errors in the log)"
+        );
+        assert_eq!(err.log(), Some(log));
+    }
+
+    #[test]
+    fn panics_become_values() {
+        assert_eq!(catch(|| 3), Ok(3));
+        // The default hook prints the panic into this test's captured output; that is all.
+        let r = catch(|| -> i32 { panic!("Missing symbol cuFoo") });
+        assert_eq!(r, Err("Missing symbol cuFoo".to_string()));
+    }
+}

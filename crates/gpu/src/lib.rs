@@ -1,0 +1,61 @@
+//! The CUDA runtime of mantissa, over cudarc: find a GPU without panicking, compile CUDA C++ with
+//! NVRTC under named floating-point flag sets, cache compilations, launch kernels by name with
+//! arguments built at run time, time them with CUDA events, and report a device's facts and
+//! measured ceilings.
+//!
+//! It is not the arithmetic (that is `mantissa-num`, and its CUDA twin will live beside this crate),
+//! nor a PTX model (`mantissa-ptx`), nor a command-line tool: nothing here prints, and absence of a
+//! GPU is an ordinary value ([`GpuUnavailable`], one line saying why a run is CPU-only), never a
+//! panic. CUDA's libraries are loaded at run time from the library path, so this crate builds and
+//! its CPU tests run on machines without CUDA.
+//!
+//! Where the main types are:
+//! - [`Gpu`] (in `gpu.rs`): probe a device, compile for it, load [`Module`]s from cubin or PTX
+//!   text, allocate [`DeviceBuffer`]s, [`Gpu::launch`] a kernel by name with [`KernelArg`]s,
+//!   [`Gpu::time_kernel`] / [`Gpu::time_with`] it into a [`Timing`].
+//! - [`Compiler`] and [`FlagSet`] (in `nvrtc.rs`, `flags.rs`): NVRTC with `default`, `strict`,
+//!   `fast`, `nofma`, `ftz`, `approx-div`, `approx-sqrt`; usable without a GPU for PTX inspection.
+//!   Every [`Compiled`] keeps its PTX. [`CompileCache`] (in `cache.rs`) keeps results in memory
+//!   and under `$MANTISSA_CACHE` (default `~/.cache/mantissa`).
+//! - [`DeviceReport`] (in `device.rs`): [`DeviceInfo`] plus [`Ceilings`] (copy bandwidth, FP32 and
+//!   FP64 FMA throughput, slug factor), as a table (`Display`) or JSON.
+//! - Errors (in `error.rs`): [`GpuUnavailable`], [`NvrtcUnavailable`], [`CompileError`],
+//!   [`GpuError`]; each displays as one line naming what failed and what to do.
+//! - [`testing`]: `require_gpu_or_skip()` and `require_nvrtc_or_skip()` for GPU tests here and in
+//!   the crates above (skip with a printed reason; fail under `MANTISSA_REQUIRE_GPU=1`).
+//!
+//! Versions: the bindings are CUDA 13.0's, for the GPU machines' driver 580. NVRTC newer than the
+//! driver writes PTX the driver refuses (CUDA_ERROR_UNSUPPORTED_PTX_VERSION), which is why modules
+//! load from the cubin NVRTC builds for the device, and why the NVRTC to install is the matching
+//! `pip install nvidia-cuda-nvrtc==13.0.88`, with its library directory on `LD_LIBRARY_PATH`:
+//! `python3 -c "import nvidia, os; print(os.path.join(list(nvidia.__path__)[0], 'cu13', 'lib'))"`.
+
+pub mod cache;
+pub mod device;
+pub mod error;
+pub mod flags;
+pub mod gpu;
+pub mod launch;
+pub mod nvrtc;
+pub mod testing;
+pub mod timing;
+pub mod version;
+
+pub use cache::{cache_root, CacheKey, CacheStats, CompileCache};
+pub use device::{report_all, Ceilings, DeviceInfo, DeviceReport, ReportOptions};
+pub use error::{
+    CompileError, DriverStatus, GpuError, GpuUnavailable, ImageKind, NvrtcUnavailable,
+};
+pub use flags::{FlagSet, UnknownFlagSet};
+pub use gpu::{device_count, Gpu, KernelResources, Module};
+pub use launch::{DType, DeviceBuffer, HostData, KernelArg, KernelSignature, LaunchDims, Scalar};
+pub use nvrtc::{Compiled, Compiler, Source, Target};
+pub use timing::{Timing, TimingOptions};
+pub use version::{Arch, CudaVersion, PtxIsa};
+
+/// Locks a mutex, ignoring poisoning: the guarded values here (counters, maps of finished
+/// entries, a timeout, a kernel name) stay valid if another thread panicked while holding them,
+/// so carrying on is better than spreading the panic.
+pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}

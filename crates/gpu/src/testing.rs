@@ -1,0 +1,128 @@
+//! Helpers for tests that need a GPU or NVRTC, in this crate and in the crates above it.
+//!
+//! A GPU test starts with `let Some(gpu) = require_gpu_or_skip() else { return };`. Without a GPU it
+//! prints why it skipped and passes, so CI (no GPU) stays green; with `MANTISSA_REQUIRE_GPU=1` (set
+//! by the GPU machine's runner) the same absence fails the test, so a broken setup cannot pass as
+//! a run of skips. NVRTC tests do the same with [`require_nvrtc_or_skip`]; they are required under
+//! `MANTISSA_REQUIRE_GPU=1` too (a GPU machine has NVRTC) or alone with `MANTISSA_REQUIRE_NVRTC=1`.
+//!
+//! The skip line is written straight to the process's stderr, not through `eprintln!`, because the
+//! test harness captures `eprintln!` output of passing tests and the reason would never be seen.
+
+use crate::cache::CompileCache;
+use crate::error::GpuUnavailable;
+use crate::gpu::Gpu;
+use crate::nvrtc::Compiler;
+use std::fmt::Display;
+use std::io::Write;
+use std::sync::{Arc, OnceLock};
+
+/// Set to `1` where a GPU must be present: missing GPU or NVRTC then fails tests instead of skipping.
+pub const REQUIRE_GPU_ENV: &str = "MANTISSA_REQUIRE_GPU";
+/// Set to `1` where NVRTC must be present (a machine with NVRTC but no GPU).
+pub const REQUIRE_NVRTC_ENV: &str = "MANTISSA_REQUIRE_NVRTC";
+
+fn env_set(name: &str) -> bool {
+    std::env::var(name).is_ok_and(|v| v == "1")
+}
+
+/// Whether GPU tests must run rather than skip.
+pub fn gpu_required() -> bool {
+    env_set(REQUIRE_GPU_ENV)
+}
+
+/// Whether NVRTC tests must run rather than skip.
+pub fn nvrtc_required() -> bool {
+    gpu_required() || env_set(REQUIRE_NVRTC_ENV)
+}
+
+/// The name of the running test (the harness names each test's thread after it).
+fn test_name() -> String {
+    std::thread::current()
+        .name()
+        .unwrap_or("<unnamed test>")
+        .to_string()
+}
+
+/// Fails the calling test if `required`, else prints a skip line for it.
+///
+/// # Panics
+/// When `required`: that is how the test fails.
+pub fn skip_or_fail(required: bool, env: &str, reason: &dyn Display) {
+    let name = test_name();
+    if required {
+        panic!("{name}: {env}=1 but {reason}");
+    }
+    let _ = writeln!(std::io::stderr(), "test {name}: skipped: {reason}");
+}
+
+/// A GPU shared by all tests of this process, or `None` after printing why the test skips.
+///
+/// Shared because every `Gpu` on a device uses the same primary CUDA context anyway, and probing
+/// once keeps tests fast. Its compile cache is in memory only, so tests neither depend on nor
+/// fill the user's cache directory.
+///
+/// # Panics
+/// When `MANTISSA_REQUIRE_GPU=1` and no GPU is usable.
+pub fn require_gpu_or_skip() -> Option<Arc<Gpu>> {
+    static GPU: OnceLock<Result<Arc<Gpu>, GpuUnavailable>> = OnceLock::new();
+    let probed = GPU
+        .get_or_init(|| Gpu::probe_device_with_cache(0, CompileCache::in_memory()).map(Arc::new));
+    match probed {
+        Ok(gpu) => Some(gpu.clone()),
+        Err(reason) => {
+            skip_or_fail(gpu_required(), REQUIRE_GPU_ENV, reason);
+            None
+        }
+    }
+}
+
+/// NVRTC shared by all tests of this process (memory-only cache), or `None` after printing why.
+///
+/// # Panics
+/// When `MANTISSA_REQUIRE_GPU=1` or `MANTISSA_REQUIRE_NVRTC=1` and NVRTC is missing.
+pub fn require_nvrtc_or_skip() -> Option<Arc<Compiler>> {
+    static NVRTC: OnceLock<Result<Arc<Compiler>, String>> = OnceLock::new();
+    let probed = NVRTC.get_or_init(|| {
+        Compiler::probe_with_cache(CompileCache::in_memory())
+            .map(Arc::new)
+            .map_err(|e| e.to_string())
+    });
+    match probed {
+        Ok(c) => Some(c.clone()),
+        Err(reason) => {
+            let env = if gpu_required() {
+                REQUIRE_GPU_ENV
+            } else {
+                REQUIRE_NVRTC_ENV
+            };
+            skip_or_fail(nvrtc_required(), env, reason);
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn skipping_returns_when_not_required() {
+        skip_or_fail(false, REQUIRE_GPU_ENV, &"no GPU here");
+    }
+
+    #[test]
+    #[should_panic(expected = "MANTISSA_REQUIRE_GPU=1 but no GPU here")]
+    fn skipping_fails_when_required() {
+        skip_or_fail(true, REQUIRE_GPU_ENV, &"no GPU here");
+    }
+
+    #[test]
+    fn probing_never_panics_here() {
+        // On a machine without CUDA this is the skip path; on a GPU machine it finds the GPU.
+        // Either way it must return rather than panic (unless MANTISSA_REQUIRE_GPU=1 and no GPU).
+        let _ = require_nvrtc_or_skip();
+        let _ = require_gpu_or_skip();
+        let _ = crate::gpu::device_count();
+    }
+}
