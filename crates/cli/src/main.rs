@@ -3,6 +3,7 @@
 //! This crate only parses arguments and wires the library crates together; every computation
 //! lives below it (see the workspace README).
 
+mod devices;
 mod ops;
 mod progress;
 mod table;
@@ -26,6 +27,9 @@ enum Command {
     /// Error distribution of single operations (+ − × ÷ √) in each precision, in f64 ulps of
     /// the exact result (seed 001, Table 1).
     Ops(ops::OpsArgs),
+    /// GPUs with their facts and measured ceilings: copy bandwidth, FP32/FP64 FMA throughput and
+    /// their ratio (the "slug factor" of seed 001). Ceilings are cached per device and driver.
+    Devices(devices::DevicesArgs),
 }
 
 fn main() -> ExitCode {
@@ -41,6 +45,7 @@ fn main() -> ExitCode {
     }
     let result = match cli.command {
         Command::Ops(args) => ops::run(args),
+        Command::Devices(args) => devices::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
