@@ -20,18 +20,30 @@ pub fn run(args: DevicesArgs) -> anyhow::Result<()> {
     // No GPU is an answer, not a failure: say why in one line and list nothing.
     if let Err(why) = device_count() {
         if args.json {
-            println!("{}", serde_json::json!({ "devices": [], "cpu_only": why.to_string() }));
+            println!(
+                "{}",
+                serde_json::json!({ "devices": [], "cpu_only": why.to_string() })
+            );
         } else {
             println!("{why}");
         }
         return Ok(());
     }
-    let opts = ReportOptions { ceilings: !args.no_ceilings, refresh: args.remeasure, ..ReportOptions::default() };
+    let opts = ReportOptions {
+        ceilings: !args.no_ceilings,
+        refresh: args.remeasure,
+        ..ReportOptions::default()
+    };
     let reports = report_all(&opts)?;
     if args.json {
-        let docs: Vec<serde_json::Value> =
-            reports.iter().map(serde_json::to_value).collect::<Result<_, _>>()?;
-        println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "devices": docs }))?);
+        let docs: Vec<serde_json::Value> = reports
+            .iter()
+            .map(serde_json::to_value)
+            .collect::<Result<_, _>>()?;
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({ "devices": docs }))?
+        );
     } else {
         for r in &reports {
             println!("{r}");

@@ -13,7 +13,11 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "mantissa", version, about = "What floating-point precision costs and buys on your hardware")]
+#[command(
+    name = "mantissa",
+    version,
+    about = "What floating-point precision costs and buys on your hardware"
+)]
 struct Cli {
     /// Worker threads for CPU work (default: all cores).
     #[arg(long, global = true, value_parser = clap::value_parser!(u16).range(1..))]
@@ -38,7 +42,10 @@ fn main() -> ExitCode {
         Err(e) => return usage_error(e),
     };
     if let Some(n) = cli.threads {
-        if let Err(e) = rayon::ThreadPoolBuilder::new().num_threads(n as usize).build_global() {
+        if let Err(e) = rayon::ThreadPoolBuilder::new()
+            .num_threads(n as usize)
+            .build_global()
+        {
             eprintln!("error: cannot start {n} worker threads: {e}");
             return ExitCode::FAILURE;
         }
@@ -60,7 +67,9 @@ fn main() -> ExitCode {
 fn usage_error(e: clap::Error) -> ExitCode {
     use clap::error::ErrorKind;
     match e.kind() {
-        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+        ErrorKind::DisplayHelp
+        | ErrorKind::DisplayVersion
+        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
             let _ = e.print();
             if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
                 ExitCode::from(2)
@@ -70,7 +79,10 @@ fn usage_error(e: clap::Error) -> ExitCode {
         }
         _ => {
             let rendered = e.render().to_string();
-            let line = rendered.lines().find(|l| !l.trim().is_empty()).unwrap_or("error: invalid arguments");
+            let line = rendered
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("error: invalid arguments");
             eprintln!("{line}");
             ExitCode::from(2)
         }

@@ -49,14 +49,22 @@ fn parse_range(s: &str) -> Result<Range, String> {
 }
 
 fn parse_precisions(s: &str) -> Result<PrecisionList, String> {
-    Precision::parse_list(s).map(PrecisionList).map_err(|e| e.to_string())
+    Precision::parse_list(s)
+        .map(PrecisionList)
+        .map_err(|e| e.to_string())
 }
 
 fn parse_ops(s: &str) -> Result<OpList, String> {
-    let ops: Result<Vec<Op>, _> = s.split(',').filter(|p| !p.trim().is_empty()).map(str::parse).collect();
+    let ops: Result<Vec<Op>, _> = s
+        .split(',')
+        .filter(|p| !p.trim().is_empty())
+        .map(str::parse)
+        .collect();
     match ops {
         Ok(v) if !v.is_empty() => Ok(OpList(v)),
-        Ok(_) => Err(format!("no operation in {s:?}: expected add, sub, mul, div or sqrt")),
+        Ok(_) => Err(format!(
+            "no operation in {s:?}: expected add, sub, mul, div or sqrt"
+        )),
         Err(e) => Err(e.to_string()),
     }
 }
@@ -106,6 +114,22 @@ pub fn run(args: OpsArgs) -> anyhow::Result<()> {
             row
         })
         .collect();
-    print!("{}", table::markdown(&["precision", "op", "mean", "median", "p99", "max", "std", "non-finite"], &rows, 2));
+    print!(
+        "{}",
+        table::markdown(
+            &[
+                "precision",
+                "op",
+                "mean",
+                "median",
+                "p99",
+                "max",
+                "std",
+                "non-finite"
+            ],
+            &rows,
+            2
+        )
+    );
     Ok(())
 }

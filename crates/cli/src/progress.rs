@@ -11,7 +11,9 @@ pub struct Bar {
 
 impl Bar {
     pub fn new() -> Self {
-        Bar { bar: Mutex::new(None) }
+        Bar {
+            bar: Mutex::new(None),
+        }
     }
 }
 

@@ -3,7 +3,13 @@
 /// A Markdown table with right-aligned numeric columns after the first `text_columns`.
 pub fn markdown(headers: &[&str], rows: &[Vec<String>], text_columns: usize) -> String {
     let widths: Vec<usize> = (0..headers.len())
-        .map(|c| rows.iter().map(|r| r[c].chars().count()).chain([headers[c].chars().count()]).max().unwrap_or(0))
+        .map(|c| {
+            rows.iter()
+                .map(|r| r[c].chars().count())
+                .chain([headers[c].chars().count()])
+                .max()
+                .unwrap_or(0)
+        })
         .collect();
     let cell = |c: usize, s: &str| {
         let pad = widths[c] - s.chars().count();
@@ -14,10 +20,22 @@ pub fn markdown(headers: &[&str], rows: &[Vec<String>], text_columns: usize) -> 
         }
     };
     let line = |cells: Vec<String>| format!("| {} |\n", cells.join(" | "));
-    let mut out = line(headers.iter().enumerate().map(|(c, h)| cell(c, h)).collect());
+    let mut out = line(
+        headers
+            .iter()
+            .enumerate()
+            .map(|(c, h)| cell(c, h))
+            .collect(),
+    );
     out += &line(
         (0..headers.len())
-            .map(|c| if c < text_columns { "-".repeat(widths[c]) } else { format!("{}:", "-".repeat(widths[c].saturating_sub(1))) })
+            .map(|c| {
+                if c < text_columns {
+                    "-".repeat(widths[c])
+                } else {
+                    format!("{}:", "-".repeat(widths[c].saturating_sub(1)))
+                }
+            })
             .collect(),
     );
     for r in rows {
@@ -57,7 +75,17 @@ mod tests {
 
     #[test]
     fn columns_line_up() {
-        let t = markdown(&["a", "value"], &[vec!["xx".into(), "1".into()], vec!["y".into(), "22.5".into()]], 1);
-        assert_eq!(t, "| a  | value |\n| -- | ----: |\n| xx |     1 |\n| y  |  22.5 |\n");
+        let t = markdown(
+            &["a", "value"],
+            &[
+                vec!["xx".into(), "1".into()],
+                vec!["y".into(), "22.5".into()],
+            ],
+            1,
+        );
+        assert_eq!(
+            t,
+            "| a  | value |\n| -- | ----: |\n| xx |     1 |\n| y  |  22.5 |\n"
+        );
     }
 }

@@ -20,21 +20,41 @@ const N: usize = 4096;
 
 fn operands() -> (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>) {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(42);
-    let mut v = || (0..N).map(|_| rng.random_range(0.5..2.0) * 1e3).collect::<Vec<f64>>();
+    let mut v = || {
+        (0..N)
+            .map(|_| rng.random_range(0.5..2.0) * 1e3)
+            .collect::<Vec<f64>>()
+    };
     (v(), v(), v(), v())
 }
 
 fn bench_ops(c: &mut Criterion) {
     let (ah, al, bh, bl) = operands();
-    let a64: Vec<f64x2> = ah.iter().zip(&al).map(|(h, l)| f64x2::from_sum(*h, l * 1e-17)).collect();
-    let b64: Vec<f64x2> = bh.iter().zip(&bl).map(|(h, l)| f64x2::from_sum(*h, l * 1e-17)).collect();
+    let a64: Vec<f64x2> = ah
+        .iter()
+        .zip(&al)
+        .map(|(h, l)| f64x2::from_sum(*h, l * 1e-17))
+        .collect();
+    let b64: Vec<f64x2> = bh
+        .iter()
+        .zip(&bl)
+        .map(|(h, l)| f64x2::from_sum(*h, l * 1e-17))
+        .collect();
     let atf: Vec<TwoFloat> = a64.iter().map(|x| TwoFloat::new_add(x.hi, x.lo)).collect();
     let btf: Vec<TwoFloat> = b64.iter().map(|x| TwoFloat::new_add(x.hi, x.lo)).collect();
-    let a32: Vec<f32x2> = ah.iter().map(|&x| f32x2::from_f64(x * (1.0 + 1e-9))).collect();
-    let b32: Vec<f32x2> = bh.iter().map(|&x| f32x2::from_f64(x * (1.0 - 1e-9))).collect();
+    let a32: Vec<f32x2> = ah
+        .iter()
+        .map(|&x| f32x2::from_f64(x * (1.0 + 1e-9)))
+        .collect();
+    let b32: Vec<f32x2> = bh
+        .iter()
+        .map(|&x| f32x2::from_f64(x * (1.0 - 1e-9)))
+        .collect();
     type Big = FBig<HalfEven, 2>;
     let big = |x: f64x2| -> Big {
-        (Big::try_from(x.hi).unwrap_or_default() + Big::try_from(x.lo).unwrap_or_default()).with_precision(106).value()
+        (Big::try_from(x.hi).unwrap_or_default() + Big::try_from(x.lo).unwrap_or_default())
+            .with_precision(106)
+            .value()
     };
     let amp: Vec<Big> = a64.iter().map(|&x| big(x)).collect();
     let bmp: Vec<Big> = b64.iter().map(|&x| big(x)).collect();
@@ -63,7 +83,8 @@ fn bench_ops(c: &mut Criterion) {
                 elementwise!(g, "f64", ah, bh, |x: f64, y: f64| x + y);
                 elementwise!(g, "f32", af32, bf32, |x: f32, y: f32| x + y);
                 elementwise!(g, "f64x2", a64, b64, |x: f64x2, y: f64x2| x + y);
-                elementwise!(g, "f64x2_sloppy", a64, b64, |x: f64x2, y: f64x2| x.add_sloppy(y));
+                elementwise!(g, "f64x2_sloppy", a64, b64, |x: f64x2, y: f64x2| x
+                    .add_sloppy(y));
                 elementwise!(g, "twofloat", atf, btf, |x: TwoFloat, y: TwoFloat| x + y);
                 elementwise!(g, "f32x2", a32, b32, |x: f32x2, y: f32x2| x + y);
                 elementwise!(g, "dashu106", amp, bmp, |x: Big, y: Big| x + y);
@@ -72,7 +93,8 @@ fn bench_ops(c: &mut Criterion) {
                 elementwise!(g, "f64", ah, bh, |x: f64, y: f64| x * y);
                 elementwise!(g, "f32", af32, bf32, |x: f32, y: f32| x * y);
                 elementwise!(g, "f64x2", a64, b64, |x: f64x2, y: f64x2| x * y);
-                elementwise!(g, "f64x2_seed_alg8", a64, b64, |x: f64x2, y: f64x2| x.mul_seed(y));
+                elementwise!(g, "f64x2_seed_alg8", a64, b64, |x: f64x2, y: f64x2| x
+                    .mul_seed(y));
                 elementwise!(g, "twofloat", atf, btf, |x: TwoFloat, y: TwoFloat| x * y);
                 elementwise!(g, "f32x2", a32, b32, |x: f32x2, y: f32x2| x * y);
                 elementwise!(g, "dashu106", amp, bmp, |x: Big, y: Big| x * y);
@@ -90,7 +112,8 @@ fn bench_ops(c: &mut Criterion) {
                 elementwise!(g, "f64", ah, bh, |x: f64, _y: f64| x.sqrt());
                 elementwise!(g, "f32", af32, bf32, |x: f32, _y: f32| x.sqrt());
                 elementwise!(g, "f64x2", a64, b64, |x: f64x2, _y: f64x2| x.sqrt());
-                elementwise!(g, "twofloat", atf, btf, |x: TwoFloat, _y: TwoFloat| x.sqrt());
+                elementwise!(g, "twofloat", atf, btf, |x: TwoFloat, _y: TwoFloat| x
+                    .sqrt());
                 elementwise!(g, "f32x2", a32, b32, |x: f32x2, _y: f32x2| x.sqrt());
                 elementwise!(g, "dashu106", amp, bmp, |x: Big, _y: Big| x.sqrt());
             }

@@ -8,7 +8,10 @@
 use core::fmt;
 use core::str::FromStr;
 
-use crate::{f32x2, f64x2, Comp32, Comp64, CompNorm32, CompNorm64, Mp1024, Mp128, Mp256, Mp32, Mp512, Mp64, Real};
+use crate::{
+    f32x2, f64x2, Comp32, Comp64, CompNorm32, CompNorm64, Mp1024, Mp128, Mp256, Mp32, Mp512, Mp64,
+    Real,
+};
 
 /// A number type under study.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -95,7 +98,9 @@ impl Precision {
             }
         }
         if out.is_empty() {
-            return Err(PrecisionError { input: s.to_string() });
+            return Err(PrecisionError {
+                input: s.to_string(),
+            });
         }
         Ok(out)
     }
@@ -117,7 +122,9 @@ pub struct PrecisionError {
 impl FromStr for Precision {
     type Err = PrecisionError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let err = || PrecisionError { input: s.to_string() };
+        let err = || PrecisionError {
+            input: s.to_string(),
+        };
         Ok(match s.trim().to_ascii_lowercase().as_str() {
             "f32" => Precision::F32,
             "f64" => Precision::F64,
@@ -128,7 +135,10 @@ impl FromStr for Precision {
             "comp32n" => Precision::Comp32n,
             "comp64n" => Precision::Comp64n,
             other => {
-                let bits: u32 = other.strip_prefix("mp").and_then(|b| b.parse().ok()).ok_or_else(err)?;
+                let bits: u32 = other
+                    .strip_prefix("mp")
+                    .and_then(|b| b.parse().ok())
+                    .ok_or_else(err)?;
                 if !MP_BITS.contains(&bits) {
                     return Err(err());
                 }
@@ -181,7 +191,10 @@ mod tests {
             let e = bad.parse::<Precision>().unwrap_err().to_string();
             assert!(e.contains("expected one of f32, f64"), "{e}");
         }
-        assert_eq!(Precision::parse_list("f32, f64x2,f32").unwrap(), vec![Precision::F32, Precision::F64x2]);
+        assert_eq!(
+            Precision::parse_list("f32, f64x2,f32").unwrap(),
+            vec![Precision::F32, Precision::F64x2]
+        );
         assert!(Precision::parse_list(",").is_err());
         assert!(Precision::parse_list("f32,mp7").is_err());
     }

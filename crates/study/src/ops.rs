@@ -56,8 +56,13 @@ impl Op {
             Op::Add => bx + by,
             Op::Sub => bx - by,
             Op::Mul => bx * by,
-            Op::Div => (Mp::<320>::from_big(&bx) / Mp::<320>::from_big(&by)).as_big()?.clone(),
-            Op::Sqrt => Mp::<320>::from_big(&exact(x.abs())).sqrt().as_big()?.clone(),
+            Op::Div => (Mp::<320>::from_big(&bx) / Mp::<320>::from_big(&by))
+                .as_big()?
+                .clone(),
+            Op::Sqrt => Mp::<320>::from_big(&exact(x.abs()))
+                .sqrt()
+                .as_big()?
+                .clone(),
         })
     }
 }
@@ -81,7 +86,10 @@ pub struct OpError(pub String);
 impl FromStr for Op {
     type Err = OpError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Op::ALL.into_iter().find(|op| op.to_string() == s.trim()).ok_or_else(|| OpError(s.to_string()))
+        Op::ALL
+            .into_iter()
+            .find(|op| op.to_string() == s.trim())
+            .ok_or_else(|| OpError(s.to_string()))
     }
 }
 
@@ -128,7 +136,10 @@ impl Range {
     /// Checks that `dist` can draw from this range.
     pub fn check(&self, dist: Distribution) -> Result<(), RangeError> {
         if dist == Distribution::LogUniform && self.lo <= 0.0 {
-            return Err(RangeError::LogNeedsPositive(format!("{}:{}", self.lo, self.hi)));
+            return Err(RangeError::LogNeedsPositive(format!(
+                "{}:{}",
+                self.lo, self.hi
+            )));
         }
         Ok(())
     }
@@ -136,7 +147,10 @@ impl Range {
     fn draw(&self, dist: Distribution, rng: &mut Xoshiro256PlusPlus) -> f64 {
         let m = match dist {
             Distribution::Uniform => rng.random_range(self.lo..=self.hi),
-            Distribution::LogUniform => rng.random_range(self.lo.ln()..=self.hi.ln()).exp().clamp(self.lo, self.hi),
+            Distribution::LogUniform => rng
+                .random_range(self.lo.ln()..=self.hi.ln())
+                .exp()
+                .clamp(self.lo, self.hi),
         };
         if rng.random::<bool>() {
             -m
@@ -215,18 +229,29 @@ pub fn run(config: &OpsConfig, progress: &dyn Progress) -> Vec<OpErrorStats> {
             .into_par_iter()
             .map(|c| {
                 let n = CHUNK.min(config.samples - c * CHUNK);
-                let mut rng = Xoshiro256PlusPlus::seed_from_u64(config.seed ^ (c as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+                let mut rng = Xoshiro256PlusPlus::seed_from_u64(
+                    config.seed ^ (c as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                );
                 let pairs: Vec<(f64, f64)> = (0..n)
-                    .map(|_| (config.range.draw(config.distribution, &mut rng), config.range.draw(config.distribution, &mut rng)))
+                    .map(|_| {
+                        (
+                            config.range.draw(config.distribution, &mut rng),
+                            config.range.draw(config.distribution, &mut rng),
+                        )
+                    })
                     .collect();
-                let refs: Vec<Option<Big>> = pairs
-                    .iter()
-                    .map(|&(x, y)| op.reference(x, y))
-                    .collect();
+                let refs: Vec<Option<Big>> =
+                    pairs.iter().map(|&(x, y)| op.reference(x, y)).collect();
                 let errs = config
                     .precisions
                     .iter()
-                    .map(|p| p.visit(ChunkErrors { op, pairs: &pairs, refs: &refs }))
+                    .map(|p| {
+                        p.visit(ChunkErrors {
+                            op,
+                            pairs: &pairs,
+                            refs: &refs,
+                        })
+                    })
                     .collect();
                 progress.advance(n as u64);
                 errs
@@ -234,7 +259,10 @@ pub fn run(config: &OpsConfig, progress: &dyn Progress) -> Vec<OpErrorStats> {
             .collect();
         progress.finish();
         for (i, p) in config.precisions.iter().enumerate() {
-            let errors: Vec<f64> = per_chunk.iter().flat_map(|c| c[i].iter().copied()).collect();
+            let errors: Vec<f64> = per_chunk
+                .iter()
+                .flat_map(|c| c[i].iter().copied())
+                .collect();
             out.push(summarize(p.to_string(), op, config.samples, errors));
         }
     }
@@ -272,7 +300,17 @@ fn summarize(precision: String, op: Op, samples: usize, mut errors: Vec<f64>) ->
     let nonfinite = before - errors.len() + (samples - before);
     let n = errors.len();
     if n == 0 {
-        return OpErrorStats { precision, op, samples, mean: f64::NAN, median: f64::NAN, p99: f64::NAN, max: f64::NAN, std: f64::NAN, nonfinite };
+        return OpErrorStats {
+            precision,
+            op,
+            samples,
+            mean: f64::NAN,
+            median: f64::NAN,
+            p99: f64::NAN,
+            max: f64::NAN,
+            std: f64::NAN,
+            nonfinite,
+        };
     }
     errors.sort_by(f64::total_cmp);
     let mean = errors.iter().sum::<f64>() / n as f64;
@@ -298,22 +336,44 @@ mod tests {
     use crate::NoProgress;
 
     fn small(precisions: Vec<Precision>) -> OpsConfig {
-        OpsConfig { samples: 5000, precisions, ..OpsConfig::default() }
+        OpsConfig {
+            samples: 5000,
+            precisions,
+            ..OpsConfig::default()
+        }
     }
 
     fn stat<'a>(s: &'a [OpErrorStats], p: &str, op: Op) -> &'a OpErrorStats {
-        s.iter().find(|r| r.precision == p && r.op == op).expect("row present")
+        s.iter()
+            .find(|r| r.precision == p && r.op == op)
+            .expect("row present")
     }
 
     #[test]
     fn f64_is_correctly_rounded_and_double_words_are_far_below_an_ulp() {
-        let s = run(&small(vec![Precision::F64, Precision::F64x2, Precision::F32x2, Precision::F32]), &NoProgress);
+        let s = run(
+            &small(vec![
+                Precision::F64,
+                Precision::F64x2,
+                Precision::F32x2,
+                Precision::F32,
+            ]),
+            &NoProgress,
+        );
         for op in Op::ALL {
             // One IEEE operation is correctly rounded: at most half an ulp.
-            assert!(stat(&s, "f64", op).max <= 0.5, "{op}: {:?}", stat(&s, "f64", op));
+            assert!(
+                stat(&s, "f64", op).max <= 0.5,
+                "{op}: {:?}",
+                stat(&s, "f64", op)
+            );
             // f64 inputs are exact in f64x2 and its ops have bounds ≤ 9.8u² = 9.8·2^-106,
             // i.e. ≤ 9.8·2^-53 f64 ulps (relative to ulp: factor ≤ 2).
-            assert!(stat(&s, "f64x2", op).max < 20.0 * 2f64.powi(-53), "{op}: {:?}", stat(&s, "f64x2", op));
+            assert!(
+                stat(&s, "f64x2", op).max < 20.0 * 2f64.powi(-53),
+                "{op}: {:?}",
+                stat(&s, "f64x2", op)
+            );
             // f32 cannot hold the inputs: millions of f64 ulps.
             assert!(stat(&s, "f32", op).median > 1e5, "{op}");
             // f32x2 holds 48 bits: errors of a few f64 ulps, up to about 2^5.
@@ -326,7 +386,10 @@ mod tests {
     fn deterministic_and_thread_independent() {
         let c = small(vec![Precision::F32x2]);
         let a = run(&c, &NoProgress);
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("pool");
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .expect("pool");
         let b = pool.install(|| run(&c, &NoProgress));
         for (x, y) in a.iter().zip(&b) {
             assert_eq!((x.mean, x.max, x.median), (y.mean, y.max, y.median));
@@ -347,9 +410,19 @@ mod tests {
 
     #[test]
     fn quantiles_use_nearest_rank() {
-        let s = summarize("f64".into(), Op::Add, 100, (1..=100).map(f64::from).collect());
+        let s = summarize(
+            "f64".into(),
+            Op::Add,
+            100,
+            (1..=100).map(f64::from).collect(),
+        );
         assert_eq!((s.median, s.p99, s.max, s.mean), (50.0, 99.0, 100.0, 50.5));
-        let t = summarize("f64".into(), Op::Add, 4, vec![1.0, f64::NAN, 3.0, f64::INFINITY]);
+        let t = summarize(
+            "f64".into(),
+            Op::Add,
+            4,
+            vec![1.0, f64::NAN, 3.0, f64::INFINITY],
+        );
         assert_eq!((t.nonfinite, t.max), (2, 3.0));
     }
 }
