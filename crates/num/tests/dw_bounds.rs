@@ -36,6 +36,19 @@ enum Class {
     ExtremeDivisor,
 }
 
+impl Class {
+    /// Cancellation only means something for sums, extreme divisors only for quotients.
+    fn applies_to(self, op: Op) -> bool {
+        match self {
+            Class::Cancel => matches!(op, Op::Add | Op::Sub | Op::AddBase | Op::SubBase),
+            Class::ExtremeDivisor => {
+                matches!(op, Op::Div | Op::DivDw2 | Op::DivSeed | Op::DivBase)
+            }
+            _ => true,
+        }
+    }
+}
+
 #[derive(Clone, Copy)]
 enum Op {
     Add,
@@ -400,9 +413,7 @@ fn check_all<F: Base>(ops: &[Op], classes: &[Class]) {
     let mut failures = Vec::new();
     for (i, &op) in ops.iter().enumerate() {
         for (j, &class) in classes.iter().enumerate() {
-            if class == Class::Cancel
-                && !matches!(op, Op::Add | Op::Sub | Op::AddBase | Op::SubBase)
-            {
+            if !class.applies_to(op) {
                 continue;
             }
             let s = run::<F>(op, class, 0x5EED_0000 + (i * 16 + j) as u64);
