@@ -675,7 +675,7 @@ fn decompose(x: f64) -> (bool, u64, i32) {
     (x.is_sign_negative(), m, q)
 }
 
-/// An exact accumulator of products of f64 pairs: Σ a[i]·b[i] with one rounding at the end.
+/// An exact accumulator of products of f64 pairs: Σ `a[i]·b[i]` with one rounding at the end.
 ///
 /// Products are exact over the whole f64 range: TwoProd (`p = a·b`, `e = fma(a, b, −p)`) where
 /// it is exact, the integer product of the significands at its bit position where it is not
@@ -763,7 +763,7 @@ impl ExactDot {
         self.push_product(a, b);
     }
 
-    /// Adds Σ a[i]·b[i], exactly. On a length mismatch nothing is added.
+    /// Adds Σ `a[i]·b[i]`, exactly. On a length mismatch nothing is added.
     pub fn add_slices(&mut self, a: &[f64], b: &[f64]) -> Result<(), LengthMismatch> {
         if a.len() != b.len() {
             return Err(LengthMismatch {
@@ -809,7 +809,7 @@ impl ExactDot {
     }
 }
 
-/// The correctly rounded (to nearest, ties to even) dot product Σ a[i]·b[i]; see [`ExactDot`].
+/// The correctly rounded (to nearest, ties to even) dot product Σ `a[i]·b[i]`; see [`ExactDot`].
 pub fn exact_dot(a: &[f64], b: &[f64]) -> Result<f64, LengthMismatch> {
     let mut d = ExactDot::new();
     d.add_slices(a, b)?;

@@ -171,6 +171,44 @@ fn any_factor() -> impl Strategy<Value = f64> {
     ]
 }
 
+/// Finite values mixed with infinities, NaNs (payloads and signs included) and signed zeros.
+fn any_with_specials() -> impl Strategy<Value = f64> {
+    prop_oneof![
+        4 => any_finite(),
+        1 => prop::sample::select(vec![
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            -f64::NAN,
+            f64::from_bits(0x7ff0_0000_0000_0001),
+            f64::from_bits(0xfff8_0000_dead_beef),
+            0.0,
+            -0.0,
+        ]),
+        1 => any::<u64>().prop_map(f64::from_bits),
+    ]
+}
+
+/// The special-value rules applied to `terms` (finite terms may be given as anything finite);
+/// `finite` supplies the reference when every term is finite.
+fn expected_with_specials(terms: impl Iterator<Item = f64>, finite: impl FnOnce() -> f64) -> f64 {
+    let (mut nan, mut pos, mut neg) = (false, false, false);
+    for t in terms {
+        nan |= t.is_nan();
+        pos |= t == f64::INFINITY;
+        neg |= t == f64::NEG_INFINITY;
+    }
+    if nan || (pos && neg) {
+        f64::NAN
+    } else if pos {
+        f64::INFINITY
+    } else if neg {
+        f64::NEG_INFINITY
+    } else {
+        finite()
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
@@ -222,6 +260,35 @@ proptest! {
         let exact = big_sum(&wide);
         let want = if exact == Big::ZERO { zero_with_ieee_sign(wide.iter().copied()) as f32 } else { ref_f32(&exact) };
         prop_assert!(bits_eq_f32(exact_sum_f32(&xs), want), "{:e} vs {:e}", exact_sum_f32(&xs), want);
+    }
+
+    #[test]
+    fn special_values_follow_the_rules(
+        xs in prop::collection::vec(any_with_specials(), 0..40),
+        ys in prop::collection::vec(any_with_specials(), 0..40),
+    ) {
+        // Sum: NaN, or +∞ with −∞, gives NaN; otherwise an infinity wins; otherwise the reference.
+        let want = expected_with_specials(xs.iter().copied(), || ref_sum_f64(&xs));
+        prop_assert!(bits_eq_f64(exact_sum(&xs), want), "{:e} vs {:e}", exact_sum(&xs), want);
+        let mut s = ExactSum::new();
+        s.add_slice(&xs);
+        prop_assert_eq!(s.to_big().is_none(), xs.iter().any(|x| !x.is_finite()));
+        // Dot: the same rules over the products, whose special values are IEEE's (0·∞ = NaN).
+        let n = xs.len().min(ys.len());
+        let (a, b) = (&xs[..n], &ys[..n]);
+        let special = |(x, y): (&f64, &f64)| {
+            if x.is_finite() && y.is_finite() { 0.0 } else { x * y }
+        };
+        let want = expected_with_specials(a.iter().zip(b).map(special), || {
+            let exact = big_dot(a, b);
+            if exact == Big::ZERO {
+                zero_with_ieee_sign(a.iter().zip(b).map(|(x, y)| x * y))
+            } else {
+                big::to_f64(&exact)
+            }
+        });
+        let got = exact_dot(a, b).unwrap();
+        prop_assert!(bits_eq_f64(got, want), "{:e} vs {:e}", got, want);
     }
 
     #[test]
