@@ -845,6 +845,36 @@ mod tests {
     }
 
     #[test]
+    fn digits_survive_the_worst_case_between_carry_propagations() {
+        // The largest state add_shifted can reach: normalised digits at their maximum, then
+        // NORMALIZE_EVERY − 1 calls that each move a digit by the most a call can (2^32 − 1:
+        // u64::MAX at shift 0 does so for digits 0 and 1), all of one sign. The state is built
+        // directly, 2^30 real calls would take seconds. One more call must then propagate the
+        // carries without overflowing (the test profile checks overflow).
+        let chunks = [DIGIT_MASK, DIGIT_MASK, 0];
+        let k = i64::from(NORMALIZE_EVERY - 1);
+        for negative in [false, true] {
+            let sign = if negative { -1 } else { 1 };
+            let mut f = Fixed::<4, SUM_LSB>::ZERO;
+            f.digits = [DIGIT_MASK, DIGIT_MASK, DIGIT_MASK, 0];
+            let start = f.to_big();
+            for (d, c) in f.digits.iter_mut().zip(chunks) {
+                *d += sign * k * c;
+            }
+            f.pending = NORMALIZE_EVERY - 1;
+            f.add_shifted(u64::MAX, 0, negative);
+            assert_eq!(f.pending, 0, "the call propagated the carries");
+            let added = IBig::from(u64::MAX) * IBig::from(k + 1);
+            let added = Big::from_repr(
+                Repr::new(if negative { -added } else { added }, SUM_LSB as isize),
+                Context::new(0),
+            );
+            assert_eq!(f.to_big(), start + added);
+            assert!(f.digits[..3].iter().all(|&d| (0..=DIGIT_MASK).contains(&d)));
+        }
+    }
+
+    #[test]
     fn position_bounds_hold_at_the_extremes() {
         // The largest positions each type adds at must leave room for three digits.
         let sum_max = (EXP_FIELD - 1) as u32 - 1 + FRAC_BITS;
