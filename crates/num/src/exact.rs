@@ -11,8 +11,10 @@
 //!   of raw patterns, minus `count · (slot << 52)`, is exactly the sum of the 52-bit fractions as
 //!   long as at most 2^12 terms went in (2^12 · (2^52 − 1) < 2^64); the implicit leading bits
 //!   add up to `count · 2^52`. A slot is flushed into the small accumulator before a 4097th term
-//!   would enter it, so the hot loop does one load, add and store per term plus a
-//!   well-predicted counter test, with no floating-point work and no data-dependent shifts.
+//!   would enter it. Infinities and NaNs land in the slots of exponent 0x7ff like any other
+//!   value and are told apart at flush time (a zero fraction sum means only infinities), so the
+//!   hot loop is one read-modify-write of the slot and one of its counter per term plus a
+//!   well-predicted test: no floating-point work, no data-dependent shifts, no special cases.
 //! * The **small accumulator** is a fixed-point number of 32-bit digits, each kept in an `i64`
 //!   (so 2^30 additions of signed 32-bit chunks fit before carries must be propagated), whose
 //!   lowest bit is worth 2^−1074 and whose range reaches past 2^1024 by more than 64 bits: the
@@ -40,8 +42,9 @@
 //! * otherwise the exact sum of the finite terms is rounded. A finite exact value beyond the
 //!   range of the format rounds to ±∞, but only the result is infinite: the exact value is
 //!   kept, so `f64::MAX + f64::MAX − f64::MAX` returns `f64::MAX`;
-//! * an exact zero rounds to +0.0, except when there was at least one term and every term was
-//!   −0.0, which gives −0.0 (as IEEE addition does). The empty sum is +0.0.
+//! * a non-zero exact value too small for the format rounds to a zero of its own sign (as IEEE
+//!   rounding does); an exact zero gives +0.0, except when there was at least one term and
+//!   every term was −0.0, which gives −0.0 (as IEEE addition does). The empty sum is +0.0.
 //!
 //! [`ExactSum::round_f32`] and the `f32` functions apply the same rules with the f32 range.
 //! No input panics; the only limit is the documented 2^64 terms per accumulator (far beyond
