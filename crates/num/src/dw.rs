@@ -199,8 +199,12 @@ impl<F: Base> DoubleWord<F> {
     /// Two compares and two selects, no branch: element-wise loops still vectorize.
     #[inline(always)]
     fn finish(hi: F, lo: F, base_result: F) -> Self {
-        let a = hi.abs();
-        Self { hi: if a > F::ZERO { hi } else { base_result }, lo: if a < F::INFINITY { lo } else { F::ZERO } }
+        // `hi < 0 || hi > 0` is one ordered not-equal compare: false for ±0 and NaN.
+        let nonzero = hi < F::ZERO || hi > F::ZERO;
+        Self {
+            hi: if nonzero { hi } else { base_result },
+            lo: if hi.abs() < F::INFINITY { lo } else { F::ZERO },
+        }
     }
 
     /// [`Self::finish`] for a result whose high word is already known not to be a regular value.
