@@ -64,13 +64,13 @@
 // Operators: + - * / on (T, T) and (T, F), unary -.
 //
 // Range and special values (as dw.rs): the bounds hold while the result and every intermediate
-// stay normal (|result| >= 2^(emin+p)). A finite non-zero high word is returned as computed;
-// otherwise (dw_special):
-//   - a zero result is (z, +0) with z the sign IEEE gives the same operation on the high words
-//     (the "base result": -0 + -0 = -0, -0 * 1 = -0, x - x = +0);
-//   - a non-finite result is (b, +0), b the base result (x + NaN = NaN, inf - inf = NaN,
-//     x / 0 = +-inf, 0 / 0 = NaN, x / inf = 0), except that a finite base result whose
-//     double-word correction overflowed gives the overflowing +-inf.
+// stay normal (|result| >= 2^(emin+p)). Every result goes through dw_finish (two selects): a
+// non-zero high word stands, with its low word if finite and with +0 if infinite (an infinity
+// can only come from the double-word result overflowing); a zero high word is replaced by b,
+// low word kept, and a NaN one by (b, +0), b the "base result", the same operation in the base
+// format on the high words.
+// So a zero takes the sign IEEE gives (-0 + -0 = -0, -0 * 1 = -0, x - x = +0), and x + NaN = NaN,
+// inf - inf = NaN, x / 0 = +-inf, 0 / 0 = NaN, x / inf = 0.
 // T_div rescales a divisor whose high word lies outside [2^(emin/2), 2^(emax/2)] (exponent below
 // emin/2 or above emax/2): both operands go to [1, 2) by exact powers of two, DWDivDW3 runs there,
 // and the quotient is scaled back once. T_sqrt returns the base square root for hi <= 0, NaN and
@@ -171,6 +171,7 @@ template <typename F> MANTISSA_FN F clear_sign(F x) {
     return base<F>::from_bits(base<F>::to_bits(x) & ~base<F>::SIGN);
 }
 template <typename F> MANTISSA_FN F nan() { return base<F>::from_bits(base<F>::NAN_BITS); }
+template <typename F> MANTISSA_FN F inf() { return base<F>::from_bits(base<F>::EXP_MASK); }
 
 // base.rs `exponent`: e with x = m 2^e, 1 <= |m| < 2 (the leading bit's exponent for
 // subnormals). Returns false (Rust: None) for zeros, infinities and NaN.
@@ -193,7 +194,7 @@ template <typename F> MANTISSA_FN bool exponent(F x, int& e) {
 template <typename F> MANTISSA_FN F pow2(int k) {
     typedef base<F> B;
     typedef typename B::bits bits;
-    if (k > B::MAX_EXP) return B::from_bits(B::EXP_MASK);
+    if (k > B::MAX_EXP) return inf<F>();
     if (k < B::MIN_EXP - B::MANT) return F(0);
     if (k >= B::MIN_EXP) return B::from_bits((bits)(k - B::MIN_EXP + 1) << B::MANT);
     return B::from_bits((bits)1 << (k - B::MIN_EXP + B::MANT));
@@ -271,17 +272,17 @@ template <typename F> MANTISSA_FN dw<F> dw_make(F hi, F lo) {
 }
 template <typename F> MANTISSA_FN dw<F> dw_from_base(F x) { return dw_make(x, F(0)); }
 
-// Zeros and non-finite high words (dw.rs `special`, see the rules at the top).
-template <typename F> MANTISSA_FN dw<F> dw_special(F hi, F base_result) {
-    if (hi == F(0)) return dw_from_base(base_result == F(0) ? base_result : hi);
-    if (!is_finite(base_result) || is_nan(hi)) return dw_from_base(base_result);
-    return dw_from_base(hi); // finite on the high words, but the correction overflowed
+// dw.rs `finish`, every operation's result assembly, as two selects: a non-zero high word stands
+// (a finite one with its low word, an infinity with low word 0); a zero or NaN high word is
+// replaced by the base result (the same operation in the base format on the high words).
+template <typename F> MANTISSA_FN dw<F> dw_finish(F hi, F lo, F base_result) {
+    F a = clear_sign(hi);
+    return dw_make(a > F(0) ? hi : base_result, a < inf<F>() ? lo : F(0));
 }
 
-// dw.rs `finish`: every operation's result assembly.
-template <typename F> MANTISSA_FN dw<F> dw_finish(F hi, F lo, F base_result) {
-    if (hi != F(0) && is_finite(hi)) return dw_make(hi, lo);
-    return dw_special(hi, base_result);
+// dw.rs `special`: `finish` for a high word known not to be a regular value.
+template <typename F> MANTISSA_FN dw<F> dw_special(F hi, F base_result) {
+    return dw_finish(hi, F(0), base_result);
 }
 
 template <typename F> MANTISSA_FN dw<F> dw_from_sum(F a, F b) {
