@@ -3,11 +3,11 @@
 //! arguments built at run time, time them with CUDA events, and report a device's facts and
 //! measured ceilings.
 //!
-//! It is not the arithmetic (that is `mantissa-num`, and its CUDA twin will live beside this crate),
-//! nor a PTX model (`mantissa-ptx`), nor a command-line tool: nothing here prints, and absence of a
-//! GPU is an ordinary value ([`GpuUnavailable`], one line saying why a run is CPU-only), never a
-//! panic. CUDA's libraries are loaded at run time from the library path, so this crate builds and
-//! its CPU tests run on machines without CUDA.
+//! It is not the arithmetic (that is `mantissa-num`; its CUDA twin, `cuda/mantissa.cuh`, ships
+//! here as [`twin::HEADER`]), nor a PTX model (`mantissa-ptx`), nor a command-line tool: nothing
+//! here prints, and absence of a GPU is an ordinary value ([`GpuUnavailable`], one line saying why
+//! a run is CPU-only), never a panic. CUDA's libraries are loaded at run time from the library
+//! path, so this crate builds and its CPU tests run on machines without CUDA.
 //!
 //! Where the main types are:
 //! - [`Gpu`] (in `gpu.rs`): probe a device, compile for it, load [`Module`]s from cubin or PTX
@@ -21,6 +21,8 @@
 //!   FP64 FMA throughput, slug factor), as a table (`Display`) or JSON.
 //! - Errors (in `error.rs`): [`GpuUnavailable`], [`NvrtcUnavailable`], [`CompileError`],
 //!   [`GpuError`]; each displays as one line naming what failed and what to do.
+//! - [`twin`]: the CUDA twin of `mantissa-num` (header text, the list of its operations, and a
+//!   generator of element-wise kernels for them), bit-identical to the Rust code.
 //! - [`testing`]: `require_gpu_or_skip()` and `require_nvrtc_or_skip()` for GPU tests here and in
 //!   the crates above (skip with a printed reason; fail under `MANTISSA_REQUIRE_GPU=1`).
 //!
@@ -39,6 +41,7 @@ pub mod launch;
 pub mod nvrtc;
 pub mod testing;
 pub mod timing;
+pub mod twin;
 pub mod version;
 
 pub use cache::{cache_root, CacheKey, CacheStats, CompileCache};
