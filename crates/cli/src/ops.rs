@@ -1,7 +1,9 @@
 //! `mantissa ops`: wiring for [`mantissa_study::ops`].
 
 use clap::{Args, ValueEnum};
+use mantissa_gpu::{FlagSet, Gpu, ReportOptions};
 use mantissa_num::Precision;
+use mantissa_study::gpu_ops::{self, GpuOpsOptions};
 use mantissa_study::ops::{self, Distribution, Op, OpsConfig, Range};
 
 use crate::progress::Bar;
@@ -9,9 +11,9 @@ use crate::table;
 
 #[derive(Args)]
 pub struct OpsArgs {
-    /// Random operand pairs per operation.
-    #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
-    samples: u64,
+    /// Random operand pairs per operation [default: 10^6; with --gpu, 1000 blocks × 1024 threads].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    samples: Option<u64>,
     /// Operand magnitudes LO:HI (each operand also gets a random sign).
     #[arg(long, default_value = "0:1e6", value_name = "LO:HI", value_parser = parse_range)]
     range: Range,
@@ -31,6 +33,20 @@ pub struct OpsArgs {
     /// Print JSON (configuration and one object per precision and operation) instead of a table.
     #[arg(long)]
     json: bool,
+    /// Run on the GPU with mantissa's CUDA twin of the arithmetic (seed 001's experiment: one
+    /// operation per thread), adding element-wise time, speed-up over f64 and compute-bound
+    /// throughput against the device's roofline.
+    #[arg(long)]
+    gpu: bool,
+    /// NVRTC flag set for --gpu: default, strict, fast, nofma, ftz, approx-div, approx-sqrt (the
+    /// twin's arithmetic is immune to them except ftz; native f32/f64 operations are not).
+    #[arg(long, default_value = "default", value_parser = parse_flags)]
+    flags: FlagSet,
+}
+
+fn parse_flags(s: &str) -> Result<FlagSet, String> {
+    s.parse()
+        .map_err(|e: mantissa_gpu::UnknownFlagSet| e.to_string())
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -79,14 +95,18 @@ pub fn run(args: OpsArgs) -> anyhow::Result<()> {
         eprintln!("error: {e}");
         std::process::exit(2);
     }
+    let default_samples = if args.gpu { 1000 * 1024 } else { 1_000_000 };
     let config = OpsConfig {
-        samples: args.samples as usize,
+        samples: args.samples.map_or(default_samples, |n| n as usize),
         range: args.range,
         distribution,
         seed: args.seed,
         precisions: args.precision.0,
         ops: args.ops.0,
     };
+    if args.gpu {
+        return run_gpu(&config, args.flags, args.json);
+    }
     let results = ops::run(&config, &Bar::new());
     if args.json {
         let doc = serde_json::json!({ "config": config, "unit": "f64 ulps of the exact result", "results": results });
@@ -101,35 +121,119 @@ pub fn run(args: OpsArgs) -> anyhow::Result<()> {
         config.range.hi,
         config.seed
     );
+    print!("{}", error_table(results.iter()));
+    Ok(())
+}
+
+fn error_table<'a>(results: impl Iterator<Item = &'a ops::OpErrorStats>) -> String {
     let rows: Vec<Vec<String>> = results
-        .iter()
         .map(|r| {
             let mut row = vec![r.precision.clone(), r.op.to_string()];
             row.extend([r.mean, r.median, r.p99, r.max, r.std].map(table::num));
-            if r.nonfinite > 0 {
-                row.push(r.nonfinite.to_string());
-            } else {
-                row.push("0".into());
-            }
+            row.push(r.nonfinite.to_string());
             row
         })
         .collect();
-    print!(
-        "{}",
-        table::markdown(
-            &[
-                "precision",
-                "op",
-                "mean",
-                "median",
-                "p99",
-                "max",
-                "std",
-                "non-finite"
-            ],
-            &rows,
-            2
-        )
+    table::markdown(
+        &[
+            "precision",
+            "op",
+            "mean",
+            "median",
+            "p99",
+            "max",
+            "std",
+            "non-finite",
+        ],
+        &rows,
+        2,
+    )
+}
+
+fn run_gpu(config: &OpsConfig, flags: FlagSet, json: bool) -> anyhow::Result<()> {
+    let gpu = Gpu::probe().map_err(|why| anyhow::anyhow!("--gpu needs a GPU: {why}"))?;
+    let report = gpu.report(&ReportOptions::default())?;
+    let opts = GpuOpsOptions {
+        flags,
+        ..GpuOpsOptions::default()
+    };
+    if config.samples > u32::MAX as usize {
+        anyhow::bail!(
+            "--samples {} is too large for one launch (at most {})",
+            config.samples,
+            u32::MAX
+        );
+    }
+    let skipped: Vec<String> = config
+        .precisions
+        .iter()
+        .filter(|p| matches!(p, Precision::Mp(_)))
+        .map(|p| p.to_string())
+        .collect();
+    let rows = gpu_ops::run(&gpu, config, &opts, report.ceilings.as_ref(), &Bar::new())?;
+    if json {
+        let doc = serde_json::json!({
+            "config": config, "gpu": opts, "device": report.info, "ceilings": report.ceilings,
+            "unit": "f64 ulps of the exact result", "results": rows,
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+        return Ok(());
+    }
+    let info = &report.info;
+    println!(
+        "{} (compute capability {}), flag set {}, {} operand pairs ({} threads per block), seed {}.{}\n",
+        info.name,
+        info.compute_capability,
+        flags.name(),
+        config.samples,
+        opts.block,
+        config.seed,
+        if skipped.is_empty() { String::new() } else { format!(" Not on the GPU (CPU only): {}.", skipped.join(", ")) }
     );
+    println!("Error against the exact result, in f64 ulps; \"≠cpu\" counts results whose bits differ from the CPU's.\n");
+    // The CPU error table with a ≠cpu column appended.
+    let t: Vec<String> = error_table(rows.iter().map(|r| &r.errors))
+        .lines()
+        .enumerate()
+        .map(|(i, l)| match i {
+            0 => format!("{l} ≠cpu |"),
+            1 => format!("{l} ----: |"),
+            _ => format!("{l} {:>5} |", rows[i - 2].differs_from_cpu),
+        })
+        .collect();
+    println!("{}\n", t.join("\n"));
+    println!(
+        "Time: element-wise kernel (median of {} runs, rotating inputs) and its speed-up over f64 (seed 001 Table 2); compute-bound: {} chains × {} steps per thread, against the roofline of the FMA ceiling and the PTX instruction count.\n",
+        opts.timing_reps,
+        gpu_ops::CHAINS,
+        opts.iters
+    );
+    let perf: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.errors.precision.clone(),
+                r.errors.op.to_string(),
+                format!("{:.4}", r.elementwise_ms),
+                table::num(r.speedup_vs_f64),
+                table::num(r.gops),
+                r.ptx_fp_instructions.to_string(),
+                r.roofline_gops.map_or("-".into(), table::num),
+                r.roofline_gops
+                    .map_or("-".into(), |roof| format!("{:.0}%", 100.0 * r.gops / roof)),
+            ]
+        })
+        .collect();
+    let headers = [
+        "precision",
+        "op",
+        "ms",
+        "speed-up vs f64",
+        "Gop/s",
+        "fp instr/op",
+        "roofline Gop/s",
+        "of roofline",
+    ];
+    print!("{}", table::markdown(&headers, &perf, 2));
     Ok(())
 }

@@ -16,7 +16,11 @@ fn mixed() -> Vec<f64> {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(24);
     (0..N)
         .map(|i| {
-            let m = if i % 2 == 0 { rng.random_range(1e-6..1e-5) } else { rng.random_range(1e5..1e6) };
+            let m = if i % 2 == 0 {
+                rng.random_range(1e-6..1e-5)
+            } else {
+                rng.random_range(1e5..1e6)
+            };
             if rng.random::<bool>() {
                 -m
             } else {
@@ -56,7 +60,9 @@ fn bench_sum(c: &mut Criterion) {
             black_box(s)
         })
     });
-    g.bench_function("exact_dot", |b| b.iter(|| black_box(exact_dot(black_box(&xs), black_box(&ys)))));
+    g.bench_function("exact_dot", |b| {
+        b.iter(|| black_box(exact_dot(black_box(&xs), black_box(&ys))))
+    });
     g.finish();
 }
 

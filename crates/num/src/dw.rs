@@ -36,7 +36,7 @@
 //! Division rescales a divisor outside [2^(emin/2), 2^(emax/2)] by a power of two so its
 //! reciprocal neither overflows nor goes subnormal.
 //!
-//! A zero or NaN result is `(b, 0)` where `b` is what the base format gives for the same
+//! A zero or NaN result is `(b, ±0)` where `b` is what the base format gives for the same
 //! operation on the high words: a zero carries the sign IEEE arithmetic gives (`−0 + −0 = −0`,
 //! `−0 × 1 = −0`, `x − x = +0`), and `x + NaN` is NaN, `inf − inf` is NaN, `x / 0` is ±inf,
 //! `0 / 0` is NaN, `x / inf` is 0. An infinite result is `(±inf, 0)`: either the base result is
@@ -199,7 +199,9 @@ impl<F: Base> DoubleWord<F> {
     /// Two compares and two selects, no branch: element-wise loops still vectorize.
     #[inline(always)]
     fn finish(hi: F, lo: F, base_result: F) -> Self {
-        // `hi < 0 || hi > 0` is one ordered not-equal compare: false for ±0 and NaN.
+        // `hi < 0 || hi > 0` is one ordered not-equal compare: false for ±0 and NaN, whereas
+        // clippy's `hi != 0` would be true for NaN.
+        #[allow(clippy::double_comparisons)]
         let nonzero = hi < F::ZERO || hi > F::ZERO;
         Self {
             hi: if nonzero { hi } else { base_result },

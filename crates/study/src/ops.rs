@@ -37,7 +37,7 @@ pub enum Op {
 impl Op {
     pub const ALL: [Op; 5] = [Op::Add, Op::Sub, Op::Mul, Op::Div, Op::Sqrt];
 
-    fn apply<T: Real>(self, x: T, y: T) -> T {
+    pub(crate) fn apply<T: Real>(self, x: T, y: T) -> T {
         match self {
             Op::Add => x + y,
             Op::Sub => x - y,
@@ -50,7 +50,7 @@ impl Op {
     /// The exact result for f64 operands; division and square root are correctly rounded to
     /// 320 bits (relative error ≤ 2^-320, i.e. ≤ 2^-266 f64 ulps, far below anything measured).
     /// `None` when the exact result is not finite (division by zero).
-    fn reference(self, x: f64, y: f64) -> Option<Big> {
+    pub(crate) fn reference(self, x: f64, y: f64) -> Option<Big> {
         let (bx, by) = (exact(x), exact(y));
         Some(match self {
             Op::Add => bx + by,
@@ -215,7 +215,7 @@ pub struct OpErrorStats {
 
 /// Operand pairs per parallel work item: large enough to amortise scheduling, small enough for
 /// a smooth progress bar.
-const CHUNK: usize = 4096;
+pub(crate) const CHUNK: usize = 4096;
 
 /// Run the experiment. Deterministic for a given configuration (each chunk of operand pairs has
 /// its own seeded generator), whatever the number of threads.
@@ -269,6 +269,32 @@ pub fn run(config: &OpsConfig, progress: &dyn Progress) -> Vec<OpErrorStats> {
     out
 }
 
+/// Operand pairs of chunk `c` (of [`CHUNK`] pairs; the last may be shorter): each chunk has its
+/// own seeded generator, so the operands do not depend on how chunks are scheduled, and the
+/// GPU run of a configuration sees exactly the operands of the CPU run.
+pub(crate) fn operand_chunk(config: &OpsConfig, c: usize) -> Vec<(f64, f64)> {
+    let n = CHUNK.min(config.samples - c * CHUNK);
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(
+        config.seed ^ (c as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+    );
+    (0..n)
+        .map(|_| {
+            (
+                config.range.draw(config.distribution, &mut rng),
+                config.range.draw(config.distribution, &mut rng),
+            )
+        })
+        .collect()
+}
+
+/// Every operand pair of a configuration, in order.
+pub(crate) fn operands(config: &OpsConfig) -> Vec<(f64, f64)> {
+    (0..config.samples.div_ceil(CHUNK))
+        .into_par_iter()
+        .flat_map_iter(|c| operand_chunk(config, c))
+        .collect()
+}
+
 /// Errors of one precision over one chunk; a non-finite result is recorded as NaN.
 struct ChunkErrors<'a> {
     op: Op,
@@ -294,7 +320,12 @@ impl PrecisionVisitor for ChunkErrors<'_> {
     }
 }
 
-fn summarize(precision: String, op: Op, samples: usize, mut errors: Vec<f64>) -> OpErrorStats {
+pub(crate) fn summarize(
+    precision: String,
+    op: Op,
+    samples: usize,
+    mut errors: Vec<f64>,
+) -> OpErrorStats {
     let before = errors.len();
     errors.retain(|e| e.is_finite());
     let nonfinite = before - errors.len() + (samples - before);
