@@ -276,8 +276,13 @@ template <typename F> MANTISSA_FN dw<F> dw_from_base(F x) { return dw_make(x, F(
 // (a finite one with its low word, an infinity with low word 0); a zero or NaN high word is
 // replaced by the base result (the same operation in the base format on the high words).
 template <typename F> MANTISSA_FN dw<F> dw_finish(F hi, F lo, F base_result) {
-    F a = clear_sign(hi);
-    return dw_make(a > F(0) ? hi : base_result, a < inf<F>() ? lo : F(0));
+    // The tests of dw.rs (`hi < 0 || hi > 0`, `|hi| < inf`) made on the bits: integer compares
+    // run on the ALU pipe, leaving the FP64 pipe to the arithmetic, and no flag can flush them.
+    typedef base<F> B;
+    typename B::bits m = B::to_bits(hi) & ~B::SIGN;
+    bool nonzero_number = m != 0 && m <= B::EXP_MASK; // neither ±0 nor NaN
+    bool finite = m < B::EXP_MASK;
+    return dw_make(nonzero_number ? hi : base_result, finite ? lo : F(0));
 }
 
 // dw.rs `special`: `finish` for a high word known not to be a regular value.
