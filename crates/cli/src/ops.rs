@@ -42,6 +42,10 @@ pub struct OpsArgs {
     /// twin's arithmetic is immune to them except ftz; native f32/f64 operations are not).
     #[arg(long, default_value = "default", value_parser = parse_flags)]
     flags: FlagSet,
+    /// Elements of the memory-bound run with --gpu (0 skips it; seed 001's 10^6 elements are
+    /// launch-bound on current GPUs).
+    #[arg(long, default_value_t = 1 << 26, value_parser = clap::value_parser!(u64).range(0..=4_000_000_000))]
+    stream_elements: u64,
 }
 
 fn parse_flags(s: &str) -> Result<FlagSet, String> {
@@ -105,7 +109,12 @@ pub fn run(args: OpsArgs) -> anyhow::Result<()> {
         ops: args.ops.0,
     };
     if args.gpu {
-        return run_gpu(&config, args.flags, args.json);
+        return run_gpu(
+            &config,
+            args.flags,
+            args.stream_elements as usize,
+            args.json,
+        );
     }
     let results = ops::run(&config, &Bar::new());
     if args.json {
@@ -150,11 +159,17 @@ fn error_table<'a>(results: impl Iterator<Item = &'a ops::OpErrorStats>) -> Stri
     )
 }
 
-fn run_gpu(config: &OpsConfig, flags: FlagSet, json: bool) -> anyhow::Result<()> {
+fn run_gpu(
+    config: &OpsConfig,
+    flags: FlagSet,
+    stream_elements: usize,
+    json: bool,
+) -> anyhow::Result<()> {
     let gpu = Gpu::probe().map_err(|why| anyhow::anyhow!("--gpu needs a GPU: {why}"))?;
     let report = gpu.report(&ReportOptions::default())?;
     let opts = GpuOpsOptions {
         flags,
+        stream_elements,
         ..GpuOpsOptions::default()
     };
     if config.samples > u32::MAX as usize {
@@ -235,5 +250,32 @@ fn run_gpu(config: &OpsConfig, flags: FlagSet, json: bool) -> anyhow::Result<()>
         "of roofline",
     ];
     print!("{}", table::markdown(&headers, &perf, 2));
+    if opts.stream_elements > 0 {
+        println!(
+            "\nMemory-bound: the element-wise kernel over {} elements (two loads and one store each; median of {} runs), and its time over f64's.\n",
+            opts.stream_elements, opts.timing_reps
+        );
+        let stream: Vec<Vec<String>> = rows
+            .iter()
+            .map(|r| {
+                vec![
+                    r.errors.precision.clone(),
+                    r.errors.op.to_string(),
+                    r.stream_ms
+                        .map_or("did not fit".into(), |ms| format!("{ms:.3}")),
+                    r.stream_gb_s.map_or("-".into(), |g| format!("{g:.0}")),
+                    r.stream_vs_f64.map_or("-".into(), |x| format!("{x:.3}")),
+                ]
+            })
+            .collect();
+        print!(
+            "{}",
+            table::markdown(
+                &["precision", "op", "ms", "GB/s", "time vs f64"],
+                &stream,
+                2
+            )
+        );
+    }
     Ok(())
 }

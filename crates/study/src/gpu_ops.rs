@@ -40,6 +40,9 @@ pub struct GpuOpsOptions {
     /// Steps of each chain in the compute-bound kernel.
     pub iters: u32,
     pub timing_reps: u32,
+    /// Elements of the large element-wise run that measures memory-bound time (far beyond L2;
+    /// 0 skips it). Seed 001's 10^6 elements are launch-bound on current GPUs.
+    pub stream_elements: usize,
 }
 
 impl Default for GpuOpsOptions {
@@ -49,6 +52,7 @@ impl Default for GpuOpsOptions {
             block: 1024,
             iters: 256,
             timing_reps: 20,
+            stream_elements: 1 << 26,
         }
     }
 }
@@ -69,6 +73,13 @@ pub struct GpuOpRow {
     pub ptx_fp_instructions: usize,
     /// The device's FMA instruction rate of the base type divided by `ptx_fp_instructions`.
     pub roofline_gops: Option<f64>,
+    /// The element-wise kernel over `stream_elements` elements (median ms), and the bytes it
+    /// moves (two loads and one store per element) per second, in GB/s; `None` when skipped or
+    /// when the buffers did not fit.
+    pub stream_ms: Option<f64>,
+    pub stream_gb_s: Option<f64>,
+    /// This precision's memory-bound time over f64's, same operation and element count.
+    pub stream_vs_f64: Option<f64>,
 }
 
 /// A type whose values travel to the GPU as an array of base-format words (1 or 2 per value),
@@ -388,12 +399,14 @@ pub fn run(
     progress.finish();
     // Speed-up over f64's element-wise kernel of the same operation (when f64 was measured).
     for op in &config.ops {
-        let f64_ms = rows
+        let f64_row = rows
             .iter()
-            .find(|r| r.errors.precision == "f64" && r.errors.op == *op)
-            .map(|r| r.elementwise_ms);
+            .find(|r| r.errors.precision == "f64" && r.errors.op == *op);
+        let f64_ms = f64_row.map(|r| r.elementwise_ms);
+        let f64_stream = f64_row.and_then(|r| r.stream_ms);
         for r in rows.iter_mut().filter(|r| r.errors.op == *op) {
             r.speedup_vs_f64 = f64_ms.map_or(f64::NAN, |t| t / r.elementwise_ms);
+            r.stream_vs_f64 = r.stream_ms.zip(f64_stream).map(|(t, f)| t / f);
         }
     }
     Ok(rows)
@@ -461,7 +474,7 @@ impl RunPrecision<'_> {
             .collect::<Result<_, _>>()?;
         // Compute-bound operands: magnitudes near 1 so that products, quotients and sums stay
         // far from overflow over every chain step (the special-value paths are not what is timed).
-        let near_one = |seed: u64| {
+        let near_one = |seed: u64, n: usize| {
             let mut w = Vec::with_capacity(n * T::words());
             for i in 0..n {
                 let t = ((i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ seed) >> 11;
@@ -470,8 +483,24 @@ impl RunPrecision<'_> {
             }
             T::Word::host(w)
         };
-        let cbx = gpu.upload("cb_x", &near_one(1))?;
-        let cby = gpu.upload("cb_y", &near_one(2))?;
+        let cbx = gpu.upload("cb_x", &near_one(1, n))?;
+        let cby = gpu.upload("cb_y", &near_one(2, n))?;
+        // Memory-bound run: large buffers, allocated once per precision; skipped (None) if they
+        // do not fit.
+        let big = self.opts.stream_elements;
+        let stream = if big == 0 || big > u32::MAX as usize {
+            None
+        } else {
+            let x = gpu.upload("stream_x", &near_one(3, big)).ok();
+            let y = gpu.upload("stream_y", &near_one(4, big)).ok();
+            let o = gpu
+                .alloc_zeros("stream_out", T::Word::DTYPE, big * T::words())
+                .ok();
+            match (x, y, o) {
+                (Some(x), Some(y), Some(o)) => Some((x, y, o)),
+                _ => None,
+            }
+        };
         let cb_out = gpu.alloc_zeros("cb_out", T::Word::DTYPE, n * T::words())?;
 
         let timing = TimingOptions {
@@ -531,6 +560,26 @@ impl RunPrecision<'_> {
                 / (cb_time.median_ms * 1e-3)
                 / 1e9;
             let instr = count_fp_instructions(&ptx, &ew, T::Word::DTYPE);
+            let stream_ms = match &stream {
+                Some((x, y, o)) => {
+                    let block = dims.threads_per_block() as u32;
+                    let args = vec![
+                        KernelArg::from(x),
+                        KernelArg::from(y),
+                        KernelArg::from(o),
+                        KernelArg::Scalar(Scalar::U32(big as u32)),
+                    ];
+                    let t = gpu.time_kernel(
+                        &module,
+                        &ew,
+                        LaunchDims::linear(big as u64, block),
+                        &[args],
+                        timing,
+                    )?;
+                    Some(t.median_ms)
+                }
+                None => None,
+            };
             rows.push(GpuOpRow {
                 errors,
                 differs_from_cpu: differs,
@@ -539,6 +588,10 @@ impl RunPrecision<'_> {
                 gops,
                 ptx_fp_instructions: instr,
                 roofline_gops: rate.filter(|_| instr > 0).map(|r| r / instr as f64),
+                stream_ms,
+                stream_gb_s: stream_ms
+                    .map(|ms| 3.0 * big as f64 * value_bytes as f64 / (ms * 1e-3) / 1e9),
+                stream_vs_f64: None,
             });
             self.progress.advance(1);
         }
