@@ -252,7 +252,7 @@ fn run_gpu(
     print!("{}", table::markdown(&headers, &perf, 2));
     if opts.stream_elements > 0 {
         println!(
-            "\nMemory-bound: the element-wise kernel over {} elements (two loads and one store each; median of {} runs), and its time over f64's.\n",
+            "\nMemory-bound: the element-wise kernel over {} elements (two loads and one store each, one load for sqrt; median of {} runs), and its time over f64's.\n",
             opts.stream_elements, opts.timing_reps
         );
         let stream: Vec<Vec<String>> = rows

@@ -589,6 +589,13 @@ mod tests {
             "another method re-measures"
         );
 
+        // Measured values read back bit-exactly (serde_json's default float parser was off by
+        // one ulp on this value, measured on an H200).
+        let mut measured = ceilings();
+        measured.fp32_fma_gflop_s = 65316.910307650964;
+        write_cached(&path, &info, &measured).unwrap();
+        assert_eq!(read_cached(&path, &info), Some(measured));
+
         std::fs::write(&path, "{ torn").unwrap();
         assert_eq!(read_cached(&path, &info), None);
         std::fs::remove_dir_all(&dir).unwrap();

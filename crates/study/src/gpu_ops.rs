@@ -74,8 +74,8 @@ pub struct GpuOpRow {
     /// The device's FMA instruction rate of the base type divided by `ptx_fp_instructions`.
     pub roofline_gops: Option<f64>,
     /// The element-wise kernel over `stream_elements` elements (median ms), and the bytes it
-    /// moves (two loads and one store per element) per second, in GB/s; `None` when skipped or
-    /// when the buffers did not fit.
+    /// moves (two loads and one store per element, one load for sqrt) per second, in GB/s;
+    /// `None` when skipped or when the buffers did not fit.
     pub stream_ms: Option<f64>,
     pub stream_gb_s: Option<f64>,
     /// This precision's memory-bound time over f64's, same operation and element count.
@@ -589,8 +589,11 @@ impl RunPrecision<'_> {
                 ptx_fp_instructions: instr,
                 roofline_gops: rate.filter(|_| instr > 0).map(|r| r / instr as f64),
                 stream_ms,
-                stream_gb_s: stream_ms
-                    .map(|ms| 3.0 * big as f64 * value_bytes as f64 / (ms * 1e-3) / 1e9),
+                // Square root reads one operand: two streams, not three.
+                stream_gb_s: stream_ms.map(|ms| {
+                    let streams = if op == Op::Sqrt { 2.0 } else { 3.0 };
+                    streams * big as f64 * value_bytes as f64 / (ms * 1e-3) / 1e9
+                }),
                 stream_vs_f64: None,
             });
             self.progress.advance(1);
