@@ -38,8 +38,9 @@ pub struct OpsArgs {
     /// throughput against the device's roofline.
     #[arg(long)]
     gpu: bool,
-    /// NVRTC flag set for --gpu: default, strict, fast, nofma, ftz, approx-div, approx-sqrt (the
-    /// twin's arithmetic is immune to them except ftz; native f32/f64 operations are not).
+    /// NVRTC flag set for --gpu: default, strict, fast, nofma, ftz, approx-div, approx-sqrt. The
+    /// twin's arithmetic is written with explicit rounding, so only ftz could change it (on an
+    /// H200 it did not); native f32/f64 operations follow the flags.
     #[arg(long, default_value = "default", value_parser = parse_flags)]
     flags: FlagSet,
     /// Elements of the memory-bound run with --gpu (0 skips it; seed 001's 10^6 elements are
