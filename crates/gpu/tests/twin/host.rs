@@ -47,6 +47,7 @@ static inline double __dsqrt_rn(double a) { return std::sqrt(a); }
 static inline unsigned __float_as_uint(float x) { unsigned u; std::memcpy(&u, &x, 4); return u; }
 static inline float __uint_as_float(unsigned u) { float x; std::memcpy(&x, &u, 4); return x; }
 static inline long long __double_as_longlong(double x) { long long u; std::memcpy(&u, &x, 8); return u; }
+static inline int __double2hiint(double x) { return (int)(__double_as_longlong(x) >> 32); }
 static inline double __longlong_as_double(long long u) { double x; std::memcpy(&x, &u, 8); return x; }
 static inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz((unsigned)x); }
 static inline int __clzll(long long x) { return x == 0 ? 64 : __builtin_clzll((unsigned long long)x); }
