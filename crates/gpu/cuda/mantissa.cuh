@@ -299,6 +299,12 @@ template <typename F> MANTISSA_FN dw<F> dw_finish(F hi, F lo, F base_result) {
     return e - 1u < base<F>::EXP_FIELD_MAX - 1u ? dw_make(hi, lo) : dw_finish_rule(hi, lo, base_result);
 }
 
+// For f32x2 the rule alone is faster (H200: the early test cost add 1096 -> 989 Gop/s, mul
+// 1509 -> 1161), since its FP32 arithmetic leaves fewer issue slots free.
+template <> MANTISSA_FN dw<float> dw_finish<float>(float hi, float lo, float base_result) {
+    return dw_finish_rule(hi, lo, base_result);
+}
+
 // dw.rs `special`: `finish` for a high word known not to be a regular value.
 template <typename F> MANTISSA_FN dw<F> dw_special(F hi, F base_result) {
     return dw_finish(hi, F(0), base_result);
