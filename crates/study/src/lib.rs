@@ -7,6 +7,8 @@
 //!   f64 (seed 001 Table 2) and compute-bound throughput against the device's roofline.
 
 pub mod gpu_ops;
+pub mod inputs;
+pub mod reduce;
 pub mod ops;
 pub mod progress;
 
