@@ -9,6 +9,7 @@
 pub mod gpu_ops;
 pub mod inputs;
 pub mod reduce;
+pub mod study;
 pub mod ops;
 pub mod progress;
 
