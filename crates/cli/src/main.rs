@@ -6,6 +6,7 @@
 mod devices;
 mod ops;
 mod progress;
+mod study;
 mod table;
 
 use std::process::ExitCode;
@@ -34,6 +35,10 @@ enum Command {
     /// GPUs with their facts and measured ceilings: copy bandwidth, FP32/FP64 FMA throughput and
     /// their ratio (the "slug factor" of seed 001). Ceilings are cached per device and driver.
     Devices(devices::DevicesArgs),
+    /// The precision study (mantissa's main job): global summation, dot products and π in every
+    /// precision, on the CPU (sequential and threaded) and the GPU (seed 000's launch grid),
+    /// written to OUT/results.jsonl as it goes, then tables and OUT/report.html.
+    Study(study::StudyArgs),
 }
 
 fn main() -> ExitCode {
@@ -53,6 +58,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Ops(args) => ops::run(args),
         Command::Devices(args) => devices::run(args),
+        Command::Study(args) => study::run(args, cli.threads.map(usize::from)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

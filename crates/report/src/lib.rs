@@ -8,6 +8,6 @@
 pub mod record;
 
 pub use record::{
-    point_key, read_records, write_atomically, Backend, ErrorMetrics, ReadNotes, Record, RecordError,
-    ResultsLog, Status, TimeStats, RESULTS_FILE,
+    point_key, read_records, write_atomically, Backend, ErrorMetrics, ReadNotes, Record,
+    RecordError, ResultsLog, Status, TimeStats, RESULTS_FILE,
 };

@@ -8,9 +8,9 @@
 
 pub mod gpu_ops;
 pub mod inputs;
-pub mod reduce;
-pub mod study;
 pub mod ops;
 pub mod progress;
+pub mod reduce;
+pub mod study;
 
 pub use progress::{NoProgress, Progress};

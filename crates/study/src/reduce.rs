@@ -43,8 +43,12 @@ fn chunks(n: usize, parts: usize) -> Vec<(usize, usize)> {
 /// partial sums added serially in chunk order.
 pub fn chunked_sum<T: Real>(xs: &[T], pool: &ThreadPool) -> T {
     let parts = chunks(xs.len(), pool.current_num_threads());
-    let partials: Vec<T> =
-        pool.install(|| parts.par_iter().map(|&(a, b)| serial_sum(&xs[a..b])).collect());
+    let partials: Vec<T> = pool.install(|| {
+        parts
+            .par_iter()
+            .map(|&(a, b)| serial_sum(&xs[a..b]))
+            .collect()
+    });
     serial_sum(&partials)
 }
 
@@ -137,7 +141,10 @@ mod tests {
     use mantissa_num::{f64x2, Mp};
 
     fn pool(n: usize) -> ThreadPool {
-        rayon::ThreadPoolBuilder::new().num_threads(n).build().unwrap()
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build()
+            .unwrap()
     }
 
     #[test]

@@ -16,7 +16,9 @@ use mantissa_num::big::Big;
 use mantissa_num::metrics::{measure_values, Reference};
 use mantissa_num::precision::{Precision, PrecisionVisitor};
 use mantissa_num::{ExactDot, ExactSum, Mp, Real};
-use mantissa_report::{point_key, Backend, ErrorMetrics, Record, RecordError, ResultsLog, Status, TimeStats};
+use mantissa_report::{
+    point_key, Backend, ErrorMetrics, Record, RecordError, ResultsLog, Status, TimeStats,
+};
 use rayon::ThreadPool;
 
 use crate::inputs::{uniform_vectors, InputClass, WHITE_PAPER_A, WHITE_PAPER_B};
@@ -83,8 +85,10 @@ impl StudyPrecision {
     /// The study's default precisions: f32, f64, f32x2, f64x2, comp32, comp64 and their
     /// normalized variants, mp32…mp256 (seed 000's GMP widths) and exact.
     pub fn defaults() -> Vec<StudyPrecision> {
-        let mut v: Vec<StudyPrecision> =
-            Precision::NATIVE.iter().map(|&p| StudyPrecision::Real(p)).collect();
+        let mut v: Vec<StudyPrecision> = Precision::NATIVE
+            .iter()
+            .map(|&p| StudyPrecision::Real(p))
+            .collect();
         v.extend([32, 64, 128, 256].map(|b| StudyPrecision::Real(Precision::Mp(b))));
         v.push(StudyPrecision::Exact);
         v
@@ -93,7 +97,10 @@ impl StudyPrecision {
     /// Parses a comma-separated list (`f32,f64x2,mp256,exact`, or `all`).
     pub fn parse_list(s: &str) -> Result<Vec<StudyPrecision>, StudyError> {
         if s.trim().eq_ignore_ascii_case("all") {
-            let mut v: Vec<_> = Precision::ALL.iter().map(|&p| StudyPrecision::Real(p)).collect();
+            let mut v: Vec<_> = Precision::ALL
+                .iter()
+                .map(|&p| StudyPrecision::Real(p))
+                .collect();
             v.push(StudyPrecision::Exact);
             return Ok(v);
         }
@@ -280,13 +287,18 @@ impl Plan {
                                 datasets.push((Data::ZeroSum(c), sizes.clone()));
                             }
                             // Table 7's ranges at its sizes (1024 and 1,048,576 elements).
-                            let t7 = if quick { vec![1 << 10] } else { vec![1 << 10, 1 << 20] };
+                            let t7 = if quick {
+                                vec![1 << 10]
+                            } else {
+                                vec![1 << 10, 1 << 20]
+                            };
                             for c in InputClass::table_7() {
                                 datasets.push((Data::ZeroSum(c), t7.clone()));
                             }
                             let general = if quick { vec![1 << 16] } else { vec![1 << 20] };
                             for k in [1, 5] {
-                                datasets.push((Data::General(InputClass::range(k)), general.clone()));
+                                datasets
+                                    .push((Data::General(InputClass::range(k)), general.clone()));
                             }
                         }
                     }
@@ -346,7 +358,11 @@ impl Plan {
                                     algorithm,
                                     data: data.clone(),
                                     size,
-                                    seed: if data == Data::WhitePaper { 0 } else { cfg.seed },
+                                    seed: if data == Data::WhitePaper {
+                                        0
+                                    } else {
+                                        cfg.seed
+                                    },
                                     precision: p,
                                     backend: seq,
                                 });
@@ -478,7 +494,8 @@ pub fn pi_big() -> Big {
         sum
     };
     let pi = M::from_i64(16) * atan_inv(5) - M::from_i64(4) * atan_inv(239);
-    pi.to_big().unwrap_or_else(|| mantissa_num::big::exact(std::f64::consts::PI))
+    pi.to_big()
+        .unwrap_or_else(|| mantissa_num::big::exact(std::f64::consts::PI))
 }
 
 /// The outcome of one point on some backend.
@@ -531,7 +548,10 @@ impl CpuTiming {
             std::hint::black_box(f());
             samples.push(s.elapsed().as_secs_f64() * 1e3);
         }
-        (first, TimeStats::from_samples(&samples).expect("at least one sample"))
+        (
+            first,
+            TimeStats::from_samples(&samples).expect("at least one sample"),
+        )
     }
 }
 
@@ -560,12 +580,12 @@ impl PrecisionVisitor for CpuPoint<'_> {
             ("dot", "fma-serial") => self.timing.measure(|| reduce::serial_dot(&xs, &ys, true)),
             ("dot", "pairwise") => self.timing.measure(|| reduce::pairwise_dot(&xs, &ys)),
             ("pi-leibniz", _) => self.timing.measure(|| reduce::leibniz::<T>(p.size)),
-            ("pi-midpoint", "serial") => {
-                self.timing.measure(|| reduce::pi_midpoint_serial::<T>(p.size))
-            }
-            ("pi-midpoint", "pairwise") => {
-                self.timing.measure(|| reduce::pi_midpoint_pairwise::<T>(p.size))
-            }
+            ("pi-midpoint", "serial") => self
+                .timing
+                .measure(|| reduce::pi_midpoint_serial::<T>(p.size)),
+            ("pi-midpoint", "pairwise") => self
+                .timing
+                .measure(|| reduce::pi_midpoint_pairwise::<T>(p.size)),
             ("pi-midpoint", "chunked") => self.timing.measure(|| {
                 reduce::pi_midpoint_chunked::<T>(p.size, pool.expect("chunked points have a pool"))
             }),
@@ -580,7 +600,12 @@ impl PrecisionVisitor for CpuPoint<'_> {
 }
 
 /// The exact (superaccumulator) computation of a sum or dot point.
-fn exact_point(point: &Point, inputs: &Inputs, pool: Option<&ThreadPool>, timing: CpuTiming) -> Outcome {
+fn exact_point(
+    point: &Point,
+    inputs: &Inputs,
+    pool: Option<&ThreadPool>,
+    timing: CpuTiming,
+) -> Outcome {
     let (value, time) = match (point.workload, pool) {
         ("sum", Some(pool)) => timing.measure(|| {
             use rayon::prelude::*;
@@ -647,7 +672,13 @@ pub struct RunSummary {
 }
 
 /// Builds the record of a finished point.
-pub fn record(point: &Point, device: &str, inputs: &Inputs, outcome: &Outcome, note: Option<String>) -> Record {
+pub fn record(
+    point: &Point,
+    device: &str,
+    inputs: &Inputs,
+    outcome: &Outcome,
+    note: Option<String>,
+) -> Record {
     let m = measure_values(&outcome.value, &inputs.reference);
     let reference_f64 = match &inputs.reference {
         Reference::Finite(b) => mantissa_num::big::to_f64(b),
@@ -686,6 +717,9 @@ pub fn record(point: &Point, device: &str, inputs: &Inputs, outcome: &Outcome, n
     }
 }
 
+/// What identifies a point's input data: (input name, size, seed, workload).
+type DataKey = (String, u64, u64, &'static str);
+
 /// Runs the CPU points of `plan` into `log`, skipping those already recorded.
 pub fn run_cpu(
     plan: &Plan,
@@ -699,12 +733,8 @@ pub fn run_cpu(
     let mut summary = RunSummary::default();
     let mut pools: HashMap<u32, ThreadPool> = HashMap::new();
     // Points sharing data are adjacent in the plan: generate each dataset once.
-    let mut cached: Option<((String, u64, u64, &'static str), Inputs)> = None;
-    let todo: Vec<&Point> = plan
-        .points
-        .iter()
-        .filter(|p| !p.backend.is_gpu())
-        .collect();
+    let mut cached: Option<(DataKey, Inputs)> = None;
+    let todo: Vec<&Point> = plan.points.iter().filter(|p| !p.backend.is_gpu()).collect();
     progress.start("cpu", todo.len() as u64);
     for point in todo {
         if stop.load(Ordering::Relaxed) {
@@ -732,7 +762,9 @@ pub fn run_cpu(
                     let pool = rayon::ThreadPoolBuilder::new()
                         .num_threads(threads as usize)
                         .build()
-                        .map_err(|e| StudyError::Usage(format!("cannot start {threads} CPU threads: {e}")))?;
+                        .map_err(|e| {
+                            StudyError::Usage(format!("cannot start {threads} CPU threads: {e}"))
+                        })?;
                     v.insert(pool)
                 }
             };
@@ -790,7 +822,9 @@ mod tests {
         assert_eq!(v.len(), 4);
         assert_eq!(v[3], StudyPrecision::Exact);
         assert_eq!(StudyPrecision::parse_list("all").unwrap().len(), 15);
-        let e = StudyPrecision::parse_list("f32,f16").unwrap_err().to_string();
+        let e = StudyPrecision::parse_list("f32,f16")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("\"f16\"") && e.contains("mp256"), "{e}");
         assert!(StudyPrecision::parse_list(" , ").is_err());
     }
@@ -825,7 +859,8 @@ mod tests {
         let s = run_cpu(&plan, Suite::Quick, &mut log, &crate::NoProgress, &stop).unwrap();
         assert_eq!(s.measured, plan.points.len());
         drop(log);
-        let (records, _) = mantissa_report::read_records(&dir.path().join("results.jsonl")).unwrap();
+        let (records, _) =
+            mantissa_report::read_records(&dir.path().join("results.jsonl")).unwrap();
         assert_eq!(records.len(), plan.points.len());
         for r in &records {
             let err = r.error.as_ref().unwrap();
@@ -873,7 +908,9 @@ mod tests {
         let err = |p: &str| {
             let pt = point(p);
             let out = match pt.precision {
-                StudyPrecision::Exact => exact_point(&pt, &inputs, None, CpuTiming::for_suite(Suite::Quick)),
+                StudyPrecision::Exact => {
+                    exact_point(&pt, &inputs, None, CpuTiming::for_suite(Suite::Quick))
+                }
                 StudyPrecision::Real(pr) => pr.visit(CpuPoint {
                     point: &pt,
                     inputs: &inputs,
@@ -883,8 +920,17 @@ mod tests {
             };
             out.value_f64.abs()
         };
-        let (f32e, c32, f64e, dd, ex) = (err("f32"), err("comp32"), err("f64"), err("f64x2"), err("exact"));
-        assert!(f32e > c32 && c32 > f64e && f64e > dd, "{f32e:e} {c32:e} {f64e:e} {dd:e}");
+        let (f32e, c32, f64e, dd, ex) = (
+            err("f32"),
+            err("comp32"),
+            err("f64"),
+            err("f64x2"),
+            err("exact"),
+        );
+        assert!(
+            f32e > c32 && c32 > f64e && f64e > dd,
+            "{f32e:e} {c32:e} {f64e:e} {dd:e}"
+        );
         assert_eq!(ex, 0.0);
     }
 }

@@ -1,0 +1,207 @@
+//! `mantissa study`: wiring for [`mantissa_study::study`] — parse, plan, run each backend into
+//! OUT/results.jsonl, then print the tables and write the report from that file.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+use mantissa_report::ResultsLog;
+use mantissa_study::inputs::InputClass;
+use mantissa_study::study::{self, Plan, StudyConfig, StudyError, StudyPrecision, Suite, Workload};
+
+use crate::progress::Bar;
+
+#[derive(Args)]
+pub struct StudyArgs {
+    /// Workloads to run: sum, dot, pi [default: all three].
+    #[arg(value_parser = parse_workload)]
+    workloads: Vec<Workload>,
+    /// The quick suite (the default): small sizes, about two minutes on a 2-core CPU.
+    #[arg(long, conflicts_with = "full")]
+    quick: bool,
+    /// The thesis's sizes (2^23 elements on the CPU, 10^8 π steps; much longer).
+    #[arg(long)]
+    full: bool,
+    /// Backends: cpu, gpu, or all available [default: all].
+    #[arg(long, value_enum, default_value_t = BackendChoice::All)]
+    backend: BackendChoice,
+    /// Precisions, comma-separated: f32, f64, f32x2, f64x2, comp32, comp64, comp32n, comp64n,
+    /// mp32 … mp1024, exact, or all [default: the native types, mp32…mp256 and exact].
+    #[arg(long, value_name = "LIST", value_parser = parse_precisions)]
+    precision: Option<Precisions>,
+    /// Input class of the sums, repeatable: range1…range5 (seed 000 Table 11), gmp-range1…
+    /// gmp-range5 (Table 7), or two intervals SMALL_LO:SMALL_HI,LARGE_LO:LARGE_HI
+    /// [default: all ten named ranges plus two general (non-zero-sum) arrays].
+    #[arg(long = "input", value_name = "CLASS", value_parser = parse_class)]
+    inputs: Vec<InputClass>,
+    /// Sizes of sums and dot products, comma-separated (`1024,2^20`) [default: the suite's].
+    #[arg(long, value_name = "LIST", value_parser = parse_sizes)]
+    size: Option<Sizes>,
+    /// Seed of every generated input.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Output directory: results.jsonl, report.html, results.csv, plots/.
+    #[arg(long, default_value = "mantissa-report")]
+    out: PathBuf,
+    /// Keep OUT/results.jsonl and measure only the points it lacks (without --resume an existing
+    /// file is moved aside, never overwritten).
+    #[arg(long)]
+    resume: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum BackendChoice {
+    Cpu,
+    Gpu,
+    All,
+}
+
+#[derive(Clone, Debug)]
+struct Precisions(Vec<StudyPrecision>);
+#[derive(Clone, Debug)]
+struct Sizes(Vec<u64>);
+
+fn parse_workload(s: &str) -> Result<Workload, String> {
+    s.parse().map_err(|e: StudyError| e.to_string())
+}
+
+fn parse_precisions(s: &str) -> Result<Precisions, String> {
+    StudyPrecision::parse_list(s)
+        .map(Precisions)
+        .map_err(|e| e.to_string())
+}
+
+fn parse_class(s: &str) -> Result<InputClass, String> {
+    s.parse()
+        .map_err(|e: mantissa_study::inputs::InputError| e.to_string())
+}
+
+/// Largest size accepted: 2^31 elements (16 GiB of f64 data per vector).
+const MAX_SIZE: u64 = 1 << 31;
+
+fn parse_sizes(s: &str) -> Result<Sizes, String> {
+    let mut out = Vec::new();
+    for item in s.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+        let bad = || {
+            format!("size {item:?}: expected a whole number from 1 to 2^31, like 1048576 or 2^20")
+        };
+        let n = match item.split_once('^') {
+            Some((b, e)) => {
+                let (b, e): (u64, u32) = (
+                    b.trim().parse().map_err(|_| bad())?,
+                    e.trim().parse().map_err(|_| bad())?,
+                );
+                b.checked_pow(e).ok_or_else(bad)?
+            }
+            None => item.replace('_', "").parse().map_err(|_| bad())?,
+        };
+        if n == 0 || n > MAX_SIZE {
+            return Err(bad());
+        }
+        out.push(n);
+    }
+    if out.is_empty() {
+        return Err(format!("size list {s:?} is empty: give at least one size"));
+    }
+    Ok(Sizes(out))
+}
+
+pub fn run(args: StudyArgs, max_threads: Option<usize>) -> anyhow::Result<()> {
+    let suite = if args.full { Suite::Full } else { Suite::Quick };
+    let mut threads = StudyConfig::default_threads();
+    if let Some(cap) = max_threads {
+        threads.retain(|&t| t <= cap);
+        if !threads.contains(&cap) {
+            threads.push(cap);
+        }
+    }
+    let cfg = StudyConfig {
+        workloads: if args.workloads.is_empty() {
+            Workload::ALL.to_vec()
+        } else {
+            args.workloads.clone()
+        },
+        suite,
+        cpu: args.backend != BackendChoice::Gpu,
+        precisions: args
+            .precision
+            .map(|p| p.0)
+            .unwrap_or_else(StudyPrecision::defaults),
+        classes: (!args.inputs.is_empty()).then(|| args.inputs.clone()),
+        sizes: args.size.map(|s| s.0),
+        threads,
+        seed: args.seed,
+    };
+
+    let stop = Arc::new(AtomicBool::new(false));
+    install_interrupt_handler(stop.clone());
+
+    let mut log = ResultsLog::open(&args.out, args.resume)
+        .with_context(|| format!("cannot use output directory {}", args.out.display()))?;
+    if let Some(old) = log.moved_aside() {
+        eprintln!(
+            "note: the previous results were moved to {} (use --resume to continue them)",
+            old.display()
+        );
+    }
+    if args.resume {
+        eprintln!(
+            "resuming {}: {} points already measured",
+            log.path().display(),
+            log.previous_records()
+        );
+    }
+
+    let plan = Plan::cpu(&cfg);
+    let bar = Bar::new();
+    let summary = study::run_cpu(&plan, suite, &mut log, &bar, &stop)?;
+    eprintln!(
+        "cpu: {} points measured{}{} → {}",
+        summary.measured,
+        if summary.skipped_done > 0 {
+            format!(", {} already done", summary.skipped_done)
+        } else {
+            String::new()
+        },
+        if summary.interrupted {
+            " (interrupted: run again with --resume to finish)"
+        } else {
+            ""
+        },
+        log.path().display()
+    );
+    Ok(())
+}
+
+/// First Ctrl-C: finish the current point, then stop (results.jsonl stays whole). Second:
+/// leave at once.
+fn install_interrupt_handler(stop: Arc<AtomicBool>) {
+    let result = ctrlc::set_handler(move || {
+        if stop.swap(true, Ordering::SeqCst) {
+            std::process::exit(130);
+        }
+        eprintln!("\nstopping after the current point (Ctrl-C again to quit now)");
+    });
+    if let Err(e) = result {
+        eprintln!("note: Ctrl-C will stop the run immediately ({e})");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_accept_powers_and_reject_zero_and_junk() {
+        assert_eq!(
+            parse_sizes("1024, 2^20,1_000").unwrap().0,
+            vec![1024, 1 << 20, 1000]
+        );
+        for bad in ["0", "-1", "2^40", "x", "1.5", ","] {
+            assert!(parse_sizes(bad).is_err(), "{bad}");
+        }
+        assert!(parse_sizes("0").unwrap_err().contains("\"0\""));
+    }
+}
