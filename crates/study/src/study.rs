@@ -178,6 +178,9 @@ pub enum StudyError {
     Usage(String),
     #[error(transparent)]
     Record(#[from] RecordError),
+    /// The GPU failed in a way the run cannot continue from.
+    #[error("{0}")]
+    Gpu(String),
 }
 
 /// The data a point runs on.
@@ -272,7 +275,8 @@ impl Plan {
                         if quick {
                             vec![1 << 10, 1 << 16, 1 << 20]
                         } else {
-                            vec![1 << 10, 1 << 16, 1 << 20, 1 << 23]
+                            // The sizes of seed 000 Figs 7–11.
+                            vec![1 << 10, 1 << 17, 1 << 18, 1 << 20, 1 << 21, 1 << 23]
                         }
                     });
                     let mut datasets: Vec<(Data, Vec<u64>)> = Vec::new();
@@ -415,6 +419,133 @@ impl Plan {
                                 });
                             }
                         }
+                    }
+                }
+            }
+        }
+        Plan { points }
+    }
+}
+
+/// Seed 000's launch grid (Tables 10 and 12): (blocks, threads per block).
+pub const SEED_000_GRID: [(u32, u32); 9] = [
+    (1, 1),
+    (1, 32),
+    (1, 64),
+    (1, 128),
+    (1, 1024),
+    (16, 32),
+    (32, 32),
+    (64, 32),
+    (128, 32),
+];
+
+/// The precisions the GPU runs: the CUDA twin's types and the exact sum (no mp on the device).
+pub fn gpu_precision(p: StudyPrecision) -> bool {
+    match p {
+        StudyPrecision::Real(p) => Precision::NATIVE.contains(&p),
+        StudyPrecision::Exact => true,
+    }
+}
+
+impl Plan {
+    /// The GPU points of `cfg` on a device whose full-occupancy launch is `full` (grid, block).
+    ///
+    /// Accuracy depends on the launch shape (it fixes the reduction tree), time on everything:
+    /// so range 5 (seed 000 Table 12's input) runs on the whole seed-000 grid plus `full`, the
+    /// other classes on 128×32 (the thesis's best) and `full`.
+    pub fn gpu(cfg: &StudyConfig, full: (u32, u32)) -> Plan {
+        let quick = cfg.suite == Suite::Quick;
+        let full_backend = Backend::Gpu {
+            grid: full.0,
+            block: full.1,
+        };
+        let all_shapes: Vec<Backend> = SEED_000_GRID
+            .iter()
+            .map(|&(grid, block)| Backend::Gpu { grid, block })
+            .chain([full_backend])
+            .collect();
+        let few_shapes = vec![Backend::Gpu { grid: 128, block: 32 }, full_backend];
+        let precisions: Vec<StudyPrecision> =
+            cfg.precisions.iter().copied().filter(|&p| gpu_precision(p)).collect();
+        let mut points = Vec::new();
+        let mut add = |workload, algorithm, data: &Data, size, seed, backends: &[Backend]| {
+            for &p in &precisions {
+                if p == StudyPrecision::Exact && workload != "sum" {
+                    continue;
+                }
+                for &backend in backends {
+                    points.push(Point {
+                        workload,
+                        algorithm,
+                        data: data.clone(),
+                        size,
+                        seed,
+                        precision: p,
+                        backend,
+                    });
+                }
+            }
+        };
+        for &w in &cfg.workloads {
+            match w {
+                Workload::Sum => {
+                    let sizes = cfg.sizes.clone().unwrap_or_else(|| {
+                        if quick {
+                            vec![1 << 20]
+                        } else {
+                            // Table 12's 8M elements, and 2^27 (1 GiB of f64) for bandwidth.
+                            vec![1 << 23, 1 << 27]
+                        }
+                    });
+                    let classes = cfg.classes.clone().unwrap_or_else(InputClass::table_11);
+                    for c in &classes {
+                        let timing_class = cfg.classes.is_some() || c.name == "range5";
+                        for &size in &sizes {
+                            // The 1-thread launches of 2^27 elements would take minutes.
+                            let shapes = if timing_class && size <= 1 << 23 {
+                                &all_shapes
+                            } else {
+                                &few_shapes
+                            };
+                            add("sum", "tree", &Data::ZeroSum(c.clone()), size, cfg.seed, shapes);
+                        }
+                    }
+                    if cfg.classes.is_none() {
+                        for c in InputClass::table_7() {
+                            add("sum", "tree", &Data::ZeroSum(c), 1 << 20, cfg.seed, &[full_backend]);
+                        }
+                        let general = if quick { 1 << 16 } else { 1 << 20 };
+                        for k in [1, 5] {
+                            let data = Data::General(InputClass::range(k));
+                            add("sum", "tree", &data, general, cfg.seed, &[full_backend]);
+                        }
+                    }
+                }
+                Workload::Dot => {
+                    // The white paper's vectors on one thread: the same serial algorithms as the
+                    // CPU, so the same bits (seed 004 §3.2).
+                    let one = [Backend::Gpu { grid: 1, block: 1 }];
+                    add("dot", "serial", &Data::WhitePaper, 4, 0, &one);
+                    add("dot", "fma-serial", &Data::WhitePaper, 4, 0, &one);
+                    let sizes = cfg.sizes.clone().unwrap_or_else(|| {
+                        if quick {
+                            vec![1 << 20]
+                        } else {
+                            vec![1 << 20, 1 << 23]
+                        }
+                    });
+                    let uniform = Data::Uniform { lo: -1.0, hi: 2.0 };
+                    for size in sizes {
+                        add("dot", "tree", &uniform, size, cfg.seed, &[full_backend]);
+                        add("dot", "fma-tree", &uniform, size, cfg.seed, &[full_backend]);
+                    }
+                }
+                Workload::Pi => {
+                    let one = [Backend::Gpu { grid: 1, block: 1 }];
+                    add("pi-leibniz", "serial", &Data::Nothing, 2000, 0, &one);
+                    for e in 2..=9 {
+                        add("pi-midpoint", "tree", &Data::Nothing, 10u64.pow(e), 0, &[full_backend]);
                     }
                 }
             }
@@ -718,7 +849,7 @@ pub fn record(
 }
 
 /// What identifies a point's input data: (input name, size, seed, workload).
-type DataKey = (String, u64, u64, &'static str);
+pub(crate) type DataKey = (String, u64, u64, &'static str);
 
 /// Runs the CPU points of `plan` into `log`, skipping those already recorded.
 pub fn run_cpu(
