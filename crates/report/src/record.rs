@@ -519,7 +519,10 @@ mod tests {
         let line = serde_json::to_string(&r).unwrap();
         assert!(line.contains(r#""value":"inf""#), "{line}");
         assert!(line.contains(r#""ulps":"nan""#), "{line}");
-        assert!(line.contains(r#""backend":{"kind":"cpu","threads":4}"#), "{line}");
+        assert!(
+            line.contains(r#""backend":{"kind":"cpu","threads":4}"#),
+            "{line}"
+        );
         let back: Record = serde_json::from_str(&line).unwrap();
         assert_eq!(back.value, Some(f64::INFINITY));
         assert!(back.error.as_ref().unwrap().ulps.unwrap().is_nan());
@@ -539,7 +542,10 @@ mod tests {
     #[test]
     fn time_stats_median_of_even_count_is_the_mean_of_the_middle_pair() {
         let t = TimeStats::from_samples(&[3.0, 1.0, 2.0, 10.0]).unwrap();
-        assert_eq!((t.median_ms, t.min_ms, t.max_ms, t.reps), (2.5, 1.0, 10.0, 4));
+        assert_eq!(
+            (t.median_ms, t.min_ms, t.max_ms, t.reps),
+            (2.5, 1.0, 10.0, 4)
+        );
         assert!(TimeStats::from_samples(&[]).is_none());
     }
 
