@@ -516,8 +516,16 @@ fn timing_tables<'a>(records: &[&'a Record]) -> Vec<Timing<'a>> {
         .collect()
 }
 
-/// `seeds 1, 2, 3` / `inputs range1, range2` — what several records in a cell differ in.
-fn several_note(cells: &[&Cell], what: &str) -> Option<String> {
+/// Whether every cell that ran holds several records: then marking each one is noise, and one
+/// footnote says it for the whole table.
+fn all_several(cells: &[&Cell]) -> bool {
+    let ran: Vec<&&Cell> = cells.iter().filter(|c| c.per_config() > 0).collect();
+    !ran.is_empty() && ran.iter().all(|c| c.several())
+}
+
+/// The footnote for cells that show a median: how many records and what they differ in
+/// (`seeds 1, 2, 3`, `inputs range1, range2`). `all`: every cell is one, so none is marked.
+fn several_note(cells: &[&Cell], what: &str, all: bool) -> Option<String> {
     let several: Vec<&&Cell> = cells.iter().filter(|c| c.several()).collect();
     if several.is_empty() {
         return None;
@@ -547,8 +555,14 @@ fn several_note(cells: &[&Cell], what: &str) -> Option<String> {
     } else {
         over.join("; ")
     };
+    // `*:` rather than `* ` so that Markdown does not turn the footnote into a list item.
+    let lead = if all {
+        format!("Each {what} is")
+    } else {
+        format!("*: the {what} in cells marked * is")
+    };
     Some(format!(
-        "* {what} is the median of up to {max} records per cell ({over})."
+        "{lead} the median of up to {max} records per cell ({over})."
     ))
 }
 
@@ -596,6 +610,8 @@ impl Accuracy<'_> {
         if let (true, Some(n)) = (one_size, sizes.first()) {
             let _ = write!(title, " (n = {})", fmt_size(*n));
         }
+        let cells: Vec<&Cell> = self.cells.values().collect();
+        let all = all_several(&cells);
         let mut headers = vec!["input".to_string()];
         if !one_size {
             headers.push("n".into());
@@ -611,15 +627,14 @@ impl Accuracy<'_> {
             for j in 0..self.precisions.len() {
                 let cell = self.cells.get(&(i, j));
                 let mut text = shown_text(cell.and_then(Cell::error), fmt_err);
-                if cell.is_some_and(Cell::several) {
+                if !all && cell.is_some_and(Cell::several) {
                     text.push('*');
                 }
                 row.push(text);
             }
             rows.push(row);
         }
-        let cells: Vec<&Cell> = self.cells.values().collect();
-        let mut notes: Vec<String> = several_note(&cells, "the error").into_iter().collect();
+        let mut notes: Vec<String> = several_note(&cells, "error", all).into_iter().collect();
         notes.extend(failure_notes(&cells, naming));
         Table {
             title,
@@ -637,6 +652,8 @@ const SLOWDOWN_VS_F32: [&str; 3] = ["f64", "f32x2", "f64x2"];
 impl Timing<'_> {
     pub fn table(&self, naming: &Naming) -> Table {
         let title = format!("Time, median ms (n = {})", fmt_size(self.size));
+        let cells: Vec<&Cell> = self.cells.values().collect();
+        let all = all_several(&cells);
         let mut headers = vec!["backend".to_string()];
         headers.extend(self.precisions.iter().cloned());
         let f32_col = self.precisions.iter().position(|p| p == "f32");
@@ -654,7 +671,7 @@ impl Timing<'_> {
             for j in 0..self.precisions.len() {
                 let cell = self.cells.get(&(i, j));
                 let mut text = shown_text(cell.and_then(Cell::time), fmt_ms);
-                if cell.is_some_and(Cell::several) {
+                if !all && cell.is_some_and(Cell::several) {
                     text.push('*');
                 }
                 row.push(text);
@@ -672,8 +689,7 @@ impl Timing<'_> {
             }
             rows.push(row);
         }
-        let cells: Vec<&Cell> = self.cells.values().collect();
-        let mut notes: Vec<String> = several_note(&cells, "the time").into_iter().collect();
+        let mut notes: Vec<String> = several_note(&cells, "time", all).into_iter().collect();
         notes.extend(failure_notes(&cells, naming));
         Table {
             title,
@@ -1023,6 +1039,7 @@ pub(crate) mod tests {
         let names: Vec<&str> = t.rows.iter().map(|r| r[0].as_str()).collect();
         assert_eq!(names, ["cpu×1", "cpu×2", "gpu 1×32", "gpu 64×32"]);
         // Two input classes per cell: the median, marked and explained.
+        // Cells are medians over the two input classes, except where one of them did not run.
         assert_eq!(row(&t, "cpu×1")[1], "100.0*");
         assert_eq!(row(&t, "cpu×1")[6..], ["0.13", "0.63", "0.94"]);
         assert!(
@@ -1063,6 +1080,27 @@ pub(crate) mod tests {
             Some("(f32x2−f32)/f32")
         );
         assert_eq!(t.rows[0].last().map(String::as_str), Some("-"));
+    }
+
+    #[test]
+    fn when_every_cell_is_a_median_no_cell_is_marked() {
+        let mut records = Vec::new();
+        for seed in [1, 2] {
+            for p in ["f32", "f64"] {
+                let mut r = rec(p, "range1", CPU1, 1e-3 * seed as f64, 2.0 * seed as f64);
+                r.seed = seed;
+                records.push(r);
+            }
+        }
+        let naming = Naming::of(&records);
+        let g = &groups(&records)[0];
+        let a = g.accuracy[0].table(&naming);
+        assert_eq!(a.rows[0][1..], ["1.50e-3", "1.50e-3"]);
+        assert_eq!(
+            a.notes,
+            ["Each error is the median of up to 2 records per cell (seeds 1, 2)."]
+        );
+        assert_eq!(g.timing[0].table(&naming).rows[0][1..3], ["3.000", "3.000"]);
     }
 
     #[test]
