@@ -6,6 +6,7 @@
 mod devices;
 mod ops;
 mod progress;
+mod report;
 mod table;
 
 use std::process::ExitCode;
@@ -34,6 +35,9 @@ enum Command {
     /// GPUs with their facts and measured ceilings: copy bandwidth, FP32/FP64 FMA throughput and
     /// their ratio (the "slug factor" of seed 001). Ceilings are cached per device and driver.
     Devices(devices::DevicesArgs),
+    /// Rebuild the tables (printed as Markdown), report.html, results.csv and plots/ of a study's
+    /// output directory from its results.jsonl alone; nothing is re-run.
+    Report(report::ReportArgs),
 }
 
 fn main() -> ExitCode {
@@ -53,6 +57,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Ops(args) => ops::run(args),
         Command::Devices(args) => devices::run(args),
+        Command::Report(args) => report::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -100,7 +100,8 @@ impl LogAxis {
         }
         // A decade of room below, so bars drawn from the bottom always show.
         let mut lo = lo.floor() - 1.0;
-        let mut hi = hi.ceil();
+        // Markers have a size: keep the largest value off the top edge.
+        let mut hi = (hi + 0.3).ceil();
         if hi <= lo + 2.0 {
             hi += 1.0;
             lo -= 1.0;
@@ -180,7 +181,7 @@ fn legend(area: &DrawingArea<SVGBackend, Shift>, entries: &[(Key, String)]) -> D
             Key::Triangle => area.draw(&TriangleMarker::new((15, y), 6, BLACK.filled())),
         }
         .map_err(err)?;
-        area.draw(&Text::new(label.clone(), (30, y - 7), font.clone()))
+        area.draw(&Text::new(label.clone(), (30, y - 4), font.clone()))
             .map_err(err)?;
     }
     Ok(())
@@ -770,6 +771,12 @@ mod tests {
         );
         for p in &plots {
             assert_clean_svg(&p.svg);
+            // Text is SVG text for the browser to lay out, not glyph outlines from a font file.
+            assert!(
+                p.svg.contains("<text") && p.svg.contains("sans-serif"),
+                "{}",
+                p.name
+            );
             assert!(p.svg.contains("legend"), "{}", p.name);
             assert!(p.svg.contains("log scale"), "{}", p.name);
         }
@@ -864,7 +871,7 @@ mod tests {
     #[test]
     fn log_axis_spans_whole_decades_with_room_below() {
         assert_eq!(LogAxis::of([1e-3, 5e2]), LogAxis { lo: -4.0, hi: 3.0 });
-        assert_eq!(LogAxis::of([1.0]), LogAxis { lo: -2.0, hi: 1.0 });
+        assert_eq!(LogAxis::of([1.0]), LogAxis { lo: -2.0, hi: 2.0 });
         assert_eq!(LogAxis::of([f64::NAN, 0.0]), LogAxis { lo: -1.0, hi: 1.0 });
         assert_eq!(LogAxis::label(&-25.0), "1e-25");
         assert_eq!(zero_floor(Some(1e-3)), 1e-25);
