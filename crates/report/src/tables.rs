@@ -733,6 +733,52 @@ impl Provenance {
     }
 }
 
+/// Precision columns beyond which a terminal table is split in two.
+const MAX_TERMINAL_PRECISIONS: usize = 10;
+
+/// Splits a table wider than a terminal into the fixed-width formats (f32 … f64x2, with the
+/// slowdown columns that compare them) and the arbitrary-precision ones (mp…, exact), repeating
+/// the row labels. Footnotes go under the second part. Narrow tables come back unchanged.
+pub(crate) fn split_wide(t: Table) -> Vec<Table> {
+    let is_fixed = |h: &str| precision_rank(h).0 == 0 || h.starts_with('(');
+    let data = t.headers.len() - t.text_columns;
+    let fixed: Vec<usize> = (t.text_columns..t.headers.len())
+        .filter(|&c| is_fixed(&t.headers[c]))
+        .collect();
+    let wide: Vec<usize> = (t.text_columns..t.headers.len())
+        .filter(|&c| !is_fixed(&t.headers[c]))
+        .collect();
+    let precisions = (t.text_columns..t.headers.len())
+        .filter(|&c| !t.headers[c].starts_with('('))
+        .count();
+    if precisions <= MAX_TERMINAL_PRECISIONS || fixed.is_empty() || wide.is_empty() {
+        return vec![t];
+    }
+    debug_assert_eq!(fixed.len() + wide.len(), data);
+    let part = |cols: &[usize], what: &str, notes: Vec<String>| {
+        let keep: Vec<usize> = (0..t.text_columns).chain(cols.iter().copied()).collect();
+        Table {
+            title: format!("{} — {what}", t.title),
+            headers: keep.iter().map(|&c| t.headers[c].clone()).collect(),
+            rows: t
+                .rows
+                .iter()
+                .map(|r| {
+                    keep.iter()
+                        .map(|&c| r.get(c).cloned().unwrap_or_default())
+                        .collect()
+                })
+                .collect(),
+            text_columns: t.text_columns,
+            notes,
+        }
+    };
+    vec![
+        part(&fixed, "fixed-width formats", Vec::new()),
+        part(&wide, "arbitrary precision", t.notes.clone()),
+    ]
+}
+
 /// A Markdown pipe table whose columns also line up in a terminal.
 pub(crate) fn render_markdown(t: &Table) -> String {
     let ncol = t.headers.len();
@@ -811,13 +857,11 @@ pub fn markdown(records: &[Record]) -> String {
     );
     for g in groups(records) {
         let _ = write!(out, "\n## {}\n", g.title());
-        for a in &g.accuracy {
+        let tables = g.accuracy.iter().map(|a| a.table(&naming));
+        let tables = tables.chain(g.timing.iter().map(|t| t.table(&naming)));
+        for t in tables.flat_map(split_wide) {
             out.push('\n');
-            out += &render_markdown(&a.table(&naming));
-        }
-        for t in &g.timing {
-            out.push('\n');
-            out += &render_markdown(&t.table(&naming));
+            out += &render_markdown(&t);
         }
     }
     out
@@ -1154,6 +1198,41 @@ pub(crate) mod tests {
             let widths: BTreeSet<usize> = block.lines().map(|l| l.chars().count()).collect();
             assert_eq!(widths.len(), 1, "ragged table:\n{block}");
         }
+    }
+
+    #[test]
+    fn tables_with_many_precisions_split_for_the_terminal() {
+        let all = [
+            "f32", "comp32", "comp32n", "f32x2", "f64", "comp64", "comp64n", "f64x2", "mp32",
+            "mp64", "mp128", "mp256", "mp512", "mp1024", "exact",
+        ];
+        let records: Vec<Record> = all
+            .iter()
+            .map(|p| rec(p, "range1", CPU1, 1.2345e-10, 1.0))
+            .collect();
+        let naming = Naming::of(&records);
+        let g = &groups(&records)[0];
+        let parts = split_wide(g.accuracy[0].table(&naming));
+        assert_eq!(parts.len(), 2);
+        assert_eq!(parts[0].headers[1..], all[..8]);
+        assert_eq!(parts[1].headers[1..], all[8..]);
+        assert_eq!(parts[1].rows[0][0], "range1");
+        assert!(parts[0].title.ends_with("— fixed-width formats"));
+        let time = split_wide(g.timing[0].table(&naming));
+        assert_eq!(
+            time[0].headers.last().map(String::as_str),
+            Some("(f64x2−f32)/f32")
+        );
+        assert_eq!(time[0].rows[0].last().map(String::as_str), Some("0.00"));
+        // The fixture's five precisions stay in one table.
+        let records = fixture();
+        let naming = Naming::of(&records);
+        assert_eq!(
+            split_wide(groups(&records)[0].accuracy[0].table(&naming)).len(),
+            1
+        );
+        let md = markdown(&records);
+        assert!(!md.contains("fixed-width formats"));
     }
 
     #[test]
