@@ -11,13 +11,10 @@ pub enum ReportError {
     /// Reading `results.jsonl` or writing an output file failed.
     #[error(transparent)]
     Record(#[from] RecordError),
-    /// Creating an output directory failed.
-    #[error("{path}: {source}")]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
+    /// Creating an output directory failed. The cause is in the message and deliberately not a
+    /// `source`, so that a `{:#}` chain prints it once.
+    #[error("{path}: {cause}")]
+    Io { path: PathBuf, cause: io::Error },
     /// The results file exists but holds no record yet.
     #[error("{path}: no records yet (the study has not completed a point; nothing to report)")]
     Empty { path: PathBuf },

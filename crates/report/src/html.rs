@@ -158,9 +158,9 @@ pub fn write_html(out_dir: &Path, records: &[Record]) -> Result<PathBuf, ReportE
     }
     let (html, plots) = render(records)?;
     let dir = out_dir.join(PLOTS_DIR);
-    std::fs::create_dir_all(&dir).map_err(|source| ReportError::Io {
+    std::fs::create_dir_all(&dir).map_err(|cause| ReportError::Io {
         path: dir.clone(),
-        source,
+        cause,
     })?;
     for p in &plots {
         write_atomically(&dir.join(format!("{}.svg", p.name)), p.svg.as_bytes())?;

@@ -633,7 +633,7 @@ fn tradeoff_plots(g: &Group, naming: &Naming) -> Vec<Result<Plot, String>> {
                     .collect(),
             })
             .collect();
-        series.sort_by(|a, b| precision_rank(&a.name).cmp(&precision_rank(&b.name)));
+        series.sort_by_key(|s| precision_rank(&s.name));
         let zero = any_zero.then_some(floor);
         let size_text = if sizes.len() > 1 {
             format!(", n = {}", fmt_size(size))
