@@ -412,7 +412,8 @@ fn backend_slug(c: &Config) -> String {
 }
 
 /// (a) Errors by precision and input class for one accuracy table, as grouped bars.
-fn error_plot(g: &Group, a: &Accuracy, naming: &Naming) -> Result<Plot, String> {
+/// `None` when nothing in the table ran or was finite: an empty frame tells nothing.
+fn error_plot(g: &Group, a: &Accuracy, naming: &Naming) -> Result<Option<Plot>, String> {
     let one_size = a.sizes().len() == 1;
     let categories: Vec<String> = a
         .rows
@@ -446,6 +447,9 @@ fn error_plot(g: &Group, a: &Accuracy, naming: &Naming) -> Result<Plot, String> 
         raw.push((p.clone(), values));
     }
     let (series, zero) = with_zero_floor(raw);
+    if !has_values(&series) && not_plotted.is_empty() {
+        return Ok(None);
+    }
     let configs = a.configs_label(naming);
     let size = if one_size {
         a.sizes()
@@ -466,7 +470,7 @@ fn error_plot(g: &Group, a: &Accuracy, naming: &Naming) -> Result<Plot, String> 
         zero,
     )?;
     let stem: Vec<String> = a.configs.iter().map(backend_slug).collect();
-    Ok(Plot {
+    Ok(Some(Plot {
         name: slug(&format!(
             "error {} {} {}",
             g.workload,
@@ -480,7 +484,7 @@ fn error_plot(g: &Group, a: &Accuracy, naming: &Naming) -> Result<Plot, String> 
         ),
         svg,
         not_plotted,
-    })
+    }))
 }
 
 fn caption_zero(what: &str, zero: Option<f64>) -> String {
@@ -488,6 +492,10 @@ fn caption_zero(what: &str, zero: Option<f64>) -> String {
         Some(z) => format!("{what}; an exact 0 has no logarithm and is drawn at {z:.0e}."),
         None => format!("{what}."),
     }
+}
+
+fn has_values(series: &[CatSeries]) -> bool {
+    series.iter().any(|s| s.values.iter().any(Option::is_some))
 }
 
 /// Replaces exact zeros by the plot's zero floor; returns the floor if any zero was present.
@@ -522,7 +530,8 @@ fn with_zero_floor(raw: Vec<(String, Vec<Option<f64>>)>) -> (Vec<CatSeries>, Opt
 }
 
 /// (b) Time by launch configuration, one line per precision.
-fn time_plot(g: &Group, t: &Timing, naming: &Naming) -> Result<Plot, String> {
+/// `None` when nothing was timed.
+fn time_plot(g: &Group, t: &Timing, naming: &Naming) -> Result<Option<Plot>, String> {
     let categories: Vec<String> = t.configs.iter().map(|c| naming.label(c)).collect();
     let mut not_plotted = Vec::new();
     let mut series = Vec::new();
@@ -544,6 +553,9 @@ fn time_plot(g: &Group, t: &Timing, naming: &Naming) -> Result<Plot, String> {
             values,
         });
     }
+    if !has_values(&series) && not_plotted.is_empty() {
+        return Ok(None);
+    }
     let title = format!("{} — time, n = {}", g.title(), fmt_size(t.size));
     let svg = categorical(
         &title,
@@ -554,7 +566,7 @@ fn time_plot(g: &Group, t: &Timing, naming: &Naming) -> Result<Plot, String> {
         Style::Lines,
         None,
     )?;
-    Ok(Plot {
+    Ok(Some(Plot {
         name: slug(&format!("time {} {} n{}", g.workload, g.algorithm, t.size)),
         title,
         caption: "Median run time of each precision per backend configuration; gaps are \
@@ -562,7 +574,7 @@ fn time_plot(g: &Group, t: &Timing, naming: &Naming) -> Result<Plot, String> {
             .into(),
         svg,
         not_plotted,
-    })
+    }))
 }
 
 /// (c) Accuracy versus time, one plot per input class and size: a point per precision and
@@ -665,8 +677,16 @@ fn tradeoff_plots(g: &Group, naming: &Naming) -> Vec<Result<Plot, String>> {
 pub(crate) fn group_plots(g: &Group, naming: &Naming) -> Result<Vec<Plot>, crate::ReportError> {
     let mut out = Vec::new();
     let mut results: Vec<Result<Plot, String>> = Vec::new();
-    results.extend(g.accuracy.iter().map(|a| error_plot(g, a, naming)));
-    results.extend(g.timing.iter().map(|t| time_plot(g, t, naming)));
+    results.extend(
+        g.accuracy
+            .iter()
+            .filter_map(|a| error_plot(g, a, naming).transpose()),
+    );
+    results.extend(
+        g.timing
+            .iter()
+            .filter_map(|t| time_plot(g, t, naming).transpose()),
+    );
     results.extend(tradeoff_plots(g, naming));
     for r in results {
         out.push(r.map_err(|message| crate::ReportError::Plot {
@@ -866,6 +886,15 @@ mod tests {
         for p in &plots {
             assert_clean_svg(&p.svg);
         }
+    }
+
+    #[test]
+    fn nothing_that_ran_means_no_plot() {
+        let mut r = rec("f64x2", "range1", G64, 0.0, 1.0);
+        r.status = crate::record::Status::OutOfResources;
+        r.error = None;
+        r.time = None;
+        assert!(plots_of(&[r]).is_empty());
     }
 
     #[test]
