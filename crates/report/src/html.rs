@@ -93,7 +93,7 @@ fn render_plot(p: &Plot) -> String {
         escape(&p.name)
     );
     if !p.not_plotted.is_empty() {
-        out.push_str("<ul class=\"notplotted\">Not plotted:");
+        out.push_str("<p class=\"note\">Not plotted:</p>\n<ul class=\"notplotted\">");
         for line in &p.not_plotted {
             let _ = write!(out, "<li>{}</li>", escape(line));
         }
