@@ -6,6 +6,7 @@
 mod devices;
 mod ops;
 mod progress;
+mod report;
 mod study;
 mod table;
 
@@ -39,6 +40,9 @@ enum Command {
     /// precision, on the CPU (sequential and threaded) and the GPU (seed 000's launch grid),
     /// written to OUT/results.jsonl as it goes, then tables and OUT/report.html.
     Study(study::StudyArgs),
+    /// Rebuild the tables (printed as Markdown), report.html, results.csv and plots/ of a study's
+    /// output directory from its results.jsonl alone; nothing is re-run.
+    Report(report::ReportArgs),
 }
 
 fn main() -> ExitCode {
@@ -59,6 +63,7 @@ fn main() -> ExitCode {
         Command::Ops(args) => ops::run(args),
         Command::Devices(args) => devices::run(args),
         Command::Study(args) => study::run(args, cli.threads.map(usize::from)),
+        Command::Report(args) => report::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

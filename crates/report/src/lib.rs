@@ -1,13 +1,90 @@
 //! mantissa's result records and the reports built from them.
 //!
 //! A study run appends one [`Record`] per measurement point to `OUT/results.jsonl` through a
-//! [`ResultsLog`] (line by line, fsynced, resumable); everything a user reads afterwards — the
-//! Markdown tables and `report.html` — is rebuilt from that file alone, never by re-running.
-//! This crate runs no experiments and prints nothing itself.
+//! [`ResultsLog`] (line by line, fsynced, resumable); everything a user reads afterwards is
+//! rebuilt from that file alone, never by re-running:
+//! - [`record`]: the [`Record`] schema, [`read_records`] and atomic file writes;
+//! - `tables`: accuracy and time tables grouped by workload, as [`markdown`] for a terminal;
+//! - `plots`: SVG plots of error, time and accuracy-versus-time on log axes (plotters' SVG
+//!   backend, no fonts needed);
+//! - `html`: [`write_html`], a self-contained `report.html` with those tables and plots, and
+//!   each plot again under `plots/`;
+//! - `csv`: [`write_csv`], one spreadsheet row per record;
+//! - `error`: [`ReportError`].
+//!
+//! This crate runs no experiments and prints nothing itself; [`load`] is the entry point for a
+//! study's output directory.
 
+mod csv;
+mod error;
+mod html;
+mod plots;
 pub mod record;
+mod tables;
 
+use std::path::Path;
+
+pub use csv::{csv, write_csv, CSV_FILE};
+pub use error::ReportError;
+pub use html::{write_html, HTML_FILE, PLOTS_DIR};
+pub use plots::ZERO_AT;
 pub use record::{
     point_key, read_records, write_atomically, Backend, ErrorMetrics, ReadNotes, Record,
     RecordError, ResultsLog, Status, TimeStats, RESULTS_FILE,
 };
+pub use tables::markdown;
+
+/// Reads `out_dir/results.jsonl` for a report: a missing directory or file, or a file with no
+/// record yet, is an error whose message says what to do.
+pub fn load(out_dir: &Path) -> Result<(Vec<Record>, ReadNotes), ReportError> {
+    if !out_dir.is_dir() {
+        return Err(ReportError::NoDir {
+            path: out_dir.to_path_buf(),
+        });
+    }
+    let path = out_dir.join(RESULTS_FILE);
+    let (records, notes) = read_records(&path)?;
+    if records.is_empty() {
+        return Err(ReportError::Empty { path });
+    }
+    Ok((records, notes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn load_explains_missing_and_empty_inputs() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("nope");
+        let e = load(&missing).unwrap_err().to_string();
+        assert!(e.contains("no such directory"), "{e}");
+        let e = load(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("results.jsonl: no such file"), "{e}");
+        std::fs::write(dir.path().join(RESULTS_FILE), "").unwrap();
+        let e = load(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("no records yet"), "{e}");
+        // Each message is one line.
+        assert!(!e.contains('\n'));
+    }
+
+    #[test]
+    fn a_report_is_rebuilt_from_results_jsonl_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = ResultsLog::open(dir.path(), false).unwrap();
+        for r in tables::tests::fixture() {
+            log.append(&r).unwrap();
+        }
+        drop(log);
+        let (records, _) = load(dir.path()).unwrap();
+        assert_eq!(records, tables::tests::fixture());
+        let md = markdown(&records);
+        assert!(md.contains("| range5 |"), "{md}");
+        write_html(dir.path(), &records).unwrap();
+        write_csv(dir.path(), &records).unwrap();
+        for f in [HTML_FILE, CSV_FILE, PLOTS_DIR] {
+            assert!(dir.path().join(f).exists(), "{f}");
+        }
+    }
+}

@@ -216,12 +216,9 @@ fn rfc3339_utc(secs: u64) -> String {
 /// Problems reading or writing records.
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
-    #[error("{path}: {source}")]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
+    // The cause is in the message, not chained as a source, so `{:#}` does not print it twice.
+    #[error("{path}: {cause}")]
+    Io { path: PathBuf, cause: io::Error },
     #[error("{path}:{line}: not a mantissa record: {message}")]
     Parse {
         path: PathBuf,
@@ -233,9 +230,9 @@ pub enum RecordError {
 }
 
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> RecordError + '_ {
-    move |source| RecordError::Io {
+    move |cause| RecordError::Io {
         path: path.to_path_buf(),
-        source,
+        cause,
     }
 }
 
@@ -372,7 +369,7 @@ impl ResultsLog {
     pub fn append(&mut self, record: &Record) -> Result<(), RecordError> {
         let mut line = serde_json::to_string(record).map_err(|e| RecordError::Io {
             path: self.path.clone(),
-            source: io::Error::other(e),
+            cause: io::Error::other(e),
         })?;
         line.push('\n');
         // One write call per line: an interrupted run leaves whole lines (and at worst one

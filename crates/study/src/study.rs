@@ -465,9 +465,19 @@ impl Plan {
             .map(|&(grid, block)| Backend::Gpu { grid, block })
             .chain([full_backend])
             .collect();
-        let few_shapes = vec![Backend::Gpu { grid: 128, block: 32 }, full_backend];
-        let precisions: Vec<StudyPrecision> =
-            cfg.precisions.iter().copied().filter(|&p| gpu_precision(p)).collect();
+        let few_shapes = vec![
+            Backend::Gpu {
+                grid: 128,
+                block: 32,
+            },
+            full_backend,
+        ];
+        let precisions: Vec<StudyPrecision> = cfg
+            .precisions
+            .iter()
+            .copied()
+            .filter(|&p| gpu_precision(p))
+            .collect();
         let mut points = Vec::new();
         let mut add = |workload, algorithm, data: &Data, size, seed, backends: &[Backend]| {
             for &p in &precisions {
@@ -508,12 +518,26 @@ impl Plan {
                             } else {
                                 &few_shapes
                             };
-                            add("sum", "tree", &Data::ZeroSum(c.clone()), size, cfg.seed, shapes);
+                            add(
+                                "sum",
+                                "tree",
+                                &Data::ZeroSum(c.clone()),
+                                size,
+                                cfg.seed,
+                                shapes,
+                            );
                         }
                     }
                     if cfg.classes.is_none() {
                         for c in InputClass::table_7() {
-                            add("sum", "tree", &Data::ZeroSum(c), 1 << 20, cfg.seed, &[full_backend]);
+                            add(
+                                "sum",
+                                "tree",
+                                &Data::ZeroSum(c),
+                                1 << 20,
+                                cfg.seed,
+                                &[full_backend],
+                            );
                         }
                         let general = if quick { 1 << 16 } else { 1 << 20 };
                         for k in [1, 5] {
@@ -545,7 +569,14 @@ impl Plan {
                     let one = [Backend::Gpu { grid: 1, block: 1 }];
                     add("pi-leibniz", "serial", &Data::Nothing, 2000, 0, &one);
                     for e in 2..=9 {
-                        add("pi-midpoint", "tree", &Data::Nothing, 10u64.pow(e), 0, &[full_backend]);
+                        add(
+                            "pi-midpoint",
+                            "tree",
+                            &Data::Nothing,
+                            10u64.pow(e),
+                            0,
+                            &[full_backend],
+                        );
                     }
                 }
             }

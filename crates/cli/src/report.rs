@@ -1,0 +1,39 @@
+//! `mantissa report`: wiring for [`mantissa_report`] — rebuild the tables, `report.html`,
+//! `results.csv` and `plots/` of a study's output directory from its `results.jsonl` alone.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use mantissa_report::{load, markdown, write_csv, write_html, PLOTS_DIR};
+
+#[derive(Args)]
+pub struct ReportArgs {
+    /// Output directory of a `mantissa study` run (holding results.jsonl).
+    #[arg(value_name = "OUT_DIR")]
+    out_dir: PathBuf,
+    /// Print the tables and write results.csv only; skip report.html and the SVG plots.
+    #[arg(long)]
+    no_html: bool,
+}
+
+pub fn run(args: ReportArgs) -> anyhow::Result<()> {
+    let (records, notes) = load(&args.out_dir)?;
+    if notes.truncated_tail {
+        // The study was killed mid-line; that point is simply missing (a resumed run redoes it).
+        eprintln!("note: the last line of results.jsonl was incomplete and is skipped");
+    }
+    print!("{}", markdown(&records));
+    let csv = write_csv(&args.out_dir, &records)?;
+    if args.no_html {
+        println!("\nWrote {}", csv.display());
+    } else {
+        let html = write_html(&args.out_dir, &records)?;
+        println!(
+            "\nWrote {}, {} and {}/",
+            html.display(),
+            csv.display(),
+            args.out_dir.join(PLOTS_DIR).display()
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,28 @@
+//! [`ReportError`]: everything that can stop a report from being written.
+
+use std::io;
+use std::path::PathBuf;
+
+use crate::record::RecordError;
+
+/// Problems building or writing a report.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// Reading `results.jsonl` or writing an output file failed.
+    #[error(transparent)]
+    Record(#[from] RecordError),
+    /// Creating an output directory failed. The cause is in the message and deliberately not a
+    /// `source`, so that a `{:#}` chain prints it once.
+    #[error("{path}: {cause}")]
+    Io { path: PathBuf, cause: io::Error },
+    /// The results file exists but holds no record yet.
+    #[error("{path}: no records yet (the study has not completed a point; nothing to report)")]
+    Empty { path: PathBuf },
+    /// The output directory is missing or not a directory.
+    #[error("{path}: no such directory (give the --out DIR of a `mantissa study` run)")]
+    NoDir { path: PathBuf },
+    /// plotters could not draw a plot (a bug rather than a user error: the data is sanitised
+    /// before drawing).
+    #[error("plot {name}: {message}")]
+    Plot { name: String, message: String },
+}

@@ -1,0 +1,259 @@
+//! `report.html`: one self-contained file (inline CSS and SVG, no script, nothing fetched) with
+//! the same tables as the Markdown output and the plots of [`crate::plots`], which are also
+//! written one by one to `plots/*.svg`.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use crate::plots::{all_plots, Plot};
+use crate::record::{write_atomically, Record};
+use crate::tables::{groups, Naming, Provenance, Table};
+use crate::ReportError;
+
+/// File name of the HTML report inside the output directory.
+pub const HTML_FILE: &str = "report.html";
+/// Folder of the separate SVG plots inside the output directory.
+pub const PLOTS_DIR: &str = "plots";
+
+/// Escapes text for HTML element content and double-quoted attributes.
+pub(crate) fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+const STYLE: &str = "
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; padding: 0 1em;
+       color: #222; }
+h1 { margin-bottom: 0.2em; }
+.meta { color: #555; margin-top: 0; }
+table { border-collapse: collapse; margin: 0.5em 0 0.3em; font-size: 0.9em; }
+th, td { border: 1px solid #ccc; padding: 0.2em 0.6em; }
+th { background: #f2f2f2; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; font-family: ui-monospace, monospace; }
+td.status { color: #a33; }
+.scroll { overflow-x: auto; }
+.note { font-size: 0.85em; color: #555; margin: 0.1em 0; }
+figure { margin: 1.2em 0; }
+figcaption { font-size: 0.9em; color: #444; }
+ul.notplotted { font-size: 0.85em; color: #a33; margin-top: 0.2em; }
+svg { max-width: 100%; height: auto; }
+";
+
+fn render_table(t: &Table) -> String {
+    let mut out = format!(
+        "<h3>{}</h3>\n<div class=\"scroll\"><table>\n<tr>",
+        escape(&t.title)
+    );
+    for h in &t.headers {
+        let _ = write!(out, "<th>{}</th>", escape(h));
+    }
+    out.push_str("</tr>\n");
+    for row in &t.rows {
+        out.push_str("<tr>");
+        for (c, cell) in row.iter().enumerate() {
+            let class = if c < t.text_columns {
+                ""
+            } else if matches!(cell.as_str(), "oor" | "failed" | "n/a") {
+                " class=\"num status\""
+            } else {
+                " class=\"num\""
+            };
+            let _ = write!(out, "<td{class}>{}</td>", escape(cell));
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</table></div>\n");
+    for n in &t.notes {
+        let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(n));
+    }
+    out
+}
+
+fn render_plot(p: &Plot) -> String {
+    let mut out = format!(
+        "<figure id=\"{}\" aria-label=\"{}\">\n",
+        escape(&p.name),
+        escape(&p.title)
+    );
+    out.push_str(&p.svg);
+    let _ = write!(
+        out,
+        "\n<figcaption>{} (<a href=\"{PLOTS_DIR}/{}.svg\">SVG</a>)</figcaption>\n",
+        escape(&p.caption),
+        escape(&p.name)
+    );
+    if !p.not_plotted.is_empty() {
+        out.push_str("<p class=\"note\">Not plotted:</p>\n<ul class=\"notplotted\">");
+        for line in &p.not_plotted {
+            let _ = write!(out, "<li>{}</li>", escape(line));
+        }
+        out.push_str("</ul>\n");
+    }
+    out.push_str("</figure>\n");
+    out
+}
+
+/// The HTML document and the plots it inlines.
+pub(crate) fn render(records: &[Record]) -> Result<(String, Vec<Plot>), ReportError> {
+    let naming = Naming::of(records);
+    let prov = Provenance::of(records);
+    let gs = groups(records);
+    let plots = all_plots(&gs, &naming)?;
+    let mut out = String::from(
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <title>mantissa report</title>\n<style>",
+    );
+    out.push_str(STYLE);
+    out.push_str("</style>\n</head>\n<body>\n<h1>mantissa report</h1>\n");
+    let _ = writeln!(
+        out,
+        "<p class=\"meta\">{} records · mantissa {} · {} · devices: {}</p>",
+        records.len(),
+        escape(&prov.versions.join(", ")),
+        escape(&prov.dates()),
+        escape(&prov.devices.join(", "))
+    );
+    if records.is_empty() {
+        out.push_str("<p>No records: nothing to report.</p>\n");
+    }
+    for (g, plots) in gs.iter().zip(&plots) {
+        let _ = writeln!(out, "<section>\n<h2>{}</h2>", escape(&g.title()));
+        for a in &g.accuracy {
+            out.push_str(&render_table(&a.table(&naming)));
+        }
+        for t in &g.timing {
+            out.push_str(&render_table(&t.table(&naming)));
+        }
+        for p in plots {
+            out.push_str(&render_plot(p));
+        }
+        out.push_str("</section>\n");
+    }
+    out.push_str(
+        "<p class=\"note\">Rebuilt from results.jsonl by <code>mantissa report</code>; \
+         every point is also in results.csv.</p>\n</body>\n</html>\n",
+    );
+    Ok((out, plots.into_iter().flatten().collect()))
+}
+
+/// Writes `out_dir/report.html` and each plot as `out_dir/plots/<name>.svg`, every file
+/// atomically. Returns the path of the HTML file. An empty record list is an error, since a
+/// page of nothing would look like a broken run.
+pub fn write_html(out_dir: &Path, records: &[Record]) -> Result<PathBuf, ReportError> {
+    if records.is_empty() {
+        return Err(ReportError::Empty {
+            path: out_dir.join(crate::RESULTS_FILE),
+        });
+    }
+    let (html, plots) = render(records)?;
+    let dir = out_dir.join(PLOTS_DIR);
+    std::fs::create_dir_all(&dir).map_err(|cause| ReportError::Io {
+        path: dir.clone(),
+        cause,
+    })?;
+    for p in &plots {
+        write_atomically(&dir.join(format!("{}.svg", p.name)), p.svg.as_bytes())?;
+    }
+    let path = out_dir.join(HTML_FILE);
+    write_atomically(&path, html.as_bytes())?;
+    Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tables::tests::fixture;
+
+    #[test]
+    fn html_is_self_contained_with_tables_and_one_svg_per_plot() {
+        let records = fixture();
+        let (html, plots) = render(&records).unwrap();
+        assert!(html.starts_with("<!DOCTYPE html>"));
+        assert!(html.trim_end().ends_with("</html>"));
+        assert!(html.contains("<meta charset=\"utf-8\">"));
+        // Self-contained: nothing to fetch, no script.
+        for external in ["<script", "<link", "src=\"http", "@import", "url("] {
+            assert!(!html.contains(external), "{external}");
+        }
+        assert!(html.contains(&format!(">{} records ·", records.len())));
+        assert!(html.contains("mantissa 0.1.0"));
+        assert!(html.contains("devices: Test CPU, Test GPU"));
+        assert_eq!(html.matches("<svg").count(), plots.len());
+        assert_eq!(html.matches("</svg>").count(), plots.len());
+        assert_eq!(html.matches("<figure").count(), plots.len());
+        assert!(!html.contains("NaN"));
+        // The tables, with escaped titles and the out-of-resources cell.
+        assert!(html.contains("<h2>sum / serial</h2>"));
+        assert!(html.contains("<h3>Absolute error — cpu×1, cpu×2 (n = 2^20)</h3>"));
+        assert!(html.contains("<h3>Time, median ms (n = 2^20)</h3>"));
+        assert!(html.contains("<td class=\"num status\">oor</td>"));
+        assert!(html.contains("<th>(f64x2−f32)/f32</th>"));
+        assert!(html.contains("<li>f32 range5: sum overflowed to inf</li>"));
+        // Tags balance well enough for a browser and a parser.
+        for tag in ["table", "tr", "section", "figure", "figcaption", "ul"] {
+            assert_eq!(
+                html.matches(&format!("<{tag}>")).count()
+                    + html.matches(&format!("<{tag} ")).count(),
+                html.matches(&format!("</{tag}>")).count(),
+                "<{tag}>"
+            );
+        }
+    }
+
+    #[test]
+    fn write_html_writes_the_page_and_every_plot_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let records = fixture();
+        let path = write_html(dir.path(), &records).unwrap();
+        assert_eq!(path, dir.path().join("report.html"));
+        let html = std::fs::read_to_string(&path).unwrap();
+        let mut files: Vec<String> = std::fs::read_dir(dir.path().join("plots"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        files.sort();
+        assert_eq!(files.len(), html.matches("<svg").count());
+        for f in &files {
+            assert!(f.ends_with(".svg"), "{f}");
+            assert!(html.contains(&format!("href=\"plots/{f}\"")), "{f}");
+            let svg = std::fs::read_to_string(dir.path().join("plots").join(f)).unwrap();
+            assert!(html.contains(&svg), "{f} differs from the inlined plot");
+        }
+        // Writing again replaces the files, leaving no temporaries.
+        write_html(dir.path(), &records).unwrap();
+        assert_eq!(
+            std::fs::read_dir(dir.path().join("plots")).unwrap().count(),
+            files.len()
+        );
+    }
+
+    #[test]
+    fn an_empty_record_list_is_a_clear_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = write_html(dir.path(), &[]).unwrap_err().to_string();
+        assert!(e.contains("no records yet"), "{e}");
+        assert!(!dir.path().join("report.html").exists());
+    }
+
+    #[test]
+    fn user_text_is_escaped() {
+        let mut r = fixture().remove(0);
+        r.workload = "<b>sum & co</b>".into();
+        r.device = "\"GPU\"".into();
+        let (html, _) = render(&[r]).unwrap();
+        assert!(html.contains("&lt;b&gt;sum &amp; co&lt;/b&gt;"));
+        assert!(!html.contains("<b>sum"));
+        assert!(html.contains("&quot;GPU&quot;"));
+    }
+}

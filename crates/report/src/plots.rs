@@ -1,0 +1,913 @@
+//! SVG plots of the records, in the style of seed 000, Figures 5–11: errors and times on
+//! logarithmic axes, an exact zero drawn at 1e-25 (it has no logarithm).
+//!
+//! Plotters' own log coordinates are not used: their tick search loops for as many decades as
+//! the range spans divided by the label budget, and overflows for ranges like 1e-300..1e300.
+//! Instead values are plotted as log10 on a linear axis whose labels print `1e-25` — the same
+//! picture, for any finite positive data.
+//!
+//! Text is written as SVG `<text>` with a generic `sans-serif` family: the browser lays it
+//! out, so no font is read at build or run time (plotters is built without `ttf`/`ab_glyph`
+//! and sizes labels with its built-in estimate).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use crate::record::Record;
+use crate::tables::{
+    fmt_size, natural_cmp, precision_index, precision_rank, Accuracy, Cell, Config, Group, Naming,
+    Shown, Timing,
+};
+
+/// Where an exact zero is drawn, as in seed 000 ("the accurate sum (zero) is represented by
+/// 10^-25 rather than by 10^-∞"), unless real errors go that low.
+pub const ZERO_AT: f64 = 1e-25;
+
+const WIDTH: u32 = 900;
+const HEIGHT: u32 = 440;
+const LEGEND_WIDTH: u32 = 190;
+const FONT: &str = "sans-serif";
+
+/// A drawn plot and what a reader needs beside it.
+#[derive(Debug, Clone)]
+pub struct Plot {
+    /// File stem under `plots/` (unique within a report).
+    pub name: String,
+    pub title: String,
+    /// One sentence under the plot: what a point is, and where exact zeros are drawn.
+    pub caption: String,
+    /// The SVG document.
+    pub svg: String,
+    /// Points that could not be drawn (non-finite values), one line each.
+    pub not_plotted: Vec<String>,
+}
+
+/// Distinguishable colours (Tableau 10, then darker variants), indexed by
+/// [`precision_index`] so that a precision keeps its colour across plots.
+const COLOURS: [(u8, u8, u8); 23] = [
+    (31, 119, 180),
+    (255, 127, 14),
+    (44, 160, 44),
+    (214, 39, 40),
+    (148, 103, 189),
+    (140, 86, 75),
+    (227, 119, 194),
+    (127, 127, 127),
+    (188, 189, 34),
+    (23, 190, 207),
+    (57, 59, 121),
+    (99, 121, 57),
+    (140, 109, 49),
+    (132, 60, 57),
+    (123, 65, 115),
+    (0, 0, 0),
+    (82, 84, 163),
+    (107, 110, 207),
+    (156, 158, 222),
+    (140, 162, 82),
+    (181, 207, 107),
+    (189, 158, 57),
+    (231, 186, 82),
+];
+
+fn colour(precision: &str) -> RGBColor {
+    let (r, g, b) = COLOURS[precision_index(precision) % COLOURS.len()];
+    RGBColor(r, g, b)
+}
+
+/// A logarithmic axis in exponent space: whole decades with room below the smallest value.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct LogAxis {
+    lo: f64,
+    hi: f64,
+}
+
+impl LogAxis {
+    /// The axis for these values; non-positive and non-finite ones are ignored (callers list
+    /// them as not plotted).
+    fn of(values: impl IntoIterator<Item = f64>) -> LogAxis {
+        let logs: Vec<f64> = values
+            .into_iter()
+            .filter(|v| v.is_finite() && *v > 0.0)
+            .map(f64::log10)
+            .collect();
+        let lo = logs.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = logs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        if !lo.is_finite() || !hi.is_finite() {
+            return LogAxis { lo: -1.0, hi: 1.0 };
+        }
+        // A decade of room below, so bars drawn from the bottom always show.
+        let mut lo = lo.floor() - 1.0;
+        // Markers have a size: keep the largest value off the top edge.
+        let mut hi = (hi + 0.3).ceil();
+        if hi <= lo + 2.0 {
+            hi += 1.0;
+            lo -= 1.0;
+        }
+        LogAxis { lo, hi }
+    }
+
+    fn label(y: &f64) -> String {
+        if (y - y.round()).abs() < 1e-9 {
+            format!("1e{}", y.round() as i64)
+        } else {
+            format!("{:.1e}", 10f64.powf(*y))
+        }
+    }
+}
+
+/// Exponent of a positive finite value.
+fn lg(v: f64) -> f64 {
+    v.log10()
+}
+
+/// Where exact zeros go on a plot whose smallest nonzero value is `min_nonzero`: 1e-25 as in
+/// seed 000, or lower when real errors reach that far, so a zero never sits above an error.
+fn zero_floor(min_nonzero: Option<f64>) -> f64 {
+    match min_nonzero {
+        Some(m) if m <= ZERO_AT * 10.0 => 10f64
+            .powi(m.log10().floor() as i32 - 2)
+            .max(f64::MIN_POSITIVE),
+        _ => ZERO_AT,
+    }
+}
+
+fn zero_label(floor: f64) -> String {
+    format!("exact 0, drawn at {floor:.0e}")
+}
+
+/// One series over categories: `values[i]` is the value at category i, if any.
+struct CatSeries {
+    name: String,
+    values: Vec<Option<f64>>,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Style {
+    Bars,
+    Lines,
+}
+
+type DrawResult = Result<(), String>;
+
+fn err<E: std::fmt::Debug>(e: E) -> String {
+    format!("{e:?}")
+}
+
+/// Legend entries drawn in their own column right of the chart, so they never cover data.
+enum Key {
+    Swatch(RGBColor),
+    Line(RGBColor),
+    Circle,
+    Triangle,
+}
+
+fn legend(area: &DrawingArea<SVGBackend, Shift>, entries: &[(Key, String)]) -> DrawResult {
+    let font = (FONT, 13).into_font();
+    area.draw(&Text::new(
+        "legend",
+        (8, 40),
+        font.clone().style(FontStyle::Bold),
+    ))
+    .map_err(err)?;
+    for (k, (key, label)) in entries.iter().enumerate() {
+        let y = 62 + 19 * k as i32;
+        match key {
+            Key::Swatch(c) => area.draw(&Rectangle::new([(8, y - 6), (22, y + 6)], c.filled())),
+            Key::Line(c) => area.draw(&PathElement::new(vec![(6, y), (24, y)], c.stroke_width(2))),
+            Key::Circle => area.draw(&Circle::new((15, y), 5, BLACK.filled())),
+            Key::Triangle => area.draw(&TriangleMarker::new((15, y), 6, BLACK.filled())),
+        }
+        .map_err(err)?;
+        area.draw(&Text::new(label.clone(), (30, y - 4), font.clone()))
+            .map_err(err)?;
+    }
+    Ok(())
+}
+
+/// Draws `series` over `categories` with a log y axis; `zero` is the floor drawn for exact
+/// zeros, if any value was one.
+fn categorical(
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    categories: &[String],
+    series: &[CatSeries],
+    style: Style,
+    zero: Option<f64>,
+) -> Result<String, String> {
+    let axis = LogAxis::of(
+        series
+            .iter()
+            .flat_map(|s| s.values.iter().flatten().copied())
+            .chain(zero),
+    );
+    let n = categories.len().max(1);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let (left, right) = root.split_horizontally(WIDTH - LEGEND_WIDTH);
+        let x_max = n as f64 - 0.5;
+        let mut chart = ChartBuilder::on(&left)
+            .caption(title, (FONT, 16))
+            .margin(10)
+            .x_label_area_size(45)
+            .y_label_area_size(70)
+            .build_cartesian_2d(-0.5..x_max, axis.lo..axis.hi)
+            .map_err(err)?;
+        let names = categories.to_vec();
+        let x_fmt = move |x: &f64| {
+            let i = x.round();
+            if (x - i).abs() < 1e-6 && i >= 0.0 {
+                names.get(i as usize).cloned().unwrap_or_default()
+            } else {
+                String::new()
+            }
+        };
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            // 0.5 steps are the coarsest "nice" step that hits every integer (category centre).
+            .x_labels(2 * n + 1)
+            .y_labels(10)
+            .x_label_formatter(&x_fmt)
+            .y_label_formatter(&LogAxis::label)
+            .x_desc(x_desc)
+            .y_desc(y_desc)
+            .label_style((FONT, 12))
+            .axis_desc_style((FONT, 13))
+            .draw()
+            .map_err(err)?;
+        let mut keys = Vec::new();
+        let m = series.len().max(1) as f64;
+        for (k, s) in series.iter().enumerate() {
+            let c = colour(&s.name);
+            match style {
+                Style::Bars => {
+                    let w = 0.8 / m;
+                    let bars = s.values.iter().enumerate().filter_map(|(i, v)| {
+                        let v = (*v)?;
+                        let x0 = i as f64 - 0.4 + w * k as f64;
+                        Some(Rectangle::new([(x0, axis.lo), (x0 + w, lg(v))], c.filled()))
+                    });
+                    chart.draw_series(bars).map_err(err)?;
+                    keys.push((Key::Swatch(c), s.name.clone()));
+                }
+                Style::Lines => {
+                    // A missing point (out of resources) breaks the line rather than bridging it.
+                    let mut run: Vec<(f64, f64)> = Vec::new();
+                    let mut runs = Vec::new();
+                    for (i, v) in s.values.iter().enumerate() {
+                        match v {
+                            Some(v) => run.push((i as f64, lg(*v))),
+                            None => runs.push(std::mem::take(&mut run)),
+                        }
+                    }
+                    runs.push(run);
+                    for r in runs.into_iter().filter(|r| r.len() > 1) {
+                        chart
+                            .draw_series([PathElement::new(r, c.stroke_width(2))])
+                            .map_err(err)?;
+                    }
+                    let dots = s.values.iter().enumerate().filter_map(|(i, v)| {
+                        Some(Circle::new((i as f64, lg((*v)?)), 4, c.filled()))
+                    });
+                    chart.draw_series(dots).map_err(err)?;
+                    keys.push((Key::Line(c), s.name.clone()));
+                }
+            }
+        }
+        if let Some(z) = zero {
+            let y = lg(z);
+            chart
+                .draw_series([PathElement::new(
+                    vec![(-0.5, y), (x_max, y)],
+                    BLACK.mix(0.6).stroke_width(1),
+                )])
+                .map_err(err)?;
+            keys.push((Key::Line(BLACK), zero_label(z)));
+        }
+        legend(&right, &keys)?;
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
+/// One scatter series: points (time, error, on a GPU).
+struct PointSeries {
+    name: String,
+    points: Vec<(f64, f64, bool)>,
+}
+
+fn scatter(title: &str, series: &[PointSeries], zero: Option<f64>) -> Result<String, String> {
+    let xs = LogAxis::of(series.iter().flat_map(|s| s.points.iter().map(|p| p.0)));
+    let ys = LogAxis::of(
+        series
+            .iter()
+            .flat_map(|s| s.points.iter().map(|p| p.1))
+            .chain(zero),
+    );
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let (left, right) = root.split_horizontally(WIDTH - LEGEND_WIDTH);
+        let mut chart = ChartBuilder::on(&left)
+            .caption(title, (FONT, 16))
+            .margin(10)
+            .x_label_area_size(45)
+            .y_label_area_size(70)
+            .build_cartesian_2d(xs.lo..xs.hi, ys.lo..ys.hi)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_labels(10)
+            .y_labels(10)
+            .x_label_formatter(&LogAxis::label)
+            .y_label_formatter(&LogAxis::label)
+            .x_desc("median time (ms, log scale)")
+            .y_desc("absolute error (log scale)")
+            .label_style((FONT, 12))
+            .axis_desc_style((FONT, 13))
+            .draw()
+            .map_err(err)?;
+        let mut keys = Vec::new();
+        for s in series {
+            let c = colour(&s.name);
+            let cpu = s
+                .points
+                .iter()
+                .filter(|p| !p.2)
+                .map(|p| Circle::new((lg(p.0), lg(p.1)), 5, c.filled()));
+            chart.draw_series(cpu).map_err(err)?;
+            let gpu = s
+                .points
+                .iter()
+                .filter(|p| p.2)
+                .map(|p| TriangleMarker::new((lg(p.0), lg(p.1)), 6, c.filled()));
+            chart.draw_series(gpu).map_err(err)?;
+            keys.push((Key::Swatch(c), s.name.clone()));
+        }
+        let any = |gpu: bool| series.iter().any(|s| s.points.iter().any(|p| p.2 == gpu));
+        if any(false) {
+            keys.push((Key::Circle, "CPU run".into()));
+        }
+        if any(true) {
+            keys.push((Key::Triangle, "GPU launch".into()));
+        }
+        if let Some(z) = zero {
+            let y = lg(z);
+            chart
+                .draw_series([PathElement::new(
+                    vec![(xs.lo, y), (xs.hi, y)],
+                    BLACK.mix(0.6).stroke_width(1),
+                )])
+                .map_err(err)?;
+            keys.push((Key::Line(BLACK), zero_label(z)));
+        }
+        legend(&right, &keys)?;
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
+/// Why a cell's error is not on the plot: `f32 range5: sum overflowed to inf`.
+fn non_finite_line(workload: &str, precision: &str, row: &str, cell: &Cell, error: f64) -> String {
+    match cell.non_finite_result() {
+        Some(v) if v.is_nan() => format!("{precision} {row}: {workload} result is NaN"),
+        Some(v) => format!(
+            "{precision} {row}: {workload} overflowed to {}",
+            if v > 0.0 { "inf" } else { "-inf" }
+        ),
+        None => format!(
+            "{precision} {row}: error is {}",
+            if error.is_nan() { "NaN" } else { "inf" }
+        ),
+    }
+}
+
+/// Lower-case letters, digits and dashes only: safe as a file name anywhere.
+fn slug(s: &str) -> String {
+    let mut out = String::new();
+    for ch in s.chars() {
+        if ch.is_ascii_alphanumeric() {
+            out.push(ch.to_ascii_lowercase());
+        } else if !out.ends_with('-') && !out.is_empty() {
+            out.push('-');
+        }
+    }
+    let out = out.trim_end_matches('-');
+    // Long sweeps of configurations would make absurd names.
+    out.chars().take(80).collect()
+}
+
+fn backend_slug(c: &Config) -> String {
+    match c.backend {
+        crate::record::Backend::Cpu { threads } => format!("cpu{threads}"),
+        crate::record::Backend::Gpu { grid, block } => format!("gpu{grid}x{block}"),
+    }
+}
+
+/// (a) Errors by precision and input class for one accuracy table, as grouped bars.
+/// `None` when nothing in the table ran or was finite: an empty frame tells nothing.
+fn error_plot(g: &Group, a: &Accuracy, naming: &Naming) -> Result<Option<Plot>, String> {
+    let one_size = a.sizes().len() == 1;
+    let categories: Vec<String> = a
+        .rows
+        .iter()
+        .map(|r| {
+            if one_size {
+                r.input.clone()
+            } else {
+                format!("{} n={}", r.input, fmt_size(r.size))
+            }
+        })
+        .collect();
+    let mut not_plotted = Vec::new();
+    let mut raw: Vec<(String, Vec<Option<f64>>)> = Vec::new();
+    for (j, p) in a.precisions.iter().enumerate() {
+        let mut values = Vec::new();
+        for (i, cat) in categories.iter().enumerate() {
+            let v = match a.cells.get(&(i, j)) {
+                Some(cell) => match cell.error() {
+                    Some(Shown::Value(e)) if e.is_finite() => Some(e.abs()),
+                    Some(Shown::Value(e)) => {
+                        not_plotted.push(non_finite_line(&g.workload, p, cat, cell, e));
+                        None
+                    }
+                    _ => None,
+                },
+                None => None,
+            };
+            values.push(v);
+        }
+        raw.push((p.clone(), values));
+    }
+    let (series, zero) = with_zero_floor(raw);
+    if !has_values(&series) && not_plotted.is_empty() {
+        return Ok(None);
+    }
+    let configs = a.configs_label(naming);
+    let size = if one_size {
+        a.sizes()
+            .first()
+            .map(|n| format!(", n = {}", fmt_size(*n)))
+            .unwrap_or_default()
+    } else {
+        String::new()
+    };
+    let title = format!("{} — absolute error, {configs}{size}", g.title());
+    let svg = categorical(
+        &title,
+        "input class",
+        "absolute error (log scale)",
+        &categories,
+        &series,
+        Style::Bars,
+        zero,
+    )?;
+    let stem: Vec<String> = a.configs.iter().map(backend_slug).collect();
+    Ok(Some(Plot {
+        name: slug(&format!(
+            "error {} {} {}",
+            g.workload,
+            g.algorithm,
+            stem.join(" ")
+        )),
+        title,
+        caption: caption_zero(
+            "Median absolute error of each precision per input class (one bar each)",
+            zero,
+        ),
+        svg,
+        not_plotted,
+    }))
+}
+
+fn caption_zero(what: &str, zero: Option<f64>) -> String {
+    match zero {
+        Some(z) => format!("{what}; an exact 0 has no logarithm and is drawn at {z:.0e}."),
+        None => format!("{what}."),
+    }
+}
+
+fn has_values(series: &[CatSeries]) -> bool {
+    series.iter().any(|s| s.values.iter().any(Option::is_some))
+}
+
+/// Replaces exact zeros by the plot's zero floor; returns the floor if any zero was present.
+fn with_zero_floor(raw: Vec<(String, Vec<Option<f64>>)>) -> (Vec<CatSeries>, Option<f64>) {
+    let min_nonzero = raw
+        .iter()
+        .flat_map(|(_, v)| v.iter().flatten().copied())
+        .filter(|v| *v > 0.0)
+        .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.min(v))));
+    let floor = zero_floor(min_nonzero);
+    let mut any_zero = false;
+    let series = raw
+        .into_iter()
+        .map(|(name, values)| CatSeries {
+            name,
+            values: values
+                .into_iter()
+                .map(|v| {
+                    v.map(|v| {
+                        if v == 0.0 {
+                            any_zero = true;
+                            floor
+                        } else {
+                            v
+                        }
+                    })
+                })
+                .collect(),
+        })
+        .collect();
+    (series, any_zero.then_some(floor))
+}
+
+/// (b) Time by launch configuration, one line per precision.
+/// `None` when nothing was timed.
+fn time_plot(g: &Group, t: &Timing, naming: &Naming) -> Result<Option<Plot>, String> {
+    let categories: Vec<String> = t.configs.iter().map(|c| naming.label(c)).collect();
+    let mut not_plotted = Vec::new();
+    let mut series = Vec::new();
+    for (j, p) in t.precisions.iter().enumerate() {
+        let mut values = Vec::new();
+        for (i, cat) in categories.iter().enumerate() {
+            let v = match t.cells.get(&(i, j)).and_then(Cell::time) {
+                Some(Shown::Value(ms)) if ms.is_finite() && ms > 0.0 => Some(ms),
+                Some(Shown::Value(ms)) => {
+                    not_plotted.push(format!("{p} {cat}: time {ms} ms"));
+                    None
+                }
+                _ => None,
+            };
+            values.push(v);
+        }
+        series.push(CatSeries {
+            name: p.clone(),
+            values,
+        });
+    }
+    if !has_values(&series) && not_plotted.is_empty() {
+        return Ok(None);
+    }
+    let title = format!("{} — time, n = {}", g.title(), fmt_size(t.size));
+    let svg = categorical(
+        &title,
+        "backend configuration (CPU threads, GPU grid × block)",
+        "median time (ms, log scale)",
+        &categories,
+        &series,
+        Style::Lines,
+        None,
+    )?;
+    Ok(Some(Plot {
+        name: slug(&format!("time {} {} n{}", g.workload, g.algorithm, t.size)),
+        title,
+        caption: "Median run time of each precision per backend configuration; gaps are \
+                  configurations that did not run (see the table)."
+            .into(),
+        svg,
+        not_plotted,
+    }))
+}
+
+/// (c) Accuracy versus time, one plot per input class and size: a point per precision and
+/// configuration.
+fn tradeoff_plots(g: &Group, naming: &Naming) -> Vec<Result<Plot, String>> {
+    let mut keys: Vec<(&str, u64)> = g
+        .records
+        .iter()
+        .map(|r| (r.input.as_str(), r.size))
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    keys.sort_by(|a, b| natural_cmp(a.0, b.0).then(a.1.cmp(&b.1)));
+    let sizes: BTreeSet<u64> = keys.iter().map(|k| k.1).collect();
+    let mut plots = Vec::new();
+    for (input, size) in keys {
+        // (precision, configuration) → the records of that point (several seeds).
+        let mut cells: BTreeMap<(String, Config), Vec<&Record>> = BTreeMap::new();
+        for r in g
+            .records
+            .iter()
+            .filter(|r| r.input == input && r.size == size)
+        {
+            cells
+                .entry((r.precision.clone(), Config::of(r)))
+                .or_default()
+                .push(r);
+        }
+        let mut not_plotted = Vec::new();
+        let mut raw: BTreeMap<String, Vec<(f64, f64, bool)>> = BTreeMap::new();
+        for ((p, c), recs) in &cells {
+            let cell = Cell {
+                records: recs.clone(),
+            };
+            let (Some(Shown::Value(e)), Some(Shown::Value(t))) = (cell.error(), cell.time()) else {
+                continue;
+            };
+            if !e.is_finite() {
+                let what = format!("{input} {}", naming.label(c));
+                not_plotted.push(non_finite_line(&g.workload, p, &what, &cell, e));
+                continue;
+            }
+            if !(t.is_finite() && t > 0.0) {
+                continue;
+            }
+            raw.entry(p.clone())
+                .or_default()
+                .push((t, e.abs(), c.backend.is_gpu()));
+        }
+        if raw.is_empty() && not_plotted.is_empty() {
+            continue;
+        }
+        let min_nonzero = raw
+            .values()
+            .flatten()
+            .map(|p| p.1)
+            .filter(|e| *e > 0.0)
+            .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.min(v))));
+        let floor = zero_floor(min_nonzero);
+        let any_zero = raw.values().flatten().any(|p| p.1 == 0.0);
+        let mut series: Vec<PointSeries> = raw
+            .into_iter()
+            .map(|(name, points)| PointSeries {
+                name,
+                points: points
+                    .into_iter()
+                    .map(|(t, e, gpu)| (t, if e == 0.0 { floor } else { e }, gpu))
+                    .collect(),
+            })
+            .collect();
+        series.sort_by_key(|s| precision_rank(&s.name));
+        let zero = any_zero.then_some(floor);
+        let size_text = if sizes.len() > 1 {
+            format!(", n = {}", fmt_size(size))
+        } else {
+            String::new()
+        };
+        let title = format!("{} — accuracy vs time, {input}{size_text}", g.title());
+        let name = slug(&format!(
+            "tradeoff {} {} {input} n{size}",
+            g.workload, g.algorithm
+        ));
+        plots.push(scatter(&title, &series, zero).map(|svg| Plot {
+            name,
+            title,
+            caption: caption_zero(
+                "Each point is one precision on one backend configuration (median over seeds); \
+                 lower and further left is better",
+                zero,
+            ),
+            svg,
+            not_plotted,
+        }));
+    }
+    plots
+}
+
+/// The plots of one workload group: an error plot per accuracy table, a time plot per time
+/// table, and an accuracy-versus-time plot per input class.
+pub(crate) fn group_plots(g: &Group, naming: &Naming) -> Result<Vec<Plot>, crate::ReportError> {
+    let mut out = Vec::new();
+    let mut results: Vec<Result<Plot, String>> = Vec::new();
+    results.extend(
+        g.accuracy
+            .iter()
+            .filter_map(|a| error_plot(g, a, naming).transpose()),
+    );
+    results.extend(
+        g.timing
+            .iter()
+            .filter_map(|t| time_plot(g, t, naming).transpose()),
+    );
+    results.extend(tradeoff_plots(g, naming));
+    for r in results {
+        out.push(r.map_err(|message| crate::ReportError::Plot {
+            name: g.title(),
+            message,
+        })?);
+    }
+    Ok(out)
+}
+
+/// Draws the plots of every group; names are made unique across the report.
+pub(crate) fn all_plots(
+    groups: &[Group],
+    naming: &Naming,
+) -> Result<Vec<Vec<Plot>>, crate::ReportError> {
+    let mut seen = BTreeSet::new();
+    let mut all = Vec::new();
+    for g in groups {
+        let mut plots = group_plots(g, naming)?;
+        for p in &mut plots {
+            let base = if p.name.is_empty() {
+                "plot".to_string()
+            } else {
+                p.name.clone()
+            };
+            let mut name = base.clone();
+            let mut k = 2;
+            while !seen.insert(name.clone()) {
+                name = format!("{base}-{k}");
+                k += 1;
+            }
+            p.name = name;
+        }
+        all.push(plots);
+    }
+    Ok(all)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tables::groups;
+    use crate::tables::tests::{fixture, rec, CPU1, G1, G64};
+
+    /// Every number in SVG path data and coordinates parses and is finite.
+    pub fn assert_clean_svg(svg: &str) {
+        assert!(svg.starts_with("<svg"), "{}", &svg[..svg.len().min(100)]);
+        assert!(svg.trim_end().ends_with("</svg>"));
+        assert!(
+            !svg.contains("NaN") && !svg.contains("inf\""),
+            "non-finite number in SVG"
+        );
+        for cap in [
+            "points=\"",
+            "d=\"",
+            " x=\"",
+            " y=\"",
+            " cx=\"",
+            " cy=\"",
+            " width=\"",
+            " height=\"",
+        ] {
+            for piece in svg.split(cap).skip(1) {
+                let value = piece.split('"').next().unwrap_or("");
+                for num in value
+                    .split(|c: char| c == ' ' || c == ',' || c.is_ascii_alphabetic() && c != 'e')
+                    .filter(|s| !s.is_empty())
+                {
+                    let x: f64 = num
+                        .parse()
+                        .unwrap_or_else(|_| panic!("{cap}{value}: {num}"));
+                    assert!(x.is_finite(), "{cap}{value}");
+                }
+            }
+        }
+    }
+
+    fn plots_of(records: &[crate::record::Record]) -> Vec<Plot> {
+        let naming = Naming::of(records);
+        let gs = groups(records);
+        all_plots(&gs, &naming)
+            .unwrap()
+            .into_iter()
+            .flatten()
+            .collect()
+    }
+
+    #[test]
+    fn fixture_plots_have_titles_axes_legends_and_clean_coordinates() {
+        let plots = plots_of(&fixture());
+        let names: Vec<&str> = plots.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "error-sum-serial-cpu1-cpu2",
+                "error-sum-serial-gpu1x32",
+                "error-sum-serial-gpu64x32",
+                "time-sum-serial-n1048576",
+                "tradeoff-sum-serial-range1-n1048576",
+                "tradeoff-sum-serial-range5-n1048576"
+            ]
+        );
+        for p in &plots {
+            assert_clean_svg(&p.svg);
+            // Text is SVG text for the browser to lay out, not glyph outlines from a font file.
+            assert!(
+                p.svg.contains("<text") && p.svg.contains("sans-serif"),
+                "{}",
+                p.name
+            );
+            assert!(p.svg.contains("legend"), "{}", p.name);
+            assert!(p.svg.contains("log scale"), "{}", p.name);
+        }
+        let cpu = &plots[0];
+        for label in [
+            "input class",
+            "range1",
+            "range5",
+            "f32",
+            "f64x2",
+            "mp256",
+            "1e-30",
+        ] {
+            assert!(cpu.svg.contains(label), "{label} missing in {}", cpu.svg);
+        }
+        // mp256 errors of 1e-30 push the zero floor below them; the GPU plots keep 1e-25.
+        assert!(cpu.svg.contains("exact 0, drawn at 1e-32"));
+        assert!(cpu.caption.contains("drawn at 1e-32"), "{}", cpu.caption);
+        assert!(plots[1].svg.contains("exact 0, drawn at 1e-25"));
+        assert!(
+            plots[1].caption.contains("drawn at 1e-25"),
+            "{}",
+            plots[1].caption
+        );
+        // The overflowed f32 sum is listed, not drawn.
+        assert_eq!(cpu.not_plotted, ["f32 range5: sum overflowed to inf"]);
+        let time = &plots[3];
+        for label in ["cpu×1", "gpu 64×32", "median time (ms, log scale)"] {
+            assert!(time.svg.contains(label), "{label} missing");
+        }
+        assert!(plots[5].svg.contains("GPU launch"));
+        assert_eq!(plots[5].not_plotted.len(), 2, "{:?}", plots[5].not_plotted);
+    }
+
+    #[test]
+    fn a_single_point_plots() {
+        let plots = plots_of(&[rec("f64", "range1", CPU1, 3e-10, 2.0)]);
+        assert_eq!(plots.len(), 3);
+        for p in &plots {
+            assert_clean_svg(&p.svg);
+            assert!(p.not_plotted.is_empty());
+        }
+    }
+
+    #[test]
+    fn all_zero_errors_plot_at_the_floor() {
+        let records: Vec<_> = ["f64x2", "mp256", "exact"]
+            .iter()
+            .map(|p| rec(p, "range1", G1, 0.0, 1.0))
+            .collect();
+        let plots = plots_of(&records);
+        assert!(plots[0].svg.contains("exact 0, drawn at 1e-25"));
+        for p in &plots {
+            assert_clean_svg(&p.svg);
+        }
+    }
+
+    #[test]
+    fn huge_and_tiny_values_plot_without_panicking() {
+        let records = vec![
+            rec("f32", "range1", G1, 1e300, 1e-300),
+            rec("f64", "range1", G1, 1e-300, 1e300),
+            rec("f64x2", "range1", G1, 0.0, f64::MAX),
+            rec("mp256", "range1", G1, 5e-324, f64::MIN_POSITIVE),
+            rec("exact", "range1", G64, f64::MAX, 5e-324),
+        ];
+        let plots = plots_of(&records);
+        for p in &plots {
+            assert_clean_svg(&p.svg);
+        }
+        // Zero goes below the smallest real error, not above it.
+        assert!(!plots[0].svg.contains("drawn at 1e-25"));
+        assert!(plots[0].caption.contains("drawn at"));
+    }
+
+    #[test]
+    fn non_finite_errors_are_listed_not_drawn() {
+        let mut nan = rec("f32", "range2", G1, f64::NAN, 1.0);
+        nan.value = Some(f64::NAN);
+        let mut inf_err = rec("f64", "range2", G1, f64::INFINITY, 1.0);
+        inf_err.value = Some(1.0);
+        let plots = plots_of(&[nan, inf_err]);
+        assert_eq!(
+            plots[0].not_plotted,
+            ["f32 range2: sum result is NaN", "f64 range2: error is inf"]
+        );
+        for p in &plots {
+            assert_clean_svg(&p.svg);
+        }
+    }
+
+    #[test]
+    fn nothing_that_ran_means_no_plot() {
+        let mut r = rec("f64x2", "range1", G64, 0.0, 1.0);
+        r.status = crate::record::Status::OutOfResources;
+        r.error = None;
+        r.time = None;
+        assert!(plots_of(&[r]).is_empty());
+    }
+
+    #[test]
+    fn log_axis_spans_whole_decades_with_room_below() {
+        assert_eq!(LogAxis::of([1e-3, 5e2]), LogAxis { lo: -4.0, hi: 3.0 });
+        assert_eq!(LogAxis::of([1.0]), LogAxis { lo: -2.0, hi: 2.0 });
+        assert_eq!(LogAxis::of([f64::NAN, 0.0]), LogAxis { lo: -1.0, hi: 1.0 });
+        assert_eq!(LogAxis::label(&-25.0), "1e-25");
+        assert_eq!(zero_floor(Some(1e-3)), 1e-25);
+        assert_eq!(zero_floor(Some(1.5e-34)), 1e-36);
+        assert_eq!(
+            slug("error sum/serial gpu 64×32"),
+            "error-sum-serial-gpu-64-32"
+        );
+    }
+}
