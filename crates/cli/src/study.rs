@@ -172,6 +172,23 @@ pub fn run(args: StudyArgs, max_threads: Option<usize>) -> anyhow::Result<()> {
         },
         log.path().display()
     );
+    drop(log);
+    write_report(&args.out)
+}
+
+/// The tables on stdout and the report files, rebuilt from results.jsonl alone (so a resumed or
+/// interrupted run reports everything measured so far).
+fn write_report(out: &std::path::Path) -> anyhow::Result<()> {
+    let (records, _) = mantissa_report::load(out)?;
+    print!("{}", mantissa_report::markdown(&records));
+    let html = mantissa_report::write_html(out, &records)?;
+    let csv = mantissa_report::write_csv(out, &records)?;
+    eprintln!(
+        "report: {}, {} and {}/",
+        html.display(),
+        csv.display(),
+        out.join(mantissa_report::PLOTS_DIR).display()
+    );
     Ok(())
 }
 

@@ -611,6 +611,18 @@ impl Inputs {
                 WHITE_PAPER_A.iter().map(|&x| x as f64).collect(),
                 WHITE_PAPER_B.iter().map(|&x| x as f64).collect(),
             ),
+            // Leibniz: scored against the exact partial sum of the same terms (1024-bit
+            // arithmetic; its own error is below 2^-1000), so the error is the arithmetic's, not
+            // the series' truncation (≈ 1/terms). Seed 001 compared against the f64 result.
+            (Data::Nothing, "pi-leibniz") => Inputs {
+                xs: Vec::new(),
+                ys: Vec::new(),
+                reference: reduce::leibniz::<Mp<1024>>(point.size)
+                    .to_big()
+                    .map_or(Reference::NaN, Reference::Finite),
+            },
+            // The midpoint rule is scored against π itself, as seed 003 Fig. 13 does: the error
+            // includes the rule's own (≈ h²/12 · …), which is the floor the high precisions reach.
             (Data::Nothing, _) => Inputs {
                 xs: Vec::new(),
                 ys: Vec::new(),
