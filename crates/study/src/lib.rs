@@ -5,8 +5,13 @@
 //! - [`ops`]: the accuracy of single arithmetic operations in every precision (seed 001 Table 1).
 //! - [`gpu_ops`]: the same on the GPU with the CUDA twin, plus element-wise time, speed-up over
 //!   f64 (seed 001 Table 2) and compute-bound throughput against the device's roofline.
+//! - [`gpu_reduce`]: sums, dot products and π quadratures reduced on the GPU entirely in the
+//!   precision under test (with CPU models of their exact order), and an exact f64 sum.
+//! - [`device_words`]: how each precision's values travel to the GPU as base-format words.
 
+pub mod device_words;
 pub mod gpu_ops;
+pub mod gpu_reduce;
 pub mod ops;
 pub mod progress;
 
