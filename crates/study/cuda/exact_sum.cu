@@ -62,22 +62,23 @@ struct Expansion {
     unsigned flags;
 };
 
-// Elements of 2^960 and above, infinities and NaNs (never on the hot path of real data).
-__device__ __noinline__ void rare(Expansion& x, double v, unsigned e, u64* limbs) {
+// Elements of 2^960 and above, infinities and NaNs (never on the hot path of real data): returns
+// the flags they raise. Not inlined, to keep the hot loop small; it takes no reference to the
+// expansion, which would move it out of registers.
+__device__ __noinline__ unsigned rare(double v, unsigned e, u64* limbs) {
     const u64 b = (u64)__double_as_longlong(v);
     if (e == 0x7ffu) {
-        if (b & 0xfffffffffffffull) x.flags |= EXACT_NAN;
-        else x.flags |= (b >> 63) ? EXACT_NEG_INF : EXACT_POS_INF;
-    } else {
-        deposit(limbs, v);
-        x.flags |= EXACT_NOT_ALL_NEG_ZERO;
+        if (b & 0xfffffffffffffull) return EXACT_NAN;
+        return (b >> 63) ? EXACT_NEG_INF : EXACT_POS_INF;
     }
+    deposit(limbs, v);
+    return EXACT_NOT_ALL_NEG_ZERO;
 }
 
 __device__ __forceinline__ void push(Expansion& x, double v, u64* limbs) {
     const unsigned e = ((unsigned)__double2hiint(v) >> 20) & 0x7ffu;
     if (e >= EXACT_BIG_EXP) {
-        rare(x, v, e, limbs);
+        x.flags |= rare(v, e, limbs);
         return;
     }
     double s, r;
