@@ -280,25 +280,28 @@ template <typename T> __device__ __forceinline__ void pi_leibniz_serial(u64 term
 } // namespace reduce
 
 // The extern "C" kernels of one precision P (its CUDA type TY, buffers of words W). Every value
-// buffer holds values of TY as consecutive words (the layout of DeviceWords).
+// buffer holds values of TY as consecutive words (the layout of DeviceWords). The reductions
+// are bounded to 1024-thread blocks so that every shape of the study (up to 1×1024) launches:
+// without the bound, f64x2's dot and midpoint kernels use 68-80 registers and allow only
+// 768-896 threads per block.
 #define MANTISSA_REDUCE_KERNELS(P, TY, W)                                                        \
-    extern "C" __global__ void sum_##P(const W* x, unsigned long long n, W* partials) {          \
+    extern "C" __global__ void __launch_bounds__(1024) sum_##P(const W* x, unsigned long long n, W* partials) {          \
         reduce::SumOf<TY> src{reinterpret_cast<const TY*>(x)};                                   \
         reduce::reduce_stage<TY>(src, n, reinterpret_cast<TY*>(partials));                       \
     }                                                                                            \
-    extern "C" __global__ void sum_f64_in_##P(const double* x, unsigned long long n, W* partials) { \
+    extern "C" __global__ void __launch_bounds__(1024) sum_f64_in_##P(const double* x, unsigned long long n, W* partials) { \
         reduce::SumOfF64<TY> src{x};                                                             \
         reduce::reduce_stage<TY>(src, n, reinterpret_cast<TY*>(partials));                       \
     }                                                                                            \
-    extern "C" __global__ void dot_##P(const W* a, const W* b, unsigned long long n, W* partials) { \
+    extern "C" __global__ void __launch_bounds__(1024) dot_##P(const W* a, const W* b, unsigned long long n, W* partials) { \
         reduce::DotOf<TY, false> src{reinterpret_cast<const TY*>(a), reinterpret_cast<const TY*>(b)}; \
         reduce::reduce_stage<TY>(src, n, reinterpret_cast<TY*>(partials));                       \
     }                                                                                            \
-    extern "C" __global__ void dot_fused_##P(const W* a, const W* b, unsigned long long n, W* partials) { \
+    extern "C" __global__ void __launch_bounds__(1024) dot_fused_##P(const W* a, const W* b, unsigned long long n, W* partials) { \
         reduce::DotOf<TY, true> src{reinterpret_cast<const TY*>(a), reinterpret_cast<const TY*>(b)}; \
         reduce::reduce_stage<TY>(src, n, reinterpret_cast<TY*>(partials));                       \
     }                                                                                            \
-    extern "C" __global__ void pi_midpoint_##P(unsigned long long n, const W* c, W* partials) {  \
+    extern "C" __global__ void __launch_bounds__(1024) pi_midpoint_##P(unsigned long long n, const W* c, W* partials) {  \
         reduce::pi_midpoint_stage<TY>(n, reinterpret_cast<const TY*>(c), reinterpret_cast<TY*>(partials)); \
     }                                                                                            \
     /* out = c[0] * out: the midpoint rule's final h * sum, in T. */                            \
