@@ -45,7 +45,7 @@ fn main() -> ExitCode {
         .collect();
     if shapes.is_empty() {
         shapes.push(Shape::full_device(&gpu));
-        for (k, b) in [(2, 256), (8, 256), (2, 512), (4, 512), (1, 1024), (2, 1024)] {
+        for (k, b) in [(2, 256), (4, 256), (8, 256), (2, 512), (4, 512), (1, 1024)] {
             shapes.push(Shape::new(sms * k, b));
         }
     }

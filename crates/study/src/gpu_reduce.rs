@@ -73,12 +73,13 @@ impl Shape {
         Shape { grid, block }
     }
 
-    /// A grid that fills the device: 4 blocks of 256 threads per multiprocessor (1024 resident
-    /// threads each; with four 16-byte loads in flight per thread that is 64 KiB of reads in
-    /// flight per SM, enough for HBM3e's bandwidth-latency product, and few enough blocks that
-    /// the block trees and the second launch stay negligible).
+    /// A grid that fills the device: 2 blocks of 1024 threads per multiprocessor (2048 resident
+    /// threads, each with four 16-byte loads in flight). On an H200 (2^27 doubles, 2026-11-22,
+    /// docs/BENCHMARKS.md) this was the fastest or within noise of it for the f64 sum (0.239 ms),
+    /// the f64x2 sum of f64 data (0.243 ms) and the exact sum (0.259 ms); 4 × 256 per SM was as
+    /// fast for f64 but 5% slower for f64x2, half the threads up to 1.45× slower.
     pub fn full_device(gpu: &Gpu) -> Shape {
-        Shape::new(gpu.info().sm_count.max(1) * 4, 256)
+        Shape::new(gpu.info().sm_count.max(1) * 2, 1024)
     }
 
     /// Threads in all.
