@@ -64,11 +64,14 @@ const EXACT_NOT_ALL_NEG_ZERO: u32 = 8;
 /// A launch configuration: `grid` blocks of `block` threads (displayed `64×32`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
 pub struct Shape {
+    /// Blocks (1 to the device's grid limit).
     pub grid: u32,
+    /// Threads per block (1 to 1024; any count, not only powers of two).
     pub block: u32,
 }
 
 impl Shape {
+    /// `grid` blocks of `block` threads.
     pub const fn new(grid: u32, block: u32) -> Shape {
         Shape { grid, block }
     }
@@ -286,6 +289,7 @@ struct Work<'a> {
 }
 
 impl<'g> GpuReducer<'g> {
+    /// A reducer on `gpu`; nothing is compiled until a reduction of a precision first runs.
     pub fn new(gpu: &'g Gpu) -> Self {
         GpuReducer {
             gpu,
