@@ -15,15 +15,16 @@
 //!   expand further in SASS, so their roofline is an upper bound).
 
 use mantissa_gpu::{
-    twin, Ceilings, DType, DeviceBuffer, FlagSet, Gpu, GpuError, HostData, KernelArg, LaunchDims,
-    Scalar, Source, TimingOptions,
+    twin, Ceilings, DType, DeviceBuffer, FlagSet, Gpu, GpuError, KernelArg, LaunchDims, Scalar,
+    Source, TimingOptions,
 };
 use mantissa_num::metrics::ulps_f64;
 use mantissa_num::precision::Precision;
-use mantissa_num::{f32x2, f64x2, Comp32, Comp64, CompNorm32, CompNorm64, Real};
+use mantissa_num::{f32x2, f64x2, Comp32, Comp64, CompNorm32, CompNorm64};
 use rayon::prelude::*;
 use serde::Serialize;
 
+pub use crate::device_words::{DeviceWords, Word};
 use crate::ops::{operands, summarize, Op, OpErrorStats, OpsConfig};
 use crate::progress::Progress;
 
@@ -81,165 +82,6 @@ pub struct GpuOpRow {
     /// This precision's memory-bound time over f64's, same operation and element count.
     pub stream_vs_f64: Option<f64>,
 }
-
-/// A type whose values travel to the GPU as an array of base-format words (1 or 2 per value),
-/// laid out like the matching CUDA type of `mantissa.cuh`.
-pub trait DeviceWords: Real + Copy {
-    type Word: Word;
-    /// The CUDA type of one value.
-    const CUDA_TYPE: &'static str;
-    /// Prefix of the header's functions for this type, `None` for the native types (which use
-    /// the CUDA operators, so the flag set applies to them as it would to user code).
-    const FUNCTIONS: Option<&'static str>;
-    fn push_words(&self, out: &mut Vec<Self::Word>);
-    fn from_words(w: &[Self::Word]) -> Self;
-    fn words() -> usize;
-}
-
-/// A base-format word: f32 or f64.
-pub trait Word: Copy + Send + Sync + 'static {
-    const DTYPE: DType;
-    const CUDA: &'static str;
-    fn host(v: Vec<Self>) -> HostData;
-    fn unhost(h: HostData) -> Option<Vec<Self>>;
-    fn bits(self) -> u64;
-    fn is_nan(self) -> bool;
-}
-
-impl Word for f32 {
-    const DTYPE: DType = DType::F32;
-    const CUDA: &'static str = "float";
-    fn host(v: Vec<Self>) -> HostData {
-        HostData::F32(v)
-    }
-    fn unhost(h: HostData) -> Option<Vec<Self>> {
-        match h {
-            HostData::F32(v) => Some(v),
-            _ => None,
-        }
-    }
-    fn bits(self) -> u64 {
-        self.to_bits() as u64
-    }
-    fn is_nan(self) -> bool {
-        f32::is_nan(self)
-    }
-}
-
-impl Word for f64 {
-    const DTYPE: DType = DType::F64;
-    const CUDA: &'static str = "double";
-    fn host(v: Vec<Self>) -> HostData {
-        HostData::F64(v)
-    }
-    fn unhost(h: HostData) -> Option<Vec<Self>> {
-        match h {
-            HostData::F64(v) => Some(v),
-            _ => None,
-        }
-    }
-    fn bits(self) -> u64 {
-        self.to_bits()
-    }
-    fn is_nan(self) -> bool {
-        f64::is_nan(self)
-    }
-}
-
-macro_rules! native_words {
-    ($t:ty, $cuda:literal) => {
-        impl DeviceWords for $t {
-            type Word = $t;
-            const CUDA_TYPE: &'static str = $cuda;
-            const FUNCTIONS: Option<&'static str> = None;
-            fn push_words(&self, out: &mut Vec<$t>) {
-                out.push(*self);
-            }
-            fn from_words(w: &[$t]) -> Self {
-                w[0]
-            }
-            fn words() -> usize {
-                1
-            }
-        }
-    };
-}
-native_words!(f32, "float");
-native_words!(f64, "double");
-
-macro_rules! pair_words {
-    ($t:ty, $w:ty, $cuda:literal, $prefix:literal, $a:ident, $b:ident, $make:expr) => {
-        impl DeviceWords for $t {
-            type Word = $w;
-            const CUDA_TYPE: &'static str = $cuda;
-            const FUNCTIONS: Option<&'static str> = Some($prefix);
-            fn push_words(&self, out: &mut Vec<$w>) {
-                out.push(self.$a);
-                out.push(self.$b);
-            }
-            fn from_words(w: &[$w]) -> Self {
-                $make(w[0], w[1])
-            }
-            fn words() -> usize {
-                2
-            }
-        }
-    };
-}
-pair_words!(
-    f32x2,
-    f32,
-    "mantissa::f32x2",
-    "mantissa::f32x2_",
-    hi,
-    lo,
-    f32x2::from_parts
-);
-pair_words!(
-    f64x2,
-    f64,
-    "mantissa::f64x2",
-    "mantissa::f64x2_",
-    hi,
-    lo,
-    f64x2::from_parts
-);
-pair_words!(
-    Comp32,
-    f32,
-    "mantissa::comp32",
-    "mantissa::comp32_",
-    value,
-    error,
-    Comp32::new
-);
-pair_words!(
-    Comp64,
-    f64,
-    "mantissa::comp64",
-    "mantissa::comp64_",
-    value,
-    error,
-    Comp64::new
-);
-pair_words!(
-    CompNorm32,
-    f32,
-    "mantissa::comp32n",
-    "mantissa::comp32n_",
-    value,
-    error,
-    CompNorm32::new
-);
-pair_words!(
-    CompNorm64,
-    f64,
-    "mantissa::comp64n",
-    "mantissa::comp64n_",
-    value,
-    error,
-    CompNorm64::new
-);
 
 /// The CUDA expression of `op` on values `x` and `y` of type `T`.
 fn expression<T: DeviceWords>(op: Op, x: &str, y: &str) -> String {

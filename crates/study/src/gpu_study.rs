@@ -12,14 +12,19 @@ use mantissa_report::{Backend, Record, ResultsLog, Status, TimeStats};
 
 use crate::device_words::{DeviceWords, Word};
 use crate::gpu_reduce::{GpuReducer, Shape};
-use crate::study::{record, DataKey, Inputs, Outcome, Plan, Point, RunSummary, StudyError, StudyPrecision, Suite};
+use crate::study::{
+    record, DataKey, Inputs, Outcome, Plan, Point, RunSummary, StudyError, StudyPrecision, Suite,
+};
 use crate::Progress;
 
 /// Repetitions of GPU timings per suite.
 pub fn timing_for(suite: Suite) -> TimingOptions {
     match suite {
         Suite::Quick => TimingOptions { warmup: 1, reps: 5 },
-        Suite::Full => TimingOptions { warmup: 3, reps: 20 },
+        Suite::Full => TimingOptions {
+            warmup: 3,
+            reps: 20,
+        },
     }
 }
 
@@ -217,8 +222,13 @@ impl GpuPoint<'_, '_, '_> {
         // halves the bytes a pair type reads; f32-based ones get it converted on the host.
         let f64_words = T::Word::DTYPE == mantissa_gpu::DType::F64;
         let (value, t): (T, Timing) = match (p.workload, p.algorithm) {
-            ("sum", _) if f64_words => self.reducer.sum_f64_in::<T>(&self.inputs.xs, shape, timing)?,
-            ("sum", _) => self.reducer.sum::<T>(&convert(&self.inputs.xs), shape, timing)?,
+            ("sum", _) if f64_words => {
+                self.reducer
+                    .sum_f64_in::<T>(&self.inputs.xs, shape, timing)?
+            }
+            ("sum", _) => self
+                .reducer
+                .sum::<T>(&convert(&self.inputs.xs), shape, timing)?,
             ("dot", a) => {
                 let fused = a.starts_with("fma");
                 let (x, y) = (convert(&self.inputs.xs), convert(&self.inputs.ys));
