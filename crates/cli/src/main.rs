@@ -69,7 +69,12 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
-            ExitCode::FAILURE
+            // A bad value found after parsing (e.g. a size the GPU cannot hold) is still a usage
+            // error.
+            match e.downcast_ref::<mantissa_study::study::StudyError>() {
+                Some(mantissa_study::study::StudyError::Usage(_)) => ExitCode::from(2),
+                _ => ExitCode::FAILURE,
+            }
         }
     }
 }

@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
+use mantissa_gpu::Gpu;
 use mantissa_report::ResultsLog;
+use mantissa_study::gpu_study;
 use mantissa_study::inputs::InputClass;
 use mantissa_study::study::{self, Plan, StudyConfig, StudyError, StudyPrecision, Suite, Workload};
 
@@ -138,6 +140,34 @@ pub fn run(args: StudyArgs, max_threads: Option<usize>) -> anyhow::Result<()> {
     let stop = Arc::new(AtomicBool::new(false));
     install_interrupt_handler(stop.clone());
 
+    // The GPU: probed once; without one, `all` says why in one line and runs CPU-only.
+    let gpu = match args.backend {
+        BackendChoice::Cpu => None,
+        BackendChoice::Gpu => {
+            Some(Gpu::probe().map_err(|why| anyhow::anyhow!("--backend gpu needs a GPU: {why}"))?)
+        }
+        BackendChoice::All => match Gpu::probe() {
+            Ok(gpu) => Some(gpu),
+            Err(why) => {
+                eprintln!("{why}");
+                None
+            }
+        },
+    };
+    let gpu_plan = gpu
+        .as_ref()
+        .map(|g| Plan::gpu(&cfg, gpu_study::full_device(g)));
+    if let (Some(g), Some(plan)) = (&gpu, &gpu_plan) {
+        // Before anything runs, is allocated or moved.
+        gpu_study::check_fits(plan, g)?;
+        eprintln!(
+            "gpu: {} ({} SMs), {} points",
+            g.info().name,
+            g.info().sm_count,
+            plan.points.len()
+        );
+    }
+
     let mut log = ResultsLog::open(&args.out, args.resume)
         .with_context(|| format!("cannot use output directory {}", args.out.display()))?;
     if let Some(old) = log.moved_aside() {
@@ -154,26 +184,41 @@ pub fn run(args: StudyArgs, max_threads: Option<usize>) -> anyhow::Result<()> {
         );
     }
 
-    let plan = Plan::cpu(&cfg);
     let bar = Bar::new();
-    let summary = study::run_cpu(&plan, suite, &mut log, &bar, &stop)?;
+    let cpu_plan = Plan::cpu(&cfg);
+    let cpu = study::run_cpu(&cpu_plan, suite, &mut log, &bar, &stop)?;
+    summarize("cpu", &cpu, &log);
+    if let (Some(g), Some(plan)) = (&gpu, &gpu_plan) {
+        if !stop.load(Ordering::Relaxed) {
+            let summary = gpu_study::run_gpu(plan, g, suite, &mut log, &bar, &stop)?;
+            summarize("gpu", &summary, &log);
+        }
+    }
+    drop(log);
+    write_report(&args.out)
+}
+
+fn summarize(backend: &str, s: &study::RunSummary, log: &ResultsLog) {
+    let mut parts = vec![format!("{} points measured", s.measured)];
+    if s.skipped_done > 0 {
+        parts.push(format!("{} already done", s.skipped_done));
+    }
+    if s.failed > 0 {
+        parts.push(format!(
+            "{} failed (see their notes in the report)",
+            s.failed
+        ));
+    }
     eprintln!(
-        "cpu: {} points measured{}{} → {}",
-        summary.measured,
-        if summary.skipped_done > 0 {
-            format!(", {} already done", summary.skipped_done)
-        } else {
-            String::new()
-        },
-        if summary.interrupted {
+        "{backend}: {}{} → {}",
+        parts.join(", "),
+        if s.interrupted {
             " (interrupted: run again with --resume to finish)"
         } else {
             ""
         },
         log.path().display()
     );
-    drop(log);
-    write_report(&args.out)
 }
 
 /// The tables on stdout and the report files, rebuilt from results.jsonl alone (so a resumed or
