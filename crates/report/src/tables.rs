@@ -368,13 +368,17 @@ fn sorted_precisions<'a>(records: impl Iterator<Item = &'a Record>) -> Vec<Strin
 
 /// Groups records into workloads and their tables.
 pub(crate) fn groups(records: &[Record]) -> Vec<Group<'_>> {
-    let mut keys: Vec<(&str, &str)> = records
-        .iter()
-        .map(|r| (r.workload.as_str(), r.algorithm.as_str()))
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    keys.sort_by(|a, b| natural_cmp(a.0, b.0).then_with(|| natural_cmp(a.1, b.1)));
+    // Workloads in the order they were first measured (the study runs its main experiment,
+    // the sums, first), and within a workload its algorithms likewise.
+    let mut keys: Vec<(&str, &str)> = Vec::new();
+    for r in records {
+        let k = (r.workload.as_str(), r.algorithm.as_str());
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    let workloads: Vec<&str> = keys.iter().map(|k| k.0).collect();
+    keys.sort_by_key(|k| workloads.iter().position(|w| *w == k.0));
     keys.into_iter()
         .map(|(w, a)| {
             let mine: Vec<&Record> = records
