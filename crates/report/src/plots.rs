@@ -218,6 +218,11 @@ fn categorical(
             .y_label_area_size(70)
             .build_cartesian_2d(-0.5..x_max, axis.lo..axis.hi)
             .map_err(err)?;
+        // Long category names on a crowded axis run into each other: shrink their font to the
+        // width each category gets (text is about 0.6 em wide per character), down to 8 px.
+        let longest = categories.iter().map(|c| c.chars().count()).max().unwrap_or(1).max(1);
+        let per_category = f64::from(WIDTH - LEGEND_WIDTH - 90) / n as f64;
+        let x_font = (per_category / (0.6 * longest as f64)).floor().clamp(8.0, 12.0);
         let names = categories.to_vec();
         let x_fmt = move |x: &f64| {
             let i = x.round();
@@ -238,6 +243,7 @@ fn categorical(
             .x_desc(x_desc)
             .y_desc(y_desc)
             .label_style((FONT, 12))
+            .x_label_style((FONT, x_font))
             .axis_desc_style((FONT, 13))
             .draw()
             .map_err(err)?;
