@@ -195,7 +195,13 @@ pub fn run(args: StudyArgs, max_threads: Option<usize>) -> anyhow::Result<()> {
         }
     }
     drop(log);
-    write_report(&args.out)
+    write_report(&args.out)?;
+    if stop.load(Ordering::Relaxed) {
+        // Interrupted: the report covers what was measured, and the exit status says the run is
+        // incomplete (130, as a shell reports SIGINT), so scripts do not mistake it for done.
+        std::process::exit(130);
+    }
+    Ok(())
 }
 
 fn summarize(backend: &str, s: &study::RunSummary, log: &ResultsLog) {
