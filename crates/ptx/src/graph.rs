@@ -1,0 +1,1 @@
+//! Def-use graph (in progress).
