@@ -19,6 +19,8 @@
 //!   kernel and per source line, and arithmetic intensity per loop nest.
 //! - [`graph`]: the def-use graph over virtual registers with loop-carried registers marked
 //!   and loads, stores and calls as terminating nodes.
+//! - [`compare`]: one kernel across builds (flag sets), per source line, with what changes
+//!   results highlighted (contraction, approximate div/sqrt, ftz, float→unsigned casts).
 //! - [`ptxas`]: optional ptxas (assemble check, register use and spills from `-v`).
 //!
 //! Why a hand-written parser rather than the `ptx-syntax` crate (0.5.0, which round-trips NVRTC
@@ -31,6 +33,7 @@
 //! the parser is a small statement splitter plus per-statement readers.
 
 pub mod census;
+pub mod compare;
 pub mod graph;
 pub mod lex;
 pub mod model;
