@@ -60,12 +60,13 @@ impl Highlight {
             Highlight::ApproxFunction { ops } => {
                 format!("approximate functions ({})", ops.join(", "))
             }
+            Highlight::Ftz { count: 1 } => "flush-to-zero (ftz)".to_string(),
             Highlight::Ftz { count } => format!("flush-to-zero on {count} instructions"),
             Highlight::FloatToUnsigned {
                 op,
                 may_be_negative: true,
             } => format!(
-                "float→unsigned {op} of a value that may be negative: undefined in C++ (GPU gives 0, x86 wraps); use __float2uint_rn or clamp"
+                "float→unsigned {op} of a value that may be negative: undefined in C++ (GPU gives 0, a CPU may wrap); use __float2uint_rn or clamp"
             ),
             Highlight::FloatToUnsigned {
                 op,

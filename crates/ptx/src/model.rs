@@ -380,6 +380,16 @@ impl Instruction {
 }
 
 impl Operand {
+    /// The first [`Operand::Raw`] text in this operand, if any.
+    pub fn first_raw(&self) -> Option<&str> {
+        match self {
+            Operand::Raw(r) => Some(r),
+            Operand::Vector(v) | Operand::List(v) => v.iter().find_map(Operand::first_raw),
+            Operand::Not(o) => o.first_raw(),
+            _ => None,
+        }
+    }
+
     fn regs_into<'a>(&'a self, out: &mut Vec<&'a str>) {
         match self {
             Operand::Reg(r) => out.push(r),

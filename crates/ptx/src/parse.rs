@@ -744,6 +744,16 @@ impl<'a> Parser<'a> {
             .into_iter()
             .map(|g| self.operand(g))
             .collect::<R<Vec<_>>>()?;
+        // Kept as written, but reported: a raw operand is something analyses cannot see into.
+        for o in &operands {
+            if let Some(raw) = o.first_raw() {
+                self.diags.push(Diagnostic {
+                    line: toks.first().map_or(0, |t| t.line),
+                    message: format!("operand '{raw}' not understood (kept as written)"),
+                    text: self.span_text(toks),
+                });
+            }
+        }
         let id = InstId(self.next_id);
         self.next_id += 1;
         Ok(Instruction {

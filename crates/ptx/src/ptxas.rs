@@ -85,6 +85,8 @@ pub fn assemble_with(ptxas: &Path, ptx: &str, arch: &str) -> Result<Vec<Resource
         String::from_utf8_lossy(&out.stderr)
     );
     if !out.status.success() {
+        // The scratch file's name means nothing to the user; its line numbers do.
+        let log = log.replace(&input.display().to_string(), "<ptx>");
         return Err(PtxasError::Rejected { log });
     }
     Ok(parse_verbose(&log))

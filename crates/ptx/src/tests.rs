@@ -350,6 +350,25 @@ fn malformed_lines_are_kept_verbatim_with_their_line() {
 }
 
 #[test]
+fn raw_operands_are_kept_and_reported() {
+    let text = ".version 9.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{\n\
+        \t.reg .f64 %fd<5>;\n\tadd.f64 %fd4, %fd3 0d3FF;\n\tret;\n}\n";
+    let p = parse(text);
+    assert_eq!(p.diagnostics.len(), 1, "{:?}", p.diagnostics);
+    assert_eq!(p.diagnostics[0].line, 7);
+    assert!(p.diagnostics[0].message.contains("'%fd3 0d3FF'"));
+    let add = p
+        .module
+        .function("k")
+        .unwrap()
+        .instructions()
+        .next()
+        .unwrap();
+    assert_eq!(add.operands[1], Operand::Raw("%fd3 0d3FF".into()));
+    assert!(p.module.to_string().contains("add.f64 \t%fd4, %fd3 0d3FF;"));
+}
+
+#[test]
 fn numbers() {
     use crate::parse::parse_number as n;
     assert_eq!(n("0f3F800000", false), Some(Imm::F32(0x3F80_0000)));
