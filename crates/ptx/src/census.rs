@@ -126,6 +126,14 @@ pub fn access(inst: &Instruction) -> Option<Access> {
     })
 }
 
+/// How many accesses of one kind.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AccessCount {
+    #[serde(flatten)]
+    pub access: Access,
+    pub count: u32,
+}
+
 /// Counts over a set of instructions.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Counts {
@@ -144,8 +152,8 @@ pub struct Counts {
     pub conversions_float_to_signed: u32,
     pub conversions_float_to_unsigned: u32,
     pub conversions_int_to_float: u32,
-    /// Loads, stores and atomics by (op, space, bytes): count.
-    pub accesses: Vec<(Access, u32)>,
+    /// Loads, stores and atomics by op, space and width, sorted.
+    pub accesses: Vec<AccessCount>,
     /// Bytes per thread of off-chip accesses (global, local, generic).
     pub offchip_bytes: u64,
 }
@@ -175,11 +183,14 @@ impl Counts {
             if matches!(a.space.as_str(), "global" | "local" | "generic") {
                 self.offchip_bytes += u64::from(a.bytes);
             }
-            match self.accesses.iter_mut().find(|(k, _)| *k == a) {
-                Some((_, n)) => *n += 1,
+            match self.accesses.iter_mut().find(|c| c.access == a) {
+                Some(c) => c.count += 1,
                 None => {
-                    self.accesses.push((a, 1));
-                    self.accesses.sort();
+                    self.accesses.push(AccessCount {
+                        access: a,
+                        count: 1,
+                    });
+                    self.accesses.sort_by(|x, y| x.access.cmp(&y.access));
                 }
             }
         }
@@ -204,8 +215,8 @@ impl Counts {
     pub fn accesses_of(&self, op: &str, space: &str, bytes: u32) -> u32 {
         self.accesses
             .iter()
-            .find(|(a, _)| a.op == op && a.space == space && a.bytes == bytes)
-            .map_or(0, |(_, n)| *n)
+            .find(|c| c.access.op == op && c.access.space == space && c.access.bytes == bytes)
+            .map_or(0, |c| c.count)
     }
 }
 

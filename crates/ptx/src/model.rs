@@ -79,6 +79,7 @@ pub struct Verbatim {
 
 /// `.entry` (a kernel) or `.func` (a device function).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum FunctionKind {
     Entry,
     Func,
