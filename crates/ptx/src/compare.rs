@@ -426,4 +426,24 @@ mod tests {
         assert_eq!(fast, ["div", "sqrt", "div", "ftz"]);
         assert_eq!(l8.builds[1].highlights[3], Highlight::Ftz { count: 10 });
     }
+
+    #[test]
+    fn clamped_casts_are_not_flagged_as_maybe_negative() {
+        let m = fixture("hand_written");
+        let r = compare("extra", &[("ptx", &m)], None).unwrap();
+        let casts: Vec<&Highlight> = r
+            .lines
+            .iter()
+            .flat_map(|l| &l.builds[0].highlights)
+            .filter(|h| matches!(h, Highlight::FloatToUnsigned { .. }))
+            .collect();
+        // cvt.rni.sat.u32.f32 of max(x, 0): non-negative.
+        assert_eq!(
+            casts,
+            [&Highlight::FloatToUnsigned {
+                op: "cvt.rni.sat.u32.f32".into(),
+                may_be_negative: false
+            }]
+        );
+    }
 }

@@ -4,7 +4,7 @@
 use crate::*;
 
 /// (name, PTX) of every fixture.
-pub(crate) const FIXTURES: [(&str, &str); 12] = [
+pub(crate) const FIXTURES: [(&str, &str); 13] = [
     (
         "loop_sum.default",
         include_str!("../tests/fixtures/loop_sum.default.ptx"),
@@ -53,6 +53,12 @@ pub(crate) const FIXTURES: [(&str, &str); 12] = [
         "ray_step.fast",
         include_str!("../tests/fixtures/ray_step.fast.ptx"),
     ),
+    // Written by hand (ptxas 13.0 accepts it): module variables with initialisers, an extern
+    // prototype, performance directives, negated guards, atomics, saturating conversions.
+    (
+        "hand_written",
+        include_str!("../tests/fixtures/hand_written.ptx"),
+    ),
 ];
 
 pub(crate) fn fixture(name: &str) -> Module {
@@ -94,13 +100,14 @@ fn fixtures_parse_without_diagnostics_and_round_trip() {
 #[test]
 fn instruction_counts_match_the_text() {
     // Every line of NVRTC's PTX ending in ';' that is not a declaration or pragma is one
-    // instruction, except the multi-line call whose ';' closes "param1\n\t);".
+    // instruction (the multi-line call's ';' closes "param1\n\t);"; a lone ';' ends the
+    // hand-written fixture's extern prototype).
     for (name, text) in FIXTURES {
         let m = parse(text).module;
         let expected = text
             .lines()
             .map(str::trim)
-            .filter(|l| l.ends_with(';'))
+            .filter(|l| l.ends_with(';') && *l != ";")
             .filter(|l| !l.starts_with('.') && !l.starts_with("//"))
             .count();
         let got: usize = m.functions().map(|f| f.instructions().count()).sum();
@@ -192,6 +199,71 @@ fn module_structure_of_calls() {
         .items
         .iter()
         .any(|i| matches!(i, Item::Section { name, .. } if name == ".debug_str")));
+}
+
+#[test]
+fn hand_written_constructs() {
+    let m = fixture("hand_written");
+    let vars: Vec<(&str, Option<&str>)> = m
+        .items
+        .iter()
+        .filter_map(|i| match i {
+            Item::Var(v) => Some((v.name.as_str(), v.init.as_deref())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        vars,
+        [
+            ("table", Some("{ 0 , 0 , 128 , 63 , 0 , 0 , 0 , 64 }")),
+            ("scale", Some("0d4000000000000000")),
+            ("dyn_smem", None),
+        ]
+    );
+    let ext = m.function("ext_fn").unwrap();
+    assert_eq!(ext.linkage, [".extern"]);
+    assert!(ext.body.is_none());
+    assert_eq!(ext.returns.as_ref().map(Vec::len), Some(1));
+    let k = m.function("extra").unwrap();
+    assert_eq!(k.directives, [".maxntid 256, 1, 1", ".minnctapersm 2"]);
+    assert_eq!(k.params[1].attrs, [".param", ".align", "8", ".b8"]);
+    assert_eq!(k.params[1].dims, [Some(16)]);
+    assert_eq!(m.kernels().count(), 1);
+    let bra = k.instructions().find(|i| i.opcode == "bra").unwrap();
+    assert_eq!(
+        bra.guard,
+        Some(Guard {
+            negated: true,
+            reg: "%p1".into()
+        })
+    );
+    let st = k
+        .instructions()
+        .find(|i| i.full_opcode() == "st.shared.v2.f32")
+        .unwrap();
+    assert_eq!(
+        st.operands[0],
+        Operand::Addr {
+            base: "%rd4".into(),
+            offset: -8
+        }
+    );
+    assert_eq!(st.defs(), Vec::<&str>::new());
+    assert_eq!(st.uses(), ["%rd4", "%f5", "%f2"]);
+    let atom = k.instructions().find(|i| i.opcode == "atom").unwrap();
+    assert_eq!(atom.defs(), ["%r3"]);
+    assert_eq!(atom.uses(), ["%rd2", "%r2"]);
+    let selp = k.instructions().find(|i| i.opcode == "selp").unwrap();
+    assert_eq!(
+        selp.operands[2],
+        Operand::Imm(Imm::Int {
+            value: -1,
+            hex: false,
+            unsigned: false
+        })
+    );
+    let and = k.instructions().find(|i| i.opcode == "and").unwrap();
+    assert_eq!(and.operands[2].to_string(), "0xFF");
 }
 
 #[test]
@@ -314,6 +386,18 @@ fn rewrites_print_and_parse_back() {
         "{text}"
     );
     assert!(text.contains(".param .u64 ray_step_shadow"), "{text}");
+    // In the rewritten model the old instructions keep their ids; the new one has a fresh id.
+    let now: Vec<u32> = m
+        .functions()
+        .flat_map(|f| f.instructions().map(|i| i.id.0))
+        .collect();
+    assert_eq!(now[0], id.0);
+    assert_eq!(now[1..], (0..id.0).collect::<Vec<_>>()[..]);
+    // ptxas (when installed) accepts the rewritten module.
+    if let Some(ptxas) = crate::ptxas::find() {
+        crate::ptxas::assemble_with(&ptxas, &text, "sm_90")
+            .unwrap_or_else(|e| panic!("{e}\n{text}"));
+    }
     let back = parse(&text);
     assert!(back.diagnostics.is_empty(), "{:?}", back.diagnostics);
     let ids: Vec<u32> = back
