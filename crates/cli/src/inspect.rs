@@ -397,6 +397,7 @@ fn print_kernel(
         };
         println!("  {:width$}  {}{from}", u.build, parts.join(", "));
     }
+    print_loops(r, builds, width);
     let mut shown = 0;
     for l in &r.lines {
         if !all && !l.notable() {
@@ -446,6 +447,49 @@ fn print_kernel(
         );
     }
     println!();
+}
+
+/// Static arithmetic intensity of each loop, per build: flops per off-chip byte of one pass
+/// through the loop's instructions.
+fn print_loops(r: &KernelReport, builds: &[&Build], width: usize) {
+    let mut rows = Vec::new();
+    for b in builds {
+        let mut loops = Vec::new();
+        for f in mantissa_ptx::compare::call_tree(&b.module, &r.kernel) {
+            for l in census::function_census(f).loops {
+                let lines: Vec<u32> = l.lines.iter().map(|s| s.line).filter(|&n| n > 0).collect();
+                let span = match (lines.iter().min(), lines.iter().max()) {
+                    (Some(a), Some(z)) if a != z => format!("lines {a}-{z}"),
+                    (Some(a), _) => format!("line {a}"),
+                    _ => "no line info".to_string(),
+                };
+                let what = match l.intensity {
+                    Some(i) => format!(
+                        "{} flop / {} B = {i:.2} flop/B",
+                        l.counts.flops(),
+                        l.counts.offchip_bytes
+                    ),
+                    None => format!("{} flop, nothing off chip", l.counts.flops()),
+                };
+                let nest = if l.depth > 1 {
+                    format!(" (depth {})", l.depth)
+                } else {
+                    String::new()
+                };
+                loops.push(format!("{span}{nest}: {what}"));
+            }
+        }
+        if !loops.is_empty() {
+            rows.push((b.name.clone(), loops));
+        }
+    }
+    if rows.is_empty() {
+        return;
+    }
+    println!("  loops (static arithmetic intensity of one iteration):");
+    for (name, loops) in rows {
+        println!("    {name:width$}  {}", loops.join("; "));
+    }
 }
 
 #[cfg(test)]

@@ -299,7 +299,8 @@ impl Instruction {
     }
 
     /// Whether the first operand is written (false for stores, branches, barriers, calls, ...).
-    /// Calls write their return list, which [`Instruction::defs`] handles.
+    /// Calls write their return list, which [`Instruction::defs`] handles; an instruction whose
+    /// first operand is an address (`mbarrier.init [a], n`) writes no register either way.
     pub fn writes_first_operand(&self) -> bool {
         !matches!(
             self.opcode.as_str(),
@@ -320,10 +321,9 @@ impl Instruction {
                 | "call"
                 | "cp"
                 | "stmatrix"
-                | "mbarrier"
                 | "griddepcontrol"
                 | "nanosleep"
-        ) || (self.opcode == "mbarrier" && self.has_mod("try_wait"))
+        )
     }
 
     /// Registers this instruction writes.
