@@ -233,7 +233,11 @@ impl<'a> Parser<'a> {
                         let path = self.text(s);
                         Some(Item::File {
                             index: self.text(n).parse().unwrap_or(0),
-                            path: path[1..path.len().saturating_sub(1).max(1)].to_string(),
+                            path: path
+                                .strip_prefix('"')
+                                .map(|p| p.strip_suffix('"').unwrap_or(p))
+                                .unwrap_or(path)
+                                .to_string(),
                             rest: self.span_text(more),
                             line,
                         })
@@ -404,9 +408,12 @@ impl<'a> Parser<'a> {
 
     fn function(&mut self) -> Item {
         let start = self.pos;
+        let reported = self.diags.len();
         match self.function_inner() {
             Ok(f) => Item::Function(f),
             Err(e) => {
+                // The whole function becomes one verbatim item: what its body reported is moot.
+                self.diags.truncate(reported);
                 // Keep the header up to its `{` or `;`, then skip a body if there is one.
                 self.pos = start;
                 let mut toks = Vec::new();
