@@ -252,6 +252,7 @@ impl Graph {
         }
     }
 
+    /// The node of instruction `id`.
     pub fn node(&self, id: InstId) -> Option<&Node> {
         self.nodes.iter().find(|n| n.id == id)
     }

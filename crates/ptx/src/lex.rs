@@ -34,6 +34,7 @@ pub struct Token {
 }
 
 impl Token {
+    /// The token's text in `src`, the source it was lexed from.
     pub fn text<'a>(&self, src: &'a str) -> &'a str {
         &src[self.start..self.end]
     }

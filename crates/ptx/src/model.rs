@@ -267,6 +267,7 @@ impl Instruction {
         s
     }
 
+    /// Whether `m` (without its dot) is among the modifiers.
     pub fn has_mod(&self, m: &str) -> bool {
         self.modifiers.iter().any(|x| x == m)
     }
@@ -460,6 +461,7 @@ impl Module {
         })
     }
 
+    /// All functions, for rewrites.
     pub fn functions_mut(&mut self) -> impl Iterator<Item = &mut Function> {
         self.items.iter_mut().filter_map(|i| match i {
             Item::Function(f) => Some(f),
@@ -473,6 +475,7 @@ impl Module {
             .filter(|f| f.kind == FunctionKind::Entry && f.body.is_some())
     }
 
+    /// The function (entry or device function) named `name`.
     pub fn function(&self, name: &str) -> Option<&Function> {
         self.functions().find(|f| f.name == name)
     }

@@ -29,6 +29,7 @@ impl std::fmt::Display for Diagnostic {
 #[derive(Debug, Clone)]
 pub struct Parsed {
     pub module: Module,
+    /// One per statement kept verbatim or operand kept raw, in text order.
     pub diagnostics: Vec<Diagnostic>,
 }
 
@@ -41,6 +42,7 @@ pub fn parse(src: &str) -> Parsed {
         pos: 0,
         next_id: 0,
         diags: Vec::new(),
+        semi_end: None,
     };
     let mut items = Vec::new();
     while let Some(item) = p.item() {
@@ -75,6 +77,8 @@ struct Parser<'a> {
     pos: usize,
     next_id: u32,
     diags: Vec<Diagnostic>,
+    /// Where the `;` that ended the last [`Parser::statement`] ends, for verbatim copies.
+    semi_end: Option<usize>,
 }
 
 type R<T> = Result<T, String>;
@@ -108,6 +112,7 @@ impl<'a> Parser<'a> {
 
     /// Tokens to the end of the line (newline consumed, not returned).
     fn rest_of_line(&mut self) -> Vec<Token> {
+        self.semi_end = None;
         let mut out = Vec::new();
         while let Some(t) = self.peek() {
             self.pos += 1;
@@ -123,6 +128,7 @@ impl<'a> Parser<'a> {
     /// returned. Stops early, without consuming, at an unbalanced closing brace or at a line
     /// directive starting a line, so a missing `;` does not swallow the function's end.
     fn statement(&mut self) -> Vec<Token> {
+        self.semi_end = None;
         let mut out: Vec<Token> = Vec::new();
         let mut depth = 0i32;
         let mut at_line_start = false;
@@ -135,6 +141,7 @@ impl<'a> Parser<'a> {
                 }
                 Kind::Punct(';') if depth <= 0 => {
                     self.pos += 1;
+                    self.semi_end = Some(t.end);
                     return out;
                 }
                 Kind::Punct('(' | '[' | '{') => depth += 1,
@@ -166,14 +173,9 @@ impl<'a> Parser<'a> {
         let line = toks.first().map_or(0, |t| t.line);
         let mut text = self.span_text(toks);
         // Statements are read without their `;`; the verbatim copy must keep it to print back.
-        if let Some(last) = toks.last() {
-            let consumed = &self.toks[..self.pos.min(self.toks.len())];
-            let after = consumed
-                .iter()
-                .skip_while(|t| t.start <= last.start)
-                .find(|t| t.kind != Kind::Newline);
-            if let Some(semi) = after.filter(|t| t.kind == Kind::Punct(';')) {
-                text = self.src[toks[0].start..semi.end].to_string();
+        if let (Some(first), Some(last), Some(end)) = (toks.first(), toks.last(), self.semi_end) {
+            if end > last.end {
+                text = self.src[first.start..end].to_string();
             }
         }
         self.diags.push(Diagnostic {
@@ -271,6 +273,7 @@ impl<'a> Parser<'a> {
 
     /// Up to a `;` or the end of the line, whichever comes first; never empty (makes progress).
     fn statement_or_line(&mut self) -> Vec<Token> {
+        self.semi_end = None;
         let mut out = Vec::new();
         while let Some(t) = self.peek() {
             self.pos += 1;
@@ -301,6 +304,7 @@ impl<'a> Parser<'a> {
     }
 
     fn section(&mut self, start: Token) -> Item {
+        self.semi_end = None;
         self.pos += 1;
         let name_tok = self.peek();
         let name = name_tok
@@ -414,6 +418,7 @@ impl<'a> Parser<'a> {
             Err(e) => {
                 // The whole function becomes one verbatim item: what its body reported is moot.
                 self.diags.truncate(reported);
+                self.semi_end = None;
                 // Keep the header up to its `{` or `;`, then skip a body if there is one.
                 self.pos = start;
                 let mut toks = Vec::new();
