@@ -366,7 +366,10 @@ fn print_kernel(
     src: &SourceLines,
     all: bool,
 ) {
-    println!("kernel {}", r.kernel);
+    match demangled(&r.kernel) {
+        plain if plain != r.kernel => println!("kernel {} ({plain})", r.kernel),
+        _ => println!("kernel {}", r.kernel),
+    }
     if !r.callees.is_empty() {
         println!("  calls {}", r.callees.join(", "));
     }
@@ -437,7 +440,7 @@ fn print_kernel(
             };
             println!("    {:width$}  {ops}", b.build);
             for h in &b.highlights {
-                println!("    {:width$}    ! {}", "", h.describe());
+                println!("    {:width$}    ! {}", "", h.describe("strict"));
             }
         }
     }

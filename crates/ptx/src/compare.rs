@@ -46,11 +46,11 @@ pub enum Highlight {
 }
 
 impl Highlight {
-    /// A short phrase for terminal output.
-    pub fn describe(&self) -> String {
+    /// A short phrase for terminal output; `reference` names the reference build.
+    pub fn describe(&self, reference: &str) -> String {
         match self {
             Highlight::Contraction { fused, reference: Some(r) } => format!(
-                "FMA contraction: {fused} fma where the reference has {r} (separate mul and add round twice)"
+                "FMA contraction: {fused} fma where {reference} has {r} (separate mul and add round twice)"
             ),
             Highlight::Contraction { fused, reference: None } => {
                 format!("{fused} fused multiply-add (a contraction unless the source calls fma)")
