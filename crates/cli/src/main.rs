@@ -4,6 +4,7 @@
 //! lives below it (see the workspace README).
 
 mod devices;
+mod inspect;
 mod ops;
 mod progress;
 mod report;
@@ -43,6 +44,10 @@ enum Command {
     /// Rebuild the tables (printed as Markdown), report.html, results.csv and plots/ of a study's
     /// output directory from its results.jsonl alone; nothing is re-run.
     Report(report::ReportArgs),
+    /// Compile a CUDA kernel under flag sets (NVRTC, no GPU needed) or read its PTX, and show per
+    /// source line the floating-point instructions each produced, flagging what changes results:
+    /// FMA contraction, approximate division/sqrt, flush-to-zero, float→unsigned casts.
+    Inspect(inspect::InspectArgs),
 }
 
 fn main() -> ExitCode {
@@ -64,6 +69,7 @@ fn main() -> ExitCode {
         Command::Devices(args) => devices::run(args),
         Command::Study(args) => study::run(args, cli.threads.map(usize::from)),
         Command::Report(args) => report::run(args),
+        Command::Inspect(args) => inspect::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -73,6 +79,7 @@ fn main() -> ExitCode {
             // error.
             match e.downcast_ref::<mantissa_study::study::StudyError>() {
                 Some(mantissa_study::study::StudyError::Usage(_)) => ExitCode::from(2),
+                _ if e.is::<inspect::InspectUsage>() => ExitCode::from(2),
                 _ => ExitCode::FAILURE,
             }
         }

@@ -1,0 +1,164 @@
+//! `mantissa inspect` end to end: the binary on committed PTX fixtures (no NVRTC or GPU needed),
+//! its usage errors, and, when NVRTC is present, on the examples' CUDA sources.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn mantissa(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mantissa"))
+        .args(args)
+        .output()
+        .expect("the mantissa binary runs")
+}
+
+/// Writes `text` to a scratch file named `name` (fixtures are embedded, so the test does not
+/// depend on where the source tree is).
+fn scratch(name: &str, text: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("mantissa-inspect-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+const RAY_STEP_DEFAULT: &str = include_str!("../../ptx/tests/fixtures/ray_step.default.ptx");
+
+#[test]
+fn ptx_file_json_flags_the_unsafe_cast_and_the_contraction() {
+    let path = scratch("ray_step.ptx", RAY_STEP_DEFAULT);
+    let out = mantissa(&["inspect", path.to_str().unwrap(), "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["flag_sets"], serde_json::json!(["ptx"]));
+    let k = &v["kernels"][0];
+    assert_eq!(k["kernel"], "ray_step");
+    let line = |n: u64| {
+        k["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["at"]["line"] == n)
+            .unwrap()
+            .clone()
+    };
+    let kinds = |l: &serde_json::Value| -> Vec<String> {
+        l["builds"][0]["highlights"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["kind"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(kinds(&line(8)), ["contraction"]);
+    assert_eq!(kinds(&line(10)), ["float_to_unsigned"]);
+    assert_eq!(
+        line(10)["builds"][0]["highlights"][0]["may_be_negative"],
+        true
+    );
+    assert_eq!(k["census"]["ptx"][0]["total"]["ops"]["div.rn.f32"], 1);
+}
+
+#[test]
+fn ptx_file_text_output_names_lines() {
+    let path = scratch("ray_step_text.ptx", RAY_STEP_DEFAULT);
+    let out = mantissa(&["inspect", path.to_str().unwrap(), "--kernel", "ray_step"]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("kernel ray_step\n"), "{text}");
+    assert!(text.contains("  line 8"), "{text}");
+    assert!(text.contains("fma.rn.f32"), "{text}");
+    assert!(text.contains("float→unsigned cvt.rzi.u32.f32"), "{text}");
+}
+
+#[test]
+fn unknown_kernel_lists_the_kernels_found() {
+    let path = scratch("ray_step_k.ptx", RAY_STEP_DEFAULT);
+    let out = mantissa(&["inspect", path.to_str().unwrap(), "--kernel", "nope"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("no kernel 'nope'") && err.contains("kernels found: ray_step"),
+        "{err}"
+    );
+}
+
+#[test]
+fn missing_file_and_bad_flags_are_usage_errors() {
+    let out = mantissa(&["inspect", "/nonexistent/k.cu"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot read /nonexistent/k.cu"));
+    let out = mantissa(&["inspect", "k.cu", "--flags", "fastest"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("accepted: default, strict"));
+}
+
+#[test]
+fn malformed_ptx_reports_the_line_and_keeps_going() {
+    let broken = RAY_STEP_DEFAULT.replace(
+        "div.rn.f32 \t%f11, %f4, %f10;",
+        "div.rn.f32 %f11 %f4, %f10;",
+    );
+    assert_ne!(broken, RAY_STEP_DEFAULT);
+    let path = scratch("broken.ptx", &broken);
+    let out = mantissa(&["inspect", path.to_str().unwrap()]);
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("line 63: operand '%f11 %f4' not understood"),
+        "{err}"
+    );
+    // The cast further down is still analysed.
+    assert!(String::from_utf8_lossy(&out.stdout).contains("float→unsigned"));
+}
+
+#[test]
+fn cuda_sources_compile_under_each_flag_set() {
+    let src = include_str!("../../../examples/inspect/aab.cu");
+    let path = scratch("aab.cu", src);
+    let out = mantissa(&["inspect", path.to_str().unwrap(), "--json"]);
+    if mantissa_gpu::testing::require_nvrtc_or_skip().is_none() {
+        // Without NVRTC: one line saying how to get it.
+        assert_eq!(out.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains("pip install nvidia-cuda-nvrtc"), "{err}");
+        return;
+    }
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        v["flag_sets"],
+        serde_json::json!(["default", "strict", "fast"])
+    );
+    let l = &v["kernels"][0]["lines"][0];
+    assert_eq!(l["text"], "out[i] = a[i] * a[i] + b[i];");
+    assert_eq!(
+        l["builds"][0]["ops"],
+        serde_json::json!([["fma.rn.f32", 1]])
+    );
+    assert_eq!(
+        l["builds"][1]["ops"],
+        serde_json::json!([["mul.rn.f32", 1], ["add.rn.f32", 1]])
+    );
+    // A syntax error shows NVRTC's log with line numbers.
+    let bad = scratch(
+        "bad.cu",
+        "extern \"C\" __global__ void k(float* x)\n{\n    x[0] = y;\n}\n",
+    );
+    let out = mantissa(&["inspect", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("bad.cu(3): error: identifier \"y\" is undefined"),
+        "{err}"
+    );
+}

@@ -1,0 +1,565 @@
+//! The floating-point census: what a function computes, per function, per source line and per
+//! loop, counted statically from its PTX.
+//!
+//! Counts are static (one per instruction in the text, not per execution): they say *what kind*
+//! of arithmetic the compiler chose and where, which is what changes results. Arithmetic
+//! intensity is therefore a static estimate too: floating-point operations per byte of
+//! off-chip traffic (global, local and generic loads and stores; shared, param and const
+//! accesses stay on chip and are excluded) over the instructions of a loop nest, i.e. per
+//! iteration of its innermost body when the loop is not nested.
+
+use crate::model::*;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// How an instruction rounds or approximates, for the operations where that is a choice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Accuracy {
+    /// IEEE, correctly rounded (`div.rn`, `sqrt.rn`, `rcp.rn`, and add/sub/mul/fma).
+    Ieee,
+    /// `div.full.f32`: full-range approximation, not IEEE (seed 003 §3.2.5).
+    Full,
+    /// `.approx`: hardware approximation (`div.approx`, `sqrt.approx`, `rsqrt`, `sin`, `ex2`...).
+    Approx,
+}
+
+/// The direction of a conversion, as far as floating point is concerned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Conversion {
+    FloatToFloat,
+    FloatToSigned,
+    /// Float to an unsigned integer: undefined in C++ for negative values (seed 003 §3.2.4).
+    FloatToUnsigned,
+    IntToFloat,
+}
+
+/// One floating-point instruction, classified.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FpOp {
+    /// The full opcode as written (`div.full.f32`).
+    pub name: String,
+    /// `f32`, `f64`, `f16`, ...: the (destination) float type.
+    pub ty: String,
+    /// Floating-point operations it counts for (fma = 2, abs/neg = 0).
+    pub flops: u32,
+    pub accuracy: Accuracy,
+    pub ftz: bool,
+    pub sat: bool,
+    /// `fma`/`mad` on floats: a product and a sum rounded once.
+    pub fused: bool,
+    pub conversion: Option<Conversion>,
+}
+
+fn is_float(t: &str) -> bool {
+    matches!(
+        t,
+        "f16" | "f16x2" | "bf16" | "bf16x2" | "tf32" | "f32" | "f64"
+    )
+}
+
+/// Classifies a floating-point instruction; `None` for anything else.
+pub fn classify(inst: &Instruction) -> Option<FpOp> {
+    let types = inst.types();
+    let op = inst.opcode.as_str();
+    let mut conversion = None;
+    let ty;
+    if op == "cvt" {
+        let (&dst, &src) = (types.first()?, types.get(1)?);
+        conversion = Some(match (is_float(dst), is_float(src)) {
+            (true, true) => Conversion::FloatToFloat,
+            (false, true) if dst.starts_with('u') => Conversion::FloatToUnsigned,
+            (false, true) => Conversion::FloatToSigned,
+            (true, false) => Conversion::IntToFloat,
+            (false, false) => return None,
+        });
+        ty = if is_float(src) { src } else { dst };
+    } else {
+        ty = types.iter().copied().find(|t| is_float(t))?;
+    }
+    let (flops, accuracy) = match op {
+        "add" | "sub" | "mul" | "min" | "max" => (1, Accuracy::Ieee),
+        "fma" | "mad" => (2, Accuracy::Ieee),
+        "div" if inst.has_mod("full") => (1, Accuracy::Full),
+        "div" | "rcp" | "sqrt" if inst.has_mod("approx") => (1, Accuracy::Approx),
+        "div" | "rcp" | "sqrt" => (1, Accuracy::Ieee),
+        "rsqrt" | "sin" | "cos" | "lg2" | "ex2" | "tanh" => (1, Accuracy::Approx),
+        "abs" | "neg" | "copysign" => (0, Accuracy::Ieee),
+        "cvt" => (0, Accuracy::Ieee),
+        _ => return None,
+    };
+    Some(FpOp {
+        name: inst.full_opcode(),
+        ty: ty.to_string(),
+        flops,
+        accuracy,
+        ftz: inst.has_mod("ftz"),
+        sat: inst.has_mod("sat") || inst.has_mod("satfinite"),
+        fused: matches!(op, "fma" | "mad"),
+        conversion,
+    })
+}
+
+/// A memory access: its kind, state space and bytes per thread.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct Access {
+    /// `ld` (including `ldu`), `st`, or `atom` (also `red`).
+    pub op: String,
+    pub space: String,
+    pub bytes: u32,
+}
+
+/// Classifies a load, store or atomic; `None` for anything else.
+pub fn access(inst: &Instruction) -> Option<Access> {
+    let op = match inst.opcode.as_str() {
+        "ld" | "ldu" => "ld",
+        "st" => "st",
+        "atom" | "red" => "atom",
+        _ => return None,
+    };
+    let elem = inst.types().last().and_then(|t| type_bytes(t))?;
+    Some(Access {
+        op: op.into(),
+        space: inst.space().into(),
+        bytes: elem * inst.vector_width(),
+    })
+}
+
+/// How many accesses of one kind.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AccessCount {
+    #[serde(flatten)]
+    pub access: Access,
+    pub count: u32,
+}
+
+/// Counts over a set of instructions.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Counts {
+    /// Floating-point instructions by full opcode (`fma.rn.f32` → 3).
+    pub ops: BTreeMap<String, u32>,
+    pub flops_f32: u64,
+    pub flops_f64: u64,
+    /// Other float types (f16, bf16, ...).
+    pub flops_other: u64,
+    /// `fma`/`mad` on floats (contractions when the source had separate `*` and `+`).
+    pub fused: u32,
+    /// Division, square root and special functions not correctly rounded (`full`, `approx`).
+    pub approximate: u32,
+    pub ftz: u32,
+    pub conversions_float_to_float: u32,
+    pub conversions_float_to_signed: u32,
+    pub conversions_float_to_unsigned: u32,
+    pub conversions_int_to_float: u32,
+    /// Loads, stores and atomics by op, space and width, sorted.
+    pub accesses: Vec<AccessCount>,
+    /// Bytes per thread of off-chip accesses (global, local, generic).
+    pub offchip_bytes: u64,
+}
+
+impl Counts {
+    fn add(&mut self, inst: &Instruction) {
+        if let Some(fp) = classify(inst) {
+            *self.ops.entry(fp.name.clone()).or_default() += 1;
+            let flops = u64::from(fp.flops);
+            match fp.ty.as_str() {
+                "f32" => self.flops_f32 += flops,
+                "f64" => self.flops_f64 += flops,
+                _ => self.flops_other += flops,
+            }
+            self.fused += u32::from(fp.fused);
+            self.approximate += u32::from(fp.accuracy != Accuracy::Ieee);
+            self.ftz += u32::from(fp.ftz);
+            match fp.conversion {
+                Some(Conversion::FloatToFloat) => self.conversions_float_to_float += 1,
+                Some(Conversion::FloatToSigned) => self.conversions_float_to_signed += 1,
+                Some(Conversion::FloatToUnsigned) => self.conversions_float_to_unsigned += 1,
+                Some(Conversion::IntToFloat) => self.conversions_int_to_float += 1,
+                None => {}
+            }
+        }
+        if let Some(a) = access(inst) {
+            if matches!(a.space.as_str(), "global" | "local" | "generic") {
+                self.offchip_bytes += u64::from(a.bytes);
+            }
+            match self.accesses.iter_mut().find(|c| c.access == a) {
+                Some(c) => c.count += 1,
+                None => {
+                    self.accesses.push(AccessCount {
+                        access: a,
+                        count: 1,
+                    });
+                    self.accesses.sort_by(|x, y| x.access.cmp(&y.access));
+                }
+            }
+        }
+    }
+
+    /// All floating-point operations counted.
+    pub fn flops(&self) -> u64 {
+        self.flops_f32 + self.flops_f64 + self.flops_other
+    }
+
+    /// Floating-point operations per off-chip byte; `None` when nothing goes off chip.
+    pub fn intensity(&self) -> Option<f64> {
+        (self.offchip_bytes > 0).then(|| self.flops() as f64 / self.offchip_bytes as f64)
+    }
+
+    /// Count of one full opcode (0 when absent).
+    pub fn op(&self, name: &str) -> u32 {
+        self.ops.get(name).copied().unwrap_or(0)
+    }
+
+    /// Count of accesses with this op, space and width.
+    pub fn accesses_of(&self, op: &str, space: &str, bytes: u32) -> u32 {
+        self.accesses
+            .iter()
+            .find(|c| c.access.op == op && c.access.space == space && c.access.bytes == bytes)
+            .map_or(0, |c| c.count)
+    }
+}
+
+/// Where in the source an instruction is, from the `.loc` before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct SourceLine {
+    pub file: u32,
+    /// 0 for instructions before any `.loc`.
+    pub line: u32,
+}
+
+/// Counts for one source line, with the lines it was inlined at (if any).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LineCensus {
+    pub at: SourceLine,
+    /// Call sites (file, line) this code was inlined at, when it comes from an inlined function.
+    pub inlined_at: Vec<SourceLine>,
+    pub counts: Counts,
+    /// The floating-point instructions of this line, in order.
+    pub fp: Vec<(InstId, FpOp)>,
+}
+
+/// A loop found from a backward branch.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LoopCensus {
+    /// The label branched back to.
+    pub header: String,
+    /// 1 for an outermost loop.
+    pub depth: u32,
+    /// Source lines of the loop's instructions.
+    pub lines: Vec<SourceLine>,
+    /// Counts over the loop's instructions, nested loops included.
+    pub counts: Counts,
+    pub intensity: Option<f64>,
+}
+
+/// The census of one function.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FunctionCensus {
+    pub name: String,
+    pub kind: FunctionKind,
+    pub total: Counts,
+    pub intensity: Option<f64>,
+    /// By source line, in line order.
+    pub lines: Vec<LineCensus>,
+    pub loops: Vec<LoopCensus>,
+    /// Device functions this one calls.
+    pub calls: Vec<String>,
+}
+
+/// Each instruction of `f` with the `.loc` in force for it.
+pub fn located(f: &Function) -> Vec<(&Instruction, Option<&Loc>)> {
+    let mut loc = None;
+    let mut out = Vec::new();
+    for s in f.body.iter().flatten() {
+        match s {
+            Statement::Loc(l) => loc = Some(l),
+            Statement::Inst(i) => out.push((i, loc)),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Loops of `f` as (header label, first statement index, last statement index), found from
+/// branches to a label at or before them; several back edges to one header make one loop.
+pub fn loops(f: &Function) -> Vec<(String, usize, usize)> {
+    let body = f.body.as_deref().unwrap_or(&[]);
+    let mut labels = BTreeMap::new();
+    for (k, s) in body.iter().enumerate() {
+        if let Statement::Label(l, _) = s {
+            labels.insert(l.as_str(), k);
+        }
+    }
+    let mut out: Vec<(String, usize, usize)> = Vec::new();
+    for (k, s) in body.iter().enumerate() {
+        let Statement::Inst(i) = s else { continue };
+        if i.opcode != "bra" {
+            continue;
+        }
+        let Some(Operand::Symbol(target)) = i.operands.first() else {
+            continue;
+        };
+        match labels.get(target.as_str()) {
+            Some(&start) if start <= k => match out.iter_mut().find(|(h, _, _)| h == target) {
+                Some(l) => l.2 = l.2.max(k),
+                None => out.push((target.clone(), start, k)),
+            },
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The census of every function with a body.
+pub fn census(m: &Module) -> Vec<FunctionCensus> {
+    m.functions()
+        .filter(|f| f.body.is_some())
+        .map(function_census)
+        .collect()
+}
+
+/// The census of one function.
+pub fn function_census(f: &Function) -> FunctionCensus {
+    let mut total = Counts::default();
+    let mut lines: BTreeMap<SourceLine, LineCensus> = BTreeMap::new();
+    let mut calls = Vec::new();
+    for (inst, loc) in located(f) {
+        total.add(inst);
+        if inst.opcode == "call" {
+            if let Some(Operand::Symbol(name)) = inst
+                .operands
+                .iter()
+                .find(|o| matches!(o, Operand::Symbol(_)))
+            {
+                if !calls.contains(name) {
+                    calls.push(name.clone());
+                }
+            }
+        }
+        let at = source_line(loc);
+        let entry = lines.entry(at).or_insert_with(|| LineCensus {
+            at,
+            inlined_at: Vec::new(),
+            counts: Counts::default(),
+            fp: Vec::new(),
+        });
+        entry.counts.add(inst);
+        if let Some(i) = loc.and_then(|l| l.inlined.as_ref()) {
+            let site = SourceLine {
+                file: i.file,
+                line: i.line,
+            };
+            if !entry.inlined_at.contains(&site) {
+                entry.inlined_at.push(site);
+            }
+        }
+        if let Some(fp) = classify(inst) {
+            entry.fp.push((inst.id, fp));
+        }
+    }
+    let body = f.body.as_deref().unwrap_or(&[]);
+    let found = loops(f);
+    let loops = found
+        .iter()
+        .map(|(header, start, end)| {
+            let depth = found
+                .iter()
+                .filter(|(_, s, e)| s <= start && end <= e)
+                .count() as u32;
+            let mut counts = Counts::default();
+            let mut ls = Vec::new();
+            let mut loc = body[..*start].iter().rev().find_map(|s| match s {
+                Statement::Loc(l) => Some(l),
+                _ => None,
+            });
+            for s in &body[*start..=*end] {
+                match s {
+                    Statement::Loc(l) => loc = Some(l),
+                    Statement::Inst(i) => {
+                        counts.add(i);
+                        let at = source_line(loc);
+                        if !ls.contains(&at) {
+                            ls.push(at);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            ls.sort();
+            LoopCensus {
+                header: header.clone(),
+                depth,
+                lines: ls,
+                intensity: counts.intensity(),
+                counts,
+            }
+        })
+        .collect();
+    FunctionCensus {
+        name: f.name.clone(),
+        kind: f.kind,
+        intensity: total.intensity(),
+        total,
+        lines: lines.into_values().collect(),
+        loops,
+        calls,
+    }
+}
+
+fn source_line(loc: Option<&Loc>) -> SourceLine {
+    loc.map_or(SourceLine { file: 0, line: 0 }, |l| SourceLine {
+        file: l.file,
+        line: l.line,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tests::fixture;
+
+    fn kernel(m: &Module, name: &str) -> FunctionCensus {
+        function_census(m.function(name).unwrap())
+    }
+
+    fn line(c: &FunctionCensus, n: u32) -> &LineCensus {
+        c.lines.iter().find(|l| l.at.line == n).unwrap()
+    }
+
+    #[test]
+    fn divsqrt_default_exact_counts() {
+        let c = kernel(&fixture("divsqrt.default"), "divsqrt");
+        let expect = [
+            ("add.f32", 4),
+            ("mul.f32", 2),
+            ("div.rn.f32", 1),
+            ("sqrt.rn.f32", 1),
+            ("rcp.rn.f32", 1),
+            ("rsqrt.approx.f32", 1),
+            ("ex2.approx.f32", 1),
+            ("cvt.rzi.u32.f32", 1),
+            ("cvt.f64.f32", 1),
+            ("div.rn.f64", 1),
+            ("sqrt.rn.f64", 1),
+            ("add.f64", 2),
+            ("cvt.rzi.u32.f64", 1),
+        ];
+        assert_eq!(
+            c.total.ops,
+            expect.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+        );
+        assert_eq!(c.total.flops_f32, 11);
+        assert_eq!(c.total.flops_f64, 4);
+        assert_eq!(c.total.approximate, 2);
+        assert_eq!(c.total.ftz, 0);
+        assert_eq!(c.total.conversions_float_to_unsigned, 2);
+        assert_eq!(c.total.conversions_float_to_float, 1);
+        assert_eq!(c.total.accesses_of("ld", "global", 16), 1);
+        assert_eq!(c.total.accesses_of("ld", "global", 8), 1);
+        assert_eq!(c.total.accesses_of("ld", "param", 8), 5);
+        assert_eq!(c.total.accesses_of("st", "global", 4), 3);
+        assert_eq!(c.total.accesses_of("st", "global", 8), 1);
+        // 16 + 8 loaded, 3 × 4 + 8 stored.
+        assert_eq!(c.total.offchip_bytes, 44);
+        assert_eq!(c.intensity, Some(15.0 / 44.0));
+        // Per source line: line 8 is the f32 expression, line 10 the cast, line 13 the f64 cast.
+        let l8 = line(&c, 8);
+        assert_eq!(l8.counts.flops_f32, 10);
+        assert_eq!(l8.counts.op("div.rn.f32"), 1);
+        assert_eq!(line(&c, 10).counts.conversions_float_to_unsigned, 1);
+        assert_eq!(line(&c, 13).counts.op("cvt.rzi.u32.f64"), 1);
+        assert!(c.loops.is_empty());
+    }
+
+    #[test]
+    fn flag_sets_change_the_census() {
+        let fast = kernel(&fixture("divsqrt.fast"), "divsqrt");
+        let strict = kernel(&fixture("divsqrt.strict"), "divsqrt");
+        // --use_fast_math: f32 division and sqrt approximate, everything f32 flushed to zero;
+        // f64 untouched.
+        assert_eq!(fast.total.op("div.rn.f32"), 0);
+        assert_eq!(fast.total.op("div.approx.ftz.f32"), 1);
+        assert_eq!(fast.total.op("sqrt.approx.ftz.f32"), 1);
+        assert_eq!(fast.total.op("div.rn.f64"), 1);
+        assert_eq!(fast.total.ftz, 13, "{:?}", fast.total.ops);
+        assert_eq!(strict.total.ftz, 0);
+        assert_eq!(strict.total.op("div.rn.f32"), 1);
+        // The ray step: default contracts the multiply-add, strict does not; fast approximates
+        // the division.
+        let d = kernel(&fixture("ray_step.default"), "ray_step");
+        let s = kernel(&fixture("ray_step.strict"), "ray_step");
+        let f = kernel(&fixture("ray_step.fast"), "ray_step");
+        assert_eq!(d.total.fused, 1);
+        assert_eq!(line(&d, 8).counts.op("fma.rn.f32"), 1);
+        assert_eq!(s.total.fused, 0);
+        assert_eq!(s.total.op("mul.rn.f32"), 4);
+        assert_eq!(s.total.op("add.rn.f32"), 1);
+        assert_eq!(s.total.op("sub.rn.f32"), 1);
+        assert_eq!(d.total.op("div.rn.f32"), 1);
+        assert_eq!(f.total.op("div.approx.ftz.f32"), 1);
+        for c in [&d, &s, &f] {
+            assert_eq!(
+                c.total.conversions_float_to_unsigned, 1,
+                "{:?}",
+                c.total.ops
+            );
+            assert_eq!(line(c, 10).counts.conversions_float_to_unsigned, 1);
+            assert_eq!(c.total.conversions_int_to_float, 1);
+        }
+    }
+
+    #[test]
+    fn loops_and_intensity_of_loop_sum() {
+        let c = kernel(&fixture("loop_sum.default"), "loop_sum");
+        let headers: Vec<(&str, u32)> = c
+            .loops
+            .iter()
+            .map(|l| (l.header.as_str(), l.depth))
+            .collect();
+        assert_eq!(
+            headers,
+            [("$L__BB0_2", 1), ("$L__BB0_7", 1), ("$L__BB0_10", 1)]
+        );
+        // The strided sum of squares: one fma (2 flops) per 4-byte global load.
+        let first = &c.loops[0];
+        assert_eq!(first.counts.op("fma.rn.f32"), 1);
+        assert_eq!(first.counts.accesses_of("ld", "global", 4), 1);
+        assert_eq!(first.intensity, Some(0.5));
+        assert_eq!(
+            first.lines,
+            [
+                SourceLine { file: 1, line: 6 },
+                SourceLine { file: 1, line: 7 }
+            ]
+        );
+        // The shared-memory loop unrolled by 4: 4 adds, 4 shared loads, nothing off chip.
+        let unrolled = &c.loops[1];
+        assert_eq!(unrolled.counts.op("add.f32"), 4);
+        assert_eq!(unrolled.counts.accesses_of("ld", "shared", 4), 4);
+        assert_eq!(unrolled.intensity, None);
+        assert_eq!(c.total.accesses_of("st", "shared", 4), 1);
+        // The strict build has separate mul and add in the first loop.
+        let s = kernel(&fixture("loop_sum.strict"), "loop_sum");
+        assert_eq!(s.loops[0].counts.op("mul.rn.f32"), 1);
+        assert_eq!(s.loops[0].counts.op("add.rn.f32"), 1);
+        assert_eq!(s.loops[0].counts.fused, 0);
+    }
+
+    #[test]
+    fn calls_and_inlined_lines() {
+        let m = fixture("calls.default");
+        let c = kernel(&m, "calls");
+        assert_eq!(c.calls, ["_Z6scaleddd"]);
+        // axpy's body (line 9) inlined at line 17: one fma there.
+        let l9 = line(&c, 9);
+        assert_eq!(l9.inlined_at, [SourceLine { file: 1, line: 17 }]);
+        assert_eq!(l9.counts.op("fma.rn.f32"), 1);
+        assert_eq!(l9.fp.len(), 1);
+        let callee = kernel(&m, "_Z6scaleddd");
+        assert_eq!(callee.kind, FunctionKind::Func);
+        assert_eq!(callee.total.op("div.rn.f64"), 1);
+        assert_eq!(callee.total.op("add.f64"), 1);
+        assert_eq!(census(&m).len(), 2);
+    }
+}

@@ -1,0 +1,449 @@
+//! Comparing builds of one kernel (flag sets) source line by source line, and flagging what
+//! changes results: FMA contraction, approximate division/square root/reciprocal and special
+//! functions, flush-to-zero, and float→unsigned conversions of values that may be negative
+//! (seed 003 §3.2.4–3.2.6). This is the analysis behind `mantissa inspect`; it prints nothing.
+
+use crate::census::{classify, located, Accuracy, Conversion, FpOp, SourceLine};
+use crate::graph::Graph;
+use crate::model::*;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Something on a line that makes results differ from a strict IEEE, operation-by-operation
+/// evaluation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Highlight {
+    /// More fused multiply-adds than the reference build on this line (`reference` is `None`
+    /// when there is no reference: then an explicit `fma()` cannot be told from a contraction).
+    Contraction {
+        fused: u32,
+        reference: Option<u32>,
+    },
+    /// `div.full` or `div.approx` (or an approximate `rcp` standing for a division).
+    ApproxDiv {
+        op: String,
+    },
+    ApproxSqrt {
+        op: String,
+    },
+    /// More approximate special-function instructions (`sin.approx`, `ex2.approx`, `rsqrt`)
+    /// than the reference build.
+    ApproxFunction {
+        ops: Vec<String>,
+    },
+    /// Instructions with `.ftz`: subnormal inputs and results become zero.
+    Ftz {
+        count: u32,
+    },
+    /// `cvt` from a float to an unsigned integer. `may_be_negative` is false only when the
+    /// def-use graph shows the value comes from `abs`, `sqrt`, `ex2`, `max(x, c ≥ 0)`, `x*x` or
+    /// an unsigned integer.
+    FloatToUnsigned {
+        op: String,
+        may_be_negative: bool,
+    },
+}
+
+impl Highlight {
+    /// A short phrase for terminal output; `reference` names the reference build.
+    pub fn describe(&self, reference: &str) -> String {
+        match self {
+            Highlight::Contraction { fused, reference: Some(r) } => format!(
+                "FMA contraction: {fused} fma where {reference} has {r} (separate mul and add round twice)"
+            ),
+            Highlight::Contraction { fused, reference: None } => {
+                format!("{fused} fused multiply-add (a contraction unless the source calls fma)")
+            }
+            Highlight::ApproxDiv { op } => format!("approximate division ({op}, not IEEE)"),
+            Highlight::ApproxSqrt { op } => format!("approximate square root ({op}, not IEEE)"),
+            Highlight::ApproxFunction { ops } => {
+                format!("approximate functions ({})", ops.join(", "))
+            }
+            Highlight::Ftz { count: 1 } => "flush-to-zero (ftz)".to_string(),
+            Highlight::Ftz { count } => format!("flush-to-zero on {count} instructions"),
+            Highlight::FloatToUnsigned {
+                op,
+                may_be_negative: true,
+            } => format!(
+                "float→unsigned {op} of a value that may be negative: undefined in C++ (GPU gives 0, a CPU may wrap); use __float2uint_rn or clamp"
+            ),
+            Highlight::FloatToUnsigned {
+                op,
+                may_be_negative: false,
+            } => format!("float→unsigned {op} (value is non-negative)"),
+        }
+    }
+}
+
+/// One build's instructions on one source line.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LineBuild {
+    pub build: String,
+    /// Floating-point ops in order of first appearance, with counts.
+    pub ops: Vec<(String, u32)>,
+    pub highlights: Vec<Highlight>,
+}
+
+/// One source line across builds.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LineReport {
+    pub at: SourceLine,
+    /// Call sites this line's code was inlined at.
+    pub inlined_at: Vec<SourceLine>,
+    pub builds: Vec<LineBuild>,
+}
+
+impl LineReport {
+    /// Whether the builds differ on this line (different ops) or any build is highlighted.
+    pub fn notable(&self) -> bool {
+        self.builds.iter().any(|b| !b.highlights.is_empty())
+            || self.builds.windows(2).any(|w| w[0].ops != w[1].ops)
+    }
+}
+
+/// A kernel compared across builds.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KernelReport {
+    pub kernel: String,
+    /// Device functions the kernel reaches through calls, in any build.
+    pub callees: Vec<String>,
+    /// Source lines with floating-point instructions in some build, in line order.
+    pub lines: Vec<LineReport>,
+}
+
+/// Per-line facts of one build (the kernel and its callees together).
+struct BuildLines {
+    ops: BTreeMap<SourceLine, Vec<(String, u32)>>,
+    inlined: BTreeMap<SourceLine, Vec<SourceLine>>,
+    fused: BTreeMap<SourceLine, u32>,
+    special: BTreeMap<SourceLine, Vec<String>>,
+    other: BTreeMap<SourceLine, Vec<Highlight>>,
+    ftz: BTreeMap<SourceLine, u32>,
+}
+
+/// The kernel and every device function it reaches through calls.
+pub fn call_tree<'m>(m: &'m Module, kernel: &str) -> Vec<&'m Function> {
+    let mut out: Vec<&Function> = Vec::new();
+    let mut todo = vec![kernel.to_string()];
+    while let Some(name) = todo.pop() {
+        let Some(f) = m.function(&name).filter(|f| f.body.is_some()) else {
+            continue;
+        };
+        if out.iter().any(|g| g.name == f.name) {
+            continue;
+        }
+        for i in f.instructions().filter(|i| i.opcode == "call") {
+            for o in &i.operands {
+                if let Operand::Symbol(s) = o {
+                    todo.push(s.clone());
+                }
+            }
+        }
+        out.push(f);
+    }
+    out
+}
+
+fn build_lines(m: &Module, kernel: &str) -> BuildLines {
+    let mut b = BuildLines {
+        ops: BTreeMap::new(),
+        inlined: BTreeMap::new(),
+        fused: BTreeMap::new(),
+        special: BTreeMap::new(),
+        other: BTreeMap::new(),
+        ftz: BTreeMap::new(),
+    };
+    for f in call_tree(m, kernel) {
+        let graph = Graph::build(f);
+        for (inst, loc) in located(f) {
+            let Some(fp) = classify(inst) else { continue };
+            let at = loc.map_or(SourceLine { file: 0, line: 0 }, |l| SourceLine {
+                file: l.file,
+                line: l.line,
+            });
+            if let Some(i) = loc.and_then(|l| l.inlined.as_ref()) {
+                let site = SourceLine {
+                    file: i.file,
+                    line: i.line,
+                };
+                let v = b.inlined.entry(at).or_default();
+                if !v.contains(&site) {
+                    v.push(site);
+                }
+            }
+            let ops = b.ops.entry(at).or_default();
+            match ops.iter_mut().find(|(n, _)| *n == fp.name) {
+                Some((_, c)) => *c += 1,
+                None => ops.push((fp.name.clone(), 1)),
+            }
+            *b.fused.entry(at).or_default() += u32::from(fp.fused);
+            *b.ftz.entry(at).or_default() += u32::from(fp.ftz);
+            let other = b.other.entry(at).or_default();
+            match (inst.opcode.as_str(), fp.accuracy) {
+                ("div" | "rcp", Accuracy::Full | Accuracy::Approx) => {
+                    other.push(Highlight::ApproxDiv {
+                        op: fp.name.clone(),
+                    })
+                }
+                ("sqrt", Accuracy::Approx) => other.push(Highlight::ApproxSqrt {
+                    op: fp.name.clone(),
+                }),
+                (_, Accuracy::Approx) => b.special.entry(at).or_default().push(fp.name.clone()),
+                _ => {}
+            }
+            if fp.conversion == Some(Conversion::FloatToUnsigned) {
+                other.push(Highlight::FloatToUnsigned {
+                    op: fp.name.clone(),
+                    may_be_negative: may_be_negative(f, &graph, inst, &fp),
+                });
+            }
+        }
+    }
+    b
+}
+
+/// Whether the converted value may be negative, from its definitions (see
+/// [`Highlight::FloatToUnsigned`]).
+fn may_be_negative(f: &Function, g: &Graph, cvt: &Instruction, _fp: &FpOp) -> bool {
+    let Some(Operand::Reg(src)) = cvt.operands.get(1) else {
+        return true;
+    };
+    let defs: Vec<&Instruction> = g
+        .defs_of(cvt.id)
+        .filter(|e| &e.reg == src)
+        .filter_map(|e| f.instructions().find(|i| i.id == e.def))
+        .collect();
+    if defs.is_empty() {
+        return true;
+    }
+    !defs.iter().all(|d| {
+        let src_ty = d.types().get(1).copied().unwrap_or("");
+        match d.opcode.as_str() {
+            "abs" | "sqrt" | "rsqrt" | "ex2" => true,
+            "cvt" => src_ty.starts_with('u'),
+            "mul" => d.operands.get(1).is_some() && d.operands.get(1) == d.operands.get(2),
+            "max" => d.operands[1..].iter().any(|o| match o {
+                Operand::Imm(Imm::F32(bits)) => f32::from_bits(*bits) >= 0.0,
+                Operand::Imm(Imm::F64(bits)) => f64::from_bits(*bits) >= 0.0,
+                _ => false,
+            }),
+            _ => false,
+        }
+    })
+}
+
+/// Compares `kernel` across `builds` (name, module). `reference` names the build that
+/// contraction and approximate functions are measured against (normally `strict`). `None` when
+/// no build has the kernel.
+pub fn compare(
+    kernel: &str,
+    builds: &[(&str, &Module)],
+    reference: Option<&str>,
+) -> Option<KernelReport> {
+    if !builds.iter().any(|(_, m)| m.function(kernel).is_some()) {
+        return None;
+    }
+    let per: Vec<(&str, BuildLines)> = builds
+        .iter()
+        .map(|(n, m)| (*n, build_lines(m, kernel)))
+        .collect();
+    let reference = reference.and_then(|r| per.iter().find(|(n, _)| *n == r));
+    let mut callees = Vec::new();
+    for (_, m) in builds {
+        for f in call_tree(m, kernel).into_iter().skip(1) {
+            if !callees.contains(&f.name) {
+                callees.push(f.name.clone());
+            }
+        }
+    }
+    let mut all_lines: Vec<SourceLine> = per
+        .iter()
+        .flat_map(|(_, b)| b.ops.keys().copied())
+        .collect();
+    all_lines.sort();
+    all_lines.dedup();
+    let lines = all_lines
+        .into_iter()
+        .map(|at| {
+            let mut inlined_at = Vec::new();
+            let builds = per
+                .iter()
+                .map(|(name, b)| {
+                    for s in b.inlined.get(&at).into_iter().flatten() {
+                        if !inlined_at.contains(s) {
+                            inlined_at.push(*s);
+                        }
+                    }
+                    let mut highlights = Vec::new();
+                    let fused = b.fused.get(&at).copied().unwrap_or(0);
+                    let ref_fused = reference.map(|(_, r)| r.fused.get(&at).copied().unwrap_or(0));
+                    if fused > ref_fused.unwrap_or(0) {
+                        highlights.push(Highlight::Contraction {
+                            fused,
+                            reference: ref_fused,
+                        });
+                    }
+                    highlights.extend(b.other.get(&at).into_iter().flatten().cloned());
+                    let special = b.special.get(&at).cloned().unwrap_or_default();
+                    let ref_special = reference
+                        .map(|(_, r)| r.special.get(&at).map_or(0, Vec::len))
+                        .unwrap_or(0);
+                    if special.len() > ref_special {
+                        highlights.push(Highlight::ApproxFunction { ops: special });
+                    }
+                    let ftz = b.ftz.get(&at).copied().unwrap_or(0);
+                    if ftz > 0 {
+                        highlights.push(Highlight::Ftz { count: ftz });
+                    }
+                    LineBuild {
+                        build: name.to_string(),
+                        ops: b.ops.get(&at).cloned().unwrap_or_default(),
+                        highlights,
+                    }
+                })
+                .collect();
+            LineReport {
+                at,
+                inlined_at,
+                builds,
+            }
+        })
+        .collect();
+    Some(KernelReport {
+        kernel: kernel.to_string(),
+        callees,
+        lines,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tests::fixture;
+
+    fn line(r: &KernelReport, n: u32) -> &LineReport {
+        r.lines.iter().find(|l| l.at.line == n).unwrap()
+    }
+
+    #[test]
+    fn ray_step_highlights_per_flag_set() {
+        let (d, s, f) = (
+            fixture("ray_step.default"),
+            fixture("ray_step.strict"),
+            fixture("ray_step.fast"),
+        );
+        let builds = [("default", &d), ("strict", &s), ("fast", &f)];
+        let r = compare("ray_step", &builds, Some("strict")).unwrap();
+        let l8 = line(&r, 8);
+        assert_eq!(
+            l8.builds[0].highlights,
+            [Highlight::Contraction {
+                fused: 1,
+                reference: Some(0)
+            }]
+        );
+        assert!(l8.builds[1].highlights.is_empty());
+        assert_eq!(
+            l8.builds[1].ops,
+            [
+                ("cvt.rn.f32.s32".to_string(), 1),
+                ("mul.rn.f32".to_string(), 2),
+                ("add.rn.f32".to_string(), 1),
+                ("sub.rn.f32".to_string(), 1)
+            ]
+        );
+        assert!(l8.notable());
+        // The division: IEEE in default and strict, approximate with fast math.
+        let l9 = line(&r, 9);
+        assert!(l9.builds[0].highlights.is_empty());
+        assert_eq!(
+            l9.builds[2].highlights,
+            [
+                Highlight::ApproxDiv {
+                    op: "div.approx.ftz.f32".into()
+                },
+                Highlight::Ftz { count: 1 }
+            ]
+        );
+        // The cast of a product that may be negative, in every build.
+        let l10 = line(&r, 10);
+        for b in &l10.builds {
+            assert!(
+                b.highlights.iter().any(|h| matches!(
+                    h,
+                    Highlight::FloatToUnsigned {
+                        may_be_negative: true,
+                        ..
+                    }
+                )),
+                "{b:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn inlined_lines_and_callees() {
+        let (d, s) = (fixture("calls.default"), fixture("calls.strict"));
+        let r = compare("calls", &[("default", &d), ("strict", &s)], Some("strict")).unwrap();
+        assert_eq!(r.callees, ["_Z6scaleddd"]);
+        // The callee's line 4 (a / b + 1.0) is part of the kernel's report.
+        assert_eq!(line(&r, 4).builds[0].ops[0], ("div.rn.f64".to_string(), 1));
+        // axpy (line 9) inlined at 17: fma in default, mul + add in strict.
+        let l9 = line(&r, 9);
+        assert_eq!(l9.inlined_at, [SourceLine { file: 1, line: 17 }]);
+        assert!(matches!(
+            l9.builds[0].highlights[..],
+            [Highlight::Contraction { .. }]
+        ));
+        assert!(compare("nope", &[("default", &d)], None).is_none());
+    }
+
+    #[test]
+    fn fast_math_special_functions_are_flagged_against_strict() {
+        let (s, f) = (fixture("divsqrt.strict"), fixture("divsqrt.fast"));
+        let r = compare("divsqrt", &[("strict", &s), ("fast", &f)], Some("strict")).unwrap();
+        let l8 = line(&r, 8);
+        // rsqrt and ex2 are approximate in both builds: not a difference on their own.
+        assert!(!l8.builds[0]
+            .highlights
+            .iter()
+            .any(|h| matches!(h, Highlight::ApproxFunction { .. })));
+        let fast: Vec<&str> = l8.builds[1]
+            .highlights
+            .iter()
+            .map(|h| match h {
+                Highlight::ApproxDiv { .. } => "div",
+                Highlight::ApproxSqrt { .. } => "sqrt",
+                Highlight::ApproxFunction { .. } => "fn",
+                Highlight::Ftz { .. } => "ftz",
+                Highlight::Contraction { .. } => "fma",
+                Highlight::FloatToUnsigned { .. } => "cvt",
+            })
+            .collect();
+        // div.approx and rcp.approx (1/x) are divisions; sqrt.approx; ftz. rsqrtf and __expf
+        // are approximate under strict too, so they are not flagged as a difference.
+        assert_eq!(fast, ["div", "sqrt", "div", "ftz"]);
+        assert_eq!(l8.builds[1].highlights[3], Highlight::Ftz { count: 10 });
+    }
+
+    #[test]
+    fn clamped_casts_are_not_flagged_as_maybe_negative() {
+        let m = fixture("hand_written");
+        let r = compare("extra", &[("ptx", &m)], None).unwrap();
+        let casts: Vec<&Highlight> = r
+            .lines
+            .iter()
+            .flat_map(|l| &l.builds[0].highlights)
+            .filter(|h| matches!(h, Highlight::FloatToUnsigned { .. }))
+            .collect();
+        // cvt.rni.sat.u32.f32 of max(x, 0): non-negative.
+        assert_eq!(
+            casts,
+            [&Highlight::FloatToUnsigned {
+                op: "cvt.rni.sat.u32.f32".into(),
+                may_be_negative: false
+            }]
+        );
+    }
+}

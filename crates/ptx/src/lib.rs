@@ -1,0 +1,48 @@
+//! The PTX model of mantissa: parse the PTX that NVRTC/nvcc write (ISA up to 9.x) into a typed
+//! [`Module`], print it back so that ptxas accepts it, count its floating-point work per kernel
+//! and source line ([`census`]), and link its instructions by def-use ([`graph`]).
+//!
+//! It is not a compiler or a PTX validator: it reads what NVIDIA's compilers emit and keeps
+//! anything else as [`Verbatim`] text with a [`Diagnostic`] naming the line, so an unknown
+//! construct never stops an analysis and never disappears from printed output. It compiles
+//! nothing (NVRTC lives in `mantissa-gpu`) and prints nothing to the terminal.
+//!
+//! Where the main types are:
+//! - [`parse()`] (in `parse.rs`) gives a [`Parsed`]: the [`Module`] and its [`Diagnostic`]s.
+//! - The model (in `model.rs`): [`Module`] → [`Item`]s ([`Function`], [`VarDecl`], `.file`,
+//!   verbatim `.section`s) → [`Statement`]s (register declarations, labels, `.loc` [`Loc`]s with
+//!   `inlined_at`, [`Instruction`]s) → [`Operand`]s (registers, [`Imm`] with exact float bits,
+//!   addresses, vectors, call lists). Every instruction has a stable [`InstId`].
+//! - Printing is `Display` on the model (in `print.rs`): `parse(print(parse(x))) == parse(x)`.
+//! - [`census`]: f32/f64 operation counts (div rn/full/approx, sqrt, rcp, ftz, conversions
+//!   float↔int with rounding and saturation), loads and stores by state space and width, per
+//!   kernel and per source line, and arithmetic intensity per loop nest.
+//! - [`graph`]: the def-use graph over virtual registers with loop-carried registers marked
+//!   and loads, stores and calls as terminating nodes.
+//! - [`compare`]: one kernel across builds (flag sets), per source line, with what changes
+//!   results highlighted (contraction, approximate div/sqrt, ftz, float→unsigned casts).
+//! - [`ptxas`]: optional ptxas (assemble check, register use and spills from `-v`).
+//!
+//! Why a hand-written parser rather than the `ptx-syntax` crate (0.5.0, which round-trips NVRTC
+//! 13 output): (1) build time — it takes about 2.5 minutes to build, longer than this whole
+//! workspace's CPU crates; (2) control over failure — we need every statement we do not
+//! understand kept verbatim with its line and the rest analysed, not a parse error for the
+//! module; (3) rewriting — shadow-value instrumentation needs stable instruction ids, fresh
+//! registers ([`Function::fresh_reg`]) and added parameters ([`Param::new`]) on a model whose
+//! shape we own. NVRTC's PTX is regular (one statement a line, a few line-ended directives), so
+//! the parser is a small statement splitter plus per-statement readers.
+
+pub mod census;
+pub mod compare;
+pub mod graph;
+pub mod lex;
+pub mod model;
+pub mod parse;
+mod print;
+pub mod ptxas;
+
+pub use model::*;
+pub use parse::{parse, Diagnostic, Parsed};
+
+#[cfg(test)]
+mod tests;

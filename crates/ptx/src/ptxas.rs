@@ -1,0 +1,161 @@
+//! ptxas, when installed: check that PTX assembles and read register use and spills (`-v`).
+//!
+//! ptxas is optional (it ships in the `nvidia-cuda-nvcc` wheel, not with NVRTC), so everything
+//! here returns [`PtxasError::NotFound`] rather than failing when it is absent.
+
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Names the ptxas binary explicitly; otherwise it is looked up on `PATH` and beside NVRTC.
+pub const PTXAS_ENV: &str = "MANTISSA_PTXAS";
+
+/// Why ptxas gave no answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PtxasError {
+    #[error("ptxas not found (set {PTXAS_ENV}, put it on PATH, or `pip install nvidia-cuda-nvcc==13.0.88` beside the NVRTC wheel)")]
+    NotFound,
+    #[error("cannot run {path}: {message}")]
+    Run { path: String, message: String },
+    /// ptxas refused the PTX; `log` is its full output.
+    #[error("ptxas rejected the PTX: {}", .log.lines().next().unwrap_or("no message"))]
+    Rejected { log: String },
+}
+
+/// Register use and spills of one function, from `ptxas -v`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Resources {
+    pub function: String,
+    pub registers: Option<u32>,
+    pub stack_frame_bytes: u32,
+    pub spill_store_bytes: u32,
+    pub spill_load_bytes: u32,
+}
+
+/// Finds ptxas: `$MANTISSA_PTXAS`, then `PATH`, then `../bin/ptxas` of each `LD_LIBRARY_PATH`
+/// entry (the pip wheels put `nvidia/cu13/bin/ptxas` beside `nvidia/cu13/lib/libnvrtc.so`).
+pub fn find() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os(PTXAS_ENV) {
+        let p = PathBuf::from(p);
+        return p.is_file().then_some(p);
+    }
+    let on = |var: &str, rel: &str| -> Option<PathBuf> {
+        let paths = std::env::var_os(var)?;
+        std::env::split_paths(&paths)
+            .map(|d| d.join(rel))
+            .find(|p| p.is_file())
+    };
+    on("PATH", "ptxas").or_else(|| on("LD_LIBRARY_PATH", "../bin/ptxas"))
+}
+
+/// Assembles `ptx` for `arch` (`sm_90`) with `-v`, returning its per-function resources.
+pub fn assemble(ptx: &str, arch: &str) -> Result<Vec<Resources>, PtxasError> {
+    let path = find().ok_or(PtxasError::NotFound)?;
+    assemble_with(&path, ptx, arch)
+}
+
+/// As [`assemble`], with an explicit ptxas.
+pub fn assemble_with(ptxas: &Path, ptx: &str, arch: &str) -> Result<Vec<Resources>, PtxasError> {
+    let run_err = |message: String| PtxasError::Run {
+        path: ptxas.display().to_string(),
+        message,
+    };
+    // A unique scratch directory: concurrent tests and runs must not share the input file.
+    let dir = std::env::temp_dir().join(format!(
+        "mantissa-ptxas-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    std::fs::create_dir_all(&dir).map_err(|e| run_err(e.to_string()))?;
+    let input = dir.join("in.ptx");
+    let output = dir.join("out.cubin");
+    std::fs::write(&input, ptx).map_err(|e| run_err(e.to_string()))?;
+    let out = Command::new(ptxas)
+        .arg("-v")
+        .arg(format!("-arch={arch}"))
+        .arg(&input)
+        .arg("-o")
+        .arg(&output)
+        .output();
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = out.map_err(|e| run_err(e.to_string()))?;
+    let log = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if !out.status.success() {
+        // The scratch file's name means nothing to the user; its line numbers do.
+        let log = log.replace(&input.display().to_string(), "<ptx>");
+        return Err(PtxasError::Rejected { log });
+    }
+    Ok(parse_verbose(&log))
+}
+
+/// Reads `ptxas -v` output ("Function properties for NAME", then the stack/spill line and,
+/// for entries, "Used N registers").
+pub fn parse_verbose(log: &str) -> Vec<Resources> {
+    let mut out: Vec<Resources> = Vec::new();
+    let number_before = |line: &str, what: &str| -> Option<u32> {
+        let at = line.find(what)?;
+        line[..at].split_whitespace().last()?.parse().ok()
+    };
+    for line in log.lines() {
+        if let Some(name) = line.split("Function properties for ").nth(1) {
+            out.push(Resources {
+                function: name.trim().to_string(),
+                registers: None,
+                stack_frame_bytes: 0,
+                spill_store_bytes: 0,
+                spill_load_bytes: 0,
+            });
+        } else if let Some(last) = out.last_mut() {
+            if line.contains("bytes stack frame") {
+                last.stack_frame_bytes = number_before(line, "bytes stack frame").unwrap_or(0);
+                last.spill_store_bytes = number_before(line, "bytes spill stores").unwrap_or(0);
+                last.spill_load_bytes = number_before(line, "bytes spill loads").unwrap_or(0);
+            } else if line.contains("Used ") && line.contains(" registers") {
+                last.registers = line
+                    .split("Used ")
+                    .nth(1)
+                    .and_then(|r| r.split_whitespace().next())
+                    .and_then(|n| n.parse().ok());
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_verbose_output() {
+        let log = "ptxas info    : 0 bytes gmem\n\
+ptxas info    : Compiling entry function 'calls' for 'sm_90'\n\
+ptxas info    : Function properties for calls\n    0 bytes stack frame, 8 bytes spill stores, 4 bytes spill loads\n\
+ptxas info    : Used 28 registers, used 0 barriers\n\
+ptxas info    : Compile time = 34.043 ms\n\
+ptxas info    : Function properties for _Z6scaleddd\n    16 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n";
+        assert_eq!(
+            parse_verbose(log),
+            [
+                Resources {
+                    function: "calls".into(),
+                    registers: Some(28),
+                    stack_frame_bytes: 0,
+                    spill_store_bytes: 8,
+                    spill_load_bytes: 4
+                },
+                Resources {
+                    function: "_Z6scaleddd".into(),
+                    registers: None,
+                    stack_frame_bytes: 16,
+                    spill_store_bytes: 0,
+                    spill_load_bytes: 0
+                }
+            ]
+        );
+    }
+}
