@@ -17,7 +17,7 @@ use crate::progress::Bar;
 
 #[derive(Args)]
 pub struct StudyArgs {
-    /// Workloads to run: sum, dot, pi [default: all three].
+    /// Workloads to run: sum, dot, pi, intensity, ge, lu, chain, doundo [default: sum, dot, pi].
     #[arg(value_parser = parse_workload)]
     workloads: Vec<Workload>,
     /// The quick suite (the default): small sizes, about two minutes on a 2-core CPU.
@@ -121,7 +121,7 @@ pub fn run(args: StudyArgs, max_threads: Option<usize>) -> anyhow::Result<()> {
     }
     let cfg = StudyConfig {
         workloads: if args.workloads.is_empty() {
-            Workload::ALL.to_vec()
+            Workload::DEFAULT.to_vec()
         } else {
             args.workloads.clone()
         },

@@ -13,7 +13,7 @@ use crate::ReportError;
 /// File name of the CSV inside the output directory.
 pub const CSV_FILE: &str = "results.csv";
 
-const HEADER: [&str; 25] = [
+const HEADER: [&str; 26] = [
     "workload",
     "algorithm",
     "input",
@@ -37,6 +37,7 @@ const HEADER: [&str; 25] = [
     "max_ms",
     "reps",
     "note",
+    "extra",
     "version",
     "date",
 ];
@@ -76,6 +77,13 @@ pub fn csv(records: &[Record]) -> String {
             Backend::Gpu { grid, block } => {
                 ("gpu", String::new(), grid.to_string(), block.to_string())
             }
+            // Tiled algorithms: blocks of tile × tile threads, the grid depends on the size.
+            Backend::GpuTiles { tile } => (
+                "gpu-tiles",
+                String::new(),
+                String::new(),
+                (tile * tile).to_string(),
+            ),
         };
         let status = match r.status {
             Status::Ok => "ok",
@@ -108,6 +116,14 @@ pub fn csv(records: &[Record]) -> String {
             opt(t.map(|t| t.max_ms)),
             t.map(|t| t.reps.to_string()).unwrap_or_default(),
             field(r.note.as_deref().unwrap_or("")),
+            // name=value pairs separated by ';' (PTX counts, mismatch counts, ...).
+            field(
+                &r.extra
+                    .iter()
+                    .map(|(k, v)| format!("{k}={}", number(*v)))
+                    .collect::<Vec<_>>()
+                    .join(";"),
+            ),
             field(&r.version),
             field(&r.date),
         ];
@@ -134,6 +150,8 @@ mod tests {
         r.status = Status::Failed;
         r.note = Some("launch failed: \"too many resources\", retry".into());
         r.value = Some(f64::NEG_INFINITY);
+        r.extra.insert("ptx.add.f64".into(), 900.0);
+        r.extra.insert("mismatch_pct".into(), 4.98);
         let text = csv(&[r]);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 2);
@@ -141,7 +159,7 @@ mod tests {
         assert_eq!(
             lines[1],
             "sum,serial,range5,1048576,1,f64x2,gpu,,64,32,Test GPU,failed,-inf,0,1.5e-30,,,,2.5,\
-             2.5,2.5,1,\"launch failed: \"\"too many resources\"\", retry\",0.1.0,\
+             2.5,2.5,1,\"launch failed: \"\"too many resources\"\", retry\",mismatch_pct=4.98;ptx.add.f64=900,0.1.0,\
              2026-11-22T06:00:00Z"
         );
     }

@@ -220,9 +220,16 @@ fn categorical(
             .map_err(err)?;
         // Long category names on a crowded axis run into each other: shrink their font to the
         // width each category gets (text is about 0.6 em wide per character), down to 8 px.
-        let longest = categories.iter().map(|c| c.chars().count()).max().unwrap_or(1).max(1);
+        let longest = categories
+            .iter()
+            .map(|c| c.chars().count())
+            .max()
+            .unwrap_or(1)
+            .max(1);
         let per_category = f64::from(WIDTH - LEGEND_WIDTH - 90) / n as f64;
-        let x_font = (per_category / (0.6 * longest as f64)).floor().clamp(8.0, 12.0);
+        let x_font = (per_category / (0.6 * longest as f64))
+            .floor()
+            .clamp(8.0, 12.0);
         let names = categories.to_vec();
         let x_fmt = move |x: &f64| {
             let i = x.round();
@@ -414,6 +421,7 @@ fn backend_slug(c: &Config) -> String {
     match c.backend {
         crate::record::Backend::Cpu { threads } => format!("cpu{threads}"),
         crate::record::Backend::Gpu { grid, block } => format!("gpu{grid}x{block}"),
+        crate::record::Backend::GpuTiles { tile } => format!("gputiles{tile}"),
     }
 }
 

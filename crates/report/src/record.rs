@@ -5,7 +5,7 @@
 //! error), which JSON cannot hold as numbers: they are written as the strings `"inf"`, `"-inf"`
 //! and `"nan"` and read back as the same values. Finite values round-trip bit-exactly.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, BufReader, Write};
@@ -46,6 +46,11 @@ pub struct Record {
     pub error: Option<ErrorMetrics>,
     #[serde(default)]
     pub time: Option<TimeStats>,
+    /// Further measured quantities of the point, by name: PTX instruction counts of the kernel
+    /// (`ptx.add.f32`), mismatch counts (`mismatches`, `mismatch_pct`), GFLOP/s, ... Absent
+    /// from the JSON line when empty.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub extra: BTreeMap<String, f64>,
     /// Anything a reader needs to interpret the point (a skipped reason, a caveat).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -63,11 +68,15 @@ pub enum Backend {
     Cpu { threads: u32 },
     /// The GPU with a grid of `grid` blocks of `block` threads.
     Gpu { grid: u32, block: u32 },
+    /// The GPU running a tiled algorithm (Gaussian elimination, blocked LU) with `tile`×`tile`
+    /// thread blocks; the grid follows from the problem size, so the tile is the configuration.
+    #[serde(rename = "gpu-tiles")]
+    GpuTiles { tile: u32 },
 }
 
 impl Backend {
     pub fn is_gpu(&self) -> bool {
-        matches!(self, Backend::Gpu { .. })
+        matches!(self, Backend::Gpu { .. } | Backend::GpuTiles { .. })
     }
 }
 
@@ -77,6 +86,7 @@ impl fmt::Display for Backend {
         match self {
             Backend::Cpu { threads } => write!(f, "cpu×{threads}"),
             Backend::Gpu { grid, block } => write!(f, "gpu {grid}×{block}"),
+            Backend::GpuTiles { tile } => write!(f, "gpu tiles {tile}×{tile}"),
         }
     }
 }
@@ -187,6 +197,7 @@ pub fn point_key(
     let b = match backend {
         Backend::Cpu { threads } => format!("cpu:{threads}"),
         Backend::Gpu { grid, block } => format!("gpu:{grid}x{block}"),
+        Backend::GpuTiles { tile } => format!("gpu-tiles:{tile}"),
     };
     format!("{workload}|{algorithm}|{input}|{size}|{seed}|{precision}|{b}|{device}")
 }
@@ -504,6 +515,7 @@ mod tests {
                 digits: None,
             }),
             time: TimeStats::from_samples(&[3.0, 1.0, 2.0, 10.0]),
+            extra: Default::default(),
             note: None,
             version: Record::current_version(),
             date: Record::now(),

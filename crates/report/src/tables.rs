@@ -103,6 +103,7 @@ impl Ord for Config {
         let key = |b: &Backend| match *b {
             Backend::Cpu { threads } => (0, threads, 0),
             Backend::Gpu { grid, block } => (1, grid, block),
+            Backend::GpuTiles { tile } => (2, tile, 0),
         };
         key(&self.backend)
             .cmp(&key(&other.backend))
@@ -902,6 +903,7 @@ pub(crate) mod tests {
                 digits: None,
             }),
             time: TimeStats::from_samples(&[ms]),
+            extra: Default::default(),
             note: None,
             version: "0.1.0".into(),
             date: "2026-11-22T06:00:00Z".into(),
@@ -925,6 +927,7 @@ pub(crate) mod tests {
                 let speed = match b {
                     Backend::Cpu { threads } => 100.0 / f64::from(threads),
                     Backend::Gpu { grid, .. } => 50.0 / f64::from(grid),
+                    Backend::GpuTiles { tile } => 10.0 / f64::from(tile),
                 };
                 // CPU threads sum in the same order here, so their tables merge.
                 let gpu = if b.is_gpu() { 0.5 } else { 1.0 };

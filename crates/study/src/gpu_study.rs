@@ -12,6 +12,7 @@ use mantissa_report::{Backend, Record, ResultsLog, Status, TimeStats};
 
 use crate::device_words::{DeviceWords, Word};
 use crate::gpu_reduce::{GpuReducer, Shape};
+use crate::measurement::Measurement;
 use crate::study::{
     record, DataKey, Inputs, Outcome, Plan, Point, RunSummary, StudyError, StudyPrecision, Suite,
 };
@@ -37,6 +38,12 @@ pub fn full_device(gpu: &Gpu) -> (u32, u32) {
 /// Device bytes a point needs: its input vectors in the precision's words (f64 data stays f64
 /// for the f64-based types), plus headroom for partials.
 fn device_bytes(point: &Point) -> u64 {
+    match point.workload {
+        "intensity" => return crate::intensity::device_bytes(point),
+        "ge" | "lu" => return crate::linalg::device_bytes(point),
+        "chain" | "doundo" => return crate::chains::device_bytes(point),
+        _ => {}
+    }
     let per_value: u64 = match point.precision {
         StudyPrecision::Exact => 8,
         StudyPrecision::Real(Precision::F32) => 4,
@@ -92,6 +99,7 @@ pub fn run_gpu(
     let device = gpu.info().name.clone();
     let timing = timing_for(suite);
     let mut reducer = GpuReducer::new(gpu);
+    let mut kernel_style = KernelStyleRunners::new(gpu);
     let mut summary = RunSummary::default();
     let mut cached: Option<(DataKey, Inputs)> = None;
     let todo: Vec<&Point> = plan.points.iter().filter(|p| p.backend.is_gpu()).collect();
@@ -106,13 +114,34 @@ pub fn run_gpu(
             progress.advance(1);
             continue;
         }
+        if let Some(result) = kernel_style.measure(point, timing) {
+            match result {
+                Ok(m) => {
+                    log.append(&m.record(point, &device))?;
+                    summary.measured += 1;
+                }
+                Err(e) => {
+                    let sticky = e.driver_status().is_some_and(|s| s.is_sticky());
+                    log.append(&failed_record(point, &device, &e))?;
+                    summary.failed += 1;
+                    if sticky {
+                        progress.finish();
+                        return Err(StudyError::Gpu(format!(
+                            "the GPU failed and cannot continue: {e}"
+                        )));
+                    }
+                }
+            }
+            progress.advance(1);
+            continue;
+        }
         let id: DataKey = (point.data.name(), point.size, point.seed, point.workload);
         if cached.as_ref().map(|(k, _)| k) != Some(&id) {
             cached = Some((id.clone(), Inputs::of(point)));
         }
         let inputs = &cached.as_ref().expect("just filled").1;
         let Backend::Gpu { grid, block } = point.backend else {
-            unreachable!("filtered to GPU points")
+            unreachable!("reductions run on grid × block launches")
         };
         let shape = Shape::new(grid, block);
         match run_point(&mut reducer, point, inputs, shape, timing) {
@@ -138,6 +167,50 @@ pub fn run_gpu(
     Ok(summary)
 }
 
+/// The GPU runners of the kernel-style workloads, each created when its first point runs (so a
+/// run without them compiles nothing of theirs).
+struct KernelStyleRunners<'g> {
+    gpu: &'g Gpu,
+    intensity: Option<crate::intensity::GpuRunner<'g>>,
+    linalg: Option<crate::linalg::GpuRunner<'g>>,
+    chains: Option<crate::chains::GpuRunner<'g>>,
+}
+
+impl<'g> KernelStyleRunners<'g> {
+    fn new(gpu: &'g Gpu) -> Self {
+        KernelStyleRunners {
+            gpu,
+            intensity: None,
+            linalg: None,
+            chains: None,
+        }
+    }
+
+    /// Measures `point` if it belongs to a kernel-style workload; `None` otherwise.
+    fn measure(
+        &mut self,
+        point: &Point,
+        timing: TimingOptions,
+    ) -> Option<Result<Measurement, GpuError>> {
+        let gpu = self.gpu;
+        Some(match point.workload {
+            "intensity" => self
+                .intensity
+                .get_or_insert_with(|| crate::intensity::GpuRunner::new(gpu))
+                .measure(point, timing),
+            "ge" | "lu" => self
+                .linalg
+                .get_or_insert_with(|| crate::linalg::GpuRunner::new(gpu))
+                .measure(point, timing),
+            "chain" | "doundo" => self
+                .chains
+                .get_or_insert_with(|| crate::chains::GpuRunner::new(gpu))
+                .measure(point, timing),
+            _ => return None,
+        })
+    }
+}
+
 fn failed_record(point: &Point, device: &str, e: &GpuError) -> Record {
     Record {
         workload: point.workload.to_string(),
@@ -153,6 +226,7 @@ fn failed_record(point: &Point, device: &str, e: &GpuError) -> Record {
         reference: None,
         error: None,
         time: None,
+        extra: Default::default(),
         note: Some(e.to_string()),
         version: Record::current_version(),
         date: Record::now(),

@@ -10,13 +10,20 @@
 //! - [`study`]: `mantissa study` — the plan of measurement points (sums, dot products, π) over
 //!   precisions × CPU threads × GPU launch shapes, and the CPU runner; [`gpu_study`] runs its GPU
 //!   points, [`inputs`] makes the data (seed 000's ranges), [`reduce`] holds the CPU algorithms.
+//! - [`intensity`], [`linalg`], [`chains`]: the kernel-style workloads of seed 000 ch. 6–8
+//!   (arithmetic intensity; Gaussian elimination and LU; multiplication chains and do/undo), each
+//!   with its CPU and GPU runs, reporting a [`measurement::Measurement`] per point.
 //! - [`device_words`]: how each precision's values travel to the GPU as base-format words.
 
+pub mod chains;
 pub mod device_words;
 pub mod gpu_ops;
 pub mod gpu_reduce;
 pub mod gpu_study;
 pub mod inputs;
+pub mod intensity;
+pub mod linalg;
+pub mod measurement;
 pub mod ops;
 pub mod progress;
 pub mod reduce;

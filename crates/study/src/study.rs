@@ -22,6 +22,7 @@ use mantissa_report::{
 use rayon::ThreadPool;
 
 use crate::inputs::{uniform_vectors, InputClass, WHITE_PAPER_A, WHITE_PAPER_B};
+use crate::measurement::Measurement;
 use crate::reduce;
 use crate::Progress;
 
@@ -34,10 +35,31 @@ pub enum Workload {
     Dot,
     /// π by Leibniz's series (seed 001) and by the midpoint rule (seed 003 §3.1.1).
     Pi,
+    /// Generated kernels of 16 add or mul chains per thread, N iterations (seed 000 ch. 6).
+    Intensity,
+    /// Gaussian elimination, Fan1/Fan2 style (seed 000 §7.2).
+    Ge,
+    /// Blocked LU decomposition: diagonal, perimeter, internal (seed 000 §7.3).
+    Lu,
+    /// Products of n factors from magnitude intervals (seed 000 §8.1).
+    Chain,
+    /// x ← (x·y_i)/y_i under three division modes (seed 000 §8.2.2).
+    DoUndo,
 }
 
 impl Workload {
-    pub const ALL: [Workload; 3] = [Workload::Sum, Workload::Dot, Workload::Pi];
+    /// What a bare `mantissa study` runs.
+    pub const DEFAULT: [Workload; 3] = [Workload::Sum, Workload::Dot, Workload::Pi];
+    pub const ALL: [Workload; 8] = [
+        Workload::Sum,
+        Workload::Dot,
+        Workload::Pi,
+        Workload::Intensity,
+        Workload::Ge,
+        Workload::Lu,
+        Workload::Chain,
+        Workload::DoUndo,
+    ];
 }
 
 impl fmt::Display for Workload {
@@ -46,6 +68,11 @@ impl fmt::Display for Workload {
             Workload::Sum => "sum",
             Workload::Dot => "dot",
             Workload::Pi => "pi",
+            Workload::Intensity => "intensity",
+            Workload::Ge => "ge",
+            Workload::Lu => "lu",
+            Workload::Chain => "chain",
+            Workload::DoUndo => "doundo",
         })
     }
 }
@@ -57,8 +84,13 @@ impl FromStr for Workload {
             "sum" => Ok(Workload::Sum),
             "dot" => Ok(Workload::Dot),
             "pi" => Ok(Workload::Pi),
+            "intensity" => Ok(Workload::Intensity),
+            "ge" => Ok(Workload::Ge),
+            "lu" => Ok(Workload::Lu),
+            "chain" => Ok(Workload::Chain),
+            "doundo" | "do-undo" => Ok(Workload::DoUndo),
             _ => Err(StudyError::Usage(format!(
-                "unknown workload {s:?}: expected sum, dot or pi"
+                "unknown workload {s:?}: expected sum, dot, pi, intensity, ge, lu, chain or doundo"
             ))),
         }
     }
@@ -194,6 +226,9 @@ pub enum Data {
     Uniform { lo: f64, hi: f64 },
     /// Seed 004's 4-element f32 vectors.
     WhitePaper,
+    /// Values drawn from the class's two intervals (matrix entries, chain factors, do/undo
+    /// operands); the workload says how many and how they are used.
+    Intervals(InputClass),
     /// No input (π).
     Nothing,
 }
@@ -206,6 +241,7 @@ impl Data {
             Data::General(c) => format!("general-{}", c.name),
             Data::Uniform { lo, hi } => format!("uniform({lo},{hi})"),
             Data::WhitePaper => "white-paper".into(),
+            Data::Intervals(c) => c.name.clone(),
             Data::Nothing => "-".into(),
         }
     }
@@ -374,6 +410,11 @@ impl Plan {
                         }
                     }
                 }
+                Workload::Intensity => points.extend(crate::intensity::cpu_points(cfg, w)),
+                Workload::Ge | Workload::Lu => points.extend(crate::linalg::cpu_points(cfg, w)),
+                Workload::Chain | Workload::DoUndo => {
+                    points.extend(crate::chains::cpu_points(cfg, w))
+                }
                 Workload::Pi => {
                     for &p in &cfg.precisions {
                         if p == StudyPrecision::Exact {
@@ -479,6 +520,8 @@ impl Plan {
             .filter(|&p| gpu_precision(p))
             .collect();
         let mut points = Vec::new();
+        // The kernel-style workloads plan their own points (added after the reductions).
+        let mut kernel_style: Vec<Point> = Vec::new();
         let mut add = |workload, algorithm, data: &Data, size, seed, backends: &[Backend]| {
             for &p in &precisions {
                 if p == StudyPrecision::Exact && workload != "sum" {
@@ -565,6 +608,15 @@ impl Plan {
                         add("dot", "fma-tree", &uniform, size, cfg.seed, &[full_backend]);
                     }
                 }
+                Workload::Intensity => {
+                    kernel_style.extend(crate::intensity::gpu_points(cfg, w, full))
+                }
+                Workload::Ge | Workload::Lu => {
+                    kernel_style.extend(crate::linalg::gpu_points(cfg, w, full))
+                }
+                Workload::Chain | Workload::DoUndo => {
+                    kernel_style.extend(crate::chains::gpu_points(cfg, w, full))
+                }
                 Workload::Pi => {
                     let one = [Backend::Gpu { grid: 1, block: 1 }];
                     add("pi-leibniz", "serial", &Data::Nothing, 2000, 0, &one);
@@ -581,6 +633,7 @@ impl Plan {
                 }
             }
         }
+        points.extend(kernel_style);
         Plan { points }
     }
 }
@@ -606,6 +659,9 @@ impl Inputs {
             (Data::Uniform { lo, hi }, _) => {
                 let (xs, ys) = uniform_vectors(n, *lo, *hi, point.seed);
                 Inputs::dotted(xs, ys)
+            }
+            (Data::Intervals(_), w) => {
+                unreachable!("{w} makes its own inputs; the runners never ask for them here")
             }
             (Data::WhitePaper, _) => Inputs::dotted(
                 WHITE_PAPER_A.iter().map(|&x| x as f64).collect(),
@@ -885,6 +941,7 @@ pub fn record(
             digits: (!zero_reference).then_some(m.digits.min(99.0)),
         }),
         time: Some(outcome.time.clone()),
+        extra: Default::default(),
         note,
         version: Record::current_version(),
         date: Record::now(),
@@ -893,6 +950,21 @@ pub fn record(
 
 /// What identifies a point's input data: (input name, size, seed, workload).
 pub(crate) type DataKey = (String, u64, u64, &'static str);
+
+/// Measures a CPU point of the kernel-style workloads (intensity, GE, LU, chain, do/undo), which
+/// make their own inputs; `None` for the part-1 workloads.
+fn measure_kernel_style_cpu(
+    point: &Point,
+    pool: Option<&ThreadPool>,
+    timing: CpuTiming,
+) -> Option<Measurement> {
+    match point.workload {
+        "intensity" => Some(crate::intensity::measure_cpu(point, pool, timing)),
+        "ge" | "lu" => Some(crate::linalg::measure_cpu(point, pool, timing)),
+        "chain" | "doundo" => Some(crate::chains::measure_cpu(point, pool, timing)),
+        _ => None,
+    }
+}
 
 /// Runs the CPU points of `plan` into `log`, skipping those already recorded.
 pub fn run_cpu(
@@ -920,16 +992,11 @@ pub fn run_cpu(
             progress.advance(1);
             continue;
         }
-        let id = (point.data.name(), point.size, point.seed, point.workload);
-        if cached.as_ref().map(|(k, _)| k) != Some(&id) {
-            cached = Some((id.clone(), Inputs::of(point)));
-        }
-        let inputs = &cached.as_ref().expect("just filled").1;
         let threads = match point.backend {
             Backend::Cpu { threads } => threads,
-            Backend::Gpu { .. } => unreachable!("filtered above"),
+            Backend::Gpu { .. } | Backend::GpuTiles { .. } => unreachable!("filtered above"),
         };
-        let pool = if point.algorithm == "chunked" {
+        let pool = if threads > 1 {
             let pool = match pools.entry(threads) {
                 std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
                 std::collections::hash_map::Entry::Vacant(v) => {
@@ -946,6 +1013,17 @@ pub fn run_cpu(
         } else {
             None
         };
+        if let Some(m) = measure_kernel_style_cpu(point, pool, timing) {
+            log.append(&m.record(point, &device))?;
+            summary.measured += 1;
+            progress.advance(1);
+            continue;
+        }
+        let id = (point.data.name(), point.size, point.seed, point.workload);
+        if cached.as_ref().map(|(k, _)| k) != Some(&id) {
+            cached = Some((id.clone(), Inputs::of(point)));
+        }
+        let inputs = &cached.as_ref().expect("just filled").1;
         let outcome = match point.precision {
             StudyPrecision::Exact => exact_point(point, inputs, pool, timing),
             StudyPrecision::Real(p) => p.visit(CpuPoint {
