@@ -51,6 +51,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    restore_default_sigpipe();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return usage_error(e),
@@ -109,5 +110,16 @@ fn usage_error(e: clap::Error) -> ExitCode {
             eprintln!("{line}");
             ExitCode::from(2)
         }
+    }
+}
+
+/// `mantissa inspect x.cu | head` must end quietly when `head` closes the pipe, as other Unix
+/// tools do, instead of panicking in `print!`: Rust ignores SIGPIPE by default, so restore the
+/// default action (terminate) for this process.
+fn restore_default_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: called first in main, before any thread exists; SIG_DFL is a valid disposition.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
