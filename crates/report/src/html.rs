@@ -132,8 +132,13 @@ pub(crate) fn render(records: &[Record]) -> Result<(String, Vec<Plot>), ReportEr
         for a in &g.accuracy {
             out.push_str(&render_table(&a.table(&naming)));
         }
-        for t in &g.timing {
-            out.push_str(&render_table(&t.table(&naming)));
+        for t in g
+            .timing
+            .iter()
+            .map(|t| t.table(&naming))
+            .chain(g.extra_tables(&naming))
+        {
+            out.push_str(&render_table(&t));
         }
         for p in plots {
             out.push_str(&render_plot(p));

@@ -651,6 +651,164 @@ impl Accuracy<'_> {
     }
 }
 
+/// What an `extra` quantity is, for table titles; unknown names print as they are.
+fn extra_title(key: &str) -> String {
+    match key {
+        "mismatches" => "Entries with |L·U − A| > 1e-4 (seed 000 Table 17)".into(),
+        "mismatch_pct" => "% of entries with |L·U − A| > 1e-4 (seed 000 Table 17)".into(),
+        "gflops" => "GFLOP/s".into(),
+        "saturated" => "Saturated (1 = above 70% of the device's FP ceiling)".into(),
+        _ => key.to_string(),
+    }
+}
+
+/// An `extra` value: whole numbers as integers, others in four significant digits.
+fn fmt_extra(x: f64) -> String {
+    if x.is_finite() && x.fract() == 0.0 && x.abs() < 1e15 {
+        format!("{x:.0}")
+    } else {
+        fmt_ms(x)
+    }
+}
+
+/// Keys of `extra` under this prefix are PTX instruction counts (`ptx.add.f64`).
+const PTX_PREFIX: &str = "ptx.";
+
+impl Group<'_> {
+    /// Tables of the records' further quantities (`Record::extra`): the PTX instruction counts
+    /// of each kernel in one table (rows input and size, columns precision; counts depend on the
+    /// kernel, not on the launch), and every other quantity in a table of its own with a row per
+    /// input, size and configuration.
+    pub fn extra_tables(&self, naming: &Naming) -> Vec<Table> {
+        let keys: BTreeSet<&str> = self
+            .records
+            .iter()
+            .flat_map(|r| r.extra.keys().map(String::as_str))
+            .collect();
+        if keys.is_empty() {
+            return Vec::new();
+        }
+        let precisions = sorted_precisions(self.records.iter().copied());
+        let mut tables = Vec::new();
+        if keys.iter().any(|k| k.starts_with(PTX_PREFIX)) {
+            tables.push(self.ptx_table(&precisions));
+        }
+        for key in keys.iter().filter(|k| !k.starts_with(PTX_PREFIX)) {
+            tables.push(self.extra_table(key, &precisions, naming));
+        }
+        tables
+    }
+
+    fn ptx_table(&self, precisions: &[String]) -> Table {
+        let mut rows: Vec<(String, u64)> = self
+            .records
+            .iter()
+            .filter(|r| r.extra.keys().any(|k| k.starts_with(PTX_PREFIX)))
+            .map(|r| (r.input.clone(), r.size))
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        rows.sort_by(|a, b| natural_cmp(&a.0, &b.0).then(a.1.cmp(&b.1)));
+        let one_input = rows.iter().map(|r| &r.0).collect::<BTreeSet<_>>().len() == 1;
+        let mut headers: Vec<String> = Vec::new();
+        if !one_input {
+            headers.push("input".into());
+        }
+        headers.push("n".into());
+        let text_columns = headers.len() + precisions.len();
+        headers.extend(precisions.iter().cloned());
+        let mut out_rows = Vec::new();
+        for (input, size) in &rows {
+            let mut row = Vec::new();
+            if !one_input {
+                row.push(input.clone());
+            }
+            row.push(fmt_size(*size));
+            for p in precisions {
+                // Distinct count sets of this kernel (launch shapes share one).
+                let texts: BTreeSet<String> = self
+                    .records
+                    .iter()
+                    .filter(|r| &r.input == input && r.size == *size && &r.precision == p)
+                    .map(|r| {
+                        let mut counts: Vec<(&str, f64)> = r
+                            .extra
+                            .iter()
+                            .filter_map(|(k, v)| k.strip_prefix(PTX_PREFIX).map(|k| (k, *v)))
+                            .filter(|(_, v)| *v > 0.0)
+                            .collect();
+                        counts.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
+                        counts
+                            .iter()
+                            .map(|(k, v)| format!("{k} {}", fmt_extra(*v)))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    })
+                    .filter(|t| !t.is_empty())
+                    .collect();
+                row.push(if texts.is_empty() {
+                    "-".into()
+                } else {
+                    texts.into_iter().collect::<Vec<_>>().join(" / ")
+                });
+            }
+            out_rows.push(row);
+        }
+        Table {
+            title: "PTX floating-point instructions per kernel".into(),
+            headers,
+            rows: out_rows,
+            text_columns,
+            notes: Vec::new(),
+        }
+    }
+
+    fn extra_table(&self, key: &str, precisions: &[String], naming: &Naming) -> Table {
+        let mut rows: Vec<(String, u64, Config)> = self
+            .records
+            .iter()
+            .filter(|r| r.extra.contains_key(key))
+            .map(|r| (r.input.clone(), r.size, Config::of(r)))
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        rows.sort_by(|a, b| {
+            natural_cmp(&a.0, &b.0)
+                .then(a.1.cmp(&b.1))
+                .then(a.2.cmp(&b.2))
+        });
+        let mut headers = vec!["input".to_string(), "n".into(), "backend".into()];
+        let text_columns = headers.len();
+        headers.extend(precisions.iter().cloned());
+        let mut out_rows = Vec::new();
+        for (input, size, config) in &rows {
+            let mut row = vec![input.clone(), fmt_size(*size), naming.label(config)];
+            for p in precisions {
+                let values: Vec<f64> = self
+                    .records
+                    .iter()
+                    .filter(|r| {
+                        &r.input == input
+                            && r.size == *size
+                            && &r.precision == p
+                            && Config::of(r) == *config
+                    })
+                    .filter_map(|r| r.extra.get(key).copied())
+                    .collect();
+                row.push(median(&values).map_or_else(|| "-".into(), fmt_extra));
+            }
+            out_rows.push(row);
+        }
+        Table {
+            title: extra_title(key),
+            headers,
+            rows: out_rows,
+            text_columns,
+            notes: Vec::new(),
+        }
+    }
+}
+
 /// The slowdown columns of seed 000, Table 12: (X − f32) / f32 for these X, where present.
 const SLOWDOWN_VS_F32: [&str; 3] = ["f64", "f32x2", "f64x2"];
 
@@ -864,6 +1022,7 @@ pub fn markdown(records: &[Record]) -> String {
         let _ = write!(out, "\n## {}\n", g.title());
         let tables = g.accuracy.iter().map(|a| a.table(&naming));
         let tables = tables.chain(g.timing.iter().map(|t| t.table(&naming)));
+        let tables = tables.chain(g.extra_tables(&naming));
         for t in tables.flat_map(split_wide) {
             out.push('\n');
             out += &render_markdown(&t);
@@ -1245,5 +1404,39 @@ pub(crate) mod tests {
     #[test]
     fn markdown_of_nothing_is_a_message() {
         assert!(markdown(&[]).starts_with("No records"));
+    }
+
+    #[test]
+    fn extra_quantities_get_their_own_tables() {
+        let tiles = |tile| Backend::GpuTiles { tile };
+        let mut v = Vec::new();
+        for (p, adds) in [("f64", 1000.0), ("f64x2", 8000.0)] {
+            for (tile, pct) in [(8, 4.98), (16, 5.5)] {
+                let mut r = rec(p, "range1", tiles(tile), 1e-9, 2.0);
+                r.workload = "lu".into();
+                r.algorithm = "blocked".into();
+                r.extra.insert("ptx.add.f64".into(), adds);
+                r.extra.insert("ptx.mul.f64".into(), 16.0);
+                r.extra.insert("mismatch_pct".into(), pct);
+                v.push(r);
+            }
+        }
+        let md = markdown(&v);
+        assert!(
+            md.contains("PTX floating-point instructions per kernel"),
+            "{md}"
+        );
+        // One count set per kernel, largest first, shared by both tile sizes.
+        assert!(md.contains("add.f64 8000, mul.f64 16"), "{md}");
+        let ptx_row = md.lines().find(|l| l.contains("add.f64 1000")).unwrap();
+        assert!(
+            !ptx_row.contains(" / "),
+            "launches of one kernel share its counts: {md}"
+        );
+        assert!(md.contains("% of entries with |L·U − A| > 1e-4"), "{md}");
+        assert!(md.contains("gpu tiles 16×16"), "{md}");
+        assert!(md.contains("| 4.980 ") && md.contains("| 5.500 "), "{md}");
+        // Records without extras add no such tables.
+        assert!(!markdown(&fixture()).contains("PTX floating-point"));
     }
 }
