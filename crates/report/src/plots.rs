@@ -315,7 +315,14 @@ struct PointSeries {
     points: Vec<(f64, f64, bool)>,
 }
 
-fn scatter(title: &str, series: &[PointSeries], zero: Option<f64>) -> Result<String, String> {
+/// Accuracy (y) against time (x) on log axes. `connect`: join each series' points in the order
+/// given (a sweep over sizes) with a line.
+fn scatter(
+    title: &str,
+    series: &[PointSeries],
+    zero: Option<f64>,
+    connect: bool,
+) -> Result<String, String> {
     let xs = LogAxis::of(series.iter().flat_map(|s| s.points.iter().map(|p| p.0)));
     let ys = LogAxis::of(
         series
@@ -350,6 +357,12 @@ fn scatter(title: &str, series: &[PointSeries], zero: Option<f64>) -> Result<Str
         let mut keys = Vec::new();
         for s in series {
             let c = colour(&s.name);
+            if connect {
+                let line: Vec<(f64, f64)> = s.points.iter().map(|p| (lg(p.0), lg(p.1))).collect();
+                chart
+                    .draw_series([PathElement::new(line, c.mix(0.7).stroke_width(1))])
+                    .map_err(err)?;
+            }
             let cpu = s
                 .points
                 .iter()
@@ -671,7 +684,7 @@ fn tradeoff_plots(g: &Group, naming: &Naming) -> Vec<Result<Plot, String>> {
             "tradeoff {} {} {input} n{size}",
             g.workload, g.algorithm
         ));
-        plots.push(scatter(&title, &series, zero).map(|svg| Plot {
+        plots.push(scatter(&title, &series, zero, false).map(|svg| Plot {
             name,
             title,
             caption: caption_zero(
@@ -681,6 +694,123 @@ fn tradeoff_plots(g: &Group, naming: &Naming) -> Vec<Result<Plot, String>> {
             ),
             svg,
             not_plotted,
+        }));
+    }
+    plots
+}
+
+/// Sizes a configuration must cover before its accuracy-versus-time curve over sizes is drawn.
+const SWEEP_MIN_SIZES: usize = 3;
+
+/// (d) Accuracy versus time over the problem sizes (seed 000 Fig. 17: GE, sizes 16 … 8192 on one
+/// launch configuration): per input class, the configuration that covers the most sizes, a line
+/// per precision through its sizes in increasing order.
+fn sweep_plots(g: &Group, naming: &Naming) -> Vec<Result<Plot, String>> {
+    let mut inputs: Vec<&str> = g
+        .records
+        .iter()
+        .map(|r| r.input.as_str())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    inputs.sort_by(|a, b| natural_cmp(a, b));
+    let mut plots = Vec::new();
+    for input in inputs {
+        let mine: Vec<&Record> = g
+            .records
+            .iter()
+            .copied()
+            .filter(|r| r.input == input)
+            .collect();
+        // The configuration with the most sizes (GPU first on ties: the thesis's figure is).
+        let mut per_config: BTreeMap<Config, BTreeSet<u64>> = BTreeMap::new();
+        for r in &mine {
+            per_config.entry(Config::of(r)).or_default().insert(r.size);
+        }
+        let Some((config, sizes)) = per_config
+            .into_iter()
+            .max_by_key(|(c, s)| (s.len(), c.backend.is_gpu()))
+        else {
+            continue;
+        };
+        if sizes.len() < SWEEP_MIN_SIZES {
+            continue;
+        }
+        let mut by_precision: BTreeMap<String, Vec<(f64, f64, bool)>> = BTreeMap::new();
+        let mut any_zero = false;
+        let mut min_nonzero: Option<f64> = None;
+        for &size in &sizes {
+            let mut cells: BTreeMap<String, Vec<&Record>> = BTreeMap::new();
+            for r in mine
+                .iter()
+                .filter(|r| r.size == size && Config::of(r) == config)
+            {
+                cells.entry(r.precision.clone()).or_default().push(r);
+            }
+            for (p, recs) in cells {
+                let cell = Cell { records: recs };
+                let (Some(Shown::Value(e)), Some(Shown::Value(t))) = (cell.error(), cell.time())
+                else {
+                    continue;
+                };
+                if !(e.is_finite() && t.is_finite() && t > 0.0) {
+                    continue;
+                }
+                let e = e.abs();
+                if e == 0.0 {
+                    any_zero = true;
+                } else {
+                    min_nonzero = Some(min_nonzero.map_or(e, |m: f64| m.min(e)));
+                }
+                by_precision
+                    .entry(p)
+                    .or_default()
+                    .push((t, e, config.backend.is_gpu()));
+            }
+        }
+        if by_precision.is_empty() {
+            continue;
+        }
+        let floor = zero_floor(min_nonzero);
+        let mut series: Vec<PointSeries> = by_precision
+            .into_iter()
+            .map(|(name, points)| PointSeries {
+                name,
+                points: points
+                    .into_iter()
+                    .map(|(t, e, gpu)| (t, if e == 0.0 { floor } else { e }, gpu))
+                    .collect(),
+            })
+            .collect();
+        series.sort_by_key(|s| precision_rank(&s.name));
+        let zero = any_zero.then_some(floor);
+        let (lo, hi) = (
+            sizes.first().copied().unwrap_or(0),
+            sizes.last().copied().unwrap_or(0),
+        );
+        let label = naming.label(&config);
+        let title = format!(
+            "{} — accuracy vs time over n = {} … {}, {input}, {label}",
+            g.title(),
+            fmt_size(lo),
+            fmt_size(hi)
+        );
+        let name = slug(&format!(
+            "sweep {} {} {input} {}",
+            g.workload,
+            g.algorithm,
+            backend_slug(&config)
+        ));
+        plots.push(scatter(&title, &series, zero, true).map(|svg| Plot {
+            name,
+            title,
+            caption: caption_zero(
+                "Each line is one precision through the problem sizes, smallest at the left \
+                 (median over seeds)",
+                zero,
+            ),
+            svg,
+            not_plotted: Vec::new(),
         }));
     }
     plots
@@ -702,6 +832,7 @@ pub(crate) fn group_plots(g: &Group, naming: &Naming) -> Result<Vec<Plot>, crate
             .filter_map(|t| time_plot(g, t, naming).transpose()),
     );
     results.extend(tradeoff_plots(g, naming));
+    results.extend(sweep_plots(g, naming));
     for r in results {
         out.push(r.map_err(|message| crate::ReportError::Plot {
             name: g.title(),
@@ -843,6 +974,58 @@ mod tests {
         }
         assert!(plots[5].svg.contains("GPU launch"));
         assert_eq!(plots[5].not_plotted.len(), 2, "{:?}", plots[5].not_plotted);
+    }
+
+    #[test]
+    fn a_size_sweep_draws_one_line_per_precision() {
+        let tiles = crate::record::Backend::GpuTiles { tile: 8 };
+        let mut v = Vec::new();
+        for (k, n) in [16u64, 256, 4096].into_iter().enumerate() {
+            for (p, e) in [("f32", 1e-3), ("f64", 1e-12)] {
+                let mut r = rec(p, "range1", tiles, e * (k + 1) as f64, 0.1 * (k + 1) as f64);
+                r.size = n;
+                v.push(r);
+            }
+        }
+        // Two sizes only on the CPU: not a sweep.
+        for n in [16u64, 256] {
+            let mut r = rec("f64", "range1", CPU1, 1e-12, 5.0);
+            r.size = n;
+            v.push(r);
+        }
+        let plots = plots_of(&v);
+        let sweeps: Vec<&Plot> = plots
+            .iter()
+            .filter(|p| p.name.starts_with("sweep"))
+            .collect();
+        assert_eq!(
+            sweeps.len(),
+            1,
+            "{:?}",
+            plots.iter().map(|p| &p.name).collect::<Vec<_>>()
+        );
+        assert!(
+            sweeps[0].title.contains("n = 16 … 2^12"),
+            "{}",
+            sweeps[0].title
+        );
+        assert!(
+            sweeps[0].title.contains("gpu tiles 8×8"),
+            "{}",
+            sweeps[0].title
+        );
+        assert_clean_svg(&sweeps[0].svg);
+        // A polyline per precision (drawn at 0.7 opacity, unlike the axes) joins its sizes.
+        let lines: Vec<&str> = sweeps[0]
+            .svg
+            .lines()
+            .filter(|l| l.starts_with("<polyline") && l.contains("opacity=\"0.7\""))
+            .collect();
+        assert_eq!(lines.len(), 2, "{}", sweeps[0].svg);
+        assert!(
+            lines.iter().all(|l| l.matches(',').count() == 3),
+            "{lines:?}"
+        );
     }
 
     #[test]
