@@ -30,8 +30,8 @@
 //!
 //! Code shape. Up to [`straight_max`] operations (1000 for f32/f64, 100 for the pair types) the
 //! kernel is straight-line, as the thesis generated it. Beyond, it is a `#pragma unroll 1` loop of
-//! `⌊N/16⌋` rounds whose body is one round of the 16 chains, then the `N mod 16` remaining
-//! operations. Why: NVRTC 13.0 for sm_90 on this project's 2-core CI machine (shared) took, for
+//! `⌊N/16⌋` rounds whose body is one round of the 16 chains, after the `N mod 16` remaining
+//! operations (the same values: the chains are independent). Why: NVRTC 13.0 for sm_90 on this project's 2-core CI machine (shared) took, for
 //! f64x2 add, 1.05 s straight-line at N = 100, 22.9 s at N = 1000 and over ten minutes at
 //! N = 10000, against 0.6 s looped at N = 1000 or 10000; f64 add took 0.10 s (N = 100) and 0.40 s
 //! (N = 1000) straight-line, 0.13 s looped (`nvrtc_compile_times`, an ignored test, measures it).
@@ -77,14 +77,15 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
 use mantissa_gpu::{
-    twin, Ceilings, FlagSet, Gpu, GpuError, KernelArg, LaunchDims, Module,
-    ReportOptions, Source, Timing, TimingOptions,
+    twin, Ceilings, FlagSet, Gpu, GpuError, KernelArg, LaunchDims, Module, ReportOptions, Source,
+    Timing, TimingOptions,
 };
 use mantissa_num::big::{self, Big};
 use mantissa_num::metrics::{measure_values, Reference};
-use mantissa_num::precision::{Precision, PrecisionVisitor};
+use mantissa_num::precision::{Precision, PrecisionError, PrecisionVisitor};
 use mantissa_num::{f32x2, f64x2, Comp32, Comp64, CompNorm32, CompNorm64, Real};
-use mantissa_ptx::census::{self, Counts, FunctionCensus};
+use mantissa_ptx::census;
+use mantissa_ptx::{Function, Statement};
 use mantissa_report::{Backend, ErrorMetrics, Status, TimeStats};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -348,8 +349,20 @@ fn cuda_names(p: Precision) -> Result<CudaNames, IntensityError> {
     let comp = Some(("mantissa::comp_make", "value", "error"));
     let compn = Some(("mantissa::compn_make", "value", "error"));
     Ok(match p {
-        Precision::F32 => names("float", "float", "mantissa::add_rn", "mantissa::mul_rn", None),
-        Precision::F64 => names("double", "double", "mantissa::add_rn", "mantissa::mul_rn", None),
+        Precision::F32 => names(
+            "float",
+            "float",
+            "mantissa::add_rn",
+            "mantissa::mul_rn",
+            None,
+        ),
+        Precision::F64 => names(
+            "double",
+            "double",
+            "mantissa::add_rn",
+            "mantissa::mul_rn",
+            None,
+        ),
         Precision::F32x2 => names(
             "mantissa::f32x2",
             "float",
@@ -484,15 +497,18 @@ fn generate(p: Precision, op: Op, n: u64, looped: bool) -> Result<String, Intens
         let _ = writeln!(s, "{indent}y{i} = {apply}(y{i}, x{i});");
     };
     if looped {
+        // The N mod 16 remaining operations go first: after the loop, NVVM merged them with the
+        // first half of the body (a rotated loop leaving in its middle), which hides from the
+        // census how often that half runs.
+        for i in 0..n % CHAINS {
+            line(&mut s, "    ", i);
+        }
         let _ = writeln!(s, "#pragma unroll 1");
         let _ = writeln!(s, "    for (int r = 0; r < {}; ++r) {{", n / CHAINS);
         for i in 0..CHAINS {
             line(&mut s, "        ", i);
         }
         let _ = writeln!(s, "    }}");
-        for i in 0..n % CHAINS {
-            line(&mut s, "    ", i);
-        }
     } else {
         for j in 0..n {
             line(&mut s, "    ", j % CHAINS);
@@ -524,22 +540,35 @@ pub fn kernel_source(p: Precision, op: Op, n: u64) -> Result<Source, IntensityEr
 }
 
 /// Floating-point instructions one thread executes, by `<op>.<type>` (`add.f64`, `fma.f32`), from
-/// the census of the kernel's PTX function: the function's static counts, plus `rounds − 1` more
-/// copies of its loop's body when the kernel is a loop of `rounds` trips.
-pub fn executed_counts(f: &FunctionCensus, rounds: u64) -> BTreeMap<String, u64> {
-    let mut out: BTreeMap<String, u64> = BTreeMap::new();
-    let mut add = |counts: &Counts, times: u64| {
-        for (opcode, &k) in &counts.ops {
-            let base = opcode.split('.').next().unwrap_or(opcode);
-            let ty = opcode.rsplit('.').next().unwrap_or(opcode);
-            *out.entry(format!("{base}.{ty}")).or_default() += u64::from(k) * times;
-        }
+/// the PTX of the kernel's function: every FP instruction once, and those inside the loop region
+/// `rounds` times when the kernel is a loop (`rounds` > 0). The loop region runs from the first
+/// loop header to the last back edge that [`census::loops`] finds: the kernels have one source
+/// loop, but the compiler may lay a block of it out before its header (a second back edge).
+///
+/// Exact for kernels whose branches carry no FP work (f32, f64, f32x2, f64x2: the double-word
+/// result check selects with integer tests). The composite types' non-finite fallbacks are
+/// branches with an addition; where the compiler keeps them as branches, they are counted as if
+/// taken, so their counts are upper bounds.
+pub fn executed_counts(f: &Function, rounds: u64) -> BTreeMap<String, u64> {
+    let region = if rounds > 0 {
+        census::loops(f)
+            .into_iter()
+            .map(|(_, start, end)| (start, end))
+            .reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)))
+    } else {
+        None
     };
-    add(&f.total, 1);
-    if rounds > 1 {
-        for l in f.loops.iter().filter(|l| l.depth == 1) {
-            add(&l.counts, rounds - 1);
-        }
+    let mut out: BTreeMap<String, u64> = BTreeMap::new();
+    for (k, s) in f.body.iter().flatten().enumerate() {
+        let Statement::Inst(inst) = s else { continue };
+        let Some(fp) = census::classify(inst) else {
+            continue;
+        };
+        let times = match region {
+            Some((a, b)) if (a..=b).contains(&k) => rounds,
+            _ => 1,
+        };
+        *out.entry(format!("{}.{}", inst.opcode, fp.ty)).or_default() += times;
     }
     out
 }
@@ -634,7 +663,9 @@ pub fn gpu_backends(full: (u32, u32)) -> Vec<Backend> {
         .map(|&block| Backend::Gpu { grid: 1, block })
         .collect();
     let threads = u64::from(full.0) * u64::from(full.1);
-    let in_256 = u32::try_from(threads.div_ceil(256)).unwrap_or(u32::MAX).max(1);
+    let in_256 = u32::try_from(threads.div_ceil(256))
+        .unwrap_or(u32::MAX)
+        .max(1);
     for b in [
         Backend::Gpu {
             grid: full.0.max(1),
@@ -659,7 +690,11 @@ pub fn gpu_points(cfg: &StudyConfig, w: Workload, full: (u32, u32)) -> Vec<Point
     if w != Workload::Intensity {
         return Vec::new();
     }
-    points(cfg, &sizes(cfg, &[1, 100, 1000, 10000]), &gpu_backends(full))
+    points(
+        cfg,
+        &sizes(cfg, &[1, 100, 1000, 10000]),
+        &gpu_backends(full),
+    )
 }
 
 // ---- The CPU run --------------------------------------------------------------------------------
@@ -832,14 +867,109 @@ impl<'g> GpuRunner<'g> {
     }
 }
 
+/// What one launch gave: every thread's result and the timing, or why the configuration cannot
+/// run on the device (one line).
+#[derive(Debug)]
+pub enum Launched<T> {
+    Ran { results: Vec<T>, time: Timing },
+    OutOfResources(String),
+}
+
+impl GpuRunner<'_> {
+    /// Runs the kernel of `op` with N operations in T's precision on `grid × block` threads,
+    /// thread `i` loading `xs[i]` (`xs` holds exactly one value per thread), timed as `timing`
+    /// says; returns every thread's stored result.
+    pub fn run_kernel<T: DeviceWords>(
+        &mut self,
+        op: Op,
+        n: u64,
+        grid: u32,
+        block: u32,
+        xs: &[T],
+        timing: TimingOptions,
+    ) -> Result<Launched<T>, GpuError> {
+        let name = T::precision_name();
+        let bad = |problem: String| GpuError::BadArguments {
+            kernel: format!("intensity_{}_{name}_n{n}", op.name()),
+            problem,
+        };
+        let p: Precision = name
+            .parse()
+            .map_err(|e: PrecisionError| bad(e.to_string()))?;
+        let threads = grid as usize * block as usize;
+        if xs.len() != threads {
+            return Err(bad(format!(
+                "{} values for {grid}×{block} = {threads} threads; give one per thread",
+                xs.len()
+            )));
+        }
+        let gpu = self.gpu;
+        let info = gpu.info();
+        if block > info.max_threads_per_block || grid > info.max_grid_dims.0 {
+            return Ok(Launched::OutOfResources(format!(
+                "{grid}×{block} exceeds the device's {} threads per block or {} blocks",
+                info.max_threads_per_block, info.max_grid_dims.0
+            )));
+        }
+        let kernel = self.kernel(p, op, n)?;
+        let res = kernel.module.resources(&kernel.name)?;
+        if block > res.max_threads_per_block {
+            return Ok(Launched::OutOfResources(format!(
+                "blocks of {block} threads: the kernel uses {} registers per thread, which allows at most {} threads per block",
+                res.registers, res.max_threads_per_block
+            )));
+        }
+        let mut words = Vec::with_capacity(threads * T::words());
+        for x in xs {
+            x.push_words(&mut words);
+        }
+        let data = T::Word::host(words);
+        let sets = gpu.rotation_sets(data.bytes());
+        let ins = gpu.upload_copies("intensity_in", &data, sets)?;
+        let out = gpu.alloc_zeros("intensity_out", T::Word::DTYPE, threads * T::words())?;
+        let dims = LaunchDims::new((grid, 1, 1), (block, 1, 1));
+        let (module, kname) = (&kernel.module, kernel.name.as_str());
+        let time = gpu.time_with(timing, sets, |i| {
+            let args = [KernelArg::from(&ins[i % sets]), KernelArg::from(&out)];
+            gpu.launch(module, kname, dims, &args)
+        })?;
+        let got = T::Word::unhost(gpu.download(&out)?).unwrap_or_default();
+        if got.len() < threads * T::words() {
+            return Err(GpuError::BadBuffer {
+                what: "intensity output".into(),
+                problem: format!(
+                    "{} words read, {} expected",
+                    got.len(),
+                    threads * T::words()
+                ),
+            });
+        }
+        let results = got.chunks_exact(T::words()).map(T::from_words).collect();
+        Ok(Launched::Ran { results, time })
+    }
+
+    /// Floating-point instructions one thread of the (p, op, N) kernel executes, by
+    /// `<op>.<type>` (compiling it if needed).
+    pub fn counts(
+        &mut self,
+        p: Precision,
+        op: Op,
+        n: u64,
+    ) -> Result<BTreeMap<String, u64>, GpuError> {
+        Ok(self.kernel(p, op, n)?.counts.clone())
+    }
+}
+
 /// Executed FP instruction counts of kernel `name` in `ptx` (empty if the PTX cannot be read).
 pub fn ptx_counts(ptx: &str, name: &str, rounds: u64) -> BTreeMap<String, u64> {
     let parsed = mantissa_ptx::parse(ptx);
-    census::census(&parsed.module)
-        .iter()
-        .find(|f| f.name == name)
+    let counts = parsed
+        .module
+        .functions()
+        .find(|f| f.name == name && f.body.is_some())
         .map(|f| executed_counts(f, rounds))
-        .unwrap_or_default()
+        .unwrap_or_default();
+    counts
 }
 
 struct GpuRun<'r, 'g> {
@@ -854,50 +984,20 @@ struct GpuRun<'r, 'g> {
 impl GpuRun<'_, '_> {
     fn run<T: DeviceWords>(self) -> Result<Measurement, GpuError> {
         let (op, n, grid, block) = (self.op, self.point.size, self.grid, self.block);
+        let threads = grid as usize * block as usize;
+        let xs: Vec<T> = inputs(op, threads, self.point.seed);
+        let (results, t) = match self
+            .runner
+            .run_kernel(op, n, grid, block, &xs, self.timing)?
+        {
+            Launched::Ran { results, time } => (results, time),
+            Launched::OutOfResources(why) => return Ok(Measurement::out_of_resources(why)),
+        };
         let p = match self.point.precision {
             StudyPrecision::Real(p) => p,
             StudyPrecision::Exact => unreachable!("no exact intensity points"),
         };
-        let gpu = self.runner.gpu;
-        let info = gpu.info();
-        if block > info.max_threads_per_block || grid > info.max_grid_dims.0 {
-            return Ok(Measurement::out_of_resources(format!(
-                "{grid}×{block} exceeds the device's {} threads per block or {} blocks",
-                info.max_threads_per_block, info.max_grid_dims.0
-            )));
-        }
         let kernel = self.runner.kernel(p, op, n)?;
-        let res = kernel.module.resources(&kernel.name)?;
-        if block > res.max_threads_per_block {
-            return Ok(Measurement::out_of_resources(format!(
-                "blocks of {block} threads: the kernel uses {} registers per thread, which allows at most {} threads per block",
-                res.registers, res.max_threads_per_block
-            )));
-        }
-        let threads = grid as usize * block as usize;
-        let xs: Vec<T> = inputs(op, threads, self.point.seed);
-        let mut words = Vec::with_capacity(threads * T::words());
-        for x in &xs {
-            x.push_words(&mut words);
-        }
-        let data = T::Word::host(words);
-        let sets = gpu.rotation_sets(data.bytes());
-        let ins = gpu.upload_copies("intensity_in", &data, sets)?;
-        let out = gpu.alloc_zeros("intensity_out", T::Word::DTYPE, threads * T::words())?;
-        let dims = LaunchDims::new((grid, 1, 1), (block, 1, 1));
-        let (module, name) = (&kernel.module, kernel.name.as_str());
-        let t: Timing = gpu.time_with(self.timing, sets, |i| {
-            let args = [KernelArg::from(&ins[i % sets]), KernelArg::from(&out)];
-            gpu.launch(module, name, dims, &args)
-        })?;
-        let got = T::Word::unhost(gpu.download(&out)?).unwrap_or_default();
-        if got.len() < threads * T::words() {
-            return Err(GpuError::BadBuffer {
-                what: "intensity output".into(),
-                problem: format!("{} words read, {} expected", got.len(), threads * T::words()),
-            });
-        }
-        let results: Vec<T> = got.chunks_exact(T::words()).map(T::from_words).collect();
         let mut mismatches = 0u32;
         for i in sample_indices(threads) {
             let want = model(&xs[i], op, n);
@@ -1120,9 +1220,13 @@ mod tests {
     #[test]
     fn inputs_use_both_words_and_stay_in_range() {
         let xs: Vec<f64x2> = inputs(Op::Mul, 100, 3);
-        assert!(xs.iter().all(|x| x.lo != 0.0 && (1.0..1.0 + 1.0 / 64.0).contains(&x.hi)));
+        assert!(xs
+            .iter()
+            .all(|x| x.lo != 0.0 && (1.0..1.0 + 1.0 / 64.0).contains(&x.hi)));
         let c: Vec<Comp64> = inputs(Op::Add, 100, 3);
-        assert!(c.iter().all(|x| x.error != 0.0 && (1.0..=2.0).contains(&x.value)));
+        assert!(c
+            .iter()
+            .all(|x| x.error != 0.0 && (1.0..=2.0).contains(&x.value)));
         let again: Vec<f64x2> = inputs(Op::Mul, 100, 3);
         assert_eq!(xs, again, "seeded");
         assert_eq!(sample_indices(4096)[0], 0);
@@ -1174,7 +1278,10 @@ mod tests {
             assert!(large > 1e6 * f64e);
         }
         // Table 4's product drops xv·yv's rounding error: composite mul errs like its base type.
-        let (c, f) = (rel(Precision::Comp32, Op::Mul, 1000), rel(Precision::F32, Op::Mul, 1000));
+        let (c, f) = (
+            rel(Precision::Comp32, Op::Mul, 1000),
+            rel(Precision::F32, Op::Mul, 1000),
+        );
         assert!(c > f / 2.0 && c < 2.0 * f, "comp32 {c:e} f32 {f:e}");
         // The unnormalised error word: comp32 add falls behind f32x2 as N grows, comp32n not.
         let d = rel(Precision::F32x2, Op::Add, 10000);
@@ -1193,13 +1300,19 @@ mod tests {
             precision: StudyPrecision::Real(Precision::Comp32),
             backend: Backend::Cpu { threads: 2 },
         };
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
         let m = measure_cpu(&point, Some(&pool), CpuTiming::for_suite(Suite::Quick));
         assert_eq!(m.status, Status::Ok);
         let e = m.error.unwrap();
         // Table 4's product keeps no TwoProd error term: comp32 mul errs like f32 (see the
         // module doc), between 2^-24 and 100 chain steps of it.
-        assert!(e.rel.unwrap() > 1e-9 && e.rel.unwrap() < 100.0 * 2f64.powi(-24), "{e:?}");
+        assert!(
+            e.rel.unwrap() > 1e-9 && e.rel.unwrap() < 100.0 * 2f64.powi(-24),
+            "{e:?}"
+        );
         assert!(m.extra["rel_err_max"] >= m.extra["rel_err_mean"]);
         let seq = measure_cpu(&point, None, CpuTiming::for_suite(Suite::Quick));
         assert_eq!(seq.value, m.value, "the pool changes nothing but time");
@@ -1221,8 +1334,18 @@ mod tests {
         let full = gpu_points(&cfg(Suite::Full), Workload::Intensity, (264, 1024));
         let sizes: std::collections::BTreeSet<u64> = full.iter().map(|p| p.size).collect();
         assert_eq!(sizes.into_iter().collect::<Vec<_>>(), THESIS_SIZES);
-        for b in [(1, 1), (1, 256), (1, 512), (1, 1024), (264, 1024), (1056, 256)] {
-            let want = Backend::Gpu { grid: b.0, block: b.1 };
+        for b in [
+            (1, 1),
+            (1, 256),
+            (1, 512),
+            (1, 1024),
+            (264, 1024),
+            (1056, 256),
+        ] {
+            let want = Backend::Gpu {
+                grid: b.0,
+                block: b.1,
+            };
             assert!(full.iter().any(|p| p.backend == want), "{want:?}");
         }
         let mut c = cfg(Suite::Quick);
@@ -1231,7 +1354,9 @@ mod tests {
         c.threads = vec![1, 4];
         let cpu = cpu_points(&c, Workload::Intensity);
         assert_eq!(cpu.len(), 2 * 2 * 2, "ops × sizes × threads");
-        assert!(cpu.iter().all(|p| p.precision.to_string() == "f64x2" && p.size != 0));
+        assert!(cpu
+            .iter()
+            .all(|p| p.precision.to_string() == "f64x2" && p.size != 0));
         assert!(cpu.iter().any(|p| p.backend == Backend::Cpu { threads: 4 }));
         c.cpu = false;
         assert!(cpu_points(&c, Workload::Intensity).is_empty());
@@ -1283,12 +1408,18 @@ $L_loop:
         for (n, looped) in [(100, false), (1000, false), (1000, true), (10000, true)] {
             for p in [Precision::F64x2, Precision::F64] {
                 let text = generate(p, Op::Add, n, looped).unwrap();
-                let src = Source::new(format!("t{n}{looped}.cu"), format!("{}\n{text}", twin::HEADER));
+                let src = Source::new(
+                    format!("t{n}{looped}.cu"),
+                    format!("{}\n{text}", twin::HEADER),
+                );
                 let start = std::time::Instant::now();
                 nvrtc
                     .compile(&src, FlagSet::Default, Target::Cubin(Arch::new(9, 0)))
                     .unwrap();
-                println!("{p} add N={n} looped={looped}: {:.2} s", start.elapsed().as_secs_f64());
+                println!(
+                    "{p} add N={n} looped={looped}: {:.2} s",
+                    start.elapsed().as_secs_f64()
+                );
             }
         }
     }
