@@ -658,6 +658,8 @@ fn extra_title(key: &str) -> String {
         "mismatch_pct" => "% of entries with |L·U − A| > 1e-4 (seed 000 Table 17)".into(),
         "gflops" => "GFLOP/s".into(),
         "saturated" => "Saturated (1 = above 70% of the device's FP ceiling)".into(),
+        "differs_from_cpu" => "Sampled GPU results whose bits differ from the CPU model".into(),
+        "elements" => "Elements computed per point".into(),
         _ => key.to_string(),
     }
 }
@@ -693,8 +695,32 @@ impl Group<'_> {
         if keys.iter().any(|k| k.starts_with(PTX_PREFIX)) {
             tables.push(self.ptx_table(&precisions));
         }
+        // A quantity with one value in every record (an element count, a count of problems that
+        // never occurred) is one row of a small table, not a table of repeated values.
+        let mut constant: Vec<Vec<String>> = Vec::new();
         for key in keys.iter().filter(|k| !k.starts_with(PTX_PREFIX)) {
-            tables.push(self.extra_table(key, &precisions, naming));
+            let values: BTreeSet<u64> = self
+                .records
+                .iter()
+                .filter_map(|r| r.extra.get(*key))
+                .map(|v| v.to_bits())
+                .collect();
+            let in_all = self.records.iter().all(|r| r.extra.contains_key(*key));
+            match values.iter().next() {
+                Some(&bits) if values.len() == 1 && in_all && self.records.len() > 1 => {
+                    constant.push(vec![extra_title(key), fmt_extra(f64::from_bits(bits))]);
+                }
+                _ => tables.push(self.extra_table(key, &precisions, naming)),
+            }
+        }
+        if !constant.is_empty() {
+            tables.push(Table {
+                title: "The same in every record".into(),
+                headers: vec!["quantity".into(), "value".into()],
+                rows: constant,
+                text_columns: 1,
+                notes: Vec::new(),
+            });
         }
         tables
     }

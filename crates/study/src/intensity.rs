@@ -25,7 +25,7 @@
 //! FMAs, whatever the flags) and the pair types the twin's functions (`mantissa::f64x2_add`,
 //! `comp32_mul`, …), which compute the bits of the Rust operators. So a GPU thread's result equals
 //! [`model`] of its `x0` bit for bit (the GPU test checks it, and every GPU record counts sampled
-//! threads that differ, `mismatches`). [`exact`] runs the same chains, derivations included, in
+//! threads that differ, `differs_from_cpu`). [`exact`] runs the same chains, derivations included, in
 //! exact rational arithmetic from the same `x0`, so the error is the arithmetic's alone.
 //!
 //! Code shape. Up to [`straight_max`] operations (1000 for f32/f64, 100 for the pair types) the
@@ -53,7 +53,7 @@
 //!   ([`mantissa_gpu::Ceilings`] FMA GFLOP/s ÷ 2), and `saturated` = 1 when either is ≥ 0.7
 //!   ([`SATURATED`]), else 0. The ceilings come from `mantissa devices`' cache, or are measured
 //!   once per runner (about a second) when absent; without them these three keys are left out.
-//! - `mismatches`: sampled threads whose GPU result differs in any bit from [`model`] (0 expected).
+//! - `differs_from_cpu`: sampled threads whose GPU result differs in any bit from [`model`] (0 expected).
 //! - `rel_err_mean`, `rel_err_max`: relative error against [`exact`] over [`SAMPLES`] elements
 //!   spread over the array (element 0 included). The record's `error` is element 0's, its `value`
 //!   and `reference` element 0's result and exact value.
@@ -1013,7 +1013,7 @@ impl GpuRun<'_, '_> {
             .iter()
             .map(|(k, &v)| (format!("ptx.{k}"), v as f64))
             .collect();
-        extra.insert("mismatches".into(), f64::from(mismatches));
+        extra.insert("differs_from_cpu".into(), f64::from(mismatches));
         extra.insert("rel_err_mean".into(), s.rel_mean);
         extra.insert("rel_err_max".into(), s.rel_max);
         let seconds = t.median_ms * 1e-3;

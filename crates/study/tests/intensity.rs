@@ -252,7 +252,7 @@ fn gpu_points_measure() {
             .unwrap();
         assert_eq!(m.status, Status::Ok, "{m:?}");
         assert!(m.time.as_ref().unwrap().median_ms > 0.0);
-        assert_eq!(m.extra["mismatches"], 0.0, "{m:?}");
+        assert_eq!(m.extra["differs_from_cpu"], 0.0, "{m:?}");
         let key = if p == Precision::F32 {
             "fp32_ginstr_s"
         } else {
