@@ -1258,7 +1258,11 @@ mod tests {
             let e = m.error.unwrap();
             assert_eq!(e.abs, abs, "{}", class.name);
             let rel = abs / x0 as f64;
-            assert!((e.rel.unwrap() - rel).abs() <= 1e-15 * rel, "{}", class.name);
+            assert!(
+                (e.rel.unwrap() - rel).abs() <= 1e-15 * rel,
+                "{}",
+                class.name
+            );
             assert_eq!(m.value, Some(want as f64));
             // Two roundings of relative size <= u per step.
             assert!(e.rel.unwrap() < 2.0 * steps as f64 * 2f64.powi(-24));
