@@ -232,7 +232,8 @@ impl InputClass {
 
 impl FromStr for InputClass {
     type Err = InputError;
-    /// `range1`…`range5`, `gmp-range1`…`gmp-range5`, or `SMALL_LO:SMALL_HI,LARGE_LO:LARGE_HI`.
+    /// `range1`…`range5`, `gmp-range1`…`gmp-range5`, `chain-K`, the four `du-…` classes, or
+    /// `SMALL_LO:SMALL_HI,LARGE_LO:LARGE_HI`.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let t = s.trim().to_ascii_lowercase();
         let numbered = |prefix: &str| {
@@ -343,6 +344,9 @@ mod tests {
             "0:1,2:3",
             "1:inf,2:3",
             "nan:1,2:3",
+            "chain-1",
+            "chain-x",
+            "du-medium",
         ] {
             assert!(bad.parse::<InputClass>().is_err(), "{bad}");
         }
