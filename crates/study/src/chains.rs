@@ -1,47 +1,1543 @@
-//! (being written: see the part-2 study issue)
+//! Multiplication chains and do/undo (seed 000 ch. 8): the workloads `chain` and `doundo`, on the
+//! CPU in every precision and on the GPU in the CUDA twin's arithmetic (`cuda/chains.cu`).
+//!
+//! **chain** (§8.1, Figs 22–23). The product of n factors, each drawn from the class's small or
+//! large interval with probability 1/2 ([`InputClass::mixed`]; defaults `chain-6` = (0.1, 1) &
+//! (1, 6) and `chain-10` = (0.1, 1) & (1, 10), the thesis's two figures). The factors are generated
+//! in f64 and converted to the precision with `from_f64`; the result is scored against the
+//! **exact product of the converted factors** ([`exact_product`], an integer product tree), so the
+//! error is the arithmetic's alone, not the conversion's (for f32 the conversion rounds each
+//! factor to 24 bits; for f32x2/comp32 it keeps ~48 bits; for the f64-based types and mp ≥ 64 it
+//! is exact). The product is the left fold from the first factor ([`chain_product`]). The
+//! factors' logarithms drift upwards (E ln x ≈ 0.20 per factor for chain-6, 0.41 for chain-10),
+//! so f32 overflows after a few hundred factors and f64 after a few thousand: such points are
+//! recorded as they happen, infinite error and a note with the exact product's magnitude. Sizes:
+//! quick {10, 100, 300, 1000}, full {10, 30, 100, 300, 1000, 3000} (`cfg.sizes` overrides); mp only
+//! up to [`MP_MAX_FACTORS`]. CPU: algorithm `serial`, one thread (the chain is one dependency
+//! chain). GPU: `serial` on one thread (`1×1`, bit-identical to the CPU) and `rotations` on the
+//! full device, where thread t multiplies the same factors starting at factor t mod n (a
+//! rotation: same exact product, another rounding order); its value and error are thread 0's
+//! (the serial order), `extra` has `threads`, `gmul_per_s` (multiplications per second over all
+//! threads, 10^9) and the relative errors of up to 4096 evenly spaced threads (`rel_mean_threads`,
+//! `rel_max_threads`, `threads_scored`, `threads_nonfinite`).
+//!
+//! What it shows (tested below): the composite product (value = RN(xv·yv), error from the operands'
+//! error words only) never captures its own rounding error, so comp64 on f64 factors is f64 bit
+//! for bit and comp32 has f32's relative error, as the thesis found ("float2/double2 worse than
+//! float/double" — here equal, since our conversion keeps the factors' error words). The thesis's
+//! other finding, that normalizing before each product helps, does not hold here: on both default
+//! classes comp32n is on average about 20% *less* accurate than comp32 (50 seeds, n = 100).
+//!
+//! **doundo** (§8.2.2, Figs 24–29, Table 20). x ← (x·y_i)/y_i for i = 1..steps; exactly, x never
+//! changes, so the error is |x_final − x_0| (abs, and rel = abs/|x_0|) with x_0 the converted
+//! start value. Classes ([`InputClass::doundo`]) read a class as (x's interval, y's interval):
+//! `du-small` (0,10)/(0,10), `du-large` (10^5,10^6)/(10^5,10^6), `du-xsmall-ylarge`,
+//! `du-xlarge-ysmall`; a user class `A:B,C:D` means x in (A,B) and y in (C,D). Steps: 10^6
+//! (quick), 10^7 (full). Algorithm = division mode:
+//! - `div-rn`: IEEE division (the CPU's only one; on the GPU, f32's `/` under the default flags,
+//!   PTX div.rn.f32, and the twin's comp32/f32x2 divisions, bit-identical to the CPU);
+//! - `div-full`: f32's `/` under `--prec-div=false` (flag set `approx-div`), PTX div.full.f32;
+//! - `div-approx`: `__fdividef`, PTX div.approx.f32.
+//!
+//! In the approximate modes comp32 and f32x2 run variants of the twin's division whose f32
+//! divisions (and only those: the reciprocal of the divisor's leading word and the special-case
+//! quotient) are the mode's; `cuda/chains.cu` lists them. Each compiled kernel's PTX is checked
+//! ([`check_division`], a `mantissa-ptx` census): the mode's instruction must be there and no
+//! other f32 division or non-IEEE reciprocal; otherwise the point fails with the reason rather
+//! than being recorded as a result. The counts go to `extra` as `ptx.div.rn.f32`,
+//! `ptx.div.full.f32`, `ptx.div.approx.f32` (static counts in the kernel, with its 8-way unrolled
+//! loop) plus any `ptx.rcp.*`. The GPU precisions are f32, comp32 and f32x2 (the modes change
+//! f32 divisions only); the CPU runs every non-mp precision of the config (mp: 10^6 divisions
+//! would take seconds per point and add nothing to Table 20's comparison). GPU `1×1` points are
+//! the thesis's serial runs, the accuracy points; full-device points run one x per thread (thread
+//! 0's x_0 is the serial one, the others drawn from the same interval) over steps/10 shared y's,
+//! for throughput (`gsteps_per_s`), with per-thread errors in `extra` as for chains (only the
+//! first class in the quick suite: at these moderate magnitudes the class changes the values, not
+//! the work per step). GPU do/undo runs are 10^6–10^7 dependent steps on one thread, so they are
+//! timed with at most 1 warm-up and 3 timed runs.
+//!
+//! Main items: [`cpu_points`]/[`gpu_points`] (the plan), [`measure_cpu`], [`GpuRunner`];
+//! [`chain_product`], [`doundo`], [`exact_product`] (the CPU algorithms and the reference);
+//! [`DivMode`], [`doundo_source`], [`check_division`] (the GPU division modes).
 
-use mantissa_gpu::{Gpu, GpuError, TimingOptions};
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use dashu_int::IBig;
+use mantissa_gpu::{
+    twin, FlagSet, Gpu, GpuError, HostData, KernelArg, LaunchDims, Module, Scalar, Source, Timing,
+    TimingOptions,
+};
+use mantissa_num::big::{self, Big};
+use mantissa_num::metrics::{measure_values, rel_error, ulp_exponent, Reference};
+use mantissa_num::precision::{Precision, PrecisionVisitor};
+use mantissa_num::{f32x2, f64x2, Comp32, Comp64, CompNorm32, CompNorm64, Real};
+use mantissa_ptx::census::{census, Counts};
+use mantissa_report::{Backend, ErrorMetrics, Status, TimeStats};
 use rayon::ThreadPool;
 
+use crate::device_words::{DeviceWords, Word};
+use crate::inputs::InputClass;
 use crate::measurement::Measurement;
-use crate::study::{CpuTiming, Point, StudyConfig, Workload};
+use crate::study::{CpuTiming, Data, Point, StudyConfig, StudyPrecision, Suite, Workload};
 
-/// The CPU points of workload `w` in `cfg`.
-pub fn cpu_points(_cfg: &StudyConfig, _w: Workload) -> Vec<Point> {
-    Vec::new()
+/// The kernels (after the twin header).
+const CHAINS_CU: &str = include_str!("../cuda/chains.cu");
+
+/// Chain lengths of the quick suite.
+const CHAIN_QUICK: [u64; 4] = [10, 100, 300, 1000];
+/// Chain lengths of the full suite.
+const CHAIN_FULL: [u64; 6] = [10, 30, 100, 300, 1000, 3000];
+/// The longest chain run in mp: an mp256 product takes ~0.3 µs here, so 10^5 factors and their
+/// exact reference (a product tree of 5·10^6 bits) take well under a second per point.
+pub const MP_MAX_FACTORS: u64 = 100_000;
+/// Do/undo steps: seed 000 Figs 24, 28, 29 (10^6) and 25–27 (10^7).
+const DOUNDO_QUICK: u64 = 1_000_000;
+const DOUNDO_FULL: u64 = 10_000_000;
+/// Full-device do/undo points run this fraction of the serial steps per thread.
+const THROUGHPUT_DIVISOR: u64 = 10;
+/// Threads of a full-device launch whose errors are scored (evenly spaced).
+const SCORED_THREADS: usize = 4096;
+/// The precisions the GPU's division modes apply to.
+pub const DOUNDO_GPU_PRECISIONS: [Precision; 3] =
+    [Precision::F32, Precision::Comp32, Precision::F32x2];
+
+// ---- Inputs and the plan -----------------------------------------------------------------------
+
+/// The chain's classes: the user's, or seed 000 Figs 22 and 23.
+fn chain_classes(cfg: &StudyConfig) -> Vec<InputClass> {
+    cfg.classes
+        .clone()
+        .unwrap_or_else(|| vec![InputClass::chain(6), InputClass::chain(10)])
+}
+
+fn chain_sizes(cfg: &StudyConfig) -> Vec<u64> {
+    let sizes = cfg.sizes.clone().unwrap_or_else(|| match cfg.suite {
+        Suite::Quick => CHAIN_QUICK.to_vec(),
+        Suite::Full => CHAIN_FULL.to_vec(),
+    });
+    // A product of no factors measures nothing.
+    sizes.into_iter().filter(|&n| n > 0).collect()
+}
+
+/// The do/undo classes: the user's, or Table 20's four.
+fn doundo_classes(cfg: &StudyConfig) -> Vec<InputClass> {
+    cfg.classes
+        .clone()
+        .unwrap_or_else(InputClass::doundo_classes)
+}
+
+fn doundo_sizes(cfg: &StudyConfig) -> Vec<u64> {
+    cfg.sizes.clone().unwrap_or_else(|| match cfg.suite {
+        Suite::Quick => vec![DOUNDO_QUICK],
+        Suite::Full => vec![DOUNDO_FULL],
+    })
+}
+
+/// The chain's factors of a point (f64, before conversion).
+pub fn chain_factors(class: &InputClass, n: u64, seed: u64) -> Vec<f64> {
+    class.mixed(n as usize, seed)
+}
+
+/// Do/undo's start values (one per thread) and y's of a point (f64, before conversion). The
+/// first start value does not depend on `threads`.
+pub fn doundo_operands(
+    class: &InputClass,
+    threads: u64,
+    steps: u64,
+    seed: u64,
+) -> (Vec<f64>, Vec<f64>) {
+    class.split_draws(threads as usize, steps as usize, seed)
+}
+
+fn class_of(point: &Point) -> Option<&InputClass> {
+    match &point.data {
+        Data::Intervals(c) => Some(c),
+        _ => None,
+    }
+}
+
+fn real_precisions(cfg: &StudyConfig) -> impl Iterator<Item = Precision> + '_ {
+    cfg.precisions.iter().filter_map(|p| match p {
+        StudyPrecision::Real(p) => Some(*p),
+        StudyPrecision::Exact => None,
+    })
+}
+
+fn dedup(points: Vec<Point>) -> Vec<Point> {
+    let mut seen = HashSet::new();
+    points
+        .into_iter()
+        .filter(|p| seen.insert(p.key("")))
+        .collect()
+}
+
+/// The CPU points of workload `w` in `cfg`: one thread each (chains and do/undo are single
+/// dependency chains; more threads would only run independent copies).
+pub fn cpu_points(cfg: &StudyConfig, w: Workload) -> Vec<Point> {
+    let seq = Backend::Cpu { threads: 1 };
+    let mut points = Vec::new();
+    match w {
+        Workload::Chain => {
+            for class in chain_classes(cfg) {
+                for n in chain_sizes(cfg) {
+                    for p in real_precisions(cfg) {
+                        if matches!(p, Precision::Mp(_)) && n > MP_MAX_FACTORS {
+                            continue;
+                        }
+                        points.push(Point {
+                            workload: "chain",
+                            algorithm: "serial",
+                            data: Data::Intervals(class.clone()),
+                            size: n,
+                            seed: cfg.seed,
+                            precision: StudyPrecision::Real(p),
+                            backend: seq,
+                        });
+                    }
+                }
+            }
+        }
+        Workload::DoUndo => {
+            for class in doundo_classes(cfg) {
+                for steps in doundo_sizes(cfg) {
+                    for p in real_precisions(cfg).filter(|p| !matches!(p, Precision::Mp(_))) {
+                        points.push(Point {
+                            workload: "doundo",
+                            algorithm: DivMode::Rn.name(),
+                            data: Data::Intervals(class.clone()),
+                            size: steps,
+                            seed: cfg.seed,
+                            precision: StudyPrecision::Real(p),
+                            backend: seq,
+                        });
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+    dedup(points)
 }
 
 /// The GPU points of workload `w` in `cfg` on a device whose full launch is `full`.
-pub fn gpu_points(_cfg: &StudyConfig, _w: Workload, _full: (u32, u32)) -> Vec<Point> {
-    Vec::new()
+pub fn gpu_points(cfg: &StudyConfig, w: Workload, full: (u32, u32)) -> Vec<Point> {
+    let one = Backend::Gpu { grid: 1, block: 1 };
+    let all = Backend::Gpu {
+        grid: full.0,
+        block: full.1,
+    };
+    let mut points = Vec::new();
+    let mut add = |workload, algorithm, class: &InputClass, size, p, backend| {
+        points.push(Point {
+            workload,
+            algorithm,
+            data: Data::Intervals(class.clone()),
+            size,
+            seed: cfg.seed,
+            precision: StudyPrecision::Real(p),
+            backend,
+        })
+    };
+    match w {
+        Workload::Chain => {
+            let precisions: Vec<Precision> = real_precisions(cfg)
+                .filter(|p| Precision::NATIVE.contains(p))
+                .collect();
+            for class in chain_classes(cfg) {
+                for n in chain_sizes(cfg) {
+                    for &p in &precisions {
+                        add("chain", "serial", &class, n, p, one);
+                        add("chain", "rotations", &class, n, p, all);
+                    }
+                }
+            }
+        }
+        Workload::DoUndo => {
+            let precisions: Vec<Precision> = real_precisions(cfg)
+                .filter(|p| DOUNDO_GPU_PRECISIONS.contains(p))
+                .collect();
+            let classes = doundo_classes(cfg);
+            for (k, class) in classes.iter().enumerate() {
+                let throughput = k == 0 || cfg.suite == Suite::Full || cfg.classes.is_some();
+                for steps in doundo_sizes(cfg) {
+                    for mode in DivMode::ALL {
+                        for &p in &precisions {
+                            add("doundo", mode.name(), class, steps, p, one);
+                            if throughput {
+                                let s = (steps / THROUGHPUT_DIVISOR).max(1);
+                                add("doundo", mode.name(), class, s, p, all);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+    dedup(points)
 }
 
-/// Measures one CPU point (`pool` is set when the point's backend has more than one thread).
-pub fn measure_cpu(_point: &Point, _pool: Option<&ThreadPool>, _timing: CpuTiming) -> Measurement {
-    unreachable!("no points yet")
+// ---- The CPU algorithms and the reference ------------------------------------------------------
+
+/// x_0 · x_1 · … · x_{n−1}, left to right from the first factor (one for no factors).
+pub fn chain_product<T: Real>(xs: &[T]) -> T {
+    let mut it = xs.iter();
+    let Some(first) = it.next() else {
+        return T::one();
+    };
+    it.fold(first.clone(), |acc, x| acc * x.clone())
 }
 
-/// Device bytes a GPU point of this module allocates (checked against device memory first).
-pub fn device_bytes(_point: &Point) -> u64 {
-    0
+/// x ← (x·y)/y for each y in order, from `x0`.
+pub fn doundo<T: Real>(x0: T, ys: &[T]) -> T {
+    ys.iter().fold(x0, |x, y| (x * y.clone()) / y.clone())
+}
+
+/// The exact product of exact values, by a balanced tree of integer products (the significands
+/// multiply, the exponents add), so n factors of b bits cost O(M(nb) log n) rather than the
+/// O(n² b) of a left fold. One for no factors.
+pub fn exact_product(xs: &[Big]) -> Big {
+    fn tree(v: &[(IBig, isize)]) -> (IBig, isize) {
+        match v {
+            [] => (IBig::ONE, 0),
+            [x] => x.clone(),
+            _ => {
+                let (a, b) = v.split_at(v.len() / 2);
+                let ((ma, ea), (mb, eb)) = (tree(a), tree(b));
+                (ma * mb, ea + eb)
+            }
+        }
+    }
+    let parts: Vec<(IBig, isize)> = xs
+        .iter()
+        .map(|x| (x.repr().significand().clone(), x.repr().exponent()))
+        .collect();
+    let (m, e) = tree(&parts);
+    Big::from_repr(dashu_float::Repr::new(m, e), dashu_float::Context::new(0))
+}
+
+/// The exact product of the values of `xs` (as converted to their precision). Non-finite
+/// factors give the IEEE product's class: NaN for 0·∞ or a NaN, else the signed infinity.
+pub fn chain_reference<T: Real>(xs: &[T]) -> Reference {
+    let mut exact = Vec::with_capacity(xs.len());
+    let (mut infinite, mut zero, mut negative) = (false, false, false);
+    for x in xs {
+        if x.is_nan() {
+            return Reference::NaN;
+        }
+        match x.to_big() {
+            Some(b) => {
+                zero |= b.repr().is_zero();
+                negative ^= b.repr().significand() < &IBig::ZERO;
+                exact.push(b);
+            }
+            None => {
+                infinite = true;
+                negative ^= x.to_f64() < 0.0;
+            }
+        }
+    }
+    match (infinite, zero) {
+        (true, true) => Reference::NaN,
+        (true, false) => Reference::Infinite { negative },
+        _ => Reference::Finite(exact_product(&exact)),
+    }
+}
+
+// ---- Scoring -----------------------------------------------------------------------------------
+
+fn reference_f64(r: &Reference) -> f64 {
+    match r {
+        Reference::Finite(b) => big::to_f64(b),
+        Reference::Infinite { negative: true } => f64::NEG_INFINITY,
+        Reference::Infinite { negative: false } => f64::INFINITY,
+        Reference::NaN => f64::NAN,
+    }
+}
+
+/// The record's error metrics of `computed` against `reference` (as `study::record` fills them).
+fn error_metrics(computed: &Reference, reference: &Reference) -> ErrorMetrics {
+    let m = measure_values(computed, reference);
+    let zero = matches!(reference, Reference::Finite(b) if b.repr().is_zero());
+    ErrorMetrics {
+        abs: m.abs,
+        rel: (!zero).then_some(m.rel),
+        ulps: (!zero).then_some(m.ulps_f64),
+        digits: (!zero).then_some(m.digits.min(99.0)),
+    }
+}
+
+/// The relative error alone (cheaper than all metrics: no decimal digits).
+fn rel_of(computed: &Reference, reference: &Reference) -> f64 {
+    match (computed, reference) {
+        (Reference::Finite(c), Reference::Finite(r)) => rel_error(c, r),
+        _ => measure_values(computed, reference).rel,
+    }
+}
+
+/// log2 of a finite nonzero exact value's magnitude, rounded down.
+fn log2_floor(b: &Big) -> Option<isize> {
+    // The ulp exponent of a 1-bit format without a lower exponent bound is the leading exponent.
+    (!b.repr().is_zero()).then(|| ulp_exponent(b, 1, i32::MIN))
+}
+
+/// A note when the computed value left the format's range while the exact one did not.
+fn range_note(what: &str, p: &str, computed: &Reference, reference: &Reference) -> Option<String> {
+    let Reference::Finite(r) = reference else {
+        return None;
+    };
+    let mag = log2_floor(r).map_or("0".to_string(), |e| format!("2^{e}"));
+    match computed {
+        Reference::Finite(c) if c.repr().is_zero() && !r.repr().is_zero() => Some(format!(
+            "{what} underflows to 0 in {p} (exact magnitude {mag})"
+        )),
+        Reference::Finite(_) => None,
+        _ => Some(format!(
+            "{what} is not finite in {p} (exact magnitude {mag}): the format's range is exceeded, error infinite"
+        )),
+    }
+}
+
+/// Errors of many threads' results: mean and max relative error over the finite ones, up to
+/// [`SCORED_THREADS`] evenly spaced threads.
+fn thread_errors<T: Real>(
+    results: &[T],
+    reference: impl Fn(usize) -> Reference,
+    extra: &mut BTreeMap<String, f64>,
+) {
+    let n = results.len();
+    let picks: Vec<usize> = if n <= SCORED_THREADS {
+        (0..n).collect()
+    } else {
+        (0..SCORED_THREADS)
+            .map(|k| k * n / SCORED_THREADS)
+            .collect()
+    };
+    let (mut sum, mut max, mut finite, mut nonfinite) = (0.0, 0.0f64, 0usize, 0usize);
+    for &t in &picks {
+        let rel = rel_of(&Reference::of(&results[t]), &reference(t));
+        if rel.is_finite() {
+            sum += rel;
+            max = max.max(rel);
+            finite += 1;
+        } else {
+            nonfinite += 1;
+        }
+    }
+    extra.insert("threads_scored".into(), picks.len() as f64);
+    extra.insert("threads_nonfinite".into(), nonfinite as f64);
+    // extra holds finite numbers only (JSON has no infinities there).
+    if finite > 0 {
+        extra.insert("rel_mean_threads".into(), sum / finite as f64);
+        extra.insert("rel_max_threads".into(), max);
+    }
+}
+
+fn ok_measurement(
+    value: &Reference,
+    value_f64: f64,
+    reference: &Reference,
+    time: TimeStats,
+    extra: BTreeMap<String, f64>,
+    note: Option<String>,
+) -> Measurement {
+    Measurement {
+        status: Status::Ok,
+        value: Some(value_f64),
+        reference: Some(reference_f64(reference)),
+        error: Some(error_metrics(value, reference)),
+        time: Some(time),
+        extra,
+        note,
+    }
+}
+
+/// A point this module cannot run (the planner never makes one; a hand-made plan might).
+fn failed(why: String) -> Measurement {
+    Measurement {
+        status: Status::Failed,
+        value: None,
+        reference: None,
+        error: None,
+        time: None,
+        extra: BTreeMap::new(),
+        note: Some(why),
+    }
+}
+
+/// 10^9 operations per second from a count and a time in ms.
+fn giga_per_s(ops: f64, ms: f64) -> f64 {
+    if ms > 0.0 {
+        ops / (ms * 1e-3) / 1e9
+    } else {
+        0.0
+    }
+}
+
+// ---- The CPU runner ----------------------------------------------------------------------------
+
+/// Measures one CPU point (`pool` is unused: every point runs on one thread).
+pub fn measure_cpu(point: &Point, _pool: Option<&ThreadPool>, timing: CpuTiming) -> Measurement {
+    let (Some(class), StudyPrecision::Real(p)) = (class_of(point), point.precision) else {
+        return failed(format!(
+            "{} needs an interval class and a real precision, got {} and {}",
+            point.workload,
+            point.data.name(),
+            point.precision
+        ));
+    };
+    match (point.workload, point.algorithm) {
+        ("chain", "serial") => p.visit(ChainCpu {
+            factors: chain_factors(class, point.size, point.seed),
+            timing,
+        }),
+        ("doundo", "div-rn") => {
+            let (xs, ys) = doundo_operands(class, 1, point.size, point.seed);
+            p.visit(DoUndoCpu {
+                x0: xs[0],
+                ys,
+                timing,
+            })
+        }
+        (w, a) => failed(format!(
+            "no CPU algorithm {a} for {w}: the CPU has chain serial and doundo div-rn"
+        )),
+    }
+}
+
+struct ChainCpu {
+    factors: Vec<f64>,
+    timing: CpuTiming,
+}
+
+impl PrecisionVisitor for ChainCpu {
+    type Output = Measurement;
+    fn visit<T: Real>(self) -> Measurement {
+        let xs: Vec<T> = self.factors.iter().map(|&x| T::from_f64(x)).collect();
+        let reference = chain_reference(&xs);
+        let (value, time) = self.timing.measure(|| chain_product(&xs));
+        let computed = Reference::of(&value);
+        let mut extra = BTreeMap::new();
+        let mults = xs.len().saturating_sub(1) as f64;
+        extra.insert("gmul_per_s".into(), giga_per_s(mults, time.median_ms));
+        let note = range_note("the product", &T::precision_name(), &computed, &reference);
+        ok_measurement(&computed, value.to_f64(), &reference, time, extra, note)
+    }
+}
+
+struct DoUndoCpu {
+    x0: f64,
+    ys: Vec<f64>,
+    timing: CpuTiming,
+}
+
+impl PrecisionVisitor for DoUndoCpu {
+    type Output = Measurement;
+    fn visit<T: Real>(self) -> Measurement {
+        let x0 = T::from_f64(self.x0);
+        let ys: Vec<T> = self.ys.iter().map(|&y| T::from_f64(y)).collect();
+        let reference = Reference::of(&x0);
+        let (value, time) = self.timing.measure(|| doundo(x0.clone(), &ys));
+        let computed = Reference::of(&value);
+        let mut extra = BTreeMap::new();
+        extra.insert(
+            "gsteps_per_s".into(),
+            giga_per_s(ys.len() as f64, time.median_ms),
+        );
+        let note = range_note("x", &T::precision_name(), &computed, &reference);
+        ok_measurement(&computed, value.to_f64(), &reference, time, extra, note)
+    }
+}
+
+// ---- Division modes ----------------------------------------------------------------------------
+
+/// How the GPU divides in f32 (seed 000 §8.2.1.3's three PTX divisions).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DivMode {
+    /// IEEE round to nearest: `/` under the default flags, div.rn.f32.
+    Rn,
+    /// `/` under `--prec-div=false`: div.full.f32 (full range, max 2 ulp, not IEEE).
+    Full,
+    /// `__fdividef`: div.approx.f32 (x · approximate 1/y, restricted range).
+    Approx,
+}
+
+impl DivMode {
+    pub const ALL: [DivMode; 3] = [DivMode::Rn, DivMode::Full, DivMode::Approx];
+
+    /// The algorithm name in records.
+    pub fn name(self) -> &'static str {
+        match self {
+            DivMode::Rn => "div-rn",
+            DivMode::Full => "div-full",
+            DivMode::Approx => "div-approx",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<DivMode> {
+        DivMode::ALL.into_iter().find(|m| m.name() == s)
+    }
+
+    /// The flag set the do/undo module of this mode is compiled under.
+    pub fn flags(self) -> FlagSet {
+        match self {
+            DivMode::Full => FlagSet::ApproxDiv,
+            DivMode::Rn | DivMode::Approx => FlagSet::Default,
+        }
+    }
+
+    /// The PTX instruction this mode's f32 divisions must compile to.
+    pub fn instruction(self) -> &'static str {
+        match self {
+            DivMode::Rn => "div.rn.f32",
+            DivMode::Full => "div.full.f32",
+            DivMode::Approx => "div.approx.f32",
+        }
+    }
+
+    fn code(self) -> u32 {
+        match self {
+            DivMode::Rn => 0,
+            DivMode::Full => 1,
+            DivMode::Approx => 2,
+        }
+    }
+}
+
+/// The CUDA source of the chain kernels (every twin precision).
+pub fn chain_source() -> Source {
+    let mut text = format!("{}\n{}\n", twin::HEADER, CHAINS_CU);
+    for (p, ty, w) in [
+        ("f32", "float", "float"),
+        ("f64", "double", "double"),
+        ("f32x2", "mantissa::f32x2", "float"),
+        ("f64x2", "mantissa::f64x2", "double"),
+        ("comp32", "mantissa::comp32", "float"),
+        ("comp64", "mantissa::comp64", "double"),
+        ("comp32n", "mantissa::comp32n", "float"),
+        ("comp64n", "mantissa::comp64n", "double"),
+    ] {
+        text.push_str(&format!("CHAINS_CHAIN_KERNEL({p}, {ty}, {w})\n"));
+    }
+    Source::new("chains.cu", text)
+}
+
+/// The CUDA source of the do/undo kernels of `mode` (to compile under [`DivMode::flags`]).
+pub fn doundo_source(mode: DivMode) -> Source {
+    let mut text = format!(
+        "#define CHAINS_DIV_MODE {}\n{}\n{}\n",
+        mode.code(),
+        twin::HEADER,
+        CHAINS_CU
+    );
+    for (p, ty) in [
+        ("f32", "float"),
+        ("comp32", "mantissa::comp32"),
+        ("f32x2", "mantissa::f32x2"),
+    ] {
+        text.push_str(&format!("CHAINS_DOUNDO_KERNEL({p}, {ty})\n"));
+    }
+    Source::new(format!("doundo_{}.cu", mode.name()), text)
+}
+
+/// The census counts of each kernel of a PTX text, by kernel name.
+pub fn kernel_counts(ptx: &str) -> BTreeMap<String, Counts> {
+    census(&mantissa_ptx::parse(ptx).module)
+        .into_iter()
+        .map(|f| (f.name, f.total))
+        .collect()
+}
+
+/// Checks that a do/undo kernel divides in f32 the way `mode` says: at least one
+/// [`DivMode::instruction`], no other f32 division, and no reciprocal other than rcp.rn.f32 (the
+/// twin's IEEE 1/y, allowed in div-rn only). The error is one line naming what was found.
+pub fn check_division(mode: DivMode, kernel: &str, counts: &Counts) -> Result<(), String> {
+    let want = mode.instruction();
+    let found: Vec<String> = counts
+        .ops
+        .iter()
+        .filter(|(op, _)| op.starts_with("div.") || op.starts_with("rcp."))
+        .map(|(op, n)| format!("{op} ×{n}"))
+        .collect();
+    let found_list = if found.is_empty() {
+        "none".to_string()
+    } else {
+        found.join(", ")
+    };
+    let bad = counts.ops.iter().find(|(op, &n)| {
+        n > 0
+            && op.ends_with(".f32")
+            && ((op.starts_with("div.") && op.as_str() != want)
+                || (op.starts_with("rcp.")
+                    && !(mode == DivMode::Rn && op.as_str() == "rcp.rn.f32")))
+    });
+    if counts.op(want) == 0 {
+        return Err(format!(
+            "{kernel} was to divide with {want} ({}) but its PTX has none (f32 divisions found: {found_list})",
+            mode.name()
+        ));
+    }
+    if let Some((op, _)) = bad {
+        return Err(format!(
+            "{kernel} ({}) has {op} besides {want} (divisions found: {found_list})",
+            mode.name()
+        ));
+    }
+    Ok(())
+}
+
+/// The PTX division and reciprocal counts of a kernel, as `extra` keys (`ptx.div.rn.f32`, ...);
+/// the three f32 divisions are always present.
+pub fn division_extra(counts: &Counts) -> BTreeMap<String, f64> {
+    let mut extra: BTreeMap<String, f64> = DivMode::ALL
+        .iter()
+        .map(|m| {
+            (
+                format!("ptx.{}", m.instruction()),
+                f64::from(counts.op(m.instruction())),
+            )
+        })
+        .collect();
+    for (op, &n) in &counts.ops {
+        if op.starts_with("div.") || op.starts_with("rcp.") {
+            extra.insert(format!("ptx.{op}"), f64::from(n));
+        }
+    }
+    extra
+}
+
+// ---- The GPU runner ----------------------------------------------------------------------------
+
+/// Device bytes a GPU point of this module allocates.
+pub fn device_bytes(point: &Point) -> u64 {
+    let value = match point.precision {
+        StudyPrecision::Real(Precision::F32) => 4,
+        StudyPrecision::Real(
+            Precision::F64 | Precision::F32x2 | Precision::Comp32 | Precision::Comp32n,
+        ) => 8,
+        _ => 16,
+    };
+    let threads = match point.backend {
+        Backend::Gpu { grid, block } => u64::from(grid) * u64::from(block),
+        _ => 1,
+    };
+    // Factors or y's, and per thread a start value (do/undo) and a result.
+    point.size * value + 2 * threads * value
+}
+
+/// The values of `xs` as base-format words (at least one word: device buffers are not empty).
+fn words_of<T: DeviceWords>(xs: &[T]) -> HostData {
+    let mut w = Vec::with_capacity(xs.len().max(1) * T::words());
+    for x in xs {
+        x.push_words(&mut w);
+    }
+    if w.is_empty() {
+        T::zero().push_words(&mut w);
+    }
+    T::Word::host(w)
+}
+
+fn values_of<T: DeviceWords>(data: HostData, count: usize, what: &str) -> Result<Vec<T>, GpuError> {
+    let words = T::Word::unhost(data).unwrap_or_default();
+    if words.len() < count * T::words() {
+        return Err(GpuError::BadBuffer {
+            what: what.to_string(),
+            problem: format!(
+                "{} words read, {} expected",
+                words.len(),
+                count * T::words()
+            ),
+        });
+    }
+    Ok(words
+        .chunks(T::words())
+        .take(count)
+        .map(T::from_words)
+        .collect())
+}
+
+fn time_stats(t: &Timing) -> TimeStats {
+    TimeStats {
+        median_ms: t.median_ms,
+        min_ms: t.min_ms,
+        max_ms: t.max_ms,
+        reps: t.samples_ms.len() as u32,
+    }
+}
+
+/// A compiled do/undo module and its kernels' census.
+struct DoUndoModule {
+    module: Module,
+    counts: BTreeMap<String, Counts>,
 }
 
 /// Runs this module's GPU points, keeping compiled kernels between points.
 pub struct GpuRunner<'g> {
-    _gpu: &'g Gpu,
+    gpu: &'g Gpu,
+    chain: Option<Module>,
+    doundo: HashMap<DivMode, DoUndoModule>,
+}
+
+/// Calls `$f::<T>` with the twin type of precision `$p`, or evaluates `$none`.
+macro_rules! with_twin_type {
+    ($p:expr, $f:ident, ($($arg:expr),*), $none:expr) => {
+        match $p {
+            Precision::F32 => $f::<f32>($($arg),*),
+            Precision::F64 => $f::<f64>($($arg),*),
+            Precision::F32x2 => $f::<f32x2>($($arg),*),
+            Precision::F64x2 => $f::<f64x2>($($arg),*),
+            Precision::Comp32 => $f::<Comp32>($($arg),*),
+            Precision::Comp64 => $f::<Comp64>($($arg),*),
+            Precision::Comp32n => $f::<CompNorm32>($($arg),*),
+            Precision::Comp64n => $f::<CompNorm64>($($arg),*),
+            Precision::Mp(_) => $none,
+        }
+    };
 }
 
 impl<'g> GpuRunner<'g> {
     pub fn new(gpu: &'g Gpu) -> Self {
-        GpuRunner { _gpu: gpu }
+        GpuRunner {
+            gpu,
+            chain: None,
+            doundo: HashMap::new(),
+        }
+    }
+
+    fn chain_module(&mut self) -> Result<&Module, GpuError> {
+        Ok(match self.chain {
+            Some(ref m) => m,
+            None => self
+                .chain
+                .insert(self.gpu.build(&chain_source(), FlagSet::Default)?),
+        })
+    }
+
+    fn doundo_module(&mut self, mode: DivMode) -> Result<&DoUndoModule, GpuError> {
+        if !self.doundo.contains_key(&mode) {
+            let compiled = self.gpu.compile(&doundo_source(mode), mode.flags())?;
+            let module = self.gpu.load(&compiled)?;
+            let counts = kernel_counts(&compiled.ptx);
+            self.doundo.insert(mode, DoUndoModule { module, counts });
+        }
+        self.doundo.get(&mode).ok_or_else(|| GpuError::BadImage {
+            module: format!("doundo_{}", mode.name()),
+            problem: "not kept after loading".into(),
+        })
+    }
+
+    /// Refuses a block larger than the kernel allows (as an out-of-resources measurement).
+    fn fits(module: &Module, kernel: &str, block: u32) -> Result<Option<Measurement>, GpuError> {
+        let r = module.resources(kernel)?;
+        Ok((block > r.max_threads_per_block).then(|| {
+            Measurement::out_of_resources(format!(
+                "{kernel} allows {} threads per block ({} registers each); {block} asked",
+                r.max_threads_per_block, r.registers
+            ))
+        }))
+    }
+
+    /// The product of `factors` on each of grid × block threads, thread t starting at factor
+    /// t mod n (see `cuda/chains.cu`), and the timing of the launch. Thread 0's result is
+    /// [`chain_product`]'s, bit for bit.
+    pub fn chain_products<T: DeviceWords>(
+        &mut self,
+        factors: &[T],
+        shape: (u32, u32),
+        timing: TimingOptions,
+    ) -> Result<(Vec<T>, Timing), GpuError> {
+        let gpu = self.gpu;
+        let threads = u64::from(shape.0) * u64::from(shape.1);
+        let x = gpu.upload("chain_factors", &words_of(factors))?;
+        let out = gpu.alloc_zeros("chain_out", T::Word::DTYPE, threads as usize * T::words())?;
+        let kernel = format!("chain_{}", T::precision_name());
+        let module = self.chain_module()?;
+        let args = [
+            KernelArg::from(&x),
+            KernelArg::Scalar(Scalar::U64(factors.len() as u64)),
+            KernelArg::Scalar(Scalar::U64(threads)),
+            KernelArg::from(&out),
+        ];
+        let dims = LaunchDims::new((shape.0, 1, 1), (shape.1, 1, 1));
+        let t = gpu.time_with(timing, 1, |_| gpu.launch(module, &kernel, dims, &args))?;
+        let values = values_of::<T>(gpu.download(&out)?, threads as usize, "chain results")?;
+        Ok((values, t))
+    }
+
+    /// Do/undo in `mode` on grid × block threads, thread t from `x0s[t]` over all of `ys`,
+    /// after checking the kernel's PTX divisions ([`check_division`]). Returns the final x's,
+    /// the timing and the kernel's division counts. T is f32, Comp32 or f32x2.
+    pub fn doundo_run<T: DeviceWords>(
+        &mut self,
+        mode: DivMode,
+        x0s: &[T],
+        ys: &[T],
+        shape: (u32, u32),
+        timing: TimingOptions,
+    ) -> Result<(Vec<T>, Timing, Counts), GpuError> {
+        let gpu = self.gpu;
+        let kernel = format!("doundo_{}", T::precision_name());
+        let threads = u64::from(shape.0) * u64::from(shape.1);
+        if (x0s.len() as u64) < threads || T::Word::DTYPE != mantissa_gpu::DType::F32 {
+            return Err(GpuError::BadArguments {
+                kernel,
+                problem: format!(
+                    "{} start values for {threads} threads; the kernels exist for f32, comp32 and f32x2",
+                    x0s.len()
+                ),
+            });
+        }
+        let m = self.doundo_module(mode)?;
+        let counts = m
+            .counts
+            .get(&kernel)
+            .cloned()
+            .ok_or_else(|| GpuError::KernelNotFound {
+                kernel: kernel.clone(),
+                module: format!("doundo_{}", mode.name()),
+                entries: m.counts.keys().cloned().collect::<Vec<_>>().join(", "),
+            })?;
+        check_division(mode, &kernel, &counts).map_err(|problem| GpuError::BadArguments {
+            kernel: kernel.clone(),
+            problem: format!("PTX check failed, not measured: {problem}"),
+        })?;
+        let x = gpu.upload("doundo_x0", &words_of(x0s))?;
+        let y = gpu.upload("doundo_y", &words_of(ys))?;
+        let out = gpu.alloc_zeros("doundo_out", T::Word::DTYPE, threads as usize * T::words())?;
+        let args = [
+            KernelArg::from(&x),
+            KernelArg::from(&y),
+            KernelArg::Scalar(Scalar::U64(ys.len() as u64)),
+            KernelArg::Scalar(Scalar::F32(1.0)),
+            KernelArg::from(&out),
+            KernelArg::Scalar(Scalar::U64(threads)),
+        ];
+        let dims = LaunchDims::new((shape.0, 1, 1), (shape.1, 1, 1));
+        let module = &m.module;
+        let t = gpu.time_with(timing, 1, |_| gpu.launch(module, &kernel, dims, &args))?;
+        let values = values_of::<T>(gpu.download(&out)?, threads as usize, "do/undo results")?;
+        Ok((values, t, counts))
     }
 
     /// Measures one GPU point.
     pub fn measure(
         &mut self,
-        _point: &Point,
-        _timing: TimingOptions,
+        point: &Point,
+        timing: TimingOptions,
     ) -> Result<Measurement, GpuError> {
-        unreachable!("no points yet")
+        let (Some(class), StudyPrecision::Real(p), Backend::Gpu { grid, block }) =
+            (class_of(point), point.precision, point.backend)
+        else {
+            return Ok(failed(format!(
+                "{} on the GPU needs an interval class, a real precision and a grid × block launch",
+                point.workload
+            )));
+        };
+        let shape = (grid, block);
+        match point.workload {
+            "chain" => {
+                let factors = chain_factors(class, point.size, point.seed);
+                let kernel = format!("chain_{p}");
+                if let Some(m) = Self::fits(self.chain_module()?, &kernel, block)? {
+                    return Ok(m);
+                }
+                with_twin_type!(
+                    p,
+                    measure_chain,
+                    (self, &factors, shape, timing),
+                    Ok(failed(format!("no GPU chain in {p}")))
+                )
+            }
+            "doundo" => {
+                let Some(mode) = DivMode::from_name(point.algorithm) else {
+                    return Ok(failed(format!(
+                        "unknown division mode {}: div-rn, div-full or div-approx",
+                        point.algorithm
+                    )));
+                };
+                let threads = u64::from(grid) * u64::from(block);
+                let (x0s, ys) = doundo_operands(class, threads, point.size, point.seed);
+                let kernel = format!("doundo_{p}");
+                let m = self.doundo_module(mode)?;
+                if m.counts.contains_key(&kernel) {
+                    if let Some(m) = Self::fits(&m.module, &kernel, block)? {
+                        return Ok(m);
+                    }
+                }
+                // Long runs: at most 1 warm-up and 3 timed runs (see the module doc).
+                let timing = TimingOptions {
+                    warmup: timing.warmup.min(1),
+                    reps: timing.reps.clamp(1, 3),
+                };
+                match p {
+                    Precision::F32 => measure_doundo::<f32>(self, mode, &x0s, &ys, shape, timing),
+                    Precision::Comp32 => {
+                        measure_doundo::<Comp32>(self, mode, &x0s, &ys, shape, timing)
+                    }
+                    Precision::F32x2 => {
+                        measure_doundo::<f32x2>(self, mode, &x0s, &ys, shape, timing)
+                    }
+                    _ => Ok(failed(format!(
+                        "no GPU do/undo in {p}: the division modes apply to f32, comp32 and f32x2"
+                    ))),
+                }
+            }
+            w => Ok(failed(format!(
+                "{w} is not a workload of the chains module"
+            ))),
+        }
+    }
+}
+
+fn measure_chain<T: DeviceWords>(
+    runner: &mut GpuRunner<'_>,
+    factors: &[f64],
+    shape: (u32, u32),
+    timing: TimingOptions,
+) -> Result<Measurement, GpuError> {
+    let xs: Vec<T> = factors.iter().map(|&x| T::from_f64(x)).collect();
+    let reference = chain_reference(&xs);
+    let (values, t) = runner.chain_products(&xs, shape, timing)?;
+    let threads = values.len();
+    let first = values.first().copied().unwrap_or_else(T::one);
+    let computed = Reference::of(&first);
+    let mut extra = BTreeMap::new();
+    let mults = (threads * xs.len().saturating_sub(1)) as f64;
+    extra.insert("threads".into(), threads as f64);
+    extra.insert("gmul_per_s".into(), giga_per_s(mults, t.median_ms));
+    if threads > 1 {
+        thread_errors(&values, |_| reference.clone(), &mut extra);
+    }
+    let note = range_note("the product", &T::precision_name(), &computed, &reference);
+    Ok(ok_measurement(
+        &computed,
+        first.to_f64(),
+        &reference,
+        time_stats(&t),
+        extra,
+        note,
+    ))
+}
+
+fn measure_doundo<T: DeviceWords>(
+    runner: &mut GpuRunner<'_>,
+    mode: DivMode,
+    x0s: &[f64],
+    ys: &[f64],
+    shape: (u32, u32),
+    timing: TimingOptions,
+) -> Result<Measurement, GpuError> {
+    let x0: Vec<T> = x0s.iter().map(|&x| T::from_f64(x)).collect();
+    let y: Vec<T> = ys.iter().map(|&v| T::from_f64(v)).collect();
+    let (values, t, counts) = runner.doundo_run(mode, &x0, &y, shape, timing)?;
+    let threads = values.len();
+    let reference = Reference::of(&x0[0]);
+    let computed = Reference::of(&values[0]);
+    let mut extra = division_extra(&counts);
+    extra.insert("threads".into(), threads as f64);
+    extra.insert(
+        "gsteps_per_s".into(),
+        giga_per_s((threads * y.len()) as f64, t.median_ms),
+    );
+    if threads > 1 {
+        thread_errors(&values, |k| Reference::of(&x0[k]), &mut extra);
+    }
+    let note = range_note("x", &T::precision_name(), &computed, &reference);
+    Ok(ok_measurement(
+        &computed,
+        values[0].to_f64(),
+        &reference,
+        time_stats(&t),
+        extra,
+        note,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mantissa_num::Mp256;
+
+    fn config(workloads: Vec<Workload>, suite: Suite) -> StudyConfig {
+        StudyConfig {
+            workloads,
+            suite,
+            cpu: true,
+            precisions: StudyPrecision::defaults(),
+            classes: None,
+            sizes: None,
+            threads: vec![1, 2],
+            seed: 7,
+        }
+    }
+
+    const QUICK: CpuTiming = CpuTiming {
+        budget: std::time::Duration::from_millis(1),
+        min_reps: 1,
+        max_reps: 1,
+    };
+
+    fn point(workload: &'static str, class: InputClass, size: u64, p: &str) -> Point {
+        Point {
+            workload,
+            algorithm: if workload == "chain" {
+                "serial"
+            } else {
+                "div-rn"
+            },
+            data: Data::Intervals(class),
+            size,
+            seed: 3,
+            precision: StudyPrecision::Real(p.parse().unwrap()),
+            backend: Backend::Cpu { threads: 1 },
+        }
+    }
+
+    /// The relative error of the chain of `factors` in T against the exact product.
+    fn chain_rel<T: Real>(factors: &[f64]) -> f64 {
+        let xs: Vec<T> = factors.iter().map(|&x| T::from_f64(x)).collect();
+        rel_of(&Reference::of(&chain_product(&xs)), &chain_reference(&xs))
+    }
+
+    #[test]
+    fn exact_product_is_the_exact_product() {
+        // (1 + 2^-12)^n = (2^12 + 1)^n / 2^(12 n), exactly, for every n up to 1000.
+        let x = 1.0 + 2f64.powi(-12);
+        for n in [0usize, 1, 2, 3, 17, 1000] {
+            let got = exact_product(&vec![big::exact(x); n]);
+            let num = IBig::from(4097u32).pow(n);
+            let want = Big::from_repr(
+                dashu_float::Repr::new(num, -12 * n as isize),
+                dashu_float::Context::new(0),
+            );
+            assert_eq!(got, want, "n={n}");
+        }
+        // Against a left fold of exact products, on values of very different sizes and signs.
+        let vals: Vec<Big> = [3.5, -1e-300, 7e250, 0.1, -2.0f64.powi(-1074), 123456789.0]
+            .iter()
+            .map(|&v| big::exact(v))
+            .collect();
+        let fold = vals.iter().fold(big::exact(1.0), |a, b| a * b.clone());
+        assert_eq!(exact_product(&vals), fold);
+        // mp values carry their precision; the product must not round to it.
+        let m = Mp256::from_f64(1.0 / 3.0);
+        let r = chain_reference(&[m.clone(), m.clone(), m]);
+        let one_third = m_big(&Mp256::from_f64(1.0 / 3.0));
+        let want = one_third.clone() * one_third.clone() * one_third;
+        assert_eq!(r, Reference::Finite(want));
+    }
+
+    fn m_big(m: &Mp256) -> Big {
+        let b = m.to_big().unwrap();
+        Big::from_repr(b.into_repr(), dashu_float::Context::new(0))
+    }
+
+    #[test]
+    fn non_finite_factors_give_the_ieee_class() {
+        assert_eq!(
+            chain_reference(&[2.0f32, f32::INFINITY]),
+            Reference::Infinite { negative: false }
+        );
+        assert_eq!(
+            chain_reference(&[-2.0f64, f64::INFINITY]),
+            Reference::Infinite { negative: true }
+        );
+        assert_eq!(chain_reference(&[0.0f64, f64::INFINITY]), Reference::NaN);
+        assert_eq!(chain_reference(&[1.0f64, f64::NAN]), Reference::NaN);
+        assert_eq!(
+            chain_reference::<f64>(&[]),
+            Reference::Finite(big::exact(1.0))
+        );
+    }
+
+    struct PowersOfTwo;
+    impl PrecisionVisitor for PowersOfTwo {
+        type Output = (f64, Reference, Reference);
+        fn visit<T: Real>(self) -> Self::Output {
+            // 2^k factors multiply exactly in every precision (the range stays within f32's).
+            let ks = [3, -7, 20, -30, 1, 0, 45, -60, 5];
+            let xs: Vec<T> = ks.iter().map(|&k| T::from_f64(2f64.powi(k))).collect();
+            let v = chain_product(&xs);
+            (v.to_f64(), Reference::of(&v), chain_reference(&xs))
+        }
+    }
+
+    #[test]
+    fn exact_chains_are_exact_in_every_precision() {
+        for p in Precision::ALL {
+            let (v, got, want) = p.visit(PowersOfTwo);
+            assert_eq!(v, 2f64.powi(-23), "{p}");
+            assert_eq!(got, want, "{p}");
+        }
+    }
+
+    #[test]
+    fn chain_errors_stay_within_each_precisions_bound() {
+        let n = 100usize;
+        let m = (n - 1) as f64;
+        for class in [InputClass::chain(6), InputClass::chain(10)] {
+            for seed in 0..10 {
+                let f = chain_factors(&class, n as u64, seed);
+                // One rounding of relative size <= u per product: (1 + u)^m - 1 < 1.01 m u.
+                let bound = |u: f64| 1.01 * m * u;
+                let f32e = chain_rel::<f32>(&f);
+                assert!(f32e > 0.0 && f32e < bound(2f64.powi(-24)), "{f32e:e}");
+                let f64e = chain_rel::<f64>(&f);
+                assert!(f64e > 0.0 && f64e < bound(2f64.powi(-53)), "{f64e:e}");
+                // DWTimesDW3: 4u^2 per product (MR22 Thm 2.8).
+                assert!(chain_rel::<f64x2>(&f) < bound(4.0 * 2f64.powi(-106)));
+                assert!(chain_rel::<f32x2>(&f) < bound(4.0 * 2f64.powi(-48)));
+                assert!(chain_rel::<Mp256>(&f) < bound(2f64.powi(-256)));
+            }
+        }
+    }
+
+    /// Seed 000 §8.1 found float2/double2 worse than float/double and the normalized variant
+    /// better. Here the composite product (value = RN(xv·yv), error from the operands' errors
+    /// only) keeps f32's and f64's rounding errors: comp64 on f64 factors (zero error words) is f64
+    /// bit for bit, comp32 has f32's relative errors, and normalizing before each product does
+    /// not help: on the default classes comp32n is on average *less* accurate than comp32.
+    #[test]
+    fn composite_chains_are_no_better_than_the_base_and_normalizing_does_not_help() {
+        for class in [InputClass::chain(6), InputClass::chain(10)] {
+            let (mut f32s, mut c32, mut c32n) = (0.0, 0.0, 0.0);
+            for seed in 0..50 {
+                let f = chain_factors(&class, 100, seed);
+                let d: f64 = chain_product(&f);
+                let xs: Vec<Comp64> = f.iter().map(|&x| Comp64::from_f64(x)).collect();
+                let c = chain_product(&xs);
+                assert_eq!((c.value.to_bits(), c.error), (d.to_bits(), 0.0));
+                let xs: Vec<CompNorm64> = f.iter().map(|&x| CompNorm64::from_f64(x)).collect();
+                assert_eq!(chain_product(&xs).to_f64().to_bits(), d.to_bits());
+                f32s += chain_rel::<f32>(&f);
+                c32 += chain_rel::<Comp32>(&f);
+                c32n += chain_rel::<CompNorm32>(&f);
+            }
+            assert!((c32 / f32s - 1.0).abs() < 0.05, "{c32:e} vs f32 {f32s:e}");
+            assert!(
+                c32n > c32,
+                "{}: comp32n {c32n:e} comp32 {c32:e}",
+                class.name
+            );
+        }
+    }
+
+    #[test]
+    fn overflow_and_underflow_are_recorded_with_a_note() {
+        let big_class: InputClass = "1e3:2e3,1e3:2e3".parse().unwrap();
+        let m = measure_cpu(&point("chain", big_class.clone(), 20, "f32"), None, QUICK);
+        assert_eq!(m.status, Status::Ok);
+        assert_eq!(m.value, Some(f64::INFINITY));
+        assert!(m.reference.unwrap().is_finite());
+        assert_eq!(m.error.as_ref().unwrap().abs, f64::INFINITY);
+        let note = m.note.unwrap();
+        let e = m.reference.unwrap().log2().floor();
+        assert!(e > 190.0 && e < 230.0, "20 factors of about 2^10.5");
+        let want = format!("not finite in f32 (exact magnitude 2^{e})");
+        assert!(note.contains(&want), "{note}");
+        // The same chain in f64 is finite, accurate and has no note.
+        let m = measure_cpu(&point("chain", big_class, 20, "f64"), None, QUICK);
+        assert!(m.note.is_none() && m.error.unwrap().rel.unwrap() < 20.0 * 2f64.powi(-53));
+        let tiny: InputClass = "1e-3:2e-3,1e-3:2e-3".parse().unwrap();
+        let m = measure_cpu(&point("chain", tiny, 20, "f32"), None, QUICK);
+        assert_eq!(m.value, Some(0.0));
+        assert!(m.note.unwrap().contains("underflows to 0 in f32"));
+    }
+
+    /// f32 arithmetic emulated in f64: a product of two f32 is exact in f64, and an f64 quotient
+    /// of f32 operands rounds to the correctly rounded f32 (53 >= 2·24 + 2), so this is IEEE f32
+    /// computed independently of f32's own operators.
+    fn emulated_f32_doundo(x0: f32, ys: &[f32]) -> f32 {
+        ys.iter().fold(x0, |x, &y| {
+            let p = (x as f64 * y as f64) as f32;
+            (p as f64 / y as f64) as f32
+        })
+    }
+
+    #[test]
+    fn doundo_f32_matches_an_independent_emulation_and_scores_it() {
+        for class in InputClass::doundo_classes() {
+            let steps = 100_000;
+            let (xs, ys) = doundo_operands(&class, 1, steps, 3);
+            let (x0, y): (f32, Vec<f32>) = (xs[0] as f32, ys.iter().map(|&v| v as f32).collect());
+            let want = emulated_f32_doundo(x0, &y);
+            assert_eq!(doundo(x0, &y).to_bits(), want.to_bits(), "{}", class.name);
+            let m = measure_cpu(&point("doundo", class.clone(), steps, "f32"), None, QUICK);
+            let abs = (want as f64 - x0 as f64).abs(); // exact: both f32 within a factor 2^29
+            let e = m.error.unwrap();
+            assert_eq!(e.abs, abs, "{}", class.name);
+            let rel = abs / x0 as f64;
+            assert!(
+                (e.rel.unwrap() - rel).abs() <= 1e-15 * rel,
+                "{}",
+                class.name
+            );
+            assert_eq!(m.value, Some(want as f64));
+            // Two roundings of relative size <= u per step.
+            assert!(e.rel.unwrap() < 2.0 * steps as f64 * 2f64.powi(-24));
+        }
+    }
+
+    #[test]
+    fn doundo_errors_follow_the_precisions() {
+        let class = InputClass::doundo(true, false);
+        let steps = 20_000u64;
+        let (xs, ys) = doundo_operands(&class, 1, steps, 5);
+        let rel = |p: Precision| {
+            let m = measure_cpu(
+                &point("doundo", class.clone(), steps, &p.to_string()),
+                None,
+                QUICK,
+            );
+            m.error.unwrap().rel.unwrap()
+        };
+        let n = steps as f64;
+        assert!(rel(Precision::F64) < 2.0 * n * 2f64.powi(-53));
+        // DWTimesDW3 (4u^2) then DWDivDW3 (9.8u^2).
+        assert!(rel(Precision::F64x2) < 14.0 * n * 2f64.powi(-106));
+        assert!(rel(Precision::F32x2) < 14.0 * n * 2f64.powi(-48));
+        assert!(rel(Precision::F32) > 0.0);
+        assert_eq!(xs.len(), 1);
+        assert_eq!(ys.len(), steps as usize);
+    }
+
+    #[test]
+    fn plans_have_unique_keys_and_the_documented_defaults() {
+        for suite in [Suite::Quick, Suite::Full] {
+            let cfg = config(vec![Workload::Chain, Workload::DoUndo], suite);
+            let mut all = Vec::new();
+            for w in [Workload::Chain, Workload::DoUndo] {
+                all.extend(cpu_points(&cfg, w));
+                all.extend(gpu_points(&cfg, w, (264, 1024)));
+            }
+            let keys: HashSet<String> = all.iter().map(|p| p.key("d")).collect();
+            assert_eq!(keys.len(), all.len(), "{suite:?}");
+            assert!(all.iter().all(|p| p.precision != StudyPrecision::Exact));
+        }
+        let cfg = config(vec![Workload::Chain], Suite::Quick);
+        let chain = cpu_points(&cfg, Workload::Chain);
+        // 2 classes x 4 sizes x (8 native + 4 mp) precisions, one thread.
+        assert_eq!(chain.len(), 2 * 4 * 12);
+        assert!(chain
+            .iter()
+            .all(|p| p.backend == Backend::Cpu { threads: 1 }));
+        let names: HashSet<String> = chain.iter().map(|p| p.data.name()).collect();
+        assert_eq!(names, HashSet::from(["chain-6".into(), "chain-10".into()]));
+        let du = cpu_points(&cfg, Workload::DoUndo);
+        assert_eq!(du.len(), 4 * 8, "mp is not run for do/undo");
+        assert!(du
+            .iter()
+            .all(|p| p.size == DOUNDO_QUICK && p.algorithm == "div-rn"));
+        let gpu = gpu_points(&cfg, Workload::DoUndo, (264, 1024));
+        let serial = gpu
+            .iter()
+            .filter(|p| p.backend == Backend::Gpu { grid: 1, block: 1 });
+        assert_eq!(
+            serial.count(),
+            4 * 3 * 3,
+            "4 classes x 3 modes x f32/comp32/f32x2"
+        );
+        let wide: Vec<&Point> = gpu
+            .iter()
+            .filter(|p| p.backend != Backend::Gpu { grid: 1, block: 1 })
+            .collect();
+        assert_eq!(
+            wide.len(),
+            3 * 3,
+            "throughput on the first class only in quick"
+        );
+        assert!(wide
+            .iter()
+            .all(|p| p.size == DOUNDO_QUICK / THROUGHPUT_DIVISOR));
+        let gchain = gpu_points(&cfg, Workload::Chain, (264, 1024));
+        assert_eq!(
+            gchain.len(),
+            2 * 4 * 8 * 2,
+            "twin precisions, serial and rotations"
+        );
+    }
+
+    #[test]
+    fn user_overrides_are_honoured() {
+        let mut cfg = config(vec![Workload::Chain, Workload::DoUndo], Suite::Quick);
+        cfg.classes = Some(vec!["range2".parse().unwrap()]);
+        cfg.sizes = Some(vec![0, 5, 200_000]);
+        cfg.precisions = StudyPrecision::parse_list("f32,f64x2,mp128,exact").unwrap();
+        let chain = cpu_points(&cfg, Workload::Chain);
+        let got: Vec<(u64, String)> = chain
+            .iter()
+            .map(|p| (p.size, p.precision.to_string()))
+            .collect();
+        // Size 0 is dropped, mp only up to MP_MAX_FACTORS, exact never.
+        let want: Vec<(u64, String)> = [
+            (5, "f32"),
+            (5, "f64x2"),
+            (5, "mp128"),
+            (200_000, "f32"),
+            (200_000, "f64x2"),
+        ]
+        .iter()
+        .map(|&(n, p)| (n, p.to_string()))
+        .collect();
+        assert_eq!(got, want);
+        assert!(chain
+            .iter()
+            .all(|p| p.data.name() == "range2" && p.seed == 7));
+        let du = cpu_points(&cfg, Workload::DoUndo);
+        assert_eq!(du.len(), 3 * 2, "sizes 0, 5, 200000 x f32, f64x2");
+        let gpu = gpu_points(&cfg, Workload::DoUndo, (8, 32));
+        assert!(gpu.iter().all(|p| p.precision.to_string() == "f32"));
+        // User classes all get throughput points.
+        assert!(gpu
+            .iter()
+            .any(|p| p.backend == Backend::Gpu { grid: 8, block: 32 }));
+        let gchain = gpu_points(&cfg, Workload::Chain, (8, 32));
+        assert!(gchain.iter().all(|p| p.precision.to_string() != "mp128"));
+    }
+
+    #[test]
+    fn input_classes_are_the_thesis_intervals() {
+        let c = InputClass::chain(6);
+        assert_eq!(
+            (c.small.lo, c.small.hi, c.large.lo, c.large.hi),
+            (0.1, 1.0, 1.0, 6.0)
+        );
+        assert_eq!(
+            "chain-10".parse::<InputClass>().unwrap(),
+            InputClass::chain(10)
+        );
+        let f = chain_factors(&InputClass::chain(10), 10_000, 1);
+        let small = f.iter().filter(|&&x| x < 1.0).count();
+        assert!((4700..5300).contains(&small), "{small}");
+        assert!(f.iter().all(|&x| x > 0.1 && x < 10.0));
+        let du = InputClass::doundo(false, true);
+        assert_eq!(du.name, "du-xsmall-ylarge");
+        assert_eq!("du-xsmall-ylarge".parse::<InputClass>().unwrap(), du);
+        let (xs, ys) = doundo_operands(&du, 3, 1000, 1);
+        assert!(xs.iter().all(|&x| x > 0.0 && x < 10.0));
+        assert!(ys.iter().all(|&y| (1e5..1e6).contains(&y)));
+        // The serial start value is the first of any thread count's.
+        assert_eq!(doundo_operands(&du, 1, 10, 1).0[0], xs[0]);
+        assert_eq!(doundo_operands(&du, 1, 1000, 1).1, ys);
+    }
+
+    fn counts(ops: &[(&str, u32)]) -> Counts {
+        let mut c = Counts::default();
+        for &(op, n) in ops {
+            c.ops.insert(op.into(), n);
+        }
+        c
+    }
+
+    #[test]
+    fn the_division_check_accepts_only_the_modes_instruction() {
+        let rn = counts(&[("div.rn.f32", 9), ("rcp.rn.f32", 9), ("mul.rn.f32", 40)]);
+        assert!(check_division(DivMode::Rn, "k", &rn).is_ok());
+        let e = check_division(DivMode::Full, "k", &rn).unwrap_err();
+        assert!(
+            e.contains("div.full.f32") && e.contains("div.rn.f32 ×9"),
+            "{e}"
+        );
+        let full = counts(&[("div.full.f32", 9), ("rcp.approx.f32", 1)]);
+        let e = check_division(DivMode::Full, "k", &full).unwrap_err();
+        assert!(e.contains("rcp.approx.f32"), "{e}");
+        let full = counts(&[("div.full.f32", 9)]);
+        assert!(check_division(DivMode::Full, "k", &full).is_ok());
+        let mixed = counts(&[("div.approx.f32", 9), ("div.rn.f32", 1)]);
+        assert!(check_division(DivMode::Approx, "k", &mixed).is_err());
+        assert!(check_division(DivMode::Approx, "k", &counts(&[("div.approx.f32", 2)])).is_ok());
+        // rcp.rn is only the twin's IEEE reciprocal of div-rn.
+        let e = check_division(
+            DivMode::Approx,
+            "k",
+            &counts(&[("div.approx.f32", 2), ("rcp.rn.f32", 1)]),
+        );
+        assert!(e.is_err());
+        let x = division_extra(&rn);
+        assert_eq!(x["ptx.div.rn.f32"], 9.0);
+        assert_eq!(x["ptx.div.full.f32"], 0.0);
+        assert_eq!(x["ptx.rcp.rn.f32"], 9.0);
+        assert!(!x.contains_key("ptx.mul.rn.f32"));
+    }
+
+    #[test]
+    fn modes_name_round_trip() {
+        for m in DivMode::ALL {
+            assert_eq!(DivMode::from_name(m.name()), Some(m));
+        }
+        assert_eq!(DivMode::Full.flags(), FlagSet::ApproxDiv);
+        assert_eq!(DivMode::from_name("div"), None);
+    }
+}
+
+/// The kernels compile for sm_90 under their flag sets, and each division mode's PTX has its
+/// instruction (where NVRTC is available; skips elsewhere).
+#[cfg(test)]
+mod nvrtc_tests {
+    use super::*;
+    use mantissa_gpu::testing::require_nvrtc_or_skip;
+    use mantissa_gpu::{Arch, Target};
+
+    fn ptx(source: &Source, flags: FlagSet) -> Option<String> {
+        let compiler = require_nvrtc_or_skip()?;
+        let compiled = compiler
+            .compile(source, flags, Target::Cubin(Arch::new(9, 0)))
+            .unwrap_or_else(|e| panic!("{}: {e}", source.name));
+        Some(compiled.ptx.clone())
+    }
+
+    #[test]
+    fn chain_kernels_compile_for_every_twin_precision() {
+        let Some(ptx) = ptx(&chain_source(), FlagSet::Default) else {
+            return;
+        };
+        let counts = kernel_counts(&ptx);
+        for p in Precision::NATIVE {
+            let k = format!("chain_{p}");
+            let c = counts.get(&k).unwrap_or_else(|| panic!("{k} missing"));
+            // Products only: no division, nothing approximate.
+            assert!(
+                c.ops.keys().all(|op| !op.starts_with("div.")),
+                "{k}: {:?}",
+                c.ops
+            );
+            assert_eq!(c.approximate, 0, "{k}");
+        }
+    }
+
+    #[test]
+    fn each_division_mode_compiles_to_its_instruction() {
+        for mode in DivMode::ALL {
+            let Some(ptx) = ptx(&doundo_source(mode), mode.flags()) else {
+                return;
+            };
+            let counts = kernel_counts(&ptx);
+            for p in DOUNDO_GPU_PRECISIONS {
+                let k = format!("doundo_{p}");
+                let c = counts.get(&k).unwrap_or_else(|| panic!("{k} missing"));
+                check_division(mode, &k, c).unwrap_or_else(|e| panic!("{e}"));
+                assert!(division_extra(c)[&format!("ptx.{}", mode.instruction())] >= 1.0);
+                assert_eq!(c.ftz, 0, "{k}: no flush to zero in any mode");
+            }
+        }
+    }
+
+    /// The check can fail: the div-full source compiled without --prec-div=false keeps IEEE
+    /// division, and the div-approx source under --prec-div=false still has div.approx only.
+    #[test]
+    fn the_check_catches_a_wrong_flag_set() {
+        let Some(full) = ptx(&doundo_source(DivMode::Full), FlagSet::Default) else {
+            return;
+        };
+        let counts = kernel_counts(&full);
+        for p in DOUNDO_GPU_PRECISIONS {
+            let k = format!("doundo_{p}");
+            let e = check_division(DivMode::Full, &k, &counts[&k]).unwrap_err();
+            assert!(e.contains("div.rn.f32"), "{e}");
+        }
+        if let Some(approx) = ptx(&doundo_source(DivMode::Approx), FlagSet::ApproxDiv) {
+            let counts = kernel_counts(&approx);
+            assert!(check_division(DivMode::Approx, "doundo_f32", &counts["doundo_f32"]).is_ok());
+        }
     }
 }

@@ -25,7 +25,7 @@ pub struct Interval {
 pub enum InputError {
     #[error("interval {0:?}: expected LO:HI with finite numbers 0 < LO < HI, e.g. 1e-6:1e-5")]
     BadInterval(String),
-    #[error("input class {0:?}: expected range1..range5 (seed 000 Table 11), gmp-range1..gmp-range5 (Table 7), or SMALL_LO:SMALL_HI,LARGE_LO:LARGE_HI")]
+    #[error("input class {0:?}: expected range1..range5 (seed 000 Table 11), gmp-range1..gmp-range5 (Table 7), chain-K (K > 1, §8.1), du-small, du-large, du-xsmall-ylarge, du-xlarge-ysmall (§8.2.2), or SMALL_LO:SMALL_HI,LARGE_LO:LARGE_HI")]
     UnknownClass(String),
 }
 
@@ -126,6 +126,65 @@ impl InputClass {
         (1..=5).map(InputClass::gmp_range).collect()
     }
 
+    /// The multiplication-chain factors of seed 000 §8.1: (0.1, 1) and (1, `k`), named `chain-k`.
+    /// Figs 22 and 23 use k = 6 and k = 10. `k` must exceed 1.
+    pub fn chain(k: u32) -> InputClass {
+        class(format!("chain-{k}"), (0.1, 1.0, 1.0, f64::from(k.max(2))))
+    }
+
+    /// The do/undo operand classes of seed 000 §8.2.2 (Table 20, Figs 25–29): x and y each small,
+    /// in (0, 10), or large, in (10^5, 10^6). Read as (x's interval, y's interval): `small` holds
+    /// x's and `large` y's, whatever their magnitudes. (0, 10) is the thesis's open interval, kept
+    /// open at 0 (the one value that could be drawn at 0 is replaced by the next double above it).
+    pub fn doundo(x_large: bool, y_large: bool) -> InputClass {
+        let small = Interval { lo: 0.0, hi: 10.0 };
+        let large = Interval { lo: 1e5, hi: 1e6 };
+        let name = match (x_large, y_large) {
+            (false, false) => "du-small",
+            (true, true) => "du-large",
+            (false, true) => "du-xsmall-ylarge",
+            (true, false) => "du-xlarge-ysmall",
+        };
+        InputClass {
+            name: name.into(),
+            small: if x_large { large } else { small },
+            large: if y_large { large } else { small },
+        }
+    }
+
+    /// The four do/undo classes in Table 20's order.
+    pub fn doundo_classes() -> Vec<InputClass> {
+        [(false, true), (false, false), (true, false), (true, true)]
+            .into_iter()
+            .map(|(x, y)| InputClass::doundo(x, y))
+            .collect()
+    }
+
+    /// `n` values, each drawn from the small or the large interval with probability 1/2 (seed 000
+    /// §8.1's chain factors), positive.
+    pub fn mixed(&self, n: usize, seed: u64) -> Vec<f64> {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+        (0..n)
+            .map(|_| {
+                if rng.random::<bool>() {
+                    self.large.draw(&mut rng)
+                } else {
+                    self.small.draw(&mut rng)
+                }
+            })
+            .collect()
+    }
+
+    /// `m` values from the small interval and `n` from the large one, from two streams of `seed`,
+    /// so the first values are the same whatever `m` and `n` (do/undo's x's and y's).
+    pub fn split_draws(&self, m: usize, n: usize, seed: u64) -> (Vec<f64>, Vec<f64>) {
+        let mut rx = Xoshiro256PlusPlus::seed_from_u64(seed);
+        let mut ry = Xoshiro256PlusPlus::seed_from_u64(seed ^ 0x9e37_79b9_7f4a_7c15);
+        let xs = (0..m).map(|_| self.small.draw(&mut rx)).collect();
+        let ys = (0..n).map(|_| self.large.draw(&mut ry)).collect();
+        (xs, ys)
+    }
+
     /// Draws `n` values: half from each interval (the odd one from the large), random signs.
     /// Their sum is in general not zero.
     pub fn general(&self, n: usize, seed: u64) -> Vec<f64> {
@@ -173,7 +232,8 @@ impl InputClass {
 
 impl FromStr for InputClass {
     type Err = InputError;
-    /// `range1`…`range5`, `gmp-range1`…`gmp-range5`, or `SMALL_LO:SMALL_HI,LARGE_LO:LARGE_HI`.
+    /// `range1`…`range5`, `gmp-range1`…`gmp-range5`, `chain-K`, the four `du-…` classes, or
+    /// `SMALL_LO:SMALL_HI,LARGE_LO:LARGE_HI`.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let t = s.trim().to_ascii_lowercase();
         let numbered = |prefix: &str| {
@@ -186,6 +246,19 @@ impl FromStr for InputClass {
         }
         if let Some(k) = numbered("range") {
             return Ok(InputClass::range(k));
+        }
+        if let Some(k) = t
+            .strip_prefix("chain-")
+            .and_then(|k| k.parse::<u32>().ok())
+            .filter(|&k| k > 1)
+        {
+            return Ok(InputClass::chain(k));
+        }
+        if let Some(c) = InputClass::doundo_classes()
+            .into_iter()
+            .find(|c| c.name == t)
+        {
+            return Ok(c);
         }
         if let Some((a, b)) = t.split_once(',') {
             let small: Interval = a.parse()?;
@@ -271,6 +344,9 @@ mod tests {
             "0:1,2:3",
             "1:inf,2:3",
             "nan:1,2:3",
+            "chain-1",
+            "chain-x",
+            "du-medium",
         ] {
             assert!(bad.parse::<InputClass>().is_err(), "{bad}");
         }
