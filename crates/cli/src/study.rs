@@ -17,7 +17,7 @@ use crate::progress::Bar;
 
 #[derive(Args)]
 pub struct StudyArgs {
-    /// Workloads to run: sum, dot, pi, intensity, ge, lu, chain, doundo [default: sum, dot, pi].
+    /// Workloads to run: sum, dot, pi, intensity, ge, lu, chain, doundo [default: all].
     #[arg(value_parser = parse_workload)]
     workloads: Vec<Workload>,
     /// The quick suite (the default): small sizes, about two minutes on a 2-core CPU.
@@ -33,12 +33,15 @@ pub struct StudyArgs {
     /// mp32 … mp1024, exact, or all [default: the native types, mp32…mp256 and exact].
     #[arg(long, value_name = "LIST", value_parser = parse_precisions)]
     precision: Option<Precisions>,
-    /// Input class of the sums, repeatable: range1…range5 (seed 000 Table 11), gmp-range1…
-    /// gmp-range5 (Table 7), or two intervals SMALL_LO:SMALL_HI,LARGE_LO:LARGE_HI
-    /// [default: all ten named ranges plus two general (non-zero-sum) arrays].
+    /// Input class, repeatable: range1…range5 (seed 000 Table 11), gmp-range1…gmp-range5
+    /// (Table 7), chain-6, chain-10 (Figs 22–23), du-small, du-large, du-xsmall-ylarge,
+    /// du-xlarge-ysmall (Table 20), or two intervals SMALL_LO:SMALL_HI,LARGE_LO:LARGE_HI. Used by
+    /// sum, ge, lu, chain and doundo in place of each workload's own default classes.
     #[arg(long = "input", value_name = "CLASS", value_parser = parse_class)]
     inputs: Vec<InputClass>,
-    /// Sizes of sums and dot products, comma-separated (`1024,2^20`) [default: the suite's].
+    /// Problem sizes, comma-separated (`1024,2^20`), in each workload's unit: elements (sum,
+    /// dot), iterations (intensity), matrix order (ge, lu), factors (chain), steps (doundo), π
+    /// steps are fixed [default: the suite's].
     #[arg(long, value_name = "LIST", value_parser = parse_sizes)]
     size: Option<Sizes>,
     /// Seed of every generated input.
@@ -121,7 +124,7 @@ pub fn run(args: StudyArgs, max_threads: Option<usize>) -> anyhow::Result<()> {
     }
     let cfg = StudyConfig {
         workloads: if args.workloads.is_empty() {
-            Workload::DEFAULT.to_vec()
+            Workload::ALL.to_vec()
         } else {
             args.workloads.clone()
         },

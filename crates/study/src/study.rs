@@ -48,8 +48,6 @@ pub enum Workload {
 }
 
 impl Workload {
-    /// What a bare `mantissa study` runs.
-    pub const DEFAULT: [Workload; 3] = [Workload::Sum, Workload::Dot, Workload::Pi];
     pub const ALL: [Workload; 8] = [
         Workload::Sum,
         Workload::Dot,
