@@ -118,12 +118,7 @@ fn pivoted_solve<T: Real>(a: &[f64], b: &[f64], n: usize) -> Vec<T> {
     let mut b: Vec<T> = convert(b);
     for k in 0..n {
         let p = (k..n)
-            .max_by(|&x, &y| {
-                a[x * n + k]
-                    .abs()
-                    .partial_cmp(&a[y * n + k].abs())
-                    .unwrap()
-            })
+            .max_by(|&x, &y| a[x * n + k].abs().partial_cmp(&a[y * n + k].abs()).unwrap())
             .unwrap();
         for j in 0..n {
             a.swap(p * n + j, k * n + j);
@@ -171,7 +166,10 @@ fn singular_systems_are_reported_not_silent() {
     let reference = ge_reference(&a, &b, n, 220);
     let m = score_ge(&x, &ta, n, 7.0, &reference);
     let note = m.note.unwrap();
-    assert!(note.contains("near-singular: pivot 0.0e0 at step 1"), "{note}");
+    assert!(
+        note.contains("near-singular: pivot 0.0e0 at step 1"),
+        "{note}"
+    );
     assert!(note.contains("NaN or infinite"), "{note}");
     assert!(m.error.is_none());
     // LU of the same matrix: infinite factors are counted, not scored.
@@ -207,7 +205,10 @@ fn singular_systems_are_reported_not_silent() {
 fn near_singular_threshold() {
     assert_eq!(near_singular_note(&[1.0, 0.5], 2, 53, 1.0), None);
     let note = near_singular_note(&[1.0, 3.1e-9, 1e-3], 3, 24, 10.0).unwrap();
-    assert!(note.starts_with("near-singular: pivot 3.1e-9 at step 1"), "{note}");
+    assert!(
+        note.starts_with("near-singular: pivot 3.1e-9 at step 1"),
+        "{note}"
+    );
 }
 
 #[test]
@@ -218,9 +219,9 @@ fn mismatches_are_counted_on_a_constructed_case() {
     let exact: Vec<f64x2> = a.iter().map(|&x| f64x2::from_base(x)).collect();
     assert!(lu_residual_model(&f, &exact, n).iter().all(|&r| r == 0.0));
     let mut perturbed = exact.clone();
-    perturbed[0] = perturbed[0] + f64x2::from_base(1e-3);
-    perturbed[n + 2] = perturbed[n + 2] - f64x2::from_base(2e-4);
-    perturbed[3 * n + 3] = perturbed[3 * n + 3] + f64x2::from_base(5e-5);
+    perturbed[0] += f64x2::from_base(1e-3);
+    perturbed[n + 2] -= f64x2::from_base(2e-4);
+    perturbed[3 * n + 3] += f64x2::from_base(5e-5);
     perturbed[4 * n + 1] = f64x2::from_base(f64::NAN);
     let r = lu_residual_model(&f, &perturbed, n);
     assert!((r[0] - 1e-3).abs() < 1e-15, "{}", r[0]);
@@ -262,12 +263,7 @@ fn device_pairs_are_exact() {
         for x in &f {
             let p = device_pair(x);
             assert_eq!(p, pair_of(x));
-            assert_eq!(
-                p.to_big(),
-                x.to_big(),
-                "{} {x:?}",
-                T::precision_name()
-            );
+            assert_eq!(p.to_big(), x.to_big(), "{} {x:?}", T::precision_name());
         }
     }
     check::<f32>();
@@ -362,7 +358,9 @@ fn plans_have_unique_keys_and_keep_mp_small() {
             .any(|p| p.backend == Backend::GpuTiles { tile: 64 }));
         // Every default LU class and the GE class appear.
         for c in ["gmp-range1", "range1", "range2", "range3", "range4"] {
-            assert!(points.iter().any(|p| p.workload == "lu" && p.data.name() == c));
+            assert!(points
+                .iter()
+                .any(|p| p.workload == "lu" && p.data.name() == c));
         }
         assert!(points
             .iter()
@@ -453,15 +451,41 @@ fn cpu_points_measure_in_the_expected_order() {
         assert_eq!(m.status, Status::Ok);
         assert!(m.time.unwrap().median_ms > 0.0);
         assert!(m.extra["gflops"] > 0.0);
-        (m.error.unwrap().abs, m.extra.get("mismatches").copied(), m.note)
+        (
+            m.error.unwrap().abs,
+            m.extra.get("mismatches").copied(),
+            m.note,
+        )
     };
     let ge = |p| err("ge", InputClass::range(1), p).0;
     let (f32e, f64e, dd, mp) = (ge("f32"), ge("f64"), ge("f64x2"), ge("mp128"));
-    assert!(f32e > f64e && f64e > dd && dd > mp && mp > 0.0, "{f32e:e} {f64e:e} {dd:e} {mp:e}");
+    assert!(
+        f32e > f64e && f64e > dd && dd > mp && mp > 0.0,
+        "{f32e:e} {f64e:e} {dd:e} {mp:e}"
+    );
     let lu = |p| err("lu", InputClass::gmp_range(1), p);
     let (f32e, f64e, dd) = (lu("f32"), lu("f64"), lu("f64x2"));
     assert!(f32e.0 > f64e.0 && f64e.0 > dd.0 && dd.0 > 0.0);
     // Table 17: no f64 mismatches on (1e-1, 1) & (1, 10).
     assert_eq!(f64e.1, Some(0.0));
     assert_eq!(dd.2, None, "mp512 reference at n = 48: no caveat");
+}
+
+/// The quick CPU suite of both workloads within its budget (~15 s on 2 cores); slow, so only on
+/// request: `cargo test -p mantissa-study --lib linalg -- --ignored`.
+#[test]
+#[ignore]
+fn quick_cpu_suite_fits_its_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(Suite::Quick);
+    let plan = crate::study::Plan::cpu(&cfg);
+    let mut log = mantissa_report::ResultsLog::open(dir.path(), false).unwrap();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let start = std::time::Instant::now();
+    let s =
+        crate::study::run_cpu(&plan, Suite::Quick, &mut log, &crate::NoProgress, &stop).unwrap();
+    let secs = start.elapsed().as_secs_f64();
+    eprintln!("{} points in {secs:.1} s", s.measured);
+    assert_eq!(s.measured, plan.points.len());
+    assert!(secs < 15.0, "{secs} s");
 }
