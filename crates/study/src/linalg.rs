@@ -49,9 +49,12 @@
 //! input before each run.
 //!
 //! Out of resources (Table 19's rows): every LU kernel runs b×b threads with 2·b²·sizeof(T) bytes
-//! of static shared memory, so b = 64 (4096 threads) is out of resources in every precision; for
+//! of static shared memory, so b = 64 (4096 threads) is out of resources in every precision (the
+//! thesis's f32 ran at 64×64 with Rodinia's kernels, which give a thread a row or column of the
+//! tile; ours give every element its own thread, which the internal kernel's speed relies on); for
 //! smaller tiles the compiled kernels' thread limits (which registers lower) are checked before
-//! launching ([`lu_needs`]).
+//! launching ([`lu_needs`], [`out_of_resources`]). Registers are not a limit today: ptxas
+//! (NVRTC 13.0, sm_90) gives every kernel at most 40 registers, so 1024 threads fit.
 
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -719,7 +722,7 @@ fn names(w: Workload) -> (&'static str, &'static str) {
 
 /// The CPU points of workload `w` in `cfg`.
 ///
-/// Quick (about 10 s on 2 cores for both): GE on n = 16 and 64 in every precision (mp included)
+/// Quick (both workloads: 100 points, 6–7 s on a busy 2-core machine with the test profile): GE on n = 16 and 64 in every precision (mp included)
 /// sequentially, n = 256 in f32, f64, f32x2, f64x2 with every thread count; LU on n = 64 for every
 /// class and precision sequentially, n = 256 on the first class in the four thesis precisions
 /// with every thread count. Full: n up to 2048 (Table 18's 64…2048), mp up to 128, every class

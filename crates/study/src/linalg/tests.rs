@@ -489,3 +489,84 @@ fn quick_cpu_suite_fits_its_budget() {
     assert_eq!(s.measured, plan.points.len());
     assert!(secs < 15.0, "{secs} s");
 }
+
+/// The blocked kernels of `cuda/linalg.cu` replayed on the CPU phase by phase (each phase between
+/// two barriers is race-free, so a sequential replay is exact): they equal the right-looking
+/// order bit for bit, the claim the GPU tests check on the device.
+fn blocked_model<T: Real>(a: &mut [T], n: usize, b: usize) {
+    let at = |i: usize, j: usize| i * n + j;
+    for o in (0..n).step_by(b) {
+        // Diagonal.
+        for k in 0..b - 1 {
+            for ty in k + 1..b {
+                a[at(o + ty, o + k)] = a[at(o + ty, o + k)].clone() / a[at(o + k, o + k)].clone();
+            }
+            for ty in k + 1..b {
+                for tx in k + 1..b {
+                    let p = a[at(o + ty, o + k)].clone() * a[at(o + k, o + tx)].clone();
+                    a[at(o + ty, o + tx)] = a[at(o + ty, o + tx)].clone() - p;
+                }
+            }
+        }
+        let m = (n - o) / b - 1;
+        // Perimeter: row tiles, then column tiles.
+        for blk in 0..m {
+            let c = o + b * (blk + 1);
+            for k in 0..b - 1 {
+                for ty in k + 1..b {
+                    for tx in 0..b {
+                        let p = a[at(o + ty, o + k)].clone() * a[at(o + k, c + tx)].clone();
+                        a[at(o + ty, c + tx)] = a[at(o + ty, c + tx)].clone() - p;
+                    }
+                }
+            }
+            let r = o + b * (blk + 1);
+            for k in 0..b {
+                for ty in 0..b {
+                    a[at(r + ty, o + k)] =
+                        a[at(r + ty, o + k)].clone() / a[at(o + k, o + k)].clone();
+                }
+                for ty in 0..b {
+                    for tx in k + 1..b {
+                        let p = a[at(r + ty, o + k)].clone() * a[at(o + k, o + tx)].clone();
+                        a[at(r + ty, o + tx)] = a[at(r + ty, o + tx)].clone() - p;
+                    }
+                }
+            }
+        }
+        // Internal.
+        for i in o + b..n {
+            for j in o + b..n {
+                let mut acc = a[at(i, j)].clone();
+                for k in 0..b {
+                    acc = acc - a[at(i, o + k)].clone() * a[at(o + k, j)].clone();
+                }
+                a[at(i, j)] = acc;
+            }
+        }
+    }
+}
+
+#[test]
+fn blocked_order_is_the_right_looking_order() {
+    fn check<T: Real>() {
+        let n = 32;
+        let sys = system(&InputClass::range(2), n, 8);
+        let mut right: Vec<T> = convert(&sys.a);
+        lu_factor(&mut right, n, None);
+        for b in [4, 8, 16, 32] {
+            let mut blocked: Vec<T> = convert(&sys.a);
+            blocked_model(&mut blocked, n, b);
+            assert_eq!(
+                bits_of(&blocked),
+                bits_of(&right),
+                "{} b={b}",
+                T::precision_name()
+            );
+        }
+    }
+    check::<f32>();
+    check::<f64>();
+    check::<Comp32>();
+    check::<f32x2>();
+}
