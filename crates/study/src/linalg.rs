@@ -665,21 +665,18 @@ fn lu_ref_kind<T: Real>(n: usize) -> LuRefKind {
 }
 
 fn lu_ref_note(kind: &LuRefKind, bits: u32) -> Option<String> {
-    let mut note = match kind {
+    match kind {
         LuRefKind::PairsShort => Some(format!(
             "error.abs against an f64x2 reference (106 bits), not twice the tested {bits} bits (mp512 only up to n = {MP_REFERENCE_MAX})"
         )),
         LuRefKind::Nothing => Some(format!(
             "no error.abs: the only reference above n = {MP_REFERENCE_MAX} is f64x2 itself"
         )),
-        _ => None,
-    };
-    if bits > 256 && matches!(kind, LuRefKind::Mp) {
-        note = Some(format!(
+        LuRefKind::Mp if bits > 256 => Some(format!(
             "error.abs against mp512, fewer than twice the tested {bits} bits"
-        ));
+        )),
+        LuRefKind::Mp | LuRefKind::Pairs => None,
     }
-    note
 }
 
 fn gflops(n: usize, ms: f64) -> f64 {
@@ -1012,12 +1009,12 @@ pub fn fan2_needs(tile: u32) -> BlockNeeds {
 pub fn out_of_resources(what: &str, needs: BlockNeeds, max_threads: u32) -> Option<String> {
     if needs.threads > max_threads {
         Some(format!(
-            "out of resources: {what} needs {} threads per block, the device allows {max_threads}",
+            "out of resources: {what}: {} threads per block, the device allows {max_threads}",
             needs.threads
         ))
     } else if needs.static_shared_bytes > STATIC_SHARED_LIMIT {
         Some(format!(
-            "out of resources: {what} needs {} bytes of shared memory per block, a block may declare {STATIC_SHARED_LIMIT}",
+            "out of resources: {what}: {} bytes of shared memory per block, a block may declare {STATIC_SHARED_LIMIT}",
             needs.static_shared_bytes
         ))
     } else {

@@ -11,8 +11,8 @@ use mantissa_report::{Backend, Status};
 use mantissa_study::device_words::{DeviceWords, Word};
 use mantissa_study::inputs::InputClass;
 use mantissa_study::linalg::{
-    back_substitute, device_pair, ge_forward, ge_kernels, linalg_source, lu_factor, lu_kernels,
-    lu_residual_model, system, GpuRunner, GE_TILES, RESIDUAL_KERNEL,
+    device_pair, ge_forward, ge_kernels, linalg_source, lu_factor, lu_kernels, lu_residual_model,
+    system, GpuRunner, GE_TILES, RESIDUAL_KERNEL,
 };
 use mantissa_study::study::{Data, Point, StudyPrecision};
 
@@ -89,8 +89,6 @@ fn same_as_cpu<T: DeviceWords>(runner: &mut GpuRunner) {
             assert_eq!(bits(&gb), bits(&cb), "{p} GE vector n={n} tile {tile}");
             assert!(t.median_ms > 0.0);
         }
-        let x = back_substitute(&ca, &cb, n);
-        assert!(x.iter().all(|v| v.is_finite()), "{p} n={n}");
     }
     for n in [64usize, 96] {
         let sys = system(&InputClass::gmp_range(1), n, 3);
