@@ -57,7 +57,6 @@
 //! (NVRTC 13.0, sm_90) gives every kernel at most 40 registers, so 1024 threads fit.
 
 use std::collections::{BTreeMap, HashMap};
-use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::{Arc, Mutex};
 
 use mantissa_gpu::{
@@ -430,17 +429,32 @@ impl<V> RefCache<V> {
     }
 }
 
+/// FNV-1a over 64-bit words (a cache key; inputs of 4M values are hashed per point, so it must
+/// cost about a nanosecond a value).
+struct Fnv(u64);
+
+impl Fnv {
+    fn new() -> Fnv {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+    fn word(&mut self, w: u64) {
+        self.0 = (self.0 ^ w).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+}
+
 /// A key for f64 data and a label.
 fn data_key(label: &str, parts: &[&[f64]]) -> u64 {
-    let mut h = DefaultHasher::new();
-    label.hash(&mut h);
+    let mut h = Fnv::new();
+    for b in label.bytes() {
+        h.word(u64::from(b));
+    }
     for p in parts {
-        p.len().hash(&mut h);
+        h.word(p.len() as u64);
         for x in *p {
-            x.to_bits().hash(&mut h);
+            h.word(x.to_bits());
         }
     }
-    h.finish()
+    h.0
 }
 
 static CPU_GE_REFS: Mutex<RefCache<GeReference>> = Mutex::new(RefCache::new());
@@ -1192,6 +1206,8 @@ pub struct GpuRunner<'g> {
     lu_refs: RefCache<LuReference>,
     /// The last LU accuracy: (point key without backend, hash of the factors, its measurement).
     lu_last: Option<(String, u64, Measurement)>,
+    /// The last system generated, by (input, n, seed): points of every precision and tile share it.
+    system: Option<((String, usize, u64), Arc<System>)>,
 }
 
 impl<'g> GpuRunner<'g> {
@@ -1202,6 +1218,7 @@ impl<'g> GpuRunner<'g> {
             ge_refs: RefCache::new(),
             lu_refs: RefCache::new(),
             lu_last: None,
+            system: None,
         }
     }
 
@@ -1271,7 +1288,15 @@ impl<'g> GpuRunner<'g> {
                 )));
             }
         }
-        let sys = system(class, n, point.seed);
+        let id = (class.name.clone(), n, point.seed);
+        let sys = match &self.system {
+            Some((k, sys)) if *k == id => sys.clone(),
+            _ => {
+                let sys = Arc::new(system(class, n, point.seed));
+                self.system = Some((id, sys.clone()));
+                sys
+            }
+        };
         if ge {
             self.run_ge::<T>(&sys, tile, timing)
         } else {
@@ -1438,16 +1463,16 @@ impl<'g> GpuRunner<'g> {
         let n = sys.n;
         let a: Vec<T> = convert(&sys.a);
         let (f, t) = self.lu_gpu(&a, n, tile, timing)?;
-        let mut h = DefaultHasher::new();
+        let mut h = Fnv::new();
         let mut w = Vec::with_capacity(2);
         for x in &f {
             w.clear();
             x.push_words(&mut w);
             for v in &w {
-                v.bits().hash(&mut h);
+                h.word(v.bits());
             }
         }
-        let hash = h.finish();
+        let hash = h.0;
         let id = format!(
             "{}|{}|{}|{}",
             point.data.name(),
