@@ -389,17 +389,25 @@ pub enum LuReference {
     Exact(Vec<Option<Big>>),
 }
 
+/// A pool of all cores for references of large systems (`None`: sequential, also when the pool
+/// cannot start; the result is the same either way).
+fn reference_pool(n: usize) -> Option<ThreadPool> {
+    (n >= 256)
+        .then(|| rayon::ThreadPoolBuilder::new().build().ok())
+        .flatten()
+}
+
 /// The mp512 right-looking factorization of `a` (f64 data).
 fn lu_reference_mp(a: &[f64], n: usize) -> LuReference {
     let mut m: Vec<Mp<512>> = convert(a);
-    lu_factor(&mut m, n, None);
+    lu_factor(&mut m, n, reference_pool(n).as_ref());
     LuReference::Exact(m.iter().map(|x| x.to_big()).collect())
 }
 
 /// The f64x2 right-looking factorization of `a` on the CPU.
 fn lu_reference_pairs(a: &[f64], n: usize) -> LuReference {
     let mut m: Vec<f64x2> = convert(a);
-    lu_factor(&mut m, n, None);
+    lu_factor(&mut m, n, reference_pool(n).as_ref());
     LuReference::Pairs(m)
 }
 
@@ -933,7 +941,11 @@ impl PrecisionVisitor for CpuRun<'_> {
                 lu_factor(&mut a, n, pool);
                 a
             });
-            let pairs: Vec<f64x2> = f.iter().map(pair_of).collect();
+            let pairs: Vec<f64x2> = if n >= 256 {
+                f.par_iter().map(pair_of).collect()
+            } else {
+                f.iter().map(pair_of).collect()
+            };
             let a_pairs: Vec<f64x2> = a64.iter().map(|&x| f64x2::from_base(x)).collect();
             let residual = lu_residual_model(&pairs, &a_pairs, n);
             let kind = lu_ref_kind::<T>(n);

@@ -227,3 +227,44 @@ fn f64_lu_2048_beats_a_tenth_of_the_thesis() {
     eprintln!("f64 LU n=2048: {best:.3} ms");
     assert!(best < 13.3, "{best} ms");
 }
+
+/// A GPU point scores exactly as the CPU point of the same input and precision (same bits, same
+/// reference): error, value, mismatches and notes.
+#[test]
+fn gpu_points_score_like_cpu_points() {
+    let Some(gpu) = require_gpu_or_skip() else {
+        return;
+    };
+    let mut runner = GpuRunner::new(&gpu);
+    let timing = mantissa_study::study::CpuTiming {
+        budget: std::time::Duration::from_millis(1),
+        min_reps: 1,
+        max_reps: 1,
+    };
+    for (w, n, p, tile) in [
+        ("ge", 64, "f32", 8),
+        ("ge", 100, "comp64n", 16),
+        ("lu", 64, "comp64", 16),
+        ("lu", 256, "f32x2", 32),
+    ] {
+        let g = point(w, n, p, tile);
+        let c = Point {
+            backend: Backend::Cpu { threads: 1 },
+            ..g.clone()
+        };
+        let gm = runner.measure(&g, ONCE).unwrap();
+        let cm = mantissa_study::linalg::measure_cpu(&c, None, timing);
+        assert_eq!(gm.error, cm.error, "{w} {n} {p}");
+        assert_eq!(
+            gm.value.map(f64::to_bits),
+            cm.value.map(f64::to_bits),
+            "{w} {p}"
+        );
+        assert_eq!(gm.note, cm.note, "{w} {p}");
+        assert_eq!(
+            gm.extra.get("mismatches"),
+            cm.extra.get("mismatches"),
+            "{w} {p}"
+        );
+    }
+}
