@@ -94,7 +94,7 @@ pub const MISMATCH_TOLERANCE: f64 = 1e-4;
 /// Largest n with an mp512 LU reference (n³/3 mp operations).
 pub const MP_REFERENCE_MAX: usize = 128;
 /// Static shared memory a block may declare.
-const STATIC_SHARED_LIMIT: u32 = 48 * 1024;
+pub const STATIC_SHARED_LIMIT: u32 = 48 * 1024;
 /// Largest mp size in the quick and full CPU plans.
 const QUICK_MP_MAX: u64 = 64;
 const FULL_MP_MAX: u64 = 128;
