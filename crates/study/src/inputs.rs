@@ -39,7 +39,7 @@ impl Interval {
         }
     }
 
-    fn draw(&self, rng: &mut Xoshiro256PlusPlus) -> f64 {
+    pub(crate) fn draw(&self, rng: &mut Xoshiro256PlusPlus) -> f64 {
         // Uniform in [lo, hi); hi − lo is finite because both are finite and positive.
         let x = self.lo + (self.hi - self.lo) * rng.random::<f64>();
         if x > self.lo {
