@@ -206,28 +206,6 @@ fn tile_64_is_out_of_resources_and_points_measure() {
     assert_eq!(a.extra["mismatches"], b.extra["mismatches"]);
 }
 
-/// Issue 5's goal: f64 LU of order 2048 well under 13.3 ms (10× the thesis's best K40 time,
-/// Table 19, 16×16: 133 ms) with the best tile.
-#[test]
-fn f64_lu_2048_beats_a_tenth_of_the_thesis() {
-    let Some(gpu) = require_gpu_or_skip() else {
-        return;
-    };
-    let mut runner = GpuRunner::new(&gpu);
-    let opts = TimingOptions { warmup: 2, reps: 5 };
-    let best = [16u32, 32]
-        .into_iter()
-        .map(|tile| {
-            let m = runner
-                .measure(&point("lu", 2048, "f64", tile), opts)
-                .unwrap();
-            m.time.unwrap().median_ms
-        })
-        .fold(f64::INFINITY, f64::min);
-    eprintln!("f64 LU n=2048: {best:.3} ms");
-    assert!(best < 13.3, "{best} ms");
-}
-
 /// A GPU point scores exactly as the CPU point of the same input and precision (same bits, same
 /// reference): error, value, mismatches and notes.
 #[test]
