@@ -140,6 +140,8 @@ pub fn run(args: StudyArgs, max_threads: Option<usize>) -> anyhow::Result<()> {
         seed: args.seed,
     };
 
+    cfg.check_sizes()?;
+
     let stop = Arc::new(AtomicBool::new(false));
     install_interrupt_handler(stop.clone());
 

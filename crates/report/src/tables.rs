@@ -695,8 +695,8 @@ impl Group<'_> {
         if keys.iter().any(|k| k.starts_with(PTX_PREFIX)) {
             tables.push(self.ptx_table(&precisions));
         }
-        // A quantity with one value in every record (an element count, a count of problems that
-        // never occurred) is one row of a small table, not a table of repeated values.
+        // A quantity with one value in every record that has it (an element count, a count of
+        // problems that never occurred) is one row of a small table, not a table of repeats.
         let mut constant: Vec<Vec<String>> = Vec::new();
         for key in keys.iter().filter(|k| !k.starts_with(PTX_PREFIX)) {
             let values: BTreeSet<u64> = self
@@ -705,9 +705,13 @@ impl Group<'_> {
                 .filter_map(|r| r.extra.get(*key))
                 .map(|v| v.to_bits())
                 .collect();
-            let in_all = self.records.iter().all(|r| r.extra.contains_key(*key));
+            let holders = self
+                .records
+                .iter()
+                .filter(|r| r.extra.contains_key(*key))
+                .count();
             match values.iter().next() {
-                Some(&bits) if values.len() == 1 && in_all && self.records.len() > 1 => {
+                Some(&bits) if values.len() == 1 && holders > 1 => {
                     constant.push(vec![extra_title(key), fmt_extra(f64::from_bits(bits))]);
                 }
                 _ => tables.push(self.extra_table(key, &precisions, naming)),
@@ -715,7 +719,7 @@ impl Group<'_> {
         }
         if !constant.is_empty() {
             tables.push(Table {
-                title: "The same in every record".into(),
+                title: "The same in every record (that measured it)".into(),
                 headers: vec!["quantity".into(), "value".into()],
                 rows: constant,
                 text_columns: 1,

@@ -200,6 +200,43 @@ impl StudyConfig {
     }
 }
 
+impl Workload {
+    /// The largest `--size` this workload accepts, and what its size counts: beyond it a
+    /// point would need more memory than a workstation has (a matrix of order 2^20) or run for
+    /// days, so the run is refused before anything starts.
+    pub fn size_limit(self) -> (u64, &'static str) {
+        match self {
+            Workload::Sum | Workload::Dot => (1 << 31, "elements"),
+            // π's step counts are fixed (10^2 … 10^9); --size does not apply.
+            Workload::Pi => (u64::MAX, "steps"),
+            Workload::Intensity => (1_000_000, "operations per thread"),
+            // f64x2 at 16384: 4 GiB per matrix copy.
+            Workload::Ge | Workload::Lu => (16_384, "matrix order"),
+            Workload::Chain => (1 << 24, "factors"),
+            Workload::DoUndo => (1 << 28, "steps"),
+        }
+    }
+}
+
+impl StudyConfig {
+    /// Refuses user sizes beyond a chosen workload's limit, in one line naming both.
+    pub fn check_sizes(&self) -> Result<(), StudyError> {
+        let Some(sizes) = &self.sizes else {
+            return Ok(());
+        };
+        for &w in &self.workloads {
+            let (limit, unit) = w.size_limit();
+            if let Some(&n) = sizes.iter().find(|&&n| n > limit) {
+                return Err(StudyError::Usage(format!(
+                    "size {n} is too large for {w} (its size is the {unit}, at most {limit}): \
+                     give smaller sizes or name the workloads to run"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Problems of a study run.
 #[derive(Debug, thiserror::Error)]
 pub enum StudyError {
@@ -1054,6 +1091,23 @@ mod tests {
             threads: vec![1, 2],
             seed: 1,
         }
+    }
+
+    #[test]
+    fn sizes_beyond_a_workload_limit_are_refused_in_one_line() {
+        let mut cfg = config(vec![Workload::Sum, Workload::Lu]);
+        cfg.sizes = Some(vec![1 << 10, 1 << 20]);
+        let e = cfg.check_sizes().unwrap_err().to_string();
+        assert!(
+            e.contains("1048576") && e.contains("lu") && e.contains("16384"),
+            "{e}"
+        );
+        assert!(!e.contains('\n'));
+        cfg.workloads = vec![Workload::Sum];
+        cfg.check_sizes().unwrap();
+        cfg.sizes = None;
+        cfg.workloads = Workload::ALL.to_vec();
+        cfg.check_sizes().unwrap();
     }
 
     #[test]

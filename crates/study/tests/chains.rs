@@ -61,10 +61,12 @@ fn chain_matches<T: DeviceWords>(runner: &mut GpuRunner<'_>) {
             want
         );
         // Many threads: thread t multiplies the rotation starting at factor t mod n.
-        let (got, _) = runner.chain_products(&xs, (3, 40), ONCE).unwrap();
-        assert_eq!(got.len(), 120);
+        // More threads than the longest set has factors, so that the last rotation (t = n − 1)
+        // and the wrap back to the first (t = n) both occur.
+        let (got, _) = runner.chain_products(&xs, (9, 128), ONCE).unwrap();
+        assert_eq!(got.len(), 1152);
         let n = xs.len();
-        for t in [0, 1, 7, n.saturating_sub(1), n, 119] {
+        for t in [0, 1, 7, n.saturating_sub(1), n, 1151] {
             let s = t % n;
             let rotated: Vec<T> = xs[s..].iter().chain(&xs[..s]).copied().collect();
             assert_eq!(
