@@ -37,8 +37,9 @@ enum Command {
     /// GPUs with their facts and measured ceilings: copy bandwidth, FP32/FP64 FMA throughput and
     /// their ratio (the "slug factor" of seed 001). Ceilings are cached per device and driver.
     Devices(devices::DevicesArgs),
-    /// The precision study (mantissa's main job): global summation, dot products and π in every
-    /// precision, on the CPU (sequential and threaded) and the GPU (seed 000's launch grid),
+    /// The precision study (mantissa's main job): global summation, dot products, π, arithmetic
+    /// intensity, Gaussian elimination, LU, multiplication chains and do/undo division in every
+    /// precision, on the CPU (sequential and threaded) and the GPU (launch grids and tiles),
     /// written to OUT/results.jsonl as it goes, then tables and OUT/report.html.
     Study(study::StudyArgs),
     /// Rebuild the tables (printed as Markdown), report.html, results.csv and plots/ of a study's

@@ -1,5 +1,8 @@
-//! `mantissa study`: the precision experiments of seeds 000 ch. 5, 001, 003 §3.1.1 and 004 ch. 3
-//! as one plan of measurement points, run point by point into a [`ResultsLog`].
+//! `mantissa study`: the precision experiments of seeds 000 ch. 5–8, 001, 003 §3.1.1 and 004 ch. 3
+//! as one plan of measurement points, run point by point into a [`ResultsLog`]. Sums, dot
+//! products and π are planned and run here (scored by [`Outcome`]); the kernel-style workloads
+//! plan and measure themselves in [`crate::intensity`], [`crate::linalg`] and [`crate::chains`]
+//! (scored by [`crate::measurement::Measurement`]), and this module only dispatches to them.
 //!
 //! The flow is the design's: a [`StudyConfig`] becomes a [`Plan`] (a list of [`Point`]s), each
 //! point runs on its backend and becomes one [`Record`], appended to `results.jsonl` as soon as
