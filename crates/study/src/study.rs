@@ -231,8 +231,8 @@ impl StudyConfig {
             let (limit, unit) = w.size_limit();
             if let Some(&n) = sizes.iter().find(|&&n| n > limit) {
                 return Err(StudyError::Usage(format!(
-                    "size {n} is too large for {w} (its size is the {unit}, at most {limit}): \
-                     give smaller sizes or name the workloads to run"
+                    "size {n} is too large for {w}: its size is the {unit}, at most {limit} \
+                     (run workloads with different size ranges separately)"
                 )));
             }
         }
