@@ -64,7 +64,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use dashu_int::IBig;
 use mantissa_gpu::{
-    twin, FlagSet, Gpu, GpuError, HostData, KernelArg, LaunchDims, Module, Scalar, Source, Timing,
+    twin, FlagSet, Gpu, GpuError, KernelArg, LaunchDims, Module, Scalar, Source, Timing,
     TimingOptions,
 };
 use mantissa_num::big::{self, Big};
@@ -75,9 +75,9 @@ use mantissa_ptx::census::{census, Counts};
 use mantissa_report::{Backend, ErrorMetrics, Status, TimeStats};
 use rayon::ThreadPool;
 
-use crate::device_words::{DeviceWords, Word};
+use crate::device_words::{values_of, words_of, DeviceWords, Word};
 use crate::inputs::InputClass;
-use crate::measurement::Measurement;
+use crate::measurement::{time_stats, Measurement};
 use crate::study::{CpuTiming, Data, Point, StudyConfig, StudyPrecision, Suite, Workload};
 
 /// The kernels (after the twin header).
@@ -723,46 +723,6 @@ pub fn device_bytes(point: &Point) -> u64 {
     };
     // Factors or y's, and per thread a start value (do/undo) and a result.
     point.size * value + 2 * threads * value
-}
-
-/// The values of `xs` as base-format words (at least one word: device buffers are not empty).
-fn words_of<T: DeviceWords>(xs: &[T]) -> HostData {
-    let mut w = Vec::with_capacity(xs.len().max(1) * T::words());
-    for x in xs {
-        x.push_words(&mut w);
-    }
-    if w.is_empty() {
-        T::zero().push_words(&mut w);
-    }
-    T::Word::host(w)
-}
-
-fn values_of<T: DeviceWords>(data: HostData, count: usize, what: &str) -> Result<Vec<T>, GpuError> {
-    let words = T::Word::unhost(data).unwrap_or_default();
-    if words.len() < count * T::words() {
-        return Err(GpuError::BadBuffer {
-            what: what.to_string(),
-            problem: format!(
-                "{} words read, {} expected",
-                words.len(),
-                count * T::words()
-            ),
-        });
-    }
-    Ok(words
-        .chunks(T::words())
-        .take(count)
-        .map(T::from_words)
-        .collect())
-}
-
-fn time_stats(t: &Timing) -> TimeStats {
-    TimeStats {
-        median_ms: t.median_ms,
-        min_ms: t.min_ms,
-        max_ms: t.max_ms,
-        reps: t.samples_ms.len() as u32,
-    }
 }
 
 /// A compiled do/undo module and its kernels' census.

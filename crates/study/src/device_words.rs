@@ -1,8 +1,9 @@
 //! How values of each precision travel to and from the GPU: [`DeviceWords`] (a value as 1 or 2
 //! base-format words, laid out like its CUDA type in `mantissa.cuh`) and [`Word`] (f32 or f64).
-//! Shared by the GPU experiments ([`crate::gpu_ops`], [`crate::gpu_reduce`]).
+//! Shared by the GPU experiments ([`crate::gpu_ops`], [`crate::gpu_reduce`], [`crate::intensity`],
+//! [`crate::linalg`], [`crate::chains`]); [`words_of`] and [`values_of`] convert whole slices.
 
-use mantissa_gpu::{DType, HostData};
+use mantissa_gpu::{DType, GpuError, HostData};
 use mantissa_num::{f32x2, f64x2, Comp32, Comp64, CompNorm32, CompNorm64, Real};
 
 /// A type whose values travel to the GPU as an array of base-format words (1 or 2 per value),
@@ -179,3 +180,41 @@ pair_words!(
     error,
     CompNorm64::new
 );
+
+/// The values of `xs` as base-format words, ready to upload. Device buffers hold at least one
+/// element, so an empty slice becomes one zero (a launch over n = 0 reads nothing).
+pub fn words_of<T: DeviceWords>(xs: &[T]) -> HostData {
+    let mut w = Vec::with_capacity(xs.len().max(1) * T::words());
+    for x in xs {
+        x.push_words(&mut w);
+    }
+    if w.is_empty() {
+        T::zero().push_words(&mut w);
+    }
+    T::Word::host(w)
+}
+
+/// The first `count` values of a downloaded buffer of `T`'s words; `what` names the buffer in
+/// the error when it is shorter or of another word type.
+pub fn values_of<T: DeviceWords>(
+    data: HostData,
+    count: usize,
+    what: &str,
+) -> Result<Vec<T>, GpuError> {
+    let words = T::Word::unhost(data).unwrap_or_default();
+    if words.len() < count * T::words() {
+        return Err(GpuError::BadBuffer {
+            what: what.to_string(),
+            problem: format!(
+                "{} words read, {} expected",
+                words.len(),
+                count * T::words()
+            ),
+        });
+    }
+    Ok(words
+        .chunks(T::words())
+        .take(count)
+        .map(T::from_words)
+        .collect())
+}

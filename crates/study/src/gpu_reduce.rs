@@ -38,7 +38,7 @@ use mantissa_gpu::{
 use mantissa_num::big::round_scaled_to_f64;
 use mantissa_num::Real;
 
-use crate::device_words::{DeviceWords, Word};
+use crate::device_words::{words_of, DeviceWords, Word};
 
 /// The reduction kernels (templates over the precision), compiled after the twin header.
 const REDUCE_CU: &str = include_str!("../cuda/reduce.cu");
@@ -262,19 +262,6 @@ pub struct GpuReducer<'g> {
     gpu: &'g Gpu,
     modules: HashMap<String, Module>,
     exact: Option<Module>,
-}
-
-/// The values of `xs` as base-format words.
-fn words_of<T: DeviceWords>(xs: &[T]) -> HostData {
-    let mut w = Vec::with_capacity(xs.len().max(1) * T::words());
-    for x in xs {
-        x.push_words(&mut w);
-    }
-    if w.is_empty() {
-        // Device buffers hold at least one element; n = 0 still launches and reads nothing.
-        T::zero().push_words(&mut w);
-    }
-    T::Word::host(w)
 }
 
 /// Bytes of one value of T.

@@ -8,11 +8,11 @@ use mantissa_gpu::{Gpu, GpuError, Timing, TimingOptions};
 use mantissa_num::metrics::Reference;
 use mantissa_num::precision::Precision;
 use mantissa_num::{f32x2, f64x2, Comp32, Comp64, CompNorm32, CompNorm64};
-use mantissa_report::{Backend, Record, ResultsLog, Status, TimeStats};
+use mantissa_report::{Backend, Record, ResultsLog, Status};
 
 use crate::device_words::{DeviceWords, Word};
 use crate::gpu_reduce::{GpuReducer, Shape};
-use crate::measurement::Measurement;
+use crate::measurement::{time_stats, Measurement};
 use crate::study::{
     record, DataKey, Inputs, Outcome, Plan, Point, RunSummary, StudyError, StudyPrecision, Suite,
 };
@@ -114,39 +114,25 @@ pub fn run_gpu(
             progress.advance(1);
             continue;
         }
-        if let Some(result) = kernel_style.measure(point, timing) {
-            match result {
-                Ok(m) => {
-                    log.append(&m.record(point, &device))?;
-                    summary.measured += 1;
+        // Kernel-style workloads measure themselves; the reductions run here.
+        let result = match kernel_style.measure(point, timing) {
+            Some(result) => result.map(|m| m.record(point, &device)),
+            None => {
+                let id: DataKey = (point.data.name(), point.size, point.seed, point.workload);
+                if cached.as_ref().map(|(k, _)| k) != Some(&id) {
+                    cached = Some((id.clone(), Inputs::of(point)));
                 }
-                Err(e) => {
-                    let sticky = e.driver_status().is_some_and(|s| s.is_sticky());
-                    log.append(&failed_record(point, &device, &e))?;
-                    summary.failed += 1;
-                    if sticky {
-                        progress.finish();
-                        return Err(StudyError::Gpu(format!(
-                            "the GPU failed and cannot continue: {e}"
-                        )));
-                    }
-                }
+                let inputs = &cached.as_ref().expect("just filled").1;
+                let Backend::Gpu { grid, block } = point.backend else {
+                    unreachable!("reductions run on grid × block launches")
+                };
+                run_point(&mut reducer, point, inputs, Shape::new(grid, block), timing)
+                    .map(|outcome| record(point, &device, inputs, &outcome, None))
             }
-            progress.advance(1);
-            continue;
-        }
-        let id: DataKey = (point.data.name(), point.size, point.seed, point.workload);
-        if cached.as_ref().map(|(k, _)| k) != Some(&id) {
-            cached = Some((id.clone(), Inputs::of(point)));
-        }
-        let inputs = &cached.as_ref().expect("just filled").1;
-        let Backend::Gpu { grid, block } = point.backend else {
-            unreachable!("reductions run on grid × block launches")
         };
-        let shape = Shape::new(grid, block);
-        match run_point(&mut reducer, point, inputs, shape, timing) {
-            Ok(outcome) => {
-                log.append(&record(point, &device, inputs, &outcome, None))?;
+        match result {
+            Ok(r) => {
+                log.append(&r)?;
                 summary.measured += 1;
             }
             Err(e) => {
@@ -212,15 +198,7 @@ impl<'g> KernelStyleRunners<'g> {
 }
 
 fn failed_record(point: &Point, device: &str, e: &GpuError) -> Record {
-    Record {
-        workload: point.workload.to_string(),
-        algorithm: point.algorithm.to_string(),
-        input: point.data.name(),
-        size: point.size,
-        seed: point.seed,
-        precision: point.precision.to_string(),
-        backend: point.backend,
-        device: device.to_string(),
+    Measurement {
         status: Status::Failed,
         value: None,
         reference: None,
@@ -228,18 +206,8 @@ fn failed_record(point: &Point, device: &str, e: &GpuError) -> Record {
         time: None,
         extra: Default::default(),
         note: Some(e.to_string()),
-        version: Record::current_version(),
-        date: Record::now(),
     }
-}
-
-fn time_stats(t: &Timing) -> TimeStats {
-    TimeStats {
-        median_ms: t.median_ms,
-        min_ms: t.min_ms,
-        max_ms: t.max_ms,
-        reps: t.samples_ms.len() as u32,
-    }
+    .record(point, device)
 }
 
 fn run_point(

@@ -67,15 +67,15 @@ use mantissa_num::big::{self, Big};
 use mantissa_num::precision::{Precision, PrecisionVisitor};
 use mantissa_num::{f32x2, f64x2, Comp32, Comp64, CompNorm32, CompNorm64, ExactDot, ExactSum};
 use mantissa_num::{Mp, Real};
-use mantissa_report::{Backend, ErrorMetrics, Status, TimeStats};
+use mantissa_report::{Backend, ErrorMetrics, Status};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rayon::prelude::*;
 use rayon::ThreadPool;
 
-use crate::device_words::{DeviceWords, Word};
+use crate::device_words::{values_of, words_of, DeviceWords, Word};
 use crate::inputs::InputClass;
-use crate::measurement::Measurement;
+use crate::measurement::{time_stats, Measurement};
 use crate::study::{CpuTiming, Data, Point, StudyConfig, StudyPrecision, Suite, Workload};
 
 /// The kernels (templates over the precision), compiled after the twin header.
@@ -1081,36 +1081,6 @@ pub fn lu_kernels<T: DeviceWords>(tile: u32) -> [String; 3] {
 /// The name of the residual kernel (in every precision's module).
 pub const RESIDUAL_KERNEL: &str = "lu_residual_f64x2";
 
-fn words_of<T: DeviceWords>(xs: &[T]) -> HostData {
-    let mut w = Vec::with_capacity(xs.len().max(1) * T::words());
-    for x in xs {
-        x.push_words(&mut w);
-    }
-    if w.is_empty() {
-        T::zero().push_words(&mut w);
-    }
-    T::Word::host(w)
-}
-
-fn values_of<T: DeviceWords>(h: HostData, count: usize) -> Result<Vec<T>, GpuError> {
-    let words = T::Word::unhost(h).unwrap_or_default();
-    if words.len() < count * T::words() {
-        return Err(GpuError::BadBuffer {
-            what: "linalg result".into(),
-            problem: format!(
-                "{} words read, {} expected",
-                words.len(),
-                count * T::words()
-            ),
-        });
-    }
-    Ok(words
-        .chunks(T::words())
-        .take(count)
-        .map(T::from_words)
-        .collect())
-}
-
 /// The exact f64x2 of a device value: TwoSum of its words (exact for every pair type).
 pub fn device_pair<T: DeviceWords>(x: &T) -> f64x2 {
     let mut w: Vec<T::Word> = Vec::with_capacity(2);
@@ -1144,15 +1114,6 @@ fn pair_words(xs: &[f64x2]) -> HostData {
         w.extend([0.0, 0.0]);
     }
     HostData::F64(w)
-}
-
-fn time_stats(t: &Timing) -> TimeStats {
-    TimeStats {
-        median_ms: t.median_ms,
-        min_ms: t.min_ms,
-        max_ms: t.max_ms,
-        reps: t.samples_ms.len() as u32,
-    }
 }
 
 fn module_for<'m, T: DeviceWords>(
@@ -1370,8 +1331,8 @@ impl<'g> GpuRunner<'g> {
             }
             Ok(())
         })?;
-        let ua: Vec<T> = values_of(gpu.download(&aw)?, n * n)?;
-        let ub: Vec<T> = values_of(gpu.download(&bw)?, n)?;
+        let ua: Vec<T> = values_of(gpu.download(&aw)?, n * n, "linalg matrix")?;
+        let ub: Vec<T> = values_of(gpu.download(&bw)?, n, "linalg right-hand side")?;
         Ok((ua, ub, t))
     }
 
@@ -1399,7 +1360,7 @@ impl<'g> GpuRunner<'g> {
             gpu.copy(&a0, &mut aw)?;
             launch_lu(gpu, module, &kernels, &aw, n, tile)
         })?;
-        let f: Vec<T> = values_of(gpu.download(&aw)?, n * n)?;
+        let f: Vec<T> = values_of(gpu.download(&aw)?, n * n, "linalg matrix")?;
         Ok((f, t))
     }
 

@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 
+use mantissa_gpu::Timing;
 use mantissa_report::{ErrorMetrics, Record, Status, TimeStats};
 
 use crate::study::Point;
@@ -65,5 +66,15 @@ impl Measurement {
             version: Record::current_version(),
             date: Record::now(),
         }
+    }
+}
+
+/// A GPU timing as a record's time statistics (milliseconds).
+pub fn time_stats(t: &Timing) -> TimeStats {
+    TimeStats {
+        median_ms: t.median_ms,
+        min_ms: t.min_ms,
+        max_ms: t.max_ms,
+        reps: t.samples_ms.len() as u32,
     }
 }
