@@ -173,6 +173,17 @@ pub fn run(args: StudyArgs, max_threads: Option<usize>) -> anyhow::Result<()> {
         );
     }
 
+    let cpu_plan = Plan::cpu(&cfg);
+    if cpu_plan.points.is_empty() && gpu_plan.as_ref().is_none_or(|p| p.points.is_empty()) {
+        let names = |v: Vec<String>| v.join(", ");
+        return Err(StudyError::Usage(format!(
+            "nothing to measure: no point of {} runs in {} on the chosen backends (exact applies to sum and dot only; mp runs on the CPU only)",
+            names(cfg.workloads.iter().map(|w| w.to_string()).collect()),
+            names(cfg.precisions.iter().map(|p| p.to_string()).collect()),
+        ))
+        .into());
+    }
+
     let mut log = ResultsLog::open(&args.out, args.resume)
         .with_context(|| format!("cannot use output directory {}", args.out.display()))?;
     if let Some(old) = log.moved_aside() {
@@ -190,7 +201,6 @@ pub fn run(args: StudyArgs, max_threads: Option<usize>) -> anyhow::Result<()> {
     }
 
     let bar = Bar::new();
-    let cpu_plan = Plan::cpu(&cfg);
     let cpu = study::run_cpu(&cpu_plan, suite, &mut log, &bar, &stop)?;
     summarize("cpu", &cpu, &log);
     if let (Some(g), Some(plan)) = (&gpu, &gpu_plan) {
