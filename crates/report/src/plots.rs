@@ -315,6 +315,25 @@ struct PointSeries {
     points: Vec<(f64, f64, bool)>,
 }
 
+/// Scatter series per precision, in column order, with exact zeros drawn at `floor`.
+fn point_series(
+    by_precision: BTreeMap<String, Vec<(f64, f64, bool)>>,
+    floor: f64,
+) -> Vec<PointSeries> {
+    let mut series: Vec<PointSeries> = by_precision
+        .into_iter()
+        .map(|(name, points)| PointSeries {
+            name,
+            points: points
+                .into_iter()
+                .map(|(t, e, gpu)| (t, if e == 0.0 { floor } else { e }, gpu))
+                .collect(),
+        })
+        .collect();
+    series.sort_by_key(|s| precision_rank(&s.name));
+    series
+}
+
 /// Accuracy (y) against time (x) on log axes. `connect`: join each series' points in the order
 /// given (a sweep over sizes) with a line.
 fn scatter(
@@ -662,17 +681,7 @@ fn tradeoff_plots(g: &Group, naming: &Naming) -> Vec<Result<Plot, String>> {
             .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.min(v))));
         let floor = zero_floor(min_nonzero);
         let any_zero = raw.values().flatten().any(|p| p.1 == 0.0);
-        let mut series: Vec<PointSeries> = raw
-            .into_iter()
-            .map(|(name, points)| PointSeries {
-                name,
-                points: points
-                    .into_iter()
-                    .map(|(t, e, gpu)| (t, if e == 0.0 { floor } else { e }, gpu))
-                    .collect(),
-            })
-            .collect();
-        series.sort_by_key(|s| precision_rank(&s.name));
+        let series = point_series(raw, floor);
         let zero = any_zero.then_some(floor);
         let size_text = if sizes.len() > 1 {
             format!(", n = {}", fmt_size(size))
@@ -772,17 +781,7 @@ fn sweep_plots(g: &Group, naming: &Naming) -> Vec<Result<Plot, String>> {
             continue;
         }
         let floor = zero_floor(min_nonzero);
-        let mut series: Vec<PointSeries> = by_precision
-            .into_iter()
-            .map(|(name, points)| PointSeries {
-                name,
-                points: points
-                    .into_iter()
-                    .map(|(t, e, gpu)| (t, if e == 0.0 { floor } else { e }, gpu))
-                    .collect(),
-            })
-            .collect();
-        series.sort_by_key(|s| precision_rank(&s.name));
+        let series = point_series(by_precision, floor);
         let zero = any_zero.then_some(floor);
         let (lo, hi) = (
             sizes.first().copied().unwrap_or(0),
