@@ -86,14 +86,14 @@ use mantissa_num::precision::{Precision, PrecisionError, PrecisionVisitor};
 use mantissa_num::{f32x2, f64x2, Comp32, Comp64, CompNorm32, CompNorm64, Real};
 use mantissa_ptx::census;
 use mantissa_ptx::{Function, Statement};
-use mantissa_report::{Backend, ErrorMetrics, Status, TimeStats};
+use mantissa_report::{Backend, ErrorMetrics, Status};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rayon::prelude::*;
 use rayon::ThreadPool;
 
 use crate::device_words::{DeviceWords, Word};
-use crate::measurement::Measurement;
+use crate::measurement::{time_stats, Measurement};
 use crate::study::{CpuTiming, Data, Point, StudyConfig, StudyPrecision, Suite, Workload};
 
 /// Independent accumulator chains per thread (seed 000 ch. 6: y0..y15).
@@ -441,11 +441,18 @@ pub fn rounds(p: Precision, n: u64) -> u64 {
 /// (see the module doc for its shape). Parameters: `(const W2* in, W2* out)` for pair types
 /// (`float2`/`double2`: one 8- or 16-byte load and store), `(const W* in, W* out)` otherwise.
 pub fn kernel_text(p: Precision, op: Op, n: u64) -> Result<String, IntensityError> {
-    generate(p, op, n, looped(p, n))
+    generate(p, op, n, looped(p, n), None)
 }
 
-/// [`kernel_text`] with the code shape chosen by the caller (`looped`: a loop of ⌊N/16⌋ rounds).
-fn generate(p: Precision, op: Op, n: u64, looped: bool) -> Result<String, IntensityError> {
+/// [`kernel_text`] with the code shape chosen by the caller (`looped`: a loop of ⌊N/16⌋ rounds)
+/// and, with `bound`, declared `__launch_bounds__(bound)` (see [`GpuRunner::run_kernel`]).
+fn generate(
+    p: Precision,
+    op: Op,
+    n: u64,
+    looped: bool,
+    bound: Option<u32>,
+) -> Result<String, IntensityError> {
     if n == 0 {
         return Err(IntensityError::NoOperations);
     }
@@ -475,7 +482,8 @@ fn generate(p: Precision, op: Op, n: u64, looped: bool) -> Result<String, Intens
     );
     let _ = writeln!(
         s,
-        "extern \"C\" __global__ void {name}(const {load_ty}* __restrict__ in, {load_ty}* __restrict__ out) {{"
+        "extern \"C\" __global__ void {}{name}(const {load_ty}* __restrict__ in, {load_ty}* __restrict__ out) {{",
+        bound.map_or(String::new(), |b| format!("__launch_bounds__({b}) "))
     );
     let _ = writeln!(
         s,
@@ -532,9 +540,20 @@ fn generate(p: Precision, op: Op, n: u64, looped: bool) -> Result<String, Intens
 
 /// The compilable source: the twin header then [`kernel_text`].
 pub fn kernel_source(p: Precision, op: Op, n: u64) -> Result<Source, IntensityError> {
-    let text = kernel_text(p, op, n)?;
+    bounded_source(p, op, n, None)
+}
+
+/// [`kernel_source`] declared with `__launch_bounds__(bound)` when `bound` is given.
+pub fn bounded_source(
+    p: Precision,
+    op: Op,
+    n: u64,
+    bound: Option<u32>,
+) -> Result<Source, IntensityError> {
+    let text = generate(p, op, n, looped(p, n), bound)?;
+    let suffix = bound.map_or(String::new(), |b| format!("_lb{b}"));
     Ok(Source::new(
-        format!("{}.cu", kernel_name(p, op, n)),
+        format!("{}{suffix}.cu", kernel_name(p, op, n)),
         format!("{}\n{text}", twin::HEADER),
     ))
 }
@@ -782,7 +801,7 @@ struct Kernel {
 /// Runs this module's GPU points, keeping compiled kernels between points.
 pub struct GpuRunner<'g> {
     gpu: &'g Gpu,
-    kernels: HashMap<(Precision, Op, u64), Kernel>,
+    kernels: HashMap<(Precision, Op, u64, Option<u32>), Kernel>,
     /// `None` until first asked; then the device's ceilings if they could be had.
     ceilings: Option<Option<Ceilings>>,
 }
@@ -797,15 +816,22 @@ impl<'g> GpuRunner<'g> {
     }
 
     /// The compiled kernel of (p, op, N), built on first use.
-    fn kernel(&mut self, p: Precision, op: Op, n: u64) -> Result<&Kernel, GpuError> {
+    fn kernel(
+        &mut self,
+        p: Precision,
+        op: Op,
+        n: u64,
+        bound: Option<u32>,
+    ) -> Result<&Kernel, GpuError> {
         let gpu = self.gpu;
-        Ok(match self.kernels.entry((p, op, n)) {
+        Ok(match self.kernels.entry((p, op, n, bound)) {
             Entry::Occupied(e) => e.into_mut(),
             Entry::Vacant(e) => {
-                let source = kernel_source(p, op, n).map_err(|err| GpuError::BadArguments {
-                    kernel: kernel_name(p, op, n),
-                    problem: err.to_string(),
-                })?;
+                let source =
+                    bounded_source(p, op, n, bound).map_err(|err| GpuError::BadArguments {
+                        kernel: kernel_name(p, op, n),
+                        problem: err.to_string(),
+                    })?;
                 let compiled = gpu.compile(&source, FlagSet::Default)?;
                 let name = kernel_name(p, op, n);
                 let counts = ptx_counts(&compiled.ptx, &name, rounds(p, n));
@@ -873,7 +899,12 @@ impl<'g> GpuRunner<'g> {
 /// run on the device (one line).
 #[derive(Debug)]
 pub enum Launched<T> {
-    Ran { results: Vec<T>, time: Timing },
+    /// `note`: set when the kernel had to be built for the block size (registers capped).
+    Ran {
+        results: Vec<T>,
+        time: Timing,
+        note: Option<String>,
+    },
     OutOfResources(String),
 }
 
@@ -913,14 +944,32 @@ impl GpuRunner<'_> {
                 info.max_threads_per_block, info.max_grid_dims.0
             )));
         }
-        let kernel = self.kernel(p, op, n)?;
-        let res = kernel.module.resources(&kernel.name)?;
-        if block > res.max_threads_per_block {
-            return Ok(Launched::OutOfResources(format!(
-                "blocks of {block} threads: the kernel uses {} registers per thread, which allows at most {} threads per block",
-                res.registers, res.max_threads_per_block
-            )));
-        }
+        let default = {
+            let k = self.kernel(p, op, n, None)?;
+            k.module.resources(&k.name)?
+        };
+        // A block the default build's registers do not allow gets the kernel built for that
+        // block size (`__launch_bounds__`): the compiler then caps the registers and spills the
+        // rest to local memory, as the thesis's compiler did under Fermi's 63-register limit. The
+        // arithmetic, so the results, are the same; the record's note says it.
+        let (bound, note) = if block > default.max_threads_per_block {
+            let k = self.kernel(p, op, n, Some(block))?;
+            let res = k.module.resources(&k.name)?;
+            if block > res.max_threads_per_block {
+                return Ok(Launched::OutOfResources(format!(
+                    "blocks of {block} threads: the kernel uses {} registers per thread even when built for that block size, which allows at most {} threads per block",
+                    res.registers, res.max_threads_per_block
+                )));
+            }
+            let note = format!(
+                "built with __launch_bounds__({block}): {} registers and {} B of local memory per thread (the default build's {} registers allow {} threads per block)",
+                res.registers, res.local_bytes, default.registers, default.max_threads_per_block
+            );
+            (Some(block), Some(note))
+        } else {
+            (None, None)
+        };
+        let kernel = self.kernel(p, op, n, bound)?;
         let mut words = Vec::with_capacity(threads * T::words());
         for x in xs {
             x.push_words(&mut words);
@@ -947,7 +996,11 @@ impl GpuRunner<'_> {
             });
         }
         let results = got.chunks_exact(T::words()).map(T::from_words).collect();
-        Ok(Launched::Ran { results, time })
+        Ok(Launched::Ran {
+            results,
+            time,
+            note,
+        })
     }
 
     /// Floating-point instructions one thread of the (p, op, N) kernel executes, by
@@ -958,7 +1011,7 @@ impl GpuRunner<'_> {
         op: Op,
         n: u64,
     ) -> Result<BTreeMap<String, u64>, GpuError> {
-        Ok(self.kernel(p, op, n)?.counts.clone())
+        Ok(self.kernel(p, op, n, None)?.counts.clone())
     }
 }
 
@@ -988,18 +1041,25 @@ impl GpuRun<'_, '_> {
         let (op, n, grid, block) = (self.op, self.point.size, self.grid, self.block);
         let threads = grid as usize * block as usize;
         let xs: Vec<T> = inputs(op, threads, self.point.seed);
-        let (results, t) = match self
-            .runner
-            .run_kernel(op, n, grid, block, &xs, self.timing)?
-        {
-            Launched::Ran { results, time } => (results, time),
-            Launched::OutOfResources(why) => return Ok(Measurement::out_of_resources(why)),
-        };
+        let (results, t, build_note) =
+            match self
+                .runner
+                .run_kernel(op, n, grid, block, &xs, self.timing)?
+            {
+                Launched::Ran {
+                    results,
+                    time,
+                    note,
+                } => (results, time, note),
+                Launched::OutOfResources(why) => return Ok(Measurement::out_of_resources(why)),
+            };
         let p = match self.point.precision {
             StudyPrecision::Real(p) => p,
             StudyPrecision::Exact => unreachable!("no exact intensity points"),
         };
-        let kernel = self.runner.kernel(p, op, n)?;
+        // The FP instruction counts of the default build: a bounded build differs only in
+        // register allocation (spill loads and stores are not floating-point instructions).
+        let kernel = self.runner.kernel(p, op, n, None)?;
         let mut mismatches = 0u32;
         for i in sample_indices(threads) {
             let want = model(&xs[i], op, n);
@@ -1039,20 +1099,17 @@ impl GpuRun<'_, '_> {
         if let Some(sat) = saturated {
             extra.insert("saturated".into(), f64::from(u8::from(sat)));
         }
-        let note = (mismatches > 0).then(|| {
+        let mismatch_note = (mismatches > 0).then(|| {
             format!("{mismatches} sampled threads differ from the CPU model (expected none)")
         });
+        let notes: Vec<String> = [build_note, mismatch_note].into_iter().flatten().collect();
+        let note = (!notes.is_empty()).then(|| notes.join("; "));
         Ok(Measurement {
             status: Status::Ok,
             value: Some(s.value),
             reference: Some(s.reference),
             error: Some(s.error),
-            time: Some(TimeStats {
-                median_ms: t.median_ms,
-                min_ms: t.min_ms,
-                max_ms: t.max_ms,
-                reps: t.samples_ms.len() as u32,
-            }),
+            time: Some(time_stats(&t)),
             extra,
             note,
         })
@@ -1409,7 +1466,7 @@ $L_loop:
         };
         for (n, looped) in [(100, false), (1000, false), (1000, true), (10000, true)] {
             for p in [Precision::F64x2, Precision::F64] {
-                let text = generate(p, Op::Add, n, looped).unwrap();
+                let text = generate(p, Op::Add, n, looped, None).unwrap();
                 let src = Source::new(
                     format!("t{n}{looped}.cu"),
                     format!("{}\n{text}", twin::HEADER),

@@ -17,8 +17,8 @@ use mantissa_ptx::census;
 use mantissa_report::{Backend, Status};
 use mantissa_study::device_words::DeviceWords;
 use mantissa_study::intensity::{
-    arithmetic_of, executed_counts, inputs, kernel_name, kernel_source, looped, model, rounds,
-    same_bits, GpuRunner, Launched, Op,
+    arithmetic_of, bounded_source, executed_counts, inputs, kernel_name, kernel_source, looped,
+    model, rounds, same_bits, GpuRunner, Launched, Op,
 };
 use mantissa_study::study::{Data, Point, StudyPrecision};
 
@@ -183,13 +183,48 @@ fn thousand_iteration_counts_and_loops_expand_exactly() {
     }
 }
 
+/// The build for a block size declares its bound, and the bound caps the registers the PTX
+/// promises (`.maxntid`), with the same floating-point instructions as the default build.
+#[test]
+fn bounded_builds_declare_their_block_size() {
+    let Some(nvrtc) = require_nvrtc_or_skip() else {
+        return;
+    };
+    let (p, op, n) = (Precision::F64x2, Op::Add, 1000);
+    let src = bounded_source(p, op, n, Some(1024)).unwrap();
+    assert!(src.text.contains("__launch_bounds__(1024)"), "{}", src.text);
+    let compiled = nvrtc
+        .compile(&src, FlagSet::Default, SM_90)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(compiled.ptx.contains(".maxntid 1024"), "{}", compiled.ptx);
+    let name = kernel_name(p, op, n);
+    let parsed = mantissa_ptx::parse(&compiled.ptx);
+    let f = parsed
+        .module
+        .functions()
+        .find(|f| f.name == name && f.body.is_some())
+        .expect("the kernel is in the PTX");
+    assert_eq!(
+        executed_counts(f, rounds(p, n)),
+        compile(&nvrtc, p, op, n).0
+    );
+}
+
 // ---- GPU ----------------------------------------------------------------------------------------
 
 const ONCE: TimingOptions = TimingOptions { warmup: 0, reps: 1 };
 
 fn check_bits<T: DeviceWords>(runner: &mut GpuRunner<'_>) {
     for op in Op::BOTH {
-        for (n, grid, block) in [(1, 1, 1), (17, 3, 33), (100, 2, 256), (1000, 4, 128)] {
+        // (1000, 1, 1024): beyond the default build's registers for the pair types, so the kernel
+        // built for 1024-thread blocks (registers capped, spills) runs and must give the same bits.
+        for (n, grid, block) in [
+            (1, 1, 1),
+            (17, 3, 33),
+            (100, 2, 256),
+            (1000, 4, 128),
+            (1000, 1, 1024),
+        ] {
             let xs: Vec<T> = inputs(op, (grid * block) as usize, n);
             let got = match runner
                 .run_kernel(op, n, grid, block, &xs, ONCE)
@@ -262,14 +297,18 @@ fn gpu_points_measure() {
         assert!(m.extra.keys().any(|k| k.starts_with("ptx.add.")));
         println!("{p} add N=10000 {}×256: {m:?}", full.0);
     }
+    // Every block size of the device runs: one the default build's registers do not allow gets
+    // the kernel built for it, and says so.
     for block in [1, 256, 512, 1024] {
         let m = r
             .measure(&point(Precision::Comp64, Op::Mul, 1000, 1, block), timing)
             .unwrap();
-        assert!(
-            matches!(m.status, Status::Ok | Status::OutOfResources),
-            "{m:?}"
-        );
+        assert_eq!(m.status, Status::Ok, "{m:?}");
+        assert_eq!(m.extra["differs_from_cpu"], 0.0, "{m:?}");
+        if block == 1024 {
+            let note = m.note.as_deref().unwrap_or_default();
+            assert!(note.contains("__launch_bounds__(1024)"), "{m:?}");
+        }
     }
     let m = r
         .measure(&point(Precision::F64, Op::Mul, 20, 1, 2048), timing)
