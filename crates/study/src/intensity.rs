@@ -41,8 +41,9 @@
 //!
 //! Records (workload `intensity`, algorithm `add` or `mul`, size `N`). GPU points run on grid 1 ×
 //! block {1, 256, 512, 1024} (Tables 13–15 and one more) and on the full device (`full`, and the
-//! same thread count in blocks of 256, which register-hungry kernels can always launch). Each
-//! record's `extra` holds:
+//! same thread count in blocks of 256). A block larger than the default build's registers allow
+//! runs the kernel built for that block size (`__launch_bounds__`, registers capped and spilled;
+//! [`GpuRunner::run_kernel`]), and the record's note says so. Each record's `extra` holds:
 //! - `ptx.<op>.<type>` (`ptx.add.f64`, `ptx.fma.f32`, …): floating-point instructions each thread
 //!   executes, from mantissa-ptx's census of the generated PTX (static counts outside the loop plus
 //!   the round count times the loop body's). For the straight-line kernels (N ≤ [`straight_max`])
