@@ -686,6 +686,38 @@ fn lu_ref_kind<T: Real>(n: usize) -> LuRefKind {
     }
 }
 
+/// The computed factors as f64x2 (`to_pair`: exact for every pair type), in parallel for large
+/// matrices.
+fn factor_pairs<T: Sync>(f: &[T], n: usize, to_pair: fn(&T) -> f64x2) -> Vec<f64x2> {
+    if n >= 256 {
+        f.par_iter().map(to_pair).collect()
+    } else {
+        f.iter().map(to_pair).collect()
+    }
+}
+
+/// Scores computed LU factors `f` (and their `pairs`) against `reference` and the residual,
+/// with the note of the reference `kind`: the same for CPU and GPU points.
+fn score_factors<T: Real>(
+    f: &[T],
+    pairs: &[f64x2],
+    n: usize,
+    kind: &LuRefKind,
+    residual: &[f64],
+    a_max: f64,
+    reference: Option<std::sync::Arc<LuReference>>,
+) -> Measurement {
+    let exact = |k: usize| f[k].to_big();
+    let factors = LuFactors {
+        n,
+        pairs,
+        exact: &exact,
+        bits: T::significand_bits(),
+    };
+    let note = lu_ref_note(kind, T::significand_bits());
+    score_lu(&factors, residual, a_max, reference.as_deref(), note)
+}
+
 fn lu_ref_note(kind: &LuRefKind, bits: u32) -> Option<String> {
     match kind {
         LuRefKind::PairsShort => Some(format!(
@@ -941,11 +973,7 @@ impl PrecisionVisitor for CpuRun<'_> {
                 lu_factor(&mut a, n, pool);
                 a
             });
-            let pairs: Vec<f64x2> = if n >= 256 {
-                f.par_iter().map(pair_of).collect()
-            } else {
-                f.iter().map(pair_of).collect()
-            };
+            let pairs = factor_pairs(&f, n, pair_of);
             let a_pairs: Vec<f64x2> = a64.iter().map(|&x| f64x2::from_base(x)).collect();
             let residual = lu_residual_model(&pairs, &a_pairs, n);
             let kind = lu_ref_kind::<T>(n);
@@ -960,18 +988,8 @@ impl PrecisionVisitor for CpuRun<'_> {
                 }
                 LuRefKind::Nothing => None,
             };
-            let exact = |k: usize| f[k].to_big();
-            let factors = LuFactors {
-                n,
-                pairs: &pairs,
-                exact: &exact,
-                bits: T::significand_bits(),
-            };
-            let note = lu_ref_note(&kind, T::significand_bits());
-            (
-                score_lu(&factors, &residual, a_max, reference.as_deref(), note),
-                time,
-            )
+            let scored = score_factors(&f, &pairs, n, &kind, &residual, a_max, reference);
+            (scored, time)
         };
         m.extra
             .insert("gflops".into(), gflops(n, time.median_ms.max(1e-9)));
@@ -1477,11 +1495,7 @@ impl<'g> GpuRunner<'g> {
         n: usize,
         tile: u32,
     ) -> Result<Measurement, GpuError> {
-        let pairs: Vec<f64x2> = if n >= 256 {
-            f.par_iter().map(device_pair).collect()
-        } else {
-            f.iter().map(device_pair).collect()
-        };
+        let pairs = factor_pairs(f, n, device_pair);
         let a64: Vec<f64> = a.iter().map(|v| v.to_f64()).collect();
         let a_pairs: Vec<f64x2> = a64.iter().map(|&x| f64x2::from_base(x)).collect();
         let residual = self.residual_gpu(&pairs, &a_pairs, n)?;
@@ -1505,20 +1519,14 @@ impl<'g> GpuRunner<'g> {
             }
             LuRefKind::Nothing => None,
         };
-        let exact = |k: usize| f[k].to_big();
-        let factors = LuFactors {
+        Ok(score_factors(
+            f,
+            &pairs,
             n,
-            pairs: &pairs,
-            exact: &exact,
-            bits: T::significand_bits(),
-        };
-        let note = lu_ref_note(&kind, T::significand_bits());
-        Ok(score_lu(
-            &factors,
+            &kind,
             &residual,
             max_abs(&a64),
-            reference.as_deref(),
-            note,
+            reference,
         ))
     }
 }

@@ -960,15 +960,7 @@ pub fn record(
         Reference::NaN => f64::NAN,
     };
     let zero_reference = reference_f64 == 0.0;
-    Record {
-        workload: point.workload.to_string(),
-        algorithm: point.algorithm.to_string(),
-        input: point.data.name(),
-        size: point.size,
-        seed: point.seed,
-        precision: point.precision.to_string(),
-        backend: point.backend,
-        device: device.to_string(),
+    Measurement {
         status: Status::Ok,
         value: Some(outcome.value_f64),
         reference: Some(reference_f64),
@@ -981,9 +973,8 @@ pub fn record(
         time: Some(outcome.time.clone()),
         extra: Default::default(),
         note,
-        version: Record::current_version(),
-        date: Record::now(),
     }
+    .record(point, device)
 }
 
 /// What identifies a point's input data: (input name, size, seed, workload).
