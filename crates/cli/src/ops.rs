@@ -219,10 +219,11 @@ fn run_gpu(
         .collect();
     println!("{}\n", t.join("\n"));
     println!(
-        "Time: element-wise kernel (median of {} runs, rotating inputs) and its speed-up over f64 (seed 001 Table 2); compute-bound: {} chains × {} steps per thread, against the roofline of the FMA ceiling and the PTX instruction count.\n",
+        "Time: element-wise kernel (median of {} runs, rotating inputs) and its speed-up over f64 (seed 001 Table 2); compute-bound: {} chains × {} steps per thread, {}-thread blocks, against the roofline of the FMA ceiling and the PTX instruction count.\n",
         opts.timing_reps,
         gpu_ops::CHAINS,
-        opts.iters
+        opts.iters,
+        gpu_ops::COMPUTE_BOUND_BLOCK.min(opts.block)
     );
     let perf: Vec<Vec<String>> = rows
         .iter()

@@ -48,11 +48,13 @@
 //   T_from_base(x), T_from_sum(a, b) (TwoSum), T_from_product(a, b) (TwoProd)
 //   T_add(x, y)        AccurateDWPlusDW, JMP17 Alg. 6                    3u^2 + 13u^3
 //   T_sub(x, y)        T_add(x, -y)                                       3u^2 + 13u^3
+//   T_add_fast(x, y)   T_add without the special-value rule (QD's semantics) 3u^2 + 13u^3
 //   T_add_sloppy(x, y) SloppyDWPlusDW, JMP17 Alg. 5                      none under cancellation
 //   T_add_base(x, f)   DWPlusFP, JMP17 Alg. 4                            2u^2
 //   T_sub_base(x, f)   T_add_base(x, -f)                                  2u^2
 //   T_mul(x, y)        DWTimesDW3, JMP17 Alg. 12                         4u^2 (MR22 Thm 2.8)
 //   T_mul_seed(x, y)   seed 001 Alg. 8 (three FMAs into the TwoProd error) none published
+//   T_mul_fast(x, y)   7 flops, no special-value rule (dw.rs mul_fast)       6u^2 + 17u^3
 //   T_mul_base(x, f)   DWTimesFP3, JMP17 Alg. 9                          2u^2
 //   T_div(x, y)        DWDivDW3, JMP17 Alg. 18, with rescaling            9.8u^2
 //   T_div_dw2(x, y)    DWDivDW2, JMP17 Alg. 17 (DWTimesFP1 inside)        15u^2 + 56u^3
@@ -137,8 +139,6 @@ template <> struct base<float> {
     static MANTISSA_FN bits to_bits(float x) { return __float_as_uint(x); }
     static MANTISSA_FN float from_bits(bits b) { return __uint_as_float(b); }
     static MANTISSA_FN int leading_zeros(bits b) { return __clz((int)b); }
-    static constexpr unsigned EXP_FIELD_MAX = 0xffu;
-    static MANTISSA_FN unsigned exp_field(float x) { return (__float_as_uint(x) >> 23) & 0xffu; }
 };
 
 template <> struct base<double> {
@@ -154,9 +154,12 @@ template <> struct base<double> {
     static MANTISSA_FN bits to_bits(double x) { return (bits)__double_as_longlong(x); }
     static MANTISSA_FN double from_bits(bits b) { return __longlong_as_double((long long)b); }
     static MANTISSA_FN int leading_zeros(bits b) { return __clzll((long long)b); }
-    static constexpr unsigned EXP_FIELD_MAX = 0x7ffu;
-    // From the high 32-bit half alone: one 32-bit shift and mask instead of 64-bit ones.
-    static MANTISSA_FN unsigned exp_field(double x) { return ((unsigned)__double2hiint(x) >> 20) & 0x7ffu; }
+    // Normal (exponent field neither 0 nor 0x7ff), from the high half in two instructions:
+    // adding 1 to the field wraps 0x7ff to 0 (the carry goes to the sign bit, masked off) and
+    // makes 0 into 1, so the field plus one has a bit above its lowest exactly when x is normal.
+    static MANTISSA_FN bool is_normal_hi(double x) {
+        return (((unsigned)__double2hiint(x) + 0x00100000u) & 0x7fe00000u) != 0u;
+    }
 };
 
 // Classification and sign operations on bits: exact under every flag set, like Rust's.
@@ -237,10 +240,17 @@ template <typename F> MANTISSA_FN void two_diff(F a, F b, F& s, F& e) {
     e = sub_rn(sub_rn(a, aa), add_rn(b, bb));
 }
 
+// -x, exactly. For f32 a bit flip: neg.f32 would take .ftz under --ftz=true and flush a
+// subnormal. f64 has no .ftz, so there -x is the same exact negation, and ptxas folds it into
+// the operand of the instruction that uses it (H200, compute-bound f64x2 mul: 1.17 -> 1.27
+// T/s against the bit flip, an integer instruction on the critical path).
+MANTISSA_FN float neg_exact(float x) { return flip_sign(x); }
+MANTISSA_FN double neg_exact(double x) { return -x; }
+
 // TwoProd with an FMA: p + e = a b exactly while a b >= 2^(emin+p) and finite.
 template <typename F> MANTISSA_FN void two_prod(F a, F b, F& p, F& e) {
     p = mul_rn(a, b);
-    e = fma_rn(a, b, flip_sign(p));
+    e = fma_rn(a, b, neg_exact(p));
 }
 
 // Veltkamp's split: hi + lo = a, each half in floor(p/2) bits; valid while SPLITTER a is finite.
@@ -294,9 +304,9 @@ template <typename F> MANTISSA_FN dw<F> dw_finish(F hi, F lo, F base_result) {
     // The common case first, with one 32-bit test: a normal high word (exponent field neither
     // all zeros nor all ones) is returned as computed, which is what the full rule gives it.
     // Measured on an H200 (8 chains per thread, compute-bound): f64x2 add 662 -> 702 Gop/s,
-    // mul 960 -> 1166 Gop/s against always evaluating the rule.
-    unsigned e = base<F>::exp_field(hi);
-    return e - 1u < base<F>::EXP_FIELD_MAX - 1u ? dw_make(hi, lo) : dw_finish_rule(hi, lo, base_result);
+    // mul 960 -> 1166 Gop/s against always evaluating the rule; the two-instruction form of
+    // the test in base<double>::is_normal_hi then gave add 701 -> 732, mul (seed) 1206 -> 1283.
+    return base<F>::is_normal_hi(hi) ? dw_make(hi, lo) : dw_finish_rule(hi, lo, base_result);
 }
 
 // For f32x2 the rule alone is faster (H200: the early test cost add 1096 -> 989 Gop/s, mul
@@ -373,6 +383,29 @@ template <typename F> MANTISSA_FN dw<F> dw_mul(dw<F> x, dw<F> y) {
     F cl3 = add_rn(cl1, cl2);
     fast_two_sum(ch, cl3, zh, zl);
     return dw_finish(zh, zl, ch);
+}
+
+// dw.rs add_fast: AccurateDWPlusDW without dw_finish (no special-value rule), 3u^2 + 13u^3.
+template <typename F> MANTISSA_FN dw<F> dw_add_fast(dw<F> x, dw<F> y) {
+    F sh, sl, th, tl, vh, vl, zh, zl;
+    two_sum(x.hi, y.hi, sh, sl);
+    two_sum(x.lo, y.lo, th, tl);
+    F c = add_rn(sl, th);
+    fast_two_sum(sh, c, vh, vl);
+    F w = add_rn(tl, vl);
+    fast_two_sum(vh, w, zh, zl);
+    return dw_make(zh, zl);
+}
+
+// dw.rs mul_fast: TwoProd, both cross products into its error by one FMA each, FastTwoSum;
+// 7 flops, no special-value rule, 6u^2 + 17u^3 (derived in dw.rs).
+template <typename F> MANTISSA_FN dw<F> dw_mul_fast(dw<F> x, dw<F> y) {
+    F ch, cl1, zh, zl;
+    two_prod(x.hi, y.hi, ch, cl1);
+    F s = fma_rn(x.hi, y.lo, cl1);
+    s = fma_rn(x.lo, y.hi, s);
+    fast_two_sum(ch, s, zh, zl);
+    return dw_make(zh, zl);
 }
 
 // Seed 001 Alg. 8: DWTimesDW3 with the low-order terms folded into three FMAs.
@@ -660,10 +693,12 @@ template <typename F> MANTISSA_FN compn<F> compn_abs(compn<F> x) { return compn_
     MANTISSA_FN T T##_add(T x, T y) { return dw_add(x, y); }                                     \
     MANTISSA_FN T T##_sub(T x, T y) { return dw_sub(x, y); }                                     \
     MANTISSA_FN T T##_add_sloppy(T x, T y) { return dw_add_sloppy(x, y); }                       \
+    MANTISSA_FN T T##_add_fast(T x, T y) { return dw_add_fast(x, y); }                           \
     MANTISSA_FN T T##_add_base(T x, F y) { return dw_add_base(x, y); }                           \
     MANTISSA_FN T T##_sub_base(T x, F y) { return dw_sub_base(x, y); }                           \
     MANTISSA_FN T T##_mul(T x, T y) { return dw_mul(x, y); }                                     \
     MANTISSA_FN T T##_mul_seed(T x, T y) { return dw_mul_seed(x, y); }                           \
+    MANTISSA_FN T T##_mul_fast(T x, T y) { return dw_mul_fast(x, y); }                           \
     MANTISSA_FN T T##_mul_base(T x, F y) { return dw_mul_base(x, y); }                           \
     MANTISSA_FN T T##_div(T x, T y) { return dw_div(x, y); }                                     \
     MANTISSA_FN T T##_div_dw2(T x, T y) { return dw_div_dw2(x, y); }                             \

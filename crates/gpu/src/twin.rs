@@ -107,10 +107,12 @@ impl TwinType {
                 ("add", Pairs),
                 ("sub", Pairs),
                 ("add_sloppy", Pairs),
+                ("add_fast", Pairs),
                 ("add_base", PairWord),
                 ("sub_base", PairWord),
                 ("mul", Pairs),
                 ("mul_seed", Pairs),
+                ("mul_fast", Pairs),
                 ("mul_base", PairWord),
                 ("div", Pairs),
                 ("div_dw2", Pairs),
@@ -284,7 +286,7 @@ mod tests {
     #[test]
     fn every_type_has_ops_with_unique_kernel_names() {
         let all = TwinOp::all();
-        assert_eq!(all.len(), 2 * (6 + 18 + 9 + 7));
+        assert_eq!(all.len(), 2 * (6 + 20 + 9 + 7));
         let mut names: Vec<String> = all.iter().map(TwinOp::kernel_name).collect();
         names.sort();
         names.dedup();

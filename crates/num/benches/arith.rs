@@ -1,5 +1,6 @@
 //! Element-wise throughput of the double-word operations, side by side in one run with the
-//! `twofloat` crate (double-double), dashu-float at 106 bits, and plain f32/f64.
+//! `twofloat` crate (double-double), dashu-float at 106 bits, and plain f32/f64; `f64x2_fast`
+//! rows are `add_fast`/`mul_fast`, without the special-value rule (twofloat has none either).
 //!
 //! Each measurement applies one operation to N = 4096 independent operand pairs (so the loop is
 //! throughput-bound, as a GPU kernel or vectorised CPU loop would be, not latency-bound), and
@@ -83,6 +84,8 @@ fn bench_ops(c: &mut Criterion) {
                 elementwise!(g, "f64", ah, bh, |x: f64, y: f64| x + y);
                 elementwise!(g, "f32", af32, bf32, |x: f32, y: f32| x + y);
                 elementwise!(g, "f64x2", a64, b64, |x: f64x2, y: f64x2| x + y);
+                elementwise!(g, "f64x2_fast", a64, b64, |x: f64x2, y: f64x2| x
+                    .add_fast(y));
                 elementwise!(g, "f64x2_sloppy", a64, b64, |x: f64x2, y: f64x2| x
                     .add_sloppy(y));
                 elementwise!(g, "twofloat", atf, btf, |x: TwoFloat, y: TwoFloat| x + y);
@@ -93,6 +96,8 @@ fn bench_ops(c: &mut Criterion) {
                 elementwise!(g, "f64", ah, bh, |x: f64, y: f64| x * y);
                 elementwise!(g, "f32", af32, bf32, |x: f32, y: f32| x * y);
                 elementwise!(g, "f64x2", a64, b64, |x: f64x2, y: f64x2| x * y);
+                elementwise!(g, "f64x2_fast", a64, b64, |x: f64x2, y: f64x2| x
+                    .mul_fast(y));
                 elementwise!(g, "f64x2_seed_alg8", a64, b64, |x: f64x2, y: f64x2| x
                     .mul_seed(y));
                 elementwise!(g, "twofloat", atf, btf, |x: TwoFloat, y: TwoFloat| x * y);

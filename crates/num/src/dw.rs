@@ -9,10 +9,12 @@
 //! | op | algorithm | bound |
 //! |---|---|---|
 //! | `dw + dw` ([`DoubleWord::add`]) | AccurateDWPlusDW, JMP17 Alg. 6 (= QD's "IEEE add", seed 001 Alg. 6) | 3u² + 13u³ |
+//! | [`DoubleWord::add_fast`] | AccurateDWPlusDW without the special-value rule | 3u² + 13u³ |
 //! | [`DoubleWord::add_sloppy`] | SloppyDWPlusDW, JMP17 Alg. 5 (QD's "sloppy add") | none under cancellation |
 //! | `dw + f` ([`DoubleWord::add_base`]) | DWPlusFP, JMP17 Alg. 4 | 2u² |
 //! | `dw × dw` ([`DoubleWord::mul`]) | DWTimesDW3, JMP17 Alg. 12 | 4u² (MR22 Thm 2.8; JMP17 stated 5u²) |
 //! | [`DoubleWord::mul_seed`] | seed 001 Alg. 8 (DWTimesDW3 with the last add folded into FMAs) | none published; 4u² tested |
+//! | [`DoubleWord::mul_fast`] | 7-flop product (DWTimesDW2 with one more FMA), no special-value rule | 6u² + 17u³ (derived in its docs) |
 //! | `dw × f` ([`DoubleWord::mul_base`]) | DWTimesFP3, JMP17 Alg. 9 | 2u² |
 //! | `dw ÷ dw` ([`DoubleWord::div`]) | DWDivDW3, JMP17 Alg. 18 | 9.8u² |
 //! | [`DoubleWord::div_dw2`] | DWDivDW2, JMP17 Alg. 17 (DWTimesFP1 inside) | 15u² + 56u³ |
@@ -42,6 +44,12 @@
 //! `0 / 0` is NaN, `x / inf` is 0. An infinite result is `(±inf, 0)`: either the base result is
 //! that infinity, or the double-word result overflowed (the exact result is beyond the largest
 //! finite double-word). No input panics.
+//!
+//! The rule costs a few instructions per operation (two compares, two selects on the CPU; an
+//! exponent test and a branch on the GPU), which is much of the cost of an addition or a
+//! product in a throughput-bound loop. [`DoubleWord::add_fast`] and [`DoubleWord::mul_fast`]
+//! leave it out, like QD and the `twofloat` crate, for data known to stay finite; see
+//! docs/BENCHMARKS.md for what each costs.
 
 use core::cmp::Ordering;
 use core::ops::{Add, AddAssign, Div, DivAssign, Mul, MulAssign, Neg, Sub, SubAssign};
@@ -230,6 +238,25 @@ impl<F: Base> DoubleWord<F> {
         Self::finish(zh, zl, sh)
     }
 
+    /// AccurateDWPlusDW without the special-value rule of [`Self::finish`]: the 20 flops of
+    /// [`Self::add`] and nothing else, for hot loops over data known to be finite (the
+    /// semantics of QD and the `twofloat` crate). Relative error ≤ 3u² + 13u³, as [`Self::add`].
+    ///
+    /// For finite operands whose sum is finite and non-zero the result is bit-identical to
+    /// [`Self::add`]. Otherwise it is unspecified but harmless: an exact zero sum is `+0` even
+    /// for `−0 + −0`, and an infinite or NaN operand or an overflowing sum gives a NaN word
+    /// where [`Self::add`] gives IEEE's ±inf or NaN. It never panics.
+    #[inline(always)]
+    pub fn add_fast(self, y: Self) -> Self {
+        let (sh, sl) = two_sum(self.hi, y.hi);
+        let (th, tl) = two_sum(self.lo, y.lo);
+        let c = sl + th;
+        let (vh, vl) = fast_two_sum(sh, c);
+        let w = tl + vl;
+        let (hi, lo) = fast_two_sum(vh, w);
+        Self { hi, lo }
+    }
+
     /// `self − y` as AccurateDWPlusDW of `self` and `−y` (negation is exact). Same bound as
     /// [`Self::add`]. Seed 001's Alg. 7 (with TwoDiff) computes the same values.
     #[inline(always)]
@@ -293,6 +320,31 @@ impl<F: Base> DoubleWord<F> {
         let s = F::fma(self.lo, y.hi, s);
         let (zh, zl) = fast_two_sum(ch, s);
         Self::finish(zh, zl, ch)
+    }
+
+    /// The double-word product in 7 flops, without the special-value rule of [`Self::finish`],
+    /// for hot loops over data known to be finite: the exact TwoProd of the high words, then
+    /// both cross products accumulated into its error term by one FMA each (the low words'
+    /// product, below u² relative, is dropped), then FastTwoSum. It is DWTimesDW2 (JMP17
+    /// Alg. 11) with its `xh·yl` product and final addition fused into one FMA; QD's product
+    /// compiled with FMA contraction is the same computation.
+    ///
+    /// Relative error ≤ 6u² + 17u³ (derived here; no published bound for this exact order).
+    /// With P = |xh·yh|, |xl| ≤ u|xh|, |yl| ≤ u|yh| and |cl1| ≤ u(1+u)P: the first FMA rounds a
+    /// value of at most (2u + u²)P, the second one of at most (3u + 3u² + u³)P, the dropped
+    /// `xl·yl` is at most u²P and FastTwoSum is exact, so the absolute error is at most
+    /// (6u² + 4u³ + u⁴)P, and |xy| ≥ (1 − u)²P. The tests check it with the other bounds.
+    ///
+    /// For finite operands whose product is finite and non-zero the result is always finite
+    /// and normalized; an infinite or NaN operand, an overflowing product or a zero result
+    /// follows no IEEE rule (NaN words, `+0` for `−0 × 1`), but never panics.
+    #[inline(always)]
+    pub fn mul_fast(self, y: Self) -> Self {
+        let (ch, cl1) = two_prod(self.hi, y.hi);
+        let s = F::fma(self.hi, y.lo, cl1);
+        let s = F::fma(self.lo, y.hi, s);
+        let (hi, lo) = fast_two_sum(ch, s);
+        Self { hi, lo }
     }
 
     /// DWTimesFP3 (JMP17 Alg. 9): `self × y` for a base float `y`, with FMA.
@@ -781,6 +833,10 @@ mod tests {
                 x.sqrt(),
                 x.add_sloppy(y),
                 x.mul_seed(y),
+                x.add_fast(y),
+                x.mul_fast(y),
+                f.add_fast(g),
+                f.mul_fast(g),
             );
             let _ = (
                 x.div_dw2(y),
@@ -802,5 +858,55 @@ mod tests {
                 f.to_string(),
             );
         }
+    }
+
+    /// Random normalized pairs over the whole exponent range: `add_fast` equals `add` bit for
+    /// bit whenever the sum is finite and non-zero, and `mul_fast` gives a finite normalized
+    /// result whenever `mul`'s is finite and non-zero (its value differs: another algorithm).
+    #[test]
+    fn fast_ops_agree_with_the_checked_ones_on_regular_results() {
+        fn check<F: Base>(mut next: impl FnMut() -> u64, word: impl Fn(u64) -> F) {
+            let (mut sums, mut products) = (0, 0);
+            for _ in 0..200_000 {
+                let x = DoubleWord::<F>::from_sum(word(next()), word(next()));
+                let y = DoubleWord::<F>::from_sum(word(next()), word(next()));
+                if !(x.is_finite() && y.is_finite()) {
+                    continue;
+                }
+                let (s, sf) = (x.add(y), x.add_fast(y));
+                if s.hi.is_finite() && s.hi != F::ZERO {
+                    assert_eq!((s.hi, s.lo), (sf.hi, sf.lo), "{x:?} + {y:?}");
+                    sums += 1;
+                }
+                let (p, pf) = (x.mul(y), x.mul_fast(y));
+                // Away from over- and underflow, where the bounds hold.
+                let regular = |v: F| {
+                    v.is_finite()
+                        && v.exponent().is_some_and(|e| {
+                            e > F::MIN_EXP + 2 * F::DIGITS as i32 && e < F::MAX_EXP - 1
+                        })
+                };
+                if regular(p.hi) {
+                    assert!(pf.hi.is_finite(), "{x:?} * {y:?} -> {pf:?}");
+                    let (h, l) = fast_two_sum(pf.hi, pf.lo);
+                    assert_eq!((h, l), (pf.hi, pf.lo), "not normalized: {pf:?}");
+                    products += 1;
+                }
+            }
+            assert!(
+                sums > 10_000 && products > 10_000,
+                "{sums} sums, {products} products"
+            );
+        }
+        let mut state = 0x0DDB_1A5E_5BAD_5EEDu64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        // Exponents spread over the whole range (random bits), plus the low word's own scale.
+        check::<f64>(&mut next, f64::from_bits);
+        check::<f32>(&mut next, |b| f32::from_bits(b as u32));
     }
 }

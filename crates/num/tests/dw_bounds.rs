@@ -40,7 +40,10 @@ impl Class {
     /// Cancellation only means something for sums, extreme divisors only for quotients.
     fn applies_to(self, op: Op) -> bool {
         match self {
-            Class::Cancel => matches!(op, Op::Add | Op::Sub | Op::AddBase | Op::SubBase),
+            Class::Cancel => matches!(
+                op,
+                Op::Add | Op::Sub | Op::AddFast | Op::AddBase | Op::SubBase
+            ),
             Class::ExtremeDivisor => {
                 matches!(op, Op::Div | Op::DivDw2 | Op::DivSeed | Op::DivBase)
             }
@@ -54,10 +57,12 @@ enum Op {
     Add,
     Sub,
     AddSloppy,
+    AddFast,
     AddBase,
     SubBase,
     Mul,
     MulSeed,
+    MulFast,
     MulBase,
     Div,
     DivDw2,
@@ -72,10 +77,12 @@ impl Op {
             Op::Add => "add",
             Op::Sub => "sub",
             Op::AddSloppy => "add_sloppy",
+            Op::AddFast => "add_fast",
             Op::AddBase => "add_base",
             Op::SubBase => "sub_base",
             Op::Mul => "mul",
             Op::MulSeed => "mul_seed",
+            Op::MulFast => "mul_fast",
             Op::MulBase => "mul_base",
             Op::Div => "div",
             Op::DivDw2 => "div_dw2",
@@ -92,9 +99,10 @@ impl Op {
     /// The bound in units of u², with u the base unit roundoff.
     fn bound_u2(self, u: f64) -> f64 {
         match self {
-            Op::Add | Op::Sub | Op::AddSloppy => 3.0 + 13.0 * u,
+            Op::Add | Op::Sub | Op::AddSloppy | Op::AddFast => 3.0 + 13.0 * u,
             Op::AddBase | Op::SubBase | Op::MulBase => 2.0,
             Op::Mul | Op::MulSeed => 4.0,
+            Op::MulFast => 6.0 + 17.0 * u,
             Op::Div => 9.8,
             Op::DivDw2 | Op::DivSeed => 15.0 + 56.0 * u,
             Op::DivBase => 3.0,
@@ -107,10 +115,12 @@ impl Op {
             Op::Add => x + y,
             Op::Sub => x - y,
             Op::AddSloppy => x.add_sloppy(y),
+            Op::AddFast => x.add_fast(y),
             Op::AddBase => x + y.hi,
             Op::SubBase => x - y.hi,
             Op::Mul => x * y,
             Op::MulSeed => x.mul_seed(y),
+            Op::MulFast => x.mul_fast(y),
             Op::MulBase => x * y.hi,
             Op::Div => x / y,
             Op::DivDw2 => x.div_dw2(y),
@@ -132,14 +142,16 @@ impl Op {
         match self {
             Op::Add
             | Op::AddSloppy
+            | Op::AddFast
             | Op::AddBase
             | Op::Sub
             | Op::SubBase
             | Op::Mul
             | Op::MulSeed
+            | Op::MulFast
             | Op::MulBase => {
                 let e = match self {
-                    Op::Add | Op::AddSloppy | Op::AddBase => x + y,
+                    Op::Add | Op::AddSloppy | Op::AddFast | Op::AddBase => x + y,
                     Op::Sub | Op::SubBase => x - y,
                     _ => x * y,
                 };
@@ -202,9 +214,9 @@ fn gen<F: Base>(rng: &mut Rng64, op: Op, class: Class) -> (DoubleWord<F>, Double
     let (emin, emax) = (F::MIN_EXP, F::MAX_EXP);
     let is_add = matches!(
         op,
-        Op::Add | Op::Sub | Op::AddSloppy | Op::AddBase | Op::SubBase
+        Op::Add | Op::Sub | Op::AddSloppy | Op::AddFast | Op::AddBase | Op::SubBase
     );
-    let is_mul = matches!(op, Op::Mul | Op::MulSeed | Op::MulBase);
+    let is_mul = matches!(op, Op::Mul | Op::MulSeed | Op::MulFast | Op::MulBase);
     let is_div = matches!(op, Op::Div | Op::DivDw2 | Op::DivSeed | Op::DivBase);
     match class {
         Class::Similar => (
@@ -472,22 +484,34 @@ const ALL_CLASSES: [Class; 6] = [
 
 #[test]
 fn f64x2_additions_within_bounds() {
-    check_all::<f64>(&[Op::Add, Op::Sub, Op::AddBase, Op::SubBase], &ALL_CLASSES);
+    check_all::<f64>(
+        &[Op::Add, Op::Sub, Op::AddFast, Op::AddBase, Op::SubBase],
+        &ALL_CLASSES,
+    );
 }
 
 #[test]
 fn f32x2_additions_within_bounds() {
-    check_all::<f32>(&[Op::Add, Op::Sub, Op::AddBase, Op::SubBase], &ALL_CLASSES);
+    check_all::<f32>(
+        &[Op::Add, Op::Sub, Op::AddFast, Op::AddBase, Op::SubBase],
+        &ALL_CLASSES,
+    );
 }
 
 #[test]
 fn f64x2_products_within_bounds() {
-    check_all::<f64>(&[Op::Mul, Op::MulSeed, Op::MulBase], &ALL_CLASSES);
+    check_all::<f64>(
+        &[Op::Mul, Op::MulSeed, Op::MulFast, Op::MulBase],
+        &ALL_CLASSES,
+    );
 }
 
 #[test]
 fn f32x2_products_within_bounds() {
-    check_all::<f32>(&[Op::Mul, Op::MulSeed, Op::MulBase], &ALL_CLASSES);
+    check_all::<f32>(
+        &[Op::Mul, Op::MulSeed, Op::MulFast, Op::MulBase],
+        &ALL_CLASSES,
+    );
 }
 
 #[test]

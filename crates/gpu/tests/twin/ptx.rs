@@ -106,6 +106,8 @@ fn expected_fmas(op: &TwinOp) -> usize {
         ("mul", true) => 3,
         // TwoProd + 3 FMAs.
         ("mul_seed", true) => 4,
+        // TwoProd + 2 FMAs.
+        ("mul_fast", true) => 3,
         // TwoProd + 1 FMA.
         ("mul_base", true) => 2,
         // Per copy: 1 FMA (residual 1 - y.hi th) + DWTimesFP3 (2) + DWTimesDW3 (3) = 6.
