@@ -1,7 +1,10 @@
 //! Compute-bound throughput of the double-word operations on the GPU, with and without the
 //! special-value rule: the kernel of `mantissa ops --gpu` (each thread runs `CHAINS` independent
-//! chains `acc = op(acc, y)` in registers, 256-thread blocks), for the twin's `add`, `add_fast`,
-//! `add_sloppy`, `mul`, `mul_fast` and `mul_seed` of f64x2 and f32x2, next to native f64.
+//! chains `acc = op(acc, y)` in registers, `COMPUTE_BOUND_BLOCK`-thread blocks), for the twin's
+//! `add`, `add_fast`, `add_sloppy`, `mul`, `mul_fast` and `mul_seed` of f64x2 and f32x2, next to
+//! native f64; once with a per-thread operand `y` (loaded into registers, as `ops --gpu`), once
+//! with one `y` for all threads (a kernel parameter, read from the constant bank: a scale factor,
+//! say), which leaves the register file one operand fewer to read per instruction.
 //!
 //! Usage: `dw_throughput [PASSES=2] [ITERS=256] [THREADS=1024000]`. Prints, per operation, the
 //! base-type floating-point instructions of one operation (PTX of the element-wise kernel), the
@@ -18,7 +21,8 @@ use mantissa_gpu::{
 };
 use mantissa_num::{f32x2, f64x2};
 use mantissa_study::gpu_ops::{
-    compute_bound_kernel, count_fp_instructions, DeviceWords, Word, CHAINS, COMPUTE_BOUND_BLOCK,
+    compute_bound_kernel, count_fp_instructions, DeviceWords, Operand, Word, CHAINS,
+    COMPUTE_BOUND_BLOCK,
 };
 
 /// One row: a precision and one of its operations, as a CUDA expression in `a` and `b`.
@@ -103,17 +107,15 @@ fn variants() -> Vec<Variant> {
     ]
 }
 
-fn kernel_names(v: &Variant) -> (String, String) {
-    (
-        format!("ew_{}_{}", v.precision, v.op),
-        format!("cb_{}_{}", v.precision, v.op),
-    )
+/// Element-wise, compute-bound with a per-thread operand, compute-bound with a uniform one.
+fn kernel_names(v: &Variant) -> [String; 3] {
+    ["ew", "cb", "cbu"].map(|k| format!("{k}_{}_{}", v.precision, v.op))
 }
 
 /// Element-wise kernel (for the instruction count) and compute-bound kernel of one variant.
 fn source_of<T: DeviceWords>(v: &Variant) -> String {
     let (ty, w) = (T::CUDA_TYPE, T::Word::CUDA);
-    let (ew, cb) = kernel_names(v);
+    let [ew, cb, cbu] = kernel_names(v);
     let e = (v.expr)("x", "y");
     let mut s = format!(
         r#"
@@ -134,7 +136,13 @@ extern "C" __global__ void {ew}(const {w}* xw, const {w}* yw, {w}* outw, unsigne
         None => "(r + acc[k])".to_string(),
         Some(p) => format!("{p}add(r, acc[k])"),
     };
-    s += &compute_bound_kernel(&cb, ty, w, &(v.expr)("acc[k]", "y"), &fold);
+    let step = (v.expr)("acc[k]", "y");
+    s += &compute_bound_kernel(&cb, ty, w, &step, &fold, Operand::PerThread);
+    let init = match T::FUNCTIONS {
+        None => format!("{ty} y = yh;"),
+        Some(_) => format!("{ty} y; y.hi = yh; y.lo = yl;"),
+    };
+    s += &compute_bound_kernel(&cbu, ty, w, &step, &fold, Operand::Uniform(&init));
     s
 }
 
@@ -153,7 +161,8 @@ fn near_one<T: DeviceWords>(seed: u64, n: usize) -> Vec<T::Word> {
 
 struct Measured {
     instructions: usize,
-    gops: Vec<f64>,
+    /// Per pass: Gop/s with a per-thread operand, and with a uniform one.
+    gops: Vec<(f64, f64)>,
     out_bits: Vec<u64>,
 }
 
@@ -169,41 +178,76 @@ fn measure<T: DeviceWords>(
         format!("{}\n{}", twin::HEADER, source_of::<T>(v)),
     );
     let module = gpu.build(&source, FlagSet::Default)?;
-    let (ew, cb) = kernel_names(v);
+    let [ew, cb, cbu] = kernel_names(v);
     let instructions = count_fp_instructions(module.ptx().unwrap_or(""), &ew, T::Word::DTYPE);
     let x = gpu.upload("x", &T::Word::host(near_one::<T>(1, n)))?;
     let y = gpu.upload("y", &T::Word::host(near_one::<T>(2, n)))?;
     let out = gpu.alloc_zeros("out", T::Word::DTYPE, n * T::words())?;
-    let block = module.resources(&cb).map_or(COMPUTE_BOUND_BLOCK, |r| {
-        COMPUTE_BOUND_BLOCK.min(r.max_threads_per_block)
-    });
-    let args = vec![
-        KernelArg::from(&x),
-        KernelArg::from(&y),
+    let dims = |kernel: &str| {
+        let block = module.resources(kernel).map_or(COMPUTE_BOUND_BLOCK, |r| {
+            COMPUTE_BOUND_BLOCK.min(r.max_threads_per_block)
+        });
+        LaunchDims::linear(n as u64, block)
+    };
+    let tail = [
         KernelArg::from(&out),
         KernelArg::Scalar(Scalar::U32(n as u32)),
         KernelArg::Scalar(Scalar::I32(iters as i32)),
     ];
+    let args: Vec<KernelArg> = [KernelArg::from(&x), KernelArg::from(&y)]
+        .into_iter()
+        .chain(tail)
+        .collect();
+    // The uniform operand as two words (the second 0 for the native types), near 1 like the rest.
+    let mut y_words = Vec::new();
+    T::from_f64(1.0 + 0.25e-3).push_words(&mut y_words);
+    let y_word = |i: usize| {
+        let w = y_words.get(i).map_or(0, |w| w.bits());
+        if T::Word::DTYPE == DType::F32 {
+            Scalar::F32(f32::from_bits(w as u32))
+        } else {
+            Scalar::F64(f64::from_bits(w))
+        }
+    };
+    let uniform_args: Vec<KernelArg> = [
+        KernelArg::from(&x),
+        KernelArg::Scalar(y_word(0)),
+        KernelArg::Scalar(y_word(1)),
+    ]
+    .into_iter()
+    .chain(tail)
+    .collect();
     let timing = TimingOptions {
         warmup: 3,
         reps: 10,
     };
+    let ops = (n * CHAINS) as f64 * iters as f64;
     let mut gops = Vec::new();
+    let mut out_bits = Vec::new();
     for _ in 0..passes {
-        let t = gpu.time_kernel(
+        let t = gpu.time_kernel(&module, &cb, dims(&cb), std::slice::from_ref(&args), timing)?;
+        // The per-thread kernel's results, for the bit comparison with the checked operation.
+        out_bits = T::Word::unhost(gpu.download(&out)?)
+            .unwrap_or_default()
+            .iter()
+            .map(|w| w.bits())
+            .collect();
+        let tu = gpu.time_kernel(
             &module,
-            &cb,
-            LaunchDims::linear(n as u64, block),
-            std::slice::from_ref(&args),
+            &cbu,
+            dims(&cbu),
+            std::slice::from_ref(&uniform_args),
             timing,
         )?;
-        gops.push((n * CHAINS) as f64 * iters as f64 / (t.median_ms * 1e-3) / 1e9);
+        gops.push((
+            ops / (t.median_ms * 1e-3) / 1e9,
+            ops / (tu.median_ms * 1e-3) / 1e9,
+        ));
     }
-    let words = T::Word::unhost(gpu.download(&out)?).unwrap_or_default();
     Ok(Measured {
         instructions,
         gops,
-        out_bits: words.iter().map(|w| w.bits()).collect(),
+        out_bits,
     })
 }
 
@@ -236,8 +280,15 @@ fn main() -> ExitCode {
         gpu.info().name
     );
     println!(
-        "{:<7} {:<11} {:>9} {:>9}  {:<23} {:>8}  same bits as checked",
-        "type", "op", "fp instr", "roofline", "Gop/s per pass", "of roof"
+        "{:<7} {:<11} {:>8} {:>8}  {:<21} {:>7}  {:<21} {:>7}  same bits as checked",
+        "type",
+        "op",
+        "fp instr",
+        "roofline",
+        "per-thread y, passes",
+        "of roof",
+        "uniform y, passes",
+        "of roof"
     );
     let mut checked_bits: Vec<(String, Vec<u64>)> = Vec::new();
     for v in variants() {
@@ -269,7 +320,17 @@ fn main() -> ExitCode {
         let roof = rate
             .filter(|_| m.instructions > 0)
             .map(|r| r / m.instructions as f64);
-        let best = m.gops.iter().cloned().fold(0.0, f64::max);
+        let best = |pick: fn(&(f64, f64)) -> f64| m.gops.iter().map(pick).fold(0.0, f64::max);
+        let passes = |pick: fn(&(f64, f64)) -> f64| {
+            m.gops
+                .iter()
+                .map(|g| format!("{:.1}", pick(g)))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let of_roof = |pick: fn(&(f64, f64)) -> f64| {
+            roof.map_or("-".into(), |r| format!("{:.0}%", 100.0 * best(pick) / r))
+        };
         let same = v.same_bits_as.map(|of| {
             let key = format!("{}/{of}", v.precision);
             checked_bits
@@ -284,17 +345,15 @@ fn main() -> ExitCode {
                 })
         });
         println!(
-            "{:<7} {:<11} {:>9} {:>9}  {:<23} {:>8}  {}",
+            "{:<7} {:<11} {:>8} {:>8}  {:<21} {:>7}  {:<21} {:>7}  {}",
             v.precision,
             v.op,
             m.instructions,
             roof.map_or("-".into(), |r| format!("{r:.0}")),
-            m.gops
-                .iter()
-                .map(|g| format!("{g:.1}"))
-                .collect::<Vec<_>>()
-                .join(" "),
-            roof.map_or("-".into(), |r| format!("{:.0}%", 100.0 * best / r)),
+            passes(|g| g.0),
+            of_roof(|g| g.0),
+            passes(|g| g.1),
+            of_roof(|g| g.1),
             same.unwrap_or("")
         );
         checked_bits.push((format!("{}/{}", v.precision, v.op), m.out_bits));

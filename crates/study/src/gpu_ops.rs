@@ -136,31 +136,56 @@ extern "C" __global__ void {ew}(const {w}* xw, const {w}* yw, {w}* outw, unsigne
 
 "#
         );
-        s += &compute_bound_kernel(&cb, ty, w, &step, &fold);
+        s += &compute_bound_kernel(&cb, ty, w, &step, &fold, Operand::PerThread);
     }
     s
 }
 
-/// Threads per block of the compute-bound kernels. 256 rather than seed 001's 1024: with
-/// double-word chains needing 48–56 registers, 256-thread blocks fill each multiprocessor more
-/// evenly (H200, f64x2 add: 805 against 780 Gop/s at 1024; mul 3–4% likewise).
-pub const COMPUTE_BOUND_BLOCK: u32 = 256;
+/// Threads per block of the compute-bound kernels. 128 rather than seed 001's 1024: with
+/// double-word chains needing 48–56 registers, small blocks fill each multiprocessor more
+/// evenly (H200, 8 chains: f64x2 add_fast 780 / 803 / 814 Gop/s at 1024 / 256 / 128 threads
+/// per block, mul_fast 1911 / 1964 / 1989 at 512 / 256 / 128).
+pub const COMPUTE_BOUND_BLOCK: u32 = 128;
 
-/// A compute-bound kernel `name(xs, ys, out, n, iters)` over values of CUDA type `ty` stored as
-/// words `word`: each thread runs [`CHAINS`] independent chains `acc[k] = step` (an expression
-/// in `acc[k]` and the thread's operand `y`) for `iters` steps in registers, then folds them
-/// with `fold` (in `r` and `acc[k]`) and stores the result, so nothing is dead code.
-pub fn compute_bound_kernel(name: &str, ty: &str, word: &str, step: &str, fold: &str) -> String {
+/// Where the compute-bound kernel's second operand comes from.
+#[derive(Clone, Copy, Debug)]
+pub enum Operand<'a> {
+    /// Each thread loads its own `y` from `ys` (registers): `name(xs, ys, out, n, iters)`.
+    PerThread,
+    /// One `y` for all threads, passed by value as the words `yh`, `yl` (kernel parameters,
+    /// which the GPU reads from its constant bank): `name(xs, yh, yl, out, n, iters)`. The
+    /// string is the C++ statement that declares `y` from them.
+    Uniform(&'a str),
+}
+
+/// A compute-bound kernel over values of CUDA type `ty` stored as words `word`: each thread
+/// runs [`CHAINS`] independent chains `acc[k] = step` (an expression in `acc[k]` and the
+/// operand `y`) for `iters` steps in registers, then folds them with `fold` (in `r` and
+/// `acc[k]`) and stores the result, so nothing is dead code.
+pub fn compute_bound_kernel(
+    name: &str,
+    ty: &str,
+    word: &str,
+    step: &str,
+    fold: &str,
+    operand: Operand,
+) -> String {
+    let (y_param, y_init) = match operand {
+        Operand::PerThread => (
+            format!("const {word}* yw"),
+            format!("{ty} y = reinterpret_cast<const {ty}*>(yw)[i];"),
+        ),
+        Operand::Uniform(init) => (format!("{word} yh, {word} yl"), init.to_string()),
+    };
     format!(
         r#"
-extern "C" __global__ void {name}(const {word}* xw, const {word}* yw, {word}* outw, unsigned int n, int iters)
+extern "C" __global__ void {name}(const {word}* xw, {y_param}, {word}* outw, unsigned int n, int iters)
 {{
     unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     const {ty}* xs = reinterpret_cast<const {ty}*>(xw);
-    const {ty}* ys = reinterpret_cast<const {ty}*>(yw);
     {ty}* out = reinterpret_cast<{ty}*>(outw);
-    {ty} y = ys[i];
+    {y_init}
     {ty} acc[{CHAINS}];
     #pragma unroll
     for (int k = 0; k < {CHAINS}; ++k) acc[k] = xs[(i + 4099u * k) % n];
