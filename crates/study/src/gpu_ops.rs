@@ -143,8 +143,8 @@ extern "C" __global__ void {ew}(const {w}* xw, const {w}* yw, {w}* outw, unsigne
 
 /// Threads per block of the compute-bound kernels. 128 rather than seed 001's 1024: with
 /// double-word chains needing 48–56 registers, small blocks fill each multiprocessor more
-/// evenly (H200, 8 chains: f64x2 add_fast 780 / 803 / 814 Gop/s at 1024 / 256 / 128 threads
-/// per block, mul_fast 1911 / 1964 / 1989 at 512 / 256 / 128).
+/// evenly (H200, 8 chains: f64x2 add_fast 780 / 803 / 814 Gop/s at 512 / 256 / 128 threads
+/// per block, mul_fast 1911 / 1964 / 1989).
 pub const COMPUTE_BOUND_BLOCK: u32 = 128;
 
 /// Where the compute-bound kernel's second operand comes from.
