@@ -402,8 +402,8 @@ template <typename F> MANTISSA_FN dw<F> dw_add_fast(dw<F> x, dw<F> y) {
 template <typename F> MANTISSA_FN dw<F> dw_mul_fast(dw<F> x, dw<F> y) {
     F ch, cl1, zh, zl;
     two_prod(x.hi, y.hi, ch, cl1);
-    F s = fma_rn(x.hi, y.lo, cl1);
-    s = fma_rn(x.lo, y.hi, s);
+    F s = fma_rn(x.lo, y.hi, cl1);
+    s = fma_rn(x.hi, y.lo, s);
     fast_two_sum(ch, s, zh, zl);
     return dw_make(zh, zl);
 }

@@ -46,7 +46,7 @@
 //! finite double-word). No input panics.
 //!
 //! The rule costs a few instructions per operation (two compares, two selects on the CPU; an
-//! exponent test and a branch on the GPU), which is much of the cost of an addition or a
+//! exponent test and selects on the GPU), which is much of the cost of an addition or a
 //! product in a throughput-bound loop. [`DoubleWord::add_fast`] and [`DoubleWord::mul_fast`]
 //! leave it out, like QD and the `twofloat` crate, for data known to stay finite; see
 //! docs/BENCHMARKS.md for what each costs.
@@ -325,13 +325,15 @@ impl<F: Base> DoubleWord<F> {
     /// The double-word product in 7 flops, without the special-value rule of [`Self::finish`],
     /// for hot loops over data known to be finite: the exact TwoProd of the high words, then
     /// both cross products accumulated into its error term by one FMA each (the low words'
-    /// product, below u² relative, is dropped), then FastTwoSum. It is DWTimesDW2 (JMP17
-    /// Alg. 11) with its `xh·yl` product and final addition fused into one FMA; QD's product
-    /// compiled with FMA contraction is the same computation.
+    /// product, below u² relative, is dropped), then FastTwoSum. It uses DWTimesDW2's terms
+    /// (JMP17 Alg. 11) in another order, each cross product added to the TwoProd error by an
+    /// FMA, one rounding and one flop fewer; QD's product compiled with FMA contraction is of
+    /// the same kind.
     ///
     /// Relative error ≤ 6u² + 17u³ (derived here; no published bound for this exact order).
-    /// With P = |xh·yh|, |xl| ≤ u|xh|, |yl| ≤ u|yh| and |cl1| ≤ u(1+u)P: the first FMA rounds a
-    /// value of at most (2u + u²)P, the second one of at most (3u + 3u² + u³)P, the dropped
+    /// With P = |xh·yh|, |xl| ≤ u|xh|, |yl| ≤ u|yh| and |cl1| ≤ u(1+u)P: the first FMA
+    /// (`xl·yh + cl1`) rounds a value of at most (2u + u²)P, the second (`xh·yl + s`) one of at
+    /// most (3u + 3u² + u³)P, the dropped
     /// `xl·yl` is at most u²P and FastTwoSum is exact, so the absolute error is at most
     /// (6u² + 4u³ + u⁴)P, and |xy| ≥ (1 − u)²P. The tests check it with the other bounds.
     ///
@@ -341,8 +343,9 @@ impl<F: Base> DoubleWord<F> {
     #[inline(always)]
     pub fn mul_fast(self, y: Self) -> Self {
         let (ch, cl1) = two_prod(self.hi, y.hi);
-        let s = F::fma(self.hi, y.lo, cl1);
-        let s = F::fma(self.lo, y.hi, s);
+        // xl·yh first: the order does not change the bound, and on an H200 this one ran 2% faster.
+        let s = F::fma(self.lo, y.hi, cl1);
+        let s = F::fma(self.hi, y.lo, s);
         let (hi, lo) = fast_two_sum(ch, s);
         Self { hi, lo }
     }

@@ -158,10 +158,15 @@ pub enum Operand<'a> {
     Uniform(&'a str),
 }
 
-/// A compute-bound kernel over values of CUDA type `ty` stored as words `word`: each thread
-/// runs [`CHAINS`] independent chains `acc[k] = step` (an expression in `acc[k]` and the
-/// operand `y`) for `iters` steps in registers, then folds them with `fold` (in `r` and
-/// `acc[k]`) and stores the result, so nothing is dead code.
+/// A compute-bound kernel over values of CUDA type `ty` stored as words `word`, for blocks of
+/// at most [`COMPUTE_BOUND_BLOCK`] threads: each thread runs [`CHAINS`] independent chains
+/// `acc[k] = step` (an expression in `acc[k]` and the operand `y`) for `iters` steps in
+/// registers, then folds them with `fold` (in `r` and `acc[k]`) and stores the result, so
+/// nothing is dead code.
+///
+/// `__launch_bounds__` tells ptxas the block size, so it may give each thread more than the 64
+/// registers a 1024-thread block would allow, and it uses them to schedule the chains further
+/// apart (H200, f64x2 mul_fast: 56 → 68 registers, 1 989 → 2 099 Gop/s).
 pub fn compute_bound_kernel(
     name: &str,
     ty: &str,
@@ -179,7 +184,7 @@ pub fn compute_bound_kernel(
     };
     format!(
         r#"
-extern "C" __global__ void {name}(const {word}* xw, {y_param}, {word}* outw, unsigned int n, int iters)
+extern "C" __global__ void __launch_bounds__({COMPUTE_BOUND_BLOCK}) {name}(const {word}* xw, {y_param}, {word}* outw, unsigned int n, int iters)
 {{
     unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
