@@ -14,7 +14,7 @@
 //! | `dw + f` ([`DoubleWord::add_base`]) | DWPlusFP, JMP17 Alg. 4 | 2u² |
 //! | `dw × dw` ([`DoubleWord::mul`]) | DWTimesDW3, JMP17 Alg. 12 | 4u² (MR22 Thm 2.8; JMP17 stated 5u²) |
 //! | [`DoubleWord::mul_seed`] | seed 001 Alg. 8 (DWTimesDW3 with the last add folded into FMAs) | none published; 4u² tested |
-//! | [`DoubleWord::mul_fast`] | 7-flop product (DWTimesDW2 with one more FMA), no special-value rule | 6u² + 17u³ (derived in its docs) |
+//! | [`DoubleWord::mul_fast`] | 7-flop product (DWTimesDW2's terms, both cross products by FMA), no special-value rule | 6u² + 17u³ (derived in its docs) |
 //! | `dw × f` ([`DoubleWord::mul_base`]) | DWTimesFP3, JMP17 Alg. 9 | 2u² |
 //! | `dw ÷ dw` ([`DoubleWord::div`]) | DWDivDW3, JMP17 Alg. 18 | 9.8u² |
 //! | [`DoubleWord::div_dw2`] | DWDivDW2, JMP17 Alg. 17 (DWTimesFP1 inside) | 15u² + 56u³ |
@@ -332,14 +332,14 @@ impl<F: Base> DoubleWord<F> {
     ///
     /// Relative error ≤ 6u² + 17u³ (derived here; no published bound for this exact order).
     /// With P = |xh·yh|, |xl| ≤ u|xh|, |yl| ≤ u|yh| and |cl1| ≤ u(1+u)P: the first FMA
-    /// (`xl·yh + cl1`) rounds a value of at most (2u + u²)P, the second (`xh·yl + s`) one of at
-    /// most (3u + 3u² + u³)P, the dropped
-    /// `xl·yl` is at most u²P and FastTwoSum is exact, so the absolute error is at most
-    /// (6u² + 4u³ + u⁴)P, and |xy| ≥ (1 − u)²P. The tests check it with the other bounds.
+    /// (`xl·yh + cl1`) rounds a value of at most (2u + u²)P, the second (`xh·yl + s`) one of
+    /// at most (3u + 3u² + u³)P, the dropped `xl·yl` is at most u²P and FastTwoSum is exact,
+    /// so the absolute error is at most (6u² + 4u³ + u⁴)P, and |xy| ≥ (1 − u)²P. The tests
+    /// check it with the other bounds.
     ///
-    /// For finite operands whose product is finite and non-zero the result is always finite
-    /// and normalized; an infinite or NaN operand, an overflowing product or a zero result
-    /// follows no IEEE rule (NaN words, `+0` for `−0 × 1`), but never panics.
+    /// Where the bound holds (no intermediate over- or underflows) the result is finite and
+    /// normalized. An infinite or NaN operand, an overflowing product or a zero result follows
+    /// no IEEE rule (NaN words, `+0` for `−0 × 1`), but computing it never panics.
     #[inline(always)]
     pub fn mul_fast(self, y: Self) -> Self {
         let (ch, cl1) = two_prod(self.hi, y.hi);
@@ -865,7 +865,8 @@ mod tests {
 
     /// Random normalized pairs over the whole exponent range: `add_fast` equals `add` bit for
     /// bit whenever the sum is finite and non-zero, and `mul_fast` gives a finite normalized
-    /// result whenever `mul`'s is finite and non-zero (its value differs: another algorithm).
+    /// result wherever `mul`'s is regular, away from over- and underflow (its value differs:
+    /// another algorithm).
     #[test]
     fn fast_ops_agree_with_the_checked_ones_on_regular_results() {
         fn check<F: Base>(mut next: impl FnMut() -> u64, word: impl Fn(u64) -> F) {
