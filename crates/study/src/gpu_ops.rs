@@ -147,6 +147,11 @@ extern "C" __global__ void {ew}(const {w}* xw, const {w}* yw, {w}* outw, unsigne
 /// per block, mul_fast 1911 / 1964 / 1989).
 pub const COMPUTE_BOUND_BLOCK: u32 = 128;
 
+/// Blocks per multiprocessor the compute-bound kernels promise ptxas they need at least
+/// (`__launch_bounds__`' second argument): 4 blocks of 128 threads leave up to 128 registers per
+/// thread.
+pub const COMPUTE_BOUND_MIN_BLOCKS: u32 = 4;
+
 /// Where the compute-bound kernel's second operand comes from.
 #[derive(Clone, Copy, Debug)]
 pub enum Operand<'a> {
@@ -164,10 +169,11 @@ pub enum Operand<'a> {
 /// registers, then folds them with `fold` (in `r` and `acc[k]`) and stores the result, so
 /// nothing is dead code.
 ///
-/// `__launch_bounds__` tells ptxas the block size, so it may give each thread more than the 64
-/// registers a 1024-thread block would allow, and it uses them to schedule the chains further
-/// apart (H200, f64x2 mul_fast: 1 984 → 1 995 Gop/s here; in a stand-alone nvcc build of the
-/// same source 56 → 68 registers and 1 989 → 2 099 Gop/s).
+/// `__launch_bounds__` tells ptxas the block size and that [`COMPUTE_BOUND_MIN_BLOCKS`] blocks
+/// per multiprocessor suffice. Without the second number ptxas still aims at a higher
+/// occupancy and caps the registers lower; with it, it spends a few more on scheduling the
+/// chains further apart (H200, f64x2 mul_fast, same source through nvcc: 56 → 68 registers,
+/// 1 987 → 2 152 Gop/s; any minimum from 1 to 6 blocks gave the same code).
 pub fn compute_bound_kernel(
     name: &str,
     ty: &str,
@@ -185,7 +191,7 @@ pub fn compute_bound_kernel(
     };
     format!(
         r#"
-extern "C" __global__ void __launch_bounds__({COMPUTE_BOUND_BLOCK}) {name}(const {word}* xw, {y_param}, {word}* outw, unsigned int n, int iters)
+extern "C" __global__ void __launch_bounds__({COMPUTE_BOUND_BLOCK}, {COMPUTE_BOUND_MIN_BLOCKS}) {name}(const {word}* xw, {y_param}, {word}* outw, unsigned int n, int iters)
 {{
     unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
