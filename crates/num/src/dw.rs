@@ -229,13 +229,9 @@ impl<F: Base> DoubleWord<F> {
     #[inline(always)]
     #[allow(clippy::should_implement_trait)]
     pub fn add(self, y: Self) -> Self {
-        let (sh, sl) = two_sum(self.hi, y.hi);
-        let (th, tl) = two_sum(self.lo, y.lo);
-        let c = sl + th;
-        let (vh, vl) = fast_two_sum(sh, c);
-        let w = tl + vl;
-        let (zh, zl) = fast_two_sum(vh, w);
-        Self::finish(zh, zl, sh)
+        let z = self.add_fast(y);
+        // The base result is TwoSum's first word inside add_fast; the compiler merges the two.
+        Self::finish(z.hi, z.lo, self.hi + y.hi)
     }
 
     /// AccurateDWPlusDW without the special-value rule of [`Self::finish`]: the 20 flops of

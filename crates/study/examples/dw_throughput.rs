@@ -21,90 +21,52 @@ use mantissa_gpu::{
 };
 use mantissa_num::{f32x2, f64x2};
 use mantissa_study::gpu_ops::{
-    compute_bound_kernel, count_fp_instructions, DeviceWords, Operand, Word, CHAINS,
-    COMPUTE_BOUND_BLOCK,
+    compute_bound_kernel, count_fp_instructions, elementwise_kernel, DeviceWords, Operand, Word,
+    CHAINS, COMPUTE_BOUND_BLOCK,
 };
 
-/// One row: a precision and one of its operations, as a CUDA expression in `a` and `b`.
+/// One row: a precision and one of its operations.
 struct Variant {
     precision: &'static str,
     op: &'static str,
-    expr: fn(&str, &str) -> String,
     /// The checked operation whose results a rule-free variant must reproduce bit for bit.
     same_bits_as: Option<&'static str>,
 }
 
+impl Variant {
+    /// The operation as a CUDA expression in `a` and `b`: the operator for f64, the twin's
+    /// function otherwise.
+    fn expr(&self, a: &str, b: &str) -> String {
+        match (self.precision, self.op) {
+            ("f64", "add") => format!("({a} + {b})"),
+            ("f64", _) => format!("({a} * {b})"),
+            (p, op) => format!("mantissa::{p}_{op}({a}, {b})"),
+        }
+    }
+}
+
 fn variants() -> Vec<Variant> {
-    let v = |precision, op, expr: fn(&str, &str) -> String, same_bits_as| Variant {
-        precision,
-        op,
-        expr,
-        same_bits_as,
-    };
-    vec![
-        v("f64", "add", |a, b| format!("({a} + {b})"), None),
-        v("f64", "mul", |a, b| format!("({a} * {b})"), None),
-        v(
-            "f64x2",
-            "add",
-            |a, b| format!("mantissa::f64x2_add({a}, {b})"),
-            None,
-        ),
-        v(
-            "f64x2",
-            "add_fast",
-            |a, b| format!("mantissa::f64x2_add_fast({a}, {b})"),
-            Some("add"),
-        ),
-        v(
-            "f64x2",
-            "add_sloppy",
-            |a, b| format!("mantissa::f64x2_add_sloppy({a}, {b})"),
-            None,
-        ),
-        v(
-            "f64x2",
-            "mul",
-            |a, b| format!("mantissa::f64x2_mul({a}, {b})"),
-            None,
-        ),
-        v(
-            "f64x2",
-            "mul_fast",
-            |a, b| format!("mantissa::f64x2_mul_fast({a}, {b})"),
-            None,
-        ),
-        v(
-            "f64x2",
-            "mul_seed",
-            |a, b| format!("mantissa::f64x2_mul_seed({a}, {b})"),
-            None,
-        ),
-        v(
-            "f32x2",
-            "add",
-            |a, b| format!("mantissa::f32x2_add({a}, {b})"),
-            None,
-        ),
-        v(
-            "f32x2",
-            "add_fast",
-            |a, b| format!("mantissa::f32x2_add_fast({a}, {b})"),
-            Some("add"),
-        ),
-        v(
-            "f32x2",
-            "mul",
-            |a, b| format!("mantissa::f32x2_mul({a}, {b})"),
-            None,
-        ),
-        v(
-            "f32x2",
-            "mul_fast",
-            |a, b| format!("mantissa::f32x2_mul_fast({a}, {b})"),
-            None,
-        ),
-    ]
+    let rows = [
+        ("f64", "add", None),
+        ("f64", "mul", None),
+        ("f64x2", "add", None),
+        ("f64x2", "add_fast", Some("add")),
+        ("f64x2", "add_sloppy", None),
+        ("f64x2", "mul", None),
+        ("f64x2", "mul_fast", None),
+        ("f64x2", "mul_seed", None),
+        ("f32x2", "add", None),
+        ("f32x2", "add_fast", Some("add")),
+        ("f32x2", "mul", None),
+        ("f32x2", "mul_fast", None),
+    ];
+    rows.into_iter()
+        .map(|(precision, op, same_bits_as)| Variant {
+            precision,
+            op,
+            same_bits_as,
+        })
+        .collect()
 }
 
 /// Element-wise, compute-bound with a per-thread operand, compute-bound with a uniform one.
@@ -116,27 +78,13 @@ fn kernel_names(v: &Variant) -> [String; 3] {
 fn source_of<T: DeviceWords>(v: &Variant) -> String {
     let (ty, w) = (T::CUDA_TYPE, T::Word::CUDA);
     let [ew, cb, cbu] = kernel_names(v);
-    let e = (v.expr)("x", "y");
-    let mut s = format!(
-        r#"
-extern "C" __global__ void {ew}(const {w}* xw, const {w}* yw, {w}* outw, unsigned int n)
-{{
-    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    const {ty}* xs = reinterpret_cast<const {ty}*>(xw);
-    const {ty}* ys = reinterpret_cast<const {ty}*>(yw);
-    {ty}* out = reinterpret_cast<{ty}*>(outw);
-    {ty} x = xs[i], y = ys[i];
-    out[i] = {e};
-}}
-"#
-    );
-    // Folding with the plain operator keeps the fold out of the timed comparison's semantics.
+    let mut s = elementwise_kernel(&ew, ty, w, &v.expr("x", "y"));
+    // The chains are folded once per thread, after the timed loop, with the checked addition.
     let fold = match T::FUNCTIONS {
         None => "(r + acc[k])".to_string(),
         Some(p) => format!("{p}add(r, acc[k])"),
     };
-    let step = (v.expr)("acc[k]", "y");
+    let step = v.expr("acc[k]", "y");
     s += &compute_bound_kernel(&cb, ty, w, &step, &fold, Operand::PerThread);
     let init = match T::FUNCTIONS {
         None => format!("{ty} y = yh;"),

@@ -121,9 +121,18 @@ fn kernels_source<T: DeviceWords>(p: Precision, ops: &[Op]) -> String {
         let e = expression::<T>(op, "x", "y");
         let step = expression::<T>(op, "acc[k]", "y");
         let fold = expression::<T>(Op::Add, "r", "acc[k]");
-        s += &format!(
-            r#"
-extern "C" __global__ void {ew}(const {w}* xw, const {w}* yw, {w}* outw, unsigned int n)
+        s += &elementwise_kernel(&ew, ty, w, &e);
+        s += &compute_bound_kernel(&cb, ty, w, &step, &fold, Operand::PerThread);
+    }
+    s
+}
+
+/// An element-wise kernel `name(xs, ys, out, n)` over values of CUDA type `ty` stored as words
+/// `word`: `out[i] = expr`, an expression in `x = xs[i]` and `y = ys[i]`.
+pub fn elementwise_kernel(name: &str, ty: &str, word: &str, expr: &str) -> String {
+    format!(
+        r#"
+extern "C" __global__ void {name}(const {word}* xw, const {word}* yw, {word}* outw, unsigned int n)
 {{
     unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
@@ -131,14 +140,10 @@ extern "C" __global__ void {ew}(const {w}* xw, const {w}* yw, {w}* outw, unsigne
     const {ty}* ys = reinterpret_cast<const {ty}*>(yw);
     {ty}* out = reinterpret_cast<{ty}*>(outw);
     {ty} x = xs[i], y = ys[i];
-    out[i] = {e};
+    out[i] = {expr};
 }}
-
 "#
-        );
-        s += &compute_bound_kernel(&cb, ty, w, &step, &fold, Operand::PerThread);
-    }
-    s
+    )
 }
 
 /// Threads per block of the compute-bound kernels. 128 rather than seed 001's 1024: with
