@@ -34,11 +34,17 @@ pub trait Base:
     const MIN_EXP: i32;
     /// Largest exponent e of a finite number 2^e (127 or 1023).
     const MAX_EXP: i32;
+    /// +0.
     const ZERO: Self;
+    /// 1, exactly.
     const ONE: Self;
+    /// 2, exactly (scaling by it is exact away from overflow).
     const TWO: Self;
+    /// +∞, what an overflowing operation returns.
     const INFINITY: Self;
+    /// A quiet NaN.
     const NAN: Self;
+    /// The largest finite value, (2 − 2^(1−p))·2^MAX_EXP (`f32::MAX`, `f64::MAX`).
     const MAX: Self;
     /// 2^⌈p/2⌉ + 1, Veltkamp's splitting constant (4097 for f32, 134217729 for f64).
     const SPLITTER: Self;
@@ -47,9 +53,13 @@ pub trait Base:
     fn fma(a: Self, b: Self, c: Self) -> Self;
     /// Correctly rounded square root.
     fn sqrt(self) -> Self;
+    /// |self|, exact (clears the sign bit, NaN included).
     fn abs(self) -> Self;
+    /// Neither infinite nor NaN: the special-value rules of the double-word operations test it.
     fn is_finite(self) -> bool;
+    /// Whether this is a NaN of any payload.
     fn is_nan(self) -> bool;
+    /// The sign bit, so −0 and negative NaNs count as negative (IEEE `signbit`).
     fn is_sign_negative(self) -> bool;
     /// Exact widening to f64.
     fn to_f64(self) -> f64;

@@ -105,16 +105,22 @@ pub fn round_scaled_to_f64(m: &IBig, e: isize) -> f64 {
 /// `emin`, largest finite exponent `emax`. Its values are a subset of f64's.
 #[derive(Clone, Copy, Debug)]
 pub struct Format {
+    /// Significant bits, the implicit bit included (53 for binary64).
     pub p: u32,
+    /// Exponent e of the smallest normal number 2^e; below it values are subnormal and lose
+    /// bits.
     pub emin: i32,
+    /// Exponent e of the largest finite binade [2^e, 2^(e+1)); beyond it values overflow to ∞.
     pub emax: i32,
 }
 
+/// IEEE binary64 (`f64`): the format exact references are rounded to for records.
 pub const BINARY64: Format = Format {
     p: 53,
     emin: -1022,
     emax: 1023,
 };
+/// IEEE binary32 (`f32`): rounds exact values as an f32 operation would.
 pub const BINARY32: Format = Format {
     p: 24,
     emin: -126,

@@ -49,7 +49,9 @@ use crate::real::Real;
 /// the larger one, even with `value == 0`. Equality and ordering compare the exact sums.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Comp<F: Base> {
+    /// The leading part: what a plain base-format computation would hold.
     pub value: F,
+    /// The tracked rounding error; the number is `value + error` exactly.
     pub error: F,
 }
 
@@ -457,7 +459,9 @@ impl<F: Base> Real for Comp<F> {
 /// `x.error · y.error` can no longer be of the order of the leading term.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct CompNorm<F: Base> {
+    /// The leading part, renormalised by TwoSum before each operation.
     pub value: F,
+    /// The tracked rounding error; the number is `value + error` exactly.
     pub error: F,
 }
 
@@ -482,6 +486,8 @@ impl<F: Base> From<CompNorm<F>> for Comp<F> {
 }
 
 impl<F: Base> CompNorm<F> {
+    /// The pair as given, unnormalised: the number `value + error` (operations renormalise
+    /// their operands themselves).
     pub const fn new(value: F, error: F) -> Self {
         Self { value, error }
     }

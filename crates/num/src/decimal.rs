@@ -19,6 +19,7 @@ use crate::dw::DoubleWord;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid number {input:?}: expected a decimal like -1.25e-3, inf or nan")]
 pub struct ParseNumberError {
+    /// The rejected text, as given.
     pub input: String,
 }
 

@@ -65,7 +65,9 @@ use crate::eft::{fast_two_sum, two_prod, two_sum};
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 #[repr(C)]
 pub struct DoubleWord<F> {
+    /// The leading word: the value rounded to the base format.
     pub hi: F,
+    /// The trailing word: what `hi` misses, at most half an ulp of `hi` in magnitude.
     pub lo: F,
 }
 
@@ -81,10 +83,12 @@ pub type F32x2 = DoubleWord<f32>;
 pub type F64x2 = DoubleWord<f64>;
 
 impl<F: Base> DoubleWord<F> {
+    /// +0 as a pair (both words +0).
     pub const ZERO: Self = Self {
         hi: F::ZERO,
         lo: F::ZERO,
     };
+    /// 1 as a pair (`lo` = 0).
     pub const ONE: Self = Self {
         hi: F::ONE,
         lo: F::ZERO,
@@ -176,21 +180,27 @@ impl<F: Base> DoubleWord<F> {
         i64::try_from(n).ok()
     }
 
+    /// The leading word (see [`DoubleWord::hi`](#structfield.hi)); for generic code that
+    /// takes methods.
     #[inline(always)]
     pub fn hi(self) -> F {
         self.hi
     }
 
+    /// The trailing word (see [`DoubleWord::lo`](#structfield.lo)).
     #[inline(always)]
     pub fn lo(self) -> F {
         self.lo
     }
 
+    /// Neither infinite nor NaN. `hi` decides: a normalized pair with a finite `hi` has a finite
+    /// `lo`, and every special value is carried in `hi`.
     #[inline(always)]
     pub fn is_finite(self) -> bool {
         self.hi.is_finite()
     }
 
+    /// Whether the pair is NaN (carried in `hi`, as every special value is).
     #[inline(always)]
     pub fn is_nan(self) -> bool {
         self.hi.is_nan()

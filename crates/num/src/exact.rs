@@ -701,7 +701,9 @@ pub struct ExactDot {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("dot product of slices of different lengths: {left} and {right}")]
 pub struct LengthMismatch {
+    /// Length of the first slice.
     pub left: usize,
+    /// Length of the second slice.
     pub right: usize,
 }
 

@@ -9,6 +9,9 @@
 //! (GMP/MPFR) needs `m4` and a C toolchain build that a fresh machine lacks, and astro-float
 //! rounds every precision up to whole 64-bit words, so its "32-bit" numbers would really carry
 //! 64 bits (see [`mp`] for the details and for the dashu defects worked around).
+
+#![deny(missing_docs)]
+
 pub mod base;
 pub mod big;
 pub mod comp;

@@ -35,8 +35,14 @@ use crate::real::Real;
 /// The value a result is scored against: exact when finite.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Reference {
+    /// A finite exact value: errors are measured against it.
     Finite(Big),
-    Infinite { negative: bool },
+    /// An infinity: only the same infinity is correct.
+    Infinite {
+        /// −∞ rather than +∞.
+        negative: bool,
+    },
+    /// Not a number: only a NaN result matches it.
     NaN,
 }
 
@@ -80,6 +86,7 @@ impl Reference {
         }
     }
 
+    /// The exact value when the reference is finite, `None` for infinities and NaN.
     pub fn as_big(&self) -> Option<&Big> {
         match self {
             Self::Finite(b) => Some(b),

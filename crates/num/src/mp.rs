@@ -64,11 +64,17 @@ pub struct Mp<const BITS: u32> {
     v: Value,
 }
 
+/// `mp32`: 32 significand bits, a check on the arbitrary-precision path against f32's 24.
 pub type Mp32 = Mp<32>;
+/// `mp64`: 64 significand bits, slightly more than f64's 53.
 pub type Mp64 = Mp<64>;
+/// `mp128`: 128 significand bits, more than double-double's ~106.
 pub type Mp128 = Mp<128>;
+/// `mp256`: 256 significand bits, the precision of seed 000's CUMP references.
 pub type Mp256 = Mp<256>;
+/// `mp512`: 512 significand bits.
 pub type Mp512 = Mp<512>;
+/// `mp1024`: 1024 significand bits, the widest precision on the command line.
 pub type Mp1024 = Mp<1024>;
 
 impl<const BITS: u32> Mp<BITS> {
@@ -89,16 +95,20 @@ impl<const BITS: u32> Mp<BITS> {
         }
     }
 
+    /// Not a number: what invalid operations (0/0, ∞ − ∞, √−1) return.
     pub fn nan() -> Self {
         Self { v: Value::NaN }
     }
 
+    /// −∞ when `negative`, else +∞ (dashu has no infinities in its arithmetic, so they are
+    /// kept beside it).
     pub fn infinity(negative: bool) -> Self {
         Self {
             v: Value::Inf { negative },
         }
     }
 
+    /// Zero, carrying precision `BITS` so that arithmetic on it rounds to `BITS` bits.
     pub fn zero() -> Self {
         Self::finite(Self::round(&Big::ZERO))
     }
@@ -122,6 +132,7 @@ impl<const BITS: u32> Mp<BITS> {
         }
     }
 
+    /// +∞ or −∞.
     pub fn is_infinite(&self) -> bool {
         matches!(self.v, Value::Inf { .. })
     }

@@ -16,14 +16,22 @@ use crate::{
 /// A number type under study.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Precision {
+    /// `f32`: IEEE binary32, the GPU's fast format.
     F32,
+    /// `f64`: IEEE binary64, the reference cost every other precision is compared with.
     F64,
+    /// `f32x2`: double-float, two f32 words (about 48 bits) on f32 hardware.
     F32x2,
+    /// `f64x2`: double-double, two f64 words (about 106 bits).
     F64x2,
+    /// `comp32`: seed 000's composite `float2` (value + tracked error), as published.
     Comp32,
+    /// `comp64`: seed 000's composite `double2`, as published.
     Comp64,
-    /// The composite scheme with re-normalization before each operation (seed 000 §8.1).
+    /// `comp32n`: the composite scheme with re-normalization before each operation (seed 000
+    /// §8.1).
     Comp32n,
+    /// `comp64n`: `comp64` with re-normalization before each operation.
     Comp64n,
     /// Arbitrary precision with this many significand bits (one of [`MP_BITS`]).
     Mp(u32),
@@ -63,6 +71,8 @@ impl Precision {
         Precision::Comp64n,
     ];
 
+    /// The name used on the command line and in records (`f32x2`, `mp256`), as `Display` writes
+    /// it.
     pub fn name(self) -> String {
         self.to_string()
     }
@@ -108,7 +118,10 @@ impl Precision {
 
 /// Generic code to run in a precision chosen at run time: see [`Precision::visit`].
 pub trait PrecisionVisitor {
+    /// What the generic code returns.
     type Output;
+    /// The generic code, monomorphised for each precision's [`Real`] type; called once with the
+    /// type the run-time [`Precision`] names.
     fn visit<T: Real>(self) -> Self::Output;
 }
 
@@ -116,6 +129,7 @@ pub trait PrecisionVisitor {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown precision {input:?}: expected one of f32, f64, f32x2, f64x2, comp32, comp64, comp32n, comp64n, mp32, mp64, mp128, mp256, mp512, mp1024")]
 pub struct PrecisionError {
+    /// The rejected name, as given.
     pub input: String,
 }
 

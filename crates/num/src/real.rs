@@ -38,18 +38,25 @@ pub trait Real:
     fn to_f64(&self) -> f64;
     /// The exact represented value; `None` for NaN and infinities.
     fn to_big(&self) -> Option<Big>;
+    /// Zero, the start of every sum.
     fn zero() -> Self {
         Self::from_f64(0.0)
     }
+    /// One, the start of every product.
     fn one() -> Self {
         Self::from_f64(1.0)
     }
+    /// The type's own square root: correctly rounded for f32, f64 and mp, within the stated
+    /// bound for double-word, about 2p − 2 bits for the composite types.
     fn sqrt(&self) -> Self;
+    /// |self|, exact in every type.
     fn abs(&self) -> Self;
     /// `self · b + c`: fused (one rounding) for f32 and f64; for the other types, the type's own
     /// product followed by its own sum.
     fn mul_add(&self, b: &Self, c: &Self) -> Self;
+    /// Neither infinite nor NaN (such results are counted apart rather than scored).
     fn is_finite(&self) -> bool;
+    /// Whether the value is NaN.
     fn is_nan(&self) -> bool;
 }
 
