@@ -24,7 +24,7 @@
 //!
 //! JMP17: Joldes, Muller, Popescu, "Tight and rigorous error bounds for basic building blocks of
 //! double-word arithmetic", ACM TOMS 44(2), 2017. MR22: Muller, Rideau, "Formalization of
-//! double-word arithmetic, and comments on [JMP17]", ACM TOMS 48(1), 2022, which corrected the
+//! double-word arithmetic, and comments on \[JMP17\]", ACM TOMS 48(1), 2022, which corrected the
 //! DWTimesDW proofs and lowered the DWTimesDW3 bound to 4u². LLMPR23: Lefèvre, Louvet, Muller,
 //! Picot, Rideau, "Accurate calculation of Euclidean norms using double-word arithmetic", ACM
 //! TOMS 49(1), 2023.
@@ -244,7 +244,8 @@ impl<F: Base> DoubleWord<F> {
         Self::finish(z.hi, z.lo, self.hi + y.hi)
     }
 
-    /// AccurateDWPlusDW without the special-value rule of [`Self::finish`]: the 20 flops of
+    /// AccurateDWPlusDW without the special-value rule (see
+    /// [Range and special values](self#range-and-special-values)): the 20 flops of
     /// [`Self::add`] and nothing else, for hot loops over data known to be finite (the
     /// semantics of QD and the `twofloat` crate). Relative error ≤ 3u² + 13u³, as [`Self::add`].
     ///
@@ -328,7 +329,8 @@ impl<F: Base> DoubleWord<F> {
         Self::finish(zh, zl, ch)
     }
 
-    /// The double-word product in 7 flops, without the special-value rule of [`Self::finish`],
+    /// The double-word product in 7 flops, without the special-value rule (see
+    /// [Range and special values](self#range-and-special-values)),
     /// for hot loops over data known to be finite: the exact TwoProd of the high words, then
     /// both cross products accumulated into its error term by one FMA each (the low words'
     /// product, below u² relative, is dropped), then FastTwoSum. It uses DWTimesDW2's terms

@@ -1,5 +1,5 @@
 //! [`Real`]: the one interface every precision implements, so a workload is written once and runs
-//! in f32, f64, f32x2, f64x2, comp32, comp64 and mp<bits>.
+//! in f32, f64, f32x2, f64x2, comp32, comp64 and `mp<bits>`.
 
 use core::fmt::Debug;
 use core::ops::{Add, Div, Mul, Neg, Sub};

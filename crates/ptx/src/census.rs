@@ -28,10 +28,14 @@ pub enum Accuracy {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Conversion {
+    /// Between float types (`cvt.f32.f64`): may round or widen.
     FloatToFloat,
+    /// Float to a signed integer (`cvt.rzi.s32.f32`): rounds, saturates at the type's range.
     FloatToSigned,
     /// Float to an unsigned integer: undefined in C++ for negative values (seed 003 §3.2.4).
     FloatToUnsigned,
+    /// Integer to float (`cvt.rn.f32.s32`): rounds when the integer has more bits than the
+    /// significand.
     IntToFloat,
 }
 
@@ -44,11 +48,15 @@ pub struct FpOp {
     pub ty: String,
     /// Floating-point operations it counts for (fma = 2, abs/neg = 0).
     pub flops: u32,
+    /// IEEE, full-range approximate or hardware-approximate.
     pub accuracy: Accuracy,
+    /// `.ftz`: subnormal inputs and results flushed to zero.
     pub ftz: bool,
+    /// `.sat`: the result clamped to [0, 1] (NaN to 0).
     pub sat: bool,
     /// `fma`/`mad` on floats: a product and a sum rounded once.
     pub fused: bool,
+    /// For `cvt`: which direction it converts in; `None` for arithmetic.
     pub conversion: Option<Conversion>,
 }
 
@@ -106,7 +114,9 @@ pub fn classify(inst: &Instruction) -> Option<FpOp> {
 pub struct Access {
     /// `ld` (including `ldu`), `st`, or `atom` (also `red`).
     pub op: String,
+    /// The state space without its dot (`global`, `shared`, `local`, `param`, `generic`, ...).
     pub space: String,
+    /// Bytes moved per thread (the element width times the vector width).
     pub bytes: u32,
 }
 
@@ -129,8 +139,10 @@ pub fn access(inst: &Instruction) -> Option<Access> {
 /// How many accesses of one kind.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct AccessCount {
+    /// The kind of access counted.
     #[serde(flatten)]
     pub access: Access,
+    /// How many instructions make it.
     pub count: u32,
 }
 
@@ -139,7 +151,9 @@ pub struct AccessCount {
 pub struct Counts {
     /// Floating-point instructions by full opcode (`fma.rn.f32` → 3).
     pub ops: BTreeMap<String, u32>,
+    /// Floating-point operations on f32 (an fma counts 2).
     pub flops_f32: u64,
+    /// Floating-point operations on f64 (an fma counts 2).
     pub flops_f64: u64,
     /// Other float types (f16, bf16, ...).
     pub flops_other: u64,
@@ -147,10 +161,15 @@ pub struct Counts {
     pub fused: u32,
     /// Division, square root and special functions not correctly rounded (`full`, `approx`).
     pub approximate: u32,
+    /// Instructions with `.ftz` (subnormals flushed to zero).
     pub ftz: u32,
+    /// Float-to-float conversions (`cvt.f32.f64`, ...).
     pub conversions_float_to_float: u32,
+    /// Float-to-signed-integer conversions.
     pub conversions_float_to_signed: u32,
+    /// Float-to-unsigned-integer conversions: undefined in C++ for negative values.
     pub conversions_float_to_unsigned: u32,
+    /// Integer-to-float conversions.
     pub conversions_int_to_float: u32,
     /// Loads, stores and atomics by op, space and width, sorted.
     pub accesses: Vec<AccessCount>,
@@ -223,6 +242,7 @@ impl Counts {
 /// Where in the source an instruction is, from the `.loc` before it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct SourceLine {
+    /// The `.file` index (0 for instructions before any `.loc`).
     pub file: u32,
     /// 0 for instructions before any `.loc`.
     pub line: u32,
@@ -231,9 +251,11 @@ pub struct SourceLine {
 /// Counts for one source line, with the lines it was inlined at (if any).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LineCensus {
+    /// The source line counted.
     pub at: SourceLine,
     /// Call sites (file, line) this code was inlined at, when it comes from an inlined function.
     pub inlined_at: Vec<SourceLine>,
+    /// Counts over this line's instructions.
     pub counts: Counts,
     /// The floating-point instructions of this line, in order.
     pub fp: Vec<(InstId, FpOp)>,
@@ -250,18 +272,25 @@ pub struct LoopCensus {
     pub lines: Vec<SourceLine>,
     /// Counts over the loop's instructions, nested loops included.
     pub counts: Counts,
+    /// Floating-point operations per off-chip byte in one trip of the loop body (see
+    /// [`Counts::intensity`]): what bounds a loop that runs long.
     pub intensity: Option<f64>,
 }
 
 /// The census of one function.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FunctionCensus {
+    /// The function's symbol name.
     pub name: String,
+    /// Kernel or device function.
     pub kind: FunctionKind,
+    /// Static counts over the body: each instruction once, however often a loop runs it.
     pub total: Counts,
+    /// [`Counts::intensity`] of `total`.
     pub intensity: Option<f64>,
     /// By source line, in line order.
     pub lines: Vec<LineCensus>,
+    /// The loops found, each with its nesting depth.
     pub loops: Vec<LoopCensus>,
     /// Device functions this one calls.
     pub calls: Vec<String>,

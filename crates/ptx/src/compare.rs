@@ -17,30 +17,39 @@ pub enum Highlight {
     /// More fused multiply-adds than the reference build on this line (`reference` is `None`
     /// when there is no reference: then an explicit `fma()` cannot be told from a contraction).
     Contraction {
+        /// Fused multiply-adds in this build on this line.
         fused: u32,
+        /// Fused multiply-adds in the reference build on this line.
         reference: Option<u32>,
     },
     /// `div.full` or `div.approx` (or an approximate `rcp` standing for a division).
     ApproxDiv {
+        /// The instruction as written (`div.approx.ftz.f32`).
         op: String,
     },
+    /// An approximate square root (`sqrt.approx`), not IEEE.
     ApproxSqrt {
+        /// The instruction as written.
         op: String,
     },
     /// More approximate special-function instructions (`sin.approx`, `ex2.approx`, `rsqrt`)
     /// than the reference build.
     ApproxFunction {
+        /// The approximate instructions of this build on this line.
         ops: Vec<String>,
     },
     /// Instructions with `.ftz`: subnormal inputs and results become zero.
     Ftz {
+        /// How many instructions of the line flush.
         count: u32,
     },
     /// `cvt` from a float to an unsigned integer. `may_be_negative` is false only when the
     /// def-use graph shows the value comes from `abs`, `sqrt`, `ex2`, `max(x, c ≥ 0)`, `x*x` or
     /// an unsigned integer.
     FloatToUnsigned {
+        /// The conversion as written (`cvt.rzi.u32.f32`).
         op: String,
+        /// Whether the converted value can be negative as far as the def-use graph shows.
         may_be_negative: bool,
     },
 }
@@ -79,18 +88,22 @@ impl Highlight {
 /// One build's instructions on one source line.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LineBuild {
+    /// The build's name (a flag set, or `ptx` for a file read as is).
     pub build: String,
     /// Floating-point ops in order of first appearance, with counts.
     pub ops: Vec<(String, u32)>,
+    /// What in this build makes the line's results differ from strict IEEE evaluation.
     pub highlights: Vec<Highlight>,
 }
 
 /// One source line across builds.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LineReport {
+    /// The source line.
     pub at: SourceLine,
     /// Call sites this line's code was inlined at.
     pub inlined_at: Vec<SourceLine>,
+    /// Each build's instructions on the line, in the order the builds were given.
     pub builds: Vec<LineBuild>,
 }
 
@@ -105,6 +118,7 @@ impl LineReport {
 /// A kernel compared across builds.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct KernelReport {
+    /// The kernel's symbol name.
     pub kernel: String,
     /// Device functions the kernel reaches through calls, in any build.
     pub callees: Vec<String>,

@@ -26,6 +26,7 @@ pub enum NodeKind {
     Load,
     /// A store, or an atomic/reduction to memory.
     Store,
+    /// A call to another function: its effects are not followed.
     Call,
     /// Branches, returns, barriers: control, no data result.
     Control,
@@ -53,20 +54,27 @@ impl NodeKind {
 /// One instruction of the graph.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Node {
+    /// The instruction's stable id.
     pub id: InstId,
     /// Position among the function's instructions.
     pub index: usize,
+    /// What the instruction is to dataflow.
     pub kind: NodeKind,
+    /// Registers the instruction writes.
     pub defs: Vec<String>,
+    /// Registers the instruction reads.
     pub uses: Vec<String>,
 }
 
 /// A value flowing from the instruction that writes `reg` to one that reads it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Edge {
+    /// The instruction that writes the value.
     pub def: InstId,
+    /// The instruction that reads it.
     #[serde(rename = "use")]
     pub user: InstId,
+    /// The register the value travels in.
     pub reg: String,
     /// The value arrives around a loop's back edge (from a previous iteration).
     pub loop_carried: bool,
@@ -75,8 +83,11 @@ pub struct Edge {
 /// The def-use graph of one function.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Graph {
+    /// The function's symbol name.
     pub function: String,
+    /// One node per instruction, in text order.
     pub nodes: Vec<Node>,
+    /// Every def-use pair reaching along some path.
     pub edges: Vec<Edge>,
     /// Registers with at least one loop-carried edge (loop counters, accumulators, pointers).
     pub loop_carried: BTreeSet<String>,

@@ -21,15 +21,21 @@ pub enum Kind {
     Str,
     /// One punctuation character.
     Punct(char),
+    /// An end of line: kept because line-ended directives (`.loc`, `.file`) end there and
+    /// diagnostics report lines.
     Newline,
 }
 
 /// A token: its kind, its byte span in the source and its 1-based line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Token {
+    /// What the token is.
     pub kind: Kind,
+    /// Byte offset of its first character in the source.
     pub start: usize,
+    /// Byte offset just past its last character.
     pub end: usize,
+    /// The 1-based line it is on.
     pub line: u32,
 }
 

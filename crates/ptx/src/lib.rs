@@ -32,6 +32,8 @@
 //! shape we own. NVRTC's PTX is regular (one statement a line, a few line-ended directives), so
 //! the parser is a small statement splitter plus per-statement readers.
 
+#![deny(missing_docs)]
+
 pub mod census;
 pub mod compare;
 pub mod graph;

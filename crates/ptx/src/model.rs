@@ -36,6 +36,7 @@ impl fmt::Display for InstId {
 /// A parsed PTX module.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Module {
+    /// The module's directives, variables and functions, in text order (printing follows it).
     pub items: Vec<Item>,
     /// The next id [`Module::fresh_inst_id`] hands out.
     pub next_inst_id: u32,
@@ -52,18 +53,26 @@ pub enum Item {
     AddressSize(u32),
     /// `.file 1 "name"` (with optional timestamp and size, kept as text).
     File {
+        /// The number `.loc` directives refer to the file by.
         index: u32,
+        /// The source file's path as the compiler wrote it.
         path: String,
+        /// The optional timestamp and size after the path, as written.
         rest: String,
+        /// Where the directive was.
         line: SrcLine,
     },
     /// A module-scope variable (`.global`, `.const`, `.shared`, ...).
     Var(VarDecl),
+    /// A kernel or device function, defined or declared.
     Function(Function),
     /// `.section NAME { ... }` (DWARF sections): kept verbatim, PTX analyses do not read them.
     Section {
+        /// The section's name (`.debug_str`, ...).
         name: String,
+        /// Everything between the braces, as written.
         body: String,
+        /// Where the section began.
         line: SrcLine,
     },
     /// Anything not understood, kept verbatim and reported in [`crate::Parsed::diagnostics`].
@@ -73,7 +82,9 @@ pub enum Item {
 /// Text kept exactly as written because the parser did not understand it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Verbatim {
+    /// The statement's text, printed back unchanged.
     pub text: String,
+    /// Where it was, for the diagnostic that reports it.
     pub line: SrcLine,
 }
 
@@ -81,7 +92,9 @@ pub struct Verbatim {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum FunctionKind {
+    /// `.entry`: a kernel, launched from the host.
     Entry,
+    /// `.func`: a device function, called from kernels.
     Func,
 }
 
@@ -90,15 +103,19 @@ pub enum FunctionKind {
 pub struct Function {
     /// `.visible`, `.extern`, `.weak`: the directives before `.entry`/`.func`.
     pub linkage: Vec<String>,
+    /// Kernel or device function.
     pub kind: FunctionKind,
+    /// The (possibly mangled) symbol name, as launches and calls name it.
     pub name: String,
     /// The return parameters of a `.func` (`(.param .b64 func_retval0)`), if it has a list.
     pub returns: Option<Vec<Param>>,
+    /// The parameters in order: a kernel's arguments are matched against them.
     pub params: Vec<Param>,
     /// Performance directives between the parameters and the body (`.maxntid 256, 1, 1`), as text.
     pub directives: Vec<String>,
     /// `None` for a prototype.
     pub body: Option<Vec<Statement>>,
+    /// Where the function's header was.
     pub line: SrcLine,
 }
 
@@ -107,6 +124,7 @@ pub struct Function {
 pub struct Param {
     /// The directives and numbers between the name and the start, e.g. `[".param", ".u64"]`.
     pub attrs: Vec<String>,
+    /// The parameter's name, as the body's `ld.param` addresses it.
     pub name: String,
     /// Array dimensions (`[16]` is `Some(16)`, `[]` is `None`).
     pub dims: Vec<Option<u64>>,
@@ -128,10 +146,13 @@ impl Param {
 pub struct VarDecl {
     /// State space, alignment and type directives, in order (`[".shared", ".align", "4", ".b8"]`).
     pub attrs: Vec<String>,
+    /// The variable's name, as addresses refer to it.
     pub name: String,
+    /// Array dimensions (`[1024]` is `Some(1024)`, `[]` is `None`).
     pub dims: Vec<Option<u64>>,
     /// The initialiser's text after `=`, whitespace-normalised.
     pub init: Option<String>,
+    /// Where the declaration was.
     pub line: SrcLine,
 }
 
@@ -147,7 +168,9 @@ impl VarDecl {
 pub struct RegDecl {
     /// The type directive (`.f64`), with any vector prefix (`.v2 .f32` is kept as `.v2 .f32`).
     pub ty: String,
+    /// The registers declared, as ranges or single names.
     pub names: Vec<RegName>,
+    /// Where the declaration was.
     pub line: SrcLine,
 }
 
@@ -155,7 +178,12 @@ pub struct RegDecl {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RegName {
     /// `%fd<7>`: registers `%fd0` .. `%fd6`.
-    Range { prefix: String, count: u32 },
+    Range {
+        /// The name before the number (`%fd`).
+        prefix: String,
+        /// How many registers: `%fd0` up to `%fd{count-1}`.
+        count: u32,
+    },
     /// `%x`
     Single(String),
 }
@@ -164,26 +192,38 @@ pub enum RegName {
 /// [`Statement::BlockStart`] / [`Statement::BlockEnd`] so that instruction order is one list.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Statement {
+    /// A register declaration (`.reg .f32 %f<4>;`).
     Reg(RegDecl),
+    /// A function-scope variable (`.local`, `.shared`, `.param` inside a call block).
     Var(VarDecl),
+    /// A branch target (`$L__BB0_2:`), its name without the colon.
     Label(String, SrcLine),
+    /// An instruction.
     Inst(Instruction),
+    /// Line info: the source position of the instructions that follow.
     Loc(Loc),
     /// `.pragma "nounroll";`: the strings.
     Pragma(Vec<String>, SrcLine),
+    /// `{`: a nested block opens (its statements follow in the same list).
     BlockStart(SrcLine),
+    /// `}`: the innermost open block closes.
     BlockEnd(SrcLine),
+    /// A statement the parser did not understand, kept as written.
     Verbatim(Verbatim),
 }
 
 /// A `.loc` line-info directive.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Loc {
+    /// The `.file` index of the source file.
     pub file: u32,
+    /// The 1-based source line the following instructions come from.
     pub line: u32,
+    /// The source column.
     pub col: u32,
     /// For code inlined from another function: `function_name LABEL, inlined_at F L C`.
     pub inlined: Option<Inlined>,
+    /// Where the `.loc` itself was in the PTX text.
     #[serde(skip)]
     pub src: SrcLine,
 }
@@ -193,28 +233,37 @@ pub struct Loc {
 pub struct Inlined {
     /// The label of the function's name string in `.debug_str`.
     pub function_name: String,
+    /// The `.file` index of the call site.
     pub file: u32,
+    /// The call site's source line: where a report attributes the inlined code.
     pub line: u32,
+    /// The call site's source column.
     pub col: u32,
 }
 
 /// A predicate guard: `@%p1` or `@!%p1`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Guard {
+    /// `@!`: the instruction runs where the predicate is false.
     pub negated: bool,
+    /// The predicate register (`%p1`).
     pub reg: String,
 }
 
 /// One instruction.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Instruction {
+    /// Stable across rewrites: how analyses and reports name this instruction.
     pub id: InstId,
+    /// The predicate the instruction is conditional on, if any.
     pub guard: Option<Guard>,
     /// `fma` in `fma.rn.f32`.
     pub opcode: String,
     /// `["rn", "f32"]` in `fma.rn.f32`, without dots, in order.
     pub modifiers: Vec<String>,
+    /// Destination(s) first, then sources, as written.
     pub operands: Vec<Operand>,
+    /// Where the instruction was.
     pub line: SrcLine,
 }
 
@@ -223,10 +272,13 @@ pub struct Instruction {
 pub enum Operand {
     /// `%f1`, `%tid.x`.
     Reg(String),
+    /// A literal number.
     Imm(Imm),
     /// `[%rd8]`, `[%rd20+4]`, `[divsqrt_param_0]`, `[func_retval0+0]`.
     Addr {
+        /// The register or symbol the address is based on.
         base: String,
+        /// The byte offset added to it (0 when none is written).
         offset: i64,
     },
     /// `{%f1, %f2, %f3, %f4}` (`_` sinks are [`Operand::Symbol`]).
@@ -246,8 +298,11 @@ pub enum Operand {
 pub enum Imm {
     /// An integer, with how it was spelt so it prints back the same.
     Int {
+        /// The value (wide enough for every u64 and i64 literal).
         value: i128,
+        /// Written in hexadecimal (`0xFF`).
         hex: bool,
+        /// Written with the `U` suffix.
         unsigned: bool,
     },
     /// `0f3F800000`

@@ -14,6 +14,7 @@ use crate::model::*;
 pub struct Diagnostic {
     /// 1-based line of the PTX text.
     pub line: u32,
+    /// What was not understood.
     pub message: String,
     /// The statement's text, as written.
     pub text: String,
@@ -28,6 +29,7 @@ impl std::fmt::Display for Diagnostic {
 /// A parsed module and what could not be understood in it.
 #[derive(Debug, Clone)]
 pub struct Parsed {
+    /// The model, complete: what was not understood is in it as verbatim text.
     pub module: Module,
     /// One per statement kept verbatim or operand kept raw, in text order.
     pub diagnostics: Vec<Diagnostic>,

@@ -13,22 +13,38 @@ pub const PTXAS_ENV: &str = "MANTISSA_PTXAS";
 /// Why ptxas gave no answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PtxasError {
+    /// No ptxas in any place looked at: register counts are then unavailable, not an error of
+    /// the analysis.
     #[error("ptxas not found (set {PTXAS_ENV}, put it on PATH, or `pip install nvidia-cuda-nvcc==13.0.88` beside the NVRTC wheel)")]
     NotFound,
+    /// ptxas was found but could not be started or waited for.
     #[error("cannot run {path}: {message}")]
-    Run { path: String, message: String },
+    Run {
+        /// The ptxas binary tried.
+        path: String,
+        /// The operating system's reason.
+        message: String,
+    },
     /// ptxas refused the PTX; `log` is its full output.
     #[error("ptxas rejected the PTX: {}", .log.lines().next().unwrap_or("no message"))]
-    Rejected { log: String },
+    Rejected {
+        /// Everything ptxas printed.
+        log: String,
+    },
 }
 
 /// Register use and spills of one function, from `ptxas -v`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Resources {
+    /// The function's symbol name, as ptxas reports it.
     pub function: String,
+    /// Registers per thread; `None` when ptxas printed no "Used N registers" line for it.
     pub registers: Option<u32>,
+    /// Bytes of local memory per thread for the stack frame.
     pub stack_frame_bytes: u32,
+    /// Bytes per thread spilled from registers to local memory: a sign of register pressure.
     pub spill_store_bytes: u32,
+    /// Bytes per thread loaded back from spills.
     pub spill_load_bytes: u32,
 }
 
