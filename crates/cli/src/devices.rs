@@ -3,6 +3,7 @@
 use clap::Args;
 use mantissa_gpu::{device_count, report_all, ReportOptions};
 
+/// The options of `mantissa devices` (see docs/COMMANDS.md).
 #[derive(Args)]
 pub struct DevicesArgs {
     /// Print JSON instead of tables.
@@ -16,6 +17,7 @@ pub struct DevicesArgs {
     remeasure: bool,
 }
 
+/// Prints each GPU's report (or the one line saying why there is none) as text or JSON.
 pub fn run(args: DevicesArgs) -> anyhow::Result<()> {
     // No GPU is an answer, not a failure: say why in one line and list nothing.
     if let Err(why) = device_count() {

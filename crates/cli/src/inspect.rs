@@ -9,6 +9,7 @@ use mantissa_ptx::compare::{compare, KernelReport};
 use mantissa_ptx::{census, parse, ptxas, Module};
 use std::path::{Path, PathBuf};
 
+/// The options of `mantissa inspect` (see docs/COMMANDS.md).
 #[derive(Args)]
 pub struct InspectArgs {
     /// A CUDA C++ file (compiled with NVRTC under each flag set) or a PTX file (read as is).
@@ -74,6 +75,8 @@ struct Build {
     diagnostics: Vec<mantissa_ptx::Diagnostic>,
 }
 
+/// Builds or reads the file, compares the builds per source line and prints the result as
+/// text or JSON; an unreadable file or unknown kernel is an [`InspectUsage`] error (exit 2).
 pub fn run(args: InspectArgs) -> anyhow::Result<()> {
     let text = std::fs::read_to_string(&args.file)
         .map_err(|e| InspectUsage(format!("cannot read {}: {e}", args.file.display())))?;

@@ -9,6 +9,7 @@ use mantissa_study::ops::{self, Distribution, Op, OpsConfig, Range};
 use crate::progress::Bar;
 use crate::table;
 
+/// The options of `mantissa ops` (see docs/COMMANDS.md).
 #[derive(Args)]
 pub struct OpsArgs {
     /// Random operand pairs per operation [default: 10^6; with --gpu, 1000 blocks × 1024 threads].
@@ -90,6 +91,8 @@ fn parse_ops(s: &str) -> Result<OpList, String> {
     }
 }
 
+/// Runs the single-operation experiment on the CPU (or with `--gpu` on the GPU) and prints
+/// its tables or JSON.
 pub fn run(args: OpsArgs) -> anyhow::Result<()> {
     let distribution = match args.distribution {
         Dist::Uniform => Distribution::Uniform,

@@ -5,11 +5,14 @@ use indicatif::{ProgressBar, ProgressStyle};
 use mantissa_study::Progress;
 use std::sync::Mutex;
 
+/// The progress bar `mantissa study` and `mantissa ops` draw on stderr: one bar per phase, cleared
+/// when the phase finishes.
 pub struct Bar {
     bar: Mutex<Option<ProgressBar>>,
 }
 
 impl Bar {
+    /// A sink with no bar yet: the first phase that starts draws one.
     pub fn new() -> Self {
         Bar {
             bar: Mutex::new(None),

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use clap::Args;
 use mantissa_report::{load, markdown, write_csv, write_html, PLOTS_DIR};
 
+/// The options of `mantissa report` (see docs/COMMANDS.md).
 #[derive(Args)]
 pub struct ReportArgs {
     /// Output directory of a `mantissa study` run (holding results.jsonl).
@@ -16,6 +17,8 @@ pub struct ReportArgs {
     no_html: bool,
 }
 
+/// Loads the directory's records, prints the tables and writes the CSV (and, unless
+/// `--no-html`, the HTML report and plots).
 pub fn run(args: ReportArgs) -> anyhow::Result<()> {
     let (records, notes) = load(&args.out_dir)?;
     if notes.truncated_tail {

@@ -15,6 +15,7 @@ use mantissa_study::study::{self, Plan, StudyConfig, StudyError, StudyPrecision,
 
 use crate::progress::Bar;
 
+/// The options of `mantissa study` (see docs/COMMANDS.md).
 #[derive(Args)]
 pub struct StudyArgs {
     /// Workloads to run: sum, dot, pi, intensity, ge, lu, chain, doundo [default: all].
@@ -113,6 +114,8 @@ fn parse_sizes(s: &str) -> Result<Sizes, String> {
     Ok(Sizes(out))
 }
 
+/// Plans the study, runs the CPU and then the GPU points into `OUT/results.jsonl`, and writes
+/// the report; `max_threads` (the global `--threads`) caps the CPU pools.
 pub fn run(args: StudyArgs, max_threads: Option<usize>) -> anyhow::Result<()> {
     let suite = if args.full { Suite::Full } else { Suite::Quick };
     let mut threads = StudyConfig::default_threads();
