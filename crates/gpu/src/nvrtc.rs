@@ -11,13 +11,13 @@
 use crate::cache::{CacheHit, CacheKey, CompileCache};
 use crate::error::{catch, CompileError, NvrtcUnavailable};
 use crate::flags::FlagSet;
+use crate::locate::NvrtcLibrary;
 use crate::version::{Arch, CudaVersion};
 use cudarc::nvrtc::result as nvrtc_result;
 use cudarc::nvrtc::sys::{self as nvrtc_sys, nvrtcResult};
 use serde::{Deserialize, Serialize};
 use std::ffi::{c_char, c_int, CStr, CString};
 use std::fmt;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 /// What NVRTC is asked to produce.
@@ -124,6 +124,7 @@ const RESERVED_OPTIONS: &[&str] = &[
 pub struct Compiler {
     version: CudaVersion,
     archs: Vec<u32>,
+    library: NvrtcLibrary,
     cache: CompileCache,
 }
 
@@ -135,13 +136,8 @@ impl Compiler {
 
     /// Finds NVRTC, using `cache`.
     pub fn probe_with_cache(cache: CompileCache) -> Result<Compiler, NvrtcUnavailable> {
-        // cudarc panics on first use if the library is missing, so look before touching it.
-        // SAFETY: only dlopens libnvrtc (running its initialisers), as any use of NVRTC does.
-        if !unsafe { nvrtc_sys::is_culib_present() } {
-            return Err(NvrtcUnavailable::NotFound {
-                found: nvrtc_elsewhere(),
-            });
-        }
+        // cudarc panics on first use if the library is missing, so find (and load) it first.
+        let library = crate::locate::nvrtc_library()?;
         let version = catch(nvrtc_version)
             .map_err(|message| NvrtcUnavailable::Broken {
                 what: "nvrtcVersion",
@@ -162,6 +158,7 @@ impl Compiler {
         Ok(Compiler {
             version,
             archs,
+            library,
             cache,
         })
     }
@@ -174,6 +171,11 @@ impl Compiler {
 
     pub fn version(&self) -> CudaVersion {
         self.version
+    }
+
+    /// The libnvrtc file in use and how it was found.
+    pub fn library(&self) -> &NvrtcLibrary {
+        &self.library
     }
 
     /// Architecture numbers NVRTC can target (90 for sm_90).
@@ -442,28 +444,6 @@ fn supported_archs() -> Vec<u32> {
     }
 }
 
-/// A libnvrtc outside the library path, to name in the "not found" message: the toolkit's usual
-/// places. (Found libraries are not loaded from there: the library path stays the one rule.)
-fn nvrtc_elsewhere() -> Option<PathBuf> {
-    let mut dirs: Vec<PathBuf> = ["CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"]
-        .iter()
-        .filter_map(std::env::var_os)
-        .map(|root| PathBuf::from(root).join("lib64"))
-        .collect();
-    dirs.push(PathBuf::from("/usr/local/cuda/lib64"));
-    dirs.into_iter().find(|dir| {
-        std::fs::read_dir(dir)
-            .map(|entries| {
-                entries.flatten().any(|e| {
-                    let name = e.file_name();
-                    let name = name.to_string_lossy();
-                    name.starts_with("libnvrtc.so") && !name.contains("builtins")
-                })
-            })
-            .unwrap_or(false)
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -699,6 +679,7 @@ mod tests {
         let mk = || Compiler {
             version,
             archs: archs.clone(),
+            library: c.library().clone(),
             cache: CompileCache::new(Some(dir.clone())),
         };
         let src = Source::new("arith.cu", ARITH);
