@@ -363,7 +363,7 @@ pub(crate) mod tests {
         key_of(
             "k.cu",
             SRC,
-            FlagSet::Default,
+            FlagSet::DEFAULT,
             Target::Cubin(Arch::new(9, 0)),
             CudaVersion::new(13, 0),
             &["-lineinfo"],
@@ -373,7 +373,7 @@ pub(crate) mod tests {
     fn compiled(tag: &str, cubin: Option<Vec<u8>>) -> Compiled {
         Compiled {
             source_name: "k.cu".into(),
-            flags: FlagSet::Default,
+            flags: FlagSet::DEFAULT,
             target: Target::Cubin(Arch::new(9, 0)),
             options: vec!["--gpu-architecture=sm_90".into(), "-lineinfo".into()],
             nvrtc: CudaVersion::new(13, 0),
@@ -411,17 +411,17 @@ pub(crate) mod tests {
             key_of(
                 "k.cu",
                 &SRC.replace("1.0f", "2.0f"),
-                FlagSet::Default,
+                FlagSet::DEFAULT,
                 a90,
                 v13,
                 &["-lineinfo"],
             ),
-            key_of("other.cu", SRC, FlagSet::Default, a90, v13, &["-lineinfo"]),
-            key_of("k.cu", SRC, FlagSet::Strict, a90, v13, &["-lineinfo"]),
+            key_of("other.cu", SRC, FlagSet::DEFAULT, a90, v13, &["-lineinfo"]),
+            key_of("k.cu", SRC, FlagSet::STRICT, a90, v13, &["-lineinfo"]),
             key_of(
                 "k.cu",
                 SRC,
-                FlagSet::Default,
+                FlagSet::DEFAULT,
                 Target::Cubin(Arch::new(8, 0)),
                 v13,
                 &["-lineinfo"],
@@ -429,7 +429,7 @@ pub(crate) mod tests {
             key_of(
                 "k.cu",
                 SRC,
-                FlagSet::Default,
+                FlagSet::DEFAULT,
                 Target::Ptx(Arch::new(9, 0)),
                 v13,
                 &["-lineinfo"],
@@ -437,7 +437,7 @@ pub(crate) mod tests {
             key_of(
                 "k.cu",
                 SRC,
-                FlagSet::Default,
+                FlagSet::DEFAULT,
                 a90,
                 CudaVersion::new(13, 1),
                 &["-lineinfo"],
@@ -445,7 +445,7 @@ pub(crate) mod tests {
             key_of(
                 "k.cu",
                 SRC,
-                FlagSet::Default,
+                FlagSet::DEFAULT,
                 a90,
                 v13,
                 &["-lineinfo", "-DN=4"],
@@ -457,8 +457,8 @@ pub(crate) mod tests {
         }
         // Options are not split on spaces into the same key.
         assert_ne!(
-            key_of("k.cu", SRC, FlagSet::Default, a90, v13, &["-DA=1 -DB=2"]),
-            key_of("k.cu", SRC, FlagSet::Default, a90, v13, &["-DA=1", "-DB=2"])
+            key_of("k.cu", SRC, FlagSet::DEFAULT, a90, v13, &["-DA=1 -DB=2"]),
+            key_of("k.cu", SRC, FlagSet::DEFAULT, a90, v13, &["-DA=1", "-DB=2"])
         );
     }
 
@@ -487,7 +487,7 @@ pub(crate) mod tests {
         let ptx_key = key_of(
             "k.cu",
             SRC,
-            FlagSet::Default,
+            FlagSet::DEFAULT,
             Target::Ptx(Arch::new(9, 0)),
             CudaVersion::new(13, 0),
             &[],

@@ -350,7 +350,7 @@ impl Gpu {
         };
         let module = self.build(
             &Source::new("mantissa_ceilings.cu", FMA_SOURCE),
-            FlagSet::Default,
+            FlagSet::DEFAULT,
         )?;
         let block = 256u32;
         let info = self.info();
@@ -619,7 +619,7 @@ mod tests {
         let ptx = c
             .compile(
                 &src,
-                FlagSet::Default,
+                FlagSet::DEFAULT,
                 crate::Target::Cubin(Arch::new(9, 0)),
             )
             .unwrap_or_else(|e| panic!("{e}"))

@@ -502,7 +502,7 @@ mod tests {
                    \n2 errors detected in the compilation of \"saxpy.cu\".\n";
         let err = CompileError::Source {
             source_name: "saxpy.cu".into(),
-            flags: FlagSet::Strict,
+            flags: FlagSet::STRICT,
             target: Target::Cubin(Arch::new(9, 0)),
             log: log.into(),
         };

@@ -453,11 +453,11 @@ mod tests {
     fn options_per_flag_set_and_target() {
         let t = Target::Cubin(Arch::new(9, 0));
         assert_eq!(
-            Compiler::options(FlagSet::Default, t, &[]),
+            Compiler::options(FlagSet::DEFAULT, t, &[]),
             ["--gpu-architecture=sm_90", "-lineinfo"]
         );
         assert_eq!(
-            Compiler::options(FlagSet::Strict, t, &["-DN=4".to_string()]),
+            Compiler::options(FlagSet::STRICT, t, &["-DN=4".to_string()]),
             [
                 "--fmad=false",
                 "--prec-div=true",
@@ -469,7 +469,7 @@ mod tests {
             ]
         );
         assert_eq!(
-            Compiler::options(FlagSet::Fast, Target::Ptx(Arch::new(8, 6)), &[]),
+            Compiler::options(FlagSet::FAST, Target::Ptx(Arch::new(8, 6)), &[]),
             [
                 "--use_fast_math",
                 "--gpu-architecture=compute_86",
@@ -564,37 +564,37 @@ mod tests {
         let Some(c) = require_nvrtc_or_skip() else {
             return;
         };
-        let default = compile_ptx(&c, FlagSet::Default);
+        let default = compile_ptx(&c, FlagSet::DEFAULT);
         assert!(has(&default, "fma.rn.f32"), "{default}");
         assert!(has(&default, "div.rn.f32"));
         assert!(has(&default, "sqrt.rn.f32"));
 
-        for set in [FlagSet::Strict, FlagSet::NoFma] {
+        for set in [FlagSet::STRICT, FlagSet::NOFMA] {
             let ptx = compile_ptx(&c, set);
             assert!(!has(&ptx, "fma."), "{set}: {ptx}");
             assert!(has(&ptx, "mul.rn.f32") && has(&ptx, "add.rn.f32"), "{set}");
             assert!(has(&ptx, "div.rn.f32"), "{set}");
         }
 
-        let fast = compile_ptx(&c, FlagSet::Fast);
+        let fast = compile_ptx(&c, FlagSet::FAST);
         assert!(has(&fast, "div.approx") || has(&fast, "div.full"), "{fast}");
         assert!(has(&fast, "sqrt.approx"), "{fast}");
         assert!(fast.contains(".ftz.f32"), "{fast}");
 
-        let ftz = compile_ptx(&c, FlagSet::Ftz);
+        let ftz = compile_ptx(&c, FlagSet::FTZ);
         assert!(
             has(&ftz, "fma.rn.ftz.f32") && has(&ftz, "div.rn.ftz.f32"),
             "{ftz}"
         );
 
-        let approx_div = compile_ptx(&c, FlagSet::ApproxDiv);
+        let approx_div = compile_ptx(&c, FlagSet::APPROX_DIV);
         assert!(
             has(&approx_div, "div.full.f32") || has(&approx_div, "div.approx.f32"),
             "{approx_div}"
         );
         assert!(has(&approx_div, "sqrt.rn.f32"));
 
-        let approx_sqrt = compile_ptx(&c, FlagSet::ApproxSqrt);
+        let approx_sqrt = compile_ptx(&c, FlagSet::APPROX_SQRT);
         assert!(has(&approx_sqrt, "sqrt.approx.f32"), "{approx_sqrt}");
         assert!(has(&approx_sqrt, "div.rn.f32"));
     }
@@ -606,7 +606,7 @@ mod tests {
         };
         let src = Source::new("arith.cu", ARITH);
         let cubin = c
-            .compile(&src, FlagSet::Default, Target::Cubin(Arch::new(9, 0)))
+            .compile(&src, FlagSet::DEFAULT, Target::Cubin(Arch::new(9, 0)))
             .unwrap();
         let bin = cubin.cubin.as_ref().expect("cubin for an sm_ target");
         assert_eq!(&bin[..4], b"\x7fELF", "cubin is an ELF image");
@@ -618,7 +618,7 @@ mod tests {
         );
 
         let ptx_only = c
-            .compile(&src, FlagSet::Default, Target::Ptx(Arch::new(9, 0)))
+            .compile(&src, FlagSet::DEFAULT, Target::Ptx(Arch::new(9, 0)))
             .unwrap();
         assert_eq!(ptx_only.cubin, None);
         assert!(ptx_only.ptx.contains(".entry arith("));
@@ -635,7 +635,7 @@ mod tests {
             "extern \"C\" __global__ void k(float* x) {\n  x[0] = y;\n}\n",
         );
         let err = c
-            .compile(&src, FlagSet::Strict, Target::Cubin(Arch::new(9, 0)))
+            .compile(&src, FlagSet::STRICT, Target::Cubin(Arch::new(9, 0)))
             .unwrap_err();
         let msg = err.to_string();
         assert!(
@@ -657,7 +657,7 @@ mod tests {
         let err = c
             .compile(
                 &Source::new("k.cu", ARITH),
-                FlagSet::Default,
+                FlagSet::DEFAULT,
                 Target::Cubin(Arch::new(9, 9)),
             )
             .unwrap_err()
@@ -685,16 +685,16 @@ mod tests {
         let src = Source::new("arith.cu", ARITH);
         let t = Target::Cubin(Arch::new(9, 0));
         let first = mk();
-        let (a, hit) = first.compile_traced(&src, FlagSet::Strict, t).unwrap();
+        let (a, hit) = first.compile_traced(&src, FlagSet::STRICT, t).unwrap();
         assert_eq!(hit, None);
-        let (b, hit) = first.compile_traced(&src, FlagSet::Strict, t).unwrap();
+        let (b, hit) = first.compile_traced(&src, FlagSet::STRICT, t).unwrap();
         assert_eq!(hit, Some(CacheHit::Memory));
         assert!(Arc::ptr_eq(&a, &b));
-        let (c2, hit) = mk().compile_traced(&src, FlagSet::Strict, t).unwrap();
+        let (c2, hit) = mk().compile_traced(&src, FlagSet::STRICT, t).unwrap();
         assert_eq!(hit, Some(CacheHit::Disk));
         assert_eq!(*c2, *a);
         // Another flag set is another entry.
-        let (_, hit) = first.compile_traced(&src, FlagSet::Fast, t).unwrap();
+        let (_, hit) = first.compile_traced(&src, FlagSet::FAST, t).unwrap();
         assert_eq!(hit, None);
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -52,7 +52,7 @@ fn test_kernels_compile() {
         ("mangled.cu", MANGLED),
     ] {
         let out = c
-            .compile(&Source::new(name, src), FlagSet::Default, t)
+            .compile(&Source::new(name, src), FlagSet::DEFAULT, t)
             .unwrap_or_else(|e| panic!("{e}"));
         assert!(out.cubin.is_some(), "{name}");
     }
@@ -108,11 +108,11 @@ fn launch_by_name_matches_cpu_per_flag_set() {
     let a = 1.7f32;
     for (flags, model) in [
         (
-            FlagSet::Default,
+            FlagSet::DEFAULT,
             (|a: f32, x: f32, y: f32| a.mul_add(x, y)) as fn(f32, f32, f32) -> f32,
         ),
-        (FlagSet::Strict, |a, x, y| a * x + y),
-        (FlagSet::NoFma, |a, x, y| a * x + y),
+        (FlagSet::STRICT, |a, x, y| a * x + y),
+        (FlagSet::NOFMA, |a, x, y| a * x + y),
     ] {
         let module = gpu
             .build(&Source::new("saxpy.cu", SAXPY), flags)
@@ -148,7 +148,7 @@ fn every_buffer_and_scalar_type_reaches_the_kernel() {
     };
     let src = TYPES;
     let module = gpu
-        .build(&Source::new("types.cu", src), FlagSet::Strict)
+        .build(&Source::new("types.cu", src), FlagSet::STRICT)
         .unwrap();
     let d = gpu.upload("d", &HostData::from(vec![0.5f64])).unwrap();
     let i = gpu.alloc_zeros("i", DType::I32, 1).unwrap();
@@ -193,7 +193,7 @@ fn ptx_text_we_produced_loads_and_runs() {
         .compiler()
         .compile(
             &Source::new("saxpy.cu", SAXPY),
-            FlagSet::Strict,
+            FlagSet::STRICT,
             Target::Ptx(gpu.arch()),
         )
         .unwrap();
@@ -233,7 +233,7 @@ fn ptx_newer_than_the_driver_is_explained() {
         .compiler()
         .compile(
             &Source::new("saxpy.cu", SAXPY),
-            FlagSet::Default,
+            FlagSet::DEFAULT,
             Target::Ptx(gpu.arch()),
         )
         .unwrap();
@@ -264,7 +264,7 @@ fn bad_launches_give_one_line_and_no_panic() {
         return;
     };
     let module = gpu
-        .build(&Source::new("saxpy.cu", SAXPY), FlagSet::Default)
+        .build(&Source::new("saxpy.cu", SAXPY), FlagSet::DEFAULT)
         .unwrap();
     let xs = gpu.alloc_zeros("x", DType::F32, 64).unwrap();
     let ys = gpu.alloc_zeros("y", DType::F32, 64).unwrap();
@@ -326,7 +326,7 @@ fn bad_launches_give_one_line_and_no_panic() {
 
     // A C++-mangled kernel: the message lists the mangled name and says what to do.
     let mangled = gpu
-        .build(&Source::new("mangled.cu", MANGLED), FlagSet::Default)
+        .build(&Source::new("mangled.cu", MANGLED), FlagSet::DEFAULT)
         .unwrap();
     let msg = gpu
         .launch(&mangled, "scale", one, &[KernelArg::from(&xs)])
@@ -349,7 +349,7 @@ fn compile_errors_and_out_of_memory_are_one_line() {
                 "broken.cu",
                 "extern \"C\" __global__ void k() { undefined_thing(); }",
             ),
-            FlagSet::Fast,
+            FlagSet::FAST,
         )
         .unwrap_err()
         .to_string();
@@ -397,7 +397,7 @@ fn timing_with_rotating_inputs() {
         return;
     };
     let module = gpu
-        .build(&Source::new("saxpy.cu", SAXPY), FlagSet::Default)
+        .build(&Source::new("saxpy.cu", SAXPY), FlagSet::DEFAULT)
         .unwrap();
     let n = 1 << 20; // 8 MiB working set (x and y): fits in L2, so it must rotate.
     let (x, y) = inputs(n);
@@ -450,7 +450,7 @@ fn a_long_kernel_times_out_instead_of_hanging() {
     let gpu = Gpu::probe_device_with_cache(0, CompileCache::in_memory()).unwrap();
     let src = SPIN;
     let module = gpu
-        .build(&Source::new("spin.cu", src), FlagSet::Default)
+        .build(&Source::new("spin.cu", src), FlagSet::DEFAULT)
         .unwrap();
     gpu.set_sync_timeout(Duration::from_millis(200));
     gpu.launch(
