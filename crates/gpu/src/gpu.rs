@@ -28,7 +28,7 @@ use cudarc::driver::{
 };
 use cudarc::nvrtc::Ptx;
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -212,15 +212,18 @@ impl Gpu {
 
     /// Loads a compilation: its cubin when there is one (any PTX ISA version loads that way),
     /// falling back to its PTX if the driver refuses the cubin (built for another GPU, say).
+    /// Its kernels can be launched by the source's name expressions (`my_kernel<double>`) too.
     pub fn load(&self, compiled: &Compiled) -> Result<Module, GpuError> {
         let name = &compiled.source_name;
-        match &compiled.cubin {
+        let mut module = match &compiled.cubin {
             Some(cubin) => match self.load_cubin(name, cubin, Some(&compiled.ptx)) {
-                Ok(m) => Ok(m),
-                Err(cubin_err) => self.load_ptx(name, &compiled.ptx).map_err(|_| cubin_err),
+                Ok(m) => m,
+                Err(cubin_err) => self.load_ptx(name, &compiled.ptx).map_err(|_| cubin_err)?,
             },
-            None => self.load_ptx(name, &compiled.ptx),
-        }
+            None => self.load_ptx(name, &compiled.ptx)?,
+        };
+        module.lowered_names = compiled.lowered_names.clone();
+        Ok(module)
     }
 
     /// Loads PTX text (e.g. PTX we rewrote); the driver JIT-compiles it for this device.
@@ -292,6 +295,7 @@ impl Gpu {
             image,
             entries: ptx.as_deref().map(parse_entries),
             ptx,
+            lowered_names: BTreeMap::new(),
             cu,
             device: self.info.clone(),
             kernels: Mutex::new(HashMap::new()),
@@ -670,6 +674,8 @@ pub struct Module {
     image: ImageKind,
     ptx: Option<String>,
     entries: Option<Vec<KernelSignature>>,
+    /// Name expressions of the source mapped to their kernels' lowered names.
+    lowered_names: BTreeMap<String, String>,
     cu: Arc<CudaModule>,
     device: DeviceInfo,
     kernels: Mutex<HashMap<String, Arc<Kernel>>>,
@@ -728,7 +734,14 @@ impl Module {
         }
     }
 
+    /// The lowered (mangled) name of a name expression the module's source was compiled with.
+    pub fn lowered_name(&self, expression: &str) -> Option<&str> {
+        self.lowered_names.get(expression).map(String::as_str)
+    }
+
+    /// The kernel `name`: an entry's name, or a name expression of the source.
     fn kernel(&self, name: &str) -> Result<Arc<Kernel>, GpuError> {
+        let name = self.lowered_name(name).unwrap_or(name);
         if let Some(k) = lock(&self.kernels).get(name) {
             return Ok(k.clone());
         }

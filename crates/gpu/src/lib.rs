@@ -38,6 +38,7 @@ pub mod device;
 pub mod error;
 pub mod flags;
 pub mod gpu;
+pub mod includes;
 pub mod launch;
 pub mod locate;
 pub mod nvrtc;
@@ -46,7 +47,7 @@ pub mod timing;
 pub mod twin;
 pub mod version;
 
-pub use cache::{cache_root, CacheKey, CacheStats, CompileCache};
+pub use cache::{cache_root, CacheKey, CacheStats, CompileCache, DEFAULT_MEMORY_CAPACITY};
 pub use device::{report_all, Ceilings, DeviceInfo, DeviceReport, ReportOptions};
 pub use error::{
     CompileError, DriverStatus, GpuError, GpuUnavailable, ImageKind, NvrtcUnavailable,
@@ -55,7 +56,7 @@ pub use flags::{FlagSet, UnknownFlagSet};
 pub use gpu::{device_count, Gpu, KernelResources, Module};
 pub use launch::{DType, DeviceBuffer, HostData, KernelArg, KernelSignature, LaunchDims, Scalar};
 pub use locate::{nvrtc_library, NvrtcLibrary, NvrtcOrigin};
-pub use nvrtc::{Compiled, Compiler, Source, Target};
+pub use nvrtc::{source_hash, BuildFacts, Compiled, Compiler, Source, Target};
 pub use timing::{Timing, TimingOptions};
 pub use version::{Arch, CudaVersion, PtxIsa};
 
