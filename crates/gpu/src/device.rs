@@ -625,7 +625,7 @@ mod tests {
             .unwrap_or_else(|e| panic!("{e}"))
             .ptx
             .clone();
-        let entries = crate::launch::parse_entries(&ptx);
+        let entries = mantissa_ptx::entry::entry_signatures_of_ptx(&ptx);
         for (kernel, fma) in [("fma_f32", "fma.rn.f32"), ("fma_f64", "fma.rn.f64")] {
             let body = ptx
                 .split(".entry ")

@@ -54,8 +54,9 @@ pub use error::{
 };
 pub use flags::{FlagSet, UnknownFlagSet};
 pub use gpu::{device_count, Gpu, KernelResources, Module};
-pub use launch::{DType, DeviceBuffer, HostData, KernelArg, KernelSignature, LaunchDims, Scalar};
+pub use launch::{DType, DeviceBuffer, HostData, KernelArg, LaunchDims, Scalar};
 pub use locate::{nvrtc_library, NvrtcLibrary, NvrtcOrigin};
+pub use mantissa_ptx::entry::{EntryParam, EntrySignature};
 pub use nvrtc::{source_hash, BuildFacts, Compiled, Compiler, Source, Target};
 pub use timing::{Timing, TimingOptions};
 pub use version::{Arch, CudaVersion, PtxIsa};

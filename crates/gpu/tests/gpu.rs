@@ -38,6 +38,27 @@ const SPIN: &str = r#"extern "C" __global__ void spin(unsigned long long ns) {
 
 const MANGLED: &str = "__global__ void scale(float* x) { x[0] *= 2.0f; }";
 
+/// A templated kernel, launched by name expression.
+const TEMPLATED: &str = "template <typename T> __global__ void scale_by(T* x, T a, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] *= a;
+}";
+
+/// The wider element types: i64, u8, and f16/bf16 buffers (negated by their sign bit) plus a
+/// half passed by value as a 2-byte struct (NVRTC has no cuda_fp16.h without the toolkit).
+const WIDE: &str = r#"struct __align__(2) half_bits { unsigned short bits; };
+extern "C" __global__ void wide(long long* l, unsigned char* b, unsigned short* h, unsigned short* bf,
+                                long long ls, unsigned char bs, half_bits hv) {
+    l[0] = l[0] * 2 + ls; b[0] = b[0] + bs;
+    h[0] ^= 0x8000; bf[0] ^= 0x8000; h[1] = hv.bits;
+}"#;
+
+fn templated_source() -> Source {
+    Source::new("templated.cu", TEMPLATED)
+        .with_name_expression("scale_by<double>")
+        .with_name_expression("scale_by<float>")
+}
+
 /// Needs only NVRTC: the kernels the GPU tests use compile, so a GPU run cannot fail on a typo.
 #[test]
 fn test_kernels_compile() {
@@ -50,12 +71,149 @@ fn test_kernels_compile() {
         ("types.cu", TYPES),
         ("spin.cu", SPIN),
         ("mangled.cu", MANGLED),
+        ("wide.cu", WIDE),
     ] {
         let out = c
             .compile(&Source::new(name, src), FlagSet::DEFAULT, t)
             .unwrap_or_else(|e| panic!("{e}"));
         assert!(out.cubin.is_some(), "{name}");
     }
+    let out = c
+        .compile(&templated_source(), FlagSet::STRICT, t)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(out.lowered_names.len(), 2);
+}
+
+/// Templated kernels launch by their name expressions.
+#[test]
+fn launch_by_name_expression() {
+    let Some(gpu) = require_gpu_or_skip() else {
+        return;
+    };
+    let module = gpu
+        .build(&templated_source(), FlagSet::STRICT)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let lowered = module.lowered_name("scale_by<double>").unwrap().to_string();
+    assert!(lowered.starts_with("_Z8scale_byId"), "{lowered}");
+    let xd = gpu
+        .upload("xd", &HostData::from(vec![1.5f64, -2.0, 3.0]))
+        .unwrap();
+    let xf = gpu
+        .upload("xf", &HostData::from(vec![0.25f32, 8.0]))
+        .unwrap();
+    gpu.launch_sync(
+        &module,
+        "scale_by<double>",
+        LaunchDims::linear(3, 32),
+        &[
+            KernelArg::from(&xd),
+            KernelArg::from(2.0f64),
+            KernelArg::from(3i32),
+        ],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    // The lowered name itself launches the same kernel.
+    gpu.launch_sync(
+        &module,
+        &lowered,
+        LaunchDims::linear(3, 32),
+        &[
+            KernelArg::from(&xd),
+            KernelArg::from(0.5f64),
+            KernelArg::from(3i32),
+        ],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    gpu.launch_sync(
+        &module,
+        "scale_by<float>",
+        LaunchDims::linear(2, 32),
+        &[
+            KernelArg::from(&xf),
+            KernelArg::from(4.0f32),
+            KernelArg::from(2i32),
+        ],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        gpu.download(&xd).unwrap(),
+        HostData::from(vec![1.5f64, -2.0, 3.0])
+    );
+    assert_eq!(
+        gpu.download(&xf).unwrap(),
+        HostData::from(vec![1.0f32, 32.0])
+    );
+    // The float instance refuses double arguments, by its expression's signature.
+    let err = gpu
+        .launch(
+            &module,
+            "scale_by<float>",
+            LaunchDims::linear(2, 32),
+            &[
+                KernelArg::from(&xf),
+                KernelArg::from(4.0f64),
+                KernelArg::from(2i32),
+            ],
+        )
+        .unwrap_err();
+    assert!(matches!(err, GpuError::BadArguments { .. }), "{err}");
+}
+
+/// i64, u8, f16 and bf16 buffers and scalars round-trip and reach the kernel.
+#[test]
+fn wide_types_upload_launch_and_download() {
+    let Some(gpu) = require_gpu_or_skip() else {
+        return;
+    };
+    use half::{bf16, f16};
+    let module = gpu
+        .build(&Source::new("wide.cu", WIDE), FlagSet::DEFAULT)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let l = gpu
+        .upload("l", &HostData::from(vec![-(1i64 << 40)]))
+        .unwrap();
+    let b = gpu.upload("b", &HostData::from(vec![200u8])).unwrap();
+    let h = gpu
+        .upload("h", &HostData::from(vec![f16::from_f32(1.5), f16::ZERO]))
+        .unwrap();
+    let bf = gpu
+        .upload("bf", &HostData::from(vec![bf16::from_f32(-0.75)]))
+        .unwrap();
+    let args = [
+        KernelArg::from(&l),
+        KernelArg::from(&b),
+        KernelArg::from(&h),
+        KernelArg::from(&bf),
+        KernelArg::from(-5i64),
+        KernelArg::from(55u8),
+        KernelArg::from(f16::from_f32(-2.0)),
+    ];
+    gpu.launch_sync(
+        &module,
+        "wide",
+        LaunchDims::new((1, 1, 1), (1, 1, 1)),
+        &args,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        gpu.download(&l).unwrap(),
+        HostData::from(vec![-(1i64 << 41) - 5])
+    );
+    assert_eq!(gpu.download(&b).unwrap(), HostData::from(vec![255u8]));
+    assert_eq!(
+        gpu.download(&h).unwrap(),
+        HostData::from(vec![f16::from_f32(-1.5), f16::from_f32(-2.0)])
+    );
+    assert_eq!(
+        gpu.download(&bf).unwrap(),
+        HostData::from(vec![bf16::from_f32(0.75)])
+    );
+    let zeros = gpu.alloc_zeros("z", DType::BF16, 4).unwrap();
+    assert_eq!(zeros.bytes(), 8);
+    assert_eq!(
+        gpu.download(&zeros).unwrap(),
+        HostData::from(vec![bf16::ZERO; 4])
+    );
 }
 
 fn inputs(n: usize) -> (Vec<f32>, Vec<f32>) {
