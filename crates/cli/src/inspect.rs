@@ -18,8 +18,10 @@ pub struct InspectArgs {
     /// form too.
     #[arg(long)]
     kernel: Option<String>,
-    /// Flag sets, comma-separated: default, strict, fast, nofma, ftz, approx-div, approx-sqrt.
-    /// `strict` is the reference for contraction and approximate functions.
+    /// Flag sets, comma-separated; each a preset (default, strict, fast, nofma, ftz,
+    /// approx-div, approx-sqrt) or switches and presets joined by '+' (nofma+ftz,
+    /// strict+ftz=true, fmad=false+use_fast_math). `strict` is the reference for contraction
+    /// and approximate functions.
     #[arg(long, default_value = "default,strict,fast", value_parser = parse_flag_list)]
     flags: FlagList,
     /// Target architecture of the NVRTC compile and of ptxas.
@@ -95,8 +97,8 @@ pub fn run(args: InspectArgs) -> anyhow::Result<()> {
         // strict is the reference for contraction; compile it even when not asked to show it.
         let mut sets = args.flags.0.clone();
         let shown = sets.len();
-        if !sets.contains(&FlagSet::Strict) {
-            sets.push(FlagSet::Strict);
+        if !sets.contains(&FlagSet::STRICT) {
+            sets.push(FlagSet::STRICT);
         }
         for (k, flags) in sets.into_iter().enumerate() {
             let compiled = match compiler.compile(&src, flags, Target::Ptx(args.arch)) {
@@ -109,7 +111,7 @@ pub fn run(args: InspectArgs) -> anyhow::Result<()> {
                     return Err(anyhow!("{e}"));
                 }
             };
-            let mut b = read_build(flags.name(), Some(flags), compiled.ptx.clone());
+            let mut b = read_build(&flags.name(), Some(flags), compiled.ptx.clone());
             if k >= shown {
                 b.name = format!("({})", flags.name());
             }
@@ -153,7 +155,7 @@ pub fn run(args: InspectArgs) -> anyhow::Result<()> {
     };
     let reference = builds
         .iter()
-        .find(|b| b.flags == Some(FlagSet::Strict))
+        .find(|b| b.flags == Some(FlagSet::STRICT))
         .map(|b| b.name.clone());
     let shown: Vec<&Build> = builds.iter().filter(|b| !b.name.starts_with('(')).collect();
     let pairs: Vec<(&str, &Module)> = shown.iter().map(|b| (b.name.as_str(), &b.module)).collect();
@@ -513,7 +515,20 @@ mod tests {
     fn flag_lists() {
         assert_eq!(
             parse_flag_list("default,strict,default").map(|l| l.0).ok(),
-            Some(vec![FlagSet::Default, FlagSet::Strict])
+            Some(vec![FlagSet::DEFAULT, FlagSet::STRICT])
+        );
+        assert_eq!(
+            parse_flag_list("strict, nofma+ftz ,ftz+nofma")
+                .map(|l| l.0)
+                .ok(),
+            Some(vec![
+                FlagSet::STRICT,
+                FlagSet {
+                    fmad: Some(false),
+                    ftz: Some(true),
+                    ..FlagSet::DEFAULT
+                }
+            ])
         );
         assert!(parse_flag_list(",").is_err());
         assert!(parse_flag_list("default,fastest")

@@ -1,5 +1,10 @@
 //! The compile cache: NVRTC results kept in memory and on disk, keyed by everything that can change
-//! the output (source, its name, flag set, target, NVRTC version, extra options).
+//! the output (source, its name, every file it includes, name expressions, flag set, target,
+//! NVRTC version, extra options).
+//!
+//! In memory at most [`DEFAULT_MEMORY_CAPACITY`] results are kept (see
+//! [`CompileCache::with_memory_capacity`]); past that the least recently used is dropped, so a
+//! tuner compiling thousands of variants does not grow without limit. The disk keeps everything.
 //!
 //! On disk each entry is one file, written to a temporary name in the same directory and renamed,
 //! so concurrent writers (several processes compiling the same kernel) never leave a torn file and
@@ -9,11 +14,12 @@
 //! and are overwritten by the next compile.
 
 use crate::flags::FlagSet;
+use crate::includes::Include;
 use crate::lock;
-use crate::nvrtc::{Compiled, Target};
+use crate::nvrtc::{Compiled, Source, Target};
 use crate::version::CudaVersion;
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -21,7 +27,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Bump when the file format or the meaning of a key changes: old entries then miss.
-const FORMAT: &str = "mantissa-nvrtc-cache 1";
+/// Version 2: keys cover included files and name expressions; entries keep the source hash and
+/// lowered names.
+const FORMAT: &str = "mantissa-nvrtc-cache 2";
+
+/// How many results the memory cache keeps by default.
+pub const DEFAULT_MEMORY_CAPACITY: usize = 256;
 
 /// FNV-1a, 64-bit: a tiny hash whose value is fixed by its definition, so file names stay stable
 /// across Rust releases and machines (std's `DefaultHasher` promises neither).
@@ -58,23 +69,27 @@ pub struct CacheKey {
 }
 
 impl CacheKey {
-    /// `options` are all options NVRTC receives (flag set, target, `-lineinfo`, extras); flags
-    /// and target are also recorded by name so the key reads well in a cache file.
+    /// `includes` are the source's resolved includes ([`Source::includes`]); `options` are all
+    /// options NVRTC receives (flag set, target, `-lineinfo`, extras); flags and target are also
+    /// recorded by name so the key reads well in a cache file.
     pub fn new(
-        source_name: &str,
-        source_text: &str,
+        source: &Source,
+        includes: &[Include],
         flags: FlagSet,
         target: Target,
         nvrtc: CudaVersion,
         options: &[String],
     ) -> Self {
+        let lines: Vec<String> = includes.iter().map(Include::key_line).collect();
         let canonical = format!(
-            "{FORMAT}\nsource-fnv1a64={:016x}\nsource-len={}\nsource-name={}\nflags={}\ntarget={}\nnvrtc={}\noptions={}",
-            fnv1a64(source_text.as_bytes()),
-            source_text.len(),
+            "{FORMAT}\nsource-fnv1a64={:016x}\nsource-len={}\nsource-name={}\nincludes={}\nname-expressions={}\nflags={}\ntarget={}\nnvrtc={}\noptions={}",
+            fnv1a64(source.text.as_bytes()),
+            source.text.len(),
             // JSON strings and arrays: unambiguous whatever the name or options contain
             // (["-DA=1 -DB=2"] and ["-DA=1", "-DB=2"] are different keys). Cannot fail.
-            serde_json::to_string(source_name).unwrap_or_default(),
+            serde_json::to_string(&source.name).unwrap_or_default(),
+            serde_json::to_string(&lines).unwrap_or_default(),
+            serde_json::to_string(&source.name_expressions).unwrap_or_default(),
             flags,
             target,
             nvrtc,
@@ -83,6 +98,7 @@ impl CacheKey {
         CacheKey { canonical }
     }
 
+    /// The canonical text of the key.
     pub fn as_str(&self) -> &str {
         &self.canonical
     }
@@ -96,17 +112,26 @@ impl CacheKey {
 /// Where a compile came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CacheHit {
+    /// This process compiled or read it before.
     Memory,
+    /// Read from the cache directory.
     Disk,
 }
 
 /// Counters for tests and `--verbose` output.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CacheStats {
+    /// Lookups answered from memory.
     pub memory_hits: u64,
+    /// Lookups answered from disk.
     pub disk_hits: u64,
+    /// Lookups answered by neither (a compile follows).
     pub misses: u64,
+    /// Results dropped from memory to stay within its capacity.
+    pub evictions: u64,
+    /// Entries written to disk.
     pub disk_writes: u64,
+    /// Entries that could not be written to disk.
     pub disk_write_failures: u64,
     /// The last failed write, e.g. a read-only cache directory. Writing is best effort: a cache
     /// that cannot be written slows the next run, it never fails this one.
@@ -117,8 +142,64 @@ pub struct CacheStats {
 #[derive(Debug)]
 pub struct CompileCache {
     dir: Option<PathBuf>,
-    memory: Mutex<HashMap<CacheKey, (String, Arc<Compiled>)>>,
+    memory: Mutex<Memory>,
     stats: Mutex<CacheStats>,
+}
+
+/// The in-memory results, bounded, least recently used dropped first.
+#[derive(Debug)]
+struct Memory {
+    entries: HashMap<CacheKey, MemoryEntry>,
+    capacity: usize,
+    /// Counts uses; an entry's `last_used` is the count at its last use.
+    clock: u64,
+}
+
+#[derive(Debug)]
+struct MemoryEntry {
+    source_text: String,
+    compiled: Arc<Compiled>,
+    last_used: u64,
+}
+
+impl Memory {
+    fn get(&mut self, key: &CacheKey, source_text: &str) -> Option<Arc<Compiled>> {
+        self.clock += 1;
+        let entry = self.entries.get_mut(key)?;
+        if entry.source_text != source_text {
+            return None;
+        }
+        entry.last_used = self.clock;
+        Some(entry.compiled.clone())
+    }
+
+    /// Inserts, then drops least recently used entries past the capacity; returns how many.
+    fn insert(&mut self, key: &CacheKey, source_text: &str, compiled: Arc<Compiled>) -> u64 {
+        self.clock += 1;
+        let entry = MemoryEntry {
+            source_text: source_text.to_string(),
+            compiled,
+            last_used: self.clock,
+        };
+        self.entries.insert(key.clone(), entry);
+        self.shrink()
+    }
+
+    fn shrink(&mut self) -> u64 {
+        let mut evicted = 0;
+        while self.entries.len() > self.capacity {
+            // A linear scan: the capacity is hundreds, and a scan costs far less than a compile.
+            let oldest = self
+                .entries
+                .iter()
+                .min_by_key(|(_, e)| e.last_used)
+                .map(|(k, _)| k.clone());
+            let Some(oldest) = oldest else { break };
+            self.entries.remove(&oldest);
+            evicted += 1;
+        }
+        evicted
+    }
 }
 
 /// What a cache file records before the blobs.
@@ -130,6 +211,8 @@ struct Meta {
     target: Target,
     nvrtc: CudaVersion,
     options: Vec<String>,
+    source_hash: String,
+    lowered_names: BTreeMap<String, String>,
     source_len: usize,
     ptx_len: usize,
     cubin_len: Option<usize>,
@@ -137,11 +220,16 @@ struct Meta {
 }
 
 impl CompileCache {
-    /// A cache in memory and, when `dir` is given, on disk in that directory.
+    /// A cache in memory (at most [`DEFAULT_MEMORY_CAPACITY`] results) and, when `dir` is
+    /// given, on disk in that directory.
     pub fn new(dir: Option<PathBuf>) -> Self {
         CompileCache {
             dir,
-            memory: Mutex::new(HashMap::new()),
+            memory: Mutex::new(Memory {
+                entries: HashMap::new(),
+                capacity: DEFAULT_MEMORY_CAPACITY,
+                clock: 0,
+            }),
             stats: Mutex::new(CacheStats::default()),
         }
     }
@@ -156,21 +244,50 @@ impl CompileCache {
         CompileCache::new(cache_root().map(|r| r.join("nvrtc")))
     }
 
+    /// Keeps at most `capacity` results in memory (0: none; the disk still serves them).
+    pub fn with_memory_capacity(self, capacity: usize) -> Self {
+        self.set_memory_capacity(capacity);
+        self
+    }
+
+    /// Changes the memory capacity, dropping least recently used results past it (counted as
+    /// evictions).
+    pub fn set_memory_capacity(&self, capacity: usize) {
+        let evicted = {
+            let mut memory = lock(&self.memory);
+            memory.capacity = capacity;
+            memory.shrink()
+        };
+        lock(&self.stats).evictions += evicted;
+    }
+
+    /// How many results memory may hold.
+    pub fn memory_capacity(&self) -> usize {
+        lock(&self.memory).capacity
+    }
+
+    /// How many results memory holds now.
+    pub fn memory_len(&self) -> usize {
+        lock(&self.memory).entries.len()
+    }
+
+    /// The cache directory, if the cache has one.
     pub fn dir(&self) -> Option<&Path> {
         self.dir.as_deref()
     }
 
+    /// The counters so far.
     pub fn stats(&self) -> CacheStats {
         lock(&self.stats).clone()
     }
 
     /// The cached result for `key`, if any. `source_text` guards against hash collisions.
     pub fn get(&self, key: &CacheKey, source_text: &str) -> Option<(Arc<Compiled>, CacheHit)> {
-        if let Some((src, compiled)) = lock(&self.memory).get(key) {
-            if src == source_text {
-                lock(&self.stats).memory_hits += 1;
-                return Some((compiled.clone(), CacheHit::Memory));
-            }
+        // Bound first: the memory lock is released before the stats lock is taken.
+        let from_memory = lock(&self.memory).get(key, source_text);
+        if let Some(compiled) = from_memory {
+            lock(&self.stats).memory_hits += 1;
+            return Some((compiled, CacheHit::Memory));
         }
         let from_disk = self
             .dir
@@ -182,7 +299,8 @@ impl CompileCache {
                 stats.disk_hits += 1;
                 drop(stats);
                 let compiled = Arc::new(compiled);
-                lock(&self.memory).insert(key.clone(), (source_text.to_string(), compiled.clone()));
+                let evicted = lock(&self.memory).insert(key, source_text, compiled.clone());
+                lock(&self.stats).evictions += evicted;
                 Some((compiled, CacheHit::Disk))
             }
             None => {
@@ -198,8 +316,9 @@ impl CompileCache {
             let bytes = encode_entry(key, source_text, &compiled);
             atomic_write(&dir.join(key.file_name()), &bytes)
         });
-        lock(&self.memory).insert(key.clone(), (source_text.to_string(), compiled));
+        let evicted = lock(&self.memory).insert(key, source_text, compiled);
         let mut stats = lock(&self.stats);
+        stats.evictions += evicted;
         match disk {
             Some(Ok(())) => stats.disk_writes += 1,
             Some(Err(e)) => {
@@ -222,6 +341,8 @@ fn encode_entry(key: &CacheKey, source_text: &str, c: &Compiled) -> Vec<u8> {
         target: c.target,
         nvrtc: c.nvrtc,
         options: c.options.clone(),
+        source_hash: c.source_hash.clone(),
+        lowered_names: c.lowered_names.clone(),
         source_len: source_text.len(),
         ptx_len: c.ptx.len(),
         cubin_len: c.cubin.as_ref().map(Vec::len),
@@ -286,6 +407,8 @@ fn decode_entry(bytes: &[u8], key: &CacheKey, source_text: &str) -> Option<Compi
         target: meta.target,
         options: meta.options,
         nvrtc: meta.nvrtc,
+        source_hash: meta.source_hash,
+        lowered_names: meta.lowered_names,
         ptx,
         cubin,
         log,
@@ -356,14 +479,14 @@ pub(crate) mod tests {
         extra: &[&str],
     ) -> CacheKey {
         let options: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
-        CacheKey::new(name, src, flags, target, nvrtc, &options)
+        CacheKey::new(&Source::new(name, src), &[], flags, target, nvrtc, &options)
     }
 
     fn base() -> CacheKey {
         key_of(
             "k.cu",
             SRC,
-            FlagSet::Default,
+            FlagSet::DEFAULT,
             Target::Cubin(Arch::new(9, 0)),
             CudaVersion::new(13, 0),
             &["-lineinfo"],
@@ -373,10 +496,12 @@ pub(crate) mod tests {
     fn compiled(tag: &str, cubin: Option<Vec<u8>>) -> Compiled {
         Compiled {
             source_name: "k.cu".into(),
-            flags: FlagSet::Default,
+            flags: FlagSet::DEFAULT,
             target: Target::Cubin(Arch::new(9, 0)),
             options: vec!["--gpu-architecture=sm_90".into(), "-lineinfo".into()],
             nvrtc: CudaVersion::new(13, 0),
+            source_hash: "0123456789abcdef".into(),
+            lowered_names: BTreeMap::from([("k<float>".into(), "_Z1kIfEvv".into())]),
             ptx: format!(".version 9.0\n// {tag}\n"),
             cubin,
             log: String::new(),
@@ -397,9 +522,9 @@ pub(crate) mod tests {
         // The hash values were computed independently (a few lines of Python).
         assert_eq!(
             base().as_str(),
-            "mantissa-nvrtc-cache 1\nsource-fnv1a64=ab490d377e718b9c\nsource-len=55\nsource-name=\"k.cu\"\nflags=default\ntarget=sm_90\nnvrtc=13.0\noptions=[\"-lineinfo\"]"
+            "mantissa-nvrtc-cache 2\nsource-fnv1a64=ab490d377e718b9c\nsource-len=55\nsource-name=\"k.cu\"\nincludes=[]\nname-expressions=[]\nflags=default\ntarget=sm_90\nnvrtc=13.0\noptions=[\"-lineinfo\"]"
         );
-        assert_eq!(base().file_name(), "cead30ea9e9affae.nvrtc");
+        assert_eq!(base().file_name(), "ef165ade9fa140e9.nvrtc");
     }
 
     #[test]
@@ -411,17 +536,17 @@ pub(crate) mod tests {
             key_of(
                 "k.cu",
                 &SRC.replace("1.0f", "2.0f"),
-                FlagSet::Default,
+                FlagSet::DEFAULT,
                 a90,
                 v13,
                 &["-lineinfo"],
             ),
-            key_of("other.cu", SRC, FlagSet::Default, a90, v13, &["-lineinfo"]),
-            key_of("k.cu", SRC, FlagSet::Strict, a90, v13, &["-lineinfo"]),
+            key_of("other.cu", SRC, FlagSet::DEFAULT, a90, v13, &["-lineinfo"]),
+            key_of("k.cu", SRC, FlagSet::STRICT, a90, v13, &["-lineinfo"]),
             key_of(
                 "k.cu",
                 SRC,
-                FlagSet::Default,
+                FlagSet::DEFAULT,
                 Target::Cubin(Arch::new(8, 0)),
                 v13,
                 &["-lineinfo"],
@@ -429,7 +554,7 @@ pub(crate) mod tests {
             key_of(
                 "k.cu",
                 SRC,
-                FlagSet::Default,
+                FlagSet::DEFAULT,
                 Target::Ptx(Arch::new(9, 0)),
                 v13,
                 &["-lineinfo"],
@@ -437,7 +562,7 @@ pub(crate) mod tests {
             key_of(
                 "k.cu",
                 SRC,
-                FlagSet::Default,
+                FlagSet::DEFAULT,
                 a90,
                 CudaVersion::new(13, 1),
                 &["-lineinfo"],
@@ -445,20 +570,45 @@ pub(crate) mod tests {
             key_of(
                 "k.cu",
                 SRC,
-                FlagSet::Default,
+                FlagSet::DEFAULT,
                 a90,
                 v13,
                 &["-lineinfo", "-DN=4"],
             ),
         ];
+        let src = Source::new("k.cu", SRC);
+        let opts = ["-lineinfo".to_string()];
+        let header = |text: &str| {
+            crate::includes::resolve(
+                "k.cu",
+                "#include <h.h>\n",
+                &[("h.h".into(), text.into())],
+                &[],
+            )
+        };
+        let with_header =
+            |text: &str| CacheKey::new(&src, &header(text), FlagSet::DEFAULT, a90, v13, &opts);
+        let with_expression = CacheKey::new(
+            &src.clone().with_name_expression("k<float>"),
+            &[],
+            FlagSet::DEFAULT,
+            a90,
+            v13,
+            &opts,
+        );
+        assert_ne!(with_header("#define A 1"), with_header("#define A 2"));
+        let variants: Vec<CacheKey> = variants
+            .into_iter()
+            .chain([with_header("#define A 1"), with_expression])
+            .collect();
         for v in &variants {
             assert_ne!(v, &b);
             assert_ne!(v.file_name(), b.file_name(), "{}", v.as_str());
         }
         // Options are not split on spaces into the same key.
         assert_ne!(
-            key_of("k.cu", SRC, FlagSet::Default, a90, v13, &["-DA=1 -DB=2"]),
-            key_of("k.cu", SRC, FlagSet::Default, a90, v13, &["-DA=1", "-DB=2"])
+            key_of("k.cu", SRC, FlagSet::DEFAULT, a90, v13, &["-DA=1 -DB=2"]),
+            key_of("k.cu", SRC, FlagSet::DEFAULT, a90, v13, &["-DA=1", "-DB=2"])
         );
     }
 
@@ -487,7 +637,7 @@ pub(crate) mod tests {
         let ptx_key = key_of(
             "k.cu",
             SRC,
-            FlagSet::Default,
+            FlagSet::DEFAULT,
             Target::Ptx(Arch::new(9, 0)),
             CudaVersion::new(13, 0),
             &[],
@@ -598,6 +748,67 @@ pub(crate) mod tests {
             .unwrap()
             .starts_with("cannot write the compile cache in "));
         assert!(cache.get(&key, SRC).is_some(), "memory still serves it");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn memory_keeps_the_most_recently_used_within_its_capacity() {
+        let cache = CompileCache::in_memory().with_memory_capacity(2);
+        assert_eq!(
+            CompileCache::in_memory().memory_capacity(),
+            DEFAULT_MEMORY_CAPACITY
+        );
+        let key = |i: u32| {
+            key_of(
+                "k.cu",
+                SRC,
+                FlagSet::DEFAULT,
+                Target::Cubin(Arch::new(9, 0)),
+                CudaVersion::new(13, i),
+                &[],
+            )
+        };
+        let hit = |i: u32| cache.get(&key(i), SRC).map(|(c, _)| c.ptx.clone());
+        cache.put(&key(0), SRC, Arc::new(compiled("0", None)));
+        cache.put(&key(1), SRC, Arc::new(compiled("1", None)));
+        assert!(
+            hit(0).is_some_and(|p| p.contains("// 0")),
+            "0 is now the most recent"
+        );
+        cache.put(&key(2), SRC, Arc::new(compiled("2", None)));
+        assert_eq!(cache.memory_len(), 2);
+        assert_eq!(cache.stats().evictions, 1);
+        assert!(hit(1).is_none(), "1 was the least recently used");
+        assert!(hit(0).is_some() && hit(2).is_some());
+
+        // Shrinking evicts at once; capacity 0 keeps nothing in memory.
+        cache.set_memory_capacity(1);
+        assert_eq!((cache.memory_len(), cache.stats().evictions), (1, 2));
+        assert!(hit(2).is_some(), "the last one used stays");
+        cache.set_memory_capacity(0);
+        cache.put(&key(3), SRC, Arc::new(compiled("3", None)));
+        assert_eq!(cache.memory_len(), 0);
+        assert_eq!(cache.stats().evictions, 4);
+    }
+
+    #[test]
+    fn evicted_entries_are_still_read_from_disk() {
+        let dir = scratch_dir("evicted");
+        let cache = CompileCache::new(Some(dir.clone())).with_memory_capacity(1);
+        let a = base();
+        let b = key_of(
+            "b.cu",
+            SRC,
+            FlagSet::DEFAULT,
+            Target::Cubin(Arch::new(9, 0)),
+            CudaVersion::new(13, 0),
+            &[],
+        );
+        cache.put(&a, SRC, Arc::new(compiled("a", None)));
+        cache.put(&b, SRC, Arc::new(compiled("b", None)));
+        assert_eq!(cache.get(&a, SRC).map(|(_, h)| h), Some(CacheHit::Disk));
+        assert_eq!(cache.get(&a, SRC).map(|(_, h)| h), Some(CacheHit::Memory));
+        assert_eq!(cache.stats().evictions, 2, "b went when a came back");
         fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -350,7 +350,7 @@ impl Gpu {
         };
         let module = self.build(
             &Source::new("mantissa_ceilings.cu", FMA_SOURCE),
-            FlagSet::Default,
+            FlagSet::DEFAULT,
         )?;
         let block = 256u32;
         let info = self.info();
@@ -619,13 +619,13 @@ mod tests {
         let ptx = c
             .compile(
                 &src,
-                FlagSet::Default,
+                FlagSet::DEFAULT,
                 crate::Target::Cubin(Arch::new(9, 0)),
             )
             .unwrap_or_else(|e| panic!("{e}"))
             .ptx
             .clone();
-        let entries = crate::launch::parse_entries(&ptx);
+        let entries = mantissa_ptx::entry::entry_signatures_of_ptx(&ptx);
         for (kernel, fma) in [("fma_f32", "fma.rn.f32"), ("fma_f64", "fma.rn.f64")] {
             let body = ptx
                 .split(".entry ")

@@ -99,25 +99,46 @@ impl DriverStatus {
 /// Why NVRTC, the run-time CUDA compiler, cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NvrtcUnavailable {
-    /// No `libnvrtc` on the library path. `found` names a copy elsewhere that could be added.
-    #[error("NVRTC (libnvrtc.so.13) is not on the library path{}: `pip install nvidia-cuda-nvrtc==13.0.88` and put its nvidia/cu13/lib directory on LD_LIBRARY_PATH", found_note(.found))]
-    NotFound { found: Option<PathBuf> },
+    /// No `libnvrtc` on the library path nor in the places searched after it (see
+    /// [`crate::locate`]); `looked` lists those places, in order.
+    #[error("NVRTC (libnvrtc.so.13) is not on the library path nor in {}: `pip install nvidia-cuda-nvrtc==13.0.88` (found there by itself), or put libnvrtc's directory on LD_LIBRARY_PATH", looked_list(.looked))]
+    NotFound {
+        /// The directories searched after the loader's own search.
+        looked: Vec<PathBuf>,
+    },
+    /// A libnvrtc (or its builtins) was found but the loader refused it.
+    #[error("NVRTC at {} cannot be loaded ({message}): `pip install nvidia-cuda-nvrtc==13.0.88`, or put a working libnvrtc's directory on LD_LIBRARY_PATH", .path.display())]
+    NotLoadable {
+        /// The file that failed to load.
+        path: PathBuf,
+        /// The loader's reason.
+        message: String,
+    },
     /// Older NVRTCs lack calls mantissa's bindings make.
     #[error("NVRTC {found} is too old (mantissa needs 12.0 or newer): `pip install nvidia-cuda-nvrtc==13.0.88` and put its nvidia/cu13/lib directory first on LD_LIBRARY_PATH")]
-    TooOld { found: CudaVersion },
+    TooOld {
+        /// The version found.
+        found: CudaVersion,
+    },
     /// A call into NVRTC panicked inside cudarc (a missing symbol, say).
     #[error("NVRTC could not be used ({what} failed: {message}): `pip install nvidia-cuda-nvrtc==13.0.88` and put its nvidia/cu13/lib directory on LD_LIBRARY_PATH")]
-    Broken { what: &'static str, message: String },
+    Broken {
+        /// The NVRTC call that failed.
+        what: &'static str,
+        /// What cudarc said.
+        message: String,
+    },
 }
 
-fn found_note(found: &Option<PathBuf>) -> String {
-    match found {
-        Some(p) => format!(
-            " (there is one in {}: add that directory to LD_LIBRARY_PATH, or)",
-            p.display()
-        ),
-        None => String::new(),
+fn looked_list(looked: &[PathBuf]) -> String {
+    if looked.is_empty() {
+        return "any other place".into();
     }
+    looked
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Why a run is CPU-only. Each message is one line meant to be shown once at start-up.
@@ -437,9 +458,13 @@ mod tests {
                 ordinal: 3,
                 count: 1,
             },
-            GpuUnavailable::Nvrtc(NvrtcUnavailable::NotFound { found: None }),
+            GpuUnavailable::Nvrtc(NvrtcUnavailable::NotFound { looked: Vec::new() }),
             GpuUnavailable::Nvrtc(NvrtcUnavailable::NotFound {
-                found: Some("/usr/local/cuda/lib64".into()),
+                looked: vec!["/usr/local/cuda/lib64".into()],
+            }),
+            GpuUnavailable::Nvrtc(NvrtcUnavailable::NotLoadable {
+                path: "/usr/local/cuda/lib64/libnvrtc.so.13".into(),
+                message: "wrong ELF class".into(),
             }),
             GpuUnavailable::ArchUnsupported {
                 arch: Arch::new(7, 0),
@@ -452,12 +477,22 @@ mod tests {
             assert!(msg.starts_with("CPU only: "), "{msg}");
             assert!(!msg.contains('\n'), "{msg}");
         }
-        let nvrtc = GpuUnavailable::Nvrtc(NvrtcUnavailable::NotFound { found: None }).to_string();
+        let nvrtc = GpuUnavailable::Nvrtc(NvrtcUnavailable::NotFound {
+            looked: vec![
+                "/venv/nvidia/cu13/lib".into(),
+                "/usr/local/cuda/lib64".into(),
+            ],
+        })
+        .to_string();
         assert!(
             nvrtc.contains("pip install nvidia-cuda-nvrtc==13.0.88"),
             "{nvrtc}"
         );
         assert!(nvrtc.contains("LD_LIBRARY_PATH"), "{nvrtc}");
+        assert!(
+            nvrtc.contains("nor in /venv/nvidia/cu13/lib, /usr/local/cuda/lib64:"),
+            "{nvrtc}"
+        );
     }
 
     #[test]
@@ -467,7 +502,7 @@ mod tests {
                    \n2 errors detected in the compilation of \"saxpy.cu\".\n";
         let err = CompileError::Source {
             source_name: "saxpy.cu".into(),
-            flags: FlagSet::Strict,
+            flags: FlagSet::STRICT,
             target: Target::Cubin(Arch::new(9, 0)),
             log: log.into(),
         };

@@ -14,8 +14,8 @@ use crate::device::DeviceInfo;
 use crate::error::{catch, DriverStatus, GpuError, GpuUnavailable, ImageKind};
 use crate::flags::FlagSet;
 use crate::launch::{
-    check_args, check_dims, parse_entries, DType, DeviceBuffer, DeviceData, HostData, KernelArg,
-    KernelSignature, LaunchDims, LaunchLimits, Scalar,
+    check_args, check_dims, each_dtype, map_dtype, DType, DeviceBuffer, DeviceData, HostData,
+    KernelArg, LaunchDims, LaunchLimits, Scalar,
 };
 use crate::lock;
 use crate::nvrtc::{Compiled, Compiler, Source, Target};
@@ -27,8 +27,9 @@ use cudarc::driver::{
     DriverError, LaunchConfig, PushKernelArg, ValidAsZeroBits,
 };
 use cudarc::nvrtc::Ptx;
+use mantissa_ptx::entry::{entry_signatures_of_ptx, EntrySignature};
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -212,15 +213,18 @@ impl Gpu {
 
     /// Loads a compilation: its cubin when there is one (any PTX ISA version loads that way),
     /// falling back to its PTX if the driver refuses the cubin (built for another GPU, say).
+    /// Its kernels can be launched by the source's name expressions (`my_kernel<double>`) too.
     pub fn load(&self, compiled: &Compiled) -> Result<Module, GpuError> {
         let name = &compiled.source_name;
-        match &compiled.cubin {
+        let mut module = match &compiled.cubin {
             Some(cubin) => match self.load_cubin(name, cubin, Some(&compiled.ptx)) {
-                Ok(m) => Ok(m),
-                Err(cubin_err) => self.load_ptx(name, &compiled.ptx).map_err(|_| cubin_err),
+                Ok(m) => m,
+                Err(cubin_err) => self.load_ptx(name, &compiled.ptx).map_err(|_| cubin_err)?,
             },
-            None => self.load_ptx(name, &compiled.ptx),
-        }
+            None => self.load_ptx(name, &compiled.ptx)?,
+        };
+        module.lowered_names = compiled.lowered_names.clone();
+        Ok(module)
     }
 
     /// Loads PTX text (e.g. PTX we rewrote); the driver JIT-compiles it for this device.
@@ -290,8 +294,9 @@ impl Gpu {
         Module {
             name: name.to_string(),
             image,
-            entries: ptx.as_deref().map(parse_entries),
+            entries: ptx.as_deref().map(entry_signatures_of_ptx),
             ptx,
+            lowered_names: BTreeMap::new(),
             cu,
             device: self.info.clone(),
             kernels: Mutex::new(HashMap::new()),
@@ -361,7 +366,11 @@ impl Gpu {
         let data = match dtype {
             DType::F32 => zeros(s, len).map(DeviceData::F32),
             DType::F64 => zeros(s, len).map(DeviceData::F64),
+            DType::F16 => zeros(s, len).map(DeviceData::F16),
+            DType::BF16 => zeros(s, len).map(DeviceData::BF16),
             DType::I32 => zeros(s, len).map(DeviceData::I32),
+            DType::I64 => zeros(s, len).map(DeviceData::I64),
+            DType::U8 => zeros(s, len).map(DeviceData::U8),
             DType::U32 => zeros(s, len).map(DeviceData::U32),
             DType::U64 => zeros(s, len).map(DeviceData::U64),
         }
@@ -376,14 +385,8 @@ impl Gpu {
     pub fn upload(&self, name: &str, data: &HostData) -> Result<DeviceBuffer, GpuError> {
         self.check_alloc(name, data.dtype(), data.len())?;
         let s = &self.stream;
-        let data = match data {
-            HostData::F32(v) => s.clone_htod(v).map(DeviceData::F32),
-            HostData::F64(v) => s.clone_htod(v).map(DeviceData::F64),
-            HostData::I32(v) => s.clone_htod(v).map(DeviceData::I32),
-            HostData::U32(v) => s.clone_htod(v).map(DeviceData::U32),
-            HostData::U64(v) => s.clone_htod(v).map(DeviceData::U64),
-        }
-        .map_err(|e| self.alloc_error(name, data.bytes(), e))?;
+        let data = map_dtype!(data, HostData => DeviceData, v => s.clone_htod(v))
+            .map_err(|e| self.alloc_error(name, data.bytes(), e))?;
         Ok(DeviceBuffer {
             name: name.to_string(),
             data,
@@ -406,13 +409,7 @@ impl Gpu {
     pub fn download(&self, buf: &DeviceBuffer) -> Result<HostData, GpuError> {
         self.synchronize()?;
         let s = &self.stream;
-        let out = match &buf.data {
-            DeviceData::F32(d) => s.clone_dtoh(d).map(HostData::F32),
-            DeviceData::F64(d) => s.clone_dtoh(d).map(HostData::F64),
-            DeviceData::I32(d) => s.clone_dtoh(d).map(HostData::I32),
-            DeviceData::U32(d) => s.clone_dtoh(d).map(HostData::U32),
-            DeviceData::U64(d) => s.clone_dtoh(d).map(HostData::U64),
-        };
+        let out = map_dtype!(&buf.data, DeviceData => HostData, d => s.clone_dtoh(d));
         out.map_err(|e| self.async_error(e, &format!("copying buffer '{}' to the host", buf.name)))
     }
 
@@ -434,7 +431,11 @@ impl Gpu {
         let r = match (&src.data, &mut dst.data) {
             (DeviceData::F32(a), DeviceData::F32(b)) => s.memcpy_dtod(a, b),
             (DeviceData::F64(a), DeviceData::F64(b)) => s.memcpy_dtod(a, b),
+            (DeviceData::F16(a), DeviceData::F16(b)) => s.memcpy_dtod(a, b),
+            (DeviceData::BF16(a), DeviceData::BF16(b)) => s.memcpy_dtod(a, b),
             (DeviceData::I32(a), DeviceData::I32(b)) => s.memcpy_dtod(a, b),
+            (DeviceData::I64(a), DeviceData::I64(b)) => s.memcpy_dtod(a, b),
+            (DeviceData::U8(a), DeviceData::U8(b)) => s.memcpy_dtod(a, b),
             (DeviceData::U32(a), DeviceData::U32(b)) => s.memcpy_dtod(a, b),
             (DeviceData::U64(a), DeviceData::U64(b)) => s.memcpy_dtod(a, b),
             // Types were checked equal above.
@@ -481,18 +482,8 @@ impl Gpu {
         let mut builder = self.stream.launch_builder(&k.func);
         for arg in args {
             match arg {
-                KernelArg::Buffer(b) => match &b.data {
-                    DeviceData::F32(s) => builder.arg(s),
-                    DeviceData::F64(s) => builder.arg(s),
-                    DeviceData::I32(s) => builder.arg(s),
-                    DeviceData::U32(s) => builder.arg(s),
-                    DeviceData::U64(s) => builder.arg(s),
-                },
-                KernelArg::Scalar(Scalar::F32(v)) => builder.arg(v),
-                KernelArg::Scalar(Scalar::F64(v)) => builder.arg(v),
-                KernelArg::Scalar(Scalar::I32(v)) => builder.arg(v),
-                KernelArg::Scalar(Scalar::U32(v)) => builder.arg(v),
-                KernelArg::Scalar(Scalar::U64(v)) => builder.arg(v),
+                KernelArg::Buffer(b) => each_dtype!(&b.data, DeviceData, s => builder.arg(s)),
+                KernelArg::Scalar(scalar) => each_dtype!(scalar, Scalar, v => builder.arg(v)),
             };
         }
         *lock(&self.last_kernel) = Some(kernel.to_string());
@@ -669,7 +660,9 @@ pub struct Module {
     name: String,
     image: ImageKind,
     ptx: Option<String>,
-    entries: Option<Vec<KernelSignature>>,
+    entries: Option<Vec<EntrySignature>>,
+    /// Name expressions of the source mapped to their kernels' lowered names.
+    lowered_names: BTreeMap<String, String>,
     cu: Arc<CudaModule>,
     device: DeviceInfo,
     kernels: Mutex<HashMap<String, Arc<Kernel>>>,
@@ -680,7 +673,7 @@ struct Kernel {
     func: CudaFunction,
     limits: LaunchLimits,
     resources: KernelResources,
-    signature: Option<KernelSignature>,
+    signature: Option<EntrySignature>,
 }
 
 /// What a kernel uses per thread and per block, as the driver reports it.
@@ -712,7 +705,7 @@ impl Module {
     }
 
     /// Kernel signatures read from the PTX; `None` for a cubin loaded without it.
-    pub fn entries(&self) -> Option<&[KernelSignature]> {
+    pub fn entries(&self) -> Option<&[EntrySignature]> {
         self.entries.as_deref()
     }
 
@@ -728,7 +721,14 @@ impl Module {
         }
     }
 
+    /// The lowered (mangled) name of a name expression the module's source was compiled with.
+    pub fn lowered_name(&self, expression: &str) -> Option<&str> {
+        self.lowered_names.get(expression).map(String::as_str)
+    }
+
+    /// The kernel `name`: an entry's name, or a name expression of the source.
     fn kernel(&self, name: &str) -> Result<Arc<Kernel>, GpuError> {
+        let name = self.lowered_name(name).unwrap_or(name);
         if let Some(k) = lock(&self.kernels).get(name) {
             return Ok(k.clone());
         }

@@ -7,29 +7,64 @@
 //! each `.entry`'s `.param` list, so arguments are checked against it before every launch.
 
 use cudarc::driver::CudaSlice;
+use half::{bf16, f16};
+use mantissa_ptx::entry::EntrySignature;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
 /// Element types a buffer or scalar argument may have.
+///
+/// Half precision is carried as the `half` crate's [`half::f16`] and [`half::bf16`], the types
+/// cudarc's `f16` feature implements its device traits for: a value then uploads, downloads and
+/// passes as a kernel argument with its own type, not as `u16` bits a caller must convert.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum DType {
+    /// IEEE binary32.
     F32,
+    /// IEEE binary64.
     F64,
+    /// IEEE binary16 (`__half`).
+    F16,
+    /// bfloat16 (`__nv_bfloat16`).
+    BF16,
+    /// Signed 32-bit integer.
     I32,
+    /// Signed 64-bit integer.
+    I64,
+    /// Unsigned byte.
+    U8,
+    /// Unsigned 32-bit integer.
     U32,
+    /// Unsigned 64-bit integer.
     U64,
 }
 
 impl DType {
-    pub const ALL: [DType; 5] = [DType::F32, DType::F64, DType::I32, DType::U32, DType::U64];
+    /// Every element type, in the order messages list them.
+    pub const ALL: [DType; 9] = [
+        DType::F32,
+        DType::F64,
+        DType::F16,
+        DType::BF16,
+        DType::I32,
+        DType::I64,
+        DType::U8,
+        DType::U32,
+        DType::U64,
+    ];
 
+    /// The name used in specs and messages (`f32`, `bf16`, `i64`...).
     pub fn name(self) -> &'static str {
         match self {
             DType::F32 => "f32",
             DType::F64 => "f64",
+            DType::F16 => "f16",
+            DType::BF16 => "bf16",
             DType::I32 => "i32",
+            DType::I64 => "i64",
+            DType::U8 => "u8",
             DType::U32 => "u32",
             DType::U64 => "u64",
         }
@@ -38,13 +73,20 @@ impl DType {
     /// Bytes per element.
     pub fn size(self) -> usize {
         match self {
+            DType::U8 => 1,
+            DType::F16 | DType::BF16 => 2,
             DType::F32 | DType::I32 | DType::U32 => 4,
-            DType::F64 | DType::U64 => 8,
+            DType::F64 | DType::I64 | DType::U64 => 8,
         }
     }
 
     fn is_float(self) -> bool {
-        matches!(self, DType::F32 | DType::F64)
+        matches!(self, DType::F32 | DType::F64 | DType::F16 | DType::BF16)
+    }
+
+    /// The accepted names, comma separated, for messages.
+    pub fn accepted_names() -> String {
+        DType::ALL.map(DType::name).join(", ")
     }
 }
 
@@ -56,7 +98,7 @@ impl fmt::Display for DType {
 
 /// A type name that is not one of [`DType::ALL`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown element type '{0}'; accepted: f32, f64, i32, u32, u64")]
+#[error("unknown element type '{0}'; accepted: {accepted}", accepted = DType::accepted_names())]
 pub struct UnknownDType(pub String);
 
 impl FromStr for DType {
@@ -70,41 +112,101 @@ impl FromStr for DType {
     }
 }
 
+/// Runs `$body` with `$v` bound to the payload of any variant of `$e` (an enum with one variant
+/// per [`DType`], each holding one value): the nine-arm matches over element types, written once.
+macro_rules! each_dtype {
+    ($e:expr, $enum:ident, $v:ident => $body:expr) => {
+        match $e {
+            $enum::F32($v) => $body,
+            $enum::F64($v) => $body,
+            $enum::F16($v) => $body,
+            $enum::BF16($v) => $body,
+            $enum::I32($v) => $body,
+            $enum::I64($v) => $body,
+            $enum::U8($v) => $body,
+            $enum::U32($v) => $body,
+            $enum::U64($v) => $body,
+        }
+    };
+}
+pub(crate) use each_dtype;
+
+/// Maps each variant of `$from` to the same variant of `$to` through `$body` (a `Result`), e.g.
+/// host data to device data through an upload.
+macro_rules! map_dtype {
+    ($e:expr, $from:ident => $to:ident, $v:ident => $body:expr) => {
+        match $e {
+            $from::F32($v) => $body.map($to::F32),
+            $from::F64($v) => $body.map($to::F64),
+            $from::F16($v) => $body.map($to::F16),
+            $from::BF16($v) => $body.map($to::BF16),
+            $from::I32($v) => $body.map($to::I32),
+            $from::I64($v) => $body.map($to::I64),
+            $from::U8($v) => $body.map($to::U8),
+            $from::U32($v) => $body.map($to::U32),
+            $from::U64($v) => $body.map($to::U64),
+        }
+    };
+}
+pub(crate) use map_dtype;
+
+/// The [`DType`] of each variant of an enum with one variant per element type.
+macro_rules! dtype_of {
+    ($e:expr, $enum:ident) => {
+        match $e {
+            $enum::F32(_) => DType::F32,
+            $enum::F64(_) => DType::F64,
+            $enum::F16(_) => DType::F16,
+            $enum::BF16(_) => DType::BF16,
+            $enum::I32(_) => DType::I32,
+            $enum::I64(_) => DType::I64,
+            $enum::U8(_) => DType::U8,
+            $enum::U32(_) => DType::U32,
+            $enum::U64(_) => DType::U64,
+        }
+    };
+}
+
 /// Host data of one element type, for uploads and downloads.
 #[derive(Debug, Clone, PartialEq)]
 pub enum HostData {
+    /// `f32` values.
     F32(Vec<f32>),
+    /// `f64` values.
     F64(Vec<f64>),
+    /// IEEE half values.
+    F16(Vec<f16>),
+    /// bfloat16 values.
+    BF16(Vec<bf16>),
+    /// `i32` values.
     I32(Vec<i32>),
+    /// `i64` values.
+    I64(Vec<i64>),
+    /// Bytes.
+    U8(Vec<u8>),
+    /// `u32` values.
     U32(Vec<u32>),
+    /// `u64` values.
     U64(Vec<u64>),
 }
 
 impl HostData {
+    /// The element type.
     pub fn dtype(&self) -> DType {
-        match self {
-            HostData::F32(_) => DType::F32,
-            HostData::F64(_) => DType::F64,
-            HostData::I32(_) => DType::I32,
-            HostData::U32(_) => DType::U32,
-            HostData::U64(_) => DType::U64,
-        }
+        dtype_of!(self, HostData)
     }
 
+    /// Elements.
     pub fn len(&self) -> usize {
-        match self {
-            HostData::F32(v) => v.len(),
-            HostData::F64(v) => v.len(),
-            HostData::I32(v) => v.len(),
-            HostData::U32(v) => v.len(),
-            HostData::U64(v) => v.len(),
-        }
+        each_dtype!(self, HostData, v => v.len())
     }
 
+    /// Whether there are no elements.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
+    /// Bytes in all.
     pub fn bytes(&self) -> u64 {
         self.len() as u64 * self.dtype().size() as u64
     }
@@ -117,27 +219,35 @@ macro_rules! host_from {
         }
     )*};
 }
-host_from!(f32 => F32, f64 => F64, i32 => I32, u32 => U32, u64 => U64);
+host_from!(f32 => F32, f64 => F64, f16 => F16, bf16 => BF16, i32 => I32, i64 => I64, u8 => U8, u32 => U32, u64 => U64);
 
 /// A scalar kernel argument.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Scalar {
+    /// An `f32`.
     F32(f32),
+    /// An `f64`.
     F64(f64),
+    /// An IEEE half.
+    F16(f16),
+    /// A bfloat16.
+    BF16(bf16),
+    /// An `i32`.
     I32(i32),
+    /// An `i64`.
+    I64(i64),
+    /// A byte.
+    U8(u8),
+    /// A `u32`.
     U32(u32),
+    /// A `u64`.
     U64(u64),
 }
 
 impl Scalar {
+    /// The element type.
     pub fn dtype(self) -> DType {
-        match self {
-            Scalar::F32(_) => DType::F32,
-            Scalar::F64(_) => DType::F64,
-            Scalar::I32(_) => DType::I32,
-            Scalar::U32(_) => DType::U32,
-            Scalar::U64(_) => DType::U64,
-        }
+        dtype_of!(self, Scalar)
     }
 }
 
@@ -151,7 +261,7 @@ macro_rules! scalar_from {
         }
     )*};
 }
-scalar_from!(f32 => F32, f64 => F64, i32 => I32, u32 => U32, u64 => U64);
+scalar_from!(f32 => F32, f64 => F64, f16 => F16, bf16 => BF16, i32 => I32, i64 => I64, u8 => U8, u32 => U32, u64 => U64);
 
 /// Device memory of one element type, with a name for messages.
 #[derive(Debug)]
@@ -160,44 +270,42 @@ pub struct DeviceBuffer {
     pub(crate) data: DeviceData,
 }
 
+/// Device memory of each element type.
 #[derive(Debug)]
 pub(crate) enum DeviceData {
     F32(CudaSlice<f32>),
     F64(CudaSlice<f64>),
+    F16(CudaSlice<f16>),
+    BF16(CudaSlice<bf16>),
     I32(CudaSlice<i32>),
+    I64(CudaSlice<i64>),
+    U8(CudaSlice<u8>),
     U32(CudaSlice<u32>),
     U64(CudaSlice<u64>),
 }
 
 impl DeviceBuffer {
+    /// The name given at allocation, for messages.
     pub fn name(&self) -> &str {
         &self.name
     }
 
+    /// The element type.
     pub fn dtype(&self) -> DType {
-        match &self.data {
-            DeviceData::F32(_) => DType::F32,
-            DeviceData::F64(_) => DType::F64,
-            DeviceData::I32(_) => DType::I32,
-            DeviceData::U32(_) => DType::U32,
-            DeviceData::U64(_) => DType::U64,
-        }
+        dtype_of!(&self.data, DeviceData)
     }
 
+    /// Elements.
     pub fn len(&self) -> usize {
-        match &self.data {
-            DeviceData::F32(s) => s.len(),
-            DeviceData::F64(s) => s.len(),
-            DeviceData::I32(s) => s.len(),
-            DeviceData::U32(s) => s.len(),
-            DeviceData::U64(s) => s.len(),
-        }
+        each_dtype!(&self.data, DeviceData, s => s.len())
     }
 
+    /// Whether there are no elements.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
+    /// Bytes in all.
     pub fn bytes(&self) -> u64 {
         self.len() as u64 * self.dtype().size() as u64
     }
@@ -331,91 +439,8 @@ pub fn check_dims(dims: &LaunchDims, lim: &LaunchLimits) -> Result<(), String> {
     Ok(())
 }
 
-/// One `.param` of a PTX entry.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct KernelParam {
-    pub name: String,
-    /// The PTX type without its dot: `u64`, `f32`, `b8`...
-    pub ptx_type: String,
-    pub bytes: usize,
-}
-
-/// A kernel's name and parameters, read from PTX.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct KernelSignature {
-    pub name: String,
-    pub params: Vec<KernelParam>,
-}
-
-fn ptx_type_size(t: &str) -> Option<usize> {
-    Some(match t {
-        "b8" | "u8" | "s8" => 1,
-        "b16" | "u16" | "s16" | "f16" | "bf16" => 2,
-        "b32" | "u32" | "s32" | "f32" => 4,
-        "b64" | "u64" | "s64" | "f64" => 8,
-        _ => return None,
-    })
-}
-
-/// The `.entry` signatures in PTX text, in order.
-pub fn parse_entries(ptx: &str) -> Vec<KernelSignature> {
-    // Drop `//` comments so that text in them is never taken for code.
-    let code: String = ptx
-        .lines()
-        .map(|l| l.split("//").next().unwrap_or(""))
-        .collect::<Vec<_>>()
-        .join("\n");
-    let mut out = Vec::new();
-    let mut rest = code.as_str();
-    while let Some(pos) = rest.find(".entry") {
-        let before_ok = rest[..pos]
-            .chars()
-            .next_back()
-            .is_none_or(char::is_whitespace);
-        let after = &rest[pos + ".entry".len()..];
-        rest = after;
-        if !before_ok || !after.starts_with(char::is_whitespace) {
-            continue;
-        }
-        let after = after.trim_start();
-        let end = after
-            .find(|c: char| c == '(' || c == '{' || c == ';' || c.is_whitespace())
-            .unwrap_or(after.len());
-        let name = after[..end].to_string();
-        let tail = after[end..].trim_start();
-        let mut params = Vec::new();
-        if let Some(list) = tail.strip_prefix('(') {
-            let close = list.find(')').unwrap_or(list.len());
-            for p in list[..close].split(',') {
-                let tokens: Vec<&str> = p.split_whitespace().collect();
-                if tokens.first() != Some(&".param") {
-                    continue;
-                }
-                let ty = tokens
-                    .iter()
-                    .filter_map(|t| t.strip_prefix('.'))
-                    .find(|t| ptx_type_size(t).is_some());
-                let (Some(ty), Some(last)) = (ty, tokens.last()) else {
-                    continue;
-                };
-                let (pname, count) = match last.split_once('[') {
-                    Some((n, c)) => (n, c.trim_end_matches(']').parse().unwrap_or(1)),
-                    None => (*last, 1usize),
-                };
-                params.push(KernelParam {
-                    name: pname.to_string(),
-                    ptx_type: ty.to_string(),
-                    bytes: ptx_type_size(ty).unwrap_or(0) * count,
-                });
-            }
-        }
-        out.push(KernelSignature { name, params });
-    }
-    out
-}
-
 /// Checks run-time arguments against a kernel's PTX parameters: count, size and kind.
-pub fn check_args(sig: &KernelSignature, args: &[KernelArg]) -> Result<(), String> {
+pub fn check_args(sig: &EntrySignature, args: &[KernelArg]) -> Result<(), String> {
     if sig.params.len() != args.len() {
         return Err(format!(
             "takes {} parameters ({}), got {} arguments",
@@ -429,26 +454,41 @@ pub fn check_args(sig: &KernelSignature, args: &[KernelArg]) -> Result<(), Strin
         ));
     }
     for (i, (p, a)) in sig.params.iter().zip(args).enumerate() {
+        let untyped = matches!(p.ptx_type.as_str(), "b8" | "b16" | "b32" | "b64");
         let ok = match (p.ptx_type.as_str(), a) {
             // Pointers are 64-bit integers in PTX.
             ("u64" | "s64" | "b64", KernelArg::Buffer(_)) => true,
             (_, KernelArg::Buffer(_)) => false,
             ("f32", KernelArg::Scalar(s)) => s.dtype() == DType::F32,
             ("f64", KernelArg::Scalar(s)) => s.dtype() == DType::F64,
+            ("f16", KernelArg::Scalar(s)) => s.dtype() == DType::F16,
+            ("bf16", KernelArg::Scalar(s)) => s.dtype() == DType::BF16,
+            // NVRTC writes `.u` for signed C++ parameters too (`long long` is `.u64`).
             ("u32" | "s32", KernelArg::Scalar(s)) => matches!(s.dtype(), DType::I32 | DType::U32),
-            ("u64" | "s64", KernelArg::Scalar(s)) => s.dtype() == DType::U64,
-            // Untyped bits: only the size can be checked.
-            ("b32" | "b64", KernelArg::Scalar(s)) => s.dtype().size() == p.bytes,
+            ("u64" | "s64", KernelArg::Scalar(s)) => matches!(s.dtype(), DType::I64 | DType::U64),
+            ("u8" | "s8", KernelArg::Scalar(s)) => s.dtype() == DType::U8,
+            // Untyped bits, including `.b8` arrays (a `__half` by value is `.align 2 .b8 x[2]`):
+            // only the size can be checked.
+            (_, KernelArg::Scalar(s)) if untyped => s.dtype().size() == p.bytes,
             _ => false,
         };
         if !ok {
             let want = match p.ptx_type.as_str() {
-                "f32" => "an f32 scalar",
-                "f64" => "an f64 scalar",
-                "u32" | "s32" => "an i32 or u32 scalar",
-                "u64" | "s64" | "b64" => "a buffer or a u64 scalar",
-                "b32" => "a 4-byte scalar",
-                _ => "a type run-time argument lists do not support (structs, 8/16-bit values)",
+                "f32" => "an f32 scalar".to_string(),
+                "f64" => "an f64 scalar".to_string(),
+                "f16" => "an f16 scalar".to_string(),
+                "bf16" => "a bf16 scalar".to_string(),
+                "u32" | "s32" => "an i32 or u32 scalar".to_string(),
+                "u64" | "s64" => "a buffer or an i64 or u64 scalar".to_string(),
+                "u8" | "s8" => "a u8 scalar".to_string(),
+                "b64" => "a buffer or an 8-byte scalar".to_string(),
+                _ if untyped && p.count > 1 => format!(
+                    "a {}-byte scalar (it is a struct or array; run-time scalars cover structs of 1, 2, 4 or 8 bytes)",
+                    p.bytes
+                ),
+                _ if untyped => format!("a {}-byte scalar", p.bytes),
+                _ => "a type run-time arguments do not support (structs, 16-bit integers, vectors)"
+                    .to_string(),
             };
             let got_float = matches!(a, KernelArg::Scalar(s) if s.dtype().is_float());
             let hint = if got_float && p.ptx_type.starts_with(['u', 's']) {
@@ -471,16 +511,13 @@ pub fn check_args(sig: &KernelSignature, args: &[KernelArg]) -> Result<(), Strin
 mod tests {
     use super::*;
 
+    use mantissa_ptx::entry::entry_signatures_of_ptx;
+
+    /// Entry signatures as NVRTC writes them (their parsing is tested in mantissa-ptx).
     const PTX: &str = r#"
-//
-// Generated by NVIDIA NVVM Compiler
-// .entry in_a_comment(
 .version 9.0
 .target sm_90
 .address_size 64
-
-	// .globl	saxpy
-
 .visible .entry saxpy(
 	.param .u64 saxpy_param_0,
 	.param .f32 saxpy_param_1,
@@ -490,40 +527,29 @@ mod tests {
 {
 	ret;
 }
-.visible .entry noargs()
-{
-	ret;
-}
 .entry with_struct(
 	.param .align 8 .b8 with_struct_param_0[16],
 	.param .f64 with_struct_param_1
 )
-.maxntid 256, 1, 1
+{
+	ret;
+}
+.visible .entry wide(
+	.param .s64 wide_param_0,
+	.param .u8 wide_param_1,
+	.param .f16 wide_param_2,
+	.param .bf16 wide_param_3,
+	.param .u64 wide_param_4,
+	.param .align 2 .b8 wide_param_5[2]
+)
 {
 	ret;
 }
 "#;
 
     #[test]
-    fn entries_are_read_from_ptx() {
-        let e = parse_entries(PTX);
-        let names: Vec<&str> = e.iter().map(|s| s.name.as_str()).collect();
-        assert_eq!(names, ["saxpy", "noargs", "with_struct"]);
-        let types: Vec<(&str, usize)> = e[0]
-            .params
-            .iter()
-            .map(|p| (p.ptx_type.as_str(), p.bytes))
-            .collect();
-        assert_eq!(types, [("u64", 8), ("f32", 4), ("u64", 8), ("u32", 4)]);
-        assert_eq!(e[0].params[2].name, "saxpy_param_2");
-        assert!(e[1].params.is_empty());
-        assert_eq!(e[2].params[0].bytes, 16);
-        assert_eq!(e[2].params[0].ptx_type, "b8");
-    }
-
-    #[test]
     fn arguments_are_checked_against_the_signature() {
-        let sig = &parse_entries(PTX)[0];
+        let sig = &entry_signatures_of_ptx(PTX)[0];
         // Device buffers need a GPU; the GPU tests check them. A u64 scalar fills a pointer slot.
         let scalars_only = [
             KernelArg::from(1u64),
@@ -563,7 +589,7 @@ mod tests {
             "{err}"
         );
 
-        let with_struct = &parse_entries(PTX)[2];
+        let with_struct = &entry_signatures_of_ptx(PTX)[1];
         let err = check_args(
             with_struct,
             &[KernelArg::from(1u64), KernelArg::from(1.0f64)],
@@ -619,11 +645,107 @@ mod tests {
             assert_eq!(d.name().parse::<DType>(), Ok(d));
         }
         assert_eq!("F64".parse::<DType>(), Ok(DType::F64));
+        assert_eq!("BF16".parse::<DType>(), Ok(DType::BF16));
         assert_eq!(
-            "f16".parse::<DType>().unwrap_err().to_string(),
-            "unknown element type 'f16'; accepted: f32, f64, i32, u32, u64"
+            "f8".parse::<DType>().unwrap_err().to_string(),
+            "unknown element type 'f8'; accepted: f32, f64, f16, bf16, i32, i64, u8, u32, u64"
         );
         assert_eq!(HostData::from(vec![1.0f64; 3]).bytes(), 24);
         assert_eq!(HostData::from(vec![1u32; 3]).dtype(), DType::U32);
+        let wide = [
+            (HostData::from(vec![-1i64; 3]), DType::I64, 24),
+            (HostData::from(vec![7u8; 3]), DType::U8, 3),
+            (HostData::from(vec![f16::from_f32(0.5); 3]), DType::F16, 6),
+            (HostData::from(vec![bf16::from_f32(0.5); 3]), DType::BF16, 6),
+        ];
+        for (data, dtype, bytes) in wide {
+            assert_eq!((data.dtype(), data.bytes(), data.len()), (dtype, bytes, 3));
+            assert_eq!(data.dtype().size() * 3, bytes as usize);
+        }
+        assert_eq!(Scalar::from(-3i64).dtype(), DType::I64);
+        assert_eq!(Scalar::from(3u8).dtype(), DType::U8);
+        assert_eq!(Scalar::from(f16::ONE).dtype(), DType::F16);
+        assert_eq!(Scalar::from(bf16::ONE).dtype(), DType::BF16);
+        let json = serde_json::to_string(&DType::ALL).unwrap();
+        assert_eq!(
+            json,
+            r#"["f32","f64","f16","bf16","i32","i64","u8","u32","u64"]"#
+        );
+    }
+
+    #[test]
+    fn nvrtc_signatures_of_compiled_kernels_accept_the_wide_types() {
+        let Some(c) = crate::testing::require_nvrtc_or_skip() else {
+            return;
+        };
+        let src = crate::nvrtc::Source::new(
+            "wide.cu",
+            "struct __align__(2) half_bits { unsigned short bits; };\n\
+             extern \"C\" __global__ void wide(long long* l, unsigned char* b, long long ls, unsigned char bs, half_bits h) {\n\
+               l[0] = l[0] * 2 + ls; b[0] = b[0] + bs + (unsigned char)h.bits;\n}\n",
+        );
+        let compiled = c
+            .compile(
+                &src,
+                crate::FlagSet::DEFAULT,
+                crate::Target::Ptx(crate::Arch::new(9, 0)),
+            )
+            .unwrap();
+        let sig = &entry_signatures_of_ptx(&compiled.ptx)[0];
+        // `long long` and `unsigned char` as NVRTC spells them; the struct as 2 aligned bytes.
+        let types: Vec<&str> = sig.params.iter().map(|p| p.ptx_type.as_str()).collect();
+        assert_eq!(types, ["u64", "u64", "u64", "u8", "b8"], "{}", compiled.ptx);
+        let args = [
+            KernelArg::from(1u64),
+            KernelArg::from(2u64),
+            KernelArg::from(-3i64),
+            KernelArg::from(4u8),
+            KernelArg::from(f16::from_f32(0.5)),
+        ];
+        assert_eq!(check_args(sig, &args), Ok(()));
+    }
+
+    #[test]
+    fn wide_and_narrow_scalars_are_checked_against_their_ptx_types() {
+        let sig = &entry_signatures_of_ptx(PTX)[2];
+        let args = [
+            KernelArg::from(-5i64),
+            KernelArg::from(200u8),
+            KernelArg::from(f16::from_f32(1.5)),
+            KernelArg::from(bf16::from_f32(1.5)),
+            KernelArg::from(-7i64),
+            // A `__half` by value: two bytes of an untyped `.b8` array.
+            KernelArg::from(f16::from_f32(2.0)),
+        ];
+        assert_eq!(check_args(sig, &args), Ok(()));
+        // `.s64`, and `.u64` (NVRTC's spelling of `long long`), take u64 as well as i64.
+        let mut unsigned = args;
+        unsigned[0] = KernelArg::from(5u64);
+        unsigned[4] = KernelArg::from(7u64);
+        assert_eq!(check_args(sig, &unsigned), Ok(()));
+
+        let mut swapped = args;
+        swapped.swap(2, 3);
+        assert_eq!(
+            check_args(sig, &swapped).unwrap_err(),
+            "argument 3 (wide_param_2, .f16) needs an f16 scalar, got bf16 scalar"
+        );
+        let mut wide_byte = args;
+        wide_byte[1] = KernelArg::from(200u32);
+        assert_eq!(
+            check_args(sig, &wide_byte).unwrap_err(),
+            "argument 2 (wide_param_1, .u8) needs a u8 scalar, got u32 scalar"
+        );
+        let mut int_for_long = args;
+        int_for_long[0] = KernelArg::from(-5i32);
+        assert!(check_args(sig, &int_for_long)
+            .unwrap_err()
+            .contains("needs a buffer or an i64 or u64 scalar"));
+        let mut float_for_half_struct = args;
+        float_for_half_struct[5] = KernelArg::from(2.0f32);
+        assert_eq!(
+            check_args(sig, &float_for_half_struct).unwrap_err(),
+            "argument 6 (wide_param_5, .b8) needs a 2-byte scalar (it is a struct or array; run-time scalars cover structs of 1, 2, 4 or 8 bytes), got f32 scalar"
+        );
     }
 }

@@ -6,8 +6,9 @@
 //! It is not the arithmetic (that is `mantissa-num`; its CUDA twin, `cuda/mantissa.cuh`, ships
 //! here as [`twin::HEADER`]), nor a PTX model (`mantissa-ptx`), nor a command-line tool: nothing
 //! here prints, and absence of a GPU is an ordinary value ([`GpuUnavailable`], one line saying why
-//! a run is CPU-only), never a panic. CUDA's libraries are loaded at run time from the library
-//! path, so this crate builds and its CPU tests run on machines without CUDA.
+//! a run is CPU-only), never a panic. CUDA's libraries are loaded at run time, so this crate builds
+//! and its CPU tests run on machines without CUDA: the driver from the library path, NVRTC from the
+//! library path, the pip wheel or a toolkit ([`locate`]).
 //!
 //! Where the main types are:
 //! - [`Gpu`] (in `gpu.rs`): probe a device, compile for it, load [`Module`]s from cubin or PTX
@@ -29,30 +30,34 @@
 //! Versions: the bindings are CUDA 13.0's, for the GPU machines' driver 580. NVRTC newer than the
 //! driver writes PTX the driver refuses (CUDA_ERROR_UNSUPPORTED_PTX_VERSION), which is why modules
 //! load from the cubin NVRTC builds for the device, and why the NVRTC to install is the matching
-//! `pip install nvidia-cuda-nvrtc==13.0.88`, with its library directory on `LD_LIBRARY_PATH`:
-//! `python3 -c "import nvidia, os; print(os.path.join(list(nvidia.__path__)[0], 'cu13', 'lib'))"`.
+//! `pip install nvidia-cuda-nvrtc==13.0.88`; [`locate`] finds it in the active Python's
+//! site-packages without `LD_LIBRARY_PATH` (which, when set, still comes first).
 
 pub mod cache;
 pub mod device;
 pub mod error;
 pub mod flags;
 pub mod gpu;
+pub mod includes;
 pub mod launch;
+pub mod locate;
 pub mod nvrtc;
 pub mod testing;
 pub mod timing;
 pub mod twin;
 pub mod version;
 
-pub use cache::{cache_root, CacheKey, CacheStats, CompileCache};
+pub use cache::{cache_root, CacheKey, CacheStats, CompileCache, DEFAULT_MEMORY_CAPACITY};
 pub use device::{report_all, Ceilings, DeviceInfo, DeviceReport, ReportOptions};
 pub use error::{
     CompileError, DriverStatus, GpuError, GpuUnavailable, ImageKind, NvrtcUnavailable,
 };
 pub use flags::{FlagSet, UnknownFlagSet};
 pub use gpu::{device_count, Gpu, KernelResources, Module};
-pub use launch::{DType, DeviceBuffer, HostData, KernelArg, KernelSignature, LaunchDims, Scalar};
-pub use nvrtc::{Compiled, Compiler, Source, Target};
+pub use launch::{DType, DeviceBuffer, HostData, KernelArg, LaunchDims, Scalar};
+pub use locate::{nvrtc_library, NvrtcLibrary, NvrtcOrigin};
+pub use mantissa_ptx::entry::{EntryParam, EntrySignature};
+pub use nvrtc::{source_hash, BuildFacts, Compiled, Compiler, Source, Target};
 pub use timing::{Timing, TimingOptions};
 pub use version::{Arch, CudaVersion, PtxIsa};
 

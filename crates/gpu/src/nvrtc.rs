@@ -8,16 +8,19 @@
 //! One compilation for `sm_XY` yields both the cubin and the PTX it was assembled from (checked with
 //! NVRTC 13.0.88), so nothing is compiled twice.
 
+use crate::cache::fnv1a64;
 use crate::cache::{CacheHit, CacheKey, CompileCache};
 use crate::error::{catch, CompileError, NvrtcUnavailable};
 use crate::flags::FlagSet;
+use crate::includes::{self, Include};
+use crate::locate::NvrtcLibrary;
 use crate::version::{Arch, CudaVersion};
 use cudarc::nvrtc::result as nvrtc_result;
 use cudarc::nvrtc::sys::{self as nvrtc_sys, nvrtcResult};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::ffi::{c_char, c_int, CStr, CString};
 use std::fmt;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 /// What NVRTC is asked to produce.
@@ -58,45 +61,139 @@ impl fmt::Display for Target {
 }
 
 /// A CUDA C++ translation unit: its name (used in NVRTC's messages and in the PTX's `.file`
-/// line info), its text and any extra NVRTC options (`-DNAME=VALUE`, `--include-path=...`).
+/// line info), its text, extra NVRTC options, headers given in memory, and the name expressions
+/// (templated kernels) whose lowered names the compile should report.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Source {
+    /// The name NVRTC reports in messages and line info; quoted includes of the source resolve
+    /// against its directory.
     pub name: String,
+    /// The CUDA C++ text.
     pub text: String,
+    /// Options besides the flag set, target and line info: `-DNAME=VALUE`, `-IDIR`,
+    /// `--include-path=DIR`, `--std=c++17`...
     pub options: Vec<String>,
+    /// Headers given in memory, as (include name, contents); they win over files on disk.
+    pub headers: Vec<(String, String)>,
+    /// Name expressions such as `my_kernel<double>`; see [`Compiled::lowered_names`].
+    pub name_expressions: Vec<String>,
 }
 
 impl Source {
+    /// A source with no options, headers or name expressions.
     pub fn new(name: impl Into<String>, text: impl Into<String>) -> Self {
         Source {
             name: name.into(),
             text: text.into(),
             options: Vec::new(),
+            headers: Vec::new(),
+            name_expressions: Vec::new(),
         }
     }
 
-    /// Adds an extra option, e.g. `-DTILE=16`. Floating-point options are refused at compile time:
-    /// they belong to the flag set.
+    /// Adds an extra option: `-DTILE=16`, `-Iinclude` or `--include-path=include` (whose headers
+    /// the cache key then covers), `--std=c++17`... Floating-point options are refused at compile
+    /// time: they belong to the flag set.
     pub fn with_option(mut self, option: impl Into<String>) -> Self {
         self.options.push(option.into());
         self
     }
+
+    /// Adds a header in memory: `#include "name"` or `<name>` then reads `contents`.
+    pub fn with_header(mut self, name: impl Into<String>, contents: impl Into<String>) -> Self {
+        self.headers.push((name.into(), contents.into()));
+        self
+    }
+
+    /// Asks for the lowered (mangled) name of a C++ name expression, e.g. `my_kernel<double>`:
+    /// the compile instantiates it and [`Compiled::lowered_names`] maps it to the kernel's name,
+    /// which launching by the expression then uses.
+    pub fn with_name_expression(mut self, expression: impl Into<String>) -> Self {
+        self.name_expressions.push(expression.into());
+        self
+    }
+
+    /// The files this source includes, resolved as NVRTC resolves them (see [`crate::includes`]).
+    pub fn includes(&self) -> Vec<Include> {
+        includes::resolve(
+            &self.name,
+            &self.text,
+            &self.headers,
+            &includes::include_dirs(&self.options),
+        )
+    }
+}
+
+/// The hash of a source's text and of every file it includes (contents and include names, not
+/// where the files lie, so that one source hashes alike on every machine), as 16 hex digits.
+pub fn source_hash(text: &str, includes: &[Include]) -> String {
+    let mut material = format!("{:016x} {}\n", fnv1a64(text.as_bytes()), text.len());
+    for inc in includes {
+        material.push_str(&inc.content_line());
+        material.push('\n');
+    }
+    format!("{:016x}", fnv1a64(material.as_bytes()))
+}
+
+/// How a compilation was built, as plain data: what a record's build facts hold.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BuildFacts {
+    /// The compiler front end: `nvrtc`.
+    pub front_end: String,
+    /// Its version, e.g. `13.0`.
+    pub front_end_version: String,
+    /// The flag set's name (a preset or a `+` combination).
+    pub flags: String,
+    /// Every option the front end received, in order.
+    pub options: Vec<String>,
+    /// The target: `sm_90` (cubin and PTX) or `compute_90` (PTX only).
+    pub arch: String,
+    /// [`source_hash`] of the source and every file it includes.
+    pub source_hash: String,
 }
 
 /// The result of one compilation. The PTX is always kept: later stages read and rewrite it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Compiled {
+    /// The source's name.
     pub source_name: String,
+    /// The flag set it was compiled under.
     pub flags: FlagSet,
+    /// What NVRTC was asked to produce.
     pub target: Target,
     /// Every option NVRTC received, in order.
     pub options: Vec<String>,
+    /// NVRTC's version.
     pub nvrtc: CudaVersion,
+    /// [`source_hash`] of the source and every file it includes.
+    pub source_hash: String,
+    /// Each name expression of the source mapped to its lowered (mangled) name.
+    pub lowered_names: BTreeMap<String, String>,
+    /// The PTX text.
     pub ptx: String,
     /// Present for [`Target::Cubin`].
     pub cubin: Option<Vec<u8>>,
     /// NVRTC's log (warnings); empty when there were none.
     pub log: String,
+}
+
+impl Compiled {
+    /// The lowered (mangled) name of a name expression given with the source.
+    pub fn lowered_name(&self, expression: &str) -> Option<&str> {
+        self.lowered_names.get(expression).map(String::as_str)
+    }
+
+    /// How this was built: front end and version, flag set, options, target, source hash.
+    pub fn build_facts(&self) -> BuildFacts {
+        BuildFacts {
+            front_end: "nvrtc".to_string(),
+            front_end_version: self.nvrtc.to_string(),
+            flags: self.flags.name(),
+            options: self.options.clone(),
+            arch: self.target.to_string(),
+            source_hash: self.source_hash.clone(),
+        }
+    }
 }
 
 /// Option prefixes that would change floating-point behaviour behind the flag set's back, or
@@ -124,6 +221,7 @@ const RESERVED_OPTIONS: &[&str] = &[
 pub struct Compiler {
     version: CudaVersion,
     archs: Vec<u32>,
+    library: NvrtcLibrary,
     cache: CompileCache,
 }
 
@@ -135,13 +233,8 @@ impl Compiler {
 
     /// Finds NVRTC, using `cache`.
     pub fn probe_with_cache(cache: CompileCache) -> Result<Compiler, NvrtcUnavailable> {
-        // cudarc panics on first use if the library is missing, so look before touching it.
-        // SAFETY: only dlopens libnvrtc (running its initialisers), as any use of NVRTC does.
-        if !unsafe { nvrtc_sys::is_culib_present() } {
-            return Err(NvrtcUnavailable::NotFound {
-                found: nvrtc_elsewhere(),
-            });
-        }
+        // cudarc panics on first use if the library is missing, so find (and load) it first.
+        let library = crate::locate::nvrtc_library()?;
         let version = catch(nvrtc_version)
             .map_err(|message| NvrtcUnavailable::Broken {
                 what: "nvrtcVersion",
@@ -162,6 +255,7 @@ impl Compiler {
         Ok(Compiler {
             version,
             archs,
+            library,
             cache,
         })
     }
@@ -174,6 +268,11 @@ impl Compiler {
 
     pub fn version(&self) -> CudaVersion {
         self.version
+    }
+
+    /// The libnvrtc file in use and how it was found.
+    pub fn library(&self) -> &NvrtcLibrary {
+        &self.library
     }
 
     /// Architecture numbers NVRTC can target (90 for sm_90).
@@ -235,18 +334,14 @@ impl Compiler {
             });
         }
         let options = Self::options(flags, target, &source.options);
-        let key = CacheKey::new(
-            &source.name,
-            &source.text,
-            flags,
-            target,
-            self.version,
-            &options,
-        );
+        // Read once: the key and the source hash describe the same contents.
+        let includes = source.includes();
+        let key = CacheKey::new(source, &includes, flags, target, self.version, &options);
         if let Some((compiled, hit)) = self.cache.get(&key, &source.text) {
             return Ok((compiled, Some(hit)));
         }
-        let compiled = Arc::new(self.run_nvrtc(source, flags, target, options)?);
+        let hash = source_hash(&source.text, &includes);
+        let compiled = Arc::new(self.run_nvrtc(source, flags, target, options, hash)?);
         self.cache.put(&key, &source.text, compiled.clone());
         Ok((compiled, None))
     }
@@ -257,6 +352,7 @@ impl Compiler {
         flags: FlagSet,
         target: Target,
         options: Vec<String>,
+        source_hash: String,
     ) -> Result<Compiled, CompileError> {
         let nul = |what| CompileError::NulByte {
             source_name: source.name.clone(),
@@ -267,6 +363,24 @@ impl Compiler {
         if options.iter().any(|o| o.contains('\0')) {
             return Err(nul("an option"));
         }
+        let c_strings = |items: Vec<&str>, what| {
+            items
+                .into_iter()
+                .map(|t| CString::new(t).map_err(|_| nul(what)))
+                .collect::<Result<Vec<CString>, _>>()
+        };
+        let header_names = c_strings(
+            source.headers.iter().map(|h| h.0.as_str()).collect(),
+            "a header name",
+        )?;
+        let header_texts = c_strings(
+            source.headers.iter().map(|h| h.1.as_str()).collect(),
+            "a header",
+        )?;
+        let expressions = c_strings(
+            source.name_expressions.iter().map(String::as_str).collect(),
+            "a name expression",
+        )?;
         let fail = |status: nvrtcResult, detail: String| CompileError::Nvrtc {
             source_name: source.name.clone(),
             flags,
@@ -275,8 +389,12 @@ impl Compiler {
             detail,
         };
         let outcome = catch(|| -> Result<Compiled, CompileError> {
-            let prog = Program::create(&text, &name)
+            let prog = Program::create(&text, &name, &header_texts, &header_names)
                 .map_err(|s| fail(s, "cannot create the NVRTC program".into()))?;
+            for e in &expressions {
+                prog.add_name_expression(e)
+                    .map_err(|s| fail(s, format!("cannot add the name expression {e:?}")))?;
+            }
             // SAFETY: `prog` is live until dropped; options are NUL-free (checked above).
             let compiled = unsafe { nvrtc_result::compile_program(prog.0, &options) };
             let log = prog.log();
@@ -302,12 +420,21 @@ impl Compiler {
                 ),
                 Target::Ptx(_) => None,
             };
+            let mut lowered_names = BTreeMap::new();
+            for (expression, c_expression) in source.name_expressions.iter().zip(&expressions) {
+                let lowered = prog.lowered_name(c_expression).map_err(|s| {
+                    fail(s, format!("cannot read the lowered name of {expression:?}"))
+                })?;
+                lowered_names.insert(expression.clone(), lowered);
+            }
             Ok(Compiled {
                 source_name: source.name.clone(),
                 flags,
                 target,
                 options: options.clone(),
                 nvrtc: self.version,
+                source_hash: source_hash.clone(),
+                lowered_names,
                 ptx,
                 cubin,
                 log,
@@ -356,10 +483,57 @@ fn nvrtc_failure_detail(status: nvrtcResult, log: &str) -> String {
 struct Program(nvrtc_sys::nvrtcProgram);
 
 impl Program {
-    fn create(text: &CStr, name: &CStr) -> Result<Program, nvrtcResult> {
-        nvrtc_result::create_program(text, Some(name))
-            .map(Program)
+    /// A program over `text` named `name`, with headers in memory (`texts[i]` is included as
+    /// `names[i]`; the two have one length).
+    fn create(
+        text: &CStr,
+        name: &CStr,
+        texts: &[CString],
+        names: &[CString],
+    ) -> Result<Program, nvrtcResult> {
+        let texts: Vec<*const c_char> = texts.iter().map(|t| t.as_ptr()).collect();
+        let names: Vec<*const c_char> = names.iter().map(|n| n.as_ptr()).collect();
+        let count = c_int::try_from(texts.len().min(names.len()))
+            .map_err(|_| nvrtcResult::NVRTC_ERROR_INVALID_INPUT)?;
+        let mut prog = std::ptr::null_mut();
+        // SAFETY: every pointer is to a NUL-terminated string alive for the call (NVRTC copies
+        // them); the arrays hold `count` entries each.
+        unsafe {
+            nvrtc_sys::nvrtcCreateProgram(
+                &mut prog,
+                text.as_ptr(),
+                name.as_ptr(),
+                count,
+                texts.as_ptr(),
+                names.as_ptr(),
+            )
+            .result()
+            .map_err(|e| e.0)?;
+        }
+        Ok(Program(prog))
+    }
+
+    fn add_name_expression(&self, expression: &CStr) -> Result<(), nvrtcResult> {
+        // SAFETY: the program is live and not compiled yet; NVRTC copies the string.
+        unsafe { nvrtc_sys::nvrtcAddNameExpression(self.0, expression.as_ptr()) }
+            .result()
             .map_err(|e| e.0)
+    }
+
+    /// The lowered name of an expression added before compiling.
+    fn lowered_name(&self, expression: &CStr) -> Result<String, nvrtcResult> {
+        let mut lowered: *const c_char = std::ptr::null();
+        // SAFETY: the program is live and compiled; NVRTC owns the returned string, which lives
+        // as long as the program, and it is copied here before the program is dropped.
+        unsafe {
+            nvrtc_sys::nvrtcGetLoweredName(self.0, expression.as_ptr(), &mut lowered)
+                .result()
+                .map_err(|e| e.0)?;
+            if lowered.is_null() {
+                return Err(nvrtcResult::NVRTC_ERROR_NAME_EXPRESSION_NOT_VALID);
+            }
+            Ok(CStr::from_ptr(lowered).to_string_lossy().into_owned())
+        }
     }
 
     fn log(&self) -> String {
@@ -442,28 +616,6 @@ fn supported_archs() -> Vec<u32> {
     }
 }
 
-/// A libnvrtc outside the library path, to name in the "not found" message: the toolkit's usual
-/// places. (Found libraries are not loaded from there: the library path stays the one rule.)
-fn nvrtc_elsewhere() -> Option<PathBuf> {
-    let mut dirs: Vec<PathBuf> = ["CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"]
-        .iter()
-        .filter_map(std::env::var_os)
-        .map(|root| PathBuf::from(root).join("lib64"))
-        .collect();
-    dirs.push(PathBuf::from("/usr/local/cuda/lib64"));
-    dirs.into_iter().find(|dir| {
-        std::fs::read_dir(dir)
-            .map(|entries| {
-                entries.flatten().any(|e| {
-                    let name = e.file_name();
-                    let name = name.to_string_lossy();
-                    name.starts_with("libnvrtc.so") && !name.contains("builtins")
-                })
-            })
-            .unwrap_or(false)
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -473,11 +625,11 @@ mod tests {
     fn options_per_flag_set_and_target() {
         let t = Target::Cubin(Arch::new(9, 0));
         assert_eq!(
-            Compiler::options(FlagSet::Default, t, &[]),
+            Compiler::options(FlagSet::DEFAULT, t, &[]),
             ["--gpu-architecture=sm_90", "-lineinfo"]
         );
         assert_eq!(
-            Compiler::options(FlagSet::Strict, t, &["-DN=4".to_string()]),
+            Compiler::options(FlagSet::STRICT, t, &["-DN=4".to_string()]),
             [
                 "--fmad=false",
                 "--prec-div=true",
@@ -489,7 +641,7 @@ mod tests {
             ]
         );
         assert_eq!(
-            Compiler::options(FlagSet::Fast, Target::Ptx(Arch::new(8, 6)), &[]),
+            Compiler::options(FlagSet::FAST, Target::Ptx(Arch::new(8, 6)), &[]),
             [
                 "--use_fast_math",
                 "--gpu-architecture=compute_86",
@@ -584,37 +736,37 @@ mod tests {
         let Some(c) = require_nvrtc_or_skip() else {
             return;
         };
-        let default = compile_ptx(&c, FlagSet::Default);
+        let default = compile_ptx(&c, FlagSet::DEFAULT);
         assert!(has(&default, "fma.rn.f32"), "{default}");
         assert!(has(&default, "div.rn.f32"));
         assert!(has(&default, "sqrt.rn.f32"));
 
-        for set in [FlagSet::Strict, FlagSet::NoFma] {
+        for set in [FlagSet::STRICT, FlagSet::NOFMA] {
             let ptx = compile_ptx(&c, set);
             assert!(!has(&ptx, "fma."), "{set}: {ptx}");
             assert!(has(&ptx, "mul.rn.f32") && has(&ptx, "add.rn.f32"), "{set}");
             assert!(has(&ptx, "div.rn.f32"), "{set}");
         }
 
-        let fast = compile_ptx(&c, FlagSet::Fast);
+        let fast = compile_ptx(&c, FlagSet::FAST);
         assert!(has(&fast, "div.approx") || has(&fast, "div.full"), "{fast}");
         assert!(has(&fast, "sqrt.approx"), "{fast}");
         assert!(fast.contains(".ftz.f32"), "{fast}");
 
-        let ftz = compile_ptx(&c, FlagSet::Ftz);
+        let ftz = compile_ptx(&c, FlagSet::FTZ);
         assert!(
             has(&ftz, "fma.rn.ftz.f32") && has(&ftz, "div.rn.ftz.f32"),
             "{ftz}"
         );
 
-        let approx_div = compile_ptx(&c, FlagSet::ApproxDiv);
+        let approx_div = compile_ptx(&c, FlagSet::APPROX_DIV);
         assert!(
             has(&approx_div, "div.full.f32") || has(&approx_div, "div.approx.f32"),
             "{approx_div}"
         );
         assert!(has(&approx_div, "sqrt.rn.f32"));
 
-        let approx_sqrt = compile_ptx(&c, FlagSet::ApproxSqrt);
+        let approx_sqrt = compile_ptx(&c, FlagSet::APPROX_SQRT);
         assert!(has(&approx_sqrt, "sqrt.approx.f32"), "{approx_sqrt}");
         assert!(has(&approx_sqrt, "div.rn.f32"));
     }
@@ -626,7 +778,7 @@ mod tests {
         };
         let src = Source::new("arith.cu", ARITH);
         let cubin = c
-            .compile(&src, FlagSet::Default, Target::Cubin(Arch::new(9, 0)))
+            .compile(&src, FlagSet::DEFAULT, Target::Cubin(Arch::new(9, 0)))
             .unwrap();
         let bin = cubin.cubin.as_ref().expect("cubin for an sm_ target");
         assert_eq!(&bin[..4], b"\x7fELF", "cubin is an ELF image");
@@ -638,7 +790,7 @@ mod tests {
         );
 
         let ptx_only = c
-            .compile(&src, FlagSet::Default, Target::Ptx(Arch::new(9, 0)))
+            .compile(&src, FlagSet::DEFAULT, Target::Ptx(Arch::new(9, 0)))
             .unwrap();
         assert_eq!(ptx_only.cubin, None);
         assert!(ptx_only.ptx.contains(".entry arith("));
@@ -655,7 +807,7 @@ mod tests {
             "extern \"C\" __global__ void k(float* x) {\n  x[0] = y;\n}\n",
         );
         let err = c
-            .compile(&src, FlagSet::Strict, Target::Cubin(Arch::new(9, 0)))
+            .compile(&src, FlagSet::STRICT, Target::Cubin(Arch::new(9, 0)))
             .unwrap_err();
         let msg = err.to_string();
         assert!(
@@ -677,7 +829,7 @@ mod tests {
         let err = c
             .compile(
                 &Source::new("k.cu", ARITH),
-                FlagSet::Default,
+                FlagSet::DEFAULT,
                 Target::Cubin(Arch::new(9, 9)),
             )
             .unwrap_err()
@@ -686,6 +838,157 @@ mod tests {
             err.contains("cannot compile for sm_99") && err.contains("sm_90"),
             "{err}"
         );
+    }
+
+    /// Whether the PTX holds the f32 constant `v`, as a float immediate or as the integer bits
+    /// NVRTC stores a folded constant with.
+    fn has_f32(ptx: &str, v: f32) -> bool {
+        let bits = v.to_bits();
+        ptx.contains(&format!("0f{bits:08X}")) || ptx.contains(&format!(" {bits};"))
+    }
+
+    #[test]
+    fn nvrtc_changed_header_is_a_new_key_never_a_stale_cubin() {
+        let Some(c) = require_nvrtc_or_skip() else {
+            return;
+        };
+        let dir = crate::cache::tests::scratch_dir("nvrtc-header");
+        std::fs::create_dir_all(dir.join("inc")).unwrap();
+        let write_header = |value: &str| {
+            std::fs::write(
+                dir.join("inc/scale.h"),
+                format!("#include \"twice.h\"\n#define SCALE {value}f\n"),
+            )
+            .unwrap();
+        };
+        std::fs::write(dir.join("inc/twice.h"), "#define TWICE(x) (2.0f * (x))\n").unwrap();
+        write_header("3.5");
+        // -D and --include-path / -I as the source's own options.
+        let src = Source::new(
+            "scaled.cu",
+            "#include <scale.h>\nextern \"C\" __global__ void scaled(float* x) { x[0] = TWICE(SCALE) + OFFSET; }\n",
+        )
+        .with_option(format!("--include-path={}", dir.join("inc").display()))
+        .with_option("-DOFFSET=0.25f");
+        let compiler = Compiler {
+            version: c.version(),
+            archs: c.supported_archs().to_vec(),
+            library: c.library().clone(),
+            cache: CompileCache::new(Some(dir.join("cache"))),
+        };
+        let t = Target::Cubin(Arch::new(9, 0));
+        // 2 * 3.5 + 0.25 = 7.25, then 2 * 4.5 + 0.25 = 9.25, folded to constants.
+        let (first, hit) = compiler.compile_traced(&src, FlagSet::DEFAULT, t).unwrap();
+        assert_eq!(hit, None);
+        assert!(has_f32(&first.ptx, 7.25), "{}", first.ptx);
+        let (_, hit) = compiler.compile_traced(&src, FlagSet::DEFAULT, t).unwrap();
+        assert_eq!(hit, Some(CacheHit::Memory));
+
+        write_header("4.5");
+        let (second, hit) = compiler.compile_traced(&src, FlagSet::DEFAULT, t).unwrap();
+        assert_eq!(hit, None, "a changed header must recompile");
+        assert!(has_f32(&second.ptx, 9.25), "{}", second.ptx);
+        assert_ne!(second.cubin, first.cubin);
+        assert_ne!(second.source_hash, first.source_hash);
+
+        // The nested header counts too; -I spells the same directory.
+        let src_i = Source::new("scaled.cu", src.text.clone())
+            .with_option(format!("-I{}", dir.join("inc").display()))
+            .with_option("-DOFFSET=0.25f");
+        let before = compiler.compile(&src_i, FlagSet::DEFAULT, t).unwrap();
+        std::fs::write(dir.join("inc/twice.h"), "#define TWICE(x) (3.0f * (x))\n").unwrap();
+        let after = compiler.compile(&src_i, FlagSet::DEFAULT, t).unwrap();
+        assert!(has_f32(&after.ptx, 13.75), "{}", after.ptx);
+        assert_ne!(after.source_hash, before.source_hash);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn nvrtc_headers_in_memory_are_compiled_and_hashed() {
+        let Some(c) = require_nvrtc_or_skip() else {
+            return;
+        };
+        let text =
+            "#include \"value.h\"\nextern \"C\" __global__ void v(float* x) { x[0] = VALUE; }\n";
+        let one = Source::new("v.cu", text).with_header("value.h", "#define VALUE 1.5f\n");
+        let two = Source::new("v.cu", text).with_header("value.h", "#define VALUE 2.5f\n");
+        let t = Target::Ptx(Arch::new(9, 0));
+        let a = c.compile(&one, FlagSet::STRICT, t).unwrap();
+        let b = c.compile(&two, FlagSet::STRICT, t).unwrap();
+        assert!(has_f32(&a.ptx, 1.5) && has_f32(&b.ptx, 2.5));
+        assert_ne!(a.source_hash, b.source_hash);
+        // The hash does not depend on where files lie, only on contents.
+        assert_eq!(a.source_hash, source_hash(text, &one.includes()));
+    }
+
+    #[test]
+    fn nvrtc_name_expressions_lower_to_kernels_in_the_ptx() {
+        let Some(c) = require_nvrtc_or_skip() else {
+            return;
+        };
+        let src = Source::new(
+            "templ.cu",
+            "template <typename T> __global__ void my_kernel(T* x) { x[0] = T(1); }\n",
+        )
+        .with_name_expression("my_kernel<double>")
+        .with_name_expression("my_kernel<float>");
+        let compiled = c
+            .compile(&src, FlagSet::DEFAULT, Target::Ptx(Arch::new(9, 0)))
+            .unwrap();
+        let double = compiled.lowered_name("my_kernel<double>").unwrap();
+        assert_eq!(double, "_Z9my_kernelIdEvPT_");
+        assert!(
+            compiled.ptx.contains(&format!(".entry {double}(")),
+            "{}",
+            compiled.ptx
+        );
+        let float = compiled.lowered_name("my_kernel<float>").unwrap();
+        assert!(compiled.ptx.contains(&format!(".entry {float}(")));
+        assert_eq!(compiled.lowered_names.len(), 2);
+        assert_eq!(compiled.lowered_name("my_kernel<int>"), None);
+
+        // An expression that names nothing is an error naming it, not a panic.
+        let bad = Source::new("templ.cu", src.text.clone()).with_name_expression("no_such<int>");
+        let err = c
+            .compile(&bad, FlagSet::DEFAULT, Target::Ptx(Arch::new(9, 0)))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("no_such"), "{err}");
+    }
+
+    #[test]
+    fn nvrtc_build_facts_say_how_it_was_built() {
+        let Some(c) = require_nvrtc_or_skip() else {
+            return;
+        };
+        let flags: FlagSet = "nofma+ftz".parse().unwrap();
+        let src = Source::new("arith.cu", ARITH).with_option("-DUNUSED=1");
+        let compiled = c
+            .compile(&src, flags, Target::Cubin(Arch::new(9, 0)))
+            .unwrap();
+        let facts = compiled.build_facts();
+        assert_eq!(facts.front_end, "nvrtc");
+        assert_eq!(facts.front_end_version, c.version().to_string());
+        assert_eq!(facts.flags, "nofma+ftz");
+        assert_eq!(
+            facts.options,
+            [
+                "--fmad=false",
+                "--ftz=true",
+                "--gpu-architecture=sm_90",
+                "-lineinfo",
+                "-DUNUSED=1"
+            ]
+        );
+        assert_eq!(facts.arch, "sm_90");
+        assert_eq!(facts.source_hash, source_hash(ARITH, &[]));
+        assert_eq!(facts.source_hash.len(), 16);
+        let ptx = &compiled.ptx;
+        assert!(
+            !ptx.lines().any(|l| l.trim_start().starts_with("fma.")),
+            "{ptx}"
+        );
+        assert!(ptx.contains("div.rn.ftz.f32"), "{ptx}");
     }
 
     #[test]
@@ -699,21 +1002,22 @@ mod tests {
         let mk = || Compiler {
             version,
             archs: archs.clone(),
+            library: c.library().clone(),
             cache: CompileCache::new(Some(dir.clone())),
         };
         let src = Source::new("arith.cu", ARITH);
         let t = Target::Cubin(Arch::new(9, 0));
         let first = mk();
-        let (a, hit) = first.compile_traced(&src, FlagSet::Strict, t).unwrap();
+        let (a, hit) = first.compile_traced(&src, FlagSet::STRICT, t).unwrap();
         assert_eq!(hit, None);
-        let (b, hit) = first.compile_traced(&src, FlagSet::Strict, t).unwrap();
+        let (b, hit) = first.compile_traced(&src, FlagSet::STRICT, t).unwrap();
         assert_eq!(hit, Some(CacheHit::Memory));
         assert!(Arc::ptr_eq(&a, &b));
-        let (c2, hit) = mk().compile_traced(&src, FlagSet::Strict, t).unwrap();
+        let (c2, hit) = mk().compile_traced(&src, FlagSet::STRICT, t).unwrap();
         assert_eq!(hit, Some(CacheHit::Disk));
         assert_eq!(*c2, *a);
         // Another flag set is another entry.
-        let (_, hit) = first.compile_traced(&src, FlagSet::Fast, t).unwrap();
+        let (_, hit) = first.compile_traced(&src, FlagSet::FAST, t).unwrap();
         assert_eq!(hit, None);
         std::fs::remove_dir_all(&dir).unwrap();
     }

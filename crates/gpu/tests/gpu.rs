@@ -38,6 +38,27 @@ const SPIN: &str = r#"extern "C" __global__ void spin(unsigned long long ns) {
 
 const MANGLED: &str = "__global__ void scale(float* x) { x[0] *= 2.0f; }";
 
+/// A templated kernel, launched by name expression.
+const TEMPLATED: &str = "template <typename T> __global__ void scale_by(T* x, T a, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] *= a;
+}";
+
+/// The wider element types: i64, u8, and f16/bf16 buffers (negated by their sign bit) plus a
+/// half passed by value as a 2-byte struct (NVRTC has no cuda_fp16.h without the toolkit).
+const WIDE: &str = r#"struct __align__(2) half_bits { unsigned short bits; };
+extern "C" __global__ void wide(long long* l, unsigned char* b, unsigned short* h, unsigned short* bf,
+                                long long ls, unsigned char bs, half_bits hv) {
+    l[0] = l[0] * 2 + ls; b[0] = b[0] + bs;
+    h[0] ^= 0x8000; bf[0] ^= 0x8000; h[1] = hv.bits;
+}"#;
+
+fn templated_source() -> Source {
+    Source::new("templated.cu", TEMPLATED)
+        .with_name_expression("scale_by<double>")
+        .with_name_expression("scale_by<float>")
+}
+
 /// Needs only NVRTC: the kernels the GPU tests use compile, so a GPU run cannot fail on a typo.
 #[test]
 fn test_kernels_compile() {
@@ -50,12 +71,149 @@ fn test_kernels_compile() {
         ("types.cu", TYPES),
         ("spin.cu", SPIN),
         ("mangled.cu", MANGLED),
+        ("wide.cu", WIDE),
     ] {
         let out = c
-            .compile(&Source::new(name, src), FlagSet::Default, t)
+            .compile(&Source::new(name, src), FlagSet::DEFAULT, t)
             .unwrap_or_else(|e| panic!("{e}"));
         assert!(out.cubin.is_some(), "{name}");
     }
+    let out = c
+        .compile(&templated_source(), FlagSet::STRICT, t)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(out.lowered_names.len(), 2);
+}
+
+/// Templated kernels launch by their name expressions.
+#[test]
+fn launch_by_name_expression() {
+    let Some(gpu) = require_gpu_or_skip() else {
+        return;
+    };
+    let module = gpu
+        .build(&templated_source(), FlagSet::STRICT)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let lowered = module.lowered_name("scale_by<double>").unwrap().to_string();
+    assert!(lowered.starts_with("_Z8scale_byId"), "{lowered}");
+    let xd = gpu
+        .upload("xd", &HostData::from(vec![1.5f64, -2.0, 3.0]))
+        .unwrap();
+    let xf = gpu
+        .upload("xf", &HostData::from(vec![0.25f32, 8.0]))
+        .unwrap();
+    gpu.launch_sync(
+        &module,
+        "scale_by<double>",
+        LaunchDims::linear(3, 32),
+        &[
+            KernelArg::from(&xd),
+            KernelArg::from(2.0f64),
+            KernelArg::from(3i32),
+        ],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    // The lowered name itself launches the same kernel.
+    gpu.launch_sync(
+        &module,
+        &lowered,
+        LaunchDims::linear(3, 32),
+        &[
+            KernelArg::from(&xd),
+            KernelArg::from(0.5f64),
+            KernelArg::from(3i32),
+        ],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    gpu.launch_sync(
+        &module,
+        "scale_by<float>",
+        LaunchDims::linear(2, 32),
+        &[
+            KernelArg::from(&xf),
+            KernelArg::from(4.0f32),
+            KernelArg::from(2i32),
+        ],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        gpu.download(&xd).unwrap(),
+        HostData::from(vec![1.5f64, -2.0, 3.0])
+    );
+    assert_eq!(
+        gpu.download(&xf).unwrap(),
+        HostData::from(vec![1.0f32, 32.0])
+    );
+    // The float instance refuses double arguments, by its expression's signature.
+    let err = gpu
+        .launch(
+            &module,
+            "scale_by<float>",
+            LaunchDims::linear(2, 32),
+            &[
+                KernelArg::from(&xf),
+                KernelArg::from(4.0f64),
+                KernelArg::from(2i32),
+            ],
+        )
+        .unwrap_err();
+    assert!(matches!(err, GpuError::BadArguments { .. }), "{err}");
+}
+
+/// i64, u8, f16 and bf16 buffers and scalars round-trip and reach the kernel.
+#[test]
+fn wide_types_upload_launch_and_download() {
+    let Some(gpu) = require_gpu_or_skip() else {
+        return;
+    };
+    use half::{bf16, f16};
+    let module = gpu
+        .build(&Source::new("wide.cu", WIDE), FlagSet::DEFAULT)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let l = gpu
+        .upload("l", &HostData::from(vec![-(1i64 << 40)]))
+        .unwrap();
+    let b = gpu.upload("b", &HostData::from(vec![200u8])).unwrap();
+    let h = gpu
+        .upload("h", &HostData::from(vec![f16::from_f32(1.5), f16::ZERO]))
+        .unwrap();
+    let bf = gpu
+        .upload("bf", &HostData::from(vec![bf16::from_f32(-0.75)]))
+        .unwrap();
+    let args = [
+        KernelArg::from(&l),
+        KernelArg::from(&b),
+        KernelArg::from(&h),
+        KernelArg::from(&bf),
+        KernelArg::from(-5i64),
+        KernelArg::from(55u8),
+        KernelArg::from(f16::from_f32(-2.0)),
+    ];
+    gpu.launch_sync(
+        &module,
+        "wide",
+        LaunchDims::new((1, 1, 1), (1, 1, 1)),
+        &args,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        gpu.download(&l).unwrap(),
+        HostData::from(vec![-(1i64 << 41) - 5])
+    );
+    assert_eq!(gpu.download(&b).unwrap(), HostData::from(vec![255u8]));
+    assert_eq!(
+        gpu.download(&h).unwrap(),
+        HostData::from(vec![f16::from_f32(-1.5), f16::from_f32(-2.0)])
+    );
+    assert_eq!(
+        gpu.download(&bf).unwrap(),
+        HostData::from(vec![bf16::from_f32(0.75)])
+    );
+    let zeros = gpu.alloc_zeros("z", DType::BF16, 4).unwrap();
+    assert_eq!(zeros.bytes(), 8);
+    assert_eq!(
+        gpu.download(&zeros).unwrap(),
+        HostData::from(vec![bf16::ZERO; 4])
+    );
 }
 
 fn inputs(n: usize) -> (Vec<f32>, Vec<f32>) {
@@ -108,11 +266,11 @@ fn launch_by_name_matches_cpu_per_flag_set() {
     let a = 1.7f32;
     for (flags, model) in [
         (
-            FlagSet::Default,
+            FlagSet::DEFAULT,
             (|a: f32, x: f32, y: f32| a.mul_add(x, y)) as fn(f32, f32, f32) -> f32,
         ),
-        (FlagSet::Strict, |a, x, y| a * x + y),
-        (FlagSet::NoFma, |a, x, y| a * x + y),
+        (FlagSet::STRICT, |a, x, y| a * x + y),
+        (FlagSet::NOFMA, |a, x, y| a * x + y),
     ] {
         let module = gpu
             .build(&Source::new("saxpy.cu", SAXPY), flags)
@@ -148,7 +306,7 @@ fn every_buffer_and_scalar_type_reaches_the_kernel() {
     };
     let src = TYPES;
     let module = gpu
-        .build(&Source::new("types.cu", src), FlagSet::Strict)
+        .build(&Source::new("types.cu", src), FlagSet::STRICT)
         .unwrap();
     let d = gpu.upload("d", &HostData::from(vec![0.5f64])).unwrap();
     let i = gpu.alloc_zeros("i", DType::I32, 1).unwrap();
@@ -193,7 +351,7 @@ fn ptx_text_we_produced_loads_and_runs() {
         .compiler()
         .compile(
             &Source::new("saxpy.cu", SAXPY),
-            FlagSet::Strict,
+            FlagSet::STRICT,
             Target::Ptx(gpu.arch()),
         )
         .unwrap();
@@ -233,7 +391,7 @@ fn ptx_newer_than_the_driver_is_explained() {
         .compiler()
         .compile(
             &Source::new("saxpy.cu", SAXPY),
-            FlagSet::Default,
+            FlagSet::DEFAULT,
             Target::Ptx(gpu.arch()),
         )
         .unwrap();
@@ -264,7 +422,7 @@ fn bad_launches_give_one_line_and_no_panic() {
         return;
     };
     let module = gpu
-        .build(&Source::new("saxpy.cu", SAXPY), FlagSet::Default)
+        .build(&Source::new("saxpy.cu", SAXPY), FlagSet::DEFAULT)
         .unwrap();
     let xs = gpu.alloc_zeros("x", DType::F32, 64).unwrap();
     let ys = gpu.alloc_zeros("y", DType::F32, 64).unwrap();
@@ -326,7 +484,7 @@ fn bad_launches_give_one_line_and_no_panic() {
 
     // A C++-mangled kernel: the message lists the mangled name and says what to do.
     let mangled = gpu
-        .build(&Source::new("mangled.cu", MANGLED), FlagSet::Default)
+        .build(&Source::new("mangled.cu", MANGLED), FlagSet::DEFAULT)
         .unwrap();
     let msg = gpu
         .launch(&mangled, "scale", one, &[KernelArg::from(&xs)])
@@ -349,7 +507,7 @@ fn compile_errors_and_out_of_memory_are_one_line() {
                 "broken.cu",
                 "extern \"C\" __global__ void k() { undefined_thing(); }",
             ),
-            FlagSet::Fast,
+            FlagSet::FAST,
         )
         .unwrap_err()
         .to_string();
@@ -397,7 +555,7 @@ fn timing_with_rotating_inputs() {
         return;
     };
     let module = gpu
-        .build(&Source::new("saxpy.cu", SAXPY), FlagSet::Default)
+        .build(&Source::new("saxpy.cu", SAXPY), FlagSet::DEFAULT)
         .unwrap();
     let n = 1 << 20; // 8 MiB working set (x and y): fits in L2, so it must rotate.
     let (x, y) = inputs(n);
@@ -450,7 +608,7 @@ fn a_long_kernel_times_out_instead_of_hanging() {
     let gpu = Gpu::probe_device_with_cache(0, CompileCache::in_memory()).unwrap();
     let src = SPIN;
     let module = gpu
-        .build(&Source::new("spin.cu", src), FlagSet::Default)
+        .build(&Source::new("spin.cu", src), FlagSet::DEFAULT)
         .unwrap();
     gpu.set_sync_timeout(Duration::from_millis(200));
     gpu.launch(

@@ -36,6 +36,7 @@
 
 pub mod census;
 pub mod compare;
+pub mod entry;
 pub mod graph;
 pub mod lex;
 pub mod model;

@@ -125,7 +125,7 @@ fn measure<T: DeviceWords>(
         format!("dw_throughput_{}_{}.cu", v.precision, v.op),
         format!("{}\n{}", twin::HEADER, source_of::<T>(v)),
     );
-    let module = gpu.build(&source, FlagSet::Default)?;
+    let module = gpu.build(&source, FlagSet::DEFAULT)?;
     let [ew, cb, cbu] = kernel_names(v);
     let instructions = count_fp_instructions(module.ptx().unwrap_or(""), &ew, T::Word::DTYPE);
     let x = gpu.upload("x", &T::Word::host(near_one::<T>(1, n)))?;

@@ -581,8 +581,8 @@ impl DivMode {
     /// The flag set the do/undo module of this mode is compiled under.
     pub fn flags(self) -> FlagSet {
         match self {
-            DivMode::Full => FlagSet::ApproxDiv,
-            DivMode::Rn | DivMode::Approx => FlagSet::Default,
+            DivMode::Full => FlagSet::APPROX_DIV,
+            DivMode::Rn | DivMode::Approx => FlagSet::DEFAULT,
         }
     }
 
@@ -769,7 +769,7 @@ impl<'g> GpuRunner<'g> {
             Some(ref m) => m,
             None => self
                 .chain
-                .insert(self.gpu.build(&chain_source(), FlagSet::Default)?),
+                .insert(self.gpu.build(&chain_source(), FlagSet::DEFAULT)?),
         })
     }
 
@@ -1425,7 +1425,7 @@ mod tests {
         for m in DivMode::ALL {
             assert_eq!(DivMode::from_name(m.name()), Some(m));
         }
-        assert_eq!(DivMode::Full.flags(), FlagSet::ApproxDiv);
+        assert_eq!(DivMode::Full.flags(), FlagSet::APPROX_DIV);
         assert_eq!(DivMode::from_name("div"), None);
     }
 }
@@ -1448,7 +1448,7 @@ mod nvrtc_tests {
 
     #[test]
     fn chain_kernels_compile_for_every_twin_precision() {
-        let Some(ptx) = ptx(&chain_source(), FlagSet::Default) else {
+        let Some(ptx) = ptx(&chain_source(), FlagSet::DEFAULT) else {
             return;
         };
         let counts = kernel_counts(&ptx);
@@ -1486,7 +1486,7 @@ mod nvrtc_tests {
     /// division, and the div-approx source under --prec-div=false still has div.approx only.
     #[test]
     fn the_check_catches_a_wrong_flag_set() {
-        let Some(full) = ptx(&doundo_source(DivMode::Full), FlagSet::Default) else {
+        let Some(full) = ptx(&doundo_source(DivMode::Full), FlagSet::DEFAULT) else {
             return;
         };
         let counts = kernel_counts(&full);
@@ -1495,7 +1495,7 @@ mod nvrtc_tests {
             let e = check_division(DivMode::Full, &k, &counts[&k]).unwrap_err();
             assert!(e.contains("div.rn.f32"), "{e}");
         }
-        if let Some(approx) = ptx(&doundo_source(DivMode::Approx), FlagSet::ApproxDiv) {
+        if let Some(approx) = ptx(&doundo_source(DivMode::Approx), FlagSet::APPROX_DIV) {
             let counts = kernel_counts(&approx);
             assert!(check_division(DivMode::Approx, "doundo_f32", &counts["doundo_f32"]).is_ok());
         }

@@ -49,7 +49,7 @@ pub struct GpuOpsOptions {
 impl Default for GpuOpsOptions {
     fn default() -> Self {
         GpuOpsOptions {
-            flags: FlagSet::Default,
+            flags: FlagSet::DEFAULT,
             block: 1024,
             iters: 256,
             timing_reps: 20,
@@ -624,7 +624,7 @@ mod nvrtc_tests {
     #[test]
     fn kernels_compile_for_every_precision() {
         if require_nvrtc_or_skip().is_some() {
-            let flags = FlagSet::Default;
+            let flags = FlagSet::DEFAULT;
             for (p, ptx) in [
                 (Precision::F32, ptx_of::<f32>(Precision::F32, flags)),
                 (Precision::F64, ptx_of::<f64>(Precision::F64, flags)),
@@ -661,10 +661,10 @@ mod nvrtc_tests {
 
     #[test]
     fn native_division_follows_the_flag_set() {
-        let Some(default) = ptx_of::<f32>(Precision::F32, FlagSet::Default) else {
+        let Some(default) = ptx_of::<f32>(Precision::F32, FlagSet::DEFAULT) else {
             return;
         };
-        let fast = ptx_of::<f32>(Precision::F32, FlagSet::Fast).expect("NVRTC present");
+        let fast = ptx_of::<f32>(Precision::F32, FlagSet::FAST).expect("NVRTC present");
         let body = |ptx: &str| kernel_body(ptx, "ew_f32_div").to_string();
         assert!(body(&default).contains("div.rn.f32"));
         assert!(body(&fast).contains("div.approx"), "{}", body(&fast));

@@ -15,7 +15,7 @@
 //!
 //! Arithmetic. f32/f64 use explicit round-to-nearest intrinsics (`__fadd_rn`, `__fma_rn`, …), the
 //! pair types the twin's functions (`mantissa.cuh`), so no flag set changes a result; the kernels
-//! are compiled with [`FlagSet::Default`]. The operations are those of [`Real`]: `+` (for f64x2
+//! are compiled with [`FlagSet::DEFAULT`]. The operations are those of [`Real`]: `+` (for f64x2
 //! AccurateDWPlusDW, for the composites Table 4's addition), `*`, `/`, `mul_add` (one FMA for
 //! f32/f64, the type's product then its sum otherwise), `from_i64` and `from_f64`.
 //!
@@ -289,7 +289,7 @@ impl<'g> GpuReducer<'g> {
     fn module<T: DeviceWords>(&mut self) -> Result<&Module, GpuError> {
         Ok(match self.modules.entry(T::precision_name()) {
             Entry::Occupied(e) => e.into_mut(),
-            Entry::Vacant(e) => e.insert(self.gpu.build(&reduce_source::<T>(), FlagSet::Default)?),
+            Entry::Vacant(e) => e.insert(self.gpu.build(&reduce_source::<T>(), FlagSet::DEFAULT)?),
         })
     }
 
@@ -523,7 +523,7 @@ impl<'g> GpuReducer<'g> {
             Some(ref m) => m,
             None => self
                 .exact
-                .insert(gpu.build(&exact_source(), FlagSet::Default)?),
+                .insert(gpu.build(&exact_source(), FlagSet::DEFAULT)?),
         };
         let data = HostData::F64(if xs.is_empty() {
             vec![0.0]
@@ -765,7 +765,7 @@ mod nvrtc_tests {
     fn compile(source: &Source) -> Option<String> {
         let compiler = require_nvrtc_or_skip()?;
         let compiled = compiler
-            .compile(source, FlagSet::Default, Target::Cubin(Arch::new(9, 0)))
+            .compile(source, FlagSet::DEFAULT, Target::Cubin(Arch::new(9, 0)))
             .unwrap_or_else(|e| panic!("{}: {e}", source.name));
         Some(compiled.ptx.clone())
     }

@@ -833,7 +833,7 @@ impl<'g> GpuRunner<'g> {
                         kernel: kernel_name(p, op, n),
                         problem: err.to_string(),
                     })?;
-                let compiled = gpu.compile(&source, FlagSet::Default)?;
+                let compiled = gpu.compile(&source, FlagSet::DEFAULT)?;
                 let name = kernel_name(p, op, n);
                 let counts = ptx_counts(&compiled.ptx, &name, rounds(p, n));
                 let module = gpu.load(&compiled)?;
@@ -1474,7 +1474,7 @@ $L_loop:
                 );
                 let start = std::time::Instant::now();
                 nvrtc
-                    .compile(&src, FlagSet::Default, Target::Cubin(Arch::new(9, 0)))
+                    .compile(&src, FlagSet::DEFAULT, Target::Cubin(Arch::new(9, 0)))
                     .unwrap();
                 println!(
                     "{p} add N={n} looped={looped}: {:.2} s",

@@ -1140,7 +1140,7 @@ fn module_for<'m, T: DeviceWords>(
 ) -> Result<&'m Module, GpuError> {
     let p = T::precision_name();
     if !modules.contains_key(&p) {
-        let m = gpu.build(&linalg_source::<T>(), FlagSet::Default)?;
+        let m = gpu.build(&linalg_source::<T>(), FlagSet::DEFAULT)?;
         modules.insert(p.clone(), m);
     }
     Ok(&modules[&p])

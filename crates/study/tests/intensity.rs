@@ -29,7 +29,7 @@ const SM_90: Target = Target::Cubin(Arch::new(9, 0));
 fn compile(nvrtc: &Compiler, p: Precision, op: Op, n: u64) -> (BTreeMap<String, u64>, [u32; 3]) {
     let src = kernel_source(p, op, n).unwrap();
     let compiled = nvrtc
-        .compile(&src, FlagSet::Default, SM_90)
+        .compile(&src, FlagSet::DEFAULT, SM_90)
         .unwrap_or_else(|e| panic!("{p} {op:?} N={n}: {e}"));
     let parsed = mantissa_ptx::parse(&compiled.ptx);
     let name = kernel_name(p, op, n);
@@ -194,7 +194,7 @@ fn bounded_builds_declare_their_block_size() {
     let src = bounded_source(p, op, n, Some(1024)).unwrap();
     assert!(src.text.contains("__launch_bounds__(1024)"), "{}", src.text);
     let compiled = nvrtc
-        .compile(&src, FlagSet::Default, SM_90)
+        .compile(&src, FlagSet::DEFAULT, SM_90)
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(compiled.ptx.contains(".maxntid 1024"), "{}", compiled.ptx);
     let name = kernel_name(p, op, n);

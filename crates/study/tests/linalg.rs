@@ -24,7 +24,7 @@ fn check_compiles<T: DeviceWords>() {
     };
     let source = linalg_source::<T>();
     let compiled = compiler
-        .compile(&source, FlagSet::Default, Target::Cubin(Arch::new(9, 0)))
+        .compile(&source, FlagSet::DEFAULT, Target::Cubin(Arch::new(9, 0)))
         .unwrap_or_else(|e| panic!("{}: {e}", source.name));
     let ptx = &compiled.ptx;
     let mut names: Vec<String> = ge_kernels::<T>().to_vec();

@@ -55,11 +55,6 @@ fn same<W: Word>(x: W, y: W) -> bool {
     (x.is_nan_word() && y.is_nan_word()) || x.to_bits_u64() == y.to_bits_u64()
 }
 
-/// Whether a flag set flushes f32 subnormals (`--ftz=true`, alone or through `--use_fast_math`).
-fn flushes(flags: FlagSet) -> bool {
-    matches!(flags, FlagSet::Fast | FlagSet::Ftz)
-}
-
 /// The op under ftz, per tininess convention: results, and whether anything flushed per element.
 struct FtzReference<W> {
     after: Vec<W>,
@@ -226,7 +221,7 @@ fn run_family<W: Family>(gpu: &Gpu, modules: &[(FlagSet, Module)], found: &mut F
         .alloc_zeros("out", W::dtype(), 2 * N)
         .unwrap_or_else(|e| panic!("{e}"));
     let mut domains: BTreeMap<Domain, DeviceInputs<W>> = BTreeMap::new();
-    let any_ftz = modules.iter().any(|&(f, _)| flushes(f));
+    let any_ftz = modules.iter().any(|&(f, _)| f.flushes_f32_subnormals());
     for op in &ops {
         let label = op.label();
         let domain = Domain::for_op(op);
@@ -276,7 +271,7 @@ fn run_family<W: Family>(gpu: &Gpu, modules: &[(FlagSet, Module)], found: &mut F
                     hex(&got, i)
                 )
             };
-            let (bad, expected, what) = match (&model, flushes(*flags)) {
+            let (bad, expected, what) = match (&model, flags.flushes_f32_subnormals()) {
                 (Some(r), true) => {
                     // The GPU may flush (either tininess convention) or, as the H200 with NVRTC
                     // 13.0 did, compute these `_rn` intrinsics without flushing at all. Each run

@@ -178,7 +178,7 @@ fn nvrtc_twin_kernels_cannot_be_contracted_or_approximated() {
         let Some(compiled) = compile_all(flags) else {
             return;
         };
-        let ftz = matches!(flags, FlagSet::Fast | FlagSet::Ftz);
+        let ftz = matches!(flags, FlagSet::FAST | FlagSet::FTZ);
         let ks = kernels(&compiled.ptx);
         assert_eq!(ks.len(), ops.len(), "{flags}: one kernel per operation");
         let mut counts = Census::new();
