@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use crate::record::{write_atomically, Backend, Record, Status};
+use crate::record::{fmt_dim3, write_atomically, Backend, Record, Status};
 use crate::ReportError;
 
 /// File name of the CSV inside the output directory.
@@ -74,9 +74,8 @@ pub fn csv(records: &[Record]) -> String {
     for r in records {
         let (kind, threads, grid, block) = match r.backend {
             Backend::Cpu { threads } => ("cpu", threads.to_string(), String::new(), String::new()),
-            Backend::Gpu { grid, block } => {
-                ("gpu", String::new(), grid.to_string(), block.to_string())
-            }
+            // One number for a 1-D launch, `8×8` or `8×8×2` otherwise.
+            Backend::Gpu { grid, block } => ("gpu", String::new(), fmt_dim3(grid), fmt_dim3(block)),
             // Tiled algorithms: blocks of tile × tile threads, the grid depends on the size.
             Backend::GpuTiles { tile } => (
                 "gpu-tiles",

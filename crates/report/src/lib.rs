@@ -20,6 +20,7 @@ mod error;
 mod html;
 mod plots;
 pub mod record;
+mod schema1;
 mod tables;
 
 use std::path::Path;
@@ -29,8 +30,8 @@ pub use error::ReportError;
 pub use html::{write_html, HTML_FILE, PLOTS_DIR};
 pub use plots::ZERO_AT;
 pub use record::{
-    point_key, read_records, write_atomically, Backend, ErrorMetrics, ReadNotes, Record,
-    RecordError, ResultsLog, Status, TimeStats, RESULTS_FILE,
+    point_key, read_records, write_atomically, Backend, Build, ErrorMetrics, ReadNotes, Record,
+    RecordError, ResultsLog, Status, TimeStats, DEFAULT_FLAGS, RESULTS_FILE, SCHEMA,
 };
 pub use tables::markdown;
 
@@ -67,6 +68,71 @@ mod tests {
         assert!(e.contains("no records yet"), "{e}");
         // Each message is one line.
         assert!(!e.contains('\n'));
+    }
+
+    /// Every committed results file, embedded so the test also runs from a copied test binary.
+    const COMMITTED: [(&str, &str); 5] = [
+        (
+            "cpu-sum-full",
+            include_str!("../../../docs/results/cpu-sum-full/results.jsonl"),
+        ),
+        (
+            "h200-intensity",
+            include_str!("../../../docs/results/h200-intensity/results.jsonl"),
+        ),
+        (
+            "h200-quick",
+            include_str!("../../../docs/results/h200-quick/results.jsonl"),
+        ),
+        (
+            "h200-quick-all",
+            include_str!("../../../docs/results/h200-quick-all/results.jsonl"),
+        ),
+        (
+            "h200-sum-full",
+            include_str!("../../../docs/results/h200-sum-full/results.jsonl"),
+        ),
+    ];
+
+    #[test]
+    fn every_committed_results_file_loads_and_renders() {
+        // Where the source tree is at hand, a results directory added later must be listed above.
+        let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/results");
+        if let Ok(entries) = std::fs::read_dir(&docs) {
+            for e in entries.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                if e.path().join(RESULTS_FILE).exists() {
+                    assert!(
+                        COMMITTED.iter().any(|(n, _)| *n == name),
+                        "docs/results/{name} is not in COMMITTED"
+                    );
+                }
+            }
+        }
+        for (name, text) in COMMITTED {
+            let dir = tempfile::tempdir().unwrap();
+            std::fs::write(dir.path().join(RESULTS_FILE), text).unwrap();
+            let (records, notes) = load(dir.path()).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(records.len(), text.lines().count(), "{name}");
+            assert!(!notes.truncated_tail, "{name}");
+            assert!(records.iter().all(|r| r.schema == 1), "{name}");
+            // Every quantity of the old files is described by the migration table.
+            for r in &records {
+                for k in r.extra.keys() {
+                    assert!(
+                        r.descriptions.contains_key(k),
+                        "{name}: {} {k} undescribed",
+                        r.workload
+                    );
+                }
+            }
+            let md = markdown(&records);
+            assert!(md.starts_with("# mantissa report"), "{name}");
+            write_html(dir.path(), &records).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let csv = write_csv(dir.path(), &records).unwrap();
+            let csv = std::fs::read_to_string(csv).unwrap();
+            assert_eq!(csv.lines().count(), records.len() + 1, "{name}");
+        }
     }
 
     #[test]

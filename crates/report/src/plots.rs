@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use crate::record::Record;
+use crate::record::{fmt_dim3, Record};
 use crate::tables::{
     fmt_size, natural_cmp, precision_index, precision_rank, Accuracy, Cell, Config, Group, Naming,
     Shown, Timing,
@@ -452,7 +452,10 @@ fn slug(s: &str) -> String {
 fn backend_slug(c: &Config) -> String {
     match c.backend {
         crate::record::Backend::Cpu { threads } => format!("cpu{threads}"),
-        crate::record::Backend::Gpu { grid, block } => format!("gpu{grid}x{block}"),
+        crate::record::Backend::Gpu { grid, block } => {
+            let dim = |d: [u32; 3]| fmt_dim3(d).replace('×', "x");
+            format!("gpu{}x{}", dim(grid), dim(block))
+        }
         crate::record::Backend::GpuTiles { tile } => format!("gputiles{tile}"),
     }
 }

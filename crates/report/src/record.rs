@@ -17,9 +17,18 @@ use serde::{Deserialize, Serialize};
 /// File name of the records inside a study's output directory.
 pub const RESULTS_FILE: &str = "results.jsonl";
 
+/// The schema of the records this crate writes. Schema 1 (no `schema` field) had no build facts,
+/// 1-D GPU launches and no descriptions; [`read_records`] gives its lines the current shape.
+pub const SCHEMA: u32 = 2;
+
 /// One measurement point: what ran, where, how accurate and how fast.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Record {
+    /// Schema of the line this record was read from or will be written as ([`SCHEMA`]); a line
+    /// without the field is schema 1. A schema-1 record keeps 1 after [`read_records`] gives it
+    /// the current shape, so a report can say which facts were filled in rather than measured.
+    #[serde(default = "schema_1")]
+    pub schema: u32,
     /// Workload name: `sum`, `dot`, `pi-leibniz`, `pi-midpoint`, ...
     pub workload: String,
     /// The algorithm within the workload: `serial`, `fma-serial`, `pairwise`, `tree`, ...
@@ -32,9 +41,15 @@ pub struct Record {
     pub seed: u64,
     /// Precision name as on the command line (`f32`, `f64x2`, `mp256`, `exact`, ...).
     pub precision: String,
+    /// Where the point ran: CPU threads or a GPU launch.
     pub backend: Backend,
+    /// The flag-set name a GPU point's kernel was compiled with (`default`, `approx-div`,
+    /// `nofma+ftz`, ...); absent for CPU points.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flags: Option<String>,
     /// The machine: CPU model or GPU name.
     pub device: String,
+    /// Whether the point produced a result.
     pub status: Status,
     /// The computed result, rounded to f64 (absent when the point did not run).
     #[serde(default, with = "opt_float")]
@@ -42,8 +57,10 @@ pub struct Record {
     /// The exact (or reference) result, rounded to f64.
     #[serde(default, with = "opt_float")]
     pub reference: Option<f64>,
+    /// Accuracy of `value` against `reference` (absent when the point did not run).
     #[serde(default)]
     pub error: Option<ErrorMetrics>,
+    /// Run times (absent when the point did not run).
     #[serde(default)]
     pub time: Option<TimeStats>,
     /// Further measured quantities of the point, by name: PTX instruction counts of the kernel
@@ -51,13 +68,49 @@ pub struct Record {
     /// from the JSON line when empty.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub extra: BTreeMap<String, f64>,
+    /// What each `extra` quantity is, by the same name, as the workload that measured it says
+    /// (thresholds included: "entries with |L·U − A| > 1e-4"). Absent from the JSON line when
+    /// empty.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub descriptions: BTreeMap<String, String>,
     /// Anything a reader needs to interpret the point (a skipped reason, a caveat).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// How a GPU point's kernel was built (front end, options, architecture, source hash);
+    /// absent for CPU points and where the runner did not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build: Option<Build>,
     /// mantissa version that produced the record.
     pub version: String,
+    /// The mantissa git revision that produced the record (`git rev-parse --short=12 HEAD`, with
+    /// `-dirty` when the tree had changes), or `unknown` (built outside a git checkout, or a
+    /// schema-1 record, which did not say).
+    #[serde(default)]
+    pub git_revision: String,
     /// When the point completed, UTC, RFC 3339.
     pub date: String,
+}
+
+fn schema_1() -> u32 {
+    1
+}
+
+/// How a GPU kernel was built: the facts that decide its code, so that two records with the same
+/// build ran the same machine code. Filled by the study from the GPU crate's compiled module.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Build {
+    /// The compiler front end: `nvrtc`, `nvcc`, or `ptx` for ready PTX.
+    pub front_end: String,
+    /// Its version, e.g. `13.0`.
+    pub front_end_version: String,
+    /// The flag-set name (`default`, `strict`, `nofma+ftz`, ...).
+    pub flags: String,
+    /// Every option passed to the front end, in order.
+    pub options: Vec<String>,
+    /// The target architecture, e.g. `sm_90`.
+    pub arch: String,
+    /// Hex hash of the source and every file it includes.
+    pub source_hash: String,
 }
 
 /// Where a point ran.
@@ -65,29 +118,89 @@ pub struct Record {
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum Backend {
     /// The CPU with this many threads (1 = sequential).
-    Cpu { threads: u32 },
-    /// The GPU with a grid of `grid` blocks of `block` threads.
-    Gpu { grid: u32, block: u32 },
+    Cpu {
+        /// Worker threads (1 = sequential).
+        threads: u32,
+    },
+    /// The GPU with a grid of `grid` blocks of `block` threads, each as (x, y, z). Schema-1
+    /// lines hold one number per field, which reads as (n, 1, 1).
+    Gpu {
+        /// Blocks per grid dimension.
+        #[serde(deserialize_with = "dim3::deserialize")]
+        grid: [u32; 3],
+        /// Threads per block dimension.
+        #[serde(deserialize_with = "dim3::deserialize")]
+        block: [u32; 3],
+    },
     /// The GPU running a tiled algorithm (Gaussian elimination, blocked LU) with `tile`×`tile`
     /// thread blocks; the grid follows from the problem size, so the tile is the configuration.
     #[serde(rename = "gpu-tiles")]
-    GpuTiles { tile: u32 },
+    GpuTiles {
+        /// Tile edge: blocks of `tile`×`tile` threads.
+        tile: u32,
+    },
 }
 
 impl Backend {
+    /// A 1-D GPU launch: `grid` blocks of `block` threads.
+    pub const fn gpu(grid: u32, block: u32) -> Backend {
+        Backend::Gpu {
+            grid: [grid, 1, 1],
+            block: [block, 1, 1],
+        }
+    }
+
+    /// Whether the point ran on a GPU.
     pub fn is_gpu(&self) -> bool {
         matches!(self, Backend::Gpu { .. } | Backend::GpuTiles { .. })
     }
 }
 
+/// A launch dimension as tables print it: `64` when only x is used, else `8×8` or `8×8×2`.
+pub(crate) fn fmt_dim3(d: [u32; 3]) -> String {
+    match d {
+        [x, 1, 1] => x.to_string(),
+        [x, y, 1] => format!("{x}×{y}"),
+        [x, y, z] => format!("{x}×{y}×{z}"),
+    }
+}
+
 impl fmt::Display for Backend {
-    /// `cpu×4` / `gpu 64×32`: the configuration as tables print it.
+    /// `cpu×4` / `gpu 64×32` / `gpu (8×8)×(16×16)`: the configuration as tables print it.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // A multi-dimensional grid or block is parenthesised so its × does not read as grid × block.
+        let part = |d: [u32; 3]| {
+            let s = fmt_dim3(d);
+            if s.contains('×') {
+                format!("({s})")
+            } else {
+                s
+            }
+        };
         match self {
             Backend::Cpu { threads } => write!(f, "cpu×{threads}"),
-            Backend::Gpu { grid, block } => write!(f, "gpu {grid}×{block}"),
+            Backend::Gpu { grid, block } => write!(f, "gpu {}×{}", part(*grid), part(*block)),
             Backend::GpuTiles { tile } => write!(f, "gpu tiles {tile}×{tile}"),
         }
+    }
+}
+
+/// A launch dimension: `[x, y, z]`, or a schema-1 number `n` meaning `[n, 1, 1]`.
+mod dim3 {
+    use serde::{Deserialize, Deserializer};
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Dim {
+        One(u32),
+        Three([u32; 3]),
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<[u32; 3], D::Error> {
+        Ok(match Dim::deserialize(d)? {
+            Dim::One(x) => [x, 1, 1],
+            Dim::Three(v) => v,
+        })
     }
 }
 
@@ -95,6 +208,7 @@ impl fmt::Display for Backend {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Status {
+    /// It ran and the record holds its result.
     Ok,
     /// The configuration needs more shared memory or registers than the device has.
     OutOfResources,
@@ -122,9 +236,13 @@ pub struct ErrorMetrics {
 /// Run times of the point's repetitions, in milliseconds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TimeStats {
+    /// Median of the timed repetitions.
     pub median_ms: f64,
+    /// Fastest repetition.
     pub min_ms: f64,
+    /// Slowest repetition.
     pub max_ms: f64,
+    /// Timed repetitions (warm-ups not counted).
     pub reps: u32,
 }
 
@@ -164,12 +282,29 @@ impl Record {
             &self.precision,
             &self.backend,
             &self.device,
+            self.flags.as_deref(),
         )
+    }
+
+    /// Parses one line of a results file into the current shape: a schema-1 line gets the
+    /// fields schema 1 lacked from [`crate::schema1`]'s migration table.
+    pub fn from_json_line(line: &str) -> Result<Record, serde_json::Error> {
+        let mut r: Record = serde_json::from_str(line)?;
+        if r.schema < 2 {
+            crate::schema1::migrate(&mut r);
+        }
+        Ok(r)
     }
 
     /// The mantissa version building this crate.
     pub fn current_version() -> String {
         env!("CARGO_PKG_VERSION").to_string()
+    }
+
+    /// The mantissa git revision this crate was built from (see [`Record::git_revision`]),
+    /// found by the crate's build script.
+    pub fn current_git_revision() -> String {
+        env!("MANTISSA_GIT_REVISION").to_string()
     }
 
     /// The current time, UTC, RFC 3339 with seconds (`2026-11-22T06:40:00Z`).
@@ -182,7 +317,29 @@ impl Record {
     }
 }
 
-/// The key of a point before it has run (see [`Record::key`]).
+/// The fields of a point key, by name (serialised as a JSON object, which escapes every value,
+/// so no device or input name can make two different points share a key).
+#[derive(Serialize)]
+struct PointKey<'a> {
+    workload: &'a str,
+    algorithm: &'a str,
+    input: &'a str,
+    size: u64,
+    seed: u64,
+    precision: &'a str,
+    backend: &'a Backend,
+    device: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    flags: Option<&'a str>,
+}
+
+/// The flag set a kernel compiled without naming one gets: a point with these flags has the
+/// same key as one that names none (schema-1 GPU records named none and were built with it).
+pub const DEFAULT_FLAGS: &str = "default";
+
+/// The key of a point before it has run (see [`Record::key`]): a JSON object of its named
+/// fields, e.g. `{"workload":"sum",...,"backend":{"kind":"cpu","threads":4},"device":"..."}`.
+/// `flags` appears only when it is not [`DEFAULT_FLAGS`].
 #[allow(clippy::too_many_arguments)]
 pub fn point_key(
     workload: &str,
@@ -193,13 +350,20 @@ pub fn point_key(
     precision: &str,
     backend: &Backend,
     device: &str,
+    flags: Option<&str>,
 ) -> String {
-    let b = match backend {
-        Backend::Cpu { threads } => format!("cpu:{threads}"),
-        Backend::Gpu { grid, block } => format!("gpu:{grid}x{block}"),
-        Backend::GpuTiles { tile } => format!("gpu-tiles:{tile}"),
+    let key = PointKey {
+        workload,
+        algorithm,
+        input,
+        size,
+        seed,
+        precision,
+        backend,
+        device,
+        flags: flags.filter(|f| *f != DEFAULT_FLAGS),
     };
-    format!("{workload}|{algorithm}|{input}|{size}|{seed}|{precision}|{b}|{device}")
+    serde_json::to_string(&key).expect("strings, integers and a plain enum always serialise")
 }
 
 /// Seconds since the Unix epoch as an RFC 3339 UTC timestamp (proleptic Gregorian calendar).
@@ -228,16 +392,30 @@ fn rfc3339_utc(secs: u64) -> String {
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
     // The cause is in the message, not chained as a source, so `{:#}` does not print it twice.
+    /// Reading or writing `path` failed.
     #[error("{path}: {cause}")]
-    Io { path: PathBuf, cause: io::Error },
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What the system said.
+        cause: io::Error,
+    },
+    /// A line of `path` is not a record.
     #[error("{path}:{line}: not a mantissa record: {message}")]
     Parse {
+        /// The file.
         path: PathBuf,
+        /// Its 1-based line number.
         line: usize,
+        /// What the JSON parser said.
         message: String,
     },
+    /// There is no results file at `path`.
     #[error("{path}: no such file (run `mantissa study --out DIR` first, then point at DIR)")]
-    Missing { path: PathBuf },
+    Missing {
+        /// Where it was looked for.
+        path: PathBuf,
+    },
 }
 
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> RecordError + '_ {
@@ -284,7 +462,7 @@ pub fn read_records(path: &Path) -> Result<(Vec<Record>, ReadNotes), RecordError
         if text.is_empty() {
             continue;
         }
-        match serde_json::from_str::<Record>(text) {
+        match Record::from_json_line(text) {
             Ok(r) => records.push(r),
             Err(_) if !terminated => notes.truncated_tail = true,
             Err(e) => {
@@ -356,6 +534,7 @@ impl ResultsLog {
         })
     }
 
+    /// The `results.jsonl` being appended to.
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -497,6 +676,7 @@ mod tests {
 
     fn sample() -> Record {
         Record {
+            schema: SCHEMA,
             workload: "sum".into(),
             algorithm: "serial".into(),
             input: "range5".into(),
@@ -515,9 +695,13 @@ mod tests {
                 digits: None,
             }),
             time: TimeStats::from_samples(&[3.0, 1.0, 2.0, 10.0]),
+            flags: None,
             extra: Default::default(),
+            descriptions: Default::default(),
             note: None,
+            build: None,
             version: Record::current_version(),
+            git_revision: Record::current_git_revision(),
             date: Record::now(),
         }
     }
@@ -536,6 +720,65 @@ mod tests {
         assert_eq!(back.value, Some(f64::INFINITY));
         assert!(back.error.as_ref().unwrap().ulps.unwrap().is_nan());
         assert_eq!(back.key(), r.key());
+    }
+
+    #[test]
+    fn a_v2_record_round_trips_with_build_flags_descriptions_and_a_3d_launch() {
+        let mut r = sample();
+        r.backend = Backend::Gpu {
+            grid: [8, 4, 2],
+            block: [16, 16, 1],
+        };
+        r.flags = Some("nofma+ftz".into());
+        r.extra.insert("gflops".into(), 12.5);
+        r.descriptions
+            .insert("gflops".into(), "2/3·n³ operations per second".into());
+        r.build = Some(Build {
+            front_end: "nvrtc".into(),
+            front_end_version: "13.0".into(),
+            flags: "nofma+ftz".into(),
+            options: vec!["--fmad=false".into(), "--ftz=true".into()],
+            arch: "sm_90".into(),
+            source_hash: "0123abcd".into(),
+        });
+        let line = serde_json::to_string(&r).unwrap();
+        assert!(line.starts_with(r#"{"schema":2,"#), "{line}");
+        assert!(
+            line.contains(r#""backend":{"kind":"gpu","grid":[8,4,2],"block":[16,16,1]}"#),
+            "{line}"
+        );
+        let back = Record::from_json_line(&line).unwrap();
+        // NaN fields compare unequal: compare the line written from the copy instead.
+        assert_eq!(serde_json::to_string(&back).unwrap(), line);
+        assert_eq!(back.build, r.build);
+        assert_eq!(back.descriptions, r.descriptions);
+        assert_eq!(back.key(), r.key());
+        assert_eq!(r.backend.to_string(), "gpu (8×4×2)×(16×16)");
+        assert_eq!(Backend::gpu(64, 32).to_string(), "gpu 64×32");
+    }
+
+    #[test]
+    fn point_keys_name_their_fields_and_ignore_only_the_default_flags() {
+        let r = sample();
+        let key: serde_json::Value = serde_json::from_str(&r.key()).unwrap();
+        assert_eq!(key["workload"], "sum");
+        assert_eq!(key["size"], 1 << 20);
+        assert_eq!(key["backend"]["threads"], 4);
+        assert!(key.get("flags").is_none());
+        let mut f = r.clone();
+        f.flags = Some(DEFAULT_FLAGS.into());
+        assert_eq!(f.key(), r.key());
+        f.flags = Some("strict".into());
+        assert_ne!(f.key(), r.key());
+        // Separators inside values cannot make two points collide.
+        let mut a = r.clone();
+        a.input = "x|1".into();
+        a.device = "d".into();
+        let mut b = r.clone();
+        b.input = "x".into();
+        b.device = "1|d".into();
+        assert_ne!(a.key(), b.key());
+        assert!(!Record::current_git_revision().is_empty());
     }
 
     #[test]

@@ -101,9 +101,9 @@ impl Config {
 impl Ord for Config {
     fn cmp(&self, other: &Self) -> Ordering {
         let key = |b: &Backend| match *b {
-            Backend::Cpu { threads } => (0, threads, 0),
+            Backend::Cpu { threads } => (0, [threads, 0, 0], [0; 3]),
             Backend::Gpu { grid, block } => (1, grid, block),
-            Backend::GpuTiles { tile } => (2, tile, 0),
+            Backend::GpuTiles { tile } => (2, [tile, 0, 0], [0; 3]),
         };
         key(&self.backend)
             .cmp(&key(&other.backend))
@@ -651,19 +651,6 @@ impl Accuracy<'_> {
     }
 }
 
-/// What an `extra` quantity is, for table titles; unknown names print as they are.
-fn extra_title(key: &str) -> String {
-    match key {
-        "mismatches" => "Entries with |L·U − A| > 1e-4 (seed 000 Table 17)".into(),
-        "mismatch_pct" => "% of entries with |L·U − A| > 1e-4 (seed 000 Table 17)".into(),
-        "gflops" => "GFLOP/s".into(),
-        "saturated" => "Saturated (1 = above 70% of the device's FP ceiling)".into(),
-        "differs_from_cpu" => "Sampled GPU results whose bits differ from the CPU model".into(),
-        "elements" => "Elements computed per point".into(),
-        _ => key.to_string(),
-    }
-}
-
 /// An `extra` value: whole numbers as integers, others in four significant digits.
 fn fmt_extra(x: f64) -> String {
     if x.is_finite() && x.fract() == 0.0 && x.abs() < 1e15 {
@@ -677,6 +664,20 @@ fn fmt_extra(x: f64) -> String {
 const PTX_PREFIX: &str = "ptx.";
 
 impl Group<'_> {
+    /// What an `extra` quantity is, for table titles: the description the records give it
+    /// (the latest record's, should a re-run have reworded it) and its name, or the name alone.
+    fn extra_title(&self, key: &str) -> String {
+        match self
+            .records
+            .iter()
+            .rev()
+            .find_map(|r| r.descriptions.get(key))
+        {
+            Some(d) => format!("{d} ({key})"),
+            None => key.to_string(),
+        }
+    }
+
     /// Tables of the records' further quantities (`Record::extra`): the PTX instruction counts
     /// of each kernel in one table (rows input and size, columns precision; counts depend on the
     /// kernel, not on the launch), and every other quantity in a table of its own with a row per
@@ -712,7 +713,7 @@ impl Group<'_> {
                 .count();
             match values.iter().next() {
                 Some(&bits) if values.len() == 1 && holders > 1 => {
-                    constant.push(vec![extra_title(key), fmt_extra(f64::from_bits(bits))]);
+                    constant.push(vec![self.extra_title(key), fmt_extra(f64::from_bits(bits))]);
                 }
                 _ => tables.push(self.extra_table(key, &precisions, naming)),
             }
@@ -830,7 +831,7 @@ impl Group<'_> {
             out_rows.push(row);
         }
         Table {
-            title: extra_title(key),
+            title: self.extra_title(key),
             headers,
             rows: out_rows,
             text_columns,
@@ -1069,6 +1070,7 @@ pub(crate) mod tests {
     /// A record of the summation study; tests change what they need.
     pub fn rec(precision: &str, input: &str, backend: Backend, abs: f64, ms: f64) -> Record {
         Record {
+            schema: crate::SCHEMA,
             workload: "sum".into(),
             algorithm: "serial".into(),
             input: input.into(),
@@ -1092,20 +1094,21 @@ pub(crate) mod tests {
                 digits: None,
             }),
             time: TimeStats::from_samples(&[ms]),
+            flags: None,
             extra: Default::default(),
+            descriptions: Default::default(),
             note: None,
+            build: None,
             version: "0.1.0".into(),
+            git_revision: "0123456789ab".into(),
             date: "2026-11-22T06:00:00Z".into(),
         }
     }
 
     pub const CPU1: Backend = Backend::Cpu { threads: 1 };
     pub const CPU2: Backend = Backend::Cpu { threads: 2 };
-    pub const G1: Backend = Backend::Gpu { grid: 1, block: 32 };
-    pub const G64: Backend = Backend::Gpu {
-        grid: 64,
-        block: 32,
-    };
+    pub const G1: Backend = Backend::gpu(1, 32);
+    pub const G64: Backend = Backend::gpu(64, 32);
 
     /// Seed 000, Table 11/12 in miniature: two ranges, CPU and two GPU shapes, an overflow, an
     /// exact zero, an out-of-resources launch and a point with three seeds.
@@ -1115,7 +1118,7 @@ pub(crate) mod tests {
             for b in [CPU1, CPU2, G1, G64] {
                 let speed = match b {
                     Backend::Cpu { threads } => 100.0 / f64::from(threads),
-                    Backend::Gpu { grid, .. } => 50.0 / f64::from(grid),
+                    Backend::Gpu { grid, .. } => 50.0 / f64::from(grid[0]),
                     Backend::GpuTiles { tile } => 10.0 / f64::from(tile),
                 };
                 // CPU threads sum in the same order here, so their tables merge.
@@ -1448,6 +1451,11 @@ pub(crate) mod tests {
                 r.extra.insert("ptx.add.f64".into(), adds);
                 r.extra.insert("ptx.mul.f64".into(), 16.0);
                 r.extra.insert("mismatch_pct".into(), pct);
+                // Schema 2: the workload describes its quantities, thresholds included.
+                r.descriptions.insert(
+                    "mismatch_pct".into(),
+                    "% of entries with |L·U − A| > 1e-4 (seed 000 Table 17)".into(),
+                );
                 v.push(r);
             }
         }

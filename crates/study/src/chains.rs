@@ -221,11 +221,8 @@ pub fn cpu_points(cfg: &StudyConfig, w: Workload) -> Vec<Point> {
 
 /// The GPU points of workload `w` in `cfg` on a device whose full launch is `full`.
 pub fn gpu_points(cfg: &StudyConfig, w: Workload, full: (u32, u32)) -> Vec<Point> {
-    let one = Backend::Gpu { grid: 1, block: 1 };
-    let all = Backend::Gpu {
-        grid: full.0,
-        block: full.1,
-    };
+    let one = Backend::gpu(1, 1);
+    let all = Backend::gpu(full.0, full.1);
     let mut points = Vec::new();
     let mut add = |workload, algorithm, class: &InputClass, size, p, backend| {
         points.push(Point {
@@ -449,6 +446,7 @@ fn ok_measurement(
         time: Some(time),
         extra,
         note,
+        build: None,
     }
 }
 
@@ -462,6 +460,7 @@ fn failed(why: String) -> Measurement {
         time: None,
         extra: BTreeMap::new(),
         note: Some(why),
+        build: None,
     }
 }
 
@@ -718,7 +717,11 @@ pub fn device_bytes(point: &Point) -> u64 {
         _ => 16,
     };
     let threads = match point.backend {
-        Backend::Gpu { grid, block } => u64::from(grid) * u64::from(block),
+        Backend::Gpu { grid, block } => grid
+            .into_iter()
+            .chain(block)
+            .map(u64::from)
+            .product::<u64>(),
         _ => 1,
     };
     // Factors or y's, and per thread a start value (do/undo) and a result.
@@ -885,8 +888,14 @@ impl<'g> GpuRunner<'g> {
         point: &Point,
         timing: TimingOptions,
     ) -> Result<Measurement, GpuError> {
-        let (Some(class), StudyPrecision::Real(p), Backend::Gpu { grid, block }) =
-            (class_of(point), point.precision, point.backend)
+        let (
+            Some(class),
+            StudyPrecision::Real(p),
+            Backend::Gpu {
+                grid: [grid, 1, 1],
+                block: [block, 1, 1],
+            },
+        ) = (class_of(point), point.precision, point.backend)
         else {
             return Ok(failed(format!(
                 "{} on the GPU needs an interval class, a real precision and a grid × block launch",
@@ -1289,9 +1298,7 @@ mod tests {
             .iter()
             .all(|p| p.size == DOUNDO_QUICK && p.algorithm == "div-rn"));
         let gpu = gpu_points(&cfg, Workload::DoUndo, (264, 1024));
-        let serial = gpu
-            .iter()
-            .filter(|p| p.backend == Backend::Gpu { grid: 1, block: 1 });
+        let serial = gpu.iter().filter(|p| p.backend == Backend::gpu(1, 1));
         assert_eq!(
             serial.count(),
             4 * 3 * 3,
@@ -1299,7 +1306,7 @@ mod tests {
         );
         let wide: Vec<&Point> = gpu
             .iter()
-            .filter(|p| p.backend != Backend::Gpu { grid: 1, block: 1 })
+            .filter(|p| p.backend != Backend::gpu(1, 1))
             .collect();
         assert_eq!(
             wide.len(),
@@ -1348,9 +1355,7 @@ mod tests {
         let gpu = gpu_points(&cfg, Workload::DoUndo, (8, 32));
         assert!(gpu.iter().all(|p| p.precision.to_string() == "f32"));
         // User classes all get throughput points.
-        assert!(gpu
-            .iter()
-            .any(|p| p.backend == Backend::Gpu { grid: 8, block: 32 }));
+        assert!(gpu.iter().any(|p| p.backend == Backend::gpu(8, 32)));
         let gchain = gpu_points(&cfg, Workload::Chain, (8, 32));
         assert!(gchain.iter().all(|p| p.precision.to_string() != "mp128"));
     }

@@ -123,7 +123,11 @@ pub fn run_gpu(
                     cached = Some((id.clone(), Inputs::of(point)));
                 }
                 let inputs = &cached.as_ref().expect("just filled").1;
-                let Backend::Gpu { grid, block } = point.backend else {
+                let Backend::Gpu {
+                    grid: [grid, 1, 1],
+                    block: [block, 1, 1],
+                } = point.backend
+                else {
                     unreachable!("reductions run on grid × block launches")
                 };
                 run_point(&mut reducer, point, inputs, Shape::new(grid, block), timing)
@@ -206,6 +210,7 @@ fn failed_record(point: &Point, device: &str, e: &GpuError) -> Record {
         time: None,
         extra: Default::default(),
         note: Some(e.to_string()),
+        build: None,
     }
     .record(point, device)
 }

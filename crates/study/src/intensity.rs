@@ -680,21 +680,15 @@ pub fn cpu_points(cfg: &StudyConfig, w: Workload) -> Vec<Point> {
 pub fn gpu_backends(full: (u32, u32)) -> Vec<Backend> {
     let mut v: Vec<Backend> = [1, 256, 512, 1024]
         .iter()
-        .map(|&block| Backend::Gpu { grid: 1, block })
+        .map(|&block| Backend::gpu(1, block))
         .collect();
     let threads = u64::from(full.0) * u64::from(full.1);
     let in_256 = u32::try_from(threads.div_ceil(256))
         .unwrap_or(u32::MAX)
         .max(1);
     for b in [
-        Backend::Gpu {
-            grid: full.0.max(1),
-            block: full.1.max(1),
-        },
-        Backend::Gpu {
-            grid: in_256,
-            block: 256,
-        },
+        Backend::gpu(full.0.max(1), full.1.max(1)),
+        Backend::gpu(in_256, 256),
     ] {
         if !v.contains(&b) {
             v.push(b);
@@ -754,6 +748,7 @@ impl PrecisionVisitor for CpuRun<'_> {
             time: Some(time),
             extra,
             note: None,
+            build: None,
         }
     }
 }
@@ -786,7 +781,14 @@ pub fn measure_cpu(point: &Point, pool: Option<&ThreadPool>, timing: CpuTiming) 
 /// are bounded by free memory separately).
 pub fn device_bytes(point: &Point) -> u64 {
     match point.backend {
-        Backend::Gpu { grid, block } => u64::from(grid) * u64::from(block) * 16 * 2,
+        Backend::Gpu { grid, block } => {
+            grid.into_iter()
+                .chain(block)
+                .map(u64::from)
+                .product::<u64>()
+                * 16
+                * 2
+        }
         _ => 0,
     }
 }
@@ -864,11 +866,19 @@ impl<'g> GpuRunner<'g> {
         point: &Point,
         timing: TimingOptions,
     ) -> Result<Measurement, GpuError> {
-        let (Some(op), StudyPrecision::Real(p), Backend::Gpu { grid, block }) = (
+        let (
+            Some(op),
+            StudyPrecision::Real(p),
+            Backend::Gpu {
+                grid: [grid, 1, 1],
+                block: [block, 1, 1],
+            },
+        ) = (
             Op::of_algorithm(point.algorithm),
             point.precision,
             point.backend,
-        ) else {
+        )
+        else {
             unreachable!("the planner makes intensity points of add/mul on grid × block launches")
         };
         let run = GpuRun {
@@ -1113,6 +1123,7 @@ impl GpuRun<'_, '_> {
             time: Some(time_stats(&t)),
             extra,
             note,
+            build: None,
         })
     }
 }
@@ -1402,10 +1413,7 @@ mod tests {
             (264, 1024),
             (1056, 256),
         ] {
-            let want = Backend::Gpu {
-                grid: b.0,
-                block: b.1,
-            };
+            let want = Backend::gpu(b.0, b.1);
             assert!(full.iter().any(|p| p.backend == want), "{want:?}");
         }
         let mut c = cfg(Suite::Quick);

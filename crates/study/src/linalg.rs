@@ -553,6 +553,7 @@ fn measured() -> Measurement {
         time: None,
         extra: BTreeMap::new(),
         note: None,
+        build: None,
     }
 }
 

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use mantissa_gpu::Timing;
-use mantissa_report::{ErrorMetrics, Record, Status, TimeStats};
+use mantissa_report::{Build, ErrorMetrics, Record, Status, TimeStats, SCHEMA};
 
 use crate::study::Point;
 
@@ -29,6 +29,8 @@ pub struct Measurement {
     /// Further measured quantities by name (see [`Record::extra`]).
     pub extra: BTreeMap<String, f64>,
     pub note: Option<String>,
+    /// How the point's kernel was built (GPU points; `None` until the runner says).
+    pub build: Option<Build>,
 }
 
 impl Measurement {
@@ -42,12 +44,14 @@ impl Measurement {
             time: None,
             extra: BTreeMap::new(),
             note: Some(why.into()),
+            build: None,
         }
     }
 
     /// The record of `point` on `device`.
     pub fn record(&self, point: &Point, device: &str) -> Record {
         Record {
+            schema: SCHEMA,
             workload: point.workload.to_string(),
             algorithm: point.algorithm.to_string(),
             input: point.data.name(),
@@ -55,6 +59,7 @@ impl Measurement {
             seed: point.seed,
             precision: point.precision.to_string(),
             backend: point.backend,
+            flags: None,
             device: device.to_string(),
             status: self.status.clone(),
             value: self.value,
@@ -62,8 +67,11 @@ impl Measurement {
             error: self.error.clone(),
             time: self.time.clone(),
             extra: self.extra.clone(),
+            descriptions: BTreeMap::new(),
             note: self.note.clone(),
+            build: self.build.clone(),
             version: Record::current_version(),
+            git_revision: Record::current_git_revision(),
             date: Record::now(),
         }
     }

@@ -310,6 +310,8 @@ impl Point {
             &self.precision.to_string(),
             &self.backend,
             device,
+            // Every kernel of these points is built with the default flag set.
+            None,
         )
     }
 }
@@ -535,22 +537,13 @@ impl Plan {
     /// other classes on 128×32 (the thesis's best) and `full`.
     pub fn gpu(cfg: &StudyConfig, full: (u32, u32)) -> Plan {
         let quick = cfg.suite == Suite::Quick;
-        let full_backend = Backend::Gpu {
-            grid: full.0,
-            block: full.1,
-        };
+        let full_backend = Backend::gpu(full.0, full.1);
         let all_shapes: Vec<Backend> = SEED_000_GRID
             .iter()
-            .map(|&(grid, block)| Backend::Gpu { grid, block })
+            .map(|&(grid, block)| Backend::gpu(grid, block))
             .chain([full_backend])
             .collect();
-        let few_shapes = vec![
-            Backend::Gpu {
-                grid: 128,
-                block: 32,
-            },
-            full_backend,
-        ];
+        let few_shapes = vec![Backend::gpu(128, 32), full_backend];
         let precisions: Vec<StudyPrecision> = cfg
             .precisions
             .iter()
@@ -630,7 +623,7 @@ impl Plan {
                 Workload::Dot => {
                     // The white paper's vectors on one thread: the same serial algorithms as the
                     // CPU, so the same bits (seed 004 §3.2).
-                    let one = [Backend::Gpu { grid: 1, block: 1 }];
+                    let one = [Backend::gpu(1, 1)];
                     add("dot", "serial", &Data::WhitePaper, 4, 0, &one);
                     add("dot", "fma-serial", &Data::WhitePaper, 4, 0, &one);
                     let sizes = cfg.sizes.clone().unwrap_or_else(|| {
@@ -656,7 +649,7 @@ impl Plan {
                     kernel_style.extend(crate::chains::gpu_points(cfg, w, full))
                 }
                 Workload::Pi => {
-                    let one = [Backend::Gpu { grid: 1, block: 1 }];
+                    let one = [Backend::gpu(1, 1)];
                     add("pi-leibniz", "serial", &Data::Nothing, 2000, 0, &one);
                     for e in 2..=9 {
                         add(
@@ -973,6 +966,7 @@ pub fn record(
         time: Some(outcome.time.clone()),
         extra: Default::default(),
         note,
+        build: None,
     }
     .record(point, device)
 }

@@ -224,7 +224,7 @@ fn a_small_gpu_plan_measures_every_point() {
             assert!(m.extra[&format!("ptx.{}", mode.instruction())] > 0.0);
             assert!(m.extra["gsteps_per_s"] > 0.0);
         }
-        if p.backend != (Backend::Gpu { grid: 1, block: 1 }) {
+        if p.backend != (Backend::gpu(1, 1)) {
             assert!(m.extra["threads_scored"] > 0.0, "{}", p.key("gpu"));
             assert_eq!(m.extra["threads"], f64::from(full.0) * f64::from(full.1));
         }

@@ -278,7 +278,7 @@ fn gpu_points_measure() {
         size: n,
         seed: 1,
         precision: StudyPrecision::Real(p),
-        backend: Backend::Gpu { grid, block },
+        backend: Backend::gpu(grid, block),
     };
     let timing = TimingOptions { warmup: 1, reps: 5 };
     for p in [Precision::F64, Precision::F64x2, Precision::F32] {
