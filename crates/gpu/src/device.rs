@@ -27,29 +27,46 @@ pub const CEILINGS_METHOD: &str = "ceilings/1: dtod copy min(1 GiB, free/4), med
 /// What the driver reports about a device.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DeviceInfo {
+    /// The CUDA ordinal (after CUDA_VISIBLE_DEVICES).
     pub ordinal: usize,
+    /// The device name, e.g. `NVIDIA H200`.
     pub name: String,
+    /// Compute capability (9.0 for Hopper).
     pub compute_capability: Arch,
+    /// Streaming multiprocessors.
     pub sm_count: u32,
+    /// Global memory, bytes.
     pub total_memory_bytes: u64,
+    /// L2 cache, bytes.
     pub l2_bytes: u64,
     /// Peak SM clock; `None` where the driver no longer reports it.
     pub sm_clock_mhz: Option<u32>,
+    /// Peak memory clock; `None` where the driver no longer reports it.
     pub memory_clock_mhz: Option<u32>,
+    /// Memory bus width in bits, where reported.
     pub memory_bus_bits: Option<u32>,
+    /// Whether ECC is on, where reported.
     pub ecc_enabled: Option<bool>,
+    /// Threads per warp.
     pub warp_size: u32,
+    /// Threads a block may have at most (kernels may allow fewer).
     pub max_threads_per_block: u32,
+    /// Resident threads per SM at most.
     pub max_threads_per_sm: u32,
+    /// Largest block, per dimension.
     pub max_block_dims: (u32, u32, u32),
+    /// Largest grid, per dimension.
     pub max_grid_dims: (u32, u32, u32),
     /// Shared memory a block may have after opting in (above the default 48 KiB).
     pub max_shared_per_block_optin: u32,
+    /// The CUDA version the driver supports.
     pub driver: CudaVersion,
+    /// The NVRTC version compiling for this device.
     pub nvrtc: CudaVersion,
 }
 
 impl DeviceInfo {
+    /// The compute capability as an architecture (the same value, named for targets).
     pub fn arch(&self) -> Arch {
         self.compute_capability
     }
@@ -117,7 +134,9 @@ pub struct Ceilings {
     pub copy_gb_s: f64,
     /// Bytes in each of the two copy buffers.
     pub copy_bytes: u64,
+    /// FP32 FMA throughput, GFLOP/s (an FMA counts two).
     pub fp32_fma_gflop_s: f64,
+    /// FP64 FMA throughput, GFLOP/s (an FMA counts two).
     pub fp64_fma_gflop_s: f64,
     /// FP32 over FP64 FMA throughput.
     pub slug_factor: f64,
@@ -130,7 +149,9 @@ pub struct Ceilings {
 /// A device's driver facts and (optionally) its measured ceilings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DeviceReport {
+    /// What the driver reports.
     pub info: DeviceInfo,
+    /// The measured ceilings, when asked for.
     pub ceilings: Option<Ceilings>,
     /// Whether the ceilings were read from the cache rather than measured now.
     pub ceilings_from_cache: bool,

@@ -34,6 +34,7 @@ impl fmt::Display for DriverStatus {
 }
 
 impl DriverStatus {
+    /// The status's number, as CUDA defines it.
     pub fn code(self) -> u32 {
         self.0 as u32
     }
@@ -144,31 +145,64 @@ fn looked_list(looked: &[PathBuf]) -> String {
 /// Why a run is CPU-only. Each message is one line meant to be shown once at start-up.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum GpuUnavailable {
+    /// No libcuda: no NVIDIA driver.
     #[error("CPU only: no CUDA driver library (libcuda.so.1) on the library path; install the NVIDIA driver to use a GPU")]
     NoDriver,
+    /// `cuInit` failed.
     #[error("CPU only: the CUDA driver failed to start ({status}): {}", .status.hint())]
-    DriverInit { status: DriverStatus },
-    #[error("CPU only: the NVIDIA driver supports CUDA {found}, mantissa's bindings need CUDA 13.0 or newer: update the driver to 580 or newer")]
-    DriverTooOld { found: CudaVersion },
-    #[error("CPU only: the CUDA driver is present but sees no GPU ({detail}); check CUDA_VISIBLE_DEVICES and that /dev/nvidia* exist")]
-    NoDevice { detail: String },
-    #[error("CPU only: GPU {ordinal} was asked for but the driver sees {count} GPU(s) (ordinals start at 0)")]
-    NoSuchDevice { ordinal: usize, count: usize },
-    #[error("CPU only: {0}")]
-    Nvrtc(NvrtcUnavailable),
-    #[error("CPU only: NVRTC {nvrtc} cannot compile for this GPU (compute capability {arch}); it supports {supported}; use an NVRTC that supports {sm}", sm = .arch.sm())]
-    ArchUnsupported {
-        arch: Arch,
-        nvrtc: CudaVersion,
-        supported: String,
-    },
-    #[error("CPU only: cannot open GPU {ordinal} ({status}): {}", .status.hint())]
-    Context {
-        ordinal: usize,
+    DriverInit {
+        /// The driver status.
         status: DriverStatus,
     },
+    /// The driver supports a CUDA older than the bindings need.
+    #[error("CPU only: the NVIDIA driver supports CUDA {found}, mantissa's bindings need CUDA 13.0 or newer: update the driver to 580 or newer")]
+    DriverTooOld {
+        /// The version found.
+        found: CudaVersion,
+    },
+    /// The driver started but sees no GPU.
+    #[error("CPU only: the CUDA driver is present but sees no GPU ({detail}); check CUDA_VISIBLE_DEVICES and that /dev/nvidia* exist")]
+    NoDevice {
+        /// What the driver said.
+        detail: String,
+    },
+    /// An ordinal past the GPUs the driver sees.
+    #[error("CPU only: GPU {ordinal} was asked for but the driver sees {count} GPU(s) (ordinals start at 0)")]
+    NoSuchDevice {
+        /// The GPU ordinal asked for.
+        ordinal: usize,
+        /// GPUs the driver sees.
+        count: usize,
+    },
+    /// NVRTC cannot be used.
+    #[error("CPU only: {0}")]
+    Nvrtc(NvrtcUnavailable),
+    /// NVRTC cannot compile for this GPU.
+    #[error("CPU only: NVRTC {nvrtc} cannot compile for this GPU (compute capability {arch}); it supports {supported}; use an NVRTC that supports {sm}", sm = .arch.sm())]
+    ArchUnsupported {
+        /// The GPU's compute capability.
+        arch: Arch,
+        /// NVRTC's version.
+        nvrtc: CudaVersion,
+        /// The architectures NVRTC supports, as `sm_XY` names.
+        supported: String,
+    },
+    /// The CUDA context or stream could not be created.
+    #[error("CPU only: cannot open GPU {ordinal} ({status}): {}", .status.hint())]
+    Context {
+        /// The GPU ordinal asked for.
+        ordinal: usize,
+        /// The driver status.
+        status: DriverStatus,
+    },
+    /// The CUDA bindings panicked (a missing symbol, say).
     #[error("CPU only: the CUDA bindings failed during {what} ({message}); check the NVIDIA driver installation")]
-    Panicked { what: &'static str, message: String },
+    Panicked {
+        /// The step that failed.
+        what: &'static str,
+        /// The panic message.
+        message: String,
+    },
 }
 
 /// A CUDA C++ source NVRTC could not compile, or NVRTC failing around the compile.
@@ -177,9 +211,13 @@ pub enum CompileError {
     /// The source has errors. `log` is NVRTC's full log (`name(line): error: ...` lines).
     #[error("cannot compile {source_name} (flag set {flags}, {target}): {}", summarise_log(.log))]
     Source {
+        /// The source's name.
         source_name: String,
+        /// The flag set.
         flags: FlagSet,
+        /// The target.
         target: Target,
+        /// NVRTC's full log.
         log: String,
     },
     /// NVRTC itself failed (missing builtins library, bad option, out of memory...).
@@ -187,25 +225,42 @@ pub enum CompileError {
         "NVRTC failed on {source_name} (flag set {flags}, {target}) with {status:?}: {detail}"
     )]
     Nvrtc {
+        /// The source's name.
         source_name: String,
+        /// The flag set.
         flags: FlagSet,
+        /// The target.
         target: Target,
+        /// NVRTC's status.
         status: nvrtcResult,
+        /// What failed, from the log where it helps.
         detail: String,
     },
     /// The flag set is the only place floating-point options may come from, so that a record's
     /// flag-set name tells the whole story.
     #[error("option '{option}' for {source_name} conflicts with flag sets: choose a flag set ({}) instead", FlagSet::accepted_names())]
-    ConflictingOption { source_name: String, option: String },
+    ConflictingOption {
+        /// The source's name.
+        source_name: String,
+        /// The option refused.
+        option: String,
+    },
+    /// A NUL byte where NVRTC reads C strings.
     #[error("{what} of {source_name} contains a NUL byte")]
     NulByte {
+        /// The source's name.
         source_name: String,
+        /// Which part holds it.
         what: &'static str,
     },
+    /// NVRTC cannot target the architecture asked for.
     #[error("NVRTC {nvrtc} cannot compile for {target}; it supports {supported}")]
     ArchUnsupported {
+        /// The target asked for.
         target: Target,
+        /// NVRTC's version.
         nvrtc: CudaVersion,
+        /// The architectures NVRTC supports, as `sm_XY` names.
         supported: String,
     },
 }
@@ -241,8 +296,10 @@ fn summarise_log(log: &str) -> String {
 /// Which image of a module the driver was given.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum ImageKind {
+    /// A cubin (ELF) built for the device.
     #[serde(rename = "cubin")]
     Cubin,
+    /// PTX text, JIT-compiled by the driver.
     #[serde(rename = "ptx")]
     Ptx,
 }
@@ -259,50 +316,112 @@ impl fmt::Display for ImageKind {
 /// A failure while using a GPU that was found.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum GpuError {
+    /// No usable GPU.
     #[error(transparent)]
     Unavailable(#[from] GpuUnavailable),
+    /// A compile failed.
     #[error(transparent)]
     Compile(#[from] CompileError),
+    /// The driver refused a module image.
     #[error("cannot load module {module} from {image} ({status}): {}{}", .status.hint(), ptx_note(*.ptx_version, *.driver))]
     ModuleLoad {
+        /// The module name.
         module: String,
+        /// The image the driver was given.
         image: ImageKind,
+        /// The driver status.
         status: DriverStatus,
+        /// The PTX's `.version`, when known.
         ptx_version: Option<PtxIsa>,
+        /// The CUDA version the driver supports.
         driver: CudaVersion,
     },
+    /// An image that is not what it claims to be (not ELF, a NUL in PTX).
     #[error("cannot load module {module}: {problem}")]
-    BadImage { module: String, problem: String },
+    BadImage {
+        /// The module name.
+        module: String,
+        /// What is wrong.
+        problem: String,
+    },
+    /// No kernel of that name in the module.
     #[error("kernel '{kernel}' is not in module {module} (entries: {entries}); declare it extern \"C\" so its name is not C++-mangled")]
     KernelNotFound {
+        /// The kernel name.
         kernel: String,
+        /// The module name.
         module: String,
+        /// The kernels the module has.
         entries: String,
     },
+    /// Arguments that do not match the kernel's PTX parameters.
     #[error("kernel '{kernel}': {problem}")]
-    BadArguments { kernel: String, problem: String },
+    BadArguments {
+        /// The kernel name.
+        kernel: String,
+        /// What is wrong.
+        problem: String,
+    },
+    /// A grid, block or shared-memory size past the limits.
     #[error("kernel '{kernel}': bad launch configuration: {problem}")]
-    BadLaunch { kernel: String, problem: String },
+    BadLaunch {
+        /// The kernel name.
+        kernel: String,
+        /// What is wrong.
+        problem: String,
+    },
+    /// The launch, or the kernel while running, failed.
     #[error("kernel '{kernel}' failed ({status}): {}", .status.hint())]
     Launch {
+        /// The kernel name.
         kernel: String,
+        /// The driver status.
         status: DriverStatus,
     },
+    /// A wait for the device took longer than the timeout.
     #[error("{what} did not finish within {timeout:?} (a kernel still running: an endless loop, or far more work than expected?); raise the timeout with Gpu::set_sync_timeout, or restart the process")]
-    Timeout { what: String, timeout: Duration },
+    Timeout {
+        /// What was waited for.
+        what: String,
+        /// The timeout that passed.
+        timeout: Duration,
+    },
+    /// Not enough free device memory for an allocation.
     #[error("cannot allocate {bytes} bytes for {what}: out of GPU memory ({free} bytes free of {total}); use a smaller size or stop other work on this GPU")]
     OutOfMemory {
+        /// What the memory was for.
         what: String,
+        /// Bytes asked for.
         bytes: u64,
+        /// Bytes free on the device.
         free: u64,
+        /// Bytes on the device.
         total: u64,
     },
+    /// Buffers that do not fit an operation (types or lengths differ).
     #[error("{what}: {problem}")]
-    BadBuffer { what: String, problem: String },
+    BadBuffer {
+        /// The operation.
+        what: String,
+        /// What is wrong.
+        problem: String,
+    },
+    /// Another driver call failed.
     #[error("{what} failed ({status}): {}", .status.hint())]
-    Driver { what: String, status: DriverStatus },
+    Driver {
+        /// What was being done.
+        what: String,
+        /// The driver status.
+        status: DriverStatus,
+    },
+    /// The CUDA bindings panicked.
     #[error("{what}: {message}")]
-    Panicked { what: String, message: String },
+    Panicked {
+        /// What was being done.
+        what: String,
+        /// The panic message.
+        message: String,
+    },
 }
 
 fn ptx_note(ptx: Option<PtxIsa>, driver: CudaVersion) -> String {

@@ -243,10 +243,11 @@ impl FlagSet {
         parts.join(", ")
     }
 
-    /// What may be written, on one line, for help texts and error messages.
+    /// What may be written, on one line, for help texts and error messages: the presets first
+    /// (as the message listed before combinations existed), then the switches and the `+`.
     pub fn accepted_names() -> String {
         format!(
-            "presets {}; switches fmad=, prec-div=, prec-sqrt=, ftz= (true|false), use_fast_math; combine with '+', e.g. nofma+ftz",
+            "{}, or switches fmad=, prec-div=, prec-sqrt=, ftz= (true|false), use_fast_math, joined by '+' (e.g. nofma+ftz)",
             PRESETS.map(|p| p.1).join(", ")
         )
     }
@@ -451,7 +452,7 @@ mod tests {
         let err = "fastest".parse::<FlagSet>().unwrap_err().to_string();
         assert_eq!(
             err,
-            "unknown flag set 'fastest'; accepted: presets default, strict, fast, nofma, ftz, approx-div, approx-sqrt; switches fmad=, prec-div=, prec-sqrt=, ftz= (true|false), use_fast_math; combine with '+', e.g. nofma+ftz"
+            "unknown flag set 'fastest'; accepted: default, strict, fast, nofma, ftz, approx-div, approx-sqrt, or switches fmad=, prec-div=, prec-sqrt=, ftz= (true|false), use_fast_math, joined by '+' (e.g. nofma+ftz)"
         );
         assert!(!err.contains('\n'));
         for bad in [

@@ -174,10 +174,12 @@ impl Gpu {
         &self.info
     }
 
+    /// The device's architecture (its compute capability).
     pub fn arch(&self) -> Arch {
         self.info.arch()
     }
 
+    /// The NVRTC compiler this device compiles with.
     pub fn compiler(&self) -> &Compiler {
         &self.compiler
     }
@@ -187,6 +189,7 @@ impl Gpu {
         &self.notes
     }
 
+    /// How long a wait for the device may take before it is reported as a timeout.
     pub fn sync_timeout(&self) -> Duration {
         *lock(&self.sync_timeout)
     }
@@ -679,18 +682,24 @@ struct Kernel {
 /// What a kernel uses per thread and per block, as the driver reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KernelResources {
+    /// Registers per thread.
     pub registers: u32,
     /// Local memory per thread (spills and run-time-indexed arrays).
     pub local_bytes: u32,
+    /// Static shared memory per block, bytes.
     pub static_shared_bytes: u32,
+    /// Constant memory, bytes.
     pub const_bytes: u32,
+    /// Threads per block this kernel allows at most (its register use decides).
     pub max_threads_per_block: u32,
     /// As major * 10 + minor (90 for 9.0).
     pub ptx_version: u32,
+    /// The binary (SASS) architecture, as major * 10 + minor.
     pub binary_version: u32,
 }
 
 impl Module {
+    /// The module name (the source name it was compiled from).
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -700,6 +709,7 @@ impl Module {
         self.image
     }
 
+    /// The PTX the module came from, when known.
     pub fn ptx(&self) -> Option<&str> {
         self.ptx.as_deref()
     }

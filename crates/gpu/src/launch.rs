@@ -314,7 +314,9 @@ impl DeviceBuffer {
 /// One kernel argument: a device buffer (passed as its pointer) or a scalar.
 #[derive(Debug, Clone, Copy)]
 pub enum KernelArg<'a> {
+    /// A device buffer, passed as its pointer.
     Buffer(&'a DeviceBuffer),
+    /// A scalar, passed by value.
     Scalar(Scalar),
 }
 
@@ -336,12 +338,16 @@ impl fmt::Display for KernelArg<'_> {
 /// Grid and block shape of a launch, and its dynamic shared memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct LaunchDims {
+    /// Blocks along x, y, z.
     pub grid: (u32, u32, u32),
+    /// Threads per block along x, y, z.
     pub block: (u32, u32, u32),
+    /// Dynamic shared memory per block, bytes.
     pub shared_bytes: u32,
 }
 
 impl LaunchDims {
+    /// A launch of `grid` blocks of `block` threads, without dynamic shared memory.
     pub fn new(grid: (u32, u32, u32), block: (u32, u32, u32)) -> Self {
         LaunchDims {
             grid,
@@ -360,15 +366,18 @@ impl LaunchDims {
         )
     }
 
+    /// Asks for `bytes` of dynamic shared memory per block.
     pub fn with_shared_bytes(mut self, bytes: u32) -> Self {
         self.shared_bytes = bytes;
         self
     }
 
+    /// Threads per block.
     pub fn threads_per_block(&self) -> u64 {
         u64::from(self.block.0) * u64::from(self.block.1) * u64::from(self.block.2)
     }
 
+    /// Blocks in the grid.
     pub fn blocks(&self) -> u64 {
         u64::from(self.grid.0) * u64::from(self.grid.1) * u64::from(self.grid.2)
     }
@@ -394,10 +403,13 @@ impl fmt::Display for LaunchDims {
 pub struct LaunchLimits {
     /// Per kernel: depends on its register use.
     pub max_threads_per_block: u32,
+    /// Largest block, per dimension (the device).
     pub max_block: (u32, u32, u32),
+    /// Largest grid, per dimension (the device).
     pub max_grid: (u32, u32, u32),
     /// Dynamic shared memory the kernel may ask for (the opt-in limit minus its static use).
     pub max_dynamic_shared: u32,
+    /// Registers the kernel uses per thread.
     pub registers_per_thread: u32,
 }
 
@@ -511,45 +523,37 @@ pub fn check_args(sig: &EntrySignature, args: &[KernelArg]) -> Result<(), String
 mod tests {
     use super::*;
 
-    use mantissa_ptx::entry::entry_signatures_of_ptx;
+    use mantissa_ptx::entry::{entry_signatures_of_ptx, EntryParam};
 
-    /// Entry signatures as NVRTC writes them (their parsing is tested in mantissa-ptx).
-    const PTX: &str = r#"
-.version 9.0
-.target sm_90
-.address_size 64
-.visible .entry saxpy(
-	.param .u64 saxpy_param_0,
-	.param .f32 saxpy_param_1,
-	.param .u64 .ptr .align 1 saxpy_param_2,
-	.param .u32 saxpy_param_3
-)
-{
-	ret;
-}
-.entry with_struct(
-	.param .align 8 .b8 with_struct_param_0[16],
-	.param .f64 with_struct_param_1
-)
-{
-	ret;
-}
-.visible .entry wide(
-	.param .s64 wide_param_0,
-	.param .u8 wide_param_1,
-	.param .f16 wide_param_2,
-	.param .bf16 wide_param_3,
-	.param .u64 wide_param_4,
-	.param .align 2 .b8 wide_param_5[2]
-)
-{
-	ret;
-}
-"#;
+    /// A signature of `(PTX type, elements)` parameters named `{name}_param_{i}`, as the PTX
+    /// parser gives it (parsing itself is tested in mantissa-ptx).
+    fn signature(name: &str, params: &[(&str, u64)]) -> EntrySignature {
+        let params = params
+            .iter()
+            .enumerate()
+            .map(|(i, &(ty, count))| EntryParam {
+                name: format!("{name}_param_{i}"),
+                ptx_type: ty.to_string(),
+                count,
+                bytes: mantissa_ptx::type_bytes(ty).unwrap_or(0) as usize * count as usize,
+                align: None,
+                ptr: false,
+                ptr_space: None,
+            })
+            .collect();
+        EntrySignature {
+            name: name.to_string(),
+            params,
+        }
+    }
+
+    fn saxpy() -> EntrySignature {
+        signature("saxpy", &[("u64", 1), ("f32", 1), ("u64", 1), ("u32", 1)])
+    }
 
     #[test]
     fn arguments_are_checked_against_the_signature() {
-        let sig = &entry_signatures_of_ptx(PTX)[0];
+        let sig = &saxpy();
         // Device buffers need a GPU; the GPU tests check them. A u64 scalar fills a pointer slot.
         let scalars_only = [
             KernelArg::from(1u64),
@@ -589,7 +593,7 @@ mod tests {
             "{err}"
         );
 
-        let with_struct = &entry_signatures_of_ptx(PTX)[1];
+        let with_struct = &signature("with_struct", &[("b8", 16), ("f64", 1)]);
         let err = check_args(
             with_struct,
             &[KernelArg::from(1u64), KernelArg::from(1.0f64)],
@@ -707,7 +711,17 @@ mod tests {
 
     #[test]
     fn wide_and_narrow_scalars_are_checked_against_their_ptx_types() {
-        let sig = &entry_signatures_of_ptx(PTX)[2];
+        let sig = &signature(
+            "wide",
+            &[
+                ("s64", 1),
+                ("u8", 1),
+                ("f16", 1),
+                ("bf16", 1),
+                ("u64", 1),
+                ("b8", 2),
+            ],
+        );
         let args = [
             KernelArg::from(-5i64),
             KernelArg::from(200u8),

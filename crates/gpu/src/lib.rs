@@ -33,6 +33,8 @@
 //! `pip install nvidia-cuda-nvrtc==13.0.88`; [`locate`] finds it in the active Python's
 //! site-packages without `LD_LIBRARY_PATH` (which, when set, still comes first).
 
+#![deny(missing_docs)]
+
 pub mod cache;
 pub mod device;
 pub mod error;
@@ -44,6 +46,8 @@ pub mod locate;
 pub mod nvrtc;
 pub mod testing;
 pub mod timing;
+// The study helper rewrites twin.rs into the precision registry (issue 12); it documents it there.
+#[allow(missing_docs)]
 pub mod twin;
 pub mod version;
 

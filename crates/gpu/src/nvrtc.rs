@@ -39,6 +39,7 @@ pub enum Target {
 }
 
 impl Target {
+    /// The architecture targeted.
     pub fn arch(self) -> Arch {
         match self {
             Target::Cubin(a) | Target::Ptx(a) => a,
@@ -266,6 +267,7 @@ impl Compiler {
         self
     }
 
+    /// NVRTC's version.
     pub fn version(&self) -> CudaVersion {
         self.version
     }
@@ -280,6 +282,7 @@ impl Compiler {
         &self.archs
     }
 
+    /// Whether NVRTC can target `arch`.
     pub fn supports(&self, arch: Arch) -> bool {
         // An empty list means NVRTC would not say; let the compile decide.
         self.archs.is_empty() || self.archs.contains(&arch.number())
@@ -294,6 +297,7 @@ impl Compiler {
             .join(", ")
     }
 
+    /// The compile cache.
     pub fn cache(&self) -> &CompileCache {
         &self.cache
     }

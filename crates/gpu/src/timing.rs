@@ -28,11 +28,15 @@ impl Default for TimingOptions {
 /// Device time of repeated runs, in milliseconds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Timing {
+    /// Median of the samples.
     pub median_ms: f64,
+    /// Fastest sample.
     pub min_ms: f64,
+    /// Slowest sample.
     pub max_ms: f64,
     /// Every timed sample, in run order.
     pub samples_ms: Vec<f64>,
+    /// Untimed runs before the samples.
     pub warmup: u32,
     /// Distinct input sets the runs cycled through (1 = no rotation).
     pub input_sets: usize,

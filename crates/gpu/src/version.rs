@@ -7,11 +7,14 @@ use std::str::FromStr;
 /// A CUDA release as `major.minor` (driver API version or NVRTC version).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct CudaVersion {
+    /// Major version.
     pub major: u32,
+    /// Minor version.
     pub minor: u32,
 }
 
 impl CudaVersion {
+    /// `major.minor`.
     pub const fn new(major: u32, minor: u32) -> Self {
         CudaVersion { major, minor }
     }
@@ -52,7 +55,9 @@ impl fmt::Display for CudaVersion {
 /// A PTX ISA version, as written in a module's `.version` directive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct PtxIsa {
+    /// Major version.
     pub major: u32,
+    /// Minor version.
     pub minor: u32,
 }
 
@@ -79,11 +84,14 @@ impl fmt::Display for PtxIsa {
 /// A compute capability, e.g. 9.0 for Hopper; names the `sm_90` / `compute_90` targets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Arch {
+    /// Major number (9 for 9.0).
     pub major: u32,
+    /// Minor number.
     pub minor: u32,
 }
 
 impl Arch {
+    /// Compute capability `major.minor`.
     pub const fn new(major: u32, minor: u32) -> Self {
         Arch { major, minor }
     }
