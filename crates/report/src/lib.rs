@@ -21,6 +21,7 @@ mod html;
 mod plots;
 pub mod record;
 mod schema1;
+mod summary;
 mod tables;
 
 use std::path::Path;

@@ -434,8 +434,8 @@ fn non_finite_line(workload: &str, precision: &str, row: &str, cell: &Cell, erro
     }
 }
 
-/// Lower-case letters, digits and dashes only: safe as a file name anywhere.
-fn slug(s: &str) -> String {
+/// Lower-case letters, digits and dashes only: safe as a file name anywhere, and as an HTML id.
+pub(crate) fn slug(s: &str) -> String {
     let mut out = String::new();
     for ch in s.chars() {
         if ch.is_ascii_alphanumeric() {
