@@ -5,8 +5,9 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use crate::plots::{all_plots, Plot};
+use crate::plots::{all_plots, slug, Plot};
 use crate::record::{write_atomically, Record};
+use crate::summary::{summary, Summary};
 use crate::tables::{groups, Naming, Provenance, Table};
 use crate::ReportError;
 
@@ -47,7 +48,70 @@ figure { margin: 1.2em 0; }
 figcaption { font-size: 0.9em; color: #444; }
 ul.notplotted { font-size: 0.85em; color: #a33; margin-top: 0.2em; }
 svg { max-width: 100%; height: auto; }
+dl.measured { display: grid; grid-template-columns: max-content 1fr; gap: 0.15em 1em; margin: 0.4em 0; }
+dl.measured dt { font-weight: 600; }
+dl.measured dd { margin: 0; }
+#findings td { min-width: 9em; }
+nav.toc ol { columns: 2; font-size: 0.9em; }
+nav.toc ul { margin: 0; }
 ";
+
+/// The ids of the summary's parts, which the table of contents links to.
+const SUMMARY_ID: &str = "summary";
+const MEASURED_ID: &str = "measured";
+const FINDINGS_ID: &str = "findings";
+
+/// The summary section: what was measured, then the findings table with its definitions.
+fn render_summary(s: &Summary) -> String {
+    let mut out = format!(
+        "<section id=\"{SUMMARY_ID}\">\n<h2>Summary</h2>\n<h3 id=\"{MEASURED_ID}\">What was measured</h3>\n<dl class=\"measured\">\n"
+    );
+    for (label, text) in &s.measured {
+        let _ = writeln!(out, "<dt>{}</dt><dd>{}</dd>", escape(label), escape(text));
+    }
+    out.push_str("</dl>\n");
+    let _ = writeln!(out, "<div id=\"{FINDINGS_ID}\">");
+    out.push_str(&render_table(&s.findings));
+    out.push_str("</div>\n</section>\n");
+    out
+}
+
+/// The table of contents: the summary's parts and every workload section, by their ids.
+fn render_toc(sections: &[(String, String)]) -> String {
+    let mut out = format!(
+        "<nav class=\"toc\" id=\"contents\">\n<h2>Contents</h2>\n<ol>\n<li><a href=\"#{SUMMARY_ID}\">Summary</a>\
+         <ul><li><a href=\"#{MEASURED_ID}\">What was measured</a></li>\
+         <li><a href=\"#{FINDINGS_ID}\">Cheapest precision per accuracy target</a></li></ul></li>\n"
+    );
+    for (id, title) in sections {
+        let _ = writeln!(out, "<li><a href=\"#{id}\">{}</a></li>", escape(title));
+    }
+    out.push_str("</ol>\n</nav>\n");
+    out
+}
+
+/// Unique HTML ids for the workload sections, from their titles.
+fn section_ids(titles: &[String]) -> Vec<String> {
+    let mut seen = std::collections::BTreeSet::from([
+        SUMMARY_ID.to_string(),
+        MEASURED_ID.to_string(),
+        FINDINGS_ID.to_string(),
+        "contents".to_string(),
+    ]);
+    titles
+        .iter()
+        .map(|t| {
+            let base = format!("w-{}", slug(t));
+            let mut id = base.clone();
+            let mut k = 2;
+            while !seen.insert(id.clone()) {
+                id = format!("{base}-{k}");
+                k += 1;
+            }
+            id
+        })
+        .collect()
+}
 
 fn render_table(t: &Table) -> String {
     let mut out = format!(
@@ -126,9 +190,19 @@ pub(crate) fn render(records: &[Record]) -> Result<(String, Vec<Plot>), ReportEr
     );
     if records.is_empty() {
         out.push_str("<p>No records: nothing to report.</p>\n");
+    } else {
+        out.push_str(&render_summary(&summary(records)));
     }
-    for (g, plots) in gs.iter().zip(&plots) {
-        let _ = writeln!(out, "<section>\n<h2>{}</h2>", escape(&g.title()));
+    let titles: Vec<String> = gs.iter().map(|g| g.title()).collect();
+    let ids = section_ids(&titles);
+    let sections: Vec<(String, String)> = ids.iter().cloned().zip(titles).collect();
+    out.push_str(&render_toc(&sections));
+    for ((g, plots), id) in gs.iter().zip(&plots).zip(&ids) {
+        let _ = writeln!(
+            out,
+            "<section id=\"{id}\">\n<h2>{}</h2>",
+            escape(&g.title())
+        );
         for a in &g.accuracy {
             out.push_str(&render_table(&a.table(&naming)));
         }
@@ -214,6 +288,49 @@ mod tests {
                 "<{tag}>"
             );
         }
+    }
+
+    /// The values of `attr="..."` in `html`.
+    fn attr_values<'h>(html: &'h str, attr: &str) -> Vec<&'h str> {
+        html.split(&format!(" {attr}=\""))
+            .skip(1)
+            .filter_map(|rest| rest.split('"').next())
+            .collect()
+    }
+
+    #[test]
+    fn the_page_opens_with_the_summary_then_contents_that_link_every_section() {
+        let records = fixture();
+        let (html, _) = render(&records).unwrap();
+        let at = |needle: &str| {
+            html.find(needle)
+                .unwrap_or_else(|| panic!("{needle} missing"))
+        };
+        // Summary first, then the contents, then the first workload table.
+        assert!(at("<h2>Summary</h2>") < at("<h2>Contents</h2>"));
+        assert!(at("<h2>Contents</h2>") < at("<h2>sum / serial</h2>"));
+        assert_eq!(at("<table>"), at("<div id=\"findings\">") + "<div id=\"findings\">\n<h3>Cheapest precision per accuracy target</h3>\n<div class=\"scroll\">".len());
+        assert!(at("<dt>Workloads</dt>") < at("<table>"));
+        assert!(
+            html.contains("2^-53"),
+            "the page says what exact to f64 means"
+        );
+        // Every link inside the page has its anchor, ids are unique, every section is linked.
+        let ids = attr_values(&html, "id");
+        let unique: std::collections::BTreeSet<&str> = ids.iter().copied().collect();
+        assert_eq!(unique.len(), ids.len(), "{ids:?}");
+        let links: Vec<&str> = attr_values(&html, "href")
+            .into_iter()
+            .filter_map(|h| h.strip_prefix('#'))
+            .collect();
+        for l in &links {
+            assert!(unique.contains(l), "#{l} has no anchor");
+        }
+        for section in html.split("<section id=\"").skip(1) {
+            let id = section.split('"').next().unwrap();
+            assert!(links.contains(&id), "section {id} not in the contents");
+        }
+        assert!(links.contains(&"w-sum-serial"), "{links:?}");
     }
 
     #[test]

@@ -21,6 +21,7 @@ mod html;
 mod plots;
 pub mod record;
 mod schema1;
+mod summary;
 mod tables;
 
 use std::path::Path;
@@ -52,7 +53,7 @@ pub fn load(out_dir: &Path) -> Result<(Vec<Record>, ReadNotes), ReportError> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -71,7 +72,7 @@ mod tests {
     }
 
     /// Every committed results file, embedded so the test also runs from a copied test binary.
-    const COMMITTED: [(&str, &str); 5] = [
+    pub(crate) const COMMITTED: [(&str, &str); 5] = [
         (
             "cpu-sum-full",
             include_str!("../../../docs/results/cpu-sum-full/results.jsonl"),

@@ -11,6 +11,7 @@
 //! and sizes labels with its built-in estimate).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -187,6 +188,124 @@ fn legend(area: &DrawingArea<SVGBackend, Shift>, entries: &[(Key, String)]) -> D
     Ok(())
 }
 
+/// Average advance of a sans-serif character, in em: the estimate by which labels are laid
+/// out (and by which the tests measure them).
+pub(crate) const CHAR_EM: f64 = 0.6;
+/// Extra width allowed per label beyond [`CHAR_EM`], for fonts wider than the average.
+const WIDTH_MARGIN: f64 = 1.15;
+/// Space between two labels, in pixels.
+const LABEL_GAP: f64 = 3.0;
+/// Height of a line of text, in em, across a rotated label.
+const LINE_EM: f64 = 1.2;
+/// Font sizes tried for category labels, largest first (pixels, as written in the SVG).
+const LABEL_FONTS: [f64; 3] = [11.0, 10.0, 8.0];
+/// The longest a rotated label may be, in pixels; longer names are shortened in the middle.
+const MAX_ROTATED_PX: f64 = 170.0;
+/// The x label area under a chart with horizontal labels (the labels and the axis name).
+const X_AREA: u32 = 45;
+/// The left edge of the plot inside the chart area: margin plus the y label area.
+const PLOT_LEFT: u32 = 10 + 70;
+
+/// How the category labels of an x axis are drawn so that no two overlap: horizontally when
+/// the longest fits between its neighbours, else rotated to read upwards, at a smaller font and
+/// then only every `every`-th one when even the rotated lines would touch; rotated names longer
+/// than [`MAX_ROTATED_PX`] are shortened in the middle.
+#[derive(Debug, Clone, PartialEq)]
+struct XLabels {
+    font: f64,
+    rotated: bool,
+    every: usize,
+    texts: Vec<String>,
+    /// Height the labels need below the axis, in pixels.
+    height: f64,
+}
+
+/// Shortens `s` to at most `max` characters by replacing its middle with `…`, keeping both
+/// ends (where category names differ: `general-range1 n=2^16`).
+fn shorten(s: &str, max: usize) -> String {
+    let chars: Vec<char> = s.chars().collect();
+    if chars.len() <= max || max < 3 {
+        return s.to_string();
+    }
+    let head = (max - 1).div_ceil(2);
+    let tail = max - 1 - head;
+    let mut out: String = chars[..head].iter().collect();
+    out.push('…');
+    out.extend(&chars[chars.len() - tail..]);
+    out
+}
+
+/// The label layout for `categories` whose centres are `spacing` pixels apart.
+fn x_labels(categories: &[String], spacing: f64) -> XLabels {
+    let width = |text: &str, font: f64| text.chars().count() as f64 * CHAR_EM * font * WIDTH_MARGIN;
+    let widest = |font: f64| {
+        categories
+            .iter()
+            .map(|c| width(c, font))
+            .fold(0.0, f64::max)
+    };
+    for font in LABEL_FONTS {
+        if widest(font) + LABEL_GAP <= spacing {
+            return XLabels {
+                font,
+                rotated: false,
+                every: 1,
+                texts: categories.to_vec(),
+                height: LINE_EM * font,
+            };
+        }
+    }
+    let font = LABEL_FONTS
+        .iter()
+        .copied()
+        .find(|f| LINE_EM * f + LABEL_GAP <= spacing)
+        .unwrap_or(LABEL_FONTS[LABEL_FONTS.len() - 1]);
+    let every = ((LINE_EM * font + LABEL_GAP) / spacing.max(1e-9))
+        .ceil()
+        .max(1.0) as usize;
+    let max_chars = (MAX_ROTATED_PX / (CHAR_EM * font * WIDTH_MARGIN)).floor() as usize;
+    let texts: Vec<String> = categories.iter().map(|c| shorten(c, max_chars)).collect();
+    let height = texts.iter().map(|t| width(t, font)).fold(0.0, f64::max);
+    XLabels {
+        font,
+        rotated: true,
+        every,
+        texts,
+        height,
+    }
+}
+
+impl XLabels {
+    /// The SVG text of the labels at the category centres `xs`, hanging from `y` (the axis).
+    fn svg(&self, xs: &[f64], y: f64) -> String {
+        let mut out = String::new();
+        for (i, (text, x)) in self.texts.iter().zip(xs).enumerate() {
+            if i % self.every != 0 {
+                continue;
+            }
+            let text = crate::html::escape(text);
+            let f = self.font;
+            if self.rotated {
+                // Anchored at its end on the axis and turned a quarter anticlockwise: the name
+                // reads upwards and hangs below its category.
+                let _ = writeln!(
+                    out,
+                    "<text x=\"{x:.1}\" y=\"{y:.1}\" dy=\"0.35em\" text-anchor=\"end\" \
+                     font-family=\"{FONT}\" font-size=\"{f}\" class=\"x-label\" \
+                     transform=\"rotate(270, {x:.1}, {y:.1})\">{text}</text>"
+                );
+            } else {
+                let _ = writeln!(
+                    out,
+                    "<text x=\"{x:.1}\" y=\"{y:.1}\" dy=\"0.76em\" text-anchor=\"middle\" \
+                     font-family=\"{FONT}\" font-size=\"{f}\" class=\"x-label\">{text}</text>"
+                );
+            }
+        }
+        out
+    }
+}
+
 /// Draws `series` over `categories` with a log y axis; `zero` is the floor drawn for exact
 /// zeros, if any value was one.
 fn categorical(
@@ -205,55 +324,48 @@ fn categorical(
             .chain(zero),
     );
     let n = categories.len().max(1);
+    // The plot spans n category widths between the y label area and the legend.
+    let spacing = f64::from(WIDTH - LEGEND_WIDTH - PLOT_LEFT - 10) / n as f64;
+    let labels = x_labels(categories, spacing);
+    // Room under the axis: tick, labels, a gap, the axis name.
+    let x_area = X_AREA.max((labels.height + 8.0 + 6.0 + 18.0).ceil() as u32);
+    let height = HEIGHT + (x_area - X_AREA);
     let mut svg = String::new();
+    let mut label_xs = Vec::with_capacity(n);
+    let mut label_y = 0.0;
     {
-        let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
         let (left, right) = root.split_horizontally(WIDTH - LEGEND_WIDTH);
         let x_max = n as f64 - 0.5;
         let mut chart = ChartBuilder::on(&left)
             .caption(title, (FONT, 16))
             .margin(10)
-            .x_label_area_size(45)
+            .x_label_area_size(x_area)
             .y_label_area_size(70)
             .build_cartesian_2d(-0.5..x_max, axis.lo..axis.hi)
             .map_err(err)?;
-        // Long category names on a crowded axis run into each other: shrink their font to the
-        // width each category gets (text is about 0.6 em wide per character), down to 8 px.
-        let longest = categories
-            .iter()
-            .map(|c| c.chars().count())
-            .max()
-            .unwrap_or(1)
-            .max(1);
-        let per_category = f64::from(WIDTH - LEGEND_WIDTH - 90) / n as f64;
-        let x_font = (per_category / (0.6 * longest as f64))
-            .floor()
-            .clamp(8.0, 12.0);
-        let names = categories.to_vec();
-        let x_fmt = move |x: &f64| {
-            let i = x.round();
-            if (x - i).abs() < 1e-6 && i >= 0.0 {
-                names.get(i as usize).cloned().unwrap_or_default()
-            } else {
-                String::new()
-            }
-        };
         chart
             .configure_mesh()
             .disable_x_mesh()
-            // 0.5 steps are the coarsest "nice" step that hits every integer (category centre).
+            // 0.5 steps are the coarsest "nice" step that hits every integer (category centre):
+            // plotters draws the ticks, the names are drawn below (see `XLabels`).
             .x_labels(2 * n + 1)
             .y_labels(10)
-            .x_label_formatter(&x_fmt)
+            .x_label_formatter(&|_| String::new())
             .y_label_formatter(&LogAxis::label)
             .x_desc(x_desc)
             .y_desc(y_desc)
             .label_style((FONT, 12))
-            .x_label_style((FONT, x_font))
             .axis_desc_style((FONT, 13))
             .draw()
             .map_err(err)?;
+        for i in 0..categories.len() {
+            let (x, y) = chart.backend_coord(&(i as f64, axis.lo));
+            label_xs.push(f64::from(x));
+            // Below the tick marks (5 px) with a little air.
+            label_y = f64::from(y) + 8.0;
+        }
         let mut keys = Vec::new();
         let m = series.len().max(1) as f64;
         for (k, s) in series.iter().enumerate() {
@@ -305,6 +417,11 @@ fn categorical(
         }
         legend(&right, &keys)?;
         root.present().map_err(err)?;
+    }
+    let labels = labels.svg(&label_xs, label_y);
+    match svg.rfind("</svg>") {
+        Some(end) => svg.insert_str(end, &labels),
+        None => return Err("the SVG backend wrote no closing tag".into()),
     }
     Ok(svg)
 }
@@ -434,8 +551,8 @@ fn non_finite_line(workload: &str, precision: &str, row: &str, cell: &Cell, erro
     }
 }
 
-/// Lower-case letters, digits and dashes only: safe as a file name anywhere.
-fn slug(s: &str) -> String {
+/// Lower-case letters, digits and dashes only: safe as a file name anywhere, and as an HTML id.
+pub(crate) fn slug(s: &str) -> String {
     let mut out = String::new();
     for ch in s.chars() {
         if ch.is_ascii_alphanumeric() {
@@ -976,6 +1093,135 @@ mod tests {
         }
         assert!(plots[5].svg.contains("GPU launch"));
         assert_eq!(plots[5].not_plotted.len(), 2, "{:?}", plots[5].not_plotted);
+    }
+
+    /// A text's box on the page: (left, top, right, bottom), in pixels.
+    type TextBox = (f64, f64, f64, f64);
+
+    fn attr(tag: &str, name: &str) -> Option<f64> {
+        tag.split(&format!(" {name}=\""))
+            .nth(1)?
+            .split('"')
+            .next()?
+            .parse()
+            .ok()
+    }
+
+    /// The boxes of the category labels and of the x axis name of a categorical plot, measured
+    /// from the SVG: each character [`CHAR_EM`] of its font size wide, each line one font size
+    /// high; a label rotated by 270° stands on its anchor and extends downwards.
+    fn x_text_boxes(svg: &str) -> (Vec<(String, TextBox)>, Option<TextBox>) {
+        let mut labels = Vec::new();
+        let mut desc = None;
+        for piece in svg.split("<text").skip(1) {
+            let (tag, rest) = piece.split_once('>').unwrap();
+            let text = rest.split("</text>").next().unwrap().trim();
+            let (Some(x), Some(y), Some(f)) =
+                (attr(tag, "x"), attr(tag, "y"), attr(tag, "font-size"))
+            else {
+                continue;
+            };
+            let w = text.chars().count() as f64 * CHAR_EM * f;
+            if tag.contains("class=\"x-label\"") {
+                let b = if tag.contains("rotate(270") {
+                    (x - f / 2.0, y, x + f / 2.0, y + w)
+                } else {
+                    (x - w / 2.0, y, x + w / 2.0, y + f)
+                };
+                labels.push((text.to_string(), b));
+            } else if tag.contains("dy=\"-0.5ex\"") && !tag.contains("rotate") {
+                // The x axis name: centred, standing on its y.
+                desc = Some((x - w / 2.0, y - f, x + w / 2.0, y));
+            }
+        }
+        (labels, desc)
+    }
+
+    fn overlap(a: TextBox, b: TextBox) -> bool {
+        a.0 < b.2 && b.0 < a.2 && a.1 < b.3 && b.1 < a.3
+    }
+
+    /// Fails when two category labels, or a label and the axis name, overlap, or a label leaves
+    /// the picture.
+    fn assert_labels_apart(name: &str, svg: &str) {
+        let (labels, desc) = x_text_boxes(svg);
+        let height = svg
+            .split_once("height=\"")
+            .and_then(|(_, r)| r.split('"').next()?.parse::<f64>().ok())
+            .unwrap();
+        for (i, (ta, a)) in labels.iter().enumerate() {
+            assert!(
+                a.0 >= 0.0 && a.3 <= height,
+                "{name}: {ta} leaves the plot: {a:?}"
+            );
+            for (tb, b) in &labels[i + 1..] {
+                assert!(!overlap(*a, *b), "{name}: {ta} {a:?} overlaps {tb} {b:?}");
+            }
+            if let Some(d) = desc {
+                assert!(
+                    !overlap(*a, d),
+                    "{name}: {ta} {a:?} overlaps the axis name {d:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn category_labels_never_overlap() {
+        // Every plot of every committed run: the category counts the suite produces (up to 46
+        // input classes × sizes in a sum's error plot, and every launch in a time plot).
+        let mut most = 0;
+        for (name, text) in crate::tests::COMMITTED {
+            let records: Vec<crate::record::Record> = text
+                .lines()
+                .map(|l| crate::record::Record::from_json_line(l).unwrap())
+                .collect();
+            for p in plots_of(&records) {
+                if p.svg.contains("class=\"x-label\"") {
+                    most = most.max(x_text_boxes(&p.svg).0.len());
+                    assert_labels_apart(&format!("{name}/{}", p.name), &p.svg);
+                }
+            }
+        }
+        assert!(
+            most >= 40,
+            "the committed runs' largest plot has {most} categories"
+        );
+        // Far beyond: 150 long names are thinned, shortened and still apart.
+        let records: Vec<_> = (0..150)
+            .map(|i| {
+                let mut r = rec(
+                    "f64",
+                    &format!("a-very-long-input-class-name-{i}"),
+                    CPU1,
+                    1e-9,
+                    1.0,
+                );
+                r.size = 1 << 20;
+                r
+            })
+            .collect();
+        let plots = plots_of(&records);
+        assert_labels_apart("150 categories", &plots[0].svg);
+        let (labels, _) = x_text_boxes(&plots[0].svg);
+        assert!(labels.len() < 150 && labels.len() > 10, "{}", labels.len());
+        assert!(labels.iter().any(|(t, _)| t.contains('…')));
+        // A few short names stay horizontal at the largest font.
+        let few = plots_of(&fixture());
+        assert!(few[0]
+            .svg
+            .contains("font-size=\"11\" class=\"x-label\">range1</text>"));
+        assert_labels_apart("fixture", &few[0].svg);
+    }
+
+    #[test]
+    fn labels_are_shortened_in_the_middle() {
+        assert_eq!(shorten("general-range1 n=2^16", 9), "gene…2^16");
+        assert_eq!(shorten("range1", 9), "range1");
+        let l = x_labels(&vec!["abc".to_string(); 3], 100.0);
+        assert!(!l.rotated && l.every == 1 && l.font == 11.0);
+        let l = x_labels(&vec!["a long category name".to_string(); 60], 10.0);
+        assert!(l.rotated && l.font == 8.0 && l.every == 2, "{l:?}");
     }
 
     #[test]

@@ -143,6 +143,15 @@ impl Naming {
         }
     }
 
+    /// Whether CPU (`gpu` false) or GPU records came from more than one device.
+    pub fn several_devices(&self, gpu: bool) -> bool {
+        if gpu {
+            self.gpu_devices
+        } else {
+            self.cpu_devices
+        }
+    }
+
     pub fn label(&self, c: &Config) -> String {
         let with_device = if c.backend.is_gpu() {
             self.gpu_devices
@@ -1049,6 +1058,8 @@ pub fn markdown(records: &[Record]) -> String {
         prov.dates(),
         prov.devices.join(", ")
     );
+    out.push('\n');
+    out += &crate::summary::markdown(&crate::summary::summary(records));
     for g in groups(records) {
         let _ = write!(out, "\n## {}\n", g.title());
         let tables = g.accuracy.iter().map(|a| a.table(&naming));
