@@ -12,12 +12,17 @@
 //!
 //! Where the main types are:
 //! - [`Gpu`] (in `gpu.rs`): probe a device, compile for it, load [`Module`]s from cubin or PTX
-//!   text, allocate [`DeviceBuffer`]s, [`Gpu::launch`] a kernel by name with [`KernelArg`]s,
+//!   text, allocate [`DeviceBuffer`]s of any [`DType`], [`Gpu::launch`] a kernel by name (or
+//!   name expression) with [`KernelArg`]s checked against its PTX [`EntrySignature`],
 //!   [`Gpu::time_kernel`] / [`Gpu::time_with`] it into a [`Timing`].
-//! - [`Compiler`] and [`FlagSet`] (in `nvrtc.rs`, `flags.rs`): NVRTC with `default`, `strict`,
-//!   `fast`, `nofma`, `ftz`, `approx-div`, `approx-sqrt`; usable without a GPU for PTX inspection.
-//!   Every [`Compiled`] keeps its PTX. [`CompileCache`] (in `cache.rs`) keeps results in memory
-//!   and under `$MANTISSA_CACHE` (default `~/.cache/mantissa`).
+//! - [`Compiler`] and [`FlagSet`] (in `nvrtc.rs`, `flags.rs`): NVRTC under floating-point
+//!   switches with the presets `default`, `strict`, `fast`, `nofma`, `ftz`, `approx-div`,
+//!   `approx-sqrt` and `+` combinations (`nofma+ftz`); usable without a GPU for PTX inspection.
+//!   A [`Source`] carries its own options (`-D`, `-I`), headers in memory and name expressions
+//!   for templated kernels. Every [`Compiled`] keeps its PTX, the lowered names and its
+//!   [`BuildFacts`]. [`CompileCache`] (in `cache.rs`) keeps results in a bounded memory cache and
+//!   under `$MANTISSA_CACHE` (default `~/.cache/mantissa`), keyed by the source and every file it
+//!   includes ([`includes`]).
 //! - [`DeviceReport`] (in `device.rs`): [`DeviceInfo`] plus [`Ceilings`] (copy bandwidth, FP32 and
 //!   FP64 FMA throughput, slug factor), as a table (`Display`) or JSON.
 //! - Errors (in `error.rs`): [`GpuUnavailable`], [`NvrtcUnavailable`], [`CompileError`],

@@ -4,8 +4,8 @@
 
 use mantissa_gpu::testing::require_gpu_or_skip;
 use mantissa_gpu::{
-    CompileCache, DType, FlagSet, Gpu, GpuError, HostData, ImageKind, KernelArg, LaunchDims,
-    ReportOptions, Source, Target, TimingOptions,
+    CompileCache, DType, DeviceBuffer, FlagSet, Gpu, GpuError, HostData, ImageKind, KernelArg,
+    LaunchDims, ReportOptions, Source, Target, TimingOptions,
 };
 use std::io::Write;
 use std::time::Duration;
@@ -101,40 +101,15 @@ fn launch_by_name_expression() {
     let xf = gpu
         .upload("xf", &HostData::from(vec![0.25f32, 8.0]))
         .unwrap();
-    gpu.launch_sync(
-        &module,
-        "scale_by<double>",
-        LaunchDims::linear(3, 32),
-        &[
-            KernelArg::from(&xd),
-            KernelArg::from(2.0f64),
-            KernelArg::from(3i32),
-        ],
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let scale = |kernel: &str, x: &DeviceBuffer, a: KernelArg, n: i32| {
+        let args = [KernelArg::from(x), a, KernelArg::from(n)];
+        gpu.launch_sync(&module, kernel, LaunchDims::linear(n as u64, 32), &args)
+            .unwrap_or_else(|e| panic!("{kernel}: {e}"))
+    };
+    scale("scale_by<double>", &xd, KernelArg::from(2.0f64), 3);
     // The lowered name itself launches the same kernel.
-    gpu.launch_sync(
-        &module,
-        &lowered,
-        LaunchDims::linear(3, 32),
-        &[
-            KernelArg::from(&xd),
-            KernelArg::from(0.5f64),
-            KernelArg::from(3i32),
-        ],
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    gpu.launch_sync(
-        &module,
-        "scale_by<float>",
-        LaunchDims::linear(2, 32),
-        &[
-            KernelArg::from(&xf),
-            KernelArg::from(4.0f32),
-            KernelArg::from(2i32),
-        ],
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    scale(&lowered, &xd, KernelArg::from(0.5f64), 3);
+    scale("scale_by<float>", &xf, KernelArg::from(4.0f32), 2);
     assert_eq!(
         gpu.download(&xd).unwrap(),
         HostData::from(vec![1.5f64, -2.0, 3.0])
