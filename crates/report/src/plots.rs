@@ -36,6 +36,7 @@ const FONT: &str = "sans-serif";
 pub struct Plot {
     /// File stem under `plots/` (unique within a report).
     pub name: String,
+    /// The title drawn above the plot.
     pub title: String,
     /// One sentence under the plot: what a point is, and where exact zeros are drawn.
     pub caption: String,
