@@ -14,15 +14,31 @@ pub enum ReportError {
     /// Creating an output directory failed. The cause is in the message and deliberately not a
     /// `source`, so that a `{:#}` chain prints it once.
     #[error("{path}: {cause}")]
-    Io { path: PathBuf, cause: io::Error },
+    Io {
+        /// The directory.
+        path: PathBuf,
+        /// What the system said.
+        cause: io::Error,
+    },
     /// The results file exists but holds no record yet.
     #[error("{path}: no records yet (the study has not completed a point; nothing to report)")]
-    Empty { path: PathBuf },
+    Empty {
+        /// The results file.
+        path: PathBuf,
+    },
     /// The output directory is missing or not a directory.
     #[error("{path}: no such directory (give the --out DIR of a `mantissa study` run)")]
-    NoDir { path: PathBuf },
+    NoDir {
+        /// The path given.
+        path: PathBuf,
+    },
     /// plotters could not draw a plot (a bug rather than a user error: the data is sanitised
     /// before drawing).
     #[error("plot {name}: {message}")]
-    Plot { name: String, message: String },
+    Plot {
+        /// The workload section the plot belongs to.
+        name: String,
+        /// What plotters said.
+        message: String,
+    },
 }

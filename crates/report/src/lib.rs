@@ -15,6 +15,8 @@
 //! This crate runs no experiments and prints nothing itself; [`load`] is the entry point for a
 //! study's output directory.
 
+#![deny(missing_docs)]
+
 mod csv;
 mod error;
 mod html;

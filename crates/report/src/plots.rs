@@ -36,6 +36,7 @@ const FONT: &str = "sans-serif";
 pub struct Plot {
     /// File stem under `plots/` (unique within a report).
     pub name: String,
+    /// The title drawn above the plot.
     pub title: String,
     /// One sentence under the plot: what a point is, and where exact zeros are drawn.
     pub caption: String,
@@ -265,7 +266,12 @@ fn x_labels(categories: &[String], spacing: f64) -> XLabels {
         .max(1.0) as usize;
     let max_chars = (MAX_ROTATED_PX / (CHAR_EM * font * WIDTH_MARGIN)).floor() as usize;
     let texts: Vec<String> = categories.iter().map(|c| shorten(c, max_chars)).collect();
-    let height = texts.iter().map(|t| width(t, font)).fold(0.0, f64::max);
+    // The room below the axis is for the average advance: the margin keeps neighbours apart,
+    // and a rotated label's length has no neighbour.
+    let height = texts
+        .iter()
+        .map(|t| width(t, font) / WIDTH_MARGIN)
+        .fold(0.0, f64::max);
     XLabels {
         font,
         rotated: true,

@@ -287,7 +287,7 @@ impl Record {
     }
 
     /// Parses one line of a results file into the current shape: a schema-1 line gets the
-    /// fields schema 1 lacked from [`crate::schema1`]'s migration table.
+    /// fields schema 1 lacked from the report crate's migration table of old quantity names.
     pub fn from_json_line(line: &str) -> Result<Record, serde_json::Error> {
         let mut r: Record = serde_json::from_str(line)?;
         if r.schema < 2 {

@@ -94,8 +94,18 @@ struct Candidate {
     precision: String,
     /// The largest relative error at each comparable point it ran.
     errors: HashMap<PointKey, f64>,
-    /// Median ratio of its time to f64's at the same points, and how many pairs.
-    cost: Option<(f64, usize)>,
+    /// Its time over f64's at the same points: the median ratio, the smallest and the largest.
+    cost: Option<Cost>,
+}
+
+/// A precision's time over f64's at the points where both ran.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Cost {
+    median: f64,
+    min: f64,
+    max: f64,
+    /// How many points were compared.
+    points: usize,
 }
 
 /// A point less its precision: records with equal keys are comparable.
@@ -142,7 +152,12 @@ fn candidates(records: &[&Record]) -> Vec<Candidate> {
                 .filter(|r| r.precision == p)
                 .filter_map(|r| Some(time_ms(r)? / base.get(&comparable_key(r))?))
                 .collect();
-            let cost = median(&ratios).map(|m| (m, ratios.len()));
+            let cost = median(&ratios).map(|median| Cost {
+                median,
+                min: ratios.iter().copied().fold(f64::INFINITY, f64::min),
+                max: ratios.iter().copied().fold(0.0, f64::max),
+                points: ratios.len(),
+            });
             Candidate {
                 precision: p.to_string(),
                 errors,
@@ -152,7 +167,7 @@ fn candidates(records: &[&Record]) -> Vec<Candidate> {
         .collect();
     // Cheapest first; precisions without a cost after those with one, narrow before wide.
     out.sort_by(|a, b| {
-        let key = |c: &Candidate| c.cost.map_or(f64::INFINITY, |(m, _)| m);
+        let key = |c: &Candidate| c.cost.map_or(f64::INFINITY, |c| c.median);
         key(a)
             .total_cmp(&key(b))
             .then_with(|| precision_rank(&a.precision).cmp(&precision_rank(&b.precision)))
@@ -160,16 +175,36 @@ fn candidates(records: &[&Record]) -> Vec<Candidate> {
     out
 }
 
-/// `1.63× f64`, `0.52× f64`, `37× f64`: three significant digits at most.
+/// A ratio in three significant digits at most: `1.63`, `0.52`, `37.1`, `1180`, `2.0e-4`.
 fn fmt_ratio(x: f64) -> String {
-    let s = if x >= 100.0 {
+    if x < 0.01 {
+        format!("{x:.1e}")
+    } else if x >= 100.0 {
         format!("{x:.0}")
     } else if x >= 10.0 {
         format!("{x:.1}")
     } else {
         format!("{x:.2}")
-    };
-    format!("{s}× {BASELINE}")
+    }
+}
+
+/// Ratios that spread wider than this (largest over smallest) show their range: a median alone
+/// would hide that the precision costs very different amounts at different points.
+const SPREAD_SHOWN: f64 = 1.5;
+
+/// Fewer compared points than this are named in the cell: one timing is a weak basis.
+const FEW_POINTS: usize = 3;
+
+/// `1.63× f64`, `0.02× f64 (0.02…56)` when the ratios spread widely, `0.75× f64 (1 point)`
+/// when few points were compared.
+fn fmt_cost(c: Cost) -> String {
+    let mut s = format!("{}× {BASELINE}", fmt_ratio(c.median));
+    if c.points < FEW_POINTS {
+        s += &format!(" ({})", plural(c.points, "point"));
+    } else if c.max > SPREAD_SHOWN * c.min {
+        s += &format!(" ({}…{})", fmt_ratio(c.min), fmt_ratio(c.max));
+    }
+    s
 }
 
 /// The findings cell of one target: the cheapest precision reaching it and its cost, or the
@@ -198,7 +233,7 @@ fn cell(cands: &[Candidate], target: f64) -> String {
     let mut text = match cands.iter().find(|c| reaches(c)) {
         Some(c) => match (c.precision.as_str(), c.cost) {
             (BASELINE, _) => BASELINE.to_string(),
-            (p, Some((m, _))) => format!("{p} · {}", fmt_ratio(m)),
+            (p, Some(c)) => format!("{p} · {}", fmt_cost(c)),
             (p, None) => format!("{p} · no {BASELINE} timed beside it"),
         },
         None => {
@@ -214,7 +249,7 @@ fn cell(cands: &[Candidate], target: f64) -> String {
         }
     };
     if out_of_reach > 0 {
-        text += &format!(" (out of every precision's reach at {out_of_reach} of {total} points)");
+        text += &format!("; out of reach at {out_of_reach} of {total} points");
     }
     text
 }
@@ -257,9 +292,9 @@ fn findings(groups: &[Group], naming: &Naming) -> Table {
     let mut notes = vec![
         "Each cell: the cheapest precision whose largest relative error, over every point it ran \
          on that backend (all inputs, sizes, seeds and configurations), is at most the target; \
-         then its cost against f64. Points where no precision reaches the target (the error is \
-         the method's, e.g. a quadrature's with few steps) count against none and are counted \
-         in the cell."
+         then its cost against f64. A point is out of reach when no precision reaches the target \
+         there (the error is the method's, e.g. a quadrature's with few steps): it counts \
+         against none, and the cell says how many there were."
             .to_string(),
         "Relative error = |value − exact| / |exact|, computed exactly and rounded once. Exact to \
          f64 means at most 2^-53 ≈ 1.11e-16, the unit roundoff of f64: what the correctly rounded \
@@ -267,7 +302,9 @@ fn findings(groups: &[Group], naming: &Naming) -> Table {
             .to_string(),
         "Cost = the median, over the points where the precision and f64 both ran and were timed \
          (same algorithm, input, size, seed, configuration, device and flag set), of the ratio of \
-         their median times; below 1 is faster than f64. Cheapest = the smallest such ratio."
+         their median times; below 1 is faster than f64. Cheapest = the smallest such ratio. \
+         (a…b): the smallest and largest ratio, where they differ by more than 1.5×; \
+         (1 point), (2 points): the ratio rests on that few."
             .to_string(),
         "\"none (best: P, E)\": no precision reaches the target everywhere it is reachable; \
          the smallest relative error measured at any point was E, by P."
@@ -353,8 +390,10 @@ fn measured(records: &[Record], groups: &[Group]) -> Vec<(String, String)> {
         let what = if gpu {
             plural(configs.len(), "launch configuration")
         } else {
-            let threads: BTreeSet<String> = configs.iter().map(|c| c.backend.to_string()).collect();
-            threads.into_iter().collect::<Vec<_>>().join(", ")
+            // In configuration order (1, 2, 4 … threads); one entry per thread count.
+            let mut threads: Vec<String> = configs.iter().map(|c| c.backend.to_string()).collect();
+            threads.dedup();
+            threads.join(", ")
         };
         let devices: Vec<String> = devices.into_iter().map(String::from).collect();
         backends.push(format!(
@@ -463,14 +502,30 @@ mod tests {
         // 6 times f64 on the two inputs: the median of the ratios is 3.75.
         assert_eq!(
             row(t, "CPU")[2..],
-            ["f64", "f32x2 · 3.75× f64", "f64x2 · 4.00× f64"]
+            [
+                "f64",
+                "f32x2 · 3.75× f64 (2 points)",
+                "f64x2 · 4.00× f64 (2 points)"
+            ]
+        );
+        let cost = |median, min, max, points| Cost {
+            median,
+            min,
+            max,
+            points,
+        };
+        assert_eq!(fmt_cost(cost(3.75, 1.5, 6.0, 3)), "3.75× f64 (1.50…6.00)");
+        assert_eq!(fmt_cost(cost(1.2, 1.0, 1.4, 9)), "1.20× f64");
+        assert_eq!(
+            fmt_cost(cost(2e-4, 2e-4, 55.7, 5)),
+            "2.0e-4× f64 (2.0e-4…55.7)"
         );
         // On the GPU f32x2 (half f64's time) is the cheapest for 1e-6; nothing reaches 2^-53.
         assert_eq!(
             row(t, "GPU")[2..],
             [
-                "f32x2 · 0.50× f64",
-                "f32x2 · 0.50× f64",
+                "f32x2 · 0.50× f64 (2 points)",
+                "f32x2 · 0.50× f64 (2 points)",
                 "none (best: f64, 1.00e-15)"
             ]
         );
@@ -492,7 +547,7 @@ mod tests {
         assert_eq!(
             row(&t, "CPU")[2..],
             [
-                "f32 · 0.50× f64 (out of every precision's reach at 1 of 2 points)",
+                "f32 · 0.50× f64 (2 points); out of reach at 1 of 2 points",
                 "none (best: f64, 2.70e-10)",
                 "none (best: f64, 2.70e-10)"
             ]
