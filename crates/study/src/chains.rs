@@ -67,18 +67,21 @@ use mantissa_gpu::{
     twin, FlagSet, Gpu, GpuError, KernelArg, LaunchDims, Module, Scalar, Source, Timing,
     TimingOptions,
 };
-use mantissa_num::big::{self, Big};
+use mantissa_gpu::{
+    values_of, visit_device_type, words_of, DeviceType, DeviceTypeVisitor, DeviceWords, Word,
+};
+use mantissa_num::big::Big;
 use mantissa_num::metrics::{measure_values, rel_error, ulp_exponent, Reference};
 use mantissa_num::precision::{Precision, PrecisionVisitor};
-use mantissa_num::{f32x2, f64x2, Comp32, Comp64, CompNorm32, CompNorm64, Real};
+use mantissa_num::Real;
 use mantissa_ptx::census::{census, Counts};
-use mantissa_report::{Backend, ErrorMetrics, Status, TimeStats};
+use mantissa_report::{Backend, Status, TimeStats};
 use rayon::ThreadPool;
 
-use crate::device_words::{values_of, words_of, DeviceWords, Word};
 use crate::inputs::InputClass;
-use crate::measurement::{time_stats, Measurement};
-use crate::study::{CpuTiming, Data, Point, StudyConfig, StudyPrecision, Suite, Workload};
+use crate::measurement::{error_metrics, reference_f64, time_stats, Measurement};
+use crate::study::{CpuTiming, Data, Point, StudyConfig, StudyPrecision, Suite};
+use crate::workload::{CpuMeasure, GpuMeasure, Workload};
 
 /// The kernels (after the twin header).
 const CHAINS_CU: &str = include_str!("../cuda/chains.cu");
@@ -171,13 +174,22 @@ fn dedup(points: Vec<Point>) -> Vec<Point> {
         .collect()
 }
 
+/// Which of the module's two workloads a plan is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Experiment {
+    /// Products of n factors ([`Chain`]).
+    Chain,
+    /// x ← (x·y_i)/y_i ([`DoUndo`]).
+    DoUndo,
+}
+
 /// The CPU points of workload `w` in `cfg`: one thread each (chains and do/undo are single
 /// dependency chains; more threads would only run independent copies).
-pub fn cpu_points(cfg: &StudyConfig, w: Workload) -> Vec<Point> {
+pub fn cpu_points(cfg: &StudyConfig, w: Experiment) -> Vec<Point> {
     let seq = Backend::Cpu { threads: 1 };
     let mut points = Vec::new();
     match w {
-        Workload::Chain => {
+        Experiment::Chain => {
             for class in chain_classes(cfg) {
                 for n in chain_sizes(cfg) {
                     for p in real_precisions(cfg) {
@@ -197,7 +209,7 @@ pub fn cpu_points(cfg: &StudyConfig, w: Workload) -> Vec<Point> {
                 }
             }
         }
-        Workload::DoUndo => {
+        Experiment::DoUndo => {
             for class in doundo_classes(cfg) {
                 for steps in doundo_sizes(cfg) {
                     for p in real_precisions(cfg).filter(|p| !matches!(p, Precision::Mp(_))) {
@@ -214,13 +226,12 @@ pub fn cpu_points(cfg: &StudyConfig, w: Workload) -> Vec<Point> {
                 }
             }
         }
-        _ => {}
     }
     dedup(points)
 }
 
 /// The GPU points of workload `w` in `cfg` on a device whose full launch is `full`.
-pub fn gpu_points(cfg: &StudyConfig, w: Workload, full: (u32, u32)) -> Vec<Point> {
+pub fn gpu_points(cfg: &StudyConfig, w: Experiment, full: (u32, u32)) -> Vec<Point> {
     let one = Backend::Gpu { grid: 1, block: 1 };
     let all = Backend::Gpu {
         grid: full.0,
@@ -239,7 +250,7 @@ pub fn gpu_points(cfg: &StudyConfig, w: Workload, full: (u32, u32)) -> Vec<Point
         })
     };
     match w {
-        Workload::Chain => {
+        Experiment::Chain => {
             let precisions: Vec<Precision> = real_precisions(cfg)
                 .filter(|p| Precision::NATIVE.contains(p))
                 .collect();
@@ -252,7 +263,7 @@ pub fn gpu_points(cfg: &StudyConfig, w: Workload, full: (u32, u32)) -> Vec<Point
                 }
             }
         }
-        Workload::DoUndo => {
+        Experiment::DoUndo => {
             let precisions: Vec<Precision> = real_precisions(cfg)
                 .filter(|p| DOUNDO_GPU_PRECISIONS.contains(p))
                 .collect();
@@ -272,7 +283,6 @@ pub fn gpu_points(cfg: &StudyConfig, w: Workload, full: (u32, u32)) -> Vec<Point
                 }
             }
         }
-        _ => {}
     }
     dedup(points)
 }
@@ -345,27 +355,6 @@ pub fn chain_reference<T: Real>(xs: &[T]) -> Reference {
 }
 
 // ---- Scoring -----------------------------------------------------------------------------------
-
-fn reference_f64(r: &Reference) -> f64 {
-    match r {
-        Reference::Finite(b) => big::to_f64(b),
-        Reference::Infinite { negative: true } => f64::NEG_INFINITY,
-        Reference::Infinite { negative: false } => f64::INFINITY,
-        Reference::NaN => f64::NAN,
-    }
-}
-
-/// The record's error metrics of `computed` against `reference` (as `study::record` fills them).
-fn error_metrics(computed: &Reference, reference: &Reference) -> ErrorMetrics {
-    let m = measure_values(computed, reference);
-    let zero = matches!(reference, Reference::Finite(b) if b.repr().is_zero());
-    ErrorMetrics {
-        abs: m.abs,
-        rel: (!zero).then_some(m.rel),
-        ulps: (!zero).then_some(m.ulps_f64),
-        digits: (!zero).then_some(m.digits.min(99.0)),
-    }
-}
 
 /// The relative error alone (cheaper than all metrics: no decimal digits).
 fn rel_of(computed: &Reference, reference: &Reference) -> f64 {
@@ -452,19 +441,6 @@ fn ok_measurement(
     }
 }
 
-/// A point this module cannot run (the planner never makes one; a hand-made plan might).
-fn failed(why: String) -> Measurement {
-    Measurement {
-        status: Status::Failed,
-        value: None,
-        reference: None,
-        error: None,
-        time: None,
-        extra: BTreeMap::new(),
-        note: Some(why),
-    }
-}
-
 /// 10^9 operations per second from a count and a time in ms.
 fn giga_per_s(ops: f64, ms: f64) -> f64 {
     if ms > 0.0 {
@@ -474,12 +450,135 @@ fn giga_per_s(ops: f64, ms: f64) -> f64 {
     }
 }
 
+// ---- The workloads -----------------------------------------------------------------------------
+
+/// Products of n factors from magnitude intervals (seed 000 §8.1).
+pub struct Chain;
+/// x ← (x·y_i)/y_i under three division modes (seed 000 §8.2.2).
+pub struct DoUndo;
+
+/// Chains and do/undo share one runner per backend (compiled modules).
+const GROUP: &str = "chains";
+
+impl Workload for Chain {
+    fn name(&self) -> &'static str {
+        "chain"
+    }
+    fn description(&self) -> &'static str {
+        "products of n factors from magnitude intervals (seed 000 §8.1)"
+    }
+    fn record_names(&self) -> &'static [&'static str] {
+        &["chain"]
+    }
+    fn size_limit(&self) -> (u64, &'static str) {
+        (1 << 24, "factors")
+    }
+    fn cpu_points(&self, cfg: &StudyConfig) -> Vec<Point> {
+        cpu_points(cfg, Experiment::Chain)
+    }
+    fn gpu_points(&self, cfg: &StudyConfig, full: (u32, u32)) -> Vec<Point> {
+        gpu_points(cfg, Experiment::Chain, full)
+    }
+    fn runner_group(&self) -> &'static str {
+        GROUP
+    }
+    fn cpu_runner(&self) -> Box<dyn CpuMeasure> {
+        Box::new(measure_cpu)
+    }
+    fn gpu_runner<'g>(&self, gpu: &'g Gpu) -> Box<dyn GpuMeasure + 'g> {
+        Box::new(GpuRunner::new(gpu))
+    }
+    fn device_bytes(&self, point: &Point) -> u64 {
+        device_bytes(point)
+    }
+    fn quantities(&self) -> &'static [(&'static str, &'static str)] {
+        CHAIN_QUANTITIES
+    }
+}
+
+impl Workload for DoUndo {
+    fn name(&self) -> &'static str {
+        "doundo"
+    }
+    fn description(&self) -> &'static str {
+        "x ← (x·y_i)/y_i under three division modes (seed 000 §8.2.2)"
+    }
+    fn aliases(&self) -> &'static [&'static str] {
+        &["do-undo"]
+    }
+    fn record_names(&self) -> &'static [&'static str] {
+        &["doundo"]
+    }
+    fn size_limit(&self) -> (u64, &'static str) {
+        (1 << 28, "steps")
+    }
+    fn cpu_points(&self, cfg: &StudyConfig) -> Vec<Point> {
+        cpu_points(cfg, Experiment::DoUndo)
+    }
+    fn gpu_points(&self, cfg: &StudyConfig, full: (u32, u32)) -> Vec<Point> {
+        gpu_points(cfg, Experiment::DoUndo, full)
+    }
+    fn runner_group(&self) -> &'static str {
+        GROUP
+    }
+    fn cpu_runner(&self) -> Box<dyn CpuMeasure> {
+        Box::new(measure_cpu)
+    }
+    fn gpu_runner<'g>(&self, gpu: &'g Gpu) -> Box<dyn GpuMeasure + 'g> {
+        Box::new(GpuRunner::new(gpu))
+    }
+    fn device_bytes(&self, point: &Point) -> u64 {
+        device_bytes(point)
+    }
+    fn quantities(&self) -> &'static [(&'static str, &'static str)] {
+        DOUNDO_QUANTITIES
+    }
+}
+
+const THREADS: (&str, &str) = ("threads", "GPU threads, each running its own copy");
+const THREADS_SCORED: (&str, &str) = (
+    "threads_scored",
+    "threads whose result was scored (evenly spaced, at most 4096)",
+);
+const THREADS_NONFINITE: (&str, &str) = (
+    "threads_nonfinite",
+    "scored threads whose result is NaN or infinite",
+);
+const REL_MEAN_THREADS: (&str, &str) = (
+    "rel_mean_threads",
+    "mean relative error over the scored threads with a finite error",
+);
+const REL_MAX_THREADS: (&str, &str) = (
+    "rel_max_threads",
+    "largest relative error over the scored threads with a finite error",
+);
+const CHAIN_QUANTITIES: &[(&str, &str)] = &[
+    ("gmul_per_s", "multiplications per second, in 10^9"),
+    THREADS,
+    THREADS_SCORED,
+    THREADS_NONFINITE,
+    REL_MEAN_THREADS,
+    REL_MAX_THREADS,
+];
+const DOUNDO_QUANTITIES: &[(&str, &str)] = &[
+    ("gsteps_per_s", "do/undo steps per second, in 10^9"),
+    (
+        "ptx.",
+        "division and reciprocal instructions in the kernel's PTX, by <op>.<type> (mantissa-ptx's census)",
+    ),
+    THREADS,
+    THREADS_SCORED,
+    THREADS_NONFINITE,
+    REL_MEAN_THREADS,
+    REL_MAX_THREADS,
+];
+
 // ---- The CPU runner ----------------------------------------------------------------------------
 
 /// Measures one CPU point (`pool` is unused: every point runs on one thread).
 pub fn measure_cpu(point: &Point, _pool: Option<&ThreadPool>, timing: CpuTiming) -> Measurement {
     let (Some(class), StudyPrecision::Real(p)) = (class_of(point), point.precision) else {
-        return failed(format!(
+        return Measurement::failed(format!(
             "{} needs an interval class and a real precision, got {} and {}",
             point.workload,
             point.data.name(),
@@ -499,7 +598,7 @@ pub fn measure_cpu(point: &Point, _pool: Option<&ThreadPool>, timing: CpuTiming)
                 timing,
             })
         }
-        (w, a) => failed(format!(
+        (w, a) => Measurement::failed(format!(
             "no CPU algorithm {a} for {w}: the CPU has chain serial and doundo div-rn"
         )),
     }
@@ -711,11 +810,8 @@ pub fn division_extra(counts: &Counts) -> BTreeMap<String, f64> {
 /// Device bytes a GPU point of this module allocates.
 pub fn device_bytes(point: &Point) -> u64 {
     let value = match point.precision {
-        StudyPrecision::Real(Precision::F32) => 4,
-        StudyPrecision::Real(
-            Precision::F64 | Precision::F32x2 | Precision::Comp32 | Precision::Comp32n,
-        ) => 8,
-        _ => 16,
+        StudyPrecision::Real(p) => DeviceType::of(p).map_or(0, DeviceType::bytes),
+        StudyPrecision::Exact => 0,
     };
     let threads = match point.backend {
         Backend::Gpu { grid, block } => u64::from(grid) * u64::from(block),
@@ -736,23 +832,6 @@ pub struct GpuRunner<'g> {
     gpu: &'g Gpu,
     chain: Option<Module>,
     doundo: HashMap<DivMode, DoUndoModule>,
-}
-
-/// Calls `$f::<T>` with the twin type of precision `$p`, or evaluates `$none`.
-macro_rules! with_twin_type {
-    ($p:expr, $f:ident, ($($arg:expr),*), $none:expr) => {
-        match $p {
-            Precision::F32 => $f::<f32>($($arg),*),
-            Precision::F64 => $f::<f64>($($arg),*),
-            Precision::F32x2 => $f::<f32x2>($($arg),*),
-            Precision::F64x2 => $f::<f64x2>($($arg),*),
-            Precision::Comp32 => $f::<Comp32>($($arg),*),
-            Precision::Comp64 => $f::<Comp64>($($arg),*),
-            Precision::Comp32n => $f::<CompNorm32>($($arg),*),
-            Precision::Comp64n => $f::<CompNorm64>($($arg),*),
-            Precision::Mp(_) => $none,
-        }
-    };
 }
 
 impl<'g> GpuRunner<'g> {
@@ -878,17 +957,14 @@ impl<'g> GpuRunner<'g> {
         let values = values_of::<T>(gpu.download(&out)?, threads as usize, "do/undo results")?;
         Ok((values, t, counts))
     }
+}
 
-    /// Measures one GPU point.
-    pub fn measure(
-        &mut self,
-        point: &Point,
-        timing: TimingOptions,
-    ) -> Result<Measurement, GpuError> {
+impl GpuMeasure for GpuRunner<'_> {
+    fn measure(&mut self, point: &Point, timing: TimingOptions) -> Result<Measurement, GpuError> {
         let (Some(class), StudyPrecision::Real(p), Backend::Gpu { grid, block }) =
             (class_of(point), point.precision, point.backend)
         else {
-            return Ok(failed(format!(
+            return Ok(Measurement::failed(format!(
                 "{} on the GPU needs an interval class, a real precision and a grid × block launch",
                 point.workload
             )));
@@ -901,16 +977,18 @@ impl<'g> GpuRunner<'g> {
                 if let Some(m) = Self::fits(self.chain_module()?, &kernel, block)? {
                     return Ok(m);
                 }
-                with_twin_type!(
-                    p,
-                    measure_chain,
-                    (self, &factors, shape, timing),
-                    Ok(failed(format!("no GPU chain in {p}")))
-                )
+                let run = ChainGpu {
+                    runner: self,
+                    factors: &factors,
+                    shape,
+                    timing,
+                };
+                visit_device_type(p, run)
+                    .unwrap_or_else(|| Ok(Measurement::failed(format!("no GPU chain in {p}"))))
             }
             "doundo" => {
                 let Some(mode) = DivMode::from_name(point.algorithm) else {
-                    return Ok(failed(format!(
+                    return Ok(Measurement::failed(format!(
                         "unknown division mode {}: div-rn, div-full or div-approx",
                         point.algorithm
                     )));
@@ -929,23 +1007,64 @@ impl<'g> GpuRunner<'g> {
                     warmup: timing.warmup.min(1),
                     reps: timing.reps.clamp(1, 3),
                 };
-                match p {
-                    Precision::F32 => measure_doundo::<f32>(self, mode, &x0s, &ys, shape, timing),
-                    Precision::Comp32 => {
-                        measure_doundo::<Comp32>(self, mode, &x0s, &ys, shape, timing)
-                    }
-                    Precision::F32x2 => {
-                        measure_doundo::<f32x2>(self, mode, &x0s, &ys, shape, timing)
-                    }
-                    _ => Ok(failed(format!(
+                if !DOUNDO_GPU_PRECISIONS.contains(&p) {
+                    return Ok(Measurement::failed(format!(
                         "no GPU do/undo in {p}: the division modes apply to f32, comp32 and f32x2"
-                    ))),
+                    )));
                 }
+                let run = DoUndoGpu {
+                    runner: self,
+                    mode,
+                    x0s: &x0s,
+                    ys: &ys,
+                    shape,
+                    timing,
+                };
+                visit_device_type(p, run).expect("the do/undo precisions have device types")
             }
-            w => Ok(failed(format!(
+            w => Ok(Measurement::failed(format!(
                 "{w} is not a workload of the chains module"
             ))),
         }
+    }
+}
+
+/// A GPU chain point in its precision's device type.
+struct ChainGpu<'r, 'g, 'a> {
+    runner: &'r mut GpuRunner<'g>,
+    factors: &'a [f64],
+    shape: (u32, u32),
+    timing: TimingOptions,
+}
+
+impl DeviceTypeVisitor for ChainGpu<'_, '_, '_> {
+    type Output = Result<Measurement, GpuError>;
+    fn visit<T: DeviceWords>(self) -> Self::Output {
+        measure_chain::<T>(self.runner, self.factors, self.shape, self.timing)
+    }
+}
+
+/// A GPU do/undo point in its precision's device type.
+struct DoUndoGpu<'r, 'g, 'a> {
+    runner: &'r mut GpuRunner<'g>,
+    mode: DivMode,
+    x0s: &'a [f64],
+    ys: &'a [f64],
+    shape: (u32, u32),
+    timing: TimingOptions,
+}
+
+impl DeviceTypeVisitor for DoUndoGpu<'_, '_, '_> {
+    type Output = Result<Measurement, GpuError>;
+    fn visit<T: DeviceWords>(self) -> Self::Output {
+        measure_doundo::<T>(
+            self.runner,
+            self.mode,
+            self.x0s,
+            self.ys,
+            self.shape,
+            self.timing,
+        )
     }
 }
 
@@ -1016,9 +1135,11 @@ fn measure_doundo<T: DeviceWords>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mantissa_num::big;
     use mantissa_num::Mp256;
+    use mantissa_num::{f32x2, f64x2, Comp32, Comp64, CompNorm32, CompNorm64};
 
-    fn config(workloads: Vec<Workload>, suite: Suite) -> StudyConfig {
+    fn config(workloads: Vec<&'static dyn Workload>, suite: Suite) -> StudyConfig {
         StudyConfig {
             workloads,
             suite,
@@ -1264,9 +1385,9 @@ mod tests {
     #[test]
     fn plans_have_unique_keys_and_the_documented_defaults() {
         for suite in [Suite::Quick, Suite::Full] {
-            let cfg = config(vec![Workload::Chain, Workload::DoUndo], suite);
+            let cfg = config(vec![&Chain, &DoUndo], suite);
             let mut all = Vec::new();
-            for w in [Workload::Chain, Workload::DoUndo] {
+            for w in [Experiment::Chain, Experiment::DoUndo] {
                 all.extend(cpu_points(&cfg, w));
                 all.extend(gpu_points(&cfg, w, (264, 1024)));
             }
@@ -1274,8 +1395,8 @@ mod tests {
             assert_eq!(keys.len(), all.len(), "{suite:?}");
             assert!(all.iter().all(|p| p.precision != StudyPrecision::Exact));
         }
-        let cfg = config(vec![Workload::Chain], Suite::Quick);
-        let chain = cpu_points(&cfg, Workload::Chain);
+        let cfg = config(vec![&Chain], Suite::Quick);
+        let chain = cpu_points(&cfg, Experiment::Chain);
         // 2 classes x 4 sizes x (8 native + 4 mp) precisions, one thread.
         assert_eq!(chain.len(), 2 * 4 * 12);
         assert!(chain
@@ -1283,12 +1404,12 @@ mod tests {
             .all(|p| p.backend == Backend::Cpu { threads: 1 }));
         let names: HashSet<String> = chain.iter().map(|p| p.data.name()).collect();
         assert_eq!(names, HashSet::from(["chain-6".into(), "chain-10".into()]));
-        let du = cpu_points(&cfg, Workload::DoUndo);
+        let du = cpu_points(&cfg, Experiment::DoUndo);
         assert_eq!(du.len(), 4 * 8, "mp is not run for do/undo");
         assert!(du
             .iter()
             .all(|p| p.size == DOUNDO_QUICK && p.algorithm == "div-rn"));
-        let gpu = gpu_points(&cfg, Workload::DoUndo, (264, 1024));
+        let gpu = gpu_points(&cfg, Experiment::DoUndo, (264, 1024));
         let serial = gpu
             .iter()
             .filter(|p| p.backend == Backend::Gpu { grid: 1, block: 1 });
@@ -1309,7 +1430,7 @@ mod tests {
         assert!(wide
             .iter()
             .all(|p| p.size == DOUNDO_QUICK / THROUGHPUT_DIVISOR));
-        let gchain = gpu_points(&cfg, Workload::Chain, (264, 1024));
+        let gchain = gpu_points(&cfg, Experiment::Chain, (264, 1024));
         assert_eq!(
             gchain.len(),
             2 * 4 * 8 * 2,
@@ -1319,11 +1440,11 @@ mod tests {
 
     #[test]
     fn user_overrides_are_honoured() {
-        let mut cfg = config(vec![Workload::Chain, Workload::DoUndo], Suite::Quick);
+        let mut cfg = config(vec![&Chain, &DoUndo], Suite::Quick);
         cfg.classes = Some(vec!["range2".parse().unwrap()]);
         cfg.sizes = Some(vec![0, 5, 200_000]);
         cfg.precisions = StudyPrecision::parse_list("f32,f64x2,mp128,exact").unwrap();
-        let chain = cpu_points(&cfg, Workload::Chain);
+        let chain = cpu_points(&cfg, Experiment::Chain);
         let got: Vec<(u64, String)> = chain
             .iter()
             .map(|p| (p.size, p.precision.to_string()))
@@ -1343,15 +1464,15 @@ mod tests {
         assert!(chain
             .iter()
             .all(|p| p.data.name() == "range2" && p.seed == 7));
-        let du = cpu_points(&cfg, Workload::DoUndo);
+        let du = cpu_points(&cfg, Experiment::DoUndo);
         assert_eq!(du.len(), 3 * 2, "sizes 0, 5, 200000 x f32, f64x2");
-        let gpu = gpu_points(&cfg, Workload::DoUndo, (8, 32));
+        let gpu = gpu_points(&cfg, Experiment::DoUndo, (8, 32));
         assert!(gpu.iter().all(|p| p.precision.to_string() == "f32"));
         // User classes all get throughput points.
         assert!(gpu
             .iter()
             .any(|p| p.backend == Backend::Gpu { grid: 8, block: 32 }));
-        let gchain = gpu_points(&cfg, Workload::Chain, (8, 32));
+        let gchain = gpu_points(&cfg, Experiment::Chain, (8, 32));
         assert!(gchain.iter().all(|p| p.precision.to_string() != "mp128"));
     }
 

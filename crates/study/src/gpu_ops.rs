@@ -18,13 +18,12 @@ use mantissa_gpu::{
     twin, Ceilings, DType, DeviceBuffer, FlagSet, Gpu, GpuError, KernelArg, LaunchDims, Scalar,
     Source, TimingOptions,
 };
+use mantissa_gpu::{visit_device_type, DeviceTypeVisitor, DeviceWords, Word};
 use mantissa_num::metrics::ulps_f64;
 use mantissa_num::precision::Precision;
-use mantissa_num::{f32x2, f64x2, Comp32, Comp64, CompNorm32, CompNorm64};
 use rayon::prelude::*;
 use serde::Serialize;
 
-pub use crate::device_words::{DeviceWords, Word};
 use crate::ops::{operands, summarize, Op, OpErrorStats, OpsConfig};
 use crate::progress::Progress;
 
@@ -313,6 +312,13 @@ pub fn run(
     Ok(rows)
 }
 
+impl DeviceTypeVisitor for &RunPrecision<'_> {
+    type Output = Result<Vec<GpuOpRow>, GpuError>;
+    fn visit<T: DeviceWords>(self) -> Self::Output {
+        self.run::<T>()
+    }
+}
+
 struct RunPrecision<'a> {
     gpu: &'a Gpu,
     config: &'a OpsConfig,
@@ -327,17 +333,7 @@ struct RunPrecision<'a> {
 impl RunPrecision<'_> {
     /// The precisions with a CUDA twin (not mp, which exists on the CPU only).
     fn dispatch(&self) -> Result<Vec<GpuOpRow>, GpuError> {
-        match self.precision {
-            Precision::F32 => self.run::<f32>(),
-            Precision::F64 => self.run::<f64>(),
-            Precision::F32x2 => self.run::<f32x2>(),
-            Precision::F64x2 => self.run::<f64x2>(),
-            Precision::Comp32 => self.run::<Comp32>(),
-            Precision::Comp64 => self.run::<Comp64>(),
-            Precision::Comp32n => self.run::<CompNorm32>(),
-            Precision::Comp64n => self.run::<CompNorm64>(),
-            Precision::Mp(_) => Ok(Vec::new()),
-        }
+        visit_device_type(self.precision, self).unwrap_or_else(|| Ok(Vec::new()))
     }
 
     fn run<T: DeviceWords>(&self) -> Result<Vec<GpuOpRow>, GpuError> {
@@ -366,7 +362,7 @@ impl RunPrecision<'_> {
                 .map_or(block, |r| block.min(r.max_threads_per_block));
             LaunchDims::linear(n as u64, block)
         };
-        let value_bytes = (T::words() * T::Word::DTYPE.size()) as u64;
+        let value_bytes = T::TYPE.bytes();
         let sets = gpu.rotation_sets(3 * n as u64 * value_bytes);
         let xs = gpu.upload_copies(&format!("x_{p}"), &xh, sets)?;
         let ys = gpu.upload_copies(&format!("y_{p}"), &yh, sets)?;
@@ -542,6 +538,7 @@ impl RunPrecision<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mantissa_num::{f64x2, Comp32};
 
     #[test]
     fn expressions_use_operators_for_native_types_and_the_twin_otherwise() {
@@ -590,6 +587,7 @@ mod nvrtc_tests {
     use super::*;
     use mantissa_gpu::testing::require_nvrtc_or_skip;
     use mantissa_gpu::{Arch, Target};
+    use mantissa_num::{f32x2, f64x2, Comp32, Comp64, CompNorm32, CompNorm64};
 
     fn ptx_of<T: DeviceWords>(p: Precision, flags: FlagSet) -> Option<String> {
         let compiler = require_nvrtc_or_skip()?;

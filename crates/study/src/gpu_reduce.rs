@@ -35,10 +35,9 @@ use mantissa_gpu::{
     twin, DType, DeviceBuffer, FlagSet, Gpu, GpuError, HostData, KernelArg, LaunchDims, Module,
     Scalar, Source, Timing, TimingOptions,
 };
+use mantissa_gpu::{words_of, DeviceWords, Word};
 use mantissa_num::big::round_scaled_to_f64;
 use mantissa_num::Real;
-
-use crate::device_words::{words_of, DeviceWords, Word};
 
 /// The reduction kernels (templates over the precision), compiled after the twin header.
 const REDUCE_CU: &str = include_str!("../cuda/reduce.cu");

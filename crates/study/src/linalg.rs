@@ -63,20 +63,21 @@ use mantissa_gpu::{
     twin, DType, DeviceBuffer, FlagSet, Gpu, GpuError, HostData, KernelArg, LaunchDims, Module,
     Scalar, Source, Timing, TimingOptions,
 };
+use mantissa_gpu::{
+    values_of, visit_device_type, words_of, DeviceType, DeviceTypeVisitor, DeviceWords, Word,
+};
 use mantissa_num::big::{self, Big};
 use mantissa_num::precision::{Precision, PrecisionVisitor};
-use mantissa_num::{f32x2, f64x2, Comp32, Comp64, CompNorm32, CompNorm64, ExactDot, ExactSum};
+use mantissa_num::{f64x2, ExactDot, ExactSum};
 use mantissa_num::{Mp, Real};
 use mantissa_report::{Backend, ErrorMetrics, Status};
-use rand::{Rng, SeedableRng};
-use rand_xoshiro::Xoshiro256PlusPlus;
 use rayon::prelude::*;
 use rayon::ThreadPool;
 
-use crate::device_words::{values_of, words_of, DeviceWords, Word};
 use crate::inputs::InputClass;
 use crate::measurement::{time_stats, Measurement};
-use crate::study::{CpuTiming, Data, Point, StudyConfig, StudyPrecision, Suite, Workload};
+use crate::study::{CpuTiming, Data, Point, StudyConfig, StudyPrecision, Suite};
+use crate::workload::{CpuMeasure, GpuMeasure, Workload};
 
 /// The kernels (templates over the precision), compiled after the twin header.
 const LINALG_CU: &str = include_str!("../cuda/linalg.cu");
@@ -111,23 +112,9 @@ pub struct System {
     pub b: Vec<f64>,
 }
 
-/// `count` values, each from the small or the large interval of `class` with probability 1/2.
-pub fn interval_values(class: &InputClass, count: usize, seed: u64) -> Vec<f64> {
-    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
-    (0..count)
-        .map(|_| {
-            if rng.random::<bool>() {
-                class.small.draw(&mut rng)
-            } else {
-                class.large.draw(&mut rng)
-            }
-        })
-        .collect()
-}
-
 /// The system of (class, n, seed): A from the first n² values, b from the next n.
 pub fn system(class: &InputClass, n: usize, seed: u64) -> System {
-    let mut a = interval_values(class, n * n + n, seed);
+    let mut a = class.mixed(n * n + n, seed);
     let b = a.split_off(n * n);
     System { n, a, b }
 }
@@ -751,10 +738,19 @@ fn thesis_four(p: StudyPrecision) -> bool {
     )
 }
 
-fn default_classes(w: Workload) -> Vec<InputClass> {
+/// Which of the module's two workloads a plan is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Solver {
+    /// Gaussian elimination ([`Ge`]).
+    Ge,
+    /// Blocked LU decomposition ([`Lu`]).
+    Lu,
+}
+
+fn default_classes(w: Solver) -> Vec<InputClass> {
     match w {
         // Seed 000 §7.2: GE on (1e-2, 1e-1) & (1e1, 1e2).
-        Workload::Ge => vec![InputClass::range(1)],
+        Solver::Ge => vec![InputClass::range(1)],
         // Table 17's intervals.
         _ => {
             let mut v = vec![InputClass::gmp_range(1)];
@@ -764,9 +760,9 @@ fn default_classes(w: Workload) -> Vec<InputClass> {
     }
 }
 
-fn names(w: Workload) -> (&'static str, &'static str) {
+fn names(w: Solver) -> (&'static str, &'static str) {
     match w {
-        Workload::Ge => ("ge", "fan"),
+        Solver::Ge => ("ge", "fan"),
         _ => ("lu", "blocked"),
     }
 }
@@ -779,7 +775,7 @@ fn names(w: Workload) -> (&'static str, &'static str) {
 /// with every thread count. Full: n up to 2048 (Table 18's 64…2048), mp up to 128, every class
 /// up to 512 and the first class above. User sizes run everything (mp only up to the suite's
 /// mp limit).
-pub fn cpu_points(cfg: &StudyConfig, w: Workload) -> Vec<Point> {
+pub fn cpu_points(cfg: &StudyConfig, w: Solver) -> Vec<Point> {
     let (workload, algorithm) = names(w);
     let quick = cfg.suite == Suite::Quick;
     let mp_max = if quick { QUICK_MP_MAX } else { FULL_MP_MAX };
@@ -802,12 +798,12 @@ pub fn cpu_points(cfg: &StudyConfig, w: Workload) -> Vec<Point> {
         None => {
             let first: Vec<InputClass> = classes.iter().take(1).cloned().collect();
             match (w, quick) {
-                (Workload::Ge, true) => {
+                (Solver::Ge, true) => {
                     sets.push((16, classes.clone(), false, false));
                     sets.push((64, classes.clone(), false, false));
                     sets.push((256, classes.clone(), true, true));
                 }
-                (Workload::Ge, false) => {
+                (Solver::Ge, false) => {
                     for s in [16, 64, 256, 512, 1024, 2048] {
                         sets.push((s, classes.clone(), true, false));
                     }
@@ -857,29 +853,28 @@ pub fn cpu_points(cfg: &StudyConfig, w: Workload) -> Vec<Point> {
     points
 }
 
-/// The GPU points of workload `w` in `cfg` (`full`, the device's full launch, is not used: the
-/// grids follow from n and the tile).
+/// The GPU points of workload `w` in `cfg` (the grids follow from n and the tile).
 ///
 /// Quick: GE n = 64, 256, 1024, 2048 with tiles 4…32 (4 up to n = 1024); LU at Table 17's
 /// n = 64, 256, 512, 2048 with tiles 4…64 (64 records "out of resources"; 4 up to 512, at 2048
 /// only 16, 32, 64). Full: n = 16…8192, tile 4 up to 2048. LU tiles must divide n. User sizes
 /// get every tile that fits.
-pub fn gpu_points(cfg: &StudyConfig, w: Workload, _full: (u32, u32)) -> Vec<Point> {
+pub fn gpu_points(cfg: &StudyConfig, w: Solver) -> Vec<Point> {
     let (workload, algorithm) = names(w);
     let quick = cfg.suite == Suite::Quick;
     let classes = cfg.classes.clone().unwrap_or_else(|| default_classes(w));
     let user_sizes = cfg.sizes.is_some();
     let sizes = cfg.sizes.clone().unwrap_or_else(|| match (w, quick) {
-        (Workload::Ge, true) => vec![64, 256, 1024, 2048],
+        (Solver::Ge, true) => vec![64, 256, 1024, 2048],
         (_, true) => vec![64, 256, 512, 2048],
         _ => vec![16, 64, 256, 512, 1024, 2048, 4096, 8192],
     });
     let tile4_max = match (w, quick) {
         (_, false) => 2048,
-        (Workload::Ge, true) => 1024,
+        (Solver::Ge, true) => 1024,
         _ => 512,
     };
-    let tiles: &[u32] = if w == Workload::Ge {
+    let tiles: &[u32] = if w == Solver::Ge {
         &GE_TILES
     } else {
         &LU_TILES
@@ -894,7 +889,7 @@ pub fn gpu_points(cfg: &StudyConfig, w: Workload, _full: (u32, u32)) -> Vec<Poin
                 }
                 for &tile in tiles {
                     let t = u64::from(tile);
-                    let fits = if w == Workload::Ge {
+                    let fits = if w == Solver::Ge {
                         t <= size
                     } else {
                         size % t == 0
@@ -902,7 +897,7 @@ pub fn gpu_points(cfg: &StudyConfig, w: Workload, _full: (u32, u32)) -> Vec<Poin
                     // Quick LU at 2048 keeps the fast tiles (and 64's record): the accuracy is the
                     // same for every tile, the 4×4 and 8×8 times add a minute.
                     let slow = (tile == 4 && size > tile4_max)
-                        || (quick && w == Workload::Lu && size >= 2048 && tile < 16);
+                        || (quick && w == Solver::Lu && size >= 2048 && tile < 16);
                     if !fits || (slow && !user_sizes) {
                         continue;
                     }
@@ -921,6 +916,108 @@ pub fn gpu_points(cfg: &StudyConfig, w: Workload, _full: (u32, u32)) -> Vec<Poin
     }
     points
 }
+
+// ---- The workloads ----------------------------------------------------------------------------
+
+/// Gaussian elimination, Fan1/Fan2 style (seed 000 §7.2).
+pub struct Ge;
+/// Blocked LU decomposition: diagonal, perimeter, internal (seed 000 §7.3).
+pub struct Lu;
+
+/// The matrix order limit: f64x2 at 16384 is 4 GiB per matrix copy.
+const ORDER_LIMIT: (u64, &str) = (16_384, "matrix order");
+
+impl Workload for Ge {
+    fn name(&self) -> &'static str {
+        "ge"
+    }
+    fn description(&self) -> &'static str {
+        "Gaussian elimination without pivoting, Fan1/Fan2 style (seed 000 §7.2)"
+    }
+    fn record_names(&self) -> &'static [&'static str] {
+        &["ge"]
+    }
+    fn size_limit(&self) -> (u64, &'static str) {
+        ORDER_LIMIT
+    }
+    fn cpu_points(&self, cfg: &StudyConfig) -> Vec<Point> {
+        cpu_points(cfg, Solver::Ge)
+    }
+    fn gpu_points(&self, cfg: &StudyConfig, _full: (u32, u32)) -> Vec<Point> {
+        gpu_points(cfg, Solver::Ge)
+    }
+    fn runner_group(&self) -> &'static str {
+        GROUP
+    }
+    fn cpu_runner(&self) -> Box<dyn CpuMeasure> {
+        Box::new(measure_cpu)
+    }
+    fn gpu_runner<'g>(&self, gpu: &'g Gpu) -> Box<dyn GpuMeasure + 'g> {
+        Box::new(GpuRunner::new(gpu))
+    }
+    fn device_bytes(&self, point: &Point) -> u64 {
+        device_bytes(point)
+    }
+    fn quantities(&self) -> &'static [(&'static str, &'static str)] {
+        GE_QUANTITIES
+    }
+}
+
+impl Workload for Lu {
+    fn name(&self) -> &'static str {
+        "lu"
+    }
+    fn description(&self) -> &'static str {
+        "blocked LU decomposition without pivoting: diagonal, perimeter, internal (seed 000 §7.3)"
+    }
+    fn record_names(&self) -> &'static [&'static str] {
+        &["lu"]
+    }
+    fn size_limit(&self) -> (u64, &'static str) {
+        ORDER_LIMIT
+    }
+    fn cpu_points(&self, cfg: &StudyConfig) -> Vec<Point> {
+        cpu_points(cfg, Solver::Lu)
+    }
+    fn gpu_points(&self, cfg: &StudyConfig, _full: (u32, u32)) -> Vec<Point> {
+        gpu_points(cfg, Solver::Lu)
+    }
+    fn runner_group(&self) -> &'static str {
+        GROUP
+    }
+    fn cpu_runner(&self) -> Box<dyn CpuMeasure> {
+        Box::new(measure_cpu)
+    }
+    fn gpu_runner<'g>(&self, gpu: &'g Gpu) -> Box<dyn GpuMeasure + 'g> {
+        Box::new(GpuRunner::new(gpu))
+    }
+    fn device_bytes(&self, point: &Point) -> u64 {
+        device_bytes(point)
+    }
+    fn quantities(&self) -> &'static [(&'static str, &'static str)] {
+        LU_QUANTITIES
+    }
+}
+
+/// GE and LU share compiled modules and the generated system on the GPU.
+const GROUP: &str = "linalg";
+
+const GFLOPS: (&str, &str) = (
+    "gflops",
+    "10^9 operations per second, counting 2/3·n³ operations",
+);
+const GE_QUANTITIES: &[(&str, &str)] = &[GFLOPS];
+const LU_QUANTITIES: &[(&str, &str)] = &[
+    GFLOPS,
+    (
+        "mismatches",
+        "entries with |(L·U)_ij − A_ij| > 1e-4 (Table 17's tolerance), NaN or infinite ones included",
+    ),
+    (
+        "mismatch_pct",
+        "mismatches as a percentage of the n² entries (tolerance 1e-4)",
+    ),
+];
 
 // ---- CPU runs ----------------------------------------------------------------------------------
 
@@ -1000,24 +1097,14 @@ impl PrecisionVisitor for CpuRun<'_> {
 
 // ---- GPU runs ----------------------------------------------------------------------------------
 
-/// Bytes of one value of T on the device.
-fn value_bytes<T: DeviceWords>() -> u32 {
-    (T::words() * T::Word::DTYPE.size()) as u32
-}
-
-fn precision_bytes(p: StudyPrecision) -> u64 {
-    match p {
-        StudyPrecision::Real(Precision::F32) => 4,
-        StudyPrecision::Real(Precision::F64x2 | Precision::Comp64 | Precision::Comp64n) => 16,
-        _ => 8,
-    }
-}
-
 /// Device bytes a GPU point allocates: the input and working copies, plus (LU) the f64x2
 /// factors, input, residual and reference factorization of the accuracy check.
 pub fn device_bytes(point: &Point) -> u64 {
     let n = point.size;
-    let v = precision_bytes(point.precision);
+    let v = match point.precision {
+        StudyPrecision::Real(p) => DeviceType::of(p).map_or(0, DeviceType::bytes),
+        StudyPrecision::Exact => 0,
+    };
     match point.workload {
         "ge" => 2 * (n * n + n) * v,
         _ => 2 * n * n * v + n * n * (16 + 16 + 8 + 2 * 16),
@@ -1201,6 +1288,35 @@ pub struct GpuRunner<'g> {
     system: Option<((String, usize, u64), Arc<System>)>,
 }
 
+impl GpuMeasure for GpuRunner<'_> {
+    fn measure(&mut self, point: &Point, timing: TimingOptions) -> Result<Measurement, GpuError> {
+        let StudyPrecision::Real(p) = point.precision else {
+            return Err(bad_point(point, "needs a real precision"));
+        };
+        let run = RunOn {
+            runner: self,
+            point,
+            timing,
+        };
+        visit_device_type(p, run)
+            .unwrap_or_else(|| Err(bad_point(point, "mp does not run on the GPU")))
+    }
+}
+
+/// A GPU point in its precision's device type.
+struct RunOn<'r, 'g, 'p> {
+    runner: &'r mut GpuRunner<'g>,
+    point: &'p Point,
+    timing: TimingOptions,
+}
+
+impl DeviceTypeVisitor for RunOn<'_, '_, '_> {
+    type Output = Result<Measurement, GpuError>;
+    fn visit<T: DeviceWords>(self) -> Self::Output {
+        self.runner.run::<T>(self.point, self.timing)
+    }
+}
+
 impl<'g> GpuRunner<'g> {
     pub fn new(gpu: &'g Gpu) -> Self {
         GpuRunner {
@@ -1210,28 +1326,6 @@ impl<'g> GpuRunner<'g> {
             lu_refs: RefCache::new(),
             lu_last: None,
             system: None,
-        }
-    }
-
-    /// Measures one GPU point.
-    pub fn measure(
-        &mut self,
-        point: &Point,
-        timing: TimingOptions,
-    ) -> Result<Measurement, GpuError> {
-        let StudyPrecision::Real(p) = point.precision else {
-            return Err(bad_point(point, "needs a real precision"));
-        };
-        match p {
-            Precision::F32 => self.run::<f32>(point, timing),
-            Precision::F64 => self.run::<f64>(point, timing),
-            Precision::F32x2 => self.run::<f32x2>(point, timing),
-            Precision::F64x2 => self.run::<f64x2>(point, timing),
-            Precision::Comp32 => self.run::<Comp32>(point, timing),
-            Precision::Comp64 => self.run::<Comp64>(point, timing),
-            Precision::Comp32n => self.run::<CompNorm32>(point, timing),
-            Precision::Comp64n => self.run::<CompNorm64>(point, timing),
-            Precision::Mp(_) => Err(bad_point(point, "mp does not run on the GPU")),
         }
     }
 
@@ -1250,7 +1344,7 @@ impl<'g> GpuRunner<'g> {
         let (what, needs) = if ge {
             ("Fan2", fan2_needs(tile))
         } else {
-            ("the LU kernels", lu_needs(tile, value_bytes::<T>()))
+            ("the LU kernels", lu_needs(tile, T::TYPE.bytes() as u32))
         };
         if let Some(why) = out_of_resources(&format!("{what} at {tile}×{tile}"), needs, max_threads)
         {

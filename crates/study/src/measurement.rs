@@ -1,14 +1,16 @@
 //! [`Measurement`]: what one point of the kernel-style workloads (arithmetic intensity,
 //! Gaussian elimination, LU, multiplication chains, do/undo) produced, and its [`Record`].
 //!
-//! The part-1 workloads (sums, dot products, π) reduce to one scalar scored against one exact
-//! value, which [`crate::study::Outcome`] holds. These workloads report more — a mean error over a
-//! solution vector, mismatch counts, PTX instruction counts, an "out of resources" verdict — so
-//! each of their modules fills a `Measurement` and this module turns it into the record.
+//! Every workload's runner fills a `Measurement` (sums, dot products and π one scalar scored
+//! against one exact value; the kernel-style workloads more — a mean error over a solution
+//! vector, mismatch counts, PTX instruction counts, an "out of resources" verdict), and this
+//! module turns it into the record. [`error_metrics`] is the one conversion of an error into a
+//! record's metrics.
 
 use std::collections::BTreeMap;
 
 use mantissa_gpu::Timing;
+use mantissa_num::metrics::{measure_values, Reference};
 use mantissa_report::{ErrorMetrics, Record, Status, TimeStats};
 
 use crate::study::Point;
@@ -45,6 +47,15 @@ impl Measurement {
         }
     }
 
+    /// A point that could not be measured, with the reason (one line): a device error, or a
+    /// point its runner cannot run.
+    pub fn failed(why: impl Into<String>) -> Measurement {
+        Measurement {
+            status: Status::Failed,
+            ..Measurement::out_of_resources(why)
+        }
+    }
+
     /// The record of `point` on `device`.
     pub fn record(&self, point: &Point, device: &str) -> Record {
         Record {
@@ -76,5 +87,36 @@ pub fn time_stats(t: &Timing) -> TimeStats {
         min_ms: t.min_ms,
         max_ms: t.max_ms,
         reps: t.samples_ms.len() as u32,
+    }
+}
+
+/// A reference as the f64 a record holds (nearest, or ±∞, or NaN).
+pub fn reference_f64(r: &Reference) -> f64 {
+    match r {
+        Reference::Finite(b) => mantissa_num::big::to_f64(b),
+        Reference::Infinite { negative: true } => f64::NEG_INFINITY,
+        Reference::Infinite { negative: false } => f64::INFINITY,
+        Reference::NaN => f64::NAN,
+    }
+}
+
+/// The record's error metrics of `computed` against `reference`.
+pub fn error_metrics(computed: &Reference, reference: &Reference) -> ErrorMetrics {
+    record_metrics(&measure_values(computed, reference), reference)
+}
+
+/// Already measured metrics as a record's: relative error, ulps and digits are undefined
+/// against an exact zero (absent), and digits are capped at 99 (an exact result has infinitely
+/// many).
+pub fn record_metrics(
+    m: &mantissa_num::metrics::ErrorMetrics,
+    reference: &Reference,
+) -> ErrorMetrics {
+    let zero = matches!(reference, Reference::Finite(b) if b.repr().is_zero());
+    ErrorMetrics {
+        abs: m.abs,
+        rel: (!zero).then_some(m.rel),
+        ulps: (!zero).then_some(m.ulps_f64),
+        digits: (!zero).then_some(m.digits.min(99.0)),
     }
 }

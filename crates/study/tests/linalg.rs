@@ -6,15 +6,16 @@
 
 use mantissa_gpu::testing::{require_gpu_or_skip, require_nvrtc_or_skip};
 use mantissa_gpu::{Arch, FlagSet, Target, TimingOptions};
+use mantissa_gpu::{DeviceWords, Word};
 use mantissa_num::{f32x2, f64x2, Comp32, Comp64, CompNorm32, CompNorm64};
 use mantissa_report::{Backend, Status};
-use mantissa_study::device_words::{DeviceWords, Word};
 use mantissa_study::inputs::InputClass;
 use mantissa_study::linalg::{
     device_pair, ge_forward, ge_kernels, linalg_source, lu_factor, lu_kernels, lu_residual_model,
     system, GpuRunner, GE_TILES, RESIDUAL_KERNEL,
 };
 use mantissa_study::study::{Data, Point, StudyPrecision};
+use mantissa_study::workload::GpuMeasure;
 
 const ONCE: TimingOptions = TimingOptions { warmup: 0, reps: 1 };
 
