@@ -174,12 +174,12 @@ fn dedup(points: Vec<Point>) -> Vec<Point> {
         .collect()
 }
 
-/// Which of the module's two workloads a plan is for.
+/// The module's two workloads ([`CHAIN`], [`DOUNDO`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Experiment {
-    /// Products of n factors ([`Chain`]).
+    /// Products of n factors from magnitude intervals (seed 000 §8.1).
     Chain,
-    /// x ← (x·y_i)/y_i ([`DoUndo`]).
+    /// x ← (x·y_i)/y_i under three division modes (seed 000 §8.2.2).
     DoUndo,
 }
 
@@ -452,74 +452,51 @@ fn giga_per_s(ops: f64, ms: f64) -> f64 {
 
 // ---- The workloads -----------------------------------------------------------------------------
 
-/// Products of n factors from magnitude intervals (seed 000 §8.1).
-pub struct Chain;
-/// x ← (x·y_i)/y_i under three division modes (seed 000 §8.2.2).
-pub struct DoUndo;
+/// The chain workload.
+pub static CHAIN: Experiment = Experiment::Chain;
+/// The do/undo workload.
+pub static DOUNDO: Experiment = Experiment::DoUndo;
 
-/// Chains and do/undo share one runner per backend (compiled modules).
-const GROUP: &str = "chains";
-
-impl Workload for Chain {
+impl Workload for Experiment {
     fn name(&self) -> &'static str {
-        "chain"
+        match self {
+            Experiment::Chain => "chain",
+            Experiment::DoUndo => "doundo",
+        }
     }
     fn description(&self) -> &'static str {
-        "products of n factors from magnitude intervals (seed 000 §8.1)"
-    }
-    fn record_names(&self) -> &'static [&'static str] {
-        &["chain"]
-    }
-    fn size_limit(&self) -> (u64, &'static str) {
-        (1 << 24, "factors")
-    }
-    fn cpu_points(&self, cfg: &StudyConfig) -> Vec<Point> {
-        cpu_points(cfg, Experiment::Chain)
-    }
-    fn gpu_points(&self, cfg: &StudyConfig, full: (u32, u32)) -> Vec<Point> {
-        gpu_points(cfg, Experiment::Chain, full)
-    }
-    fn runner_group(&self) -> &'static str {
-        GROUP
-    }
-    fn cpu_runner(&self) -> Box<dyn CpuMeasure> {
-        Box::new(measure_cpu)
-    }
-    fn gpu_runner<'g>(&self, gpu: &'g Gpu) -> Box<dyn GpuMeasure + 'g> {
-        Box::new(GpuRunner::new(gpu))
-    }
-    fn device_bytes(&self, point: &Point) -> u64 {
-        device_bytes(point)
-    }
-    fn quantities(&self) -> &'static [(&'static str, &'static str)] {
-        CHAIN_QUANTITIES
-    }
-}
-
-impl Workload for DoUndo {
-    fn name(&self) -> &'static str {
-        "doundo"
-    }
-    fn description(&self) -> &'static str {
-        "x ← (x·y_i)/y_i under three division modes (seed 000 §8.2.2)"
+        match self {
+            Experiment::Chain => "products of n factors from magnitude intervals (seed 000 §8.1)",
+            Experiment::DoUndo => "x ← (x·y_i)/y_i under three division modes (seed 000 §8.2.2)",
+        }
     }
     fn aliases(&self) -> &'static [&'static str] {
-        &["do-undo"]
+        match self {
+            Experiment::Chain => &[],
+            Experiment::DoUndo => &["do-undo"],
+        }
     }
     fn record_names(&self) -> &'static [&'static str] {
-        &["doundo"]
+        match self {
+            Experiment::Chain => &["chain"],
+            Experiment::DoUndo => &["doundo"],
+        }
     }
     fn size_limit(&self) -> (u64, &'static str) {
-        (1 << 28, "steps")
+        match self {
+            Experiment::Chain => (1 << 24, "factors"),
+            Experiment::DoUndo => (1 << 28, "steps"),
+        }
     }
     fn cpu_points(&self, cfg: &StudyConfig) -> Vec<Point> {
-        cpu_points(cfg, Experiment::DoUndo)
+        cpu_points(cfg, *self)
     }
     fn gpu_points(&self, cfg: &StudyConfig, full: (u32, u32)) -> Vec<Point> {
-        gpu_points(cfg, Experiment::DoUndo, full)
+        gpu_points(cfg, *self, full)
     }
     fn runner_group(&self) -> &'static str {
-        GROUP
+        // Chains and do/undo share one runner per backend (compiled modules).
+        "chains"
     }
     fn cpu_runner(&self) -> Box<dyn CpuMeasure> {
         Box::new(measure_cpu)
@@ -531,7 +508,10 @@ impl Workload for DoUndo {
         device_bytes(point)
     }
     fn quantities(&self) -> &'static [(&'static str, &'static str)] {
-        DOUNDO_QUANTITIES
+        match self {
+            Experiment::Chain => CHAIN_QUANTITIES,
+            Experiment::DoUndo => DOUNDO_QUANTITIES,
+        }
     }
 }
 
@@ -1385,7 +1365,7 @@ mod tests {
     #[test]
     fn plans_have_unique_keys_and_the_documented_defaults() {
         for suite in [Suite::Quick, Suite::Full] {
-            let cfg = config(vec![&Chain, &DoUndo], suite);
+            let cfg = config(vec![&CHAIN, &DOUNDO], suite);
             let mut all = Vec::new();
             for w in [Experiment::Chain, Experiment::DoUndo] {
                 all.extend(cpu_points(&cfg, w));
@@ -1395,7 +1375,7 @@ mod tests {
             assert_eq!(keys.len(), all.len(), "{suite:?}");
             assert!(all.iter().all(|p| p.precision != StudyPrecision::Exact));
         }
-        let cfg = config(vec![&Chain], Suite::Quick);
+        let cfg = config(vec![&CHAIN], Suite::Quick);
         let chain = cpu_points(&cfg, Experiment::Chain);
         // 2 classes x 4 sizes x (8 native + 4 mp) precisions, one thread.
         assert_eq!(chain.len(), 2 * 4 * 12);
@@ -1440,7 +1420,7 @@ mod tests {
 
     #[test]
     fn user_overrides_are_honoured() {
-        let mut cfg = config(vec![&Chain, &DoUndo], Suite::Quick);
+        let mut cfg = config(vec![&CHAIN, &DOUNDO], Suite::Quick);
         cfg.classes = Some(vec!["range2".parse().unwrap()]);
         cfg.sizes = Some(vec![0, 5, 200_000]);
         cfg.precisions = StudyPrecision::parse_list("f32,f64x2,mp128,exact").unwrap();

@@ -661,6 +661,9 @@ pub fn gpu_points(cfg: &StudyConfig, full: (u32, u32)) -> Vec<Point> {
 /// The arithmetic-intensity workload (seed 000 ch. 6).
 pub struct Intensity;
 
+/// The intensity workload, as the registry lists it.
+pub static INTENSITY: Intensity = Intensity;
+
 impl Workload for Intensity {
     fn name(&self) -> &'static str {
         "intensity"

@@ -738,12 +738,12 @@ fn thesis_four(p: StudyPrecision) -> bool {
     )
 }
 
-/// Which of the module's two workloads a plan is for.
+/// The module's two workloads ([`GE`], [`LU`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Solver {
-    /// Gaussian elimination ([`Ge`]).
+    /// Gaussian elimination, Fan1/Fan2 style (seed 000 §7.2).
     Ge,
-    /// Blocked LU decomposition ([`Lu`]).
+    /// Blocked LU decomposition: diagonal, perimeter, internal (seed 000 §7.3).
     Lu,
 }
 
@@ -919,35 +919,43 @@ pub fn gpu_points(cfg: &StudyConfig, w: Solver) -> Vec<Point> {
 
 // ---- The workloads ----------------------------------------------------------------------------
 
-/// Gaussian elimination, Fan1/Fan2 style (seed 000 §7.2).
-pub struct Ge;
-/// Blocked LU decomposition: diagonal, perimeter, internal (seed 000 §7.3).
-pub struct Lu;
+/// The Gaussian-elimination workload.
+pub static GE: Solver = Solver::Ge;
+/// The LU workload.
+pub static LU: Solver = Solver::Lu;
 
-/// The matrix order limit: f64x2 at 16384 is 4 GiB per matrix copy.
-const ORDER_LIMIT: (u64, &str) = (16_384, "matrix order");
-
-impl Workload for Ge {
+impl Workload for Solver {
     fn name(&self) -> &'static str {
-        "ge"
+        names(*self).0
     }
     fn description(&self) -> &'static str {
-        "Gaussian elimination without pivoting, Fan1/Fan2 style (seed 000 §7.2)"
+        match self {
+            Solver::Ge => "Gaussian elimination without pivoting, Fan1/Fan2 style (seed 000 §7.2)",
+            Solver::Lu => {
+                "blocked LU decomposition without pivoting: diagonal, perimeter, internal \
+                 (seed 000 §7.3)"
+            }
+        }
     }
     fn record_names(&self) -> &'static [&'static str] {
-        &["ge"]
+        match self {
+            Solver::Ge => &["ge"],
+            Solver::Lu => &["lu"],
+        }
     }
     fn size_limit(&self) -> (u64, &'static str) {
-        ORDER_LIMIT
+        // f64x2 at 16384: 4 GiB per matrix copy.
+        (16_384, "matrix order")
     }
     fn cpu_points(&self, cfg: &StudyConfig) -> Vec<Point> {
-        cpu_points(cfg, Solver::Ge)
+        cpu_points(cfg, *self)
     }
     fn gpu_points(&self, cfg: &StudyConfig, _full: (u32, u32)) -> Vec<Point> {
-        gpu_points(cfg, Solver::Ge)
+        gpu_points(cfg, *self)
     }
     fn runner_group(&self) -> &'static str {
-        GROUP
+        // GE and LU share compiled modules and the generated system on the GPU.
+        "linalg"
     }
     fn cpu_runner(&self) -> Box<dyn CpuMeasure> {
         Box::new(measure_cpu)
@@ -959,54 +967,17 @@ impl Workload for Ge {
         device_bytes(point)
     }
     fn quantities(&self) -> &'static [(&'static str, &'static str)] {
-        GE_QUANTITIES
+        match self {
+            Solver::Ge => &[GFLOPS],
+            Solver::Lu => LU_QUANTITIES,
+        }
     }
 }
-
-impl Workload for Lu {
-    fn name(&self) -> &'static str {
-        "lu"
-    }
-    fn description(&self) -> &'static str {
-        "blocked LU decomposition without pivoting: diagonal, perimeter, internal (seed 000 §7.3)"
-    }
-    fn record_names(&self) -> &'static [&'static str] {
-        &["lu"]
-    }
-    fn size_limit(&self) -> (u64, &'static str) {
-        ORDER_LIMIT
-    }
-    fn cpu_points(&self, cfg: &StudyConfig) -> Vec<Point> {
-        cpu_points(cfg, Solver::Lu)
-    }
-    fn gpu_points(&self, cfg: &StudyConfig, _full: (u32, u32)) -> Vec<Point> {
-        gpu_points(cfg, Solver::Lu)
-    }
-    fn runner_group(&self) -> &'static str {
-        GROUP
-    }
-    fn cpu_runner(&self) -> Box<dyn CpuMeasure> {
-        Box::new(measure_cpu)
-    }
-    fn gpu_runner<'g>(&self, gpu: &'g Gpu) -> Box<dyn GpuMeasure + 'g> {
-        Box::new(GpuRunner::new(gpu))
-    }
-    fn device_bytes(&self, point: &Point) -> u64 {
-        device_bytes(point)
-    }
-    fn quantities(&self) -> &'static [(&'static str, &'static str)] {
-        LU_QUANTITIES
-    }
-}
-
-/// GE and LU share compiled modules and the generated system on the GPU.
-const GROUP: &str = "linalg";
 
 const GFLOPS: (&str, &str) = (
     "gflops",
     "10^9 operations per second, counting 2/3·n³ operations",
 );
-const GE_QUANTITIES: &[(&str, &str)] = &[GFLOPS];
 const LU_QUANTITIES: &[(&str, &str)] = &[
     GFLOPS,
     (

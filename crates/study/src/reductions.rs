@@ -1,6 +1,6 @@
 //! The reductions of `mantissa study`: global sums (seed 000 ch. 5), dot products (seed 004
 //! ch. 3) and π (seed 001's Leibniz series, seed 003 §3.1.1's midpoint rule), each scored as one
-//! scalar against one exact value. [`Sum`], [`Dot`] and [`Pi`] are their [`Workload`]s; they
+//! scalar against one exact value. [`SUM`], [`DOT`] and [`PI`] are their [`Workload`]s; they
 //! share one runner per backend (the generated inputs of a point and the compiled GPU kernels
 //! serve the next points). The CPU algorithms are in [`crate::reduce`], the GPU ones in
 //! [`crate::gpu_reduce`], the data in [`crate::inputs`].
@@ -21,9 +21,6 @@ use crate::reduce;
 use crate::study::{CpuTiming, Data, Point, StudyConfig, StudyPrecision, Suite};
 use crate::workload::{CpuMeasure, GpuMeasure, Workload};
 
-/// The runner group of the three reductions.
-const GROUP: &str = "reductions";
-
 /// The largest size at which an mp precision runs in the quick suite: mp arithmetic costs ~100×
 /// a hardware operation.
 pub const QUICK_MP_MAX: u64 = 1 << 16;
@@ -43,107 +40,73 @@ pub const SEED_000_GRID: [(u32, u32); 9] = [
     (128, 32),
 ];
 
-/// Global summation of zero-sum and general arrays (seed 000 ch. 5).
-pub struct Sum;
-/// Dot products: serial, FMA-serial, pairwise (seed 004 ch. 3).
-pub struct Dot;
-/// π by Leibniz's series (seed 001) and by the midpoint rule (seed 003 §3.1.1).
-pub struct Pi;
-
-impl Workload for Sum {
-    fn name(&self) -> &'static str {
-        "sum"
-    }
-    fn description(&self) -> &'static str {
-        "global sums of zero-sum and general arrays (seed 000 ch. 5)"
-    }
-    fn record_names(&self) -> &'static [&'static str] {
-        &["sum"]
-    }
-    fn size_limit(&self) -> (u64, &'static str) {
-        (1 << 31, "elements")
-    }
-    fn cpu_points(&self, cfg: &StudyConfig) -> Vec<Point> {
-        sum_cpu_points(cfg)
-    }
-    fn gpu_points(&self, cfg: &StudyConfig, full: (u32, u32)) -> Vec<Point> {
-        sum_gpu_points(cfg, full)
-    }
-    fn runner_group(&self) -> &'static str {
-        GROUP
-    }
-    fn cpu_runner(&self) -> Box<dyn CpuMeasure> {
-        Box::new(CpuRunner::default())
-    }
-    fn gpu_runner<'g>(&self, gpu: &'g Gpu) -> Box<dyn GpuMeasure + 'g> {
-        Box::new(GpuRunner::new(gpu))
-    }
-    fn device_bytes(&self, point: &Point) -> u64 {
-        device_bytes(point)
-    }
-    fn quantities(&self) -> &'static [(&'static str, &'static str)] {
-        &[]
-    }
+/// One of the three reductions, each a [`Workload`] ([`SUM`], [`DOT`], [`PI`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reduction {
+    /// Global summation of zero-sum and general arrays (seed 000 ch. 5).
+    Sum,
+    /// Dot products: serial, FMA-serial, pairwise (seed 004 ch. 3).
+    Dot,
+    /// π by Leibniz's series (seed 001) and by the midpoint rule (seed 003 §3.1.1).
+    Pi,
 }
 
-impl Workload for Dot {
-    fn name(&self) -> &'static str {
-        "dot"
-    }
-    fn description(&self) -> &'static str {
-        "dot products: serial, FMA-serial, pairwise and tree (seed 004 ch. 3)"
-    }
-    fn record_names(&self) -> &'static [&'static str] {
-        &["dot"]
-    }
-    fn size_limit(&self) -> (u64, &'static str) {
-        (1 << 31, "elements")
-    }
-    fn cpu_points(&self, cfg: &StudyConfig) -> Vec<Point> {
-        dot_cpu_points(cfg)
-    }
-    fn gpu_points(&self, cfg: &StudyConfig, full: (u32, u32)) -> Vec<Point> {
-        dot_gpu_points(cfg, full)
-    }
-    fn runner_group(&self) -> &'static str {
-        GROUP
-    }
-    fn cpu_runner(&self) -> Box<dyn CpuMeasure> {
-        Box::new(CpuRunner::default())
-    }
-    fn gpu_runner<'g>(&self, gpu: &'g Gpu) -> Box<dyn GpuMeasure + 'g> {
-        Box::new(GpuRunner::new(gpu))
-    }
-    fn device_bytes(&self, point: &Point) -> u64 {
-        device_bytes(point)
-    }
-    fn quantities(&self) -> &'static [(&'static str, &'static str)] {
-        &[]
-    }
-}
+/// The sum workload.
+pub static SUM: Reduction = Reduction::Sum;
+/// The dot-product workload.
+pub static DOT: Reduction = Reduction::Dot;
+/// The π workload.
+pub static PI: Reduction = Reduction::Pi;
 
-impl Workload for Pi {
+impl Workload for Reduction {
     fn name(&self) -> &'static str {
-        "pi"
+        match self {
+            Reduction::Sum => "sum",
+            Reduction::Dot => "dot",
+            Reduction::Pi => "pi",
+        }
     }
     fn description(&self) -> &'static str {
-        "π by Leibniz's series (seed 001) and the midpoint rule (seed 003 §3.1.1)"
+        match self {
+            Reduction::Sum => "global sums of zero-sum and general arrays (seed 000 ch. 5)",
+            Reduction::Dot => {
+                "dot products: serial, FMA-serial, pairwise and tree (seed 004 ch. 3)"
+            }
+            Reduction::Pi => {
+                "π by Leibniz's series (seed 001) and the midpoint rule (seed 003 §3.1.1)"
+            }
+        }
     }
     fn record_names(&self) -> &'static [&'static str] {
-        &["pi-leibniz", "pi-midpoint"]
+        match self {
+            Reduction::Sum => &["sum"],
+            Reduction::Dot => &["dot"],
+            Reduction::Pi => &["pi-leibniz", "pi-midpoint"],
+        }
     }
     fn size_limit(&self) -> (u64, &'static str) {
-        // π's step counts are fixed (10^2 … 10^9); --size does not apply.
-        (u64::MAX, "steps")
+        match self {
+            Reduction::Sum | Reduction::Dot => (1 << 31, "elements"),
+            // π's step counts are fixed (10^2 … 10^9); --size does not apply.
+            Reduction::Pi => (u64::MAX, "steps"),
+        }
     }
     fn cpu_points(&self, cfg: &StudyConfig) -> Vec<Point> {
-        pi_cpu_points(cfg)
+        match self {
+            Reduction::Sum => sum_cpu_points(cfg),
+            Reduction::Dot => dot_cpu_points(cfg),
+            Reduction::Pi => pi_cpu_points(cfg),
+        }
     }
     fn gpu_points(&self, cfg: &StudyConfig, full: (u32, u32)) -> Vec<Point> {
-        pi_gpu_points(cfg, full)
+        match self {
+            Reduction::Sum => sum_gpu_points(cfg, full),
+            Reduction::Dot => dot_gpu_points(cfg, full),
+            Reduction::Pi => pi_gpu_points(cfg, full),
+        }
     }
     fn runner_group(&self) -> &'static str {
-        GROUP
+        "reductions"
     }
     fn cpu_runner(&self) -> Box<dyn CpuMeasure> {
         Box::new(CpuRunner::default())
@@ -155,6 +118,7 @@ impl Workload for Pi {
         device_bytes(point)
     }
     fn quantities(&self) -> &'static [(&'static str, &'static str)] {
+        // One scalar against one exact value: everything is in the record's own fields.
         &[]
     }
 }

@@ -8,14 +8,14 @@ use crate::{chains, intensity, linalg, reductions};
 
 /// Every workload, in the order a run takes them by default.
 pub static WORKLOADS: [&dyn Workload; 8] = [
-    &reductions::Sum,
-    &reductions::Dot,
-    &reductions::Pi,
-    &intensity::Intensity,
-    &linalg::Ge,
-    &linalg::Lu,
-    &chains::Chain,
-    &chains::DoUndo,
+    &reductions::SUM,
+    &reductions::DOT,
+    &reductions::PI,
+    &intensity::INTENSITY,
+    &linalg::GE,
+    &linalg::LU,
+    &chains::CHAIN,
+    &chains::DOUNDO,
 ];
 
 /// The workload a command line names (its name or an alias, any case).
@@ -47,7 +47,7 @@ pub fn of_point(point: &Point) -> Option<&'static dyn Workload> {
 mod tests {
     use super::*;
     use crate::intensity::Intensity;
-    use crate::linalg::{Lu, MISMATCH_TOLERANCE};
+    use crate::linalg::{LU, MISMATCH_TOLERANCE};
     use crate::study::{CpuTiming, Plan, StudyConfig, StudyPrecision, Suite};
     use crate::workload::descriptions;
     use mantissa_num::precision::Precision;
@@ -102,7 +102,7 @@ mod tests {
     #[test]
     fn thresholds_appear_in_the_descriptions() {
         let tolerance = format!("{MISMATCH_TOLERANCE:e}");
-        let (_, what) = Lu
+        let (_, what) = LU
             .quantities()
             .iter()
             .find(|(name, _)| *name == "mismatches")

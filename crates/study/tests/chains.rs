@@ -200,8 +200,8 @@ fn a_small_gpu_plan_measures_every_point() {
     };
     let cfg = StudyConfig {
         workloads: vec![
-            &mantissa_study::chains::Chain,
-            &mantissa_study::chains::DoUndo,
+            &mantissa_study::chains::CHAIN,
+            &mantissa_study::chains::DOUNDO,
         ],
         suite: Suite::Quick,
         cpu: false,

@@ -328,7 +328,7 @@ fn out_of_resources_decisions() {
 
 fn config(suite: Suite) -> StudyConfig {
     StudyConfig {
-        workloads: vec![&Ge, &Lu],
+        workloads: vec![&GE, &LU],
         suite,
         cpu: true,
         precisions: StudyPrecision::defaults(),
