@@ -642,6 +642,7 @@ pub enum DivMode {
 }
 
 impl DivMode {
+    /// Every mode, in the order records list them.
     pub const ALL: [DivMode; 3] = [DivMode::Rn, DivMode::Full, DivMode::Approx];
 
     /// The algorithm name in records.
@@ -653,6 +654,7 @@ impl DivMode {
         }
     }
 
+    /// The mode of a record's algorithm name.
     pub fn from_name(s: &str) -> Option<DivMode> {
         DivMode::ALL.into_iter().find(|m| m.name() == s)
     }
@@ -815,6 +817,7 @@ pub struct GpuRunner<'g> {
 }
 
 impl<'g> GpuRunner<'g> {
+    /// A runner for `gpu`; nothing is compiled until a point needs it.
     pub fn new(gpu: &'g Gpu) -> Self {
         GpuRunner {
             gpu,

@@ -34,11 +34,13 @@ pub const CHAINS: usize = 8;
 /// How the GPU part runs.
 #[derive(Clone, Debug, Serialize)]
 pub struct GpuOpsOptions {
+    /// The flag set the kernels are compiled under.
     pub flags: FlagSet,
     /// Threads per block (seed 001: 1024).
     pub block: u32,
     /// Steps of each chain in the compute-bound kernel.
     pub iters: u32,
+    /// Timed runs of each kernel (after one warm-up).
     pub timing_reps: u32,
     /// Elements of the large element-wise run that measures memory-bound time (far beyond L2;
     /// 0 skips it). Seed 001's 10^6 elements are launch-bound on current GPUs.
@@ -60,6 +62,7 @@ impl Default for GpuOpsOptions {
 /// One precision and operation on the GPU.
 #[derive(Clone, Debug, Serialize)]
 pub struct GpuOpRow {
+    /// The errors of the GPU's results, in f64 ulps of the exact result.
     pub errors: OpErrorStats,
     /// Results whose bits differ from the CPU's for the same operands (NaN matches any NaN).
     pub differs_from_cpu: usize,
@@ -77,6 +80,7 @@ pub struct GpuOpRow {
     /// moves (two loads and one store per element, one load for sqrt) per second, in GB/s;
     /// `None` when skipped or when the buffers did not fit.
     pub stream_ms: Option<f64>,
+    /// The memory-bound throughput of that run, in GB/s.
     pub stream_gb_s: Option<f64>,
     /// This precision's memory-bound time over f64's, same operation and element count.
     pub stream_vs_f64: Option<f64>,

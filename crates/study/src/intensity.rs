@@ -113,11 +113,14 @@ pub const THESIS_SIZES: [u64; 8] = [1, 20, 50, 100, 500, 1000, 5000, 10000];
 /// Addition or multiplication chains.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Op {
+    /// Additions (`x + k`, chains `y + x`).
     Add,
+    /// Multiplications (`x · k`, chains `y · x`).
     Mul,
 }
 
 impl Op {
+    /// Both operations, in the order plans list them.
     pub const BOTH: [Op; 2] = [Op::Add, Op::Mul];
 
     /// The algorithm name in records.
@@ -165,8 +168,10 @@ impl Op {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum IntensityError {
     #[error("an intensity kernel needs at least one operation (N = 0 given): choose N >= 1")]
+    /// N = 0: a kernel needs at least one operation.
     NoOperations,
     #[error("precision {0} has no CUDA twin: the intensity kernels run f32, f64, f32x2, f64x2, comp32, comp64, comp32n and comp64n")]
+    /// The precision has no CUDA twin (mp).
     NoGpuPrecision(Precision),
 }
 
@@ -832,6 +837,7 @@ pub struct GpuRunner<'g> {
 }
 
 impl<'g> GpuRunner<'g> {
+    /// A runner for `gpu`; nothing is compiled until a point needs it.
     pub fn new(gpu: &'g Gpu) -> Self {
         GpuRunner {
             gpu,
@@ -915,10 +921,14 @@ impl GpuMeasure for GpuRunner<'_> {
 pub enum Launched<T> {
     /// `note`: set when the kernel had to be built for the block size (registers capped).
     Ran {
+        /// Every thread's result.
         results: Vec<T>,
+        /// The launch's timing.
         time: Timing,
+        /// Set when the kernel had to be built for the block size (registers capped).
         note: Option<String>,
     },
+    /// The configuration cannot run on the device: why, in one line.
     OutOfResources(String),
 }
 

@@ -1,3 +1,4 @@
+#![deny(missing_docs)]
 //! mantissa's experiments. Each module is one experiment: it takes a plain configuration, runs
 //! on the CPU and the GPU, reports progress through [`Progress`], and returns or appends plain
 //! records for the report layer. Nothing here prints to the terminal.

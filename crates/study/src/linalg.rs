@@ -107,8 +107,11 @@ const MAX_REFINEMENTS: usize = 100;
 /// A linear system of order n: A row-major and b, as f64.
 #[derive(Debug, Clone, PartialEq)]
 pub struct System {
+    /// The order.
     pub n: usize,
+    /// A, n × n, row-major.
     pub a: Vec<f64>,
+    /// b, n values.
     pub b: Vec<f64>,
 }
 
@@ -299,6 +302,7 @@ pub struct GeReference {
     pub x: Vec<Option<Big>>,
     /// The last correction was below 2^-bits of x.
     pub converged: bool,
+    /// Refinement steps taken.
     pub iterations: usize,
 }
 
@@ -583,6 +587,7 @@ fn pair_of<T: Real>(x: &T) -> f64x2 {
 
 /// What the LU scoring needs from the tested factors.
 pub struct LuFactors<'a> {
+    /// The order.
     pub n: usize,
     /// The factors as f64x2 (exact, or nearest for mp).
     pub pairs: &'a [f64x2],
@@ -1085,7 +1090,9 @@ pub fn device_bytes(point: &Point) -> u64 {
 /// What a kernel configuration needs per block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BlockNeeds {
+    /// Threads per block.
     pub threads: u32,
+    /// Static shared memory per block, in bytes.
     pub static_shared_bytes: u32,
 }
 
@@ -1145,6 +1152,7 @@ pub fn ge_kernels<T: DeviceWords>() -> [String; 2] {
     [format!("ge_fan1_{p}"), format!("ge_fan2_{p}")]
 }
 
+/// The LU kernel names of precision T at tile b: diagonal, perimeter, internal.
 pub fn lu_kernels<T: DeviceWords>(tile: u32) -> [String; 3] {
     let p = T::precision_name();
     [
@@ -1289,6 +1297,7 @@ impl DeviceTypeVisitor for RunOn<'_, '_, '_> {
 }
 
 impl<'g> GpuRunner<'g> {
+    /// A runner for `gpu`; nothing is compiled until a point needs it.
     pub fn new(gpu: &'g Gpu) -> Self {
         GpuRunner {
             gpu,

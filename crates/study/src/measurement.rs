@@ -26,10 +26,13 @@ pub struct Measurement {
     pub value: Option<f64>,
     /// The reference for `value`, rounded to f64.
     pub reference: Option<f64>,
+    /// The error of `value` against `reference` (or, for vector results, the workload's summary of its errors).
     pub error: Option<ErrorMetrics>,
+    /// How long the measured part took.
     pub time: Option<TimeStats>,
     /// Further measured quantities by name (see [`Record::extra`]).
     pub extra: BTreeMap<String, f64>,
+    /// What a reader should know about this point (one line), e.g. why it is out of resources.
     pub note: Option<String>,
 }
 

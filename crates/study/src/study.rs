@@ -22,7 +22,9 @@ use crate::workload::Workload;
 /// computation, which only sums and dot products have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum StudyPrecision {
+    /// One of the arithmetic types.
     Real(Precision),
+    /// The exact (superaccumulator) computation, rounded once to f64.
     Exact,
 }
 
@@ -101,8 +103,11 @@ pub enum Suite {
 pub struct StudyConfig {
     /// The workloads, in the order they run (from [`crate::registry`]).
     pub workloads: Vec<&'static dyn Workload>,
+    /// How much to run.
     pub suite: Suite,
+    /// Whether the CPU runs (the plan has no CPU points otherwise).
     pub cpu: bool,
+    /// The precisions to measure; each workload keeps those it has.
     pub precisions: Vec<StudyPrecision>,
     /// Input classes for the sums; `None` means the thesis's named ranges.
     pub classes: Option<Vec<InputClass>>,
@@ -152,6 +157,7 @@ pub enum StudyError {
     #[error("{0}")]
     Usage(String),
     #[error(transparent)]
+    /// The results log could not be read or written.
     Record(#[from] RecordError),
     /// The GPU failed in a way the run cannot continue from.
     #[error("{0}")]
@@ -166,7 +172,12 @@ pub enum Data {
     /// A general array (non-zero exact sum) from the class's intervals.
     General(InputClass),
     /// Two vectors uniform in (lo, hi).
-    Uniform { lo: f64, hi: f64 },
+    Uniform {
+        /// Lower end.
+        lo: f64,
+        /// Upper end.
+        hi: f64,
+    },
     /// Seed 004's 4-element f32 vectors.
     WhitePaper,
     /// Values drawn from the class's two intervals (matrix entries, chain factors, do/undo
@@ -197,14 +208,20 @@ pub struct Point {
     pub workload: &'static str,
     /// `serial`, `chunked`, `pairwise`, `fma-serial`, `tree`.
     pub algorithm: &'static str,
+    /// The data it runs on.
     pub data: Data,
+    /// The problem size, in its workload's unit.
     pub size: u64,
+    /// Seed of the generated data.
     pub seed: u64,
+    /// The precision under test.
     pub precision: StudyPrecision,
+    /// Where it runs: CPU threads, or a GPU launch.
     pub backend: Backend,
 }
 
 impl Point {
+    /// The key that identifies the point's record on `device` (for `--resume`).
     pub fn key(&self, device: &str) -> String {
         point_key(
             self.workload,
@@ -222,6 +239,7 @@ impl Point {
 /// The ordered list of points of a run.
 #[derive(Debug, Clone, Default)]
 pub struct Plan {
+    /// The points, in the order they run.
     pub points: Vec<Point>,
 }
 
@@ -258,11 +276,14 @@ impl Plan {
 pub struct CpuTiming {
     /// Target total time of the timed repetitions.
     pub budget: Duration,
+    /// Fewest timed repetitions.
     pub min_reps: u32,
+    /// Most timed repetitions.
     pub max_reps: u32,
 }
 
 impl CpuTiming {
+    /// The timing of `suite`: a longer budget for the full suite.
     pub fn for_suite(suite: Suite) -> CpuTiming {
         match suite {
             Suite::Quick => CpuTiming {
@@ -321,8 +342,11 @@ pub fn cpu_name() -> String {
 /// What a run did.
 #[derive(Debug, Default, Clone)]
 pub struct RunSummary {
+    /// Points measured in this run.
     pub measured: usize,
+    /// Points skipped because the log already had them.
     pub skipped_done: usize,
+    /// Points that failed (recorded with the reason).
     pub failed: usize,
     /// The run stopped early on request; the remaining points were not measured.
     pub interrupted: bool,
