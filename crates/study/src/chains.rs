@@ -100,6 +100,9 @@ const DOUNDO_FULL: u64 = 10_000_000;
 const THROUGHPUT_DIVISOR: u64 = 10;
 /// Threads of a full-device launch whose errors are scored (evenly spaced).
 const SCORED_THREADS: usize = 4096;
+/// The flag set of the chain kernels (the twin's arithmetic does not depend on it).
+pub const CHAIN_FLAGS: FlagSet = FlagSet::Default;
+
 /// The precisions the GPU's division modes apply to.
 pub const DOUNDO_GPU_PRECISIONS: [Precision; 3] =
     [Precision::F32, Precision::Comp32, Precision::F32x2];
@@ -204,6 +207,7 @@ pub fn cpu_points(cfg: &StudyConfig, w: Experiment) -> Vec<Point> {
                             seed: cfg.seed,
                             precision: StudyPrecision::Real(p),
                             backend: seq,
+                            flags: None,
                         });
                     }
                 }
@@ -221,6 +225,7 @@ pub fn cpu_points(cfg: &StudyConfig, w: Experiment) -> Vec<Point> {
                             seed: cfg.seed,
                             precision: StudyPrecision::Real(p),
                             backend: seq,
+                            flags: None,
                         });
                     }
                 }
@@ -238,7 +243,7 @@ pub fn gpu_points(cfg: &StudyConfig, w: Experiment, full: (u32, u32)) -> Vec<Poi
         block: full.1,
     };
     let mut points = Vec::new();
-    let mut add = |workload, algorithm, class: &InputClass, size, p, backend| {
+    let mut add = |workload, algorithm, flags, class: &InputClass, size, p, backend| {
         points.push(Point {
             workload,
             algorithm,
@@ -247,6 +252,7 @@ pub fn gpu_points(cfg: &StudyConfig, w: Experiment, full: (u32, u32)) -> Vec<Poi
             seed: cfg.seed,
             precision: StudyPrecision::Real(p),
             backend,
+            flags: Some(flags),
         })
     };
     match w {
@@ -257,8 +263,8 @@ pub fn gpu_points(cfg: &StudyConfig, w: Experiment, full: (u32, u32)) -> Vec<Poi
             for class in chain_classes(cfg) {
                 for n in chain_sizes(cfg) {
                     for &p in &precisions {
-                        add("chain", "serial", &class, n, p, one);
-                        add("chain", "rotations", &class, n, p, all);
+                        add("chain", "serial", CHAIN_FLAGS, &class, n, p, one);
+                        add("chain", "rotations", CHAIN_FLAGS, &class, n, p, all);
                     }
                 }
             }
@@ -273,10 +279,10 @@ pub fn gpu_points(cfg: &StudyConfig, w: Experiment, full: (u32, u32)) -> Vec<Poi
                 for steps in doundo_sizes(cfg) {
                     for mode in DivMode::ALL {
                         for &p in &precisions {
-                            add("doundo", mode.name(), class, steps, p, one);
+                            add("doundo", mode.name(), mode.flags(), class, steps, p, one);
                             if throughput {
                                 let s = (steps / THROUGHPUT_DIVISOR).max(1);
-                                add("doundo", mode.name(), class, s, p, all);
+                                add("doundo", mode.name(), mode.flags(), class, s, p, all);
                             }
                         }
                     }
@@ -688,16 +694,8 @@ impl DivMode {
 /// The CUDA source of the chain kernels (every twin precision).
 pub fn chain_source() -> Source {
     let mut text = format!("{}\n{}\n", twin::HEADER, CHAINS_CU);
-    for (p, ty, w) in [
-        ("f32", "float", "float"),
-        ("f64", "double", "double"),
-        ("f32x2", "mantissa::f32x2", "float"),
-        ("f64x2", "mantissa::f64x2", "double"),
-        ("comp32", "mantissa::comp32", "float"),
-        ("comp64", "mantissa::comp64", "double"),
-        ("comp32n", "mantissa::comp32n", "float"),
-        ("comp64n", "mantissa::comp64n", "double"),
-    ] {
+    for t in &DeviceType::ALL {
+        let (p, ty, w) = (t.name, t.cuda_type, t.word_cuda());
         text.push_str(&format!("CHAINS_CHAIN_KERNEL({p}, {ty}, {w})\n"));
     }
     Source::new("chains.cu", text)
@@ -711,11 +709,11 @@ pub fn doundo_source(mode: DivMode) -> Source {
         twin::HEADER,
         CHAINS_CU
     );
-    for (p, ty) in [
-        ("f32", "float"),
-        ("comp32", "mantissa::comp32"),
-        ("f32x2", "mantissa::f32x2"),
-    ] {
+    for t in DOUNDO_GPU_PRECISIONS
+        .iter()
+        .filter_map(|&p| DeviceType::of(p))
+    {
+        let (p, ty) = (t.name, t.cuda_type);
         text.push_str(&format!("CHAINS_DOUNDO_KERNEL({p}, {ty})\n"));
     }
     Source::new(format!("doundo_{}.cu", mode.name()), text)
@@ -831,7 +829,7 @@ impl<'g> GpuRunner<'g> {
             Some(ref m) => m,
             None => self
                 .chain
-                .insert(self.gpu.build(&chain_source(), FlagSet::Default)?),
+                .insert(self.gpu.build(&chain_source(), CHAIN_FLAGS)?),
         })
     }
 
@@ -1154,6 +1152,7 @@ mod tests {
             seed: 3,
             precision: StudyPrecision::Real(p.parse().unwrap()),
             backend: Backend::Cpu { threads: 1 },
+            flags: None,
         }
     }
 

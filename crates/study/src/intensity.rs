@@ -98,6 +98,9 @@ use crate::measurement::{record_metrics, time_stats, Measurement};
 use crate::study::{CpuTiming, Data, Point, StudyConfig, StudyPrecision, Suite};
 use crate::workload::{CpuMeasure, GpuMeasure, Workload};
 
+/// The flag set of every intensity kernel (f32/f64 use `_rn` intrinsics, the pair types the
+/// twin: the arithmetic does not depend on it).
+pub const FLAGS: FlagSet = FlagSet::Default;
 /// Independent accumulator chains per thread (seed 000 ch. 6: y0..y15).
 pub const CHAINS: u64 = 16;
 /// The multiplier of the mul kernels' derivations `x_i = x_{i-1} · k`: 1 − 2^-9, exact in every
@@ -596,6 +599,7 @@ fn points(cfg: &StudyConfig, sizes: &[u64], backends: &[Backend]) -> Vec<Point> 
                         seed: cfg.seed,
                         precision: StudyPrecision::Real(p),
                         backend,
+                        flags: backend.is_gpu().then_some(FLAGS),
                     });
                 }
             }
@@ -863,7 +867,7 @@ impl<'g> GpuRunner<'g> {
                         kernel: kernel_name(p, op, n),
                         problem: err.to_string(),
                     })?;
-                let compiled = gpu.compile(&source, FlagSet::Default)?;
+                let compiled = gpu.compile(&source, FLAGS)?;
                 let name = kernel_name(p, op, n);
                 let counts = ptx_counts(&compiled.ptx, &name, rounds(p, n));
                 let module = gpu.load(&compiled)?;
@@ -1384,6 +1388,7 @@ mod tests {
             seed: 1,
             precision: StudyPrecision::Real(Precision::Comp32),
             backend: Backend::Cpu { threads: 2 },
+            flags: None,
         };
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(2)

@@ -82,6 +82,8 @@ use crate::workload::{CpuMeasure, GpuMeasure, Workload};
 /// The kernels (templates over the precision), compiled after the twin header.
 const LINALG_CU: &str = include_str!("../cuda/linalg.cu");
 
+/// The flag set of every linalg kernel (the twin's arithmetic does not depend on it).
+pub const FLAGS: FlagSet = FlagSet::Default;
 /// Fan2 tiles (Table 16 used 4×4 and 8×8).
 pub const GE_TILES: [u32; 4] = [4, 8, 16, 32];
 /// LU tiles of Table 19 (64 is out of resources, see the module doc).
@@ -850,6 +852,7 @@ pub fn cpu_points(cfg: &StudyConfig, w: Solver) -> Vec<Point> {
                         seed: cfg.seed,
                         precision: p,
                         backend: Backend::Cpu { threads: t },
+                        flags: None,
                     });
                 }
             }
@@ -914,6 +917,7 @@ pub fn gpu_points(cfg: &StudyConfig, w: Solver) -> Vec<Point> {
                         seed: cfg.seed,
                         precision: p,
                         backend: Backend::GpuTiles { tile },
+                        flags: Some(FLAGS),
                     });
                 }
             }
@@ -1206,7 +1210,7 @@ fn module_for<'m, T: DeviceWords>(
 ) -> Result<&'m Module, GpuError> {
     let p = T::precision_name();
     if !modules.contains_key(&p) {
-        let m = gpu.build(&linalg_source::<T>(), FlagSet::Default)?;
+        let m = gpu.build(&linalg_source::<T>(), FLAGS)?;
         modules.insert(p.clone(), m);
     }
     Ok(&modules[&p])

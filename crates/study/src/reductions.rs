@@ -198,6 +198,7 @@ fn sum_cpu_points(cfg: &StudyConfig) -> Vec<Point> {
                         seed: cfg.seed,
                         precision: p,
                         backend,
+                        flags: None,
                     })
                 };
                 add("serial", SEQUENTIAL);
@@ -246,6 +247,7 @@ fn dot_cpu_points(cfg: &StudyConfig) -> Vec<Point> {
                     },
                     precision: p,
                     backend: SEQUENTIAL,
+                    flags: None,
                 });
             }
         }
@@ -268,6 +270,7 @@ fn pi_cpu_points(cfg: &StudyConfig) -> Vec<Point> {
             seed: 0,
             precision: p,
             backend: SEQUENTIAL,
+            flags: None,
         });
     }
     let max_exp = match cfg.suite {
@@ -289,6 +292,7 @@ fn pi_cpu_points(cfg: &StudyConfig) -> Vec<Point> {
                     seed: 0,
                     precision: p,
                     backend,
+                    flags: None,
                 })
             };
             add("serial", SEQUENTIAL);
@@ -339,6 +343,7 @@ impl GpuPoints<'_> {
                     seed,
                     precision: p,
                     backend,
+                    flags: Some(crate::gpu_reduce::FLAGS),
                 });
             }
         }
@@ -874,6 +879,7 @@ mod tests {
             seed: 3,
             precision: StudyPrecision::parse_list(p).unwrap()[0],
             backend: Backend::Cpu { threads: 1 },
+            flags: None,
         };
         let inputs = Inputs::of(&point("f32"));
         let timing = CpuTiming::for_suite(Suite::Quick);
@@ -906,6 +912,7 @@ mod tests {
             seed: 1,
             precision: StudyPrecision::parse_list(p).unwrap()[0],
             backend: Backend::Gpu { grid: 1, block: 32 },
+            flags: Some(crate::gpu_reduce::FLAGS),
         };
         // Dot products upload both vectors converted: 16 bytes a value for the f64 pairs.
         assert_eq!(device_bytes(&point("dot", "f64x2")), 2 * 1000 * 16);

@@ -151,4 +151,37 @@ mod tests {
         }
         assert!(seen.len() >= WORKLOADS.len());
     }
+
+    #[test]
+    fn gpu_points_carry_the_flag_set_they_are_compiled_with_and_cpu_points_none() {
+        let mut cfg = StudyConfig {
+            workloads: WORKLOADS.to_vec(),
+            suite: Suite::Quick,
+            cpu: true,
+            precisions: StudyPrecision::defaults(),
+            classes: None,
+            sizes: None,
+            threads: vec![1, 2],
+            seed: 1,
+        };
+        assert!(Plan::cpu(&cfg).points.iter().all(|p| p.flags.is_none()));
+        cfg.cpu = false;
+        let gpu = Plan::gpu(&cfg, (8, 32)).points;
+        for p in &gpu {
+            let want = match p.workload {
+                "doundo" => crate::chains::DivMode::from_name(p.algorithm)
+                    .unwrap()
+                    .flags(),
+                "chain" => crate::chains::CHAIN_FLAGS,
+                "intensity" => crate::intensity::FLAGS,
+                "ge" | "lu" => crate::linalg::FLAGS,
+                _ => crate::gpu_reduce::FLAGS,
+            };
+            assert_eq!(p.flags, Some(want), "{}", p.key("gpu"));
+        }
+        // do/undo's div-full is the only point built otherwise.
+        assert!(gpu
+            .iter()
+            .any(|p| p.flags != Some(mantissa_gpu::FlagSet::Default)));
+    }
 }

@@ -336,6 +336,7 @@ mod tests {
                 seed: 0,
                 precision: StudyPrecision::Real(Precision::F64),
                 backend: Backend::Cpu { threads: 1 },
+                flags: None,
             }],
         };
         let mut log = ResultsLog::open(dir.path(), false).unwrap();

@@ -12,6 +12,7 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
+use mantissa_gpu::FlagSet;
 use mantissa_num::precision::Precision;
 use mantissa_report::{point_key, Backend, RecordError, TimeStats};
 
@@ -218,6 +219,9 @@ pub struct Point {
     pub precision: StudyPrecision,
     /// Where it runs: CPU threads, or a GPU launch.
     pub backend: Backend,
+    /// The flag set a GPU point's kernels are compiled with (`None` on the CPU). Do/undo's
+    /// division modes differ in it (`div-full` is `/` under approximate division).
+    pub flags: Option<FlagSet>,
 }
 
 impl Point {

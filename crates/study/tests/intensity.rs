@@ -280,6 +280,7 @@ fn gpu_points_measure() {
         seed: 1,
         precision: StudyPrecision::Real(p),
         backend: Backend::Gpu { grid, block },
+        flags: Some(mantissa_study::intensity::FLAGS),
     };
     let timing = TimingOptions { warmup: 1, reps: 5 };
     for p in [Precision::F64, Precision::F64x2, Precision::F32] {

@@ -161,6 +161,7 @@ fn point(workload: &'static str, n: u64, p: &str, tile: u32) -> Point {
         seed: 1,
         precision: StudyPrecision::parse_list(p).unwrap()[0],
         backend: Backend::GpuTiles { tile },
+        flags: Some(mantissa_study::linalg::FLAGS),
     }
 }
 
@@ -229,6 +230,7 @@ fn gpu_points_score_like_cpu_points() {
         let g = point(w, n, p, tile);
         let c = Point {
             backend: Backend::Cpu { threads: 1 },
+            flags: None,
             ..g.clone()
         };
         let gm = runner.measure(&g, ONCE).unwrap();

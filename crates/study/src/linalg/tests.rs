@@ -453,6 +453,7 @@ fn cpu_point(w: &'static str, class: InputClass, n: u64, p: &str) -> Point {
         seed: 2,
         precision: StudyPrecision::parse_list(p).unwrap()[0],
         backend: Backend::Cpu { threads: 1 },
+        flags: None,
     }
 }
 
