@@ -21,6 +21,7 @@ use mantissa_gpu::{
 use mantissa_gpu::{visit_device_type, DeviceTypeVisitor, DeviceWords, Word};
 use mantissa_num::metrics::ulps_f64;
 use mantissa_num::precision::Precision;
+use mantissa_ptx::{census, Statement};
 use rayon::prelude::*;
 use serde::Serialize;
 
@@ -222,21 +223,30 @@ extern "C" __global__ void __launch_bounds__({COMPUTE_BOUND_BLOCK}, {COMPUTE_BOU
     )
 }
 
-/// Base-type floating-point instructions in one kernel of a PTX module.
+/// Base-type floating-point arithmetic instructions in one kernel of a PTX module, as
+/// mantissa-ptx's census defines them ([`census::is_arithmetic`]: sign changes and conversions
+/// are not arithmetic).
 pub fn count_fp_instructions(ptx: &str, kernel: &str, word: DType) -> usize {
-    let suffix = if word == DType::F32 { ".f32" } else { ".f64" };
-    let body = kernel_body(ptx, kernel);
-    body.lines()
-        .map(str::trim)
-        .filter(|l| {
-            let opcode = l.split_whitespace().next().unwrap_or("");
-            let base = opcode.split('.').next().unwrap_or("");
-            matches!(base, "add" | "sub" | "mul" | "fma" | "div" | "rcp" | "sqrt")
-                && opcode.ends_with(suffix)
+    let parsed = mantissa_ptx::parse(ptx);
+    let Some(f) = parsed
+        .module
+        .functions()
+        .find(|f| f.name == kernel && f.body.is_some())
+    else {
+        return 0;
+    };
+    f.body
+        .iter()
+        .flatten()
+        .filter_map(|s| match s {
+            Statement::Inst(inst) => census::classify(inst),
+            _ => None,
         })
+        .filter(|op| op.ty == word.name() && census::is_arithmetic(op))
         .count()
 }
 
+#[cfg(test)]
 /// The text of `.entry kernel ( … ) { … }` in a PTX module (empty if absent).
 fn kernel_body<'a>(ptx: &'a str, kernel: &str) -> &'a str {
     let Some(start) = ptx.find(&format!(".entry {kernel}(")) else {

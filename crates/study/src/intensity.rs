@@ -541,14 +541,14 @@ pub fn executed_counts(f: &Function, rounds: u64) -> BTreeMap<String, u64> {
     out
 }
 
-/// Arithmetic instructions of one float type (`f32`, `f64`) in executed counts: everything the
-/// census classifies but sign changes and conversions.
+/// Arithmetic instructions of one float type (`f32`, `f64`) in executed counts, as
+/// [`census::is_arithmetic_opcode`] defines them.
 pub fn arithmetic_of(counts: &BTreeMap<String, u64>, ty: &str) -> u64 {
     counts
         .iter()
         .filter(|(k, _)| {
             let (op, t) = k.split_once('.').unwrap_or((k, ""));
-            t == ty && !matches!(op, "abs" | "neg" | "copysign" | "cvt")
+            t == ty && census::is_arithmetic_opcode(op)
         })
         .map(|(_, &v)| v)
         .sum()
