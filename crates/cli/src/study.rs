@@ -1,4 +1,4 @@
-//! `mantissa study`: wiring for [`mantissa_study::study`] — parse, plan, run each backend into
+//! `mantissa study`: wiring for [`mantissa_study::runner`] — parse, plan, run each backend into
 //! OUT/results.jsonl, then print the tables and write the report from that file.
 
 use std::path::PathBuf;
@@ -9,9 +9,11 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 use mantissa_gpu::Gpu;
 use mantissa_report::ResultsLog;
-use mantissa_study::gpu_study;
 use mantissa_study::inputs::InputClass;
-use mantissa_study::study::{self, Plan, StudyConfig, StudyError, StudyPrecision, Suite, Workload};
+use mantissa_study::registry;
+use mantissa_study::runner;
+use mantissa_study::study::{Plan, RunSummary, StudyConfig, StudyError, StudyPrecision, Suite};
+use mantissa_study::workload::Workload;
 
 use crate::progress::Bar;
 
@@ -20,7 +22,7 @@ use crate::progress::Bar;
 pub struct StudyArgs {
     /// Workloads to run: sum, dot, pi, intensity, ge, lu, chain, doundo [default: all].
     #[arg(value_parser = parse_workload)]
-    workloads: Vec<Workload>,
+    workloads: Vec<&'static dyn Workload>,
     /// The quick suite (the default): small sizes, about two minutes on a 2-core CPU.
     #[arg(long, conflicts_with = "full")]
     quick: bool,
@@ -69,8 +71,8 @@ struct Precisions(Vec<StudyPrecision>);
 #[derive(Clone, Debug)]
 struct Sizes(Vec<u64>);
 
-fn parse_workload(s: &str) -> Result<Workload, String> {
-    s.parse().map_err(|e: StudyError| e.to_string())
+fn parse_workload(s: &str) -> Result<&'static dyn Workload, String> {
+    registry::find(s).map_err(|e| e.to_string())
 }
 
 fn parse_precisions(s: &str) -> Result<Precisions, String> {
@@ -127,7 +129,7 @@ pub fn run(args: StudyArgs, max_threads: Option<usize>) -> anyhow::Result<()> {
     }
     let cfg = StudyConfig {
         workloads: if args.workloads.is_empty() {
-            Workload::ALL.to_vec()
+            registry::WORKLOADS.to_vec()
         } else {
             args.workloads.clone()
         },
@@ -164,10 +166,10 @@ pub fn run(args: StudyArgs, max_threads: Option<usize>) -> anyhow::Result<()> {
     };
     let gpu_plan = gpu
         .as_ref()
-        .map(|g| Plan::gpu(&cfg, gpu_study::full_device(g)));
+        .map(|g| Plan::gpu(&cfg, runner::full_device(g)));
     if let (Some(g), Some(plan)) = (&gpu, &gpu_plan) {
         // Before anything runs, is allocated or moved.
-        gpu_study::check_fits(plan, g)?;
+        runner::check_fits(plan, g)?;
         eprintln!(
             "gpu: {} ({} SMs), {} points",
             g.info().name,
@@ -204,11 +206,11 @@ pub fn run(args: StudyArgs, max_threads: Option<usize>) -> anyhow::Result<()> {
     }
 
     let bar = Bar::new();
-    let cpu = study::run_cpu(&cpu_plan, suite, &mut log, &bar, &stop)?;
+    let cpu = runner::run_cpu(&cpu_plan, suite, &mut log, &bar, &stop)?;
     summarize("cpu", &cpu, &log);
     if let (Some(g), Some(plan)) = (&gpu, &gpu_plan) {
         if !stop.load(Ordering::Relaxed) {
-            let summary = gpu_study::run_gpu(plan, g, suite, &mut log, &bar, &stop)?;
+            let summary = runner::run_gpu(plan, g, suite, &mut log, &bar, &stop)?;
             summarize("gpu", &summary, &log);
         }
     }
@@ -222,7 +224,7 @@ pub fn run(args: StudyArgs, max_threads: Option<usize>) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn summarize(backend: &str, s: &study::RunSummary, log: &ResultsLog) {
+fn summarize(backend: &str, s: &RunSummary, log: &ResultsLog) {
     let mut parts = vec![format!("{} points measured", s.measured)];
     if s.skipped_done > 0 {
         parts.push(format!("{} already done", s.skipped_done));

@@ -27,6 +27,9 @@
 //!   FP64 FMA throughput, slug factor), as a table (`Display`) or JSON.
 //! - Errors (in `error.rs`): [`GpuUnavailable`], [`NvrtcUnavailable`], [`CompileError`],
 //!   [`GpuError`]; each displays as one line naming what failed and what to do.
+//! - [`DeviceType`] (in `device_types.rs`): the one table of how each precision exists on the
+//!   device (words, bytes, CUDA type, the twin header's names), [`DeviceWords`] for its Rust type
+//!   and [`visit_device_type`] to run generic code with it.
 //! - [`twin`]: the CUDA twin of `mantissa-num` (header text, the list of its operations, and a
 //!   generator of element-wise kernels for them), bit-identical to the Rust code.
 //! - [`testing`]: `require_gpu_or_skip()` and `require_nvrtc_or_skip()` for GPU tests here and in
@@ -42,6 +45,7 @@
 
 pub mod cache;
 pub mod device;
+pub mod device_types;
 pub mod error;
 pub mod flags;
 pub mod gpu;
@@ -58,6 +62,9 @@ pub mod version;
 
 pub use cache::{cache_root, CacheKey, CacheStats, CompileCache, DEFAULT_MEMORY_CAPACITY};
 pub use device::{report_all, Ceilings, DeviceInfo, DeviceReport, ReportOptions};
+pub use device_types::{
+    values_of, visit_device_type, words_of, DeviceType, DeviceTypeVisitor, DeviceWords, Word,
+};
 pub use error::{
     CompileError, DriverStatus, GpuError, GpuUnavailable, ImageKind, NvrtcUnavailable,
 };

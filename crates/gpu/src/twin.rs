@@ -17,6 +17,7 @@
 //! layout of a `#[repr(C)]` `DoubleWord`), `k` holds `n` ints. The bit-identity tests
 //! (`tests/twin`) run every operation through these kernels.
 
+use crate::device_types::DeviceType;
 use crate::launch::DType;
 use crate::nvrtc::Source;
 use std::fmt::Write;
@@ -50,43 +51,30 @@ impl TwinType {
         TwinType::Comp64n,
     ];
 
+    /// Its row of the device-type table, which holds every name and size below.
+    pub fn device_type(self) -> &'static DeviceType {
+        // `TwinType::ALL` and `DeviceType::ALL` list the same types in the same order (tested).
+        &DeviceType::ALL[self as usize]
+    }
+
     /// The precision name (design.md "Names"), which is also the header's type and function
     /// prefix for the pair types.
     pub fn name(self) -> &'static str {
-        match self {
-            TwinType::F32 => "f32",
-            TwinType::F64 => "f64",
-            TwinType::F32x2 => "f32x2",
-            TwinType::F64x2 => "f64x2",
-            TwinType::Comp32 => "comp32",
-            TwinType::Comp64 => "comp64",
-            TwinType::Comp32n => "comp32n",
-            TwinType::Comp64n => "comp64n",
-        }
+        self.device_type().name
     }
 
     /// The word type of its buffers.
     pub fn word(self) -> DType {
-        match self {
-            TwinType::F32 | TwinType::F32x2 | TwinType::Comp32 | TwinType::Comp32n => DType::F32,
-            _ => DType::F64,
-        }
+        self.device_type().word
     }
 
     fn c_word(self) -> &'static str {
-        match self.word() {
-            DType::F32 => "float",
-            _ => "double",
-        }
+        self.device_type().word_cuda()
     }
 
     /// The C++ field names of a pair type; `None` for the base formats.
     fn fields(self) -> Option<(&'static str, &'static str)> {
-        match self {
-            TwinType::F32 | TwinType::F64 => None,
-            TwinType::F32x2 | TwinType::F64x2 => Some(("hi", "lo")),
-            _ => Some(("value", "error")),
-        }
+        self.device_type().fields
     }
 
     /// Every operation the header defines for this type, with the shape its test kernel uses.
@@ -293,6 +281,19 @@ mod tests {
         assert_eq!(names.len(), all.len());
         assert!(names.contains(&"twin_f32x2_div_dw2".to_string()));
         assert!(names.contains(&"twin_comp64n_sqrt".to_string()));
+    }
+
+    #[test]
+    fn twin_types_are_the_device_types_in_order() {
+        let names: Vec<&str> = TwinType::ALL.iter().map(|t| t.name()).collect();
+        assert_eq!(
+            names,
+            ["f32", "f64", "f32x2", "f64x2", "comp32", "comp64", "comp32n", "comp64n"]
+        );
+        for t in TwinType::ALL {
+            assert_eq!(t.device_type().name, t.name());
+            assert_eq!(t.fields().is_some(), t.device_type().words == 2);
+        }
     }
 
     #[test]

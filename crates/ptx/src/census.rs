@@ -67,6 +67,18 @@ fn is_float(t: &str) -> bool {
     )
 }
 
+/// Whether an instruction the census classifies (by its base opcode, `add`, `div`, ...) is
+/// floating-point arithmetic: everything but sign changes (`abs`, `neg`, `copysign`) and
+/// conversions. The one definition of an "FP instruction" wherever mantissa counts them.
+pub fn is_arithmetic_opcode(opcode: &str) -> bool {
+    !matches!(opcode, "abs" | "neg" | "copysign" | "cvt")
+}
+
+/// [`is_arithmetic_opcode`] of a classified instruction.
+pub fn is_arithmetic(op: &FpOp) -> bool {
+    is_arithmetic_opcode(op.name.split('.').next().unwrap_or(""))
+}
+
 /// Classifies a floating-point instruction; `None` for anything else.
 pub fn classify(inst: &Instruction) -> Option<FpOp> {
     let types = inst.types();

@@ -607,3 +607,23 @@ fn mangled_input_never_panics() {
         }
     }
 }
+
+#[test]
+fn arithmetic_is_every_classified_instruction_but_sign_changes_and_conversions() {
+    let ptx = ".visible .entry k()\n{\n\tadd.rn.f64 %fd1, %fd2, %fd3;\n\tmin.f32 %f1, %f2, %f3;\n\tdiv.full.f32 %f4, %f1, %f2;\n\tabs.f64 %fd4, %fd1;\n\tneg.f32 %f5, %f4;\n\tcvt.rn.f32.f64 %f6, %fd4;\n\tadd.s32 %r1, %r2, 1;\n}\n";
+    let parsed = parse(ptx);
+    let f = parsed.module.functions().next().unwrap();
+    let arithmetic: Vec<String> = f
+        .body
+        .iter()
+        .flatten()
+        .filter_map(|s| match s {
+            Statement::Inst(i) => census::classify(i),
+            _ => None,
+        })
+        .filter(census::is_arithmetic)
+        .map(|op| op.name)
+        .collect();
+    assert_eq!(arithmetic, ["add.rn.f64", "min.f32", "div.full.f32"]);
+    assert!(!census::is_arithmetic_opcode("cvt") && census::is_arithmetic_opcode("fma"));
+}

@@ -150,6 +150,28 @@ impl Backend {
         }
     }
 
+    /// The (grid, block) of a 1-D GPU launch; `None` for other backends and 2-D/3-D launches.
+    pub fn gpu_1d(&self) -> Option<(u32, u32)> {
+        match *self {
+            Backend::Gpu {
+                grid: [grid, 1, 1],
+                block: [block, 1, 1],
+            } => Some((grid, block)),
+            _ => None,
+        }
+    }
+
+    /// GPU threads a grid × block launch starts (every dimension multiplied); `None` for CPU and
+    /// tiled backends, whose thread count is not a launch's.
+    pub fn gpu_threads(&self) -> Option<u64> {
+        match *self {
+            Backend::Gpu { grid, block } => {
+                Some(grid.into_iter().chain(block).map(u64::from).product())
+            }
+            _ => None,
+        }
+    }
+
     /// Whether the point ran on a GPU.
     pub fn is_gpu(&self) -> bool {
         matches!(self, Backend::Gpu { .. } | Backend::GpuTiles { .. })

@@ -19,10 +19,11 @@ use mantissa_gpu::{
     twin, DType, FlagSet, Gpu, GpuError, KernelArg, LaunchDims, ReportOptions, Scalar, Source,
     TimingOptions,
 };
+use mantissa_gpu::{DeviceWords, Word};
 use mantissa_num::{f32x2, f64x2};
 use mantissa_study::gpu_ops::{
-    compute_bound_kernel, count_fp_instructions, elementwise_kernel, DeviceWords, Operand, Word,
-    CHAINS, COMPUTE_BOUND_BLOCK,
+    compute_bound_kernel, count_fp_instructions, elementwise_kernel, Operand, CHAINS,
+    COMPUTE_BOUND_BLOCK,
 };
 
 /// One row: a precision and one of its operations.

@@ -67,18 +67,21 @@ use mantissa_gpu::{
     twin, FlagSet, Gpu, GpuError, KernelArg, LaunchDims, Module, Scalar, Source, Timing,
     TimingOptions,
 };
-use mantissa_num::big::{self, Big};
+use mantissa_gpu::{
+    values_of, visit_device_type, words_of, DeviceType, DeviceTypeVisitor, DeviceWords, Word,
+};
+use mantissa_num::big::Big;
 use mantissa_num::metrics::{measure_values, rel_error, ulp_exponent, Reference};
 use mantissa_num::precision::{Precision, PrecisionVisitor};
-use mantissa_num::{f32x2, f64x2, Comp32, Comp64, CompNorm32, CompNorm64, Real};
+use mantissa_num::Real;
 use mantissa_ptx::census::{census, Counts};
-use mantissa_report::{Backend, ErrorMetrics, Status, TimeStats};
+use mantissa_report::{Backend, Status, TimeStats};
 use rayon::ThreadPool;
 
-use crate::device_words::{values_of, words_of, DeviceWords, Word};
 use crate::inputs::InputClass;
-use crate::measurement::{time_stats, Measurement};
-use crate::study::{CpuTiming, Data, Point, StudyConfig, StudyPrecision, Suite, Workload};
+use crate::measurement::{error_metrics, reference_f64, time_stats, Measurement};
+use crate::study::{CpuTiming, Data, Point, StudyConfig, StudyPrecision, Suite};
+use crate::workload::{CpuMeasure, GpuMeasure, Workload};
 
 /// The kernels (after the twin header).
 const CHAINS_CU: &str = include_str!("../cuda/chains.cu");
@@ -97,6 +100,9 @@ const DOUNDO_FULL: u64 = 10_000_000;
 const THROUGHPUT_DIVISOR: u64 = 10;
 /// Threads of a full-device launch whose errors are scored (evenly spaced).
 const SCORED_THREADS: usize = 4096;
+/// The flag set of the chain kernels (the twin's arithmetic does not depend on it).
+pub const CHAIN_FLAGS: FlagSet = FlagSet::DEFAULT;
+
 /// The precisions the GPU's division modes apply to.
 pub const DOUNDO_GPU_PRECISIONS: [Precision; 3] =
     [Precision::F32, Precision::Comp32, Precision::F32x2];
@@ -171,13 +177,22 @@ fn dedup(points: Vec<Point>) -> Vec<Point> {
         .collect()
 }
 
+/// The module's two workloads ([`CHAIN`], [`DOUNDO`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Experiment {
+    /// Products of n factors from magnitude intervals (seed 000 §8.1).
+    Chain,
+    /// x ← (x·y_i)/y_i under three division modes (seed 000 §8.2.2).
+    DoUndo,
+}
+
 /// The CPU points of workload `w` in `cfg`: one thread each (chains and do/undo are single
 /// dependency chains; more threads would only run independent copies).
-pub fn cpu_points(cfg: &StudyConfig, w: Workload) -> Vec<Point> {
+pub fn cpu_points(cfg: &StudyConfig, w: Experiment) -> Vec<Point> {
     let seq = Backend::Cpu { threads: 1 };
     let mut points = Vec::new();
     match w {
-        Workload::Chain => {
+        Experiment::Chain => {
             for class in chain_classes(cfg) {
                 for n in chain_sizes(cfg) {
                     for p in real_precisions(cfg) {
@@ -192,12 +207,13 @@ pub fn cpu_points(cfg: &StudyConfig, w: Workload) -> Vec<Point> {
                             seed: cfg.seed,
                             precision: StudyPrecision::Real(p),
                             backend: seq,
+                            flags: None,
                         });
                     }
                 }
             }
         }
-        Workload::DoUndo => {
+        Experiment::DoUndo => {
             for class in doundo_classes(cfg) {
                 for steps in doundo_sizes(cfg) {
                     for p in real_precisions(cfg).filter(|p| !matches!(p, Precision::Mp(_))) {
@@ -209,22 +225,22 @@ pub fn cpu_points(cfg: &StudyConfig, w: Workload) -> Vec<Point> {
                             seed: cfg.seed,
                             precision: StudyPrecision::Real(p),
                             backend: seq,
+                            flags: None,
                         });
                     }
                 }
             }
         }
-        _ => {}
     }
     dedup(points)
 }
 
 /// The GPU points of workload `w` in `cfg` on a device whose full launch is `full`.
-pub fn gpu_points(cfg: &StudyConfig, w: Workload, full: (u32, u32)) -> Vec<Point> {
+pub fn gpu_points(cfg: &StudyConfig, w: Experiment, full: (u32, u32)) -> Vec<Point> {
     let one = Backend::gpu(1, 1);
     let all = Backend::gpu(full.0, full.1);
     let mut points = Vec::new();
-    let mut add = |workload, algorithm, class: &InputClass, size, p, backend| {
+    let mut add = |workload, algorithm, flags, class: &InputClass, size, p, backend| {
         points.push(Point {
             workload,
             algorithm,
@@ -233,23 +249,24 @@ pub fn gpu_points(cfg: &StudyConfig, w: Workload, full: (u32, u32)) -> Vec<Point
             seed: cfg.seed,
             precision: StudyPrecision::Real(p),
             backend,
+            flags: Some(flags),
         })
     };
     match w {
-        Workload::Chain => {
+        Experiment::Chain => {
             let precisions: Vec<Precision> = real_precisions(cfg)
                 .filter(|p| Precision::NATIVE.contains(p))
                 .collect();
             for class in chain_classes(cfg) {
                 for n in chain_sizes(cfg) {
                     for &p in &precisions {
-                        add("chain", "serial", &class, n, p, one);
-                        add("chain", "rotations", &class, n, p, all);
+                        add("chain", "serial", CHAIN_FLAGS, &class, n, p, one);
+                        add("chain", "rotations", CHAIN_FLAGS, &class, n, p, all);
                     }
                 }
             }
         }
-        Workload::DoUndo => {
+        Experiment::DoUndo => {
             let precisions: Vec<Precision> = real_precisions(cfg)
                 .filter(|p| DOUNDO_GPU_PRECISIONS.contains(p))
                 .collect();
@@ -259,17 +276,16 @@ pub fn gpu_points(cfg: &StudyConfig, w: Workload, full: (u32, u32)) -> Vec<Point
                 for steps in doundo_sizes(cfg) {
                     for mode in DivMode::ALL {
                         for &p in &precisions {
-                            add("doundo", mode.name(), class, steps, p, one);
+                            add("doundo", mode.name(), mode.flags(), class, steps, p, one);
                             if throughput {
                                 let s = (steps / THROUGHPUT_DIVISOR).max(1);
-                                add("doundo", mode.name(), class, s, p, all);
+                                add("doundo", mode.name(), mode.flags(), class, s, p, all);
                             }
                         }
                     }
                 }
             }
         }
-        _ => {}
     }
     dedup(points)
 }
@@ -342,27 +358,6 @@ pub fn chain_reference<T: Real>(xs: &[T]) -> Reference {
 }
 
 // ---- Scoring -----------------------------------------------------------------------------------
-
-fn reference_f64(r: &Reference) -> f64 {
-    match r {
-        Reference::Finite(b) => big::to_f64(b),
-        Reference::Infinite { negative: true } => f64::NEG_INFINITY,
-        Reference::Infinite { negative: false } => f64::INFINITY,
-        Reference::NaN => f64::NAN,
-    }
-}
-
-/// The record's error metrics of `computed` against `reference` (as `study::record` fills them).
-fn error_metrics(computed: &Reference, reference: &Reference) -> ErrorMetrics {
-    let m = measure_values(computed, reference);
-    let zero = matches!(reference, Reference::Finite(b) if b.repr().is_zero());
-    ErrorMetrics {
-        abs: m.abs,
-        rel: (!zero).then_some(m.rel),
-        ulps: (!zero).then_some(m.ulps_f64),
-        digits: (!zero).then_some(m.digits.min(99.0)),
-    }
-}
 
 /// The relative error alone (cheaper than all metrics: no decimal digits).
 fn rel_of(computed: &Reference, reference: &Reference) -> f64 {
@@ -450,20 +445,6 @@ fn ok_measurement(
     }
 }
 
-/// A point this module cannot run (the planner never makes one; a hand-made plan might).
-fn failed(why: String) -> Measurement {
-    Measurement {
-        status: Status::Failed,
-        value: None,
-        reference: None,
-        error: None,
-        time: None,
-        extra: BTreeMap::new(),
-        note: Some(why),
-        build: None,
-    }
-}
-
 /// 10^9 operations per second from a count and a time in ms.
 fn giga_per_s(ops: f64, ms: f64) -> f64 {
     if ms > 0.0 {
@@ -473,12 +454,115 @@ fn giga_per_s(ops: f64, ms: f64) -> f64 {
     }
 }
 
+// ---- The workloads -----------------------------------------------------------------------------
+
+/// The chain workload.
+pub static CHAIN: Experiment = Experiment::Chain;
+/// The do/undo workload.
+pub static DOUNDO: Experiment = Experiment::DoUndo;
+
+impl Workload for Experiment {
+    fn name(&self) -> &'static str {
+        match self {
+            Experiment::Chain => "chain",
+            Experiment::DoUndo => "doundo",
+        }
+    }
+    fn description(&self) -> &'static str {
+        match self {
+            Experiment::Chain => "products of n factors from magnitude intervals (seed 000 §8.1)",
+            Experiment::DoUndo => "x ← (x·y_i)/y_i under three division modes (seed 000 §8.2.2)",
+        }
+    }
+    fn aliases(&self) -> &'static [&'static str] {
+        match self {
+            Experiment::Chain => &[],
+            Experiment::DoUndo => &["do-undo"],
+        }
+    }
+    fn record_names(&self) -> &'static [&'static str] {
+        match self {
+            Experiment::Chain => &["chain"],
+            Experiment::DoUndo => &["doundo"],
+        }
+    }
+    fn size_limit(&self) -> (u64, &'static str) {
+        match self {
+            Experiment::Chain => (1 << 24, "factors"),
+            Experiment::DoUndo => (1 << 28, "steps"),
+        }
+    }
+    fn cpu_points(&self, cfg: &StudyConfig) -> Vec<Point> {
+        cpu_points(cfg, *self)
+    }
+    fn gpu_points(&self, cfg: &StudyConfig, full: (u32, u32)) -> Vec<Point> {
+        gpu_points(cfg, *self, full)
+    }
+    fn runner_group(&self) -> &'static str {
+        // Chains and do/undo share one runner per backend (compiled modules).
+        "chains"
+    }
+    fn cpu_runner(&self) -> Box<dyn CpuMeasure> {
+        Box::new(measure_cpu)
+    }
+    fn gpu_runner<'g>(&self, gpu: &'g Gpu) -> Box<dyn GpuMeasure + 'g> {
+        Box::new(GpuRunner::new(gpu))
+    }
+    fn device_bytes(&self, point: &Point) -> u64 {
+        device_bytes(point)
+    }
+    fn quantities(&self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            Experiment::Chain => CHAIN_QUANTITIES,
+            Experiment::DoUndo => DOUNDO_QUANTITIES,
+        }
+    }
+}
+
+const THREADS: (&str, &str) = ("threads", "GPU threads, each running its own copy");
+const THREADS_SCORED: (&str, &str) = (
+    "threads_scored",
+    "threads whose result was scored (evenly spaced, at most 4096)",
+);
+const THREADS_NONFINITE: (&str, &str) = (
+    "threads_nonfinite",
+    "scored threads whose result is NaN or infinite",
+);
+const REL_MEAN_THREADS: (&str, &str) = (
+    "rel_mean_threads",
+    "mean relative error over the scored threads with a finite error",
+);
+const REL_MAX_THREADS: (&str, &str) = (
+    "rel_max_threads",
+    "largest relative error over the scored threads with a finite error",
+);
+const CHAIN_QUANTITIES: &[(&str, &str)] = &[
+    ("gmul_per_s", "multiplications per second, in 10^9"),
+    THREADS,
+    THREADS_SCORED,
+    THREADS_NONFINITE,
+    REL_MEAN_THREADS,
+    REL_MAX_THREADS,
+];
+const DOUNDO_QUANTITIES: &[(&str, &str)] = &[
+    ("gsteps_per_s", "do/undo steps per second, in 10^9"),
+    (
+        "ptx.",
+        "division and reciprocal instructions in the kernel's PTX, by <op>.<type> (mantissa-ptx's census)",
+    ),
+    THREADS,
+    THREADS_SCORED,
+    THREADS_NONFINITE,
+    REL_MEAN_THREADS,
+    REL_MAX_THREADS,
+];
+
 // ---- The CPU runner ----------------------------------------------------------------------------
 
 /// Measures one CPU point (`pool` is unused: every point runs on one thread).
 pub fn measure_cpu(point: &Point, _pool: Option<&ThreadPool>, timing: CpuTiming) -> Measurement {
     let (Some(class), StudyPrecision::Real(p)) = (class_of(point), point.precision) else {
-        return failed(format!(
+        return Measurement::failed(format!(
             "{} needs an interval class and a real precision, got {} and {}",
             point.workload,
             point.data.name(),
@@ -498,7 +582,7 @@ pub fn measure_cpu(point: &Point, _pool: Option<&ThreadPool>, timing: CpuTiming)
                 timing,
             })
         }
-        (w, a) => failed(format!(
+        (w, a) => Measurement::failed(format!(
             "no CPU algorithm {a} for {w}: the CPU has chain serial and doundo div-rn"
         )),
     }
@@ -562,6 +646,7 @@ pub enum DivMode {
 }
 
 impl DivMode {
+    /// Every mode, in the order records list them.
     pub const ALL: [DivMode; 3] = [DivMode::Rn, DivMode::Full, DivMode::Approx];
 
     /// The algorithm name in records.
@@ -573,6 +658,7 @@ impl DivMode {
         }
     }
 
+    /// The mode of a record's algorithm name.
     pub fn from_name(s: &str) -> Option<DivMode> {
         DivMode::ALL.into_iter().find(|m| m.name() == s)
     }
@@ -606,16 +692,8 @@ impl DivMode {
 /// The CUDA source of the chain kernels (every twin precision).
 pub fn chain_source() -> Source {
     let mut text = format!("{}\n{}\n", twin::HEADER, CHAINS_CU);
-    for (p, ty, w) in [
-        ("f32", "float", "float"),
-        ("f64", "double", "double"),
-        ("f32x2", "mantissa::f32x2", "float"),
-        ("f64x2", "mantissa::f64x2", "double"),
-        ("comp32", "mantissa::comp32", "float"),
-        ("comp64", "mantissa::comp64", "double"),
-        ("comp32n", "mantissa::comp32n", "float"),
-        ("comp64n", "mantissa::comp64n", "double"),
-    ] {
+    for t in &DeviceType::ALL {
+        let (p, ty, w) = (t.name, t.cuda_type, t.word_cuda());
         text.push_str(&format!("CHAINS_CHAIN_KERNEL({p}, {ty}, {w})\n"));
     }
     Source::new("chains.cu", text)
@@ -629,11 +707,11 @@ pub fn doundo_source(mode: DivMode) -> Source {
         twin::HEADER,
         CHAINS_CU
     );
-    for (p, ty) in [
-        ("f32", "float"),
-        ("comp32", "mantissa::comp32"),
-        ("f32x2", "mantissa::f32x2"),
-    ] {
+    for t in DOUNDO_GPU_PRECISIONS
+        .iter()
+        .filter_map(|&p| DeviceType::of(p))
+    {
+        let (p, ty) = (t.name, t.cuda_type);
         text.push_str(&format!("CHAINS_DOUNDO_KERNEL({p}, {ty})\n"));
     }
     Source::new(format!("doundo_{}.cu", mode.name()), text)
@@ -710,20 +788,10 @@ pub fn division_extra(counts: &Counts) -> BTreeMap<String, f64> {
 /// Device bytes a GPU point of this module allocates.
 pub fn device_bytes(point: &Point) -> u64 {
     let value = match point.precision {
-        StudyPrecision::Real(Precision::F32) => 4,
-        StudyPrecision::Real(
-            Precision::F64 | Precision::F32x2 | Precision::Comp32 | Precision::Comp32n,
-        ) => 8,
-        _ => 16,
+        StudyPrecision::Real(p) => DeviceType::of(p).map_or(0, DeviceType::bytes),
+        StudyPrecision::Exact => 0,
     };
-    let threads = match point.backend {
-        Backend::Gpu { grid, block } => grid
-            .into_iter()
-            .chain(block)
-            .map(u64::from)
-            .product::<u64>(),
-        _ => 1,
-    };
+    let threads = point.backend.gpu_threads().unwrap_or(1);
     // Factors or y's, and per thread a start value (do/undo) and a result.
     point.size * value + 2 * threads * value
 }
@@ -741,24 +809,8 @@ pub struct GpuRunner<'g> {
     doundo: HashMap<DivMode, DoUndoModule>,
 }
 
-/// Calls `$f::<T>` with the twin type of precision `$p`, or evaluates `$none`.
-macro_rules! with_twin_type {
-    ($p:expr, $f:ident, ($($arg:expr),*), $none:expr) => {
-        match $p {
-            Precision::F32 => $f::<f32>($($arg),*),
-            Precision::F64 => $f::<f64>($($arg),*),
-            Precision::F32x2 => $f::<f32x2>($($arg),*),
-            Precision::F64x2 => $f::<f64x2>($($arg),*),
-            Precision::Comp32 => $f::<Comp32>($($arg),*),
-            Precision::Comp64 => $f::<Comp64>($($arg),*),
-            Precision::Comp32n => $f::<CompNorm32>($($arg),*),
-            Precision::Comp64n => $f::<CompNorm64>($($arg),*),
-            Precision::Mp(_) => $none,
-        }
-    };
-}
-
 impl<'g> GpuRunner<'g> {
+    /// A runner for `gpu`; nothing is compiled until a point needs it.
     pub fn new(gpu: &'g Gpu) -> Self {
         GpuRunner {
             gpu,
@@ -772,7 +824,7 @@ impl<'g> GpuRunner<'g> {
             Some(ref m) => m,
             None => self
                 .chain
-                .insert(self.gpu.build(&chain_source(), FlagSet::DEFAULT)?),
+                .insert(self.gpu.build(&chain_source(), CHAIN_FLAGS)?),
         })
     }
 
@@ -881,23 +933,14 @@ impl<'g> GpuRunner<'g> {
         let values = values_of::<T>(gpu.download(&out)?, threads as usize, "do/undo results")?;
         Ok((values, t, counts))
     }
+}
 
-    /// Measures one GPU point.
-    pub fn measure(
-        &mut self,
-        point: &Point,
-        timing: TimingOptions,
-    ) -> Result<Measurement, GpuError> {
-        let (
-            Some(class),
-            StudyPrecision::Real(p),
-            Backend::Gpu {
-                grid: [grid, 1, 1],
-                block: [block, 1, 1],
-            },
-        ) = (class_of(point), point.precision, point.backend)
+impl GpuMeasure for GpuRunner<'_> {
+    fn measure(&mut self, point: &Point, timing: TimingOptions) -> Result<Measurement, GpuError> {
+        let (Some(class), StudyPrecision::Real(p), Some((grid, block))) =
+            (class_of(point), point.precision, point.backend.gpu_1d())
         else {
-            return Ok(failed(format!(
+            return Ok(Measurement::failed(format!(
                 "{} on the GPU needs an interval class, a real precision and a grid × block launch",
                 point.workload
             )));
@@ -910,16 +953,18 @@ impl<'g> GpuRunner<'g> {
                 if let Some(m) = Self::fits(self.chain_module()?, &kernel, block)? {
                     return Ok(m);
                 }
-                with_twin_type!(
-                    p,
-                    measure_chain,
-                    (self, &factors, shape, timing),
-                    Ok(failed(format!("no GPU chain in {p}")))
-                )
+                let run = ChainGpu {
+                    runner: self,
+                    factors: &factors,
+                    shape,
+                    timing,
+                };
+                visit_device_type(p, run)
+                    .unwrap_or_else(|| Ok(Measurement::failed(format!("no GPU chain in {p}"))))
             }
             "doundo" => {
                 let Some(mode) = DivMode::from_name(point.algorithm) else {
-                    return Ok(failed(format!(
+                    return Ok(Measurement::failed(format!(
                         "unknown division mode {}: div-rn, div-full or div-approx",
                         point.algorithm
                     )));
@@ -938,23 +983,64 @@ impl<'g> GpuRunner<'g> {
                     warmup: timing.warmup.min(1),
                     reps: timing.reps.clamp(1, 3),
                 };
-                match p {
-                    Precision::F32 => measure_doundo::<f32>(self, mode, &x0s, &ys, shape, timing),
-                    Precision::Comp32 => {
-                        measure_doundo::<Comp32>(self, mode, &x0s, &ys, shape, timing)
-                    }
-                    Precision::F32x2 => {
-                        measure_doundo::<f32x2>(self, mode, &x0s, &ys, shape, timing)
-                    }
-                    _ => Ok(failed(format!(
+                if !DOUNDO_GPU_PRECISIONS.contains(&p) {
+                    return Ok(Measurement::failed(format!(
                         "no GPU do/undo in {p}: the division modes apply to f32, comp32 and f32x2"
-                    ))),
+                    )));
                 }
+                let run = DoUndoGpu {
+                    runner: self,
+                    mode,
+                    x0s: &x0s,
+                    ys: &ys,
+                    shape,
+                    timing,
+                };
+                visit_device_type(p, run).expect("the do/undo precisions have device types")
             }
-            w => Ok(failed(format!(
+            w => Ok(Measurement::failed(format!(
                 "{w} is not a workload of the chains module"
             ))),
         }
+    }
+}
+
+/// A GPU chain point in its precision's device type.
+struct ChainGpu<'r, 'g, 'a> {
+    runner: &'r mut GpuRunner<'g>,
+    factors: &'a [f64],
+    shape: (u32, u32),
+    timing: TimingOptions,
+}
+
+impl DeviceTypeVisitor for ChainGpu<'_, '_, '_> {
+    type Output = Result<Measurement, GpuError>;
+    fn visit<T: DeviceWords>(self) -> Self::Output {
+        measure_chain::<T>(self.runner, self.factors, self.shape, self.timing)
+    }
+}
+
+/// A GPU do/undo point in its precision's device type.
+struct DoUndoGpu<'r, 'g, 'a> {
+    runner: &'r mut GpuRunner<'g>,
+    mode: DivMode,
+    x0s: &'a [f64],
+    ys: &'a [f64],
+    shape: (u32, u32),
+    timing: TimingOptions,
+}
+
+impl DeviceTypeVisitor for DoUndoGpu<'_, '_, '_> {
+    type Output = Result<Measurement, GpuError>;
+    fn visit<T: DeviceWords>(self) -> Self::Output {
+        measure_doundo::<T>(
+            self.runner,
+            self.mode,
+            self.x0s,
+            self.ys,
+            self.shape,
+            self.timing,
+        )
     }
 }
 
@@ -1025,9 +1111,11 @@ fn measure_doundo<T: DeviceWords>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mantissa_num::big;
     use mantissa_num::Mp256;
+    use mantissa_num::{f32x2, f64x2, Comp32, Comp64, CompNorm32, CompNorm64};
 
-    fn config(workloads: Vec<Workload>, suite: Suite) -> StudyConfig {
+    fn config(workloads: Vec<&'static dyn Workload>, suite: Suite) -> StudyConfig {
         StudyConfig {
             workloads,
             suite,
@@ -1059,6 +1147,7 @@ mod tests {
             seed: 3,
             precision: StudyPrecision::Real(p.parse().unwrap()),
             backend: Backend::Cpu { threads: 1 },
+            flags: None,
         }
     }
 
@@ -1273,9 +1362,9 @@ mod tests {
     #[test]
     fn plans_have_unique_keys_and_the_documented_defaults() {
         for suite in [Suite::Quick, Suite::Full] {
-            let cfg = config(vec![Workload::Chain, Workload::DoUndo], suite);
+            let cfg = config(vec![&CHAIN, &DOUNDO], suite);
             let mut all = Vec::new();
-            for w in [Workload::Chain, Workload::DoUndo] {
+            for w in [Experiment::Chain, Experiment::DoUndo] {
                 all.extend(cpu_points(&cfg, w));
                 all.extend(gpu_points(&cfg, w, (264, 1024)));
             }
@@ -1283,8 +1372,8 @@ mod tests {
             assert_eq!(keys.len(), all.len(), "{suite:?}");
             assert!(all.iter().all(|p| p.precision != StudyPrecision::Exact));
         }
-        let cfg = config(vec![Workload::Chain], Suite::Quick);
-        let chain = cpu_points(&cfg, Workload::Chain);
+        let cfg = config(vec![&CHAIN], Suite::Quick);
+        let chain = cpu_points(&cfg, Experiment::Chain);
         // 2 classes x 4 sizes x (8 native + 4 mp) precisions, one thread.
         assert_eq!(chain.len(), 2 * 4 * 12);
         assert!(chain
@@ -1292,12 +1381,12 @@ mod tests {
             .all(|p| p.backend == Backend::Cpu { threads: 1 }));
         let names: HashSet<String> = chain.iter().map(|p| p.data.name()).collect();
         assert_eq!(names, HashSet::from(["chain-6".into(), "chain-10".into()]));
-        let du = cpu_points(&cfg, Workload::DoUndo);
+        let du = cpu_points(&cfg, Experiment::DoUndo);
         assert_eq!(du.len(), 4 * 8, "mp is not run for do/undo");
         assert!(du
             .iter()
             .all(|p| p.size == DOUNDO_QUICK && p.algorithm == "div-rn"));
-        let gpu = gpu_points(&cfg, Workload::DoUndo, (264, 1024));
+        let gpu = gpu_points(&cfg, Experiment::DoUndo, (264, 1024));
         let serial = gpu.iter().filter(|p| p.backend == Backend::gpu(1, 1));
         assert_eq!(
             serial.count(),
@@ -1316,7 +1405,7 @@ mod tests {
         assert!(wide
             .iter()
             .all(|p| p.size == DOUNDO_QUICK / THROUGHPUT_DIVISOR));
-        let gchain = gpu_points(&cfg, Workload::Chain, (264, 1024));
+        let gchain = gpu_points(&cfg, Experiment::Chain, (264, 1024));
         assert_eq!(
             gchain.len(),
             2 * 4 * 8 * 2,
@@ -1326,11 +1415,11 @@ mod tests {
 
     #[test]
     fn user_overrides_are_honoured() {
-        let mut cfg = config(vec![Workload::Chain, Workload::DoUndo], Suite::Quick);
+        let mut cfg = config(vec![&CHAIN, &DOUNDO], Suite::Quick);
         cfg.classes = Some(vec!["range2".parse().unwrap()]);
         cfg.sizes = Some(vec![0, 5, 200_000]);
         cfg.precisions = StudyPrecision::parse_list("f32,f64x2,mp128,exact").unwrap();
-        let chain = cpu_points(&cfg, Workload::Chain);
+        let chain = cpu_points(&cfg, Experiment::Chain);
         let got: Vec<(u64, String)> = chain
             .iter()
             .map(|p| (p.size, p.precision.to_string()))
@@ -1350,13 +1439,13 @@ mod tests {
         assert!(chain
             .iter()
             .all(|p| p.data.name() == "range2" && p.seed == 7));
-        let du = cpu_points(&cfg, Workload::DoUndo);
+        let du = cpu_points(&cfg, Experiment::DoUndo);
         assert_eq!(du.len(), 3 * 2, "sizes 0, 5, 200000 x f32, f64x2");
-        let gpu = gpu_points(&cfg, Workload::DoUndo, (8, 32));
+        let gpu = gpu_points(&cfg, Experiment::DoUndo, (8, 32));
         assert!(gpu.iter().all(|p| p.precision.to_string() == "f32"));
         // User classes all get throughput points.
         assert!(gpu.iter().any(|p| p.backend == Backend::gpu(8, 32)));
-        let gchain = gpu_points(&cfg, Workload::Chain, (8, 32));
+        let gchain = gpu_points(&cfg, Experiment::Chain, (8, 32));
         assert!(gchain.iter().all(|p| p.precision.to_string() != "mp128"));
     }
 

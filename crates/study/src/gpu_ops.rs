@@ -18,13 +18,13 @@ use mantissa_gpu::{
     twin, Ceilings, DType, DeviceBuffer, FlagSet, Gpu, GpuError, KernelArg, LaunchDims, Scalar,
     Source, TimingOptions,
 };
+use mantissa_gpu::{visit_device_type, DeviceTypeVisitor, DeviceWords, Word};
 use mantissa_num::metrics::ulps_f64;
 use mantissa_num::precision::Precision;
-use mantissa_num::{f32x2, f64x2, Comp32, Comp64, CompNorm32, CompNorm64};
+use mantissa_ptx::{census, Statement};
 use rayon::prelude::*;
 use serde::Serialize;
 
-pub use crate::device_words::{DeviceWords, Word};
 use crate::ops::{operands, summarize, Op, OpErrorStats, OpsConfig};
 use crate::progress::Progress;
 
@@ -35,11 +35,13 @@ pub const CHAINS: usize = 8;
 /// How the GPU part runs.
 #[derive(Clone, Debug, Serialize)]
 pub struct GpuOpsOptions {
+    /// The flag set the kernels are compiled under.
     pub flags: FlagSet,
     /// Threads per block (seed 001: 1024).
     pub block: u32,
     /// Steps of each chain in the compute-bound kernel.
     pub iters: u32,
+    /// Timed runs of each kernel (after one warm-up).
     pub timing_reps: u32,
     /// Elements of the large element-wise run that measures memory-bound time (far beyond L2;
     /// 0 skips it). Seed 001's 10^6 elements are launch-bound on current GPUs.
@@ -61,6 +63,7 @@ impl Default for GpuOpsOptions {
 /// One precision and operation on the GPU.
 #[derive(Clone, Debug, Serialize)]
 pub struct GpuOpRow {
+    /// The errors of the GPU's results, in f64 ulps of the exact result.
     pub errors: OpErrorStats,
     /// Results whose bits differ from the CPU's for the same operands (NaN matches any NaN).
     pub differs_from_cpu: usize,
@@ -78,6 +81,7 @@ pub struct GpuOpRow {
     /// moves (two loads and one store per element, one load for sqrt) per second, in GB/s;
     /// `None` when skipped or when the buffers did not fit.
     pub stream_ms: Option<f64>,
+    /// The memory-bound throughput of that run, in GB/s.
     pub stream_gb_s: Option<f64>,
     /// This precision's memory-bound time over f64's, same operation and element count.
     pub stream_vs_f64: Option<f64>,
@@ -219,21 +223,30 @@ extern "C" __global__ void __launch_bounds__({COMPUTE_BOUND_BLOCK}, {COMPUTE_BOU
     )
 }
 
-/// Base-type floating-point instructions in one kernel of a PTX module.
+/// Base-type floating-point arithmetic instructions in one kernel of a PTX module, as
+/// mantissa-ptx's census defines them ([`census::is_arithmetic`]: sign changes and conversions
+/// are not arithmetic).
 pub fn count_fp_instructions(ptx: &str, kernel: &str, word: DType) -> usize {
-    let suffix = if word == DType::F32 { ".f32" } else { ".f64" };
-    let body = kernel_body(ptx, kernel);
-    body.lines()
-        .map(str::trim)
-        .filter(|l| {
-            let opcode = l.split_whitespace().next().unwrap_or("");
-            let base = opcode.split('.').next().unwrap_or("");
-            matches!(base, "add" | "sub" | "mul" | "fma" | "div" | "rcp" | "sqrt")
-                && opcode.ends_with(suffix)
+    let parsed = mantissa_ptx::parse(ptx);
+    let Some(f) = parsed
+        .module
+        .functions()
+        .find(|f| f.name == kernel && f.body.is_some())
+    else {
+        return 0;
+    };
+    f.body
+        .iter()
+        .flatten()
+        .filter_map(|s| match s {
+            Statement::Inst(inst) => census::classify(inst),
+            _ => None,
         })
+        .filter(|op| op.ty == word.name() && census::is_arithmetic(op))
         .count()
 }
 
+#[cfg(test)]
 /// The text of `.entry kernel ( … ) { … }` in a PTX module (empty if absent).
 fn kernel_body<'a>(ptx: &'a str, kernel: &str) -> &'a str {
     let Some(start) = ptx.find(&format!(".entry {kernel}(")) else {
@@ -313,6 +326,13 @@ pub fn run(
     Ok(rows)
 }
 
+impl DeviceTypeVisitor for &RunPrecision<'_> {
+    type Output = Result<Vec<GpuOpRow>, GpuError>;
+    fn visit<T: DeviceWords>(self) -> Self::Output {
+        self.run::<T>()
+    }
+}
+
 struct RunPrecision<'a> {
     gpu: &'a Gpu,
     config: &'a OpsConfig,
@@ -327,17 +347,7 @@ struct RunPrecision<'a> {
 impl RunPrecision<'_> {
     /// The precisions with a CUDA twin (not mp, which exists on the CPU only).
     fn dispatch(&self) -> Result<Vec<GpuOpRow>, GpuError> {
-        match self.precision {
-            Precision::F32 => self.run::<f32>(),
-            Precision::F64 => self.run::<f64>(),
-            Precision::F32x2 => self.run::<f32x2>(),
-            Precision::F64x2 => self.run::<f64x2>(),
-            Precision::Comp32 => self.run::<Comp32>(),
-            Precision::Comp64 => self.run::<Comp64>(),
-            Precision::Comp32n => self.run::<CompNorm32>(),
-            Precision::Comp64n => self.run::<CompNorm64>(),
-            Precision::Mp(_) => Ok(Vec::new()),
-        }
+        visit_device_type(self.precision, self).unwrap_or_else(|| Ok(Vec::new()))
     }
 
     fn run<T: DeviceWords>(&self) -> Result<Vec<GpuOpRow>, GpuError> {
@@ -366,7 +376,7 @@ impl RunPrecision<'_> {
                 .map_or(block, |r| block.min(r.max_threads_per_block));
             LaunchDims::linear(n as u64, block)
         };
-        let value_bytes = (T::words() * T::Word::DTYPE.size()) as u64;
+        let value_bytes = T::TYPE.bytes();
         let sets = gpu.rotation_sets(3 * n as u64 * value_bytes);
         let xs = gpu.upload_copies(&format!("x_{p}"), &xh, sets)?;
         let ys = gpu.upload_copies(&format!("y_{p}"), &yh, sets)?;
@@ -542,6 +552,7 @@ impl RunPrecision<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mantissa_num::{f64x2, Comp32};
 
     #[test]
     fn expressions_use_operators_for_native_types_and_the_twin_otherwise() {
@@ -590,6 +601,7 @@ mod nvrtc_tests {
     use super::*;
     use mantissa_gpu::testing::require_nvrtc_or_skip;
     use mantissa_gpu::{Arch, Target};
+    use mantissa_num::{f32x2, f64x2, Comp32, Comp64, CompNorm32, CompNorm64};
 
     fn ptx_of<T: DeviceWords>(p: Precision, flags: FlagSet) -> Option<String> {
         let compiler = require_nvrtc_or_skip()?;

@@ -35,12 +35,15 @@ use mantissa_gpu::{
     twin, DType, DeviceBuffer, FlagSet, Gpu, GpuError, HostData, KernelArg, LaunchDims, Module,
     Scalar, Source, Timing, TimingOptions,
 };
+use mantissa_gpu::{words_of, DeviceWords, Word};
 use mantissa_num::big::round_scaled_to_f64;
 use mantissa_num::Real;
 
-use crate::device_words::{words_of, DeviceWords, Word};
-
 /// The reduction kernels (templates over the precision), compiled after the twin header.
+/// The flag set of every reduction kernel: the twin's intrinsics make the arithmetic the same
+/// under any flags.
+pub const FLAGS: FlagSet = FlagSet::DEFAULT;
+
 const REDUCE_CU: &str = include_str!("../cuda/reduce.cu");
 /// The exact-sum kernels.
 const EXACT_CU: &str = include_str!("../cuda/exact_sum.cu");
@@ -289,7 +292,7 @@ impl<'g> GpuReducer<'g> {
     fn module<T: DeviceWords>(&mut self) -> Result<&Module, GpuError> {
         Ok(match self.modules.entry(T::precision_name()) {
             Entry::Occupied(e) => e.into_mut(),
-            Entry::Vacant(e) => e.insert(self.gpu.build(&reduce_source::<T>(), FlagSet::DEFAULT)?),
+            Entry::Vacant(e) => e.insert(self.gpu.build(&reduce_source::<T>(), FLAGS)?),
         })
     }
 
@@ -521,9 +524,7 @@ impl<'g> GpuReducer<'g> {
         }
         let module = match self.exact {
             Some(ref m) => m,
-            None => self
-                .exact
-                .insert(gpu.build(&exact_source(), FlagSet::DEFAULT)?),
+            None => self.exact.insert(gpu.build(&exact_source(), FLAGS)?),
         };
         let data = HostData::F64(if xs.is_empty() {
             vec![0.0]

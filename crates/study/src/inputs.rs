@@ -16,7 +16,9 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 /// An open interval of positive magnitudes (lo, hi), drawn from uniformly.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Interval {
+    /// Lower end (exclusive: draws are above it).
     pub lo: f64,
+    /// Upper end (exclusive).
     pub hi: f64,
 }
 
@@ -24,8 +26,10 @@ pub struct Interval {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum InputError {
     #[error("interval {0:?}: expected LO:HI with finite numbers 0 < LO < HI, e.g. 1e-6:1e-5")]
+    /// An interval that is not `LO:HI` with finite 0 < LO < HI.
     BadInterval(String),
     #[error("input class {0:?}: expected range1..range5 (seed 000 Table 11), gmp-range1..gmp-range5 (Table 7), chain-K (K > 1, §8.1), du-small, du-large, du-xsmall-ylarge, du-xlarge-ysmall (§8.2.2), or SMALL_LO:SMALL_HI,LARGE_LO:LARGE_HI")]
+    /// A class name that is neither a named class nor two intervals.
     UnknownClass(String),
 }
 
@@ -74,7 +78,9 @@ impl fmt::Display for Interval {
 pub struct InputClass {
     /// The name in records: `range3`, `gmp-range4`, or the intervals as typed.
     pub name: String,
+    /// The interval of small magnitudes.
     pub small: Interval,
+    /// The interval of large magnitudes.
     pub large: Interval,
 }
 
@@ -278,6 +284,7 @@ impl FromStr for InputClass {
 #[allow(clippy::excessive_precision)]
 pub const WHITE_PAPER_A: [f32; 4] = [1.907607, -0.7862027, 1.147311, 0.9604002];
 #[allow(clippy::excessive_precision)]
+/// The second vector of the white paper's dot product (see [`WHITE_PAPER_A`]).
 pub const WHITE_PAPER_B: [f32; 4] = [-0.9355000, -0.6915108, 1.724470, -0.7097529];
 
 /// Two vectors of `n` values uniform in (lo, hi) (the white paper draws from (−1, 2)).

@@ -81,10 +81,11 @@ use mantissa_gpu::{
     twin, Ceilings, FlagSet, Gpu, GpuError, KernelArg, LaunchDims, Module, ReportOptions, Source,
     Timing, TimingOptions,
 };
+use mantissa_gpu::{visit_device_type, DeviceType, DeviceTypeVisitor, DeviceWords, Word};
 use mantissa_num::big::{self, Big};
 use mantissa_num::metrics::{measure_values, Reference};
 use mantissa_num::precision::{Precision, PrecisionError, PrecisionVisitor};
-use mantissa_num::{f32x2, f64x2, Comp32, Comp64, CompNorm32, CompNorm64, Real};
+use mantissa_num::Real;
 use mantissa_ptx::census;
 use mantissa_ptx::{Function, Statement};
 use mantissa_report::{Backend, ErrorMetrics, Status};
@@ -93,10 +94,13 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use rayon::prelude::*;
 use rayon::ThreadPool;
 
-use crate::device_words::{DeviceWords, Word};
-use crate::measurement::{time_stats, Measurement};
-use crate::study::{CpuTiming, Data, Point, StudyConfig, StudyPrecision, Suite, Workload};
+use crate::measurement::{record_metrics, time_stats, Measurement};
+use crate::study::{CpuTiming, Data, Point, StudyConfig, StudyPrecision, Suite};
+use crate::workload::{CpuMeasure, GpuMeasure, Workload};
 
+/// The flag set of every intensity kernel (f32/f64 use `_rn` intrinsics, the pair types the
+/// twin: the arithmetic does not depend on it).
+pub const FLAGS: FlagSet = FlagSet::DEFAULT;
 /// Independent accumulator chains per thread (seed 000 ch. 6: y0..y15).
 pub const CHAINS: u64 = 16;
 /// The multiplier of the mul kernels' derivations `x_i = x_{i-1} · k`: 1 − 2^-9, exact in every
@@ -112,11 +116,14 @@ pub const THESIS_SIZES: [u64; 8] = [1, 20, 50, 100, 500, 1000, 5000, 10000];
 /// Addition or multiplication chains.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Op {
+    /// Additions (`x + k`, chains `y + x`).
     Add,
+    /// Multiplications (`x · k`, chains `y · x`).
     Mul,
 }
 
 impl Op {
+    /// Both operations, in the order plans list them.
     pub const BOTH: [Op; 2] = [Op::Add, Op::Mul];
 
     /// The algorithm name in records.
@@ -164,8 +171,10 @@ impl Op {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum IntensityError {
     #[error("an intensity kernel needs at least one operation (N = 0 given): choose N >= 1")]
+    /// N = 0: a kernel needs at least one operation.
     NoOperations,
     #[error("precision {0} has no CUDA twin: the intensity kernels run f32, f64, f32x2, f64x2, comp32, comp64, comp32n and comp64n")]
+    /// The precision has no CUDA twin (mp).
     NoGpuPrecision(Precision),
 }
 
@@ -302,24 +311,18 @@ fn score<T: Real>(xs: &[T], results: &[T], op: Op, n: u64) -> Scored {
         count += 1;
         if first.is_none() {
             let ref_f64 = reference.as_big().map_or(f64::NAN, big::to_f64);
-            first = Some((results[i].to_f64(), ref_f64, m));
+            first = Some((results[i].to_f64(), ref_f64, record_metrics(&m, &reference)));
         }
     }
-    let (value, reference, m) = first.unwrap_or((
-        f64::NAN,
-        f64::NAN,
-        mantissa_num::metrics::ErrorMetrics::MISMATCH,
-    ));
+    let (value, reference, error) = first.unwrap_or_else(|| {
+        let none = mantissa_num::metrics::ErrorMetrics::MISMATCH;
+        (f64::NAN, f64::NAN, record_metrics(&none, &Reference::NaN))
+    });
     // The chains never reach zero (all values are positive), so rel is always defined.
     Scored {
         value,
         reference,
-        error: ErrorMetrics {
-            abs: m.abs,
-            rel: Some(m.rel),
-            ulps: Some(m.ulps_f64),
-            digits: Some(m.digits.min(99.0)),
-        },
+        error,
         rel_mean: sum / count.max(1) as f64,
         rel_max: max,
     }
@@ -332,81 +335,26 @@ struct CudaNames {
     ty: &'static str,
     /// The base word (`float`, `double`).
     word: &'static str,
-    add: &'static str,
-    mul: &'static str,
+    add: String,
+    mul: String,
     /// For pair types: the constructor from two words, and the two field names.
     pair: Option<(&'static str, &'static str, &'static str)>,
 }
 
+/// The names from the device-type table: f32/f64 use the twin's `_rn` intrinsics (never
+/// contracted), the pair types the header's functions.
 fn cuda_names(p: Precision) -> Result<CudaNames, IntensityError> {
-    let names = |ty, word, add, mul, pair| CudaNames {
-        ty,
-        word,
+    let t = DeviceType::of(p).ok_or(IntensityError::NoGpuPrecision(p))?;
+    let (add, mul) = match t.functions {
+        Some(f) => (format!("{f}add"), format!("{f}mul")),
+        None => ("mantissa::add_rn".into(), "mantissa::mul_rn".into()),
+    };
+    Ok(CudaNames {
+        ty: t.cuda_type,
+        word: t.word_cuda(),
         add,
         mul,
-        pair,
-    };
-    let dw = Some(("mantissa::dw_make", "hi", "lo"));
-    let comp = Some(("mantissa::comp_make", "value", "error"));
-    let compn = Some(("mantissa::compn_make", "value", "error"));
-    Ok(match p {
-        Precision::F32 => names(
-            "float",
-            "float",
-            "mantissa::add_rn",
-            "mantissa::mul_rn",
-            None,
-        ),
-        Precision::F64 => names(
-            "double",
-            "double",
-            "mantissa::add_rn",
-            "mantissa::mul_rn",
-            None,
-        ),
-        Precision::F32x2 => names(
-            "mantissa::f32x2",
-            "float",
-            "mantissa::f32x2_add",
-            "mantissa::f32x2_mul",
-            dw,
-        ),
-        Precision::F64x2 => names(
-            "mantissa::f64x2",
-            "double",
-            "mantissa::f64x2_add",
-            "mantissa::f64x2_mul",
-            dw,
-        ),
-        Precision::Comp32 => names(
-            "mantissa::comp32",
-            "float",
-            "mantissa::comp32_add",
-            "mantissa::comp32_mul",
-            comp,
-        ),
-        Precision::Comp64 => names(
-            "mantissa::comp64",
-            "double",
-            "mantissa::comp64_add",
-            "mantissa::comp64_mul",
-            comp,
-        ),
-        Precision::Comp32n => names(
-            "mantissa::comp32n",
-            "float",
-            "mantissa::comp32n_add",
-            "mantissa::comp32n_mul",
-            compn,
-        ),
-        Precision::Comp64n => names(
-            "mantissa::comp64n",
-            "double",
-            "mantissa::comp64n_add",
-            "mantissa::comp64n_mul",
-            compn,
-        ),
-        Precision::Mp(_) => return Err(IntensityError::NoGpuPrecision(p)),
+        pair: t.make.zip(t.fields).map(|(make, (a, b))| (make, a, b)),
     })
 }
 
@@ -461,8 +409,8 @@ fn generate(
     let f = if c.word == "float" { "f" } else { "" };
     let m = chains_used(n);
     let apply = match op {
-        Op::Add => c.add,
-        Op::Mul => c.mul,
+        Op::Add => c.add.as_str(),
+        Op::Mul => c.mul.as_str(),
     };
     let literal = |v: f64| format!("{v:?}{f}");
     let constant = |v: f64| match c.pair {
@@ -593,14 +541,14 @@ pub fn executed_counts(f: &Function, rounds: u64) -> BTreeMap<String, u64> {
     out
 }
 
-/// Arithmetic instructions of one float type (`f32`, `f64`) in executed counts: everything the
-/// census classifies but sign changes and conversions.
+/// Arithmetic instructions of one float type (`f32`, `f64`) in executed counts, as
+/// [`census::is_arithmetic_opcode`] defines them.
 pub fn arithmetic_of(counts: &BTreeMap<String, u64>, ty: &str) -> u64 {
     counts
         .iter()
         .filter(|(k, _)| {
             let (op, t) = k.split_once('.').unwrap_or((k, ""));
-            t == ty && !matches!(op, "abs" | "neg" | "copysign" | "cvt")
+            t == ty && census::is_arithmetic_opcode(op)
         })
         .map(|(_, &v)| v)
         .sum()
@@ -651,6 +599,7 @@ fn points(cfg: &StudyConfig, sizes: &[u64], backends: &[Backend]) -> Vec<Point> 
                         seed: cfg.seed,
                         precision: StudyPrecision::Real(p),
                         backend,
+                        flags: backend.is_gpu().then_some(FLAGS),
                     });
                 }
             }
@@ -659,10 +608,10 @@ fn points(cfg: &StudyConfig, sizes: &[u64], backends: &[Backend]) -> Vec<Point> 
     out
 }
 
-/// The CPU points of workload `w` in `cfg`: every native precision × N × the configured thread
-/// counts. Quick: N ∈ {20, 1000} on [`cpu_elements`] elements.
-pub fn cpu_points(cfg: &StudyConfig, w: Workload) -> Vec<Point> {
-    if w != Workload::Intensity || !cfg.cpu {
+/// The CPU points in `cfg`: every native precision × N × the configured thread counts. Quick:
+/// N ∈ {20, 1000} on [`cpu_elements`] elements.
+pub fn cpu_points(cfg: &StudyConfig) -> Vec<Point> {
+    if !cfg.cpu {
         return Vec::new();
     }
     let mut threads: Vec<u32> = cfg.threads.iter().map(|&t| t.max(1) as u32).collect();
@@ -697,21 +646,101 @@ pub fn gpu_backends(full: (u32, u32)) -> Vec<Backend> {
     v
 }
 
-/// The GPU points of workload `w` in `cfg` on a device whose full launch is `full`. Quick: N ∈
-/// {1, 1000, 10000} (memory-bound, the thesis's PTX size, the longest), with one compile per
-/// (precision, op, N) shared by every configuration: 48 compiles for the 8 default precisions,
-/// about 0.1–0.6 s each on the CI machine (the straight-line pair kernels of N = 100 would add
-/// 1 s each).
-pub fn gpu_points(cfg: &StudyConfig, w: Workload, full: (u32, u32)) -> Vec<Point> {
-    if w != Workload::Intensity {
-        return Vec::new();
-    }
+/// The GPU points in `cfg` on a device whose full launch is `full`. Quick: N ∈ {1, 100, 1000,
+/// 10000} (memory-bound, the largest straight-line pair kernel, the thesis's PTX size, the
+/// longest), with one compile per (precision, op, N) shared by every configuration: 64 compiles
+/// for the 8 default precisions, about 0.1–0.6 s each on the CI machine, except the
+/// straight-line pair kernels of N = 100 at about 1 s each.
+pub fn gpu_points(cfg: &StudyConfig, full: (u32, u32)) -> Vec<Point> {
     points(
         cfg,
         &sizes(cfg, &[1, 100, 1000, 10000]),
         &gpu_backends(full),
     )
 }
+
+// ---- The workload -------------------------------------------------------------------------------
+
+/// The arithmetic-intensity workload (seed 000 ch. 6).
+pub struct Intensity;
+
+/// The intensity workload, as the registry lists it.
+pub static INTENSITY: Intensity = Intensity;
+
+impl Workload for Intensity {
+    fn name(&self) -> &'static str {
+        "intensity"
+    }
+    fn description(&self) -> &'static str {
+        "generated kernels of 16 add or mul chains per thread, N operations (seed 000 ch. 6)"
+    }
+    fn record_names(&self) -> &'static [&'static str] {
+        &["intensity"]
+    }
+    fn size_limit(&self) -> (u64, &'static str) {
+        (1_000_000, "operations per thread")
+    }
+    fn cpu_points(&self, cfg: &StudyConfig) -> Vec<Point> {
+        cpu_points(cfg)
+    }
+    fn gpu_points(&self, cfg: &StudyConfig, full: (u32, u32)) -> Vec<Point> {
+        gpu_points(cfg, full)
+    }
+    fn cpu_runner(&self) -> Box<dyn CpuMeasure> {
+        Box::new(measure_cpu)
+    }
+    fn gpu_runner<'g>(&self, gpu: &'g Gpu) -> Box<dyn GpuMeasure + 'g> {
+        Box::new(GpuRunner::new(gpu))
+    }
+    fn device_bytes(&self, point: &Point) -> u64 {
+        device_bytes(point)
+    }
+    fn quantities(&self) -> &'static [(&'static str, &'static str)] {
+        QUANTITIES
+    }
+}
+
+/// What the records' `extra` holds (see the module doc); `ptx.` names a family of quantities.
+const QUANTITIES: &[(&str, &str)] = &[
+    (
+        "ptx.",
+        "floating-point instructions each thread executes, by <op>.<type>, from mantissa-ptx's \
+         census of the generated PTX",
+    ),
+    (
+        "fp32_ginstr_s",
+        "f32 arithmetic instructions per second, in 10^9",
+    ),
+    (
+        "fp64_ginstr_s",
+        "f64 arithmetic instructions per second, in 10^9",
+    ),
+    (
+        "fp32_of_peak",
+        "the f32 instruction rate over the device's FMA instruction ceiling",
+    ),
+    (
+        "fp64_of_peak",
+        "the f64 instruction rate over the device's FMA instruction ceiling",
+    ),
+    (
+        "saturated",
+        "1 when either instruction rate is at least 0.7 of its ceiling, else 0",
+    ),
+    (
+        "differs_from_cpu",
+        "sampled threads whose GPU result differs in any bit from the CPU model (0 expected)",
+    ),
+    (
+        "rel_err_mean",
+        "mean relative error against exact arithmetic over the sampled elements",
+    ),
+    (
+        "rel_err_max",
+        "largest relative error against exact arithmetic over the sampled elements",
+    ),
+    ("elements", "elements of the CPU point's array"),
+];
 
 // ---- The CPU run --------------------------------------------------------------------------------
 
@@ -777,18 +806,15 @@ pub fn measure_cpu(point: &Point, pool: Option<&ThreadPool>, timing: CpuTiming) 
 // ---- The GPU run --------------------------------------------------------------------------------
 
 /// Device bytes a GPU point of this module allocates (checked against device memory first): one
-/// input and one output value per thread, at most 16 bytes each (input copies rotated for timing
-/// are bounded by free memory separately).
+/// input and one output value per thread (input copies rotated for timing are bounded by free
+/// memory separately).
 pub fn device_bytes(point: &Point) -> u64 {
+    let value = match point.precision {
+        StudyPrecision::Real(p) => DeviceType::of(p).map_or(0, DeviceType::bytes),
+        StudyPrecision::Exact => 0,
+    };
     match point.backend {
-        Backend::Gpu { grid, block } => {
-            grid.into_iter()
-                .chain(block)
-                .map(u64::from)
-                .product::<u64>()
-                * 16
-                * 2
-        }
+        Backend::Gpu { .. } => point.backend.gpu_threads().unwrap_or(0) * value * 2,
         _ => 0,
     }
 }
@@ -810,6 +836,7 @@ pub struct GpuRunner<'g> {
 }
 
 impl<'g> GpuRunner<'g> {
+    /// A runner for `gpu`; nothing is compiled until a point needs it.
     pub fn new(gpu: &'g Gpu) -> Self {
         GpuRunner {
             gpu,
@@ -835,7 +862,7 @@ impl<'g> GpuRunner<'g> {
                         kernel: kernel_name(p, op, n),
                         problem: err.to_string(),
                     })?;
-                let compiled = gpu.compile(&source, FlagSet::DEFAULT)?;
+                let compiled = gpu.compile(&source, FLAGS)?;
                 let name = kernel_name(p, op, n);
                 let counts = ptx_counts(&compiled.ptx, &name, rounds(p, n));
                 let module = gpu.load(&compiled)?;
@@ -859,26 +886,15 @@ impl<'g> GpuRunner<'g> {
             })
             .as_ref()
     }
+}
 
-    /// Measures one GPU point.
-    pub fn measure(
-        &mut self,
-        point: &Point,
-        timing: TimingOptions,
-    ) -> Result<Measurement, GpuError> {
-        let (
-            Some(op),
-            StudyPrecision::Real(p),
-            Backend::Gpu {
-                grid: [grid, 1, 1],
-                block: [block, 1, 1],
-            },
-        ) = (
+impl GpuMeasure for GpuRunner<'_> {
+    fn measure(&mut self, point: &Point, timing: TimingOptions) -> Result<Measurement, GpuError> {
+        let (Some(op), StudyPrecision::Real(p), Some((grid, block))) = (
             Op::of_algorithm(point.algorithm),
             point.precision,
-            point.backend,
-        )
-        else {
+            point.backend.gpu_1d(),
+        ) else {
             unreachable!("the planner makes intensity points of add/mul on grid × block launches")
         };
         let run = GpuRun {
@@ -889,20 +905,12 @@ impl<'g> GpuRunner<'g> {
             block,
             timing,
         };
-        match p {
-            Precision::F32 => run.run::<f32>(),
-            Precision::F64 => run.run::<f64>(),
-            Precision::F32x2 => run.run::<f32x2>(),
-            Precision::F64x2 => run.run::<f64x2>(),
-            Precision::Comp32 => run.run::<Comp32>(),
-            Precision::Comp64 => run.run::<Comp64>(),
-            Precision::Comp32n => run.run::<CompNorm32>(),
-            Precision::Comp64n => run.run::<CompNorm64>(),
-            Precision::Mp(_) => Err(GpuError::BadArguments {
+        visit_device_type(p, run).unwrap_or_else(|| {
+            Err(GpuError::BadArguments {
                 kernel: kernel_name(p, op, point.size),
                 problem: IntensityError::NoGpuPrecision(p).to_string(),
-            }),
-        }
+            })
+        })
     }
 }
 
@@ -912,10 +920,14 @@ impl<'g> GpuRunner<'g> {
 pub enum Launched<T> {
     /// `note`: set when the kernel had to be built for the block size (registers capped).
     Ran {
+        /// Every thread's result.
         results: Vec<T>,
+        /// The launch's timing.
         time: Timing,
+        /// Set when the kernel had to be built for the block size (registers capped).
         note: Option<String>,
     },
+    /// The configuration cannot run on the device: why, in one line.
     OutOfResources(String),
 }
 
@@ -1047,8 +1059,9 @@ struct GpuRun<'r, 'g> {
     timing: TimingOptions,
 }
 
-impl GpuRun<'_, '_> {
-    fn run<T: DeviceWords>(self) -> Result<Measurement, GpuError> {
+impl DeviceTypeVisitor for GpuRun<'_, '_> {
+    type Output = Result<Measurement, GpuError>;
+    fn visit<T: DeviceWords>(self) -> Result<Measurement, GpuError> {
         let (op, n, grid, block) = (self.op, self.point.size, self.grid, self.block);
         let threads = grid as usize * block as usize;
         let xs: Vec<T> = inputs(op, threads, self.point.seed);
@@ -1142,10 +1155,11 @@ pub fn same_bits<T: DeviceWords>(a: &T, b: &T) -> bool {
 mod tests {
     use super::*;
     use mantissa_gpu::{Arch, Target};
+    use mantissa_num::{f64x2, Comp64};
 
     fn cfg(suite: Suite) -> StudyConfig {
         StudyConfig {
-            workloads: vec![Workload::Intensity],
+            workloads: vec![&Intensity],
             suite,
             cpu: true,
             precisions: StudyPrecision::defaults(),
@@ -1189,7 +1203,7 @@ mod tests {
                 for n in [1, 2, 15, 16, 17, 100, 1000, 1001, 5000, 10000, 10007] {
                     let text = kernel_text(p, op, n).unwrap();
                     let c = cuda_names(p).unwrap();
-                    let apply = if op == Op::Add { c.add } else { c.mul };
+                    let apply = if op == Op::Add { &c.add } else { &c.mul };
                     assert_eq!(chain_ops_in(&text, apply), n, "{p} {op:?} N={n}");
                     let m = chains_used(n);
                     // Chains declared: y0..y(m-1), never y(m).
@@ -1370,6 +1384,7 @@ mod tests {
             seed: 1,
             precision: StudyPrecision::Real(Precision::Comp32),
             backend: Backend::Cpu { threads: 2 },
+            flags: None,
         };
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(2)
@@ -1393,8 +1408,8 @@ mod tests {
     fn plans_have_unique_keys_and_honour_the_user() {
         for suite in [Suite::Quick, Suite::Full] {
             let c = cfg(suite);
-            let mut all = cpu_points(&c, Workload::Intensity);
-            all.extend(gpu_points(&c, Workload::Intensity, (264, 1024)));
+            let mut all = cpu_points(&c);
+            all.extend(gpu_points(&c, (264, 1024)));
             let keys: std::collections::HashSet<_> = all.iter().map(|p| p.key("d")).collect();
             assert_eq!(keys.len(), all.len());
             assert!(all.iter().all(|p| !matches!(
@@ -1402,7 +1417,7 @@ mod tests {
                 StudyPrecision::Exact | StudyPrecision::Real(Precision::Mp(_))
             )));
         }
-        let full = gpu_points(&cfg(Suite::Full), Workload::Intensity, (264, 1024));
+        let full = gpu_points(&cfg(Suite::Full), (264, 1024));
         let sizes: std::collections::BTreeSet<u64> = full.iter().map(|p| p.size).collect();
         assert_eq!(sizes.into_iter().collect::<Vec<_>>(), THESIS_SIZES);
         for b in [
@@ -1420,15 +1435,14 @@ mod tests {
         c.sizes = Some(vec![0, 3, 7]);
         c.precisions = StudyPrecision::parse_list("f64x2,mp256,exact").unwrap();
         c.threads = vec![1, 4];
-        let cpu = cpu_points(&c, Workload::Intensity);
+        let cpu = cpu_points(&c);
         assert_eq!(cpu.len(), 2 * 2 * 2, "ops × sizes × threads");
         assert!(cpu
             .iter()
             .all(|p| p.precision.to_string() == "f64x2" && p.size != 0));
         assert!(cpu.iter().any(|p| p.backend == Backend::Cpu { threads: 4 }));
         c.cpu = false;
-        assert!(cpu_points(&c, Workload::Intensity).is_empty());
-        assert!(gpu_points(&c, Workload::Ge, (1, 1)).is_empty());
+        assert!(cpu_points(&c).is_empty());
     }
 
     #[test]

@@ -1,3 +1,4 @@
+#![deny(missing_docs)]
 //! mantissa's experiments. Each module is one experiment: it takes a plain configuration, runs
 //! on the CPU and the GPU, reports progress through [`Progress`], and returns or appends plain
 //! records for the report layer. Nothing here prints to the terminal.
@@ -7,19 +8,23 @@
 //!   f64 (seed 001 Table 2) and compute-bound throughput against the device's roofline.
 //! - [`gpu_reduce`]: sums, dot products and π quadratures reduced on the GPU entirely in the
 //!   precision under test (with CPU models of their exact order), and an exact f64 sum.
-//! - [`study`]: `mantissa study` — the plan of measurement points (sums, dot products, π) over
-//!   precisions × CPU threads × GPU launch shapes, and the CPU runner; [`gpu_study`] runs its GPU
-//!   points, [`inputs`] makes the data (seed 000's ranges), [`reduce`] holds the CPU algorithms.
-//! - [`intensity`], [`linalg`], [`chains`]: the kernel-style workloads of seed 000 ch. 6–8
-//!   (arithmetic intensity; Gaussian elimination and LU; multiplication chains and do/undo), each
-//!   with its CPU and GPU runs, reporting a [`measurement::Measurement`] per point.
-//! - [`device_words`]: how each precision's values travel to the GPU as base-format words.
+//!
+//! `mantissa study`, the precision experiments as one plan of measurement points:
+//! - the framework: [`study`] (configuration, points, plan, CPU timing), [`workload`] (the
+//!   [`workload::Workload`] trait every workload implements), [`measurement`] (a point's result
+//!   and its record) and [`runner`] (one point loop for the CPU and the GPU);
+//! - the workloads, one module each (a module may hold two that share a runner):
+//!   [`reductions`] (sums, dot products, π; CPU algorithms in [`reduce`], data in [`inputs`]),
+//!   [`intensity`] (arithmetic intensity), [`linalg`] (Gaussian elimination and LU) and
+//!   [`chains`] (multiplication chains and do/undo), after seed 000 ch. 5–8;
+//! - [`registry`]: the list of workloads, which only the runner and the CLI import.
+//!
+//! Adding a workload is one module implementing [`workload::Workload`] and one line in
+//! [`registry::WORKLOADS`].
 
 pub mod chains;
-pub mod device_words;
 pub mod gpu_ops;
 pub mod gpu_reduce;
-pub mod gpu_study;
 pub mod inputs;
 pub mod intensity;
 pub mod linalg;
@@ -27,6 +32,10 @@ pub mod measurement;
 pub mod ops;
 pub mod progress;
 pub mod reduce;
+pub mod reductions;
+pub mod registry;
+pub mod runner;
 pub mod study;
+pub mod workload;
 
 pub use progress::{NoProgress, Progress};

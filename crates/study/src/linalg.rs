@@ -63,24 +63,27 @@ use mantissa_gpu::{
     twin, DType, DeviceBuffer, FlagSet, Gpu, GpuError, HostData, KernelArg, LaunchDims, Module,
     Scalar, Source, Timing, TimingOptions,
 };
+use mantissa_gpu::{
+    values_of, visit_device_type, words_of, DeviceType, DeviceTypeVisitor, DeviceWords, Word,
+};
 use mantissa_num::big::{self, Big};
 use mantissa_num::precision::{Precision, PrecisionVisitor};
-use mantissa_num::{f32x2, f64x2, Comp32, Comp64, CompNorm32, CompNorm64, ExactDot, ExactSum};
+use mantissa_num::{f64x2, ExactDot, ExactSum};
 use mantissa_num::{Mp, Real};
 use mantissa_report::{Backend, ErrorMetrics, Status};
-use rand::{Rng, SeedableRng};
-use rand_xoshiro::Xoshiro256PlusPlus;
 use rayon::prelude::*;
 use rayon::ThreadPool;
 
-use crate::device_words::{values_of, words_of, DeviceWords, Word};
 use crate::inputs::InputClass;
 use crate::measurement::{time_stats, Measurement};
-use crate::study::{CpuTiming, Data, Point, StudyConfig, StudyPrecision, Suite, Workload};
+use crate::study::{CpuTiming, Data, Point, StudyConfig, StudyPrecision, Suite};
+use crate::workload::{CpuMeasure, GpuMeasure, Workload};
 
 /// The kernels (templates over the precision), compiled after the twin header.
 const LINALG_CU: &str = include_str!("../cuda/linalg.cu");
 
+/// The flag set of every linalg kernel (the twin's arithmetic does not depend on it).
+pub const FLAGS: FlagSet = FlagSet::DEFAULT;
 /// Fan2 tiles (Table 16 used 4×4 and 8×8).
 pub const GE_TILES: [u32; 4] = [4, 8, 16, 32];
 /// LU tiles of Table 19 (64 is out of resources, see the module doc).
@@ -106,28 +109,17 @@ const MAX_REFINEMENTS: usize = 100;
 /// A linear system of order n: A row-major and b, as f64.
 #[derive(Debug, Clone, PartialEq)]
 pub struct System {
+    /// The order.
     pub n: usize,
+    /// A, n × n, row-major.
     pub a: Vec<f64>,
+    /// b, n values.
     pub b: Vec<f64>,
-}
-
-/// `count` values, each from the small or the large interval of `class` with probability 1/2.
-pub fn interval_values(class: &InputClass, count: usize, seed: u64) -> Vec<f64> {
-    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
-    (0..count)
-        .map(|_| {
-            if rng.random::<bool>() {
-                class.small.draw(&mut rng)
-            } else {
-                class.large.draw(&mut rng)
-            }
-        })
-        .collect()
 }
 
 /// The system of (class, n, seed): A from the first n² values, b from the next n.
 pub fn system(class: &InputClass, n: usize, seed: u64) -> System {
-    let mut a = interval_values(class, n * n + n, seed);
+    let mut a = class.mixed(n * n + n, seed);
     let b = a.split_off(n * n);
     System { n, a, b }
 }
@@ -312,6 +304,7 @@ pub struct GeReference {
     pub x: Vec<Option<Big>>,
     /// The last correction was below 2^-bits of x.
     pub converged: bool,
+    /// Refinement steps taken.
     pub iterations: usize,
 }
 
@@ -597,6 +590,7 @@ fn pair_of<T: Real>(x: &T) -> f64x2 {
 
 /// What the LU scoring needs from the tested factors.
 pub struct LuFactors<'a> {
+    /// The order.
     pub n: usize,
     /// The factors as f64x2 (exact, or nearest for mp).
     pub pairs: &'a [f64x2],
@@ -752,10 +746,19 @@ fn thesis_four(p: StudyPrecision) -> bool {
     )
 }
 
-fn default_classes(w: Workload) -> Vec<InputClass> {
+/// The module's two workloads ([`GE`], [`LU`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Solver {
+    /// Gaussian elimination, Fan1/Fan2 style (seed 000 §7.2).
+    Ge,
+    /// Blocked LU decomposition: diagonal, perimeter, internal (seed 000 §7.3).
+    Lu,
+}
+
+fn default_classes(w: Solver) -> Vec<InputClass> {
     match w {
         // Seed 000 §7.2: GE on (1e-2, 1e-1) & (1e1, 1e2).
-        Workload::Ge => vec![InputClass::range(1)],
+        Solver::Ge => vec![InputClass::range(1)],
         // Table 17's intervals.
         _ => {
             let mut v = vec![InputClass::gmp_range(1)];
@@ -765,9 +768,9 @@ fn default_classes(w: Workload) -> Vec<InputClass> {
     }
 }
 
-fn names(w: Workload) -> (&'static str, &'static str) {
+fn names(w: Solver) -> (&'static str, &'static str) {
     match w {
-        Workload::Ge => ("ge", "fan"),
+        Solver::Ge => ("ge", "fan"),
         _ => ("lu", "blocked"),
     }
 }
@@ -780,7 +783,7 @@ fn names(w: Workload) -> (&'static str, &'static str) {
 /// with every thread count. Full: n up to 2048 (Table 18's 64…2048), mp up to 128, every class
 /// up to 512 and the first class above. User sizes run everything (mp only up to the suite's
 /// mp limit).
-pub fn cpu_points(cfg: &StudyConfig, w: Workload) -> Vec<Point> {
+pub fn cpu_points(cfg: &StudyConfig, w: Solver) -> Vec<Point> {
     let (workload, algorithm) = names(w);
     let quick = cfg.suite == Suite::Quick;
     let mp_max = if quick { QUICK_MP_MAX } else { FULL_MP_MAX };
@@ -803,12 +806,12 @@ pub fn cpu_points(cfg: &StudyConfig, w: Workload) -> Vec<Point> {
         None => {
             let first: Vec<InputClass> = classes.iter().take(1).cloned().collect();
             match (w, quick) {
-                (Workload::Ge, true) => {
+                (Solver::Ge, true) => {
                     sets.push((16, classes.clone(), false, false));
                     sets.push((64, classes.clone(), false, false));
                     sets.push((256, classes.clone(), true, true));
                 }
-                (Workload::Ge, false) => {
+                (Solver::Ge, false) => {
                     for s in [16, 64, 256, 512, 1024, 2048] {
                         sets.push((s, classes.clone(), true, false));
                     }
@@ -850,6 +853,7 @@ pub fn cpu_points(cfg: &StudyConfig, w: Workload) -> Vec<Point> {
                         seed: cfg.seed,
                         precision: p,
                         backend: Backend::Cpu { threads: t },
+                        flags: None,
                     });
                 }
             }
@@ -858,29 +862,28 @@ pub fn cpu_points(cfg: &StudyConfig, w: Workload) -> Vec<Point> {
     points
 }
 
-/// The GPU points of workload `w` in `cfg` (`full`, the device's full launch, is not used: the
-/// grids follow from n and the tile).
+/// The GPU points of workload `w` in `cfg` (the grids follow from n and the tile).
 ///
 /// Quick: GE n = 64, 256, 1024, 2048 with tiles 4…32 (4 up to n = 1024); LU at Table 17's
 /// n = 64, 256, 512, 2048 with tiles 4…64 (64 records "out of resources"; 4 up to 512, at 2048
 /// only 16, 32, 64). Full: n = 16…8192, tile 4 up to 2048. LU tiles must divide n. User sizes
 /// get every tile that fits.
-pub fn gpu_points(cfg: &StudyConfig, w: Workload, _full: (u32, u32)) -> Vec<Point> {
+pub fn gpu_points(cfg: &StudyConfig, w: Solver) -> Vec<Point> {
     let (workload, algorithm) = names(w);
     let quick = cfg.suite == Suite::Quick;
     let classes = cfg.classes.clone().unwrap_or_else(|| default_classes(w));
     let user_sizes = cfg.sizes.is_some();
     let sizes = cfg.sizes.clone().unwrap_or_else(|| match (w, quick) {
-        (Workload::Ge, true) => vec![64, 256, 1024, 2048],
+        (Solver::Ge, true) => vec![64, 256, 1024, 2048],
         (_, true) => vec![64, 256, 512, 2048],
         _ => vec![16, 64, 256, 512, 1024, 2048, 4096, 8192],
     });
     let tile4_max = match (w, quick) {
         (_, false) => 2048,
-        (Workload::Ge, true) => 1024,
+        (Solver::Ge, true) => 1024,
         _ => 512,
     };
-    let tiles: &[u32] = if w == Workload::Ge {
+    let tiles: &[u32] = if w == Solver::Ge {
         &GE_TILES
     } else {
         &LU_TILES
@@ -895,7 +898,7 @@ pub fn gpu_points(cfg: &StudyConfig, w: Workload, _full: (u32, u32)) -> Vec<Poin
                 }
                 for &tile in tiles {
                     let t = u64::from(tile);
-                    let fits = if w == Workload::Ge {
+                    let fits = if w == Solver::Ge {
                         t <= size
                     } else {
                         size % t == 0
@@ -903,7 +906,7 @@ pub fn gpu_points(cfg: &StudyConfig, w: Workload, _full: (u32, u32)) -> Vec<Poin
                     // Quick LU at 2048 keeps the fast tiles (and 64's record): the accuracy is the
                     // same for every tile, the 4×4 and 8×8 times add a minute.
                     let slow = (tile == 4 && size > tile4_max)
-                        || (quick && w == Workload::Lu && size >= 2048 && tile < 16);
+                        || (quick && w == Solver::Lu && size >= 2048 && tile < 16);
                     if !fits || (slow && !user_sizes) {
                         continue;
                     }
@@ -915,6 +918,7 @@ pub fn gpu_points(cfg: &StudyConfig, w: Workload, _full: (u32, u32)) -> Vec<Poin
                         seed: cfg.seed,
                         precision: p,
                         backend: Backend::GpuTiles { tile },
+                        flags: Some(FLAGS),
                     });
                 }
             }
@@ -922,6 +926,79 @@ pub fn gpu_points(cfg: &StudyConfig, w: Workload, _full: (u32, u32)) -> Vec<Poin
     }
     points
 }
+
+// ---- The workloads ----------------------------------------------------------------------------
+
+/// The Gaussian-elimination workload.
+pub static GE: Solver = Solver::Ge;
+/// The LU workload.
+pub static LU: Solver = Solver::Lu;
+
+impl Workload for Solver {
+    fn name(&self) -> &'static str {
+        names(*self).0
+    }
+    fn description(&self) -> &'static str {
+        match self {
+            Solver::Ge => "Gaussian elimination without pivoting, Fan1/Fan2 style (seed 000 §7.2)",
+            Solver::Lu => {
+                "blocked LU decomposition without pivoting: diagonal, perimeter, internal \
+                 (seed 000 §7.3)"
+            }
+        }
+    }
+    fn record_names(&self) -> &'static [&'static str] {
+        match self {
+            Solver::Ge => &["ge"],
+            Solver::Lu => &["lu"],
+        }
+    }
+    fn size_limit(&self) -> (u64, &'static str) {
+        // f64x2 at 16384: 4 GiB per matrix copy.
+        (16_384, "matrix order")
+    }
+    fn cpu_points(&self, cfg: &StudyConfig) -> Vec<Point> {
+        cpu_points(cfg, *self)
+    }
+    fn gpu_points(&self, cfg: &StudyConfig, _full: (u32, u32)) -> Vec<Point> {
+        gpu_points(cfg, *self)
+    }
+    fn runner_group(&self) -> &'static str {
+        // GE and LU share compiled modules and the generated system on the GPU.
+        "linalg"
+    }
+    fn cpu_runner(&self) -> Box<dyn CpuMeasure> {
+        Box::new(measure_cpu)
+    }
+    fn gpu_runner<'g>(&self, gpu: &'g Gpu) -> Box<dyn GpuMeasure + 'g> {
+        Box::new(GpuRunner::new(gpu))
+    }
+    fn device_bytes(&self, point: &Point) -> u64 {
+        device_bytes(point)
+    }
+    fn quantities(&self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            Solver::Ge => &[GFLOPS],
+            Solver::Lu => LU_QUANTITIES,
+        }
+    }
+}
+
+const GFLOPS: (&str, &str) = (
+    "gflops",
+    "10^9 operations per second, counting 2/3·n³ operations",
+);
+const LU_QUANTITIES: &[(&str, &str)] = &[
+    GFLOPS,
+    (
+        "mismatches",
+        "entries with |(L·U)_ij − A_ij| > 1e-4 (Table 17's tolerance), NaN or infinite ones included",
+    ),
+    (
+        "mismatch_pct",
+        "mismatches as a percentage of the n² entries (tolerance 1e-4)",
+    ),
+];
 
 // ---- CPU runs ----------------------------------------------------------------------------------
 
@@ -1001,24 +1078,14 @@ impl PrecisionVisitor for CpuRun<'_> {
 
 // ---- GPU runs ----------------------------------------------------------------------------------
 
-/// Bytes of one value of T on the device.
-fn value_bytes<T: DeviceWords>() -> u32 {
-    (T::words() * T::Word::DTYPE.size()) as u32
-}
-
-fn precision_bytes(p: StudyPrecision) -> u64 {
-    match p {
-        StudyPrecision::Real(Precision::F32) => 4,
-        StudyPrecision::Real(Precision::F64x2 | Precision::Comp64 | Precision::Comp64n) => 16,
-        _ => 8,
-    }
-}
-
 /// Device bytes a GPU point allocates: the input and working copies, plus (LU) the f64x2
 /// factors, input, residual and reference factorization of the accuracy check.
 pub fn device_bytes(point: &Point) -> u64 {
     let n = point.size;
-    let v = precision_bytes(point.precision);
+    let v = match point.precision {
+        StudyPrecision::Real(p) => DeviceType::of(p).map_or(0, DeviceType::bytes),
+        StudyPrecision::Exact => 0,
+    };
     match point.workload {
         "ge" => 2 * (n * n + n) * v,
         _ => 2 * n * n * v + n * n * (16 + 16 + 8 + 2 * 16),
@@ -1028,7 +1095,9 @@ pub fn device_bytes(point: &Point) -> u64 {
 /// What a kernel configuration needs per block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BlockNeeds {
+    /// Threads per block.
     pub threads: u32,
+    /// Static shared memory per block, in bytes.
     pub static_shared_bytes: u32,
 }
 
@@ -1088,6 +1157,7 @@ pub fn ge_kernels<T: DeviceWords>() -> [String; 2] {
     [format!("ge_fan1_{p}"), format!("ge_fan2_{p}")]
 }
 
+/// The LU kernel names of precision T at tile b: diagonal, perimeter, internal.
 pub fn lu_kernels<T: DeviceWords>(tile: u32) -> [String; 3] {
     let p = T::precision_name();
     [
@@ -1141,7 +1211,7 @@ fn module_for<'m, T: DeviceWords>(
 ) -> Result<&'m Module, GpuError> {
     let p = T::precision_name();
     if !modules.contains_key(&p) {
-        let m = gpu.build(&linalg_source::<T>(), FlagSet::DEFAULT)?;
+        let m = gpu.build(&linalg_source::<T>(), FLAGS)?;
         modules.insert(p.clone(), m);
     }
     Ok(&modules[&p])
@@ -1202,7 +1272,37 @@ pub struct GpuRunner<'g> {
     system: Option<((String, usize, u64), Arc<System>)>,
 }
 
+impl GpuMeasure for GpuRunner<'_> {
+    fn measure(&mut self, point: &Point, timing: TimingOptions) -> Result<Measurement, GpuError> {
+        let StudyPrecision::Real(p) = point.precision else {
+            return Err(bad_point(point, "needs a real precision"));
+        };
+        let run = RunOn {
+            runner: self,
+            point,
+            timing,
+        };
+        visit_device_type(p, run)
+            .unwrap_or_else(|| Err(bad_point(point, "mp does not run on the GPU")))
+    }
+}
+
+/// A GPU point in its precision's device type.
+struct RunOn<'r, 'g, 'p> {
+    runner: &'r mut GpuRunner<'g>,
+    point: &'p Point,
+    timing: TimingOptions,
+}
+
+impl DeviceTypeVisitor for RunOn<'_, '_, '_> {
+    type Output = Result<Measurement, GpuError>;
+    fn visit<T: DeviceWords>(self) -> Self::Output {
+        self.runner.run::<T>(self.point, self.timing)
+    }
+}
+
 impl<'g> GpuRunner<'g> {
+    /// A runner for `gpu`; nothing is compiled until a point needs it.
     pub fn new(gpu: &'g Gpu) -> Self {
         GpuRunner {
             gpu,
@@ -1211,28 +1311,6 @@ impl<'g> GpuRunner<'g> {
             lu_refs: RefCache::new(),
             lu_last: None,
             system: None,
-        }
-    }
-
-    /// Measures one GPU point.
-    pub fn measure(
-        &mut self,
-        point: &Point,
-        timing: TimingOptions,
-    ) -> Result<Measurement, GpuError> {
-        let StudyPrecision::Real(p) = point.precision else {
-            return Err(bad_point(point, "needs a real precision"));
-        };
-        match p {
-            Precision::F32 => self.run::<f32>(point, timing),
-            Precision::F64 => self.run::<f64>(point, timing),
-            Precision::F32x2 => self.run::<f32x2>(point, timing),
-            Precision::F64x2 => self.run::<f64x2>(point, timing),
-            Precision::Comp32 => self.run::<Comp32>(point, timing),
-            Precision::Comp64 => self.run::<Comp64>(point, timing),
-            Precision::Comp32n => self.run::<CompNorm32>(point, timing),
-            Precision::Comp64n => self.run::<CompNorm64>(point, timing),
-            Precision::Mp(_) => Err(bad_point(point, "mp does not run on the GPU")),
         }
     }
 
@@ -1251,7 +1329,7 @@ impl<'g> GpuRunner<'g> {
         let (what, needs) = if ge {
             ("Fan2", fan2_needs(tile))
         } else {
-            ("the LU kernels", lu_needs(tile, value_bytes::<T>()))
+            ("the LU kernels", lu_needs(tile, T::TYPE.bytes() as u32))
         };
         if let Some(why) = out_of_resources(&format!("{what} at {tile}×{tile}"), needs, max_threads)
         {

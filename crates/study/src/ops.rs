@@ -27,14 +27,20 @@ use crate::progress::Progress;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Op {
+    /// Addition.
     Add,
+    /// Subtraction.
     Sub,
+    /// Multiplication.
     Mul,
+    /// Division.
     Div,
+    /// Square root (of the first operand).
     Sqrt,
 }
 
 impl Op {
+    /// Every operation, in the order tables list them.
     pub const ALL: [Op; 5] = [Op::Add, Op::Sub, Op::Mul, Op::Div, Op::Sqrt];
 
     pub(crate) fn apply<T: Real>(self, x: T, y: T) -> T {
@@ -81,6 +87,7 @@ impl fmt::Display for Op {
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown operation {0:?}: expected add, sub, mul, div or sqrt")]
+/// An operation name that is not one of [`Op::ALL`].
 pub struct OpError(pub String);
 
 impl FromStr for Op {
@@ -106,15 +113,20 @@ pub enum Distribution {
 /// Operand magnitudes: `lo ≤ |x| ≤ hi`.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Range {
+    /// Smallest magnitude.
     pub lo: f64,
+    /// Largest magnitude.
     pub hi: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+/// Why a `--range` is not usable.
 pub enum RangeError {
     #[error("invalid range {0:?}: expected LO:HI with finite numbers, 0 ≤ LO < HI (e.g. 0:1e6)")]
+    /// Not `LO:HI` with finite 0 ≤ LO < HI.
     Syntax(String),
     #[error("invalid range {0:?}: log-uniform magnitudes need LO > 0 (e.g. 1e-6:1e6)")]
+    /// A log-uniform distribution with LO = 0.
     LogNeedsPositive(String),
 }
 
@@ -163,12 +175,18 @@ impl Range {
 /// What to measure.
 #[derive(Clone, Debug, Serialize)]
 pub struct OpsConfig {
+    /// Operand pairs per operation and precision.
     pub samples: usize,
+    /// Operand magnitudes.
     pub range: Range,
+    /// How magnitudes are drawn.
     pub distribution: Distribution,
+    /// Seed of the operands.
     pub seed: u64,
     #[serde(serialize_with = "names")]
+    /// The precisions measured.
     pub precisions: Vec<Precision>,
+    /// The operations measured.
     pub ops: Vec<Op>,
 }
 
@@ -200,13 +218,21 @@ impl Default for OpsConfig {
 /// The error distribution of one operation in one precision, in f64 ulps of the exact result.
 #[derive(Clone, Debug, Serialize)]
 pub struct OpErrorStats {
+    /// The precision's name.
     pub precision: String,
+    /// The operation.
     pub op: Op,
+    /// Operand pairs measured.
     pub samples: usize,
+    /// Mean error.
     pub mean: f64,
+    /// Median error.
     pub median: f64,
+    /// 99th-percentile error.
     pub p99: f64,
+    /// Largest error.
     pub max: f64,
+    /// Standard deviation of the error.
     pub std: f64,
     /// Results that were NaN or infinite while the exact result is finite (excluded from the
     /// statistics above, which then cover `samples − nonfinite` values).

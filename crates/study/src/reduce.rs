@@ -85,6 +85,7 @@ pub fn leibniz<T: Real>(terms: u64) -> T {
 /// The step width and midpoint-rule integrand of ∫₀¹ 4/(1+x²) dx (seed 003 Fig. 11):
 /// f(i) = 4 / (1 + x_i²) with x_i = (i + ½)·h, h = 1/steps, every operation in T.
 pub struct Midpoint<T> {
+    /// The step width 1/steps, in T.
     pub h: T,
     four: T,
     half: T,
@@ -92,6 +93,7 @@ pub struct Midpoint<T> {
 }
 
 impl<T: Real> Midpoint<T> {
+    /// The rule with `steps` steps.
     pub fn new(steps: u64) -> Self {
         Midpoint {
             h: T::one() / T::from_i64(steps as i64),
@@ -101,6 +103,7 @@ impl<T: Real> Midpoint<T> {
         }
     }
 
+    /// The integrand at the midpoint of step `i`.
     pub fn term(&self, i: u64) -> T {
         let x = (T::from_i64(i as i64) + self.half.clone()) * self.h.clone();
         self.four.clone() / (self.one.clone() + x.clone() * x)

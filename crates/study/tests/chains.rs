@@ -5,15 +5,17 @@
 //! without failures. They skip without a GPU and fail under `MANTISSA_REQUIRE_GPU=1`.
 
 use mantissa_gpu::testing::require_gpu_or_skip;
+use mantissa_gpu::DeviceWords;
 use mantissa_gpu::TimingOptions;
 use mantissa_num::{f32x2, f64x2, Comp32, Comp64, CompNorm32, CompNorm64};
 use mantissa_report::{Backend, Status};
 use mantissa_study::chains::{
-    chain_factors, chain_product, doundo, doundo_operands, gpu_points, DivMode, GpuRunner,
+    chain_factors, chain_product, doundo, doundo_operands, gpu_points, DivMode, Experiment,
+    GpuRunner,
 };
-use mantissa_study::device_words::DeviceWords;
 use mantissa_study::inputs::InputClass;
-use mantissa_study::study::{StudyConfig, StudyPrecision, Suite, Workload};
+use mantissa_study::study::{StudyConfig, StudyPrecision, Suite};
+use mantissa_study::workload::GpuMeasure;
 
 const ONCE: TimingOptions = TimingOptions { warmup: 0, reps: 1 };
 
@@ -21,9 +23,7 @@ const ONCE: TimingOptions = TimingOptions { warmup: 0, reps: 1 };
 fn bits<T: DeviceWords>(x: T) -> Vec<u64> {
     let mut w = Vec::new();
     x.push_words(&mut w);
-    w.into_iter()
-        .map(mantissa_study::device_words::Word::bits)
-        .collect()
+    w.into_iter().map(mantissa_gpu::Word::bits).collect()
 }
 
 /// Factor sets: the thesis's classes at several lengths (including overflow in f32 at 1000),
@@ -199,7 +199,10 @@ fn a_small_gpu_plan_measures_every_point() {
         return;
     };
     let cfg = StudyConfig {
-        workloads: vec![Workload::Chain, Workload::DoUndo],
+        workloads: vec![
+            &mantissa_study::chains::CHAIN,
+            &mantissa_study::chains::DOUNDO,
+        ],
         suite: Suite::Quick,
         cpu: false,
         precisions: StudyPrecision::defaults(),
@@ -208,11 +211,11 @@ fn a_small_gpu_plan_measures_every_point() {
         threads: vec![1],
         seed: 1,
     };
-    let full = mantissa_study::gpu_study::full_device(&gpu);
+    let full = mantissa_study::runner::full_device(&gpu);
     let mut runner = GpuRunner::new(&gpu);
     let timing = TimingOptions { warmup: 1, reps: 2 };
-    let mut points = gpu_points(&cfg, Workload::Chain, full);
-    points.extend(gpu_points(&cfg, Workload::DoUndo, full));
+    let mut points = gpu_points(&cfg, Experiment::Chain, full);
+    points.extend(gpu_points(&cfg, Experiment::DoUndo, full));
     for p in &points {
         let m = runner
             .measure(p, timing)

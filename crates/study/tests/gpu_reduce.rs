@@ -4,13 +4,14 @@
 //! skip without a GPU and fail under `MANTISSA_REQUIRE_GPU=1`.
 
 use mantissa_gpu::testing::require_gpu_or_skip;
+use mantissa_gpu::{DeviceWords, Word};
 use mantissa_gpu::{Gpu, TimingOptions};
 use mantissa_num::exact::ExactSum;
 use mantissa_num::{f32x2, f64x2, Comp32, Comp64, CompNorm32, CompNorm64};
-use mantissa_study::device_words::{DeviceWords, Word};
 use mantissa_study::gpu_reduce::{
     dot_model, pi_leibniz_model, pi_midpoint_model, sum_f64_in_model, sum_model, GpuReducer, Shape,
 };
+use mantissa_study::reductions::SEED_000_GRID;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
@@ -22,22 +23,11 @@ const SIZES: [usize; 8] = [0, 1, 2, 3, 67, 1023, 4097, 100_003];
 /// The study's shapes (seed 001) plus odd ones: a block that is not a power of two, a grid that
 /// is not a multiple of anything.
 fn shapes(gpu: &Gpu) -> Vec<Shape> {
-    let mut s: Vec<Shape> = [
-        (1, 1),
-        (1, 32),
-        (1, 64),
-        (1, 128),
-        (1, 1024),
-        (16, 32),
-        (32, 32),
-        (64, 32),
-        (128, 32),
-        (3, 48),
-        (7, 1000),
-    ]
-    .into_iter()
-    .map(|(g, b)| Shape::new(g, b))
-    .collect();
+    let mut s: Vec<Shape> = SEED_000_GRID
+        .into_iter()
+        .chain([(3, 48), (7, 1000)])
+        .map(|(g, b)| Shape::new(g, b))
+        .collect();
     s.push(Shape::full_device(gpu));
     s
 }

@@ -10,17 +10,18 @@
 use std::collections::BTreeMap;
 
 use mantissa_gpu::testing::{require_gpu_or_skip, require_nvrtc_or_skip};
+use mantissa_gpu::DeviceWords;
 use mantissa_gpu::{Arch, Compiler, FlagSet, Target, TimingOptions};
 use mantissa_num::precision::Precision;
 use mantissa_num::{f32x2, f64x2, Comp32, Comp64, CompNorm32, CompNorm64};
 use mantissa_ptx::census;
 use mantissa_report::{Backend, Status};
-use mantissa_study::device_words::DeviceWords;
 use mantissa_study::intensity::{
     arithmetic_of, bounded_source, executed_counts, inputs, kernel_name, kernel_source, looped,
     model, rounds, same_bits, GpuRunner, Launched, Op,
 };
 use mantissa_study::study::{Data, Point, StudyPrecision};
+use mantissa_study::workload::GpuMeasure;
 
 const SM_90: Target = Target::Cubin(Arch::new(9, 0));
 
@@ -270,7 +271,7 @@ fn gpu_points_measure() {
         return;
     };
     let mut r = GpuRunner::new(&gpu);
-    let full = mantissa_study::gpu_study::full_device(&gpu);
+    let full = mantissa_study::runner::full_device(&gpu);
     let point = |p: Precision, op: Op, n, grid, block| Point {
         workload: "intensity",
         algorithm: op.name(),
@@ -279,6 +280,7 @@ fn gpu_points_measure() {
         seed: 1,
         precision: StudyPrecision::Real(p),
         backend: Backend::gpu(grid, block),
+        flags: Some(mantissa_study::intensity::FLAGS),
     };
     let timing = TimingOptions { warmup: 1, reps: 5 };
     for p in [Precision::F64, Precision::F64x2, Precision::F32] {

@@ -6,15 +6,16 @@
 
 use mantissa_gpu::testing::{require_gpu_or_skip, require_nvrtc_or_skip};
 use mantissa_gpu::{Arch, FlagSet, Target, TimingOptions};
+use mantissa_gpu::{DeviceWords, Word};
 use mantissa_num::{f32x2, f64x2, Comp32, Comp64, CompNorm32, CompNorm64};
 use mantissa_report::{Backend, Status};
-use mantissa_study::device_words::{DeviceWords, Word};
 use mantissa_study::inputs::InputClass;
 use mantissa_study::linalg::{
     device_pair, ge_forward, ge_kernels, linalg_source, lu_factor, lu_kernels, lu_residual_model,
     system, GpuRunner, GE_TILES, RESIDUAL_KERNEL,
 };
 use mantissa_study::study::{Data, Point, StudyPrecision};
+use mantissa_study::workload::GpuMeasure;
 
 const ONCE: TimingOptions = TimingOptions { warmup: 0, reps: 1 };
 
@@ -160,6 +161,7 @@ fn point(workload: &'static str, n: u64, p: &str, tile: u32) -> Point {
         seed: 1,
         precision: StudyPrecision::parse_list(p).unwrap()[0],
         backend: Backend::GpuTiles { tile },
+        flags: Some(mantissa_study::linalg::FLAGS),
     }
 }
 
@@ -228,6 +230,7 @@ fn gpu_points_score_like_cpu_points() {
         let g = point(w, n, p, tile);
         let c = Point {
             backend: Backend::Cpu { threads: 1 },
+            flags: None,
             ..g.clone()
         };
         let gm = runner.measure(&g, ONCE).unwrap();

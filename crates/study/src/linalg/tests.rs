@@ -1,5 +1,5 @@
 use super::*;
-use mantissa_num::Mp64;
+use mantissa_num::{f32x2, Comp32, Comp64, CompNorm32, CompNorm64, Mp64};
 use mantissa_report::Status;
 
 fn pool(threads: usize) -> ThreadPool {
@@ -231,10 +231,27 @@ fn mismatches_are_counted_on_a_constructed_case() {
 }
 
 #[test]
+fn systems_draw_the_values_of_the_shared_generator() {
+    // The same (class, seed) gives the same values here as in every other workload: A is the
+    // first n² of `InputClass::mixed`'s draws and b the next n.
+    for class in [InputClass::range(1), InputClass::range(4)] {
+        let n = 12;
+        let sys = system(&class, n, 5);
+        let drawn = class.mixed(n * n + n, 5);
+        assert_eq!(sys.a, drawn[..n * n]);
+        assert_eq!(sys.b, drawn[n * n..]);
+        // Both intervals occur.
+        let within = |x: f64, i: &crate::inputs::Interval| x >= i.lo && x < i.hi;
+        assert!(sys.a.iter().any(|&x| within(x, &class.small)));
+        assert!(sys.a.iter().any(|&x| within(x, &class.large)));
+    }
+}
+
+#[test]
 fn converted_inputs_are_exact_f64_values() {
     fn check<T: Real>() {
         for class in InputClass::table_11().iter().chain(&InputClass::table_7()) {
-            for x in interval_values(class, 2000, 3) {
+            for x in class.mixed(2000, 3) {
                 let v = T::from_f64(x);
                 assert_eq!(
                     v.to_big(),
@@ -311,7 +328,7 @@ fn out_of_resources_decisions() {
 
 fn config(suite: Suite) -> StudyConfig {
     StudyConfig {
-        workloads: vec![Workload::Ge, Workload::Lu],
+        workloads: vec![&GE, &LU],
         suite,
         cpu: true,
         precisions: StudyPrecision::defaults(),
@@ -324,9 +341,9 @@ fn config(suite: Suite) -> StudyConfig {
 
 fn all_points(cfg: &StudyConfig) -> Vec<Point> {
     let mut v = Vec::new();
-    for w in [Workload::Ge, Workload::Lu] {
+    for w in [Solver::Ge, Solver::Lu] {
         v.extend(cpu_points(cfg, w));
-        v.extend(gpu_points(cfg, w, (264, 1024)));
+        v.extend(gpu_points(cfg, w));
     }
     v
 }
@@ -372,7 +389,7 @@ fn plans_have_unique_keys_and_keep_mp_small() {
 #[test]
 fn quick_cpu_plan_stays_small() {
     let cfg = config(Suite::Quick);
-    let cpu: Vec<Point> = [Workload::Ge, Workload::Lu]
+    let cpu: Vec<Point> = [Solver::Ge, Solver::Lu]
         .iter()
         .flat_map(|&w| cpu_points(&cfg, w))
         .collect();
@@ -384,9 +401,9 @@ fn quick_cpu_plan_stays_small() {
         .all(|p| thesis_four(p.precision)));
     assert!(cpu.len() < 120, "{} points", cpu.len());
     // Quick GPU sizes stop at 2048, and 4×4 tiles stop early.
-    let gpu: Vec<Point> = [Workload::Ge, Workload::Lu]
+    let gpu: Vec<Point> = [Solver::Ge, Solver::Lu]
         .iter()
-        .flat_map(|&w| gpu_points(&cfg, w, (1, 1)))
+        .flat_map(|&w| gpu_points(&cfg, w))
         .collect();
     assert!(gpu.iter().all(|p| p.size <= 2048));
     assert!(gpu
@@ -436,6 +453,7 @@ fn cpu_point(w: &'static str, class: InputClass, n: u64, p: &str) -> Point {
         seed: 2,
         precision: StudyPrecision::parse_list(p).unwrap()[0],
         backend: Backend::Cpu { threads: 1 },
+        flags: None,
     }
 }
 
@@ -483,7 +501,7 @@ fn quick_cpu_suite_fits_its_budget() {
     let stop = std::sync::atomic::AtomicBool::new(false);
     let start = std::time::Instant::now();
     let s =
-        crate::study::run_cpu(&plan, Suite::Quick, &mut log, &crate::NoProgress, &stop).unwrap();
+        crate::runner::run_cpu(&plan, Suite::Quick, &mut log, &crate::NoProgress, &stop).unwrap();
     let secs = start.elapsed().as_secs_f64();
     eprintln!("{} points in {secs:.1} s", s.measured);
     assert_eq!(s.measured, plan.points.len());

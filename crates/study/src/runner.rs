@@ -1,0 +1,350 @@
+//! Runs a [`Plan`]'s points into a [`ResultsLog`], on the CPU ([`run_cpu`]) or the GPU
+//! ([`run_gpu`]), through one point loop: points already in the log are skipped, a stop request
+//! (Ctrl-C) ends the run between points, progress advances per point, a point that fails
+//! becomes a `failed` record with the reason, and a sticky device error ends the GPU part. Each
+//! point is measured by its workload's runner ([`crate::registry::of_point`]), one runner per
+//! runner group, made when the group's first point runs (so a run without a workload compiles
+//! nothing of it).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use mantissa_gpu::{Gpu, GpuError, TimingOptions};
+use mantissa_report::{Backend, ResultsLog};
+use rayon::ThreadPool;
+
+use crate::gpu_reduce::Shape;
+use crate::measurement::Measurement;
+use crate::registry;
+use crate::study::{cpu_name, CpuTiming, Plan, Point, RunSummary, StudyError, Suite};
+use crate::workload::{descriptions, CpuMeasure, GpuMeasure, Workload};
+use crate::Progress;
+
+/// Repetitions of GPU timings per suite.
+pub fn timing_for(suite: Suite) -> TimingOptions {
+    match suite {
+        Suite::Quick => TimingOptions { warmup: 1, reps: 5 },
+        Suite::Full => TimingOptions {
+            warmup: 3,
+            reps: 20,
+        },
+    }
+}
+
+/// The launch that fills `gpu` (the study's "full device" configuration).
+pub fn full_device(gpu: &Gpu) -> (u32, u32) {
+    let s = Shape::full_device(gpu);
+    (s.grid, s.block)
+}
+
+/// The workload that made `point`.
+fn workload_of(point: &Point) -> Result<&'static dyn Workload, StudyError> {
+    registry::of_point(point).ok_or_else(|| {
+        StudyError::Usage(format!(
+            "no workload makes {} points: the plan is not one of this version's",
+            point.workload
+        ))
+    })
+}
+
+/// Device bytes a GPU point needs (its workload's count).
+fn device_bytes(point: &Point) -> u64 {
+    workload_of(point).map_or(0, |w| w.device_bytes(point))
+}
+
+/// Checks, before anything is allocated, that every point's data fits in device memory.
+pub fn check_fits(plan: &Plan, gpu: &Gpu) -> Result<(), StudyError> {
+    let total = gpu.info().total_memory_bytes;
+    // Leave room for the context, the modules and the partial sums.
+    let usable = total / 10 * 9;
+    if let Some(p) = plan
+        .points
+        .iter()
+        .filter(|p| p.backend.is_gpu())
+        .max_by_key(|p| device_bytes(p))
+    {
+        let need = device_bytes(p);
+        if need > usable {
+            return Err(StudyError::Usage(format!(
+                "size {} does not fit in {} GiB of GPU memory ({} {} needs {:.1} GiB): choose a smaller --size",
+                p.size,
+                total >> 30,
+                p.workload,
+                p.precision,
+                need as f64 / (1u64 << 30) as f64
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Runs the CPU points of `plan` into `log`, skipping those already recorded.
+pub fn run_cpu(
+    plan: &Plan,
+    suite: Suite,
+    log: &mut ResultsLog,
+    progress: &dyn Progress,
+    stop: &AtomicBool,
+) -> Result<RunSummary, StudyError> {
+    let timing = CpuTiming::for_suite(suite);
+    let mut pools: HashMap<u32, ThreadPool> = HashMap::new();
+    let mut runners: HashMap<&'static str, Box<dyn CpuMeasure>> = HashMap::new();
+    let backend = Loop {
+        gpu: false,
+        device: cpu_name(),
+    };
+    backend.run(plan, log, progress, stop, |workload, point| {
+        let Backend::Cpu { threads } = point.backend else {
+            unreachable!("the loop gives CPU points only")
+        };
+        let pool = if threads > 1 {
+            Some(pool_of(&mut pools, threads)?)
+        } else {
+            None
+        };
+        let runner = runners
+            .entry(workload.runner_group())
+            .or_insert_with(|| workload.cpu_runner());
+        Ok(Ok(runner.measure(point, pool, timing)))
+    })
+}
+
+/// The pool of `threads` threads, started on first use.
+fn pool_of(pools: &mut HashMap<u32, ThreadPool>, threads: u32) -> Result<&ThreadPool, StudyError> {
+    use std::collections::hash_map::Entry;
+    Ok(match pools.entry(threads) {
+        Entry::Occupied(e) => e.into_mut(),
+        Entry::Vacant(v) => {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads as usize)
+                .build()
+                .map_err(|e| {
+                    StudyError::Usage(format!("cannot start {threads} CPU threads: {e}"))
+                })?;
+            v.insert(pool)
+        }
+    })
+}
+
+/// Runs the GPU points of `plan` into `log`, skipping those already recorded. A point that fails
+/// on the device becomes a `failed` record with the reason, and the run goes on, unless the
+/// device itself is lost (a sticky error), which ends the GPU part.
+pub fn run_gpu(
+    plan: &Plan,
+    gpu: &Gpu,
+    suite: Suite,
+    log: &mut ResultsLog,
+    progress: &dyn Progress,
+    stop: &AtomicBool,
+) -> Result<RunSummary, StudyError> {
+    check_fits(plan, gpu)?;
+    let timing = timing_for(suite);
+    let mut runners: HashMap<&'static str, Box<dyn GpuMeasure + '_>> = HashMap::new();
+    let backend = Loop {
+        gpu: true,
+        device: gpu.info().name.clone(),
+    };
+    backend.run(plan, log, progress, stop, |workload, point| {
+        let runner = runners
+            .entry(workload.runner_group())
+            .or_insert_with(|| workload.gpu_runner(gpu));
+        Ok(runner.measure(point, timing))
+    })
+}
+
+/// The point loop of one backend.
+struct Loop {
+    /// Whether it runs the plan's GPU points (else its CPU points).
+    gpu: bool,
+    /// The device as records name it.
+    device: String,
+}
+
+impl Loop {
+    /// Runs the backend's points of `plan` through `measure`, which gives a point's measurement,
+    /// or the device error that failed it, or an error that ends the run.
+    fn run(
+        &self,
+        plan: &Plan,
+        log: &mut ResultsLog,
+        progress: &dyn Progress,
+        stop: &AtomicBool,
+        mut measure: impl FnMut(
+            &'static dyn Workload,
+            &Point,
+        ) -> Result<Result<Measurement, GpuError>, StudyError>,
+    ) -> Result<RunSummary, StudyError> {
+        let device = &self.device;
+        let mut summary = RunSummary::default();
+        let todo: Vec<&Point> = plan
+            .points
+            .iter()
+            .filter(|p| p.backend.is_gpu() == self.gpu)
+            .collect();
+        progress.start(if self.gpu { "gpu" } else { "cpu" }, todo.len() as u64);
+        for point in todo {
+            if stop.load(Ordering::Relaxed) {
+                summary.interrupted = true;
+                break;
+            }
+            if log.contains(&point.key(device)) {
+                summary.skipped_done += 1;
+                progress.advance(1);
+                continue;
+            }
+            let workload = workload_of(point)?;
+            match measure(workload, point)? {
+                Ok(m) => {
+                    let described = descriptions(workload, &m.extra);
+                    log.append(&m.record(point, device, described))?;
+                    summary.measured += 1;
+                }
+                Err(e) => {
+                    let sticky = e.driver_status().is_some_and(|s| s.is_sticky());
+                    let failed = Measurement::failed(e.to_string());
+                    log.append(&failed.record(point, device, BTreeMap::new()))?;
+                    summary.failed += 1;
+                    if sticky {
+                        progress.finish();
+                        return Err(StudyError::Gpu(format!(
+                            "the GPU failed and cannot continue: {e}"
+                        )));
+                    }
+                }
+            }
+            progress.advance(1);
+        }
+        progress.finish();
+        Ok(summary)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::inputs::InputClass;
+    use crate::reductions::QUICK_MP_MAX;
+    use crate::registry::{find, WORKLOADS};
+    use crate::study::{Data, StudyConfig, StudyPrecision};
+    use mantissa_num::precision::Precision;
+
+    fn config(workloads: &[&str]) -> StudyConfig {
+        StudyConfig {
+            workloads: workloads.iter().map(|w| find(w).unwrap()).collect(),
+            suite: Suite::Quick,
+            cpu: true,
+            precisions: StudyPrecision::defaults(),
+            classes: None,
+            sizes: None,
+            threads: vec![1, 2],
+            seed: 1,
+        }
+    }
+
+    #[test]
+    fn sizes_beyond_a_workload_limit_are_refused_in_one_line() {
+        let mut cfg = config(&["sum", "lu"]);
+        cfg.sizes = Some(vec![1 << 10, 1 << 20]);
+        let e = cfg.check_sizes().unwrap_err().to_string();
+        assert!(
+            e.contains("1048576") && e.contains("lu") && e.contains("16384"),
+            "{e}"
+        );
+        assert!(!e.contains('\n'));
+        cfg.workloads = vec![find("sum").unwrap()];
+        cfg.check_sizes().unwrap();
+        cfg.sizes = None;
+        cfg.workloads = WORKLOADS.to_vec();
+        cfg.check_sizes().unwrap();
+    }
+
+    #[test]
+    fn quick_plan_keeps_mp_small_and_exact_where_it_exists() {
+        let mut cfg = config(&[]);
+        cfg.workloads = WORKLOADS.to_vec();
+        let plan = Plan::cpu(&cfg);
+        assert!(plan
+            .points
+            .iter()
+            .filter(|p| p.precision.is_mp())
+            .all(|p| p.size <= QUICK_MP_MAX));
+        assert!(plan
+            .points
+            .iter()
+            .filter(|p| p.precision == StudyPrecision::Exact)
+            .all(|p| (p.workload == "sum" || p.workload == "dot") && p.algorithm != "pairwise"));
+        let keys: std::collections::HashSet<_> = plan.points.iter().map(|p| p.key("d")).collect();
+        assert_eq!(keys.len(), plan.points.len(), "every point has its own key");
+        // Every point belongs to the workload that planned it.
+        for p in &plan.points {
+            let w = registry::of_point(p).unwrap();
+            assert!(cfg.workloads.contains(&w), "{}", p.workload);
+        }
+    }
+
+    #[test]
+    fn a_small_run_records_every_point_and_resumes_without_repeating() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = config(&["sum", "dot"]);
+        cfg.classes = Some(vec![InputClass::range(5)]);
+        cfg.sizes = Some(vec![256]);
+        cfg.precisions = StudyPrecision::parse_list("f32,f64,f64x2,mp128,exact").unwrap();
+        let plan = Plan::cpu(&cfg);
+        let stop = AtomicBool::new(false);
+        let mut log = ResultsLog::open(dir.path(), false).unwrap();
+        let s = run_cpu(&plan, Suite::Quick, &mut log, &crate::NoProgress, &stop).unwrap();
+        assert_eq!(s.measured, plan.points.len());
+        drop(log);
+        let (records, _) =
+            mantissa_report::read_records(&dir.path().join("results.jsonl")).unwrap();
+        assert_eq!(records.len(), plan.points.len());
+        for r in &records {
+            let err = r.error.as_ref().unwrap();
+            match (r.workload.as_str(), r.precision.as_str()) {
+                // Exact sums and dots are correctly rounded: within half an f64 ulp (and 0 for
+                // the zero-sum arrays).
+                ("sum", "exact") => assert_eq!(err.abs, 0.0, "{r:?}"),
+                (_, "exact") => assert!(err.ulps.unwrap() <= 0.5, "{r:?}"),
+                ("sum", "f32") => assert!(err.abs > 0.0, "f32 range5 sums are not exact: {r:?}"),
+                _ => assert!(err.abs.is_finite()),
+            }
+        }
+        let mut log = ResultsLog::open(dir.path(), true).unwrap();
+        let again = run_cpu(&plan, Suite::Quick, &mut log, &crate::NoProgress, &stop).unwrap();
+        assert_eq!((again.measured, again.skipped_done), (0, plan.points.len()));
+    }
+
+    #[test]
+    fn a_stop_request_ends_the_run_between_points() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = config(&["pi"]);
+        cfg.precisions = vec![StudyPrecision::Real(Precision::F64)];
+        let plan = Plan::cpu(&cfg);
+        let stop = AtomicBool::new(true);
+        let mut log = ResultsLog::open(dir.path(), false).unwrap();
+        let s = run_cpu(&plan, Suite::Quick, &mut log, &crate::NoProgress, &stop).unwrap();
+        assert!(s.interrupted);
+        assert_eq!(s.measured, 0);
+    }
+
+    #[test]
+    fn a_point_of_no_workload_ends_the_run_in_one_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = Plan {
+            points: vec![Point {
+                workload: "fft",
+                algorithm: "serial",
+                data: Data::Nothing,
+                size: 8,
+                seed: 0,
+                precision: StudyPrecision::Real(Precision::F64),
+                backend: Backend::Cpu { threads: 1 },
+                flags: None,
+            }],
+        };
+        let mut log = ResultsLog::open(dir.path(), false).unwrap();
+        let stop = AtomicBool::new(false);
+        let e = run_cpu(&plan, Suite::Quick, &mut log, &crate::NoProgress, &stop).unwrap_err();
+        assert!(e.to_string().contains("fft"), "{e}");
+    }
+}
