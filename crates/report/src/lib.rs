@@ -3,12 +3,18 @@
 //! A study run appends one [`Record`] per measurement point to `OUT/results.jsonl` through a
 //! [`ResultsLog`] (line by line, fsynced, resumable); everything a user reads afterwards is
 //! rebuilt from that file alone, never by re-running:
-//! - [`record`]: the [`Record`] schema, [`read_records`] and atomic file writes;
+//! - [`record`]: the [`Record`] schema (version [`SCHEMA`]: build facts, git revision, 3-D
+//!   launches, descriptions of extra quantities, a key of named fields), [`read_records`] and
+//!   atomic file writes;
+//! - `schema1`: the migration table that gives schema-1 lines (every file written before schema
+//!   2) the current shape — the only place the old quantity names are known;
+//! - `summary`: what a report opens with: what was measured, and per workload the cheapest
+//!   precision reaching relative error 1e-6, 1e-12 and 2^-53 with its cost against f64;
 //! - `tables`: accuracy and time tables grouped by workload, as [`markdown`] for a terminal;
 //! - `plots`: SVG plots of error, time and accuracy-versus-time on log axes (plotters' SVG
 //!   backend, no fonts needed);
-//! - `html`: [`write_html`], a self-contained `report.html` with those tables and plots, and
-//!   each plot again under `plots/`;
+//! - `html`: [`write_html`], a self-contained `report.html` — the summary, a table of contents,
+//!   then those tables and plots — and each plot again under `plots/`;
 //! - `csv`: [`write_csv`], one spreadsheet row per record;
 //! - `error`: [`ReportError`].
 //!

@@ -62,11 +62,14 @@ fn time_ms(r: &Record) -> Option<f64> {
     (r.status == Status::Ok && t.is_finite() && t > 0.0).then_some(t)
 }
 
-/// What a backend row stands for: CPU or GPU, on one device.
+/// What a backend row stands for: CPU or GPU, on one device, under one flag set. Another flag
+/// set is another build whose accuracy must not be mixed with the default one's.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 struct Side {
     gpu: bool,
     device: String,
+    /// The flag set, unless it is the default.
+    flags: Option<String>,
 }
 
 impl Side {
@@ -74,17 +77,21 @@ impl Side {
         Side {
             gpu: r.backend.is_gpu(),
             device: r.device.clone(),
+            flags: r.flags.clone().filter(|f| f != crate::DEFAULT_FLAGS),
         }
     }
 
-    /// `CPU` / `GPU`, with the device where one kind ran on several.
+    /// `CPU` / `GPU`, with the device where one kind ran on several and a flag set other than
+    /// the default: `GPU (H200), flags approx-div`.
     fn label(&self, naming: &Naming) -> String {
-        let kind = if self.gpu { "GPU" } else { "CPU" };
+        let mut label = if self.gpu { "GPU" } else { "CPU" }.to_string();
         if naming.several_devices(self.gpu) {
-            format!("{kind} ({})", self.device)
-        } else {
-            kind.to_string()
+            label += &format!(" ({})", self.device);
         }
+        if let Some(f) = &self.flags {
+            label += &format!(", flags {f}");
+        }
+        label
     }
 }
 
@@ -566,6 +573,21 @@ mod tests {
             md.contains("| exact to f64 (rel. ≤ 2^-53) |")
                 || md.contains("exact to f64 (rel. ≤ 2^-53)")
         );
+    }
+
+    #[test]
+    fn another_flag_set_is_another_row() {
+        let mut v = vec![
+            point("f32", "range1", G1, 1e-7, 1.0),
+            point("f64", "range1", G1, 1e-16, 2.0),
+        ];
+        let mut fast = point("f32", "range1", G1, 1e-3, 0.5);
+        fast.flags = Some("fast".into());
+        v.push(fast);
+        let t = summary(&v).findings;
+        assert_eq!(row(&t, "GPU")[2], "f32 · 0.50× f64 (1 point)");
+        // No f64 was built with `fast`: nothing to compare its f32 with, nor anything reaching.
+        assert_eq!(row(&t, "GPU, flags fast")[2], "none (best: f32, 1.00e-3)");
     }
 
     #[test]
