@@ -6,6 +6,8 @@
 //! Readers of a clone have only the clone: a link to a web page, or to `../something` beside the
 //! checkout, is a dead end for them, so both fail here rather than in a reader's browser.
 
+mod support;
+
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Component, Path, PathBuf};
 use std::process::Command;
@@ -301,7 +303,7 @@ fn the_command_reference_names_every_option_of_every_command() {
     let reference =
         std::fs::read_to_string(root.join("docs/COMMANDS.md")).expect("docs/COMMANDS.md exists");
     let help = |args: &[&str]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_mantissa"))
+        let out = Command::new(support::mantissa_binary())
             .args(args)
             .arg("--help")
             .output()

@@ -1,29 +1,18 @@
 //! `mantissa inspect` end to end: the binary on committed PTX fixtures (no NVRTC or GPU needed),
 //! its usage errors, and, when NVRTC is present, on the examples' CUDA sources.
 
+mod support;
+
 use std::path::PathBuf;
+
 use std::process::{Command, Output};
+use support::mantissa_binary;
 
 fn mantissa(args: &[&str]) -> Output {
     Command::new(mantissa_binary())
         .args(args)
         .output()
         .expect("the mantissa binary runs")
-}
-
-/// The binary Cargo built for this test, or, where the test executable was copied to another
-/// machine (the GPU runs: tests in `.gpu/tests/`, binaries in `.gpu/bin/`), the one beside it.
-fn mantissa_binary() -> PathBuf {
-    let built = PathBuf::from(env!("CARGO_BIN_EXE_mantissa"));
-    if built.exists() {
-        return built;
-    }
-    let exe = std::env::current_exe().expect("the test knows its own path");
-    let dir = exe.parent().expect("the test executable is in a directory");
-    [dir.join("../bin/mantissa"), dir.join("../mantissa")]
-        .into_iter()
-        .find(|p| p.exists())
-        .unwrap_or(built)
 }
 
 /// Writes `text` to a scratch file named `name` (fixtures are embedded, so the test does not
