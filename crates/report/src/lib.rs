@@ -80,7 +80,7 @@ pub(crate) mod tests {
     }
 
     /// Every committed results file, embedded so the test also runs from a copied test binary.
-    pub(crate) const COMMITTED: [(&str, &str); 5] = [
+    pub(crate) const COMMITTED: [(&str, &str); 6] = [
         (
             "cpu-sum-full",
             include_str!("../../../docs/results/cpu-sum-full/results.jsonl"),
@@ -100,6 +100,11 @@ pub(crate) mod tests {
         (
             "h200-sum-full",
             include_str!("../../../docs/results/h200-sum-full/results.jsonl"),
+        ),
+        // Schema 2: the quick GPU suite after the workload restructuring (H100).
+        (
+            "h100-quick-gpu",
+            include_str!("../../../docs/results/h100-quick-gpu/results.jsonl"),
         ),
     ];
 
@@ -124,8 +129,10 @@ pub(crate) mod tests {
             let (records, notes) = load(dir.path()).unwrap_or_else(|e| panic!("{name}: {e}"));
             assert_eq!(records.len(), text.lines().count(), "{name}");
             assert!(!notes.truncated_tail, "{name}");
-            assert!(records.iter().all(|r| r.schema == 1), "{name}");
-            // Every quantity of the old files is described by the migration table.
+            let schema = records[0].schema;
+            assert!(records.iter().all(|r| r.schema == schema), "{name}");
+            // Every quantity is described: by the migration table in schema-1 files, by the
+            // workload that measured it in schema-2 files.
             for r in &records {
                 for k in r.extra.keys() {
                     assert!(
