@@ -23,13 +23,13 @@ pub struct StudyArgs {
     /// Workloads to run: sum, dot, pi, intensity, ge, lu, chain, doundo [default: all].
     #[arg(value_parser = parse_workload)]
     workloads: Vec<&'static dyn Workload>,
-    /// The quick suite (the default): small sizes, about two minutes on a 2-core CPU.
+    /// The quick suite (the default): small sizes, about half a minute on a 2-core CPU without a GPU.
     #[arg(long, conflicts_with = "full")]
     quick: bool,
     /// The thesis's sizes (2^23 elements on the CPU, 10^8 π steps; much longer).
     #[arg(long)]
     full: bool,
-    /// Backends: cpu, gpu, or all available [default: all].
+    /// Backends: cpu, gpu, or all available.
     #[arg(long, value_enum, default_value_t = BackendChoice::All)]
     backend: BackendChoice,
     /// Precisions, comma-separated: f32, f64, f32x2, f64x2, comp32, comp64, comp32n, comp64n,

@@ -93,7 +93,7 @@ impl StudyPrecision {
 /// How much to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Suite {
-    /// Small sizes: about two minutes on a 2-core machine.
+    /// Small sizes: about half a minute on a 2-core CPU (docs/BENCHMARKS.md).
     Quick,
     /// The thesis's sizes (up to 2^27 elements, 10^9 π steps where the backend allows).
     Full,
