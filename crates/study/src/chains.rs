@@ -1117,14 +1117,8 @@ mod tests {
 
     fn config(workloads: Vec<&'static dyn Workload>, suite: Suite) -> StudyConfig {
         StudyConfig {
-            workloads,
-            suite,
-            cpu: true,
-            precisions: StudyPrecision::defaults(),
-            classes: None,
-            sizes: None,
-            threads: vec![1, 2],
             seed: 7,
+            ..StudyConfig::for_tests(workloads, suite)
         }
     }
 

@@ -1159,14 +1159,8 @@ mod tests {
 
     fn cfg(suite: Suite) -> StudyConfig {
         StudyConfig {
-            workloads: vec![&Intensity],
-            suite,
-            cpu: true,
-            precisions: StudyPrecision::defaults(),
-            classes: None,
-            sizes: None,
-            threads: vec![1, 2],
             seed: 7,
+            ..StudyConfig::for_tests(vec![&Intensity], suite)
         }
     }
 

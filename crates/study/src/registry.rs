@@ -154,16 +154,7 @@ mod tests {
 
     #[test]
     fn gpu_points_carry_the_flag_set_they_are_compiled_with_and_cpu_points_none() {
-        let mut cfg = StudyConfig {
-            workloads: WORKLOADS.to_vec(),
-            suite: Suite::Quick,
-            cpu: true,
-            precisions: StudyPrecision::defaults(),
-            classes: None,
-            sizes: None,
-            threads: vec![1, 2],
-            seed: 1,
-        };
+        let mut cfg = StudyConfig::for_tests(WORKLOADS.to_vec(), Suite::Quick);
         assert!(Plan::cpu(&cfg).points.iter().all(|p| p.flags.is_none()));
         cfg.cpu = false;
         let gpu = Plan::gpu(&cfg, (8, 32)).points;

@@ -229,16 +229,10 @@ mod tests {
     use mantissa_num::precision::Precision;
 
     fn config(workloads: &[&str]) -> StudyConfig {
-        StudyConfig {
-            workloads: workloads.iter().map(|w| find(w).unwrap()).collect(),
-            suite: Suite::Quick,
-            cpu: true,
-            precisions: StudyPrecision::defaults(),
-            classes: None,
-            sizes: None,
-            threads: vec![1, 2],
-            seed: 1,
-        }
+        StudyConfig::for_tests(
+            workloads.iter().map(|w| find(w).unwrap()).collect(),
+            Suite::Quick,
+        )
     }
 
     #[test]

@@ -133,6 +133,22 @@ impl StudyConfig {
 }
 
 impl StudyConfig {
+    /// The configuration the unit tests plan from: `workloads` in `suite`, CPU on, the default
+    /// precisions, the thesis's inputs and sizes, 1 and 2 threads, seed 1.
+    #[cfg(test)]
+    pub(crate) fn for_tests(workloads: Vec<&'static dyn Workload>, suite: Suite) -> StudyConfig {
+        StudyConfig {
+            workloads,
+            suite,
+            cpu: true,
+            precisions: StudyPrecision::defaults(),
+            classes: None,
+            sizes: None,
+            threads: vec![1, 2],
+            seed: 1,
+        }
+    }
+
     /// Refuses user sizes beyond a chosen workload's limit, in one line naming both.
     pub fn check_sizes(&self) -> Result<(), StudyError> {
         let Some(sizes) = &self.sizes else {

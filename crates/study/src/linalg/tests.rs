@@ -327,16 +327,7 @@ fn out_of_resources_decisions() {
 }
 
 fn config(suite: Suite) -> StudyConfig {
-    StudyConfig {
-        workloads: vec![&GE, &LU],
-        suite,
-        cpu: true,
-        precisions: StudyPrecision::defaults(),
-        classes: None,
-        sizes: None,
-        threads: vec![1, 2],
-        seed: 1,
-    }
+    StudyConfig::for_tests(vec![&GE, &LU], suite)
 }
 
 fn all_points(cfg: &StudyConfig) -> Vec<Point> {
