@@ -540,36 +540,42 @@ pub fn gauss_back_substitute<T: Real>(a: &[T], b: &[T], n: usize) -> Vec<T> {
 // float_literal (float_literal.cu, float_literal_fixed.cu)
 // ------------------------------------------------------------------------------------------------
 
-/// `float_literal.toml`: `iterations` × `poly_update` as written, with double literals:
-/// `y = a * xi + 0.5 * yi + 2.0 * xi * xi / sqrt(xi * xi + 1.0)`. `a * xi` and `xi * xi` are f32
-/// products; everything else is f64 (C++'s usual arithmetic conversions), rounded to f32 once,
-/// on the store.
-pub fn float_literal(x: &[f32], y: &[f32], a: f32, iterations: usize) -> Vec<f32> {
+/// `float_literal.toml`: `iterations` launches of `relax`, each `sweeps` sweeps of the update as
+/// written, with double literals: `yi = yi + a * (2.0 * xi * xi / sqrt(yi * yi + 1.0) - yi)`.
+/// `yi * yi` is an f32 product; everything else is f64 (C++'s usual arithmetic conversions),
+/// rounded to f32 once per sweep, when it is assigned to the float `yi`.
+pub fn float_literal(x: &[f32], y: &[f32], a: f32, sweeps: usize, iterations: usize) -> Vec<f32> {
     assert_eq!(x.len(), y.len(), "float_literal: x and y have length n");
     let mut y = y.to_vec();
-    for _ in 0..iterations {
-        for (yi, &xi) in y.iter_mut().zip(x) {
-            let xd = xi as f64;
-            let lhs = (a * xi) as f64 + 0.5 * (*yi as f64);
-            let corr = 2.0 * xd * xd / (((xi * xi) as f64) + 1.0).sqrt();
-            *yi = (lhs + corr) as f32;
+    for (yi, &xi) in y.iter_mut().zip(x) {
+        let xd = xi as f64;
+        for _ in 0..iterations * sweeps {
+            let yd = *yi as f64;
+            let target = 2.0 * xd * xd / (((*yi * *yi) as f64) + 1.0).sqrt();
+            *yi = (yd + a as f64 * (target - yd)) as f32;
         }
     }
     y
 }
 
-/// `float_literal_fixed.toml`: the same update all in f32:
-/// `y = a * xi + 0.5f * yi + 2.0f * xi * xi / sqrtf(xi * xi + 1.0f)`.
-pub fn float_literal_fixed(x: &[f32], y: &[f32], a: f32, iterations: usize) -> Vec<f32> {
+/// `float_literal_fixed.toml`: the same iteration all in f32:
+/// `yi = yi + a * (2.0f * xi * xi / sqrtf(yi * yi + 1.0f) - yi)`.
+pub fn float_literal_fixed(
+    x: &[f32],
+    y: &[f32],
+    a: f32,
+    sweeps: usize,
+    iterations: usize,
+) -> Vec<f32> {
     assert_eq!(
         x.len(),
         y.len(),
         "float_literal_fixed: x and y have length n"
     );
     let mut y = y.to_vec();
-    for _ in 0..iterations {
-        for (yi, &xi) in y.iter_mut().zip(x) {
-            *yi = a * xi + 0.5f32 * *yi + 2.0f32 * xi * xi / (xi * xi + 1.0f32).sqrt();
+    for (yi, &xi) in y.iter_mut().zip(x) {
+        for _ in 0..iterations * sweeps {
+            *yi = *yi + a * (2.0f32 * xi * xi / (*yi * *yi + 1.0f32).sqrt() - *yi);
         }
     }
     y
@@ -951,22 +957,23 @@ mod tests {
     fn float_literal_double_evaluation_is_more_accurate() {
         let mut g = Lcg(10);
         let n = 4096;
-        let x = to_f32(&g.vec(n, -2.0, 2.0));
+        let x = to_f32(&g.vec(n, -1.0, 1.0));
         let y = to_f32(&g.vec(n, 0.0, 1.0));
-        let (a, iters) = (0.75f32, 8);
-        let acc = float_literal(&x, &y, a, iters);
-        let fix = float_literal_fixed(&x, &y, a, iters);
+        let (a, sweeps, iters) = (0.75f32, 16, 2);
+        let acc = float_literal(&x, &y, a, sweeps, iters);
+        let fix = float_literal_fixed(&x, &y, a, sweeps, iters);
         // An f64 reference, y kept in f64 throughout.
         let mut yr: Vec<f64> = y.iter().map(|&v| v as f64).collect();
-        for _ in 0..iters {
-            for (yi, &xi) in yr.iter_mut().zip(&x) {
-                let xd = xi as f64;
-                *yi = a as f64 * xd + 0.5 * *yi + 2.0 * xd * xd / (xd * xd + 1.0).sqrt();
+        for (yi, &xi) in yr.iter_mut().zip(&x) {
+            let xd = xi as f64;
+            for _ in 0..sweeps * iters {
+                *yi = *yi + a as f64 * (2.0 * xd * xd / (*yi * *yi + 1.0).sqrt() - *yi);
             }
         }
         let (mut e_acc, mut e_fix, mut differ) = (0.0f64, 0.0f64, 0);
         for i in 0..n {
-            let scale = yr[i].abs().max(1.0); // y crosses zero where a x ≈ -2x²/√(x²+1): absolute there
+            // y -> 2x²/sqrt(y²+1) is near zero for small |x|: absolute errors there.
+            let scale = yr[i].abs().max(1e-2);
             e_acc = e_acc.max((acc[i] as f64 - yr[i]).abs() / scale);
             e_fix = e_fix.max((fix[i] as f64 - yr[i]).abs() / scale);
             assert!(
@@ -976,12 +983,12 @@ mod tests {
             differ += (acc[i] != fix[i]) as usize;
         }
         eprintln!("float_literal: max error double-evaluated {e_acc:e}, all-f32 {e_fix:e}, {differ} of {n} differ");
-        // Both are f32 results; the accidental double evaluation rounds once per iteration.
-        assert!(e_acc < 3e-7, "double-evaluated: max rel error {e_acc:e}");
-        assert!(e_fix < 1e-5, "all-f32: max rel error {e_fix:e}");
+        // Both are f32 results; the accidental double evaluation rounds once per sweep.
+        assert!(e_acc < 2e-7, "double-evaluated: max rel error {e_acc:e}");
+        assert!(e_fix < 2e-6, "all-f32: max rel error {e_fix:e}");
         assert!(e_acc < e_fix, "{e_acc:e} vs {e_fix:e}");
         assert!(
-            differ > n / 10,
+            differ > n / 20,
             "the two versions differ in {differ} of {n} elements"
         );
     }
