@@ -25,6 +25,8 @@
 //!   also nvcc's defaults) `+ - * /` and `sqrt` on the GPU are the same correctly rounded
 //!   operations as here, so `nbody`, `heat2d`, `gauss` and `float_literal[_fixed]` agree with the
 //!   GPU **bit for bit** (a tight tolerance of 0 ulps should hold; allow a couple to be safe).
+//!   Checked on an H100: the standalone programs built with `nvcc -fmad=false`, and these models
+//!   fed the programs' own host inputs, printed the same checksums to 17 digits, f64 and f32.
 //! * Under the `default` flag set nvcc contracts `a * b + c` into one FMA (one rounding instead of
 //!   two), so results differ by a few ulps per operation, and the differences grow with the
 //!   length of the computation (n-body steps, elimination pivots, heat steps): compare with a
