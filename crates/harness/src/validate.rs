@@ -326,6 +326,11 @@ fn plan_arg(spec: &Spec, a: &Arg, p: &EntryParam, i: usize, counters: &[String])
             format!("buffer '{b}' for parameter {} ({pty})", i + 1),
             format!("a scalar for {pty} (a buffer needs a .u64/.b64 pointer parameter)"),
         )),
+        // `.ptr` marks a parameter the compiler knows is a pointer: a number there is a mistake.
+        _ if p.ptr => Err(err(
+            format!("a scalar for parameter {} ({pty} .ptr, a pointer)", i + 1),
+            "a buffer name".to_string(),
+        )),
         _ if kind.is_none() => Err(err(
             format!("an argument for parameter {} ({pty})", i + 1),
             "buffers and f32/f64/f16/bf16/8-, 32- and 64-bit integer scalars (by-value struct parameters are not supported yet)".to_string(),
