@@ -51,16 +51,29 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     };
     let request = RunRequest {
         flag_sets: args.flags.0.clone(),
-        exec: ExecOptions { warmup: 1, repeats: args.repeats },
+        exec: ExecOptions {
+            warmup: 1,
+            repeats: args.repeats,
+        },
         save_dir: args.save.clone(),
         ..RunRequest::default()
     };
     let mut append_error = None;
     let json = args.json;
     let result = run_spec(&gpu, &spec, &request, &mut |event| match event {
-        RunEvent::Building { flags } if !json => eprintln!("building {} ({})", spec.name, flags.name()),
-        RunEvent::Running { flags, configuration } if !json => {
-            eprintln!("running {} ({}, {})", spec.name, flags.name(), configuration.name())
+        RunEvent::Building { flags } if !json => {
+            eprintln!("building {} ({})", spec.name, flags.name())
+        }
+        RunEvent::Running {
+            flags,
+            configuration,
+        } if !json => {
+            eprintln!(
+                "running {} ({}, {})",
+                spec.name,
+                flags.name(),
+                configuration.name()
+            )
         }
         RunEvent::Record(r) => {
             if let Some(log) = log.as_mut() {
@@ -90,25 +103,48 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     let failed: Vec<String> = result
         .runs
         .iter()
-        .filter_map(|r| r.outcome.as_ref().err().map(|e| format!("{} / {}: {e}", r.flags.name(), r.configuration.name())))
+        .filter_map(|r| {
+            r.outcome
+                .as_ref()
+                .err()
+                .map(|e| format!("{} / {}: {e}", r.flags.name(), r.configuration.name()))
+        })
         .collect();
     match failed.first() {
-        Some(first) => Err(anyhow!("{} of {} runs failed; first: {first}", failed.len(), result.runs.len())),
+        Some(first) => Err(anyhow!(
+            "{} of {} runs failed; first: {first}",
+            failed.len(),
+            result.runs.len()
+        )),
         None => Ok(()),
     }
 }
 
 fn digits(d: f64) -> String {
-    if d.is_infinite() { "all".into() } else { format!("{d}") }
+    if d.is_infinite() {
+        "all".into()
+    } else {
+        format!("{d}")
+    }
 }
 
 fn tables(gpu: &Gpu, result: &RunResult) -> String {
-    let mut out = format!("{} on {}, built with {}\n", result.name, gpu.info().name, result.front_end);
+    let mut out = format!(
+        "{} on {}, built with {}\n",
+        result.name,
+        gpu.info().name,
+        result.front_end
+    );
     let Some(first) = result.runs.iter().find_map(|r| r.outcome.as_ref().ok()) else {
         return out;
     };
     for (i, o) in first.outputs.iter().enumerate() {
-        out += &format!("\n### {}{}\n\n", o.name, o.tolerance.map_or(String::new(), |t| format!(" (tolerance: {t})")));
+        out += &format!(
+            "\n### {}{}\n\n",
+            o.name,
+            o.tolerance
+                .map_or(String::new(), |t| format!(" (tolerance: {t})"))
+        );
         let mut rows = Vec::new();
         for run in &result.runs {
             let mut row = vec![run.configuration.name(), run.flags.name()];
@@ -120,18 +156,52 @@ fn tables(gpu: &Gpu, result: &RunResult) -> String {
                         digits(c.digits),
                         num(c.max_rel),
                         num(c.max_ulps),
-                        format!("{}{}", c.differing, if c.nonfinite_mismatches > 0 { format!(" ({} NaN/inf)", c.nonfinite_mismatches) } else { String::new() }),
-                        r.vs_reference.as_ref().map_or("-".into(), |c| digits(c.digits)),
-                        r.met.map_or("-".into(), |m| if m { "met".into() } else { "NOT met".into() }),
-                        outcome.timing.as_ref().map_or("-".into(), |t| num(t.median_ms)),
+                        format!(
+                            "{}{}",
+                            c.differing,
+                            if c.nonfinite_mismatches > 0 {
+                                format!(" ({} NaN/inf)", c.nonfinite_mismatches)
+                            } else {
+                                String::new()
+                            }
+                        ),
+                        r.vs_reference
+                            .as_ref()
+                            .map_or("-".into(), |c| digits(c.digits)),
+                        r.met.map_or(
+                            "-".into(),
+                            |m| if m { "met".into() } else { "NOT met".into() },
+                        ),
+                        outcome
+                            .timing
+                            .as_ref()
+                            .map_or("-".into(), |t| num(t.median_ms)),
                     ]);
                 }
-                Err(e) => row.extend(["failed".to_string(), e.clone(), String::new(), String::new(), String::new(), String::new(), String::new()]),
+                Err(e) => row.extend([
+                    "failed".to_string(),
+                    e.clone(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                ]),
             }
             rows.push(row);
         }
         out += &markdown(
-            &["configuration", "flags", "digits vs baseline", "max rel err", "max ulps", "differing", "digits vs reference", "tolerance", "time median (ms)"],
+            &[
+                "configuration",
+                "flags",
+                "digits vs baseline",
+                "max rel err",
+                "max ulps",
+                "differing",
+                "digits vs reference",
+                "tolerance",
+                "time median (ms)",
+            ],
             &rows,
             2,
         );

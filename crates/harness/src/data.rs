@@ -8,7 +8,9 @@
 
 use crate::expr::Val;
 use crate::npy;
-use crate::spec::{BufferSpec, Init, Random, Spec, SpecError, SymbolLayout, SymbolSpec, SymbolValue};
+use crate::spec::{
+    BufferSpec, Init, Random, Spec, SpecError, SymbolLayout, SymbolSpec, SymbolValue,
+};
 use half::{bf16, f16};
 use mantissa_gpu::{DType, HostData};
 use rand::{Rng, SeedableRng};
@@ -30,14 +32,24 @@ pub fn materialize(spec: &Spec) -> Result<Inputs, SpecError> {
     let mut buffers = Vec::new();
     for b in &spec.buffers {
         let data = buffer_data(b).map_err(|e| {
-            spec.error(b.init_loc, format!("buffers.{}.init", b.name), e, format!("{} values of {}", b.len, b.dtype))
+            spec.error(
+                b.init_loc,
+                format!("buffers.{}.init", b.name),
+                e,
+                format!("{} values of {}", b.len, b.dtype),
+            )
         })?;
         buffers.push((b.name.clone(), data));
     }
     let mut symbols = Vec::new();
     for s in &spec.symbols {
         let bytes = symbol_bytes(s).map_err(|(found, accepted)| {
-            spec.error(s.value_loc, format!("symbols.{}.value", s.name), found, accepted)
+            spec.error(
+                s.value_loc,
+                format!("symbols.{}.value", s.name),
+                found,
+                accepted,
+            )
         })?;
         symbols.push((s.name.clone(), bytes));
     }
@@ -64,14 +76,19 @@ pub fn buffer_data(b: &BufferSpec) -> Result<HostData, String> {
                     }
                     (0..n).map(|_| rng.random_range(lo..=hi) as f64).collect()
                 }
-                Random::Uniform { min, max } => (0..n).map(|_| rng.random_range(min..max)).collect(),
+                Random::Uniform { min, max } => {
+                    (0..n).map(|_| rng.random_range(min..max)).collect()
+                }
                 Random::Normal { mean, std } => {
-                    let d = rand_distr::Normal::new(mean, std).map_err(|e| format!("normal({mean}, {std}): {e}"))?;
+                    let d = rand_distr::Normal::new(mean, std)
+                        .map_err(|e| format!("normal({mean}, {std}): {e}"))?;
                     (0..n).map(|_| d.sample(&mut rng)).collect()
                 }
                 Random::LogUniform { min, max } => {
                     let (a, b) = (min.ln(), max.ln());
-                    (0..n).map(|_| rng.random_range(a..b).exp().clamp(min, max)).collect()
+                    (0..n)
+                        .map(|_| rng.random_range(a..b).exp().clamp(min, max))
+                        .collect()
                 }
             }
         }
@@ -100,7 +117,9 @@ fn zeros(d: DType, n: usize) -> HostData {
 /// An integral value of `v` that fits `lo..=hi`.
 fn int_in(v: f64, lo: f64, hi: f64, d: DType) -> Result<f64, String> {
     if v.fract() != 0.0 || !(lo..=hi).contains(&v) {
-        return Err(format!("the value {v:?} for a {d} element (integers from {lo} to {hi})"));
+        return Err(format!(
+            "the value {v:?} for a {d} element (integers from {lo} to {hi})"
+        ));
     }
     Ok(v)
 }
@@ -109,7 +128,12 @@ fn int_in(v: f64, lo: f64, hi: f64, d: DType) -> Result<f64, String> {
 pub fn from_f64(d: DType, values: &[f64]) -> Result<HostData, String> {
     macro_rules! ints {
         ($t:ty, $v:ident) => {
-            HostData::$v(values.iter().map(|&x| int_in(x, <$t>::MIN as f64, <$t>::MAX as f64, d).map(|x| x as $t)).collect::<Result<_, _>>()?)
+            HostData::$v(
+                values
+                    .iter()
+                    .map(|&x| int_in(x, <$t>::MIN as f64, <$t>::MAX as f64, d).map(|x| x as $t))
+                    .collect::<Result<_, _>>()?,
+            )
         };
     }
     Ok(match d {
@@ -154,8 +178,12 @@ fn value_bytes(d: DType, v: Val) -> Result<Vec<u8>, String> {
         DType::F64 => x.to_le_bytes().to_vec(),
         DType::F16 => f16::from_f64(x).to_bits().to_le_bytes().to_vec(),
         DType::BF16 => bf16::from_f64(x).to_bits().to_le_bytes().to_vec(),
-        DType::I32 => (int(i32::MIN as f64, i32::MAX as f64)? as i32).to_le_bytes().to_vec(),
-        DType::I64 => (int(i64::MIN as f64, i64::MAX as f64)? as i64).to_le_bytes().to_vec(),
+        DType::I32 => (int(i32::MIN as f64, i32::MAX as f64)? as i32)
+            .to_le_bytes()
+            .to_vec(),
+        DType::I64 => (int(i64::MIN as f64, i64::MAX as f64)? as i64)
+            .to_le_bytes()
+            .to_vec(),
         DType::U8 => vec![int(0.0, 255.0)? as u8],
         DType::U32 => (int(0.0, u32::MAX as f64)? as u32).to_le_bytes().to_vec(),
         DType::U64 => (int(0.0, u64::MAX as f64)? as u64).to_le_bytes().to_vec(),
@@ -182,10 +210,17 @@ pub fn struct_layout(fields: &[DType]) -> (Vec<usize>, usize) {
 pub fn symbol_bytes(s: &SymbolSpec) -> Result<Vec<u8>, (String, String)> {
     match (&s.layout, &s.value) {
         (SymbolLayout::Elements { dtype, .. }, SymbolValue::Npy(path, written)) => {
-            let data = npy::read_any(path).map_err(|e| (format!("{written}: {e}"), format!("a .npy of {dtype}")))?;
+            let data = npy::read_any(path)
+                .map_err(|e| (format!("{written}: {e}"), format!("a .npy of {dtype}")))?;
             if data.dtype() != *dtype {
                 let want = npy::descr(*dtype).unwrap_or("bf16");
-                return Err((format!("{written}: dtype {}", npy::descr(data.dtype()).unwrap_or("?")), format!("{want} ({dtype})")));
+                return Err((
+                    format!(
+                        "{written}: dtype {}",
+                        npy::descr(data.dtype()).unwrap_or("?")
+                    ),
+                    format!("{want} ({dtype})"),
+                ));
             }
             let mut out = Vec::new();
             for x in to_f64(&data) {
@@ -211,7 +246,9 @@ pub fn symbol_bytes(s: &SymbolSpec) -> Result<Vec<u8>, (String, String)> {
             }
             Ok(out)
         }
-        (SymbolLayout::Struct(_), SymbolValue::Npy(..)) => Err(("npy for a struct".into(), "value = [[...]]".into())),
+        (SymbolLayout::Struct(_), SymbolValue::Npy(..)) => {
+            Err(("npy for a struct".into(), "value = [[...]]".into()))
+        }
     }
 }
 
@@ -221,24 +258,60 @@ mod tests {
     use crate::spec::Loc;
 
     fn buffer(dtype: DType, len: usize, init: Init) -> BufferSpec {
-        BufferSpec { name: "b".into(), dtype, len, init, loc: Loc::default(), init_loc: Loc::default() }
+        BufferSpec {
+            name: "b".into(),
+            dtype,
+            len,
+            init,
+            loc: Loc::default(),
+            init_loc: Loc::default(),
+        }
     }
 
     #[test]
     fn init_forms() {
-        assert_eq!(buffer_data(&buffer(DType::F64, 3, Init::Zeros)).unwrap(), HostData::F64(vec![0.0; 3]));
-        assert_eq!(buffer_data(&buffer(DType::I32, 2, Init::Constant(-4.0))).unwrap(), HostData::I32(vec![-4, -4]));
         assert_eq!(
-            buffer_data(&buffer(DType::F32, 4, Init::Sequence { start: 0.0, step: 0.5 })).unwrap(),
+            buffer_data(&buffer(DType::F64, 3, Init::Zeros)).unwrap(),
+            HostData::F64(vec![0.0; 3])
+        );
+        assert_eq!(
+            buffer_data(&buffer(DType::I32, 2, Init::Constant(-4.0))).unwrap(),
+            HostData::I32(vec![-4, -4])
+        );
+        assert_eq!(
+            buffer_data(&buffer(
+                DType::F32,
+                4,
+                Init::Sequence {
+                    start: 0.0,
+                    step: 0.5
+                }
+            ))
+            .unwrap(),
             HostData::F32(vec![0.0, 0.5, 1.0, 1.5])
         );
-        assert!(buffer_data(&buffer(DType::U32, 2, Init::Constant(-1.0))).unwrap_err().contains("integers from 0"));
+        assert!(buffer_data(&buffer(DType::U32, 2, Init::Constant(-1.0)))
+            .unwrap_err()
+            .contains("integers from 0"));
         assert!(buffer_data(&buffer(DType::I32, 2, Init::Constant(0.5))).is_err());
     }
 
     #[test]
     fn random_inits_are_seeded_and_in_range() {
-        let uni = |seed| buffer_data(&buffer(DType::F64, 1000, Init::Random { dist: Random::Uniform { min: -1.0, max: 1.0 }, seed })).unwrap();
+        let uni = |seed| {
+            buffer_data(&buffer(
+                DType::F64,
+                1000,
+                Init::Random {
+                    dist: Random::Uniform {
+                        min: -1.0,
+                        max: 1.0,
+                    },
+                    seed,
+                },
+            ))
+            .unwrap()
+        };
         assert_eq!(uni(7), uni(7));
         assert_ne!(uni(7), uni(8));
         let v = to_f64(&uni(7));
@@ -246,30 +319,94 @@ mod tests {
         let mean = v.iter().sum::<f64>() / 1000.0;
         assert!(mean.abs() < 0.1, "{mean}");
 
-        let normal = to_f64(&buffer_data(&buffer(DType::F64, 20000, Init::Random { dist: Random::Normal { mean: 3.0, std: 2.0 }, seed: 1 })).unwrap());
+        let normal = to_f64(
+            &buffer_data(&buffer(
+                DType::F64,
+                20000,
+                Init::Random {
+                    dist: Random::Normal {
+                        mean: 3.0,
+                        std: 2.0,
+                    },
+                    seed: 1,
+                },
+            ))
+            .unwrap(),
+        );
         let m = normal.iter().sum::<f64>() / normal.len() as f64;
         let var = normal.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / normal.len() as f64;
-        assert!((m - 3.0).abs() < 0.05 && (var.sqrt() - 2.0).abs() < 0.05, "{m} {var}");
+        assert!(
+            (m - 3.0).abs() < 0.05 && (var.sqrt() - 2.0).abs() < 0.05,
+            "{m} {var}"
+        );
 
-        let lu = to_f64(&buffer_data(&buffer(DType::F32, 5000, Init::Random { dist: Random::LogUniform { min: 1e-3, max: 1e3 }, seed: 2 })).unwrap());
-        assert!(lu.iter().all(|&x| (1e-3 * 0.999..=1e3 * 1.001).contains(&x)));
+        let lu = to_f64(
+            &buffer_data(&buffer(
+                DType::F32,
+                5000,
+                Init::Random {
+                    dist: Random::LogUniform {
+                        min: 1e-3,
+                        max: 1e3,
+                    },
+                    seed: 2,
+                },
+            ))
+            .unwrap(),
+        );
+        assert!(lu
+            .iter()
+            .all(|&x| (1e-3 * 0.999..=1e3 * 1.001).contains(&x)));
         let below_one = lu.iter().filter(|&&x| x < 1.0).count();
-        assert!((2000..3000).contains(&below_one), "half below the geometric mean: {below_one}");
+        assert!(
+            (2000..3000).contains(&below_one),
+            "half below the geometric mean: {below_one}"
+        );
 
-        let ints = buffer_data(&buffer(DType::I32, 500, Init::Random { dist: Random::Uniform { min: -2.0, max: 2.0 }, seed: 3 })).unwrap();
+        let ints = buffer_data(&buffer(
+            DType::I32,
+            500,
+            Init::Random {
+                dist: Random::Uniform {
+                    min: -2.0,
+                    max: 2.0,
+                },
+                seed: 3,
+            },
+        ))
+        .unwrap();
         let HostData::I32(ints) = ints else { panic!() };
         assert!(ints.iter().all(|x| (-2..=2).contains(x)));
         assert!(ints.contains(&-2) && ints.contains(&2));
         // f32 and f64 buffers with one seed hold the same numbers up to rounding.
-        let f32s = to_f64(&buffer_data(&buffer(DType::F32, 1000, Init::Random { dist: Random::Uniform { min: -1.0, max: 1.0 }, seed: 7 })).unwrap());
+        let f32s = to_f64(
+            &buffer_data(&buffer(
+                DType::F32,
+                1000,
+                Init::Random {
+                    dist: Random::Uniform {
+                        min: -1.0,
+                        max: 1.0,
+                    },
+                    seed: 7,
+                },
+            ))
+            .unwrap(),
+        );
         assert!(f32s.iter().zip(&v).all(|(a, b)| (*a as f32) == (*b as f32)));
     }
 
     #[test]
     fn struct_layout_follows_c() {
-        assert_eq!(struct_layout(&[DType::F64, DType::F64, DType::I32]), (vec![0, 8, 16], 24));
+        assert_eq!(
+            struct_layout(&[DType::F64, DType::F64, DType::I32]),
+            (vec![0, 8, 16], 24)
+        );
         assert_eq!(struct_layout(&[DType::I32, DType::F64]), (vec![0, 8], 16));
-        assert_eq!(struct_layout(&[DType::U8, DType::I32, DType::U8]), (vec![0, 4, 8], 12));
+        assert_eq!(
+            struct_layout(&[DType::U8, DType::I32, DType::U8]),
+            (vec![0, 4, 8], 12)
+        );
         let s = SymbolSpec {
             name: "params".into(),
             layout: SymbolLayout::Struct(vec![DType::F64, DType::F64, DType::I32]),

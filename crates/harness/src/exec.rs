@@ -13,7 +13,9 @@ use crate::data::{from_f64, Inputs};
 use crate::expr::Val;
 use crate::spec::{lookup, ArgSpec, Quantity, Spec, Step, StepKind};
 use crate::validate::{Plan, PlannedArg, ScalarKind};
-use mantissa_gpu::{DeviceBuffer, Gpu, GpuError, HostData, KernelArg, LaunchDims, Module, Timing, TimingOptions};
+use mantissa_gpu::{
+    DeviceBuffer, Gpu, GpuError, HostData, KernelArg, LaunchDims, Module, Timing, TimingOptions,
+};
 use std::cell::RefCell;
 use std::collections::HashMap;
 
@@ -28,7 +30,10 @@ pub struct ExecOptions {
 
 impl Default for ExecOptions {
     fn default() -> Self {
-        ExecOptions { warmup: 1, repeats: 5 }
+        ExecOptions {
+            warmup: 1,
+            repeats: 5,
+        }
     }
 }
 
@@ -79,14 +84,28 @@ struct Counters {
 
 impl Counters {
     fn values(&self) -> Vec<(String, Val)> {
-        self.stack.iter().filter(|c| c.1).map(|c| (c.0.clone(), Val::Int(c.2))).collect()
+        self.stack
+            .iter()
+            .filter(|c| c.1)
+            .map(|c| (c.0.clone(), Val::Int(c.2)))
+            .collect()
     }
 
     fn describe(&self) -> String {
         if self.stack.is_empty() {
             return String::new();
         }
-        let parts: Vec<String> = self.stack.iter().map(|(n, named, i)| if *named { format!("{n}={i}") } else { format!("{n} #{i}") }).collect();
+        let parts: Vec<String> = self
+            .stack
+            .iter()
+            .map(|(n, named, i)| {
+                if *named {
+                    format!("{n}={i}")
+                } else {
+                    format!("{n} #{i}")
+                }
+            })
+            .collect();
         format!(", iteration {}", parts.join(", "))
     }
 }
@@ -105,14 +124,24 @@ impl Runner<'_> {
         let counters = c.values();
         q.expr
             .eval(&|n| lookup(&counters, n).or_else(|| lookup(&self.spec.sizes, n)))
-            .map_err(|e| format!("{} = \"{}\": found {}; accepted {}", q.field, q.text, e.found, e.accepted))
+            .map_err(|e| {
+                format!(
+                    "{} = \"{}\": found {}; accepted {}",
+                    q.field, q.text, e.found, e.accepted
+                )
+            })
     }
 
     fn dim(&self, q: &Quantity, c: &Counters, min: i64) -> Result<u32, String> {
         let v = self.eval(q, c)?;
         match v.as_integer() {
             Some(i) if i >= min && i <= u32::MAX as i64 => Ok(i as u32),
-            _ => Err(format!("{} = \"{}\" is {v}; accepted an integer from {min} to {}", q.field, q.text, u32::MAX)),
+            _ => Err(format!(
+                "{} = \"{}\" is {v}; accepted an integer from {min} to {}",
+                q.field,
+                q.text,
+                u32::MAX
+            )),
         }
     }
 
@@ -124,13 +153,27 @@ impl Runner<'_> {
         Ok((d[0], d[1], d[2]))
     }
 
-    fn steps(&mut self, steps: &[Step], bufs: &mut HashMap<String, DeviceBuffer>, module: &Module, c: &mut Counters, checked: bool) -> Result<(), ExecError> {
+    fn steps(
+        &mut self,
+        steps: &[Step],
+        bufs: &mut HashMap<String, DeviceBuffer>,
+        module: &Module,
+        c: &mut Counters,
+        checked: bool,
+    ) -> Result<(), ExecError> {
         for s in steps {
-            let fail = |c: &Counters, cause: String| ExecError::Step { step: s.describe(), iterations: c.describe(), cause };
+            let fail = |c: &Counters, cause: String| ExecError::Step {
+                step: s.describe(),
+                iterations: c.describe(),
+                cause,
+            };
             match &s.kind {
                 StepKind::Launch(l) => {
                     let Some(r) = self.plan.launches.get(&s.path) else {
-                        return Err(fail(c, "the launch was not planned (an internal error)".into()));
+                        return Err(fail(
+                            c,
+                            "the launch was not planned (an internal error)".into(),
+                        ));
                     };
                     let grid = self.dims3(&l.grid, c).map_err(|e| fail(c, e))?;
                     let block = self.dims3(&l.block, c).map_err(|e| fail(c, e))?;
@@ -142,22 +185,42 @@ impl Runner<'_> {
                         let arg = match (&a.spec, p) {
                             (_, PlannedArg::Buffer(b)) => match bufs.get(b) {
                                 Some(buf) => KernelArg::Buffer(buf),
-                                None => return Err(fail(c, format!("buffer '{b}' is missing (an internal error)"))),
+                                None => {
+                                    return Err(fail(
+                                        c,
+                                        format!("buffer '{b}' is missing (an internal error)"),
+                                    ))
+                                }
                             },
                             (ArgSpec::Value(q), PlannedArg::Scalar(kind)) => {
                                 let v = self.eval(q, c).map_err(|e| fail(c, e))?;
-                                KernelArg::Scalar(kind.convert(v).map_err(|e| fail(c, format!("{}: {e}", a.field)))?)
+                                KernelArg::Scalar(
+                                    kind.convert(v)
+                                        .map_err(|e| fail(c, format!("{}: {e}", a.field)))?,
+                                )
                             }
                             (ArgSpec::Typed(_, q), PlannedArg::Typed(d)) => {
                                 let v = self.eval(q, c).map_err(|e| fail(c, e))?;
-                                KernelArg::Scalar(ScalarKind::convert_typed(*d, v).map_err(|e| fail(c, format!("{}: {e}", a.field)))?)
+                                KernelArg::Scalar(
+                                    ScalarKind::convert_typed(*d, v)
+                                        .map_err(|e| fail(c, format!("{}: {e}", a.field)))?,
+                                )
                             }
-                            _ => return Err(fail(c, "argument plan mismatch (an internal error)".into())),
+                            _ => {
+                                return Err(fail(
+                                    c,
+                                    "argument plan mismatch (an internal error)".into(),
+                                ))
+                            }
                         };
                         args.push(arg);
                     }
                     let launched = self.gpu.launch(module, &r.entry, dims, &args);
-                    let launched = if checked { launched.and_then(|()| self.gpu.synchronize()) } else { launched };
+                    let launched = if checked {
+                        launched.and_then(|()| self.gpu.synchronize())
+                    } else {
+                        launched
+                    };
                     launched.map_err(|e| fail(c, e.to_string()))?;
                 }
                 StepKind::Copy { from, to, len } => {
@@ -168,16 +231,25 @@ impl Runner<'_> {
                     copy(self.gpu, bufs, from, to, n).map_err(|e| fail(c, e))?;
                 }
                 StepKind::Fill { buffer, .. } => {
-                    let (Some(src), Some(mut dst)) = (self.fills.get(&s.path), bufs.remove(buffer)) else {
+                    let (Some(src), Some(mut dst)) = (self.fills.get(&s.path), bufs.remove(buffer))
+                    else {
                         return Err(fail(c, "fill buffer missing (an internal error)".into()));
                     };
                     let r = self.gpu.copy(src, &mut dst);
                     bufs.insert(buffer.clone(), dst);
                     r.map_err(|e| fail(c, e.to_string()))?;
                 }
-                StepKind::Repeat { count, counter, steps } => {
+                StepKind::Repeat {
+                    count,
+                    counter,
+                    steps,
+                } => {
                     let n = self.dim(count, c, 0).map_err(|e| fail(c, e))?;
-                    c.stack.push((counter.clone().unwrap_or_else(|| s.path.clone()), counter.is_some(), 0));
+                    c.stack.push((
+                        counter.clone().unwrap_or_else(|| s.path.clone()),
+                        counter.is_some(),
+                        0,
+                    ));
                     for i in 0..n {
                         if let Some(top) = c.stack.last_mut() {
                             top.2 = i64::from(i);
@@ -197,13 +269,23 @@ impl Runner<'_> {
 /// STAND-IN: `mantissa-gpu` copies whole buffers of equal length only ([`Gpu::copy`]); a copy of
 /// part of a buffer goes through the host (download both, splice, upload) until gpu has a
 /// sub-range copy. It is correct but slow, and inside the timed region.
-fn copy(gpu: &Gpu, bufs: &mut HashMap<String, DeviceBuffer>, from: &str, to: &str, len: Option<usize>) -> Result<(), String> {
+fn copy(
+    gpu: &Gpu,
+    bufs: &mut HashMap<String, DeviceBuffer>,
+    from: &str,
+    to: &str,
+    len: Option<usize>,
+) -> Result<(), String> {
     if from == to {
         return Ok(());
     }
-    let mut dst = bufs.remove(to).ok_or_else(|| format!("buffer '{to}' is missing"))?;
+    let mut dst = bufs
+        .remove(to)
+        .ok_or_else(|| format!("buffer '{to}' is missing"))?;
     let result = (|| {
-        let src = bufs.get(from).ok_or_else(|| format!("buffer '{from}' is missing"))?;
+        let src = bufs
+            .get(from)
+            .ok_or_else(|| format!("buffer '{from}' is missing"))?;
         let n = len.unwrap_or(src.len().min(dst.len()));
         if n == src.len() && n == dst.len() {
             return gpu.copy(src, &mut dst).map_err(|e| e.to_string());
@@ -223,7 +305,13 @@ fn upload_all(gpu: &Gpu, inputs: &Inputs) -> Result<HashMap<String, DeviceBuffer
     inputs
         .buffers
         .iter()
-        .map(|(name, data)| Ok((name.clone(), gpu.upload(name, data).map_err(gpu_err(format!("uploading buffer '{name}'")))?)))
+        .map(|(name, data)| {
+            Ok((
+                name.clone(),
+                gpu.upload(name, data)
+                    .map_err(gpu_err(format!("uploading buffer '{name}'")))?,
+            ))
+        })
         .collect()
 }
 
@@ -242,22 +330,57 @@ pub fn execute(
     let mut fills = HashMap::new();
     for (step, _) in spec.walk() {
         if let StepKind::Fill { buffer, value } = &step.kind {
-            let b = spec.buffer(buffer).ok_or_else(|| ExecError::Step { step: step.describe(), iterations: String::new(), cause: "unknown buffer".into() })?;
-            let data = from_f64(b.dtype, &vec![value.as_f64(); b.len]).map_err(|cause| ExecError::Step { step: step.describe(), iterations: String::new(), cause })?;
-            let fb = gpu.upload(&format!("{buffer}#fill"), &data).map_err(gpu_err(format!("making the fill of '{buffer}'")))?;
+            let b = spec.buffer(buffer).ok_or_else(|| ExecError::Step {
+                step: step.describe(),
+                iterations: String::new(),
+                cause: "unknown buffer".into(),
+            })?;
+            let data = from_f64(b.dtype, &vec![value.as_f64(); b.len]).map_err(|cause| {
+                ExecError::Step {
+                    step: step.describe(),
+                    iterations: String::new(),
+                    cause,
+                }
+            })?;
+            let fb = gpu
+                .upload(&format!("{buffer}#fill"), &data)
+                .map_err(gpu_err(format!("making the fill of '{buffer}'")))?;
             fills.insert(step.path.clone(), fb);
         }
     }
-    let mut runner = Runner { gpu, spec, plan, fills, first_launch: None };
+    let mut runner = Runner {
+        gpu,
+        spec,
+        plan,
+        fills,
+        first_launch: None,
+    };
     let mut bufs = upload_all(gpu, inputs)?;
-    runner.steps(&spec.steps, &mut bufs, &module, &mut Counters::default(), true)?;
+    runner.steps(
+        &spec.steps,
+        &mut bufs,
+        &module,
+        &mut Counters::default(),
+        true,
+    )?;
     let mut outputs = Vec::new();
     for o in &spec.outputs {
-        if outputs.iter().any(|(n, _): &(String, HostData)| *n == o.buffer) {
+        if outputs
+            .iter()
+            .any(|(n, _): &(String, HostData)| *n == o.buffer)
+        {
             continue;
         }
-        let b = bufs.get(&o.buffer).ok_or_else(|| ExecError::Step { step: "outputs".into(), iterations: String::new(), cause: format!("buffer '{}' is missing", o.buffer) })?;
-        outputs.push((o.buffer.clone(), gpu.download(b).map_err(gpu_err(format!("downloading output '{}'", o.buffer)))?));
+        let b = bufs.get(&o.buffer).ok_or_else(|| ExecError::Step {
+            step: "outputs".into(),
+            iterations: String::new(),
+            cause: format!("buffer '{}' is missing", o.buffer),
+        })?;
+        outputs.push((
+            o.buffer.clone(),
+            gpu.download(b)
+                .map_err(gpu_err(format!("downloading output '{}'", o.buffer)))?,
+        ));
     }
     let first_launch = runner.first_launch;
     let mut samples = Vec::new();
@@ -269,11 +392,22 @@ pub fn execute(
         }
         let failure: RefCell<Option<ExecError>> = RefCell::new(None);
         let timed = gpu.time_with(TimingOptions { warmup: 0, reps: 1 }, 1, |_| {
-            runner.steps(&spec.steps, &mut bufs, &module, &mut Counters::default(), false).map_err(|e| {
-                let problem = e.to_string();
-                *failure.borrow_mut() = Some(e);
-                GpuError::BadLaunch { kernel: "(spec steps)".into(), problem }
-            })
+            runner
+                .steps(
+                    &spec.steps,
+                    &mut bufs,
+                    &module,
+                    &mut Counters::default(),
+                    false,
+                )
+                .map_err(|e| {
+                    let problem = e.to_string();
+                    *failure.borrow_mut() = Some(e);
+                    GpuError::BadLaunch {
+                        kernel: "(spec steps)".into(),
+                        problem,
+                    }
+                })
         });
         if let Some(e) = failure.into_inner() {
             return Err(e);
@@ -284,5 +418,9 @@ pub fn execute(
         }
     }
     let timing = Timing::from_samples(samples, opts.warmup, 1);
-    Ok(Execution { outputs, timing, first_launch })
+    Ok(Execution {
+        outputs,
+        timing,
+        first_launch,
+    })
 }

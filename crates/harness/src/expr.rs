@@ -95,7 +95,8 @@ const FUNCS: [(&str, Func, usize); 7] = [
 ];
 
 /// The accepted function names, for messages.
-pub const FUNCTION_NAMES: &str = "ceil(x), floor(x), min(a, b), max(a, b), sqrt(x), log2(x), pow(a, b)";
+pub const FUNCTION_NAMES: &str =
+    "ceil(x), floor(x), min(a, b), max(a, b), sqrt(x), log2(x), pow(a, b)";
 
 /// A parsed expression; names and calls keep the byte offset where they were written.
 #[derive(Debug, Clone, PartialEq)]
@@ -394,7 +395,13 @@ impl Expr {
 }
 
 fn binary(op: Op, a: Val, b: Val, at: usize) -> Result<Val, ExprError> {
-    let overflow = || ExprError::new(at, format!("an integer overflow in {a} and {b}"), "values within i64");
+    let overflow = || {
+        ExprError::new(
+            at,
+            format!("an integer overflow in {a} and {b}"),
+            "values within i64",
+        )
+    };
     match (a, b) {
         (Val::Int(x), Val::Int(y)) => match op {
             Op::Add => x.checked_add(y).map(Val::Int).ok_or_else(overflow),
@@ -445,9 +452,15 @@ fn call(func: Func, v: &[Val], at: usize) -> Result<Val, ExprError> {
             .ok()
             .and_then(|b| a.checked_pow(b))
             .map(Val::Int)
-            .ok_or_else(|| ExprError::new(at, format!("pow({a}, {b}) overflows"), "values within i64")),
+            .ok_or_else(|| {
+                ExprError::new(at, format!("pow({a}, {b}) overflows"), "values within i64")
+            }),
         (Func::Pow, [a, b]) => Ok(Val::Float(a.as_f64().powf(b.as_f64()))),
-        _ => Err(ExprError::new(at, "a wrong argument count", "see the function list")),
+        _ => Err(ExprError::new(
+            at,
+            "a wrong argument count",
+            "see the function list",
+        )),
     }
 }
 
@@ -456,7 +469,11 @@ mod tests {
     use super::*;
 
     fn ev(text: &str) -> Result<Val, ExprError> {
-        let vars = [("n", Val::Int(1000)), ("dt", Val::Float(0.1)), ("t", Val::Int(3))];
+        let vars = [
+            ("n", Val::Int(1000)),
+            ("dt", Val::Float(0.1)),
+            ("t", Val::Int(3)),
+        ];
         parse(text)?.eval(&|name| vars.iter().find(|v| v.0 == name).map(|v| v.1))
     }
 
@@ -471,7 +488,10 @@ mod tests {
         assert_eq!(ev("7 / 2"), Ok(Val::Float(3.5)));
         assert_eq!(ev("ceil(n / 256)"), Ok(Val::Int(4)));
         assert_eq!(ev("floor(n / 256)"), Ok(Val::Int(3)));
-        assert_eq!(ev("dt / (0.01 * 0.01)"), Ok(Val::Float(0.1 / (0.01 * 0.01))));
+        assert_eq!(
+            ev("dt / (0.01 * 0.01)"),
+            Ok(Val::Float(0.1 / (0.01 * 0.01)))
+        );
         assert_eq!(ev("min(n, 5)"), Ok(Val::Int(5)));
         assert_eq!(ev("max(dt, 1)"), Ok(Val::Float(1.0)));
         assert_eq!(ev("pow(2, 10)"), Ok(Val::Int(1024)));
@@ -486,7 +506,10 @@ mod tests {
     #[test]
     fn errors_point_at_the_bad_token() {
         let e = ev("n * (2 + ").unwrap_err();
-        assert_eq!((e.offset, e.found.as_str()), (9, "the end of the expression"));
+        assert_eq!(
+            (e.offset, e.found.as_str()),
+            (9, "the end of the expression")
+        );
         let e = ev("n $ 2").unwrap_err();
         assert_eq!((e.offset, e.found.as_str()), (2, "'$'"));
         let e = ev("nx * 2").unwrap_err();

@@ -33,5 +33,5 @@ pub mod symbols;
 pub mod validate;
 
 pub use compare::{Comparison, OutputResult};
-pub use run::{run_spec, Configuration, ConfigRun, HarnessError, RunEvent, RunRequest, RunResult};
+pub use run::{run_spec, ConfigRun, Configuration, HarnessError, RunEvent, RunRequest, RunResult};
 pub use spec::{Spec, SpecError};

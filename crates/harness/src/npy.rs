@@ -72,14 +72,22 @@ impl Header {
     pub fn shape_text(&self) -> String {
         match self.shape.as_slice() {
             [n] => format!("({n},)"),
-            s => format!("({})", s.iter().map(usize::to_string).collect::<Vec<_>>().join(", ")),
+            s => format!(
+                "({})",
+                s.iter()
+                    .map(usize::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
         }
     }
 }
 
 /// The text after `'key':` in a dict literal.
 fn dict_value<'a>(dict: &'a str, key: &str) -> Option<&'a str> {
-    let i = dict.find(&format!("'{key}'")).or_else(|| dict.find(&format!("\"{key}\"")))?;
+    let i = dict
+        .find(&format!("'{key}'"))
+        .or_else(|| dict.find(&format!("\"{key}\"")))?;
     let rest = &dict[i + key.len() + 2..];
     Some(rest.trim_start().strip_prefix(':')?.trim_start())
 }
@@ -89,21 +97,34 @@ fn parse_header(dict: &str) -> Result<Header, NpyError> {
     let d = dict_value(dict, "descr").ok_or_else(|| bad("no descr"))?;
     let quote = d.chars().next().ok_or_else(|| bad("empty descr"))?;
     if quote != '\'' && quote != '"' {
-        return Err(NpyError(format!("a structured dtype {}", d.split(", '").next().unwrap_or(d))));
+        return Err(NpyError(format!(
+            "a structured dtype {}",
+            d.split(", '").next().unwrap_or(d)
+        )));
     }
     let descr: String = d[1..].chars().take_while(|c| *c != quote).collect();
     let f = dict_value(dict, "fortran_order").ok_or_else(|| bad("no fortran_order"))?;
     let fortran_order = f.starts_with("True");
     let s = dict_value(dict, "shape").ok_or_else(|| bad("no shape"))?;
-    let s = s.strip_prefix('(').ok_or_else(|| bad("shape is not a tuple"))?;
+    let s = s
+        .strip_prefix('(')
+        .ok_or_else(|| bad("shape is not a tuple"))?;
     let s = &s[..s.find(')').ok_or_else(|| bad("shape is not closed"))?];
     let shape = s
         .split(',')
         .map(str::trim)
         .filter(|t| !t.is_empty())
-        .map(|t| t.trim_end_matches('L').parse::<usize>().map_err(|_| bad("shape")))
+        .map(|t| {
+            t.trim_end_matches('L')
+                .parse::<usize>()
+                .map_err(|_| bad("shape"))
+        })
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(Header { descr, fortran_order, shape })
+    Ok(Header {
+        descr,
+        fortran_order,
+        shape,
+    })
 }
 
 /// Splits a `.npy` file into its header and data bytes.
@@ -114,11 +135,23 @@ pub fn read_header(bytes: &[u8]) -> Result<(Header, &[u8]), NpyError> {
     let major = bytes[6];
     let (len, start): (usize, usize) = match major {
         1 => (u16::from_le_bytes([bytes[8], bytes[9]]) as usize, 10),
-        2 | 3 if bytes.len() >= 12 => (u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize, 12),
-        _ => return Err(NpyError(format!(".npy format version {major}.{}; accepted 1.0, 2.0, 3.0", bytes[7]))),
+        2 | 3 if bytes.len() >= 12 => (
+            u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize,
+            12,
+        ),
+        _ => {
+            return Err(NpyError(format!(
+                ".npy format version {major}.{}; accepted 1.0, 2.0, 3.0",
+                bytes[7]
+            )))
+        }
     };
-    let end = start.checked_add(len).filter(|e| *e <= bytes.len()).ok_or_else(|| NpyError("truncated .npy header".into()))?;
-    let dict = std::str::from_utf8(&bytes[start..end]).map_err(|_| NpyError("the .npy header is not text".into()))?;
+    let end = start
+        .checked_add(len)
+        .filter(|e| *e <= bytes.len())
+        .ok_or_else(|| NpyError("truncated .npy header".into()))?;
+    let dict = std::str::from_utf8(&bytes[start..end])
+        .map_err(|_| NpyError("the .npy header is not text".into()))?;
     Ok((parse_header(dict)?, &bytes[end..]))
 }
 
@@ -132,29 +165,45 @@ pub fn read(path: &Path, dtype: DType, len: usize) -> Result<HostData, NpyError>
 /// Decodes `.npy` bytes as `dtype` (with `len` elements, when given).
 pub fn decode(bytes: &[u8], dtype: DType, len: Option<usize>) -> Result<HostData, NpyError> {
     let Some(want) = descr(dtype) else {
-        return Err(NpyError("bf16 data cannot come from .npy (NumPy has no bfloat16 type)".into()));
+        return Err(NpyError(
+            "bf16 data cannot come from .npy (NumPy has no bfloat16 type)".into(),
+        ));
     };
     let (h, data) = read_header(bytes)?;
     if dtype_of_descr(&h.descr) != Some(dtype) {
-        return Err(NpyError(format!("dtype {}, expected {want} ({dtype})", h.descr)));
+        return Err(NpyError(format!(
+            "dtype {}, expected {want} ({dtype})",
+            h.descr
+        )));
     }
     if h.fortran_order && h.shape.len() > 1 {
-        return Err(NpyError(format!("Fortran-order array of shape {}, expected C order (numpy.ascontiguousarray)", h.shape_text())));
+        return Err(NpyError(format!(
+            "Fortran-order array of shape {}, expected C order (numpy.ascontiguousarray)",
+            h.shape_text()
+        )));
     }
     let n = h.count();
     if let Some(len) = len {
         if n != len {
-            return Err(NpyError(format!("shape {} ({n} elements), expected {len} elements ({len},)", h.shape_text())));
+            return Err(NpyError(format!(
+                "shape {} ({n} elements), expected {len} elements ({len},)",
+                h.shape_text()
+            )));
         }
     }
     let size = dtype.size();
     if data.len() < n * size {
-        return Err(NpyError(format!("truncated data: {} bytes for {n} elements of {size} bytes", data.len())));
+        return Err(NpyError(format!(
+            "truncated data: {} bytes for {n} elements of {size} bytes",
+            data.len()
+        )));
     }
     let data = &data[..n * size];
     macro_rules! le {
         ($t:ty, $w:literal) => {
-            data.chunks_exact($w).map(|c| <$t>::from_le_bytes(c.try_into().unwrap_or([0; $w]))).collect::<Vec<$t>>()
+            data.chunks_exact($w)
+                .map(|c| <$t>::from_le_bytes(c.try_into().unwrap_or([0; $w])))
+                .collect::<Vec<$t>>()
         };
     }
     Ok(match dtype {
@@ -176,7 +225,10 @@ pub fn read_any(path: &Path) -> Result<HostData, NpyError> {
     let bytes = std::fs::read(path).map_err(|e| NpyError(format!("cannot read ({e})")))?;
     let (h, _) = read_header(&bytes)?;
     let dtype = dtype_of_descr(&h.descr).ok_or_else(|| {
-        NpyError(format!("dtype {}, expected one of <f8, <f4, <f2, <i4, <i8, <u4, <u8, |u1", h.descr))
+        NpyError(format!(
+            "dtype {}, expected one of <f8, <f4, <f2, <i4, <i8, <u4, <u8, |u1",
+            h.descr
+        ))
     })?;
     decode(&bytes, dtype, None)
 }
@@ -184,7 +236,10 @@ pub fn read_any(path: &Path) -> Result<HostData, NpyError> {
 /// The bytes of a 1-D `.npy` file (version 1.0) holding `data`; `None` for bf16.
 pub fn encode(data: &HostData) -> Option<Vec<u8>> {
     let d = descr(data.dtype())?;
-    let dict = format!("{{'descr': '{d}', 'fortran_order': False, 'shape': ({},), }}", data.len());
+    let dict = format!(
+        "{{'descr': '{d}', 'fortran_order': False, 'shape': ({},), }}",
+        data.len()
+    );
     // Pad with spaces so that magic + version + length + dict + '\n' is a multiple of 64.
     let unpadded = MAGIC.len() + 2 + 2 + dict.len() + 1;
     let pad = (64 - unpadded % 64) % 64;
@@ -195,15 +250,29 @@ pub fn encode(data: &HostData) -> Option<Vec<u8>> {
     out.extend_from_slice(&(header.len() as u16).to_le_bytes());
     out.extend_from_slice(header.as_bytes());
     match data {
-        HostData::F32(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
-        HostData::F64(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
-        HostData::F16(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_bits().to_le_bytes())),
+        HostData::F32(v) => v
+            .iter()
+            .for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+        HostData::F64(v) => v
+            .iter()
+            .for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+        HostData::F16(v) => v
+            .iter()
+            .for_each(|x| out.extend_from_slice(&x.to_bits().to_le_bytes())),
         HostData::BF16(_) => return None,
-        HostData::I32(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
-        HostData::I64(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+        HostData::I32(v) => v
+            .iter()
+            .for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+        HostData::I64(v) => v
+            .iter()
+            .for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
         HostData::U8(v) => out.extend_from_slice(v),
-        HostData::U32(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
-        HostData::U64(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+        HostData::U32(v) => v
+            .iter()
+            .for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+        HostData::U64(v) => v
+            .iter()
+            .for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
     }
     Some(out)
 }
@@ -211,7 +280,12 @@ pub fn encode(data: &HostData) -> Option<Vec<u8>> {
 /// Writes `data` as a 1-D `.npy` atomically (temporary file + rename, through the report crate's
 /// writer).
 pub fn write(path: &Path, data: &HostData) -> Result<(), NpyError> {
-    let bytes = encode(data).ok_or_else(|| NpyError(format!("{}: bf16 cannot be saved as .npy (NumPy has no bfloat16 type)", path.display())))?;
+    let bytes = encode(data).ok_or_else(|| {
+        NpyError(format!(
+            "{}: bf16 cannot be saved as .npy (NumPy has no bfloat16 type)",
+            path.display()
+        ))
+    })?;
     mantissa_report::record::write_atomically(path, &bytes).map_err(|e| NpyError(e.to_string()))
 }
 
@@ -236,7 +310,10 @@ mod tests {
             let header_len = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
             assert_eq!((10 + header_len) % 64, 0, "data starts 64-aligned");
             assert_eq!(bytes[10 + header_len - 1], b'\n');
-            assert_eq!(decode(&bytes, data.dtype(), Some(data.len())).unwrap(), data);
+            assert_eq!(
+                decode(&bytes, data.dtype(), Some(data.len())).unwrap(),
+                data
+            );
         }
         assert_eq!(encode(&HostData::BF16(vec![bf16::ONE])), None);
     }
@@ -255,15 +332,30 @@ mod tests {
         }
         let data = decode(&bytes, DType::F64, Some(6)).unwrap();
         assert_eq!(data, HostData::F64(vec![0.0, 1.0, 2.0, 3.0, 4.0, 5.0]));
-        assert_eq!(decode(&bytes, DType::F64, Some(5)).unwrap_err().0, "shape (2, 3) (6 elements), expected 5 elements (5,)");
-        assert_eq!(decode(&bytes, DType::F32, Some(6)).unwrap_err().0, "dtype <f8, expected <f4 (f32)");
+        assert_eq!(
+            decode(&bytes, DType::F64, Some(5)).unwrap_err().0,
+            "shape (2, 3) (6 elements), expected 5 elements (5,)"
+        );
+        assert_eq!(
+            decode(&bytes, DType::F32, Some(6)).unwrap_err().0,
+            "dtype <f8, expected <f4 (f32)"
+        );
         let at = bytes.windows(5).position(|w| w == b"False").unwrap();
         let mut fortran = bytes.clone();
         fortran[at..at + 5].copy_from_slice(b"True ");
         let err = decode(&fortran, DType::F64, Some(6));
-        assert!(err.unwrap_err().0.starts_with("Fortran-order array of shape (2, 3)"));
-        assert!(decode(b"PK\x03\x04", DType::F64, None).unwrap_err().0.contains("magic"));
-        assert!(decode(&bytes, DType::BF16, None).unwrap_err().0.contains("bfloat16"));
+        assert!(err
+            .unwrap_err()
+            .0
+            .starts_with("Fortran-order array of shape (2, 3)"));
+        assert!(decode(b"PK\x03\x04", DType::F64, None)
+            .unwrap_err()
+            .0
+            .contains("magic"));
+        assert!(decode(&bytes, DType::BF16, None)
+            .unwrap_err()
+            .0
+            .contains("bfloat16"));
     }
 
     #[test]
@@ -275,7 +367,11 @@ mod tests {
         write(&p, &data).unwrap();
         assert_eq!(read(&p, DType::F64, 3).unwrap(), data);
         assert_eq!(read_any(&p).unwrap(), data);
-        let leftovers: Vec<_> = std::fs::read_dir(&dir).unwrap().filter_map(|e| e.ok()).filter(|e| e.file_name().to_string_lossy().contains("tmp")).collect();
+        let leftovers: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().contains("tmp"))
+            .collect();
         assert!(leftovers.is_empty());
         std::fs::remove_dir_all(&dir).ok();
     }

@@ -152,18 +152,36 @@ pub struct Built {
 /// `mantissa-gpu` replaces the body of this function (auto: nvcc for files with host code).
 pub fn build_module(gpu: &Gpu, spec: &Spec, flags: FlagSet) -> Result<Built, String> {
     let src = &spec.source;
-    let is_ptx = src.front_end == FrontEnd::Ptx || (src.front_end == FrontEnd::Auto && src.file.extension().is_some_and(|e| e == "ptx"));
-    let text = std::fs::read_to_string(&src.file).map_err(|e| format!("{}: {e}", src.file.display()))?;
+    let is_ptx = src.front_end == FrontEnd::Ptx
+        || (src.front_end == FrontEnd::Auto && src.file.extension().is_some_and(|e| e == "ptx"));
+    let text =
+        std::fs::read_to_string(&src.file).map_err(|e| format!("{}: {e}", src.file.display()))?;
     if is_ptx {
         if flags != FlagSet::DEFAULT {
-            return Err(format!("flag set {} does not apply to ready PTX ({}); only default runs", flags.name(), src.file.display()));
+            return Err(format!(
+                "flag set {} does not apply to ready PTX ({}); only default runs",
+                flags.name(),
+                src.file.display()
+            ));
         }
-        return Ok(Built { ptx: text, lowered: BTreeMap::new(), facts: None, compiled: None, front_end: "ptx file".into() });
+        return Ok(Built {
+            ptx: text,
+            lowered: BTreeMap::new(),
+            facts: None,
+            compiled: None,
+            front_end: "ptx file".into(),
+        });
     }
     if src.front_end == FrontEnd::Nvcc {
-        return Err("front_end = \"nvcc\" is not available yet in this build; use \"nvrtc\" or \"auto\"".into());
+        return Err(
+            "front_end = \"nvcc\" is not available yet in this build; use \"nvrtc\" or \"auto\""
+                .into(),
+        );
     }
-    let name = src.file.file_name().map_or("kernel.cu".into(), |n| n.to_string_lossy().into_owned());
+    let name = src
+        .file
+        .file_name()
+        .map_or("kernel.cu".into(), |n| n.to_string_lossy().into_owned());
     let mut source = Source::new(name, text);
     for o in src.options() {
         source = source.with_option(o);
@@ -179,7 +197,9 @@ pub fn build_module(gpu: &Gpu, spec: &Spec, flags: FlagSet) -> Result<Built, Str
     let compiled = match &src.arch {
         Some(a) => {
             let arch = a.parse().map_err(|e| format!("{e}"))?;
-            gpu.compiler().compile(&source, flags, mantissa_gpu::Target::Cubin(arch)).map_err(|e| e.to_string())?
+            gpu.compiler()
+                .compile(&source, flags, mantissa_gpu::Target::Cubin(arch))
+                .map_err(|e| e.to_string())?
         }
         None => gpu.compile(&source, flags).map_err(|e| e.to_string())?,
     };
@@ -193,9 +213,22 @@ pub fn build_module(gpu: &Gpu, spec: &Spec, flags: FlagSet) -> Result<Built, Str
     })
 }
 
-fn run_one(gpu: &Gpu, spec: &Spec, built: &Built, plan: &Plan, inputs: &crate::data::Inputs, configuration: &Configuration, exec: ExecOptions) -> Result<Execution, String> {
+fn run_one(
+    gpu: &Gpu,
+    spec: &Spec,
+    built: &Built,
+    plan: &Plan,
+    inputs: &crate::data::Inputs,
+    configuration: &Configuration,
+    exec: ExecOptions,
+) -> Result<Execution, String> {
     let ptx = configuration.transform(&built.ptx)?;
-    let syms: Vec<_> = plan.symbols.iter().cloned().zip(inputs.symbols.iter().map(|s| s.1.clone())).collect();
+    let syms: Vec<_> = plan
+        .symbols
+        .iter()
+        .cloned()
+        .zip(inputs.symbols.iter().map(|s| s.1.clone()))
+        .collect();
     let ptx_changed = ptx != built.ptx || !syms.is_empty();
     let ptx = symbols::prepare_ptx(&ptx, &syms)?;
     let reload = symbols::has_global_variables(&ptx);
@@ -211,7 +244,12 @@ fn run_one(gpu: &Gpu, spec: &Spec, built: &Built, plan: &Plan, inputs: &crate::d
 
 /// Runs a spec: the baseline first (default flags, as written), then every other (flag set,
 /// configuration); see the module docs for what is an error and what is a failed run.
-pub fn run_spec(gpu: &Gpu, spec: &Spec, request: &RunRequest, progress: &mut dyn FnMut(RunEvent)) -> Result<RunResult, HarnessError> {
+pub fn run_spec(
+    gpu: &Gpu,
+    spec: &Spec,
+    request: &RunRequest,
+    progress: &mut dyn FnMut(RunEvent),
+) -> Result<RunResult, HarnessError> {
     let inputs = materialize(spec)?;
     // References are read before anything runs, so that a bad one is a spec error.
     let mut references: Vec<Option<Vec<f64>>> = Vec::new();
@@ -220,24 +258,65 @@ pub fn run_spec(gpu: &Gpu, spec: &Spec, request: &RunRequest, progress: &mut dyn
             None => None,
             Some((path, written)) => {
                 let b = spec.buffer(&o.buffer).map(|b| (b.dtype, b.len));
-                let want = if o.reduce.is_some() { 1 } else { b.map_or(0, |b| b.1) };
-                let data = npy::read_any(path).map_err(|e| spec.error(o.reference_loc, "reference", format!("{written}: {e}"), "a .npy"))?;
-                if data.len() != want || !(Some(data.dtype()) == b.map(|b| b.0) || data.dtype() == mantissa_gpu::DType::F64) {
+                let want = if o.reduce.is_some() {
+                    1
+                } else {
+                    b.map_or(0, |b| b.1)
+                };
+                let data = npy::read_any(path).map_err(|e| {
+                    spec.error(
+                        o.reference_loc,
+                        "reference",
+                        format!("{written}: {e}"),
+                        "a .npy",
+                    )
+                })?;
+                if data.len() != want
+                    || !(Some(data.dtype()) == b.map(|b| b.0)
+                        || data.dtype() == mantissa_gpu::DType::F64)
+                {
                     let found = format!("{written}: {} elements of {}", data.len(), data.dtype());
-                    let accepted = format!("{want} elements of {} or f64", b.map_or("?".into(), |b| b.0.to_string()));
-                    return Err(spec.error(o.reference_loc, format!("outputs.{}.reference", o.name()), found, accepted).into());
+                    let accepted = format!(
+                        "{want} elements of {} or f64",
+                        b.map_or("?".into(), |b| b.0.to_string())
+                    );
+                    return Err(spec
+                        .error(
+                            o.reference_loc,
+                            format!("outputs.{}.reference", o.name()),
+                            found,
+                            accepted,
+                        )
+                        .into());
                 }
                 Some(to_f64(&data))
             }
         });
     }
     let mut flag_sets = vec![FlagSet::DEFAULT];
-    flag_sets.extend(request.flag_sets.iter().copied().filter(|f| *f != FlagSet::DEFAULT));
+    flag_sets.extend(
+        request
+            .flag_sets
+            .iter()
+            .copied()
+            .filter(|f| *f != FlagSet::DEFAULT),
+    );
     flag_sets.dedup();
     let mut configurations = vec![Configuration::AsWritten];
-    configurations.extend(request.configurations.iter().filter(|c| **c != Configuration::AsWritten).cloned());
+    configurations.extend(
+        request
+            .configurations
+            .iter()
+            .filter(|c| **c != Configuration::AsWritten)
+            .cloned(),
+    );
 
-    let mut result = RunResult { name: spec.name.clone(), front_end: String::new(), runs: Vec::new(), records: Vec::new() };
+    let mut result = RunResult {
+        name: spec.name.clone(),
+        front_end: String::new(),
+        runs: Vec::new(),
+        records: Vec::new(),
+    };
     let mut baseline: Option<Vec<Vec<f64>>> = None;
     for flags in flag_sets {
         progress(RunEvent::Building { flags });
@@ -250,7 +329,12 @@ pub fn run_spec(gpu: &Gpu, spec: &Spec, request: &RunRequest, progress: &mut dyn
             Err(e) if flags == FlagSet::DEFAULT => return Err(HarnessError::Build(e)),
             Err(e) => {
                 for configuration in &configurations {
-                    let run = ConfigRun { flags, configuration: configuration.clone(), build: None, outcome: Err(e.clone()) };
+                    let run = ConfigRun {
+                        flags,
+                        configuration: configuration.clone(),
+                        build: None,
+                        outcome: Err(e.clone()),
+                    };
                     push_records(gpu, spec, &run, None, &mut result, progress);
                     result.runs.push(run);
                 }
@@ -261,12 +345,30 @@ pub fn run_spec(gpu: &Gpu, spec: &Spec, request: &RunRequest, progress: &mut dyn
             result.front_end = built.front_end.clone();
         }
         for configuration in &configurations {
-            progress(RunEvent::Running { flags, configuration });
-            let outcome = run_one(gpu, spec, &built, &plan, &inputs, configuration, request.exec).and_then(|ex| {
+            progress(RunEvent::Running {
+                flags,
+                configuration,
+            });
+            let outcome = run_one(
+                gpu,
+                spec,
+                &built,
+                &plan,
+                &inputs,
+                configuration,
+                request.exec,
+            )
+            .and_then(|ex| {
                 let values: Vec<Vec<f64>> = spec
                     .outputs
                     .iter()
-                    .map(|o| ex.outputs.iter().find(|(n, _)| *n == o.buffer).map(|(_, d)| output_values(d, o.reduce)).unwrap_or_default())
+                    .map(|o| {
+                        ex.outputs
+                            .iter()
+                            .find(|(n, _)| *n == o.buffer)
+                            .map(|(_, d)| output_values(d, o.reduce))
+                            .unwrap_or_default()
+                    })
                     .collect();
                 if let Some(dir) = &request.save_dir {
                     save(dir, flags, configuration, &ex)?;
@@ -277,20 +379,44 @@ pub fn run_spec(gpu: &Gpu, spec: &Spec, request: &RunRequest, progress: &mut dyn
                     .iter()
                     .enumerate()
                     .map(|(i, o)| {
-                        let dtype = spec.buffer(&o.buffer).map_or(mantissa_gpu::DType::F64, |b| b.dtype);
+                        let dtype = spec
+                            .buffer(&o.buffer)
+                            .map_or(mantissa_gpu::DType::F64, |b| b.dtype);
                         let vs_baseline = compare(dtype, &values[i], &base[i]);
-                        let vs_reference = references[i].as_ref().map(|r| compare(dtype, &values[i], r));
-                        let met = o.tolerance.map(|t| vs_reference.as_ref().unwrap_or(&vs_baseline).meets(&t));
-                        OutputResult { name: o.name(), value: o.reduce.map(|_| values[i][0]), vs_baseline, vs_reference, tolerance: o.tolerance, met }
+                        let vs_reference = references[i]
+                            .as_ref()
+                            .map(|r| compare(dtype, &values[i], r));
+                        let met = o
+                            .tolerance
+                            .map(|t| vs_reference.as_ref().unwrap_or(&vs_baseline).meets(&t));
+                        OutputResult {
+                            name: o.name(),
+                            value: o.reduce.map(|_| values[i][0]),
+                            vs_baseline,
+                            vs_reference,
+                            tolerance: o.tolerance,
+                            met,
+                        }
                     })
                     .collect();
-                Ok((RunOutcome { outputs, timing: ex.timing.clone() }, ex.first_launch))
+                Ok((
+                    RunOutcome {
+                        outputs,
+                        timing: ex.timing.clone(),
+                    },
+                    ex.first_launch,
+                ))
             });
             let (outcome, dims) = match outcome {
                 Ok((o, d)) => (Ok(o), d),
                 Err(e) => (Err(e), None),
             };
-            let run = ConfigRun { flags, configuration: configuration.clone(), build: built.facts.clone(), outcome };
+            let run = ConfigRun {
+                flags,
+                configuration: configuration.clone(),
+                build: built.facts.clone(),
+                outcome,
+            };
             push_records(gpu, spec, &run, dims, &mut result, progress);
             result.runs.push(run);
         }
@@ -298,7 +424,12 @@ pub fn run_spec(gpu: &Gpu, spec: &Spec, request: &RunRequest, progress: &mut dyn
     Ok(result)
 }
 
-fn save(dir: &std::path::Path, flags: FlagSet, configuration: &Configuration, ex: &Execution) -> Result<(), String> {
+fn save(
+    dir: &std::path::Path,
+    flags: FlagSet,
+    configuration: &Configuration,
+    ex: &Execution,
+) -> Result<(), String> {
     let sub = if flags == FlagSet::DEFAULT && *configuration == Configuration::AsWritten {
         dir.to_path_buf()
     } else {
@@ -312,13 +443,45 @@ fn save(dir: &std::path::Path, flags: FlagSet, configuration: &Configuration, ex
 }
 
 fn metrics(c: &Comparison) -> ErrorMetrics {
-    ErrorMetrics { abs: c.max_abs, rel: Some(c.max_rel), ulps: Some(c.max_ulps), digits: Some(c.digits.min(99.0)) }
+    ErrorMetrics {
+        abs: c.max_abs,
+        rel: Some(c.max_rel),
+        ulps: Some(c.max_ulps),
+        digits: Some(c.digits.min(99.0)),
+    }
 }
 
-fn push_records(gpu: &Gpu, spec: &Spec, run: &ConfigRun, dims: Option<mantissa_gpu::LaunchDims>, result: &mut RunResult, progress: &mut dyn FnMut(RunEvent)) {
+fn push_records(
+    gpu: &Gpu,
+    spec: &Spec,
+    run: &ConfigRun,
+    dims: Option<mantissa_gpu::LaunchDims>,
+    result: &mut RunResult,
+    progress: &mut dyn FnMut(RunEvent),
+) {
     let seeds = spec.seeds();
-    let backend = dims.map_or(Backend::Gpu { grid: [0; 3], block: [0; 3] }, |d| Backend::Gpu { grid: [d.grid.0, d.grid.1, d.grid.2], block: [d.block.0, d.block.1, d.block.2] });
-    let seed_note = if seeds.is_empty() { String::new() } else { format!("seeds: {}", seeds.iter().map(|(b, s)| format!("{b}={s}")).collect::<Vec<_>>().join(", ")) };
+    let backend = dims.map_or(
+        Backend::Gpu {
+            grid: [0; 3],
+            block: [0; 3],
+        },
+        |d| Backend::Gpu {
+            grid: [d.grid.0, d.grid.1, d.grid.2],
+            block: [d.block.0, d.block.1, d.block.2],
+        },
+    );
+    let seed_note = if seeds.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "seeds: {}",
+            seeds
+                .iter()
+                .map(|(b, s)| format!("{b}={s}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
     for (i, o) in spec.outputs.iter().enumerate() {
         let size = spec.buffer(&o.buffer).map_or(0, |b| b.len) as u64;
         let mut extra = BTreeMap::new();
@@ -333,22 +496,57 @@ fn push_records(gpu: &Gpu, spec: &Spec, run: &ConfigRun, dims: Option<mantissa_g
                     descriptions.insert(k.to_string(), d.to_string());
                 };
                 put("baseline.digits", c.digits.min(99.0), "correct decimal digits against the baseline (default flags, as written), minimum over elements (seed 002), capped at 99");
-                put("baseline.max_rel", c.max_rel, "largest relative error against the baseline");
-                put("baseline.mean_rel", c.mean_rel, "mean relative error against the baseline, finite elements");
-                put("baseline.max_ulps", c.max_ulps, "largest distance to the baseline in ulps of the output's type");
-                put("baseline.differing", c.differing as f64, "elements whose bits differ from the baseline");
-                put("baseline.nonfinite_mismatches", c.nonfinite_mismatches as f64, "elements NaN or infinite where the baseline is not the same");
+                put(
+                    "baseline.max_rel",
+                    c.max_rel,
+                    "largest relative error against the baseline",
+                );
+                put(
+                    "baseline.mean_rel",
+                    c.mean_rel,
+                    "mean relative error against the baseline, finite elements",
+                );
+                put(
+                    "baseline.max_ulps",
+                    c.max_ulps,
+                    "largest distance to the baseline in ulps of the output's type",
+                );
+                put(
+                    "baseline.differing",
+                    c.differing as f64,
+                    "elements whose bits differ from the baseline",
+                );
+                put(
+                    "baseline.nonfinite_mismatches",
+                    c.nonfinite_mismatches as f64,
+                    "elements NaN or infinite where the baseline is not the same",
+                );
                 if let Some(rc) = &r.vs_reference {
                     put("reference.digits", rc.digits.min(99.0), "correct decimal digits against the spec's reference .npy, minimum over elements");
-                    put("reference.max_rel", rc.max_rel, "largest relative error against the spec's reference");
+                    put(
+                        "reference.max_rel",
+                        rc.max_rel,
+                        "largest relative error against the spec's reference",
+                    );
                 }
                 if let Some(m) = r.met {
                     put("tolerance_met", f64::from(u8::from(m)), "1 when the output's tolerance is met (against the reference if given, else the baseline)");
-                    note.push(format!("tolerance {}: {}", r.tolerance.map_or(String::new(), |t| t.to_string()), if m { "met" } else { "NOT met" }));
+                    note.push(format!(
+                        "tolerance {}: {}",
+                        r.tolerance.map_or(String::new(), |t| t.to_string()),
+                        if m { "met" } else { "NOT met" }
+                    ));
                 }
                 let error = Some(metrics(r.vs_reference.as_ref().unwrap_or(c)));
-                let reference = if r.vs_reference.is_some() { None } else { None };
-                let time = out.timing.as_ref().map(|t| TimeStats { median_ms: t.median_ms, min_ms: t.min_ms, max_ms: t.max_ms, reps: t.samples_ms.len() as u32 });
+                // A record's `reference` is one number; a buffer's reference is not, and a
+                // reduced output's reference value lives in the .npy the spec names.
+                let reference = None;
+                let time = out.timing.as_ref().map(|t| TimeStats {
+                    median_ms: t.median_ms,
+                    min_ms: t.min_ms,
+                    max_ms: t.max_ms,
+                    reps: t.samples_ms.len() as u32,
+                });
                 (Status::Ok, r.value, reference, error, time)
             }
             Err(e) => {

@@ -462,7 +462,12 @@ impl Spec {
         };
         let doc = toml_edit::Document::parse(text).map_err(|e| {
             let msg = e.message().lines().next().unwrap_or("").trim().to_string();
-            cx.err(cx.loc(e.span().map_or(0, |s| s.start)), "(toml)", format!("a TOML syntax error ({msg})"), "TOML (https://toml.io)")
+            cx.err(
+                cx.loc(e.span().map_or(0, |s| s.start)),
+                "(toml)",
+                format!("a TOML syntax error ({msg})"),
+                "TOML (https://toml.io)",
+            )
         })?;
         let dir = path
             .parent()
@@ -507,7 +512,11 @@ impl Spec {
 
     /// Every step, depth first, with the loop counters in scope at it.
     pub fn walk(&self) -> Vec<(&Step, Vec<String>)> {
-        fn go<'a>(steps: &'a [Step], counters: &mut Vec<String>, out: &mut Vec<(&'a Step, Vec<String>)>) {
+        fn go<'a>(
+            steps: &'a [Step],
+            counters: &mut Vec<String>,
+            out: &mut Vec<(&'a Step, Vec<String>)>,
+        ) {
             for s in steps {
                 out.push((s, counters.clone()));
                 if let StepKind::Repeat { counter, steps, .. } = &s.kind {
@@ -587,9 +596,7 @@ impl<'a> Node<'a> {
 
     fn array(self) -> Option<Vec<Node<'a>>> {
         match self {
-            Node::Item(Item::ArrayOfTables(a)) => {
-                Some(a.iter().map(Node::Table).collect())
-            }
+            Node::Item(Item::ArrayOfTables(a)) => Some(a.iter().map(Node::Table).collect()),
             Node::Item(Item::Value(Value::Array(a))) | Node::Value(Value::Array(a)) => {
                 Some(a.iter().map(Node::Value).collect())
             }
@@ -610,7 +617,9 @@ impl<'a> Node<'a> {
     }
 
     fn number(self) -> Option<Val> {
-        self.int().map(Val::Int).or_else(|| self.float().map(Val::Float))
+        self.int()
+            .map(Val::Int)
+            .or_else(|| self.float().map(Val::Float))
     }
 
     fn describe(self) -> String {
@@ -686,7 +695,13 @@ impl Ctx<'_> {
         span.map_or(fallback, |s| self.loc(s.start))
     }
 
-    fn err(&self, loc: Loc, field: impl Into<String>, found: impl Into<String>, accepted: impl Into<String>) -> SpecError {
+    fn err(
+        &self,
+        loc: Loc,
+        field: impl Into<String>,
+        found: impl Into<String>,
+        accepted: impl Into<String>,
+    ) -> SpecError {
         SpecError {
             file: self.file.clone(),
             loc,
@@ -761,7 +776,8 @@ impl<'a> Fields<'a> {
 
 fn is_identifier(s: &str) -> bool {
     let mut c = s.chars();
-    c.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+    c.next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && c.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
@@ -772,7 +788,9 @@ impl Ctx<'_> {
             Node::Table(root),
             "",
             start,
-            &["name", "source", "sizes", "buffers", "symbols", "steps", "outputs"],
+            &[
+                "name", "source", "sizes", "buffers", "symbols", "steps", "outputs",
+            ],
         )?;
         let name = match top.get("name") {
             Some((n, kl)) => {
@@ -788,7 +806,12 @@ impl Ctx<'_> {
                 .unwrap_or_else(|| "spec".into()),
         };
         let Some((src, src_kl)) = top.get("source") else {
-            return Err(self.err(start, "source", "no [source] table", "[source] with file = \"kernel.cu\""));
+            return Err(self.err(
+                start,
+                "source",
+                "no [source] table",
+                "[source] with file = \"kernel.cu\"",
+            ));
         };
         let source = self.source(src, src_kl, &dir)?;
         let sizes = match top.get("sizes") {
@@ -812,7 +835,12 @@ impl Ctx<'_> {
         };
         let steps = self.steps(st, st_kl, "steps", &names, &mut Vec::new())?;
         let Some((out, out_kl)) = top.get("outputs") else {
-            return Err(self.err(start, "outputs", "no outputs", "[[outputs]] tables naming the buffers that are the program's result"));
+            return Err(self.err(
+                start,
+                "outputs",
+                "no outputs",
+                "[[outputs]] tables naming the buffers that are the program's result",
+            ));
         };
         let outputs = self.outputs(out, out_kl, &buffers, &dir)?;
         Ok(Spec {
@@ -828,23 +856,46 @@ impl Ctx<'_> {
         })
     }
 
-    fn path_field(&self, f: &Fields, key: &str, dir: &Path, must_exist: bool) -> Result<Option<(PathBuf, String, Loc)>, SpecError> {
-        let Some((n, kl)) = f.get(key) else { return Ok(None) };
+    fn path_field(
+        &self,
+        f: &Fields,
+        key: &str,
+        dir: &Path,
+        must_exist: bool,
+    ) -> Result<Option<(PathBuf, String, Loc)>, SpecError> {
+        let Some((n, kl)) = f.get(key) else {
+            return Ok(None);
+        };
         let l = self.node_loc(n, kl);
         let Some(s) = n.str() else {
             return Err(self.err(l, f.field(key), n.describe(), "a path (a string)"));
         };
         let p = dir.join(s);
         if must_exist && !p.exists() {
-            return Err(self.err(l, f.field(key), format!("\"{s}\", which does not exist ({})", p.display()), "an existing path, relative to the spec's directory"));
+            return Err(self.err(
+                l,
+                f.field(key),
+                format!("\"{s}\", which does not exist ({})", p.display()),
+                "an existing path, relative to the spec's directory",
+            ));
         }
         Ok(Some((p, s.to_string(), l)))
     }
 
     fn source(&self, node: Node, kl: Loc, dir: &Path) -> Result<SourceSpec, SpecError> {
-        let f = self.fields(node, "source", kl, &["file", "front_end", "include", "define", "arch"])?;
+        let f = self.fields(
+            node,
+            "source",
+            kl,
+            &["file", "front_end", "include", "define", "arch"],
+        )?;
         let Some((file, written, file_loc)) = self.path_field(&f, "file", dir, true)? else {
-            return Err(self.err(f.loc, "source.file", "no file", "file = \"kernel.cu\" (.cu CUDA C++ or .ptx)"));
+            return Err(self.err(
+                f.loc,
+                "source.file",
+                "no file",
+                "file = \"kernel.cu\" (.cu CUDA C++ or .ptx)",
+            ));
         };
         let front_end = match f.get("front_end") {
             None => FrontEnd::Auto,
@@ -855,25 +906,46 @@ impl Ctx<'_> {
                     Some("nvrtc") => FrontEnd::Nvrtc,
                     Some("nvcc") => FrontEnd::Nvcc,
                     Some("ptx") => FrontEnd::Ptx,
-                    _ => return Err(self.err(l, "source.front_end", n.describe(), "auto, nvrtc, nvcc, ptx")),
+                    _ => {
+                        return Err(self.err(
+                            l,
+                            "source.front_end",
+                            n.describe(),
+                            "auto, nvrtc, nvcc, ptx",
+                        ))
+                    }
                 }
             }
         };
         let is_ptx = written.ends_with(".ptx");
         if (front_end == FrontEnd::Ptx) != is_ptx && front_end != FrontEnd::Auto {
-            return Err(self.err(file_loc, "source.file", format!("\"{written}\" with front_end = \"{}\"", front_end.name()), "a .ptx file with front_end ptx (or auto), CUDA C++ with nvrtc, nvcc or auto"));
+            return Err(self.err(
+                file_loc,
+                "source.file",
+                format!("\"{written}\" with front_end = \"{}\"", front_end.name()),
+                "a .ptx file with front_end ptx (or auto), CUDA C++ with nvrtc, nvcc or auto",
+            ));
         }
         let mut include = Vec::new();
         if let Some((n, kl)) = f.get("include") {
             let l = self.node_loc(n, kl);
-            let items = n.array().ok_or_else(|| self.err(l, "source.include", n.describe(), "an array of directories"))?;
+            let items = n.array().ok_or_else(|| {
+                self.err(l, "source.include", n.describe(), "an array of directories")
+            })?;
             for (i, it) in items.into_iter().enumerate() {
                 let il = self.node_loc(it, l);
                 let field = format!("source.include[{i}]");
-                let s = it.str().ok_or_else(|| self.err(il, &field, it.describe(), "a directory (a string)"))?;
+                let s = it
+                    .str()
+                    .ok_or_else(|| self.err(il, &field, it.describe(), "a directory (a string)"))?;
                 let p = dir.join(s);
                 if !p.is_dir() {
-                    return Err(self.err(il, field, format!("\"{s}\", which is not a directory ({})", p.display()), "an existing directory, relative to the spec's directory"));
+                    return Err(self.err(
+                        il,
+                        field,
+                        format!("\"{s}\", which is not a directory ({})", p.display()),
+                        "an existing directory, relative to the spec's directory",
+                    ));
                 }
                 include.push(p);
             }
@@ -881,7 +953,9 @@ impl Ctx<'_> {
         let mut define = Vec::new();
         if let Some((n, kl)) = f.get("define") {
             let l = self.node_loc(n, kl);
-            let t = n.table().ok_or_else(|| self.err(l, "source.define", n.describe(), "a table NAME = value"))?;
+            let t = n.table().ok_or_else(|| {
+                self.err(l, "source.define", n.describe(), "a table NAME = value")
+            })?;
             for (k, ks, v) in t.entries() {
                 let vl = self.span_loc(v.span(), self.span_loc(ks, l));
                 let field = format!("source.define.{k}");
@@ -892,7 +966,14 @@ impl Ctx<'_> {
                     Some(Value::Boolean(b)) if *b.value() => None,
                     // false: not defined at all, which is what `#ifdef` tests expect.
                     Some(Value::Boolean(_)) => continue,
-                    _ => return Err(self.err(vl, field, v.describe(), "a string, number or boolean (true: -D NAME)")),
+                    _ => {
+                        return Err(self.err(
+                            vl,
+                            field,
+                            v.describe(),
+                            "a string, number or boolean (true: -D NAME)",
+                        ))
+                    }
                 };
                 define.push((k.to_string(), value));
             }
@@ -903,7 +984,14 @@ impl Ctx<'_> {
                 let l = self.node_loc(n, kl);
                 match n.str().map(|s| (s, s.parse::<mantissa_gpu::Arch>())) {
                     Some((s, Ok(_))) => Some(s.to_string()),
-                    _ => return Err(self.err(l, "source.arch", n.describe(), "an architecture such as \"sm_90\"")),
+                    _ => {
+                        return Err(self.err(
+                            l,
+                            "source.arch",
+                            n.describe(),
+                            "an architecture such as \"sm_90\"",
+                        ))
+                    }
                 }
             }
         };
@@ -919,16 +1007,34 @@ impl Ctx<'_> {
 
     fn sizes(&self, node: Node, kl: Loc) -> Result<Vec<(String, Val)>, SpecError> {
         let l = self.node_loc(node, kl);
-        let t = node.table().ok_or_else(|| self.err(l, "sizes", node.describe(), "a table of NAME = number or expression"))?;
+        let t = node.table().ok_or_else(|| {
+            self.err(
+                l,
+                "sizes",
+                node.describe(),
+                "a table of NAME = number or expression",
+            )
+        })?;
         let mut sizes: Vec<(String, Val)> = Vec::new();
         for (k, ks, v) in t.entries() {
             let kloc = self.span_loc(ks, l);
             let field = format!("sizes.{k}");
             if !is_identifier(k) {
-                return Err(self.err(kloc, field, format!("the name '{k}'"), "names of letters, digits and _ (not starting with a digit)"));
+                return Err(self.err(
+                    kloc,
+                    field,
+                    format!("the name '{k}'"),
+                    "names of letters, digits and _ (not starting with a digit)",
+                ));
             }
             let known: Vec<String> = sizes.iter().map(|s| s.0.clone()).collect();
-            let q = self.quantity(v, kloc, &field, &known.iter().map(String::as_str).collect::<Vec<_>>(), "sizes defined above it")?;
+            let q = self.quantity(
+                v,
+                kloc,
+                &field,
+                &known.iter().map(String::as_str).collect::<Vec<_>>(),
+                "sizes defined above it",
+            )?;
             let val = self.eval(&q, &sizes, &[])?;
             sizes.push((k.to_string(), val));
         }
@@ -936,7 +1042,14 @@ impl Ctx<'_> {
     }
 
     /// Reads a number or expression string, checking every name it uses is in `scope`.
-    fn quantity(&self, node: Node, fallback: Loc, field: &str, scope: &[&str], scope_says: &str) -> Result<Quantity, SpecError> {
+    fn quantity(
+        &self,
+        node: Node,
+        fallback: Loc,
+        field: &str,
+        scope: &[&str],
+        scope_says: &str,
+    ) -> Result<Quantity, SpecError> {
         let loc = self.node_loc(node, fallback);
         let (text, expr, inner) = match node.value() {
             Some(Value::Integer(i)) => (i.value().to_string(), Expr::Int(*i.value()), None),
@@ -947,23 +1060,60 @@ impl Ctx<'_> {
                 let inner = node.span().and_then(|sp| {
                     let raw = self.text.get(sp.clone())?;
                     let body = raw.get(1..raw.len().checked_sub(1)?)?;
-                    (body == text && !text.contains('\n')).then(|| Loc { line: loc.line, col: loc.col + 1 })
+                    (body == text && !text.contains('\n')).then(|| Loc {
+                        line: loc.line,
+                        col: loc.col + 1,
+                    })
                 });
-                let q = Quantity { text: text.clone(), expr: Expr::Int(0), loc, inner, field: field.to_string() };
-                let expr = expr::parse(&text).map_err(|e| self.err(q.loc_at(e.offset), field, e.found, e.accepted))?;
+                let q = Quantity {
+                    text: text.clone(),
+                    expr: Expr::Int(0),
+                    loc,
+                    inner,
+                    field: field.to_string(),
+                };
+                let expr = expr::parse(&text)
+                    .map_err(|e| self.err(q.loc_at(e.offset), field, e.found, e.accepted))?;
                 (text, expr, inner)
             }
-            _ => return Err(self.err(loc, field, node.describe(), "an integer, a float, or an expression string")),
+            _ => {
+                return Err(self.err(
+                    loc,
+                    field,
+                    node.describe(),
+                    "an integer, a float, or an expression string",
+                ))
+            }
         };
-        let q = Quantity { text, expr, loc, inner, field: field.to_string() };
+        let q = Quantity {
+            text,
+            expr,
+            loc,
+            inner,
+            field: field.to_string(),
+        };
         if let Some((name, at)) = q.expr.unknown_name(&|n| scope.contains(&n)) {
-            let known = if scope.is_empty() { "none".to_string() } else { scope.join(", ") };
-            return Err(self.err(q.loc_at(at), field, format!("unknown name '{name}'"), format!("{scope_says}: {known}")));
+            let known = if scope.is_empty() {
+                "none".to_string()
+            } else {
+                scope.join(", ")
+            };
+            return Err(self.err(
+                q.loc_at(at),
+                field,
+                format!("unknown name '{name}'"),
+                format!("{scope_says}: {known}"),
+            ));
         }
         Ok(q)
     }
 
-    fn eval(&self, q: &Quantity, sizes: &[(String, Val)], counters: &[(String, Val)]) -> Result<Val, SpecError> {
+    fn eval(
+        &self,
+        q: &Quantity,
+        sizes: &[(String, Val)],
+        counters: &[(String, Val)],
+    ) -> Result<Val, SpecError> {
         q.expr
             .eval(&|n| lookup(counters, n).or_else(|| lookup(sizes, n)))
             .map_err(|e| self.err(q.loc_at(e.offset), &q.field, e.found, e.accepted))
@@ -973,47 +1123,102 @@ impl Ctx<'_> {
     fn count(&self, q: &Quantity, sizes: &[(String, Val)]) -> Result<usize, SpecError> {
         let v = self.eval(q, sizes, &[])?;
         match v.as_integer() {
-            Some(i) if i >= 0 => usize::try_from(i).map_err(|_| self.err(q.loc, &q.field, v.to_string(), "a length this machine can address")),
-            _ => Err(self.err(q.loc, &q.field, format!("{} = {v}", q.text), "a non-negative integer")),
+            Some(i) if i >= 0 => usize::try_from(i).map_err(|_| {
+                self.err(
+                    q.loc,
+                    &q.field,
+                    v.to_string(),
+                    "a length this machine can address",
+                )
+            }),
+            _ => Err(self.err(
+                q.loc,
+                &q.field,
+                format!("{} = {v}", q.text),
+                "a non-negative integer",
+            )),
         }
     }
 
     fn number(&self, f: &Fields, key: &str, default: Option<f64>) -> Result<f64, SpecError> {
         match f.get(key) {
-            None => default.ok_or_else(|| self.err(f.loc, f.field(key), "nothing", format!("{key} = a number"))),
-            Some((n, kl)) => n.number().map(Val::as_f64).ok_or_else(|| self.err(self.node_loc(n, kl), f.field(key), n.describe(), "a number")),
+            None => default.ok_or_else(|| {
+                self.err(f.loc, f.field(key), "nothing", format!("{key} = a number"))
+            }),
+            Some((n, kl)) => n.number().map(Val::as_f64).ok_or_else(|| {
+                self.err(self.node_loc(n, kl), f.field(key), n.describe(), "a number")
+            }),
         }
     }
 
-    fn buffers(&self, node: Node, kl: Loc, sizes: &[(String, Val)], dir: &Path) -> Result<Vec<BufferSpec>, SpecError> {
+    fn buffers(
+        &self,
+        node: Node,
+        kl: Loc,
+        sizes: &[(String, Val)],
+        dir: &Path,
+    ) -> Result<Vec<BufferSpec>, SpecError> {
         let l = self.node_loc(node, kl);
-        let t = node.table().ok_or_else(|| self.err(l, "buffers", node.describe(), "[buffers.NAME] tables"))?;
+        let t = node
+            .table()
+            .ok_or_else(|| self.err(l, "buffers", node.describe(), "[buffers.NAME] tables"))?;
         let size_names: Vec<&str> = sizes.iter().map(|s| s.0.as_str()).collect();
         let mut out = Vec::new();
         for (name, ks, v) in t.entries() {
             let kloc = self.span_loc(ks, l);
             let path = format!("buffers.{name}");
             if !is_identifier(name) {
-                return Err(self.err(kloc, path, format!("the name '{name}'"), "names of letters, digits and _"));
+                return Err(self.err(
+                    kloc,
+                    path,
+                    format!("the name '{name}'"),
+                    "names of letters, digits and _",
+                ));
             }
             if size_names.contains(&name) {
-                return Err(self.err(kloc, path, format!("'{name}', which is also a size"), "a name that is not a size (arguments name either)"));
+                return Err(self.err(
+                    kloc,
+                    path,
+                    format!("'{name}', which is also a size"),
+                    "a name that is not a size (arguments name either)",
+                ));
             }
             let f = self.fields(v, &path, kloc, &["type", "len", "init"])?;
             let dtype = match f.get("type") {
-                None => return Err(self.err(f.loc, f.field("type"), "nothing", format!("type = one of {}", dtype_names()))),
+                None => {
+                    return Err(self.err(
+                        f.loc,
+                        f.field("type"),
+                        "nothing",
+                        format!("type = one of {}", dtype_names()),
+                    ))
+                }
                 Some((n, kl)) => {
                     let tl = self.node_loc(n, kl);
-                    n.str().and_then(|s| s.parse::<DType>().ok()).ok_or_else(|| self.err(tl, f.field("type"), n.describe(), dtype_names()))?
+                    n.str()
+                        .and_then(|s| s.parse::<DType>().ok())
+                        .ok_or_else(|| self.err(tl, f.field("type"), n.describe(), dtype_names()))?
                 }
             };
             let len = match f.get("len") {
-                None => return Err(self.err(f.loc, f.field("len"), "nothing", "len = an integer or expression of sizes")),
+                None => {
+                    return Err(self.err(
+                        f.loc,
+                        f.field("len"),
+                        "nothing",
+                        "len = an integer or expression of sizes",
+                    ))
+                }
                 Some((n, kl)) => {
                     let q = self.quantity(n, kl, &f.field("len"), &size_names, "sizes")?;
                     let len = self.count(&q, sizes)?;
                     if len == 0 {
-                        return Err(self.err(q.loc, f.field("len"), format!("{} = 0", q.text), "at least 1 element"));
+                        return Err(self.err(
+                            q.loc,
+                            f.field("len"),
+                            format!("{} = 0", q.text),
+                            "at least 1 element",
+                        ));
                     }
                     len
                 }
@@ -1037,12 +1242,25 @@ impl Ctx<'_> {
         Ok(out)
     }
 
-    fn init(&self, n: Node, l: Loc, field: &str, dtype: DType, dir: &Path) -> Result<Init, SpecError> {
+    fn init(
+        &self,
+        n: Node,
+        l: Loc,
+        field: &str,
+        dtype: DType,
+        dir: &Path,
+    ) -> Result<Init, SpecError> {
         const FORMS: &str = "\"zeros\", { constant = x }, { sequence = { start, step } }, { random = \"uniform\" | \"normal\" | \"log-uniform\", ... }, { npy = \"file.npy\" }";
         if let Some(s) = n.str() {
-            return if s == "zeros" { Ok(Init::Zeros) } else { Err(self.err(l, field, n.describe(), FORMS)) };
+            return if s == "zeros" {
+                Ok(Init::Zeros)
+            } else {
+                Err(self.err(l, field, n.describe(), FORMS))
+            };
         }
-        let t = n.table().ok_or_else(|| self.err(l, field, n.describe(), FORMS))?;
+        let t = n
+            .table()
+            .ok_or_else(|| self.err(l, field, n.describe(), FORMS))?;
         let form = t.entries().first().map(|e| e.0).unwrap_or("");
         let is_int = !matches!(dtype, DType::F32 | DType::F64 | DType::F16 | DType::BF16);
         match form {
@@ -1052,7 +1270,9 @@ impl Ctx<'_> {
             }
             "sequence" => {
                 let f = self.fields(n, field, l, &["sequence"])?;
-                let (sn, skl) = f.get("sequence").ok_or_else(|| self.err(l, field, "nothing", FORMS))?;
+                let (sn, skl) = f
+                    .get("sequence")
+                    .ok_or_else(|| self.err(l, field, "nothing", FORMS))?;
                 let s = self.fields(sn, &f.field("sequence"), skl, &["start", "step"])?;
                 Ok(Init::Sequence {
                     start: self.number(&s, "start", Some(0.0))?,
@@ -1060,68 +1280,131 @@ impl Ctx<'_> {
                 })
             }
             "random" => {
-                let (rn, rkl) = t.entries().first().map(|e| (e.2, self.span_loc(e.1.clone(), l))).ok_or_else(|| self.err(l, field, "nothing", FORMS))?;
+                let (rn, rkl) = t
+                    .entries()
+                    .first()
+                    .map(|e| (e.2, self.span_loc(e.1.clone(), l)))
+                    .ok_or_else(|| self.err(l, field, "nothing", FORMS))?;
                 let rl = self.node_loc(rn, rkl);
                 let kind = rn.str().unwrap_or("");
                 let (keys, dist): (&'static [&'static str], _) = match kind {
                     "uniform" => (&["random", "min", "max", "seed"], 0),
                     "normal" => (&["random", "mean", "std", "seed"], 1),
                     "log-uniform" => (&["random", "min", "max", "seed"], 2),
-                    _ => return Err(self.err(rl, format!("{field}.random"), rn.describe(), "\"uniform\", \"normal\", \"log-uniform\"")),
+                    _ => {
+                        return Err(self.err(
+                            rl,
+                            format!("{field}.random"),
+                            rn.describe(),
+                            "\"uniform\", \"normal\", \"log-uniform\"",
+                        ))
+                    }
                 };
                 let f = self.fields(n, field, l, keys)?;
                 let seed = match f.get("seed") {
                     None => 0,
                     Some((sn, skl)) => match sn.int() {
                         Some(s) if s >= 0 => s as u64,
-                        _ => return Err(self.err(self.node_loc(sn, skl), f.field("seed"), sn.describe(), "a non-negative integer")),
+                        _ => {
+                            return Err(self.err(
+                                self.node_loc(sn, skl),
+                                f.field("seed"),
+                                sn.describe(),
+                                "a non-negative integer",
+                            ))
+                        }
                     },
                 };
                 let dist = match dist {
                     0 => {
-                        let (min, max) = (self.number(&f, "min", Some(0.0))?, self.number(&f, "max", Some(1.0))?);
-                        if !(min < max) && !(is_int && min == max) {
-                            return Err(self.err(f.loc, f.field("max"), format!("min = {min}, max = {max}"), "min < max"));
+                        let (min, max) = (
+                            self.number(&f, "min", Some(0.0))?,
+                            self.number(&f, "max", Some(1.0))?,
+                        );
+                        if !(min < max || (is_int && min == max)) {
+                            return Err(self.err(
+                                f.loc,
+                                f.field("max"),
+                                format!("min = {min}, max = {max}"),
+                                "min < max",
+                            ));
                         }
                         Random::Uniform { min, max }
                     }
                     1 => {
-                        let (mean, std) = (self.number(&f, "mean", Some(0.0))?, self.number(&f, "std", Some(1.0))?);
+                        let (mean, std) = (
+                            self.number(&f, "mean", Some(0.0))?,
+                            self.number(&f, "std", Some(1.0))?,
+                        );
                         if !(std >= 0.0 && std.is_finite()) {
-                            return Err(self.err(f.loc, f.field("std"), format!("{std}"), "a finite std >= 0"));
+                            return Err(self.err(
+                                f.loc,
+                                f.field("std"),
+                                format!("{std}"),
+                                "a finite std >= 0",
+                            ));
                         }
                         Random::Normal { mean, std }
                     }
                     _ => {
-                        let (min, max) = (self.number(&f, "min", None)?, self.number(&f, "max", None)?);
+                        let (min, max) =
+                            (self.number(&f, "min", None)?, self.number(&f, "max", None)?);
                         if !(min > 0.0 && min < max && max.is_finite()) {
-                            return Err(self.err(f.loc, f.field("min"), format!("min = {min}, max = {max}"), "0 < min < max (finite)"));
+                            return Err(self.err(
+                                f.loc,
+                                f.field("min"),
+                                format!("min = {min}, max = {max}"),
+                                "0 < min < max (finite)",
+                            ));
                         }
                         Random::LogUniform { min, max }
                     }
                 };
                 if is_int && !matches!(dist, Random::Uniform { .. }) {
-                    return Err(self.err(rl, format!("{field}.random"), format!("\"{kind}\" for a {dtype} buffer"), "\"uniform\" for integer buffers (integers in [min, max])"));
+                    return Err(self.err(
+                        rl,
+                        format!("{field}.random"),
+                        format!("\"{kind}\" for a {dtype} buffer"),
+                        "\"uniform\" for integer buffers (integers in [min, max])",
+                    ));
                 }
                 Ok(Init::Random { dist, seed })
             }
             "npy" => {
                 let f = self.fields(n, field, l, &["npy"])?;
-                let (p, w, _) = self.path_field(&f, "npy", dir, true)?.ok_or_else(|| self.err(l, field, "nothing", FORMS))?;
+                let (p, w, _) = self
+                    .path_field(&f, "npy", dir, true)?
+                    .ok_or_else(|| self.err(l, field, "nothing", FORMS))?;
                 Ok(Init::Npy(p, w))
             }
             other => {
-                let kl = t.entries().first().map_or(l, |e| self.span_loc(e.1.clone(), l));
-                Err(self.err(kl, format!("{field}.{other}"), format!("unknown key '{other}'"), "the keys constant, sequence, random, npy"))
+                let kl = t
+                    .entries()
+                    .first()
+                    .map_or(l, |e| self.span_loc(e.1.clone(), l));
+                Err(self.err(
+                    kl,
+                    format!("{field}.{other}"),
+                    format!("unknown key '{other}'"),
+                    "the keys constant, sequence, random, npy",
+                ))
             }
         }
     }
 
     fn symbols(&self, node: Node, kl: Loc, dir: &Path) -> Result<Vec<SymbolSpec>, SpecError> {
         let l = self.node_loc(node, kl);
-        let t = node.table().ok_or_else(|| self.err(l, "symbols", node.describe(), "[symbols.NAME] tables"))?;
+        let t = node
+            .table()
+            .ok_or_else(|| self.err(l, "symbols", node.describe(), "[symbols.NAME] tables"))?;
         let mut out = Vec::new();
-        let accepted_types = || format!("{}, {}", dtype_names(), SYMBOL_VECTORS.map(|v| v.0).join(", "));
+        let accepted_types = || {
+            format!(
+                "{}, {}",
+                dtype_names(),
+                SYMBOL_VECTORS.map(|v| v.0).join(", ")
+            )
+        };
         for (name, ks, v) in t.entries() {
             let kloc = self.span_loc(ks, l);
             let path = format!("symbols.{name}");
@@ -1131,54 +1414,149 @@ impl Ctx<'_> {
                     let tl = self.node_loc(n, kl);
                     let s = n.str().unwrap_or("");
                     if let Some(&(w, dtype, lanes)) = SYMBOL_VECTORS.iter().find(|v| v.0 == s) {
-                        SymbolLayout::Elements { dtype, lanes, written: w.to_string() }
+                        SymbolLayout::Elements {
+                            dtype,
+                            lanes,
+                            written: w.to_string(),
+                        }
                     } else if let Ok(dtype) = s.parse::<DType>() {
-                        SymbolLayout::Elements { dtype, lanes: 1, written: dtype.name().to_string() }
+                        SymbolLayout::Elements {
+                            dtype,
+                            lanes: 1,
+                            written: dtype.name().to_string(),
+                        }
                     } else {
                         return Err(self.err(tl, f.field("type"), n.describe(), accepted_types()));
                     }
                 }
                 (None, Some((n, kl))) => {
                     let fl = self.node_loc(n, kl);
-                    let items = n.array().filter(|a| !a.is_empty()).ok_or_else(|| self.err(fl, f.field("fields"), n.describe(), "a non-empty array of element types, in declaration order"))?;
+                    let items = n.array().filter(|a| !a.is_empty()).ok_or_else(|| {
+                        self.err(
+                            fl,
+                            f.field("fields"),
+                            n.describe(),
+                            "a non-empty array of element types, in declaration order",
+                        )
+                    })?;
                     let mut fields = Vec::new();
                     for (i, it) in items.into_iter().enumerate() {
                         let il = self.node_loc(it, fl);
-                        fields.push(it.str().and_then(|s| s.parse::<DType>().ok()).ok_or_else(|| self.err(il, format!("{}[{i}]", f.field("fields")), it.describe(), dtype_names()))?);
+                        fields.push(it.str().and_then(|s| s.parse::<DType>().ok()).ok_or_else(
+                            || {
+                                self.err(
+                                    il,
+                                    format!("{}[{i}]", f.field("fields")),
+                                    it.describe(),
+                                    dtype_names(),
+                                )
+                            },
+                        )?);
                     }
                     SymbolLayout::Struct(fields)
                 }
-                (Some(_), Some((_, kl))) => return Err(self.err(kl, f.field("fields"), "both type and fields", "type (elements) or fields (a struct), not both")),
-                (None, None) => return Err(self.err(f.loc, f.field("type"), "neither type nor fields", format!("type = one of {}, or fields = [...] for a struct", accepted_types()))),
+                (Some(_), Some((_, kl))) => {
+                    return Err(self.err(
+                        kl,
+                        f.field("fields"),
+                        "both type and fields",
+                        "type (elements) or fields (a struct), not both",
+                    ))
+                }
+                (None, None) => {
+                    return Err(self.err(
+                        f.loc,
+                        f.field("type"),
+                        "neither type nor fields",
+                        format!(
+                            "type = one of {}, or fields = [...] for a struct",
+                            accepted_types()
+                        ),
+                    ))
+                }
             };
             let (value, value_loc) = match (f.get("value"), f.get("npy")) {
                 (Some((n, kl)), None) => {
                     let vl = self.node_loc(n, kl);
-                    (SymbolValue::Literal(self.symbol_literal(n, vl, &f.field("value"), &layout)?), vl)
+                    (
+                        SymbolValue::Literal(self.symbol_literal(
+                            n,
+                            vl,
+                            &f.field("value"),
+                            &layout,
+                        )?),
+                        vl,
+                    )
                 }
                 (None, Some(_)) => {
                     if matches!(layout, SymbolLayout::Struct(_)) {
                         let (_, kl) = f.get("npy").unwrap_or((v, kloc));
-                        return Err(self.err(kl, f.field("npy"), "npy for a struct symbol", "value = [[...], ...] for structs (npy holds one element type)"));
+                        return Err(self.err(
+                            kl,
+                            f.field("npy"),
+                            "npy for a struct symbol",
+                            "value = [[...], ...] for structs (npy holds one element type)",
+                        ));
                     }
-                    let (p, w, pl) = self.path_field(&f, "npy", dir, true)?.ok_or_else(|| self.err(f.loc, f.field("npy"), "nothing", "a path"))?;
+                    let (p, w, pl) = self
+                        .path_field(&f, "npy", dir, true)?
+                        .ok_or_else(|| self.err(f.loc, f.field("npy"), "nothing", "a path"))?;
                     (SymbolValue::Npy(p, w), pl)
                 }
-                (Some(_), Some((_, kl))) => return Err(self.err(kl, f.field("npy"), "both value and npy", "one of value, npy")),
-                (None, None) => return Err(self.err(f.loc, f.field("value"), "no value", "value = [...] or npy = \"file.npy\"")),
+                (Some(_), Some((_, kl))) => {
+                    return Err(self.err(
+                        kl,
+                        f.field("npy"),
+                        "both value and npy",
+                        "one of value, npy",
+                    ))
+                }
+                (None, None) => {
+                    return Err(self.err(
+                        f.loc,
+                        f.field("value"),
+                        "no value",
+                        "value = [...] or npy = \"file.npy\"",
+                    ))
+                }
             };
-            out.push(SymbolSpec { name: name.to_string(), layout, value, loc: f.loc, value_loc });
+            out.push(SymbolSpec {
+                name: name.to_string(),
+                layout,
+                value,
+                loc: f.loc,
+                value_loc,
+            });
         }
         Ok(out)
     }
 
-    fn symbol_literal(&self, n: Node, l: Loc, field: &str, layout: &SymbolLayout) -> Result<Vec<Vec<Val>>, SpecError> {
-        fn flatten<'a>(cx: &Ctx, n: Node<'a>, l: Loc, field: &str, out: &mut Vec<Val>) -> Result<(), SpecError> {
+    fn symbol_literal(
+        &self,
+        n: Node,
+        l: Loc,
+        field: &str,
+        layout: &SymbolLayout,
+    ) -> Result<Vec<Vec<Val>>, SpecError> {
+        fn flatten<'a>(
+            cx: &Ctx,
+            n: Node<'a>,
+            l: Loc,
+            field: &str,
+            out: &mut Vec<Val>,
+        ) -> Result<(), SpecError> {
             if let Some(v) = n.number() {
                 out.push(v);
                 return Ok(());
             }
-            let items = n.array().ok_or_else(|| cx.err(cx.node_loc(n, l), field, n.describe(), "numbers or arrays of numbers"))?;
+            let items = n.array().ok_or_else(|| {
+                cx.err(
+                    cx.node_loc(n, l),
+                    field,
+                    n.describe(),
+                    "numbers or arrays of numbers",
+                )
+            })?;
             for it in items {
                 flatten(cx, it, l, field, out)?;
             }
@@ -1189,22 +1567,53 @@ impl Ctx<'_> {
                 let mut flat = Vec::new();
                 flatten(self, n, l, field, &mut flat)?;
                 if flat.is_empty() || flat.len() % lanes != 0 {
-                    return Err(self.err(l, field, format!("{} numbers", flat.len()), format!("a non-empty multiple of {lanes} numbers ({written})")));
+                    return Err(self.err(
+                        l,
+                        field,
+                        format!("{} numbers", flat.len()),
+                        format!("a non-empty multiple of {lanes} numbers ({written})"),
+                    ));
                 }
                 Ok(vec![flat])
             }
             SymbolLayout::Struct(fields) => {
-                let rows = n.array().filter(|a| !a.is_empty()).ok_or_else(|| self.err(l, field, n.describe(), "an array of structs, each an array of its fields: [[1.0, 2.0, 3]]"))?;
+                let rows = n.array().filter(|a| !a.is_empty()).ok_or_else(|| {
+                    self.err(
+                        l,
+                        field,
+                        n.describe(),
+                        "an array of structs, each an array of its fields: [[1.0, 2.0, 3]]",
+                    )
+                })?;
                 let mut out = Vec::new();
                 for (i, r) in rows.into_iter().enumerate() {
                     let rl = self.node_loc(r, l);
                     let mut row = Vec::new();
-                    let items = r.array().ok_or_else(|| self.err(rl, format!("{field}[{i}]"), r.describe(), format!("an array of {} fields", fields.len())))?;
+                    let items = r.array().ok_or_else(|| {
+                        self.err(
+                            rl,
+                            format!("{field}[{i}]"),
+                            r.describe(),
+                            format!("an array of {} fields", fields.len()),
+                        )
+                    })?;
                     for it in items {
-                        row.push(it.number().ok_or_else(|| self.err(self.node_loc(it, rl), format!("{field}[{i}]"), it.describe(), "a number"))?);
+                        row.push(it.number().ok_or_else(|| {
+                            self.err(
+                                self.node_loc(it, rl),
+                                format!("{field}[{i}]"),
+                                it.describe(),
+                                "a number",
+                            )
+                        })?);
                     }
                     if row.len() != fields.len() {
-                        return Err(self.err(rl, format!("{field}[{i}]"), format!("{} values", row.len()), format!("{} values, one per field", fields.len())));
+                        return Err(self.err(
+                            rl,
+                            format!("{field}[{i}]"),
+                            format!("{} values", row.len()),
+                            format!("{} values, one per field", fields.len()),
+                        ));
                     }
                     out.push(row);
                 }
@@ -1213,9 +1622,23 @@ impl Ctx<'_> {
         }
     }
 
-    fn steps(&self, node: Node, kl: Loc, path: &str, names: &Names, counters: &mut Vec<String>) -> Result<Vec<Step>, SpecError> {
+    fn steps(
+        &self,
+        node: Node,
+        kl: Loc,
+        path: &str,
+        names: &Names,
+        counters: &mut Vec<String>,
+    ) -> Result<Vec<Step>, SpecError> {
         let l = self.node_loc(node, kl);
-        let items = node.array().filter(|a| !a.is_empty()).ok_or_else(|| self.err(l, path, node.describe(), "a non-empty array of steps ([[steps]] tables or inline tables)"))?;
+        let items = node.array().filter(|a| !a.is_empty()).ok_or_else(|| {
+            self.err(
+                l,
+                path,
+                node.describe(),
+                "a non-empty array of steps ([[steps]] tables or inline tables)",
+            )
+        })?;
         let mut out = Vec::new();
         for (i, it) in items.into_iter().enumerate() {
             out.push(self.step(it, l, &format!("{path}[{i}]"), names, counters)?);
@@ -1223,21 +1646,48 @@ impl Ctx<'_> {
         Ok(out)
     }
 
-    fn step(&self, node: Node, fallback: Loc, path: &str, names: &Names, counters: &mut Vec<String>) -> Result<Step, SpecError> {
+    fn step(
+        &self,
+        node: Node,
+        fallback: Loc,
+        path: &str,
+        names: &Names,
+        counters: &mut Vec<String>,
+    ) -> Result<Step, SpecError> {
         let l = self.node_loc(node, fallback);
-        let t = node.table().ok_or_else(|| self.err(l, path, node.describe(), "a step table"))?;
-        let kinds: Vec<&str> = t.entries().iter().map(|e| e.0).filter(|k| ["launch", "copy", "fill", "repeat"].contains(k)).collect();
+        let t = node
+            .table()
+            .ok_or_else(|| self.err(l, path, node.describe(), "a step table"))?;
+        let kinds: Vec<&str> = t
+            .entries()
+            .iter()
+            .map(|e| e.0)
+            .filter(|k| ["launch", "copy", "fill", "repeat"].contains(k))
+            .collect();
         let l = self.span_loc(t.span(), l);
         let kind = match kinds.as_slice() {
             ["launch"] => StepKind::Launch(self.launch(node, l, path, names, counters)?),
             ["repeat"] => {
                 let f = self.fields(node, path, l, &["repeat", "counter", "steps"])?;
                 let scope = names.scope(counters);
-                let (cn, ckl) = f.get("repeat").ok_or_else(|| self.err(l, path, "nothing", "repeat"))?;
-                let count = self.quantity(cn, ckl, &f.field("repeat"), &scope, "sizes and loop counters")?;
+                let (cn, ckl) = f
+                    .get("repeat")
+                    .ok_or_else(|| self.err(l, path, "nothing", "repeat"))?;
+                let count = self.quantity(
+                    cn,
+                    ckl,
+                    &f.field("repeat"),
+                    &scope,
+                    "sizes and loop counters",
+                )?;
                 if let Some(c) = count.constant(names.sizes) {
-                    if !c.as_integer().is_some_and(|c| c >= 0) {
-                        return Err(self.err(count.loc, f.field("repeat"), format!("{} = {c}", count.text), "a non-negative integer"));
+                    if c.as_integer().is_none_or(|c| c < 0) {
+                        return Err(self.err(
+                            count.loc,
+                            f.field("repeat"),
+                            format!("{} = {c}", count.text),
+                            "a non-negative integer",
+                        ));
                     }
                 }
                 let counter = match f.get("counter") {
@@ -1245,39 +1695,81 @@ impl Ctx<'_> {
                     Some((n, kl)) => {
                         let cl = self.node_loc(n, kl);
                         match n.str() {
-                            Some(c) if is_identifier(c) && !names.taken(c) && !counters.iter().any(|x| x == c) => Some(c.to_string()),
-                            _ => return Err(self.err(cl, f.field("counter"), n.describe(), "a new name (not a size, buffer or enclosing counter)")),
+                            Some(c)
+                                if is_identifier(c)
+                                    && !names.taken(c)
+                                    && !counters.iter().any(|x| x == c) =>
+                            {
+                                Some(c.to_string())
+                            }
+                            _ => {
+                                return Err(self.err(
+                                    cl,
+                                    f.field("counter"),
+                                    n.describe(),
+                                    "a new name (not a size, buffer or enclosing counter)",
+                                ))
+                            }
                         }
                     }
                 };
-                let (sn, skl) = f.get("steps").ok_or_else(|| self.err(f.loc, f.field("steps"), "no steps", "steps = [ ... ] (the loop body)"))?;
+                let (sn, skl) = f.get("steps").ok_or_else(|| {
+                    self.err(
+                        f.loc,
+                        f.field("steps"),
+                        "no steps",
+                        "steps = [ ... ] (the loop body)",
+                    )
+                })?;
                 counters.extend(counter.clone());
                 let body = self.steps(sn, skl, &f.field("steps"), names, counters);
                 if counter.is_some() {
                     counters.pop();
                 }
-                StepKind::Repeat { count, counter, steps: body? }
+                StepKind::Repeat {
+                    count,
+                    counter,
+                    steps: body?,
+                }
             }
             ["copy"] => {
                 let f = self.fields(node, path, l, &["copy"])?;
-                let (cn, ckl) = f.get("copy").ok_or_else(|| self.err(l, path, "nothing", "copy"))?;
+                let (cn, ckl) = f
+                    .get("copy")
+                    .ok_or_else(|| self.err(l, path, "nothing", "copy"))?;
                 let c = self.fields(cn, &f.field("copy"), ckl, &["from", "to", "len"])?;
                 let from = self.buffer_name(&c, "from", names)?;
                 let to = self.buffer_name(&c, "to", names)?;
                 let (fb, tb) = (names.buffer(&from), names.buffer(&to));
                 if let (Some(fb), Some(tb)) = (fb, tb) {
                     if fb.dtype != tb.dtype {
-                        return Err(self.err(c.loc, c.field("to"), format!("a copy from {from} ({}) to {to} ({})", fb.dtype, tb.dtype), "buffers of the same type"));
+                        return Err(self.err(
+                            c.loc,
+                            c.field("to"),
+                            format!("a copy from {from} ({}) to {to} ({})", fb.dtype, tb.dtype),
+                            "buffers of the same type",
+                        ));
                     }
                 }
                 let len = match c.get("len") {
                     None => None,
                     Some((n, kl)) => {
-                        let q = self.quantity(n, kl, &c.field("len"), &names.scope(counters), "sizes and loop counters")?;
+                        let q = self.quantity(
+                            n,
+                            kl,
+                            &c.field("len"),
+                            &names.scope(counters),
+                            "sizes and loop counters",
+                        )?;
                         if let (Some(v), Some(fb), Some(tb)) = (q.constant(names.sizes), fb, tb) {
                             let max = fb.len.min(tb.len);
                             if !v.as_integer().is_some_and(|v| v >= 0 && v as usize <= max) {
-                                return Err(self.err(q.loc, c.field("len"), format!("{} = {v}", q.text), format!("an integer from 0 to {max} (the shorter buffer)")));
+                                return Err(self.err(
+                                    q.loc,
+                                    c.field("len"),
+                                    format!("{} = {v}", q.text),
+                                    format!("an integer from 0 to {max} (the shorter buffer)"),
+                                ));
                             }
                         }
                         Some(q)
@@ -1287,43 +1779,95 @@ impl Ctx<'_> {
             }
             ["fill"] => {
                 let f = self.fields(node, path, l, &["fill"])?;
-                let (fnode, fkl) = f.get("fill").ok_or_else(|| self.err(l, path, "nothing", "fill"))?;
+                let (fnode, fkl) = f
+                    .get("fill")
+                    .ok_or_else(|| self.err(l, path, "nothing", "fill"))?;
                 let c = self.fields(fnode, &f.field("fill"), fkl, &["buffer", "value"])?;
                 let buffer = self.buffer_name(&c, "buffer", names)?;
-                let (vn, vkl) = c.get("value").ok_or_else(|| self.err(c.loc, c.field("value"), "nothing", "value = a number"))?;
+                let (vn, vkl) = c.get("value").ok_or_else(|| {
+                    self.err(c.loc, c.field("value"), "nothing", "value = a number")
+                })?;
                 let sizes: Vec<&str> = names.sizes.iter().map(|s| s.0.as_str()).collect();
                 let q = self.quantity(vn, vkl, &c.field("value"), &sizes, "sizes (a fill value is made once, before the run, so loop counters are not in scope)")?;
                 let value = self.eval(&q, names.sizes, &[])?;
                 StepKind::Fill { buffer, value }
             }
             [] => {
-                let first = t.entries().first().map(|e| (e.0, self.span_loc(e.1.clone(), l)));
+                let first = t
+                    .entries()
+                    .first()
+                    .map(|e| (e.0, self.span_loc(e.1.clone(), l)));
                 let (found, at) = match first {
                     Some((k, kl)) => (format!("unknown key '{k}'"), kl),
                     None => ("an empty step".to_string(), l),
                 };
-                return Err(self.err(at, path, found, "a step with one of launch, copy, fill, repeat"));
+                return Err(self.err(
+                    at,
+                    path,
+                    found,
+                    "a step with one of launch, copy, fill, repeat",
+                ));
             }
-            many => return Err(self.err(l, path, format!("a step with {}", many.join(" and ")), "exactly one of launch, copy, fill, repeat per step")),
+            many => {
+                return Err(self.err(
+                    l,
+                    path,
+                    format!("a step with {}", many.join(" and ")),
+                    "exactly one of launch, copy, fill, repeat per step",
+                ))
+            }
         };
-        Ok(Step { kind, path: path.to_string(), loc: l })
+        Ok(Step {
+            kind,
+            path: path.to_string(),
+            loc: l,
+        })
     }
 
     fn buffer_name(&self, f: &Fields, key: &str, names: &Names) -> Result<String, SpecError> {
-        let (n, kl) = f.get(key).ok_or_else(|| self.err(f.loc, f.field(key), "nothing", format!("{key} = a buffer name")))?;
+        let (n, kl) = f.get(key).ok_or_else(|| {
+            self.err(
+                f.loc,
+                f.field(key),
+                "nothing",
+                format!("{key} = a buffer name"),
+            )
+        })?;
         let l = self.node_loc(n, kl);
         match n.str() {
             Some(s) if names.buffer(s).is_some() => Ok(s.to_string()),
-            _ => Err(self.err(l, f.field(key), n.describe(), format!("a buffer: {}", names.buffer_list()))),
+            _ => Err(self.err(
+                l,
+                f.field(key),
+                n.describe(),
+                format!("a buffer: {}", names.buffer_list()),
+            )),
         }
     }
 
-    fn dims(&self, f: &Fields, key: &str, scope: &[&str], default: Option<i64>) -> Result<Vec<Quantity>, SpecError> {
+    fn dims(
+        &self,
+        f: &Fields,
+        key: &str,
+        scope: &[&str],
+        default: Option<i64>,
+    ) -> Result<Vec<Quantity>, SpecError> {
         let field = f.field(key);
         let Some((n, kl)) = f.get(key) else {
             return match default {
-                Some(d) => Ok(vec![Quantity { text: d.to_string(), expr: Expr::Int(d), loc: f.loc, inner: None, field }]),
-                None => Err(self.err(f.loc, field, "nothing", format!("{key} = an integer, expression, or a list of 1 to 3 of them"))),
+                Some(d) => Ok(vec![Quantity {
+                    text: d.to_string(),
+                    expr: Expr::Int(d),
+                    loc: f.loc,
+                    inner: None,
+                    field,
+                }]),
+                None => Err(self.err(
+                    f.loc,
+                    field,
+                    "nothing",
+                    format!("{key} = an integer, expression, or a list of 1 to 3 of them"),
+                )),
             };
         };
         let l = self.node_loc(n, kl);
@@ -1331,21 +1875,60 @@ impl Ctx<'_> {
             Some(items) if (1..=3).contains(&items.len()) => items
                 .into_iter()
                 .enumerate()
-                .map(|(i, it)| self.quantity(it, l, &format!("{field}[{i}]"), scope, "sizes and loop counters"))
+                .map(|(i, it)| {
+                    self.quantity(
+                        it,
+                        l,
+                        &format!("{field}[{i}]"),
+                        scope,
+                        "sizes and loop counters",
+                    )
+                })
                 .collect(),
-            Some(items) => Err(self.err(l, field, format!("{} values", items.len()), "1 to 3 values (x, y, z)")),
-            None => Ok(vec![self.quantity(n, kl, &field, scope, "sizes and loop counters")?]),
+            Some(items) => Err(self.err(
+                l,
+                field,
+                format!("{} values", items.len()),
+                "1 to 3 values (x, y, z)",
+            )),
+            None => Ok(vec![self.quantity(
+                n,
+                kl,
+                &field,
+                scope,
+                "sizes and loop counters",
+            )?]),
         }
     }
 
-    fn launch(&self, node: Node, l: Loc, path: &str, names: &Names, counters: &[String]) -> Result<Launch, SpecError> {
-        let f = self.fields(node, path, l, &["launch", "grid", "block", "shared", "args"])?;
-        let (kn, kkl) = f.get("launch").ok_or_else(|| self.err(l, path, "nothing", "launch"))?;
+    fn launch(
+        &self,
+        node: Node,
+        l: Loc,
+        path: &str,
+        names: &Names,
+        counters: &[String],
+    ) -> Result<Launch, SpecError> {
+        let f = self.fields(
+            node,
+            path,
+            l,
+            &["launch", "grid", "block", "shared", "args"],
+        )?;
+        let (kn, kkl) = f
+            .get("launch")
+            .ok_or_else(|| self.err(l, path, "nothing", "launch"))?;
         let kernel_loc = self.node_loc(kn, kkl);
-        let kernel = match kn.str() {
-            Some(s) if !s.trim().is_empty() => s.trim().to_string(),
-            _ => return Err(self.err(kernel_loc, f.field("launch"), kn.describe(), "a kernel name (C name, extern \"C\" name, mangled name or name expression)")),
-        };
+        let kernel =
+            match kn.str() {
+                Some(s) if !s.trim().is_empty() => s.trim().to_string(),
+                _ => return Err(self.err(
+                    kernel_loc,
+                    f.field("launch"),
+                    kn.describe(),
+                    "a kernel name (C name, extern \"C\" name, mangled name or name expression)",
+                )),
+            };
         let scope = names.scope(counters);
         let grid = self.dims(&f, "grid", &scope, None)?;
         let block = self.dims(&f, "block", &scope, None)?;
@@ -1353,7 +1936,9 @@ impl Ctx<'_> {
         let mut args = Vec::new();
         if let Some((an, akl)) = f.get("args") {
             let al = self.node_loc(an, akl);
-            let items = an.array().ok_or_else(|| self.err(al, f.field("args"), an.describe(), "an array of arguments"))?;
+            let items = an.array().ok_or_else(|| {
+                self.err(al, f.field("args"), an.describe(), "an array of arguments")
+            })?;
             for (i, it) in items.into_iter().enumerate() {
                 let field = format!("{}[{i}]", f.field("args"));
                 let il = self.node_loc(it, al);
@@ -1371,33 +1956,81 @@ impl Ctx<'_> {
                         _ => return Err(self.err(il, field, it.describe(), "{ TYPE = value } with one TYPE of f32, f64, i32, u32, i64, u64")),
                     }
                 } else {
-                    ArgSpec::Value(self.quantity(it, il, &field, &scope, "buffers, sizes and loop counters")
-                        .map_err(|mut e| {
-                            if e.accepted.starts_with("buffers, sizes") {
-                                e.accepted = format!("{}; buffers: {}", e.accepted, names.buffer_list());
-                            }
-                            e
-                        })?)
+                    ArgSpec::Value(
+                        self.quantity(it, il, &field, &scope, "buffers, sizes and loop counters")
+                            .map_err(|mut e| {
+                                if e.accepted.starts_with("buffers, sizes") {
+                                    e.accepted =
+                                        format!("{}; buffers: {}", e.accepted, names.buffer_list());
+                                }
+                                e
+                            })?,
+                    )
                 };
-                args.push(Arg { spec, loc: il, field });
+                args.push(Arg {
+                    spec,
+                    loc: il,
+                    field,
+                });
             }
         }
-        Ok(Launch { kernel, kernel_loc, grid, block, shared, args })
+        Ok(Launch {
+            kernel,
+            kernel_loc,
+            grid,
+            block,
+            shared,
+            args,
+        })
     }
 
-    fn outputs(&self, node: Node, kl: Loc, buffers: &[BufferSpec], dir: &Path) -> Result<Vec<OutputSpec>, SpecError> {
+    fn outputs(
+        &self,
+        node: Node,
+        kl: Loc,
+        buffers: &[BufferSpec],
+        dir: &Path,
+    ) -> Result<Vec<OutputSpec>, SpecError> {
         let l = self.node_loc(node, kl);
-        let items = node.array().filter(|a| !a.is_empty()).ok_or_else(|| self.err(l, "outputs", node.describe(), "[[outputs]] tables"))?;
-        let list = || buffers.iter().map(|b| b.name.as_str()).collect::<Vec<_>>().join(", ");
+        let items = node
+            .array()
+            .filter(|a| !a.is_empty())
+            .ok_or_else(|| self.err(l, "outputs", node.describe(), "[[outputs]] tables"))?;
+        let list = || {
+            buffers
+                .iter()
+                .map(|b| b.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         let mut out = Vec::new();
         for (i, it) in items.into_iter().enumerate() {
             let path = format!("outputs[{i}]");
-            let f = self.fields(it, &path, l, &["buffer", "reduce", "tolerance", "reference"])?;
-            let (bn, bkl) = f.get("buffer").ok_or_else(|| self.err(f.loc, f.field("buffer"), "nothing", format!("buffer = one of {}", list())))?;
+            let f = self.fields(
+                it,
+                &path,
+                l,
+                &["buffer", "reduce", "tolerance", "reference"],
+            )?;
+            let (bn, bkl) = f.get("buffer").ok_or_else(|| {
+                self.err(
+                    f.loc,
+                    f.field("buffer"),
+                    "nothing",
+                    format!("buffer = one of {}", list()),
+                )
+            })?;
             let bl = self.node_loc(bn, bkl);
             let buffer = match bn.str() {
                 Some(s) if buffers.iter().any(|b| b.name == s) => s.to_string(),
-                _ => return Err(self.err(bl, f.field("buffer"), bn.describe(), format!("a buffer: {}", list()))),
+                _ => {
+                    return Err(self.err(
+                        bl,
+                        f.field("buffer"),
+                        bn.describe(),
+                        format!("a buffer: {}", list()),
+                    ))
+                }
             };
             let reduce = match f.get("reduce") {
                 None => None,
@@ -1407,7 +2040,14 @@ impl Ctx<'_> {
                     Some("max") => Reduce::Max,
                     Some("norm2") => Reduce::Norm2,
                     Some("mean") => Reduce::Mean,
-                    _ => return Err(self.err(self.node_loc(n, kl), f.field("reduce"), n.describe(), "sum, min, max, norm2, mean")),
+                    _ => {
+                        return Err(self.err(
+                            self.node_loc(n, kl),
+                            f.field("reduce"),
+                            n.describe(),
+                            "sum, min, max, norm2, mean",
+                        ))
+                    }
                 }),
             };
             let tolerance = match f.get("tolerance") {
@@ -1416,9 +2056,27 @@ impl Ctx<'_> {
                     let t = self.fields(n, &f.field("tolerance"), kl, &["digits", "rel", "abs"])?;
                     let (key, vn, vkl) = match t.entries.as_slice() {
                         [(k, kl, v)] => (*k, *v, *kl),
-                        _ => return Err(self.err(t.loc, f.field("tolerance"), format!("{} keys", t.entries.len()), "exactly one of { digits = 6 }, { rel = 1e-6 }, { abs = 1e-9 }")),
+                        _ => {
+                            return Err(self.err(
+                                t.loc,
+                                f.field("tolerance"),
+                                format!("{} keys", t.entries.len()),
+                                "exactly one of { digits = 6 }, { rel = 1e-6 }, { abs = 1e-9 }",
+                            ))
+                        }
                     };
-                    let v = vn.number().map(Val::as_f64).filter(|v| *v >= 0.0 && v.is_finite()).ok_or_else(|| self.err(self.node_loc(vn, vkl), t.field(key), vn.describe(), "a non-negative number"))?;
+                    let v = vn
+                        .number()
+                        .map(Val::as_f64)
+                        .filter(|v| *v >= 0.0 && v.is_finite())
+                        .ok_or_else(|| {
+                            self.err(
+                                self.node_loc(vn, vkl),
+                                t.field(key),
+                                vn.describe(),
+                                "a non-negative number",
+                            )
+                        })?;
                     Some(match key {
                         "digits" => Tolerance::Digits(v),
                         "rel" => Tolerance::Rel(v),
@@ -1430,7 +2088,14 @@ impl Ctx<'_> {
                 Some((p, w, rl)) => (Some((p, w)), rl),
                 None => (None, f.loc),
             };
-            out.push(OutputSpec { buffer, reduce, tolerance, reference, loc: f.loc, reference_loc });
+            out.push(OutputSpec {
+                buffer,
+                reduce,
+                tolerance,
+                reference,
+                loc: f.loc,
+                reference_loc,
+            });
         }
         Ok(out)
     }
@@ -1451,7 +2116,11 @@ impl Names<'_> {
         if self.buffers.is_empty() {
             return "none declared".into();
         }
-        self.buffers.iter().map(|b| b.name.as_str()).collect::<Vec<_>>().join(", ")
+        self.buffers
+            .iter()
+            .map(|b| b.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
     fn taken(&self, name: &str) -> bool {
@@ -1459,6 +2128,10 @@ impl Names<'_> {
     }
 
     fn scope<'s>(&'s self, counters: &'s [String]) -> Vec<&'s str> {
-        self.sizes.iter().map(|s| s.0.as_str()).chain(counters.iter().map(String::as_str)).collect()
+        self.sizes
+            .iter()
+            .map(|s| s.0.as_str())
+            .chain(counters.iter().map(String::as_str))
+            .collect()
     }
 }

@@ -29,13 +29,22 @@ pub fn prepare_ptx(ptx: &str, symbols: &[(ResolvedSymbol, Vec<u8>)]) -> Result<S
             return Err(format!("the PTX has no variable {}", sym.ptx_name));
         };
         if v.attrs.iter().any(|a| a == ".extern") {
-            return Err(format!("{} is declared .extern (defined in another module)", sym.ptx_name));
+            return Err(format!(
+                "{} is declared .extern (defined in another module)",
+                sym.ptx_name
+            ));
         }
-        let ty_at = v.attrs.iter().position(|a| a.strip_prefix('.').is_some_and(mantissa_ptx::is_type));
+        let ty_at = v
+            .attrs
+            .iter()
+            .position(|a| a.strip_prefix('.').is_some_and(mantissa_ptx::is_type));
         let Some(ty_at) = ty_at else {
             return Err(format!("{} has no element type", sym.ptx_name));
         };
-        let width = v.attrs[ty_at].strip_prefix('.').and_then(mantissa_ptx::type_bytes).unwrap_or(1);
+        let width = v.attrs[ty_at]
+            .strip_prefix('.')
+            .and_then(mantissa_ptx::type_bytes)
+            .unwrap_or(1);
         v.attrs[ty_at] = ".b8".to_string();
         if !v.attrs.iter().any(|a| a == ".align") {
             v.attrs.insert(ty_at, width.to_string());
@@ -50,7 +59,9 @@ pub fn prepare_ptx(ptx: &str, symbols: &[(ResolvedSymbol, Vec<u8>)]) -> Result<S
 
 /// Whether the program has `.global` variables a kernel could change between repeats.
 pub fn has_global_variables(ptx: &str) -> bool {
-    crate::validate::module_variables(ptx).iter().any(|v| v.1 == ".global")
+    crate::validate::module_variables(ptx)
+        .iter()
+        .any(|v| v.1 == ".global")
 }
 
 #[cfg(test)]
@@ -60,7 +71,12 @@ mod tests {
     const PTX: &str = "//\n.version 8.5\n.target sm_90\n.address_size 64\n\n.const .align 8 .b8 coef[24];\n.global .align 8 .f64 total;\n\n.visible .entry k(\n\t.param .u64 k_param_0\n)\n{\n\tret;\n}\n";
 
     fn sym(name: &str, bytes: usize) -> ResolvedSymbol {
-        ResolvedSymbol { name: name.into(), ptx_name: name.into(), space: ".const".into(), bytes }
+        ResolvedSymbol {
+            name: name.into(),
+            ptx_name: name.into(),
+            space: ".const".into(),
+            bytes,
+        }
     }
 
     #[test]
@@ -69,12 +85,31 @@ mod tests {
         for x in [0.25f64, 0.5, 0.25] {
             coef.extend_from_slice(&x.to_le_bytes());
         }
-        let out = prepare_ptx(PTX, &[(sym("coef", 24), coef), (sym("total", 8), 1.0f64.to_le_bytes().to_vec())]).unwrap();
-        assert!(out.contains(".const .align 8 .b8 coef[24] = {0, 0, 0, 0, 0, 0, 208, 63,"), "{out}");
-        assert!(out.contains(".global .align 8 .b8 total[8] = {0, 0, 0, 0, 0, 0, 240, 63}"), "{out}");
+        let out = prepare_ptx(
+            PTX,
+            &[
+                (sym("coef", 24), coef),
+                (sym("total", 8), 1.0f64.to_le_bytes().to_vec()),
+            ],
+        )
+        .unwrap();
+        assert!(
+            out.contains(".const .align 8 .b8 coef[24] = {0, 0, 0, 0, 0, 0, 208, 63,"),
+            "{out}"
+        );
+        assert!(
+            out.contains(".global .align 8 .b8 total[8] = {0, 0, 0, 0, 0, 0, 240, 63}"),
+            "{out}"
+        );
         // The rewritten module still declares both, with the sizes the checks expect.
         let vars = crate::validate::module_variables(&out);
-        assert_eq!(vars, vec![("coef".into(), ".const".into(), Some(24)), ("total".into(), ".global".into(), Some(8))]);
+        assert_eq!(
+            vars,
+            vec![
+                ("coef".into(), ".const".into(), Some(24)),
+                ("total".into(), ".global".into(), Some(8))
+            ]
+        );
         assert!(has_global_variables(PTX));
         assert_eq!(prepare_ptx(PTX, &[]).unwrap(), PTX);
     }

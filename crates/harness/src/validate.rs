@@ -99,7 +99,10 @@ impl ScalarKind {
                 Some(i) => Ok(Scalar::U32(i)),
                 None => Err(format!("{v}, not a u32")),
             },
-            DType::I64 => v.as_integer().map(Scalar::I64).ok_or_else(|| format!("{v}, not an i64")),
+            DType::I64 => v
+                .as_integer()
+                .map(Scalar::I64)
+                .ok_or_else(|| format!("{v}, not an i64")),
             DType::U64 => match v.as_integer().and_then(|i| u64::try_from(i).ok()) {
                 Some(i) => Ok(Scalar::U64(i)),
                 None => Err(format!("{v}, not a u64")),
@@ -203,23 +206,33 @@ pub fn resolve_kernel<'e>(
     if let Some(e) = entries.iter().find(|e| e.name == name) {
         return Ok(e);
     }
-    if let Some(e) = lowered.get(name).and_then(|l| entries.iter().find(|e| &e.name == l)) {
+    if let Some(e) = lowered
+        .get(name)
+        .and_then(|l| entries.iter().find(|e| &e.name == l))
+    {
         return Ok(e);
     }
     let matches: Vec<&EntrySignature> = entries
         .iter()
         .filter(|e| {
-            demangled_base(&e.name).is_some_and(|d| d == name || d.rsplit("::").next() == Some(name))
+            demangled_base(&e.name)
+                .is_some_and(|d| d == name || d.rsplit("::").next() == Some(name))
         })
         .collect();
     match matches.as_slice() {
         [one] => Ok(one),
         [] => Err((format!("unknown kernel '{name}'"), list())),
         many => Err((
-            format!("'{name}', which names {} kernels (overloads or template instances)", many.len()),
+            format!(
+                "'{name}', which names {} kernels (overloads or template instances)",
+                many.len()
+            ),
             format!(
                 "one mangled name of {}, or a name expression such as {name}<double>",
-                many.iter().map(|e| e.name.as_str()).collect::<Vec<_>>().join(", ")
+                many.iter()
+                    .map(|e| e.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
         )),
     }
@@ -240,10 +253,21 @@ pub fn module_variables(ptx: &str) -> Vec<(String, String, Option<usize>)> {
 }
 
 fn variable(v: &VarDecl) -> Option<(String, String, Option<usize>)> {
-    let space = v.attrs.iter().find(|a| *a == ".const" || *a == ".global")?.clone();
-    let ty = v.attrs.iter().filter_map(|a| a.strip_prefix('.')).find(|a| mantissa_ptx::is_type(a))?;
+    let space = v
+        .attrs
+        .iter()
+        .find(|a| *a == ".const" || *a == ".global")?
+        .clone();
+    let ty = v
+        .attrs
+        .iter()
+        .filter_map(|a| a.strip_prefix('.'))
+        .find(|a| mantissa_ptx::is_type(a))?;
     let width = mantissa_ptx::type_bytes(ty)? as usize;
-    let count = v.dims.iter().try_fold(1usize, |n, d| d.map(|d| n * d as usize));
+    let count = v
+        .dims
+        .iter()
+        .try_fold(1usize, |n, d| d.map(|d| n * d as usize));
     Some((v.name.clone(), space, count.map(|c| c * width)))
 }
 
@@ -259,53 +283,113 @@ pub fn plan(
     let mut plan = Plan::default();
     for (step, counters) in spec.walk() {
         if let StepKind::Launch(l) = &step.kind {
-            let sig = resolve_kernel(&l.kernel, &entries, lowered)
-                .map_err(|(found, accepted)| spec.error(l.kernel_loc, format!("{}.launch", step.path), found, accepted))?;
+            let sig =
+                resolve_kernel(&l.kernel, &entries, lowered).map_err(|(found, accepted)| {
+                    spec.error(
+                        l.kernel_loc,
+                        format!("{}.launch", step.path),
+                        found,
+                        accepted,
+                    )
+                })?;
             let args = plan_args(spec, &step.path, l, sig, &counters)?;
             plan.launches.insert(
                 step.path.clone(),
-                ResolvedLaunch { entry: sig.name.clone(), params: sig.params.clone(), args },
+                ResolvedLaunch {
+                    entry: sig.name.clone(),
+                    params: sig.params.clone(),
+                    args,
+                },
             );
         }
     }
     let vars = module_variables(ptx);
     for (s, (_, bytes)) in spec.symbols.iter().zip(symbol_bytes) {
         let found = vars.iter().find(|v| v.0 == s.name).or_else(|| {
-            vars.iter().find(|v| demangled_base(&v.0).is_some_and(|d| d == s.name || d.rsplit("::").next() == Some(s.name.as_str())))
+            vars.iter().find(|v| {
+                demangled_base(&v.0)
+                    .is_some_and(|d| d == s.name || d.rsplit("::").next() == Some(s.name.as_str()))
+            })
         });
         let Some((ptx_name, space, size)) = found else {
             let list = if vars.is_empty() {
-                "a __constant__ or __device__ variable of the program; the PTX declares none".to_string()
+                "a __constant__ or __device__ variable of the program; the PTX declares none"
+                    .to_string()
             } else {
-                format!("a __constant__ or __device__ variable of the program: {}", vars.iter().map(|v| format!("{} ({}, {} bytes)", v.0, v.1, v.2.map_or("?".into(), |b| b.to_string()))).collect::<Vec<_>>().join(", "))
+                format!(
+                    "a __constant__ or __device__ variable of the program: {}",
+                    vars.iter()
+                        .map(|v| format!(
+                            "{} ({}, {} bytes)",
+                            v.0,
+                            v.1,
+                            v.2.map_or("?".into(), |b| b.to_string())
+                        ))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
             };
-            return Err(spec.error(s.loc, format!("symbols.{}", s.name), format!("no variable '{}' in the PTX", s.name), list));
+            return Err(spec.error(
+                s.loc,
+                format!("symbols.{}", s.name),
+                format!("no variable '{}' in the PTX", s.name),
+                list,
+            ));
         };
         if *size != Some(bytes.len()) {
             return Err(spec.error(
                 s.value_loc,
                 format!("symbols.{}.value", s.name),
                 format!("{} bytes of values", bytes.len()),
-                format!("{} bytes, the size of {space} {ptx_name} in the PTX", size.map_or("a known number of".into(), |b| b.to_string())),
+                format!(
+                    "{} bytes, the size of {space} {ptx_name} in the PTX",
+                    size.map_or("a known number of".into(), |b| b.to_string())
+                ),
             ));
         }
-        plan.symbols.push(ResolvedSymbol { name: s.name.clone(), ptx_name: ptx_name.clone(), space: space.clone(), bytes: bytes.len() });
+        plan.symbols.push(ResolvedSymbol {
+            name: s.name.clone(),
+            ptx_name: ptx_name.clone(),
+            space: space.clone(),
+            bytes: bytes.len(),
+        });
     }
     Ok(plan)
 }
 
 fn param_list(sig: &EntrySignature) -> String {
-    sig.params.iter().map(|p| if p.count > 1 { format!(".{}[{}]", p.ptx_type, p.count) } else { format!(".{}", p.ptx_type) }).collect::<Vec<_>>().join(", ")
+    sig.params
+        .iter()
+        .map(|p| {
+            if p.count > 1 {
+                format!(".{}[{}]", p.ptx_type, p.count)
+            } else {
+                format!(".{}", p.ptx_type)
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
-fn plan_args(spec: &Spec, path: &str, l: &Launch, sig: &EntrySignature, counters: &[String]) -> Result<Vec<PlannedArg>, SpecError> {
+fn plan_args(
+    spec: &Spec,
+    path: &str,
+    l: &Launch,
+    sig: &EntrySignature,
+    counters: &[String],
+) -> Result<Vec<PlannedArg>, SpecError> {
     if l.args.len() != sig.params.len() {
         let at = l.args.last().map_or(l.kernel_loc, |a| a.loc);
         return Err(spec.error(
             at,
             format!("{path}.args"),
             format!("{} arguments", l.args.len()),
-            format!("{} arguments, the parameters of {} ({})", sig.params.len(), sig.name, param_list(sig)),
+            format!(
+                "{} arguments, the parameters of {} ({})",
+                sig.params.len(),
+                sig.name,
+                param_list(sig)
+            ),
         ));
     }
     let mut out = Vec::new();
@@ -315,8 +399,18 @@ fn plan_args(spec: &Spec, path: &str, l: &Launch, sig: &EntrySignature, counters
     Ok(out)
 }
 
-fn plan_arg(spec: &Spec, a: &Arg, p: &EntryParam, i: usize, counters: &[String]) -> Result<PlannedArg, SpecError> {
-    let pty = if p.count > 1 { format!(".{}[{}]", p.ptx_type, p.count) } else { format!(".{}", p.ptx_type) };
+fn plan_arg(
+    spec: &Spec,
+    a: &Arg,
+    p: &EntryParam,
+    i: usize,
+    counters: &[String],
+) -> Result<PlannedArg, SpecError> {
+    let pty = if p.count > 1 {
+        format!(".{}[{}]", p.ptx_type, p.count)
+    } else {
+        format!(".{}", p.ptx_type)
+    };
     let err = |found: String, accepted: String| spec.error(a.loc, &a.field, found, accepted);
     let pointer = p.count == 1 && matches!(p.ptx_type.as_str(), "u64" | "s64" | "b64");
     let kind = ScalarKind::of(p);
@@ -364,9 +458,15 @@ mod tests {
 
     #[test]
     fn demangling_reads_the_leading_name() {
-        assert_eq!(demangled_base("_Z7stencilPdS_ii").as_deref(), Some("stencil"));
+        assert_eq!(
+            demangled_base("_Z7stencilPdS_ii").as_deref(),
+            Some("stencil")
+        );
         assert_eq!(demangled_base("_ZN2ns4coefE").as_deref(), Some("ns::coef"));
-        assert_eq!(demangled_base("_ZN2ns6detail4stepEPd").as_deref(), Some("ns::detail::step"));
+        assert_eq!(
+            demangled_base("_ZN2ns6detail4stepEPd").as_deref(),
+            Some("ns::detail::step")
+        );
         assert_eq!(demangled_base("_Z4axpyIdEvPT_").as_deref(), Some("axpy"));
         assert_eq!(demangled_base("_ZL5tablePd").as_deref(), Some("table"));
         assert_eq!(demangled_base("saxpy"), None);
@@ -376,13 +476,28 @@ mod tests {
     fn conversions_follow_the_contract() {
         assert_eq!(ScalarKind::Int32.convert(Val::Int(5)), Ok(Scalar::U32(5)));
         assert_eq!(ScalarKind::Int32.convert(Val::Int(-5)), Ok(Scalar::I32(-5)));
-        assert_eq!(ScalarKind::Int32.convert(Val::Float(4.0)), Ok(Scalar::U32(4)));
-        assert!(ScalarKind::Int32.convert(Val::Float(4.5)).unwrap_err().contains("not an integer"));
-        assert!(ScalarKind::Int32.convert(Val::Int(1 << 40)).unwrap_err().contains("out of range"));
+        assert_eq!(
+            ScalarKind::Int32.convert(Val::Float(4.0)),
+            Ok(Scalar::U32(4))
+        );
+        assert!(ScalarKind::Int32
+            .convert(Val::Float(4.5))
+            .unwrap_err()
+            .contains("not an integer"));
+        assert!(ScalarKind::Int32
+            .convert(Val::Int(1 << 40))
+            .unwrap_err()
+            .contains("out of range"));
         assert_eq!(ScalarKind::F32.convert(Val::Int(3)), Ok(Scalar::F32(3.0)));
-        assert_eq!(ScalarKind::F64.convert(Val::Float(0.1)), Ok(Scalar::F64(0.1)));
+        assert_eq!(
+            ScalarKind::F64.convert(Val::Float(0.1)),
+            Ok(Scalar::F64(0.1))
+        );
         assert_eq!(ScalarKind::Int64.convert(Val::Int(-1)), Ok(Scalar::I64(-1)));
-        assert_eq!(ScalarKind::convert_typed(DType::F32, Val::Float(0.25)), Ok(Scalar::F32(0.25)));
+        assert_eq!(
+            ScalarKind::convert_typed(DType::F32, Val::Float(0.25)),
+            Ok(Scalar::F32(0.25))
+        );
         assert!(ScalarKind::convert_typed(DType::U32, Val::Int(-1)).is_err());
     }
 }

@@ -39,7 +39,9 @@ buffer = "y"
 
 #[test]
 fn a_fault_names_the_step_and_the_iteration() {
-    let Some(gpu) = require_gpu_or_skip() else { return };
+    let Some(gpu) = require_gpu_or_skip() else {
+        return;
+    };
     let d = std::env::temp_dir().join(format!("mantissa-gpu-fault-{}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
     std::fs::write(d.join("kernels.cu"), KERNELS).unwrap();
@@ -47,8 +49,14 @@ fn a_fault_names_the_step_and_the_iteration() {
     let spec = Spec::load(&d.join("spec.toml")).unwrap();
     let result = run_spec(&gpu, &spec, &RunRequest::default(), &mut |_| {}).unwrap();
     let err = result.runs[0].outcome.as_ref().unwrap_err();
-    assert!(err.starts_with("steps[1].steps[1] (launch oob), iteration t=2: "), "{err}");
-    assert!(err.to_lowercase().contains("illegal address") || err.contains("ILLEGAL_ADDRESS"), "{err}");
+    assert!(
+        err.starts_with("steps[1].steps[1] (launch oob), iteration t=2: "),
+        "{err}"
+    );
+    assert!(
+        err.to_lowercase().contains("illegal address") || err.contains("ILLEGAL_ADDRESS"),
+        "{err}"
+    );
     assert_eq!(result.records[0].status, mantissa_report::Status::Failed);
     std::fs::remove_dir_all(&d).ok();
 }

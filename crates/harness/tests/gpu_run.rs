@@ -95,7 +95,9 @@ fn workdir(tag: &str) -> PathBuf {
 
 #[test]
 fn a_two_kernel_spec_runs_and_matches_values_computed_here() {
-    let Some(gpu) = require_gpu_or_skip() else { return };
+    let Some(gpu) = require_gpu_or_skip() else {
+        return;
+    };
     let d = workdir("two");
     std::fs::write(d.join("kernels.cu"), KERNELS).unwrap();
     std::fs::write(d.join("spec.toml"), SPEC).unwrap();
@@ -105,7 +107,10 @@ fn a_two_kernel_spec_runs_and_matches_values_computed_here() {
     let spec = Spec::load(&d.join("spec.toml")).unwrap();
     let request = RunRequest {
         flag_sets: vec![FlagSet::DEFAULT, FlagSet::NOFMA],
-        exec: ExecOptions { warmup: 1, repeats: 3 },
+        exec: ExecOptions {
+            warmup: 1,
+            repeats: 3,
+        },
         save_dir: Some(d.join("out")),
         ..RunRequest::default()
     };
@@ -118,7 +123,11 @@ fn a_two_kernel_spec_runs_and_matches_values_computed_here() {
     .unwrap();
     assert_eq!(result.runs.len(), 2);
     assert_eq!(records, 4, "one record per output per run");
-    assert!(result.front_end.starts_with("nvrtc"), "{}", result.front_end);
+    assert!(
+        result.front_end.starts_with("nvrtc"),
+        "{}",
+        result.front_end
+    );
     for run in &result.runs {
         let out = run.outcome.as_ref().unwrap_or_else(|e| panic!("{e}"));
         let y = &out.outputs[0];
@@ -133,25 +142,52 @@ fn a_two_kernel_spec_runs_and_matches_values_computed_here() {
         assert_eq!(t.samples_ms.len(), 3);
         assert!(t.median_ms > 0.0);
     }
-    let saved = mantissa_harness::npy::read(&d.join("out/y.npy"), mantissa_gpu::DType::F64, 1000).unwrap();
+    let saved =
+        mantissa_harness::npy::read(&d.join("out/y.npy"), mantissa_gpu::DType::F64, 1000).unwrap();
     assert_eq!(saved, HostData::F64(expected));
     assert!(d.join("out/nofma.as-written/y.npy").exists());
     let rec = &result.records[0];
-    assert_eq!((rec.workload.as_str(), rec.algorithm.as_str(), rec.precision.as_str()), ("two-kernels", "y", "as-written"));
-    assert_eq!(rec.backend, mantissa_report::Backend::Gpu { grid: [4, 1, 1], block: [256, 1, 1] });
+    assert_eq!(
+        (
+            rec.workload.as_str(),
+            rec.algorithm.as_str(),
+            rec.precision.as_str()
+        ),
+        ("two-kernels", "y", "as-written")
+    );
+    assert_eq!(
+        rec.backend,
+        mantissa_report::Backend::Gpu {
+            grid: [4, 1, 1],
+            block: [256, 1, 1]
+        }
+    );
     assert!(rec.build.as_ref().is_some_and(|b| b.front_end == "nvrtc"));
     std::fs::remove_dir_all(&d).ok();
 }
 
 #[test]
 fn a_spec_error_against_the_ptx_comes_before_anything_runs() {
-    let Some(gpu) = require_gpu_or_skip() else { return };
+    let Some(gpu) = require_gpu_or_skip() else {
+        return;
+    };
     let d = workdir("bad");
     std::fs::write(d.join("kernels.cu"), KERNELS).unwrap();
-    let bad = SPEC.replace("args = [\"y\", \"x\", \"a\", \"n\"]", "args = [\"y\", \"a\", \"x\", \"n\"]").replace("reference = \"y_ref.npy\"\n", "");
+    let bad = SPEC
+        .replace(
+            "args = [\"y\", \"x\", \"a\", \"n\"]",
+            "args = [\"y\", \"a\", \"x\", \"n\"]",
+        )
+        .replace("reference = \"y_ref.npy\"\n", "");
     std::fs::write(d.join("spec.toml"), bad).unwrap();
     let spec = Spec::load(&d.join("spec.toml")).unwrap();
-    let err = run_spec(&gpu, &spec, &RunRequest::default(), &mut |_| {}).unwrap_err().to_string();
-    assert!(err.contains("steps[0].args[1]: found the size") || err.contains("steps[0].args[2]: found buffer 'x' for parameter 3 (.f64)"), "{err}");
+    let err = run_spec(&gpu, &spec, &RunRequest::default(), &mut |_| {})
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("steps[0].args[1]: found the size")
+            || err.contains("steps[0].args[2]: found buffer 'x' for parameter 3 (.f64)"),
+        "{err}"
+    );
     std::fs::remove_dir_all(&d).ok();
 }

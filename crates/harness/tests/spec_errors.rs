@@ -14,13 +14,22 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// A fresh directory holding `kernel.cu`, `k.ptx`, `include/` and `data/u0_f4.npy` (3 x f32).
 fn workdir() -> PathBuf {
     static N: AtomicUsize = AtomicUsize::new(0);
-    let d = std::env::temp_dir().join(format!("mantissa-spec-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
+    let d = std::env::temp_dir().join(format!(
+        "mantissa-spec-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
     std::fs::create_dir_all(d.join("include")).unwrap();
     std::fs::create_dir_all(d.join("data")).unwrap();
     std::fs::write(d.join("kernel.cu"), "// kernels\n").unwrap();
     std::fs::write(d.join("k.ptx"), PTX).unwrap();
-    mantissa_harness::npy::write(&d.join("data/u0_f4.npy"), &HostData::F32(vec![1.0, 2.0, 3.0])).unwrap();
-    mantissa_harness::npy::write(&d.join("data/u0.npy"), &HostData::F64(vec![1.0, 2.0, 3.0])).unwrap();
+    mantissa_harness::npy::write(
+        &d.join("data/u0_f4.npy"),
+        &HostData::F32(vec![1.0, 2.0, 3.0]),
+    )
+    .unwrap();
+    mantissa_harness::npy::write(&d.join("data/u0.npy"), &HostData::F64(vec![1.0, 2.0, 3.0]))
+        .unwrap();
     d
 }
 
@@ -108,18 +117,29 @@ fn a_complete_spec_reads_back_typed() {
     assert_eq!(s.name, "heat");
     assert_eq!(s.source.front_end, FrontEnd::Nvrtc);
     let opts = s.source.options();
-    assert!(opts[0].starts_with("-I") && opts[0].ends_with("include"), "{opts:?}");
+    assert!(
+        opts[0].starts_with("-I") && opts[0].ends_with("include"),
+        "{opts:?}"
+    );
     assert_eq!(&opts[1..], ["-DBLOCK=16", "-DUSE_HALO=1", "-DNDEBUG"]);
     assert_eq!(s.source.arch.as_deref(), Some("sm_90"));
     assert_eq!(s.sizes[2], ("n".to_string(), Val::Int(128)));
     assert_eq!(s.sizes[5].1, Val::Float(0.1 / 0.25));
     assert_eq!(s.buffers.len(), 3);
     assert_eq!((s.buffers[0].dtype, s.buffers[0].len), (DType::F64, 128));
-    assert_eq!(s.buffers[0].init, Init::Random { dist: Random::Uniform { min: 0.0, max: 1.0 }, seed: 7 });
+    assert_eq!(
+        s.buffers[0].init,
+        Init::Random {
+            dist: Random::Uniform { min: 0.0, max: 1.0 },
+            seed: 7
+        }
+    );
     assert_eq!(s.buffers[1].init, Init::Zeros);
     assert_eq!(s.seeds(), vec![("u".to_string(), 7)]);
     assert_eq!(s.steps.len(), 2);
-    let StepKind::Repeat { counter, steps, .. } = &s.steps[1].kind else { panic!() };
+    let StepKind::Repeat { counter, steps, .. } = &s.steps[1].kind else {
+        panic!()
+    };
     assert_eq!(counter.as_deref(), Some("t"));
     assert_eq!(steps[2].describe(), "steps[1].steps[2] (launch stencil)");
     assert_eq!(s.walk().len(), 7);
@@ -167,7 +187,9 @@ fn wrong_types() {
         "t.toml:5:7: buffers.u.len: found the boolean true; accepted an integer, a float, or an expression string"
     );
     assert_eq!(
-        err(&format!("{HEAD}[sizes]\nn = 3.5\n[buffers.u]\ntype = \"f64\"\nlen = \"n\"\n")),
+        err(&format!(
+            "{HEAD}[sizes]\nn = 3.5\n[buffers.u]\ntype = \"f64\"\nlen = \"n\"\n"
+        )),
         "t.toml:7:7: buffers.u.len: found n = 3.5; accepted a non-negative integer"
     );
     assert_eq!(
@@ -182,7 +204,11 @@ fn wrong_types() {
         err("[source]\nfile = \"missing.cu\"\n"),
         "t.toml:2:8: source.file: found \"missing.cu\", which does not exist (missing.cu); accepted an existing path, relative to the spec's directory"
     );
-    assert!(err("[source\n").starts_with("t.toml:1:8: (toml): found a TOML syntax error"), "{}", err("[source\n"));
+    assert!(
+        err("[source\n").starts_with("t.toml:1:8: (toml): found a TOML syntax error"),
+        "{}",
+        err("[source\n")
+    );
 }
 
 #[test]
@@ -194,9 +220,15 @@ fn unknown_names() {
     let e = err(&format!("{HEAD}[buffers.u]\ntype = \"f64\"\nlen = 4\n[[steps]]\nlaunch = \"k\"\ngrid = 1\nblock = 1\nargs = [\"u\", \"v\"]\n{TAIL}"));
     assert_eq!(e, "t.toml:10:15: steps[0].args[1]: found unknown name 'v'; accepted buffers, sizes and loop counters: none; buffers: u");
     let e = err(&format!("{HEAD}[buffers.u]\ntype = \"f64\"\nlen = 4\n[[steps]]\ncopy = {{ from = \"u\", to = \"w\" }}\n{TAIL}"));
-    assert_eq!(e, "t.toml:7:27: steps[0].copy.to: found the string \"w\"; accepted a buffer: u");
+    assert_eq!(
+        e,
+        "t.toml:7:27: steps[0].copy.to: found the string \"w\"; accepted a buffer: u"
+    );
     let e = err(&format!("{HEAD}[buffers.u]\ntype = \"f64\"\nlen = 4\n[[steps]]\nlaunch = \"k\"\ngrid = 1\nblock = 1\n\n[[outputs]]\nbuffer = \"v\"\n"));
-    assert_eq!(e, "t.toml:12:10: outputs[0].buffer: found the string \"v\"; accepted a buffer: u");
+    assert_eq!(
+        e,
+        "t.toml:12:10: outputs[0].buffer: found the string \"v\"; accepted a buffer: u"
+    );
     // A counter is in scope inside its loop only.
     let e = err(&format!("{HEAD}[buffers.u]\ntype = \"f64\"\nlen = 4\n[[steps]]\nrepeat = 2\ncounter = \"t\"\nsteps = [{{ launch = \"k\", grid = 1, block = 1, args = [\"t\"] }}]\n[[steps]]\nlaunch = \"k\"\ngrid = \"t + 1\"\nblock = 1\n{TAIL}"));
     assert_eq!(e, "t.toml:12:9: steps[1].grid: found unknown name 't'; accepted sizes and loop counters: none");
@@ -233,7 +265,10 @@ fn npy_dtype_and_shape_must_fit() {
     let e = materialize(&s).unwrap_err().to_string();
     assert!(e.ends_with("t.toml:6:8: buffers.u.init: found data/u0.npy: shape (3,) (3 elements), expected 4 elements (4,); accepted 4 values of f64"), "{e}");
     let s = parse(&format!("{HEAD}[buffers.u]\ntype = \"f64\"\nlen = 3\ninit = {{ npy = \"data/u0.npy\" }}\n[[steps]]\nlaunch = \"k\"\ngrid = 1\nblock = 1\n{TAIL}")).unwrap();
-    assert_eq!(materialize(&s).unwrap().buffers[0].1, HostData::F64(vec![1.0, 2.0, 3.0]));
+    assert_eq!(
+        materialize(&s).unwrap().buffers[0].1,
+        HostData::F64(vec![1.0, 2.0, 3.0])
+    );
 }
 
 #[test]
@@ -276,7 +311,8 @@ const PTX: &str = r#"//
 fn check(body: &str) -> Result<mantissa_harness::validate::Plan, String> {
     let s = parse(&format!("{HEAD}[sizes]\nn = 4\n[buffers.x]\ntype = \"f32\"\nlen = 4\n[buffers.y]\ntype = \"f32\"\nlen = 4\n{body}\n[[outputs]]\nbuffer = \"y\"\n"))?;
     let inputs = materialize(&s).map_err(|e| e.to_string())?;
-    plan(&s, PTX, &BTreeMap::new(), &inputs.symbols).map_err(|e| e.to_string().replace(&format!("{}/", s.dir.display()), ""))
+    plan(&s, PTX, &BTreeMap::new(), &inputs.symbols)
+        .map_err(|e| e.to_string().replace(&format!("{}/", s.dir.display()), ""))
 }
 
 #[test]
@@ -295,11 +331,19 @@ fn unknown_kernels_list_the_kernels_found() {
 
 #[test]
 fn argument_count_and_kinds_match_the_signature() {
-    let e = check("[[steps]]\nlaunch = \"saxpy\"\ngrid = 1\nblock = 4\nargs = [\"x\", 2.0, \"y\"]\n").unwrap_err();
+    let e =
+        check("[[steps]]\nlaunch = \"saxpy\"\ngrid = 1\nblock = 4\nargs = [\"x\", 2.0, \"y\"]\n")
+            .unwrap_err();
     assert_eq!(e, "t.toml:15:19: steps[0].args: found 3 arguments; accepted 4 arguments, the parameters of saxpy (.u64, .f32, .u64, .u32)");
-    let e = check("[[steps]]\nlaunch = \"saxpy\"\ngrid = 1\nblock = 4\nargs = [\"x\", \"y\", \"y\", \"n\"]\n").unwrap_err();
+    let e = check(
+        "[[steps]]\nlaunch = \"saxpy\"\ngrid = 1\nblock = 4\nargs = [\"x\", \"y\", \"y\", \"n\"]\n",
+    )
+    .unwrap_err();
     assert_eq!(e, "t.toml:15:14: steps[0].args[1]: found buffer 'y' for parameter 2 (.f32); accepted a scalar for .f32 (a buffer needs a .u64/.b64 pointer parameter)");
-    let e = check("[[steps]]\nlaunch = \"saxpy\"\ngrid = 1\nblock = 4\nargs = [\"x\", 2.0, \"y\", 2.5]\n").unwrap_err();
+    let e = check(
+        "[[steps]]\nlaunch = \"saxpy\"\ngrid = 1\nblock = 4\nargs = [\"x\", 2.0, \"y\", 2.5]\n",
+    )
+    .unwrap_err();
     assert_eq!(e, "t.toml:15:24: steps[0].args[3]: found 2.5 = 2.5, not an integer, for a 32-bit integer parameter; accepted a value of the parameter's type (.u32; integers must be integral and in range)");
     let e = check("[[steps]]\nlaunch = \"saxpy\"\ngrid = 1\nblock = 4\nargs = [\"x\", { f64 = 2.0 }, \"y\", 4]\n").unwrap_err();
     assert_eq!(e, "t.toml:15:14: steps[0].args[1]: found an explicit f64 for parameter 2 (.f32); accepted a value of the parameter's type (.f32)");
