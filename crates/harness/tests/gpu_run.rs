@@ -191,3 +191,125 @@ fn a_spec_error_against_the_ptx_comes_before_anything_runs() {
     );
     std::fs::remove_dir_all(&d).ok();
 }
+
+const MORE_KERNELS: &str = r#"
+struct P { double a; double b; int k; };
+__constant__ P params;
+__device__ double acc;
+
+extern "C" __global__ void axpb(double* y, int n, int s) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = y[i] * params.b + s + params.k;
+}
+
+extern "C" __global__ void add_acc(double* out) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) { acc += params.a; out[0] = acc; }
+}
+"#;
+
+const MORE_SPEC: &str = r#"
+[source]
+file = "more.cu"
+
+[sizes]
+n = 8
+
+[buffers.y]
+type = "f64"
+len = "n"
+init = { constant = 1.0 }
+
+[buffers.z]
+type = "f64"
+len = "n"
+
+[buffers.w]
+type = "f64"
+len = 4
+
+[buffers.out]
+type = "f64"
+len = 1
+
+[symbols.params]
+fields = ["f64", "f64", "i32"]
+value = [[0.5, 2.0, 3]]
+
+[symbols.acc]
+type = "f64"
+value = [10.0]
+
+[[steps]]
+repeat = 2
+counter = "i"
+steps = [
+  { repeat = 3, counter = "j", steps = [ { launch = "axpb", grid = 1, block = "n", args = ["y", "n", "i * 3 + j"] } ] },
+  { launch = "add_acc", grid = 1, block = 1, args = ["out"] },
+]
+
+[[steps]]
+copy = { from = "y", to = "z" }
+
+[[steps]]
+fill = { buffer = "y", value = 7 }
+
+[[steps]]
+copy = { from = "z", to = "w" }
+
+[[outputs]]
+buffer = "y"
+[[outputs]]
+buffer = "z"
+[[outputs]]
+buffer = "w"
+[[outputs]]
+buffer = "out"
+"#;
+
+#[test]
+fn nested_loops_copies_fills_struct_and_device_symbols() {
+    let Some(gpu) = require_gpu_or_skip() else {
+        return;
+    };
+    let d = workdir("more");
+    std::fs::write(d.join("more.cu"), MORE_KERNELS).unwrap();
+    std::fs::write(d.join("spec.toml"), MORE_SPEC).unwrap();
+    let spec = Spec::load(&d.join("spec.toml")).unwrap();
+    let request = RunRequest {
+        save_dir: Some(d.join("out")),
+        ..RunRequest::default()
+    };
+    let result = run_spec(&gpu, &spec, &request, &mut |_| {}).unwrap();
+    let out = result.runs[0]
+        .outcome
+        .as_ref()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(out.timing.is_some());
+    // y = y * 2 + s + 3 for s = i * 3 + j = 0, 1, ..., 5 in loop order; exact in f64.
+    let mut y = 1.0f64;
+    for s in 0..6 {
+        y = y * 2.0 + f64::from(s) + 3.0;
+    }
+    let read = |name: &str, len: usize| {
+        mantissa_harness::npy::read(
+            &d.join(format!("out/{name}.npy")),
+            mantissa_gpu::DType::F64,
+            len,
+        )
+        .unwrap()
+    };
+    assert_eq!(read("y", 8), HostData::F64(vec![7.0; 8]), "fill");
+    assert_eq!(
+        read("z", 8),
+        HostData::F64(vec![y; 8]),
+        "loops, then a whole copy"
+    );
+    assert_eq!(
+        read("w", 4),
+        HostData::F64(vec![y; 4]),
+        "a copy of the shorter length"
+    );
+    // acc starts at the spec's 10.0 and gains params.a = 0.5 twice.
+    assert_eq!(read("out", 1), HostData::F64(vec![11.0]));
+    std::fs::remove_dir_all(&d).ok();
+}
