@@ -37,9 +37,9 @@ pub struct InspectArgs {
 }
 
 #[derive(Clone)]
-struct FlagList(Vec<FlagSet>);
+pub(crate) struct FlagList(pub(crate) Vec<FlagSet>);
 
-fn parse_flag_list(s: &str) -> Result<FlagList, String> {
+pub(crate) fn parse_flag_list(s: &str) -> Result<FlagList, String> {
     let mut v = Vec::new();
     for part in s.split(',').filter(|p| !p.trim().is_empty()) {
         let f: FlagSet = part

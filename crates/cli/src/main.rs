@@ -15,6 +15,7 @@ mod inspect;
 mod ops;
 mod progress;
 mod report;
+mod run;
 mod study;
 mod table;
 
@@ -56,6 +57,9 @@ enum Command {
     /// source line the floating-point instructions each produced, flagging what changes results:
     /// FMA contraction, approximate division/sqrt, flush-to-zero, float→unsigned casts.
     Inspect(inspect::InspectArgs),
+    /// Run your own CUDA program from a kernel spec (docs/SPEC.md) under flag sets, and compare
+    /// each output with the baseline build and your reference: digits, errors, ulps, time.
+    Run(run::RunArgs),
 }
 
 fn main() -> ExitCode {
@@ -79,6 +83,7 @@ fn main() -> ExitCode {
         Command::Study(args) => study::run(args, cli.threads.map(usize::from)),
         Command::Report(args) => report::run(args),
         Command::Inspect(args) => inspect::run(args),
+        Command::Run(args) => run::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -89,6 +94,7 @@ fn main() -> ExitCode {
             match e.downcast_ref::<mantissa_study::study::StudyError>() {
                 Some(mantissa_study::study::StudyError::Usage(_)) => ExitCode::from(2),
                 _ if e.is::<inspect::InspectUsage>() => ExitCode::from(2),
+                _ if e.is::<run::RunUsage>() => ExitCode::from(2),
                 _ => ExitCode::FAILURE,
             }
         }

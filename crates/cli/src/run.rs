@@ -1,0 +1,210 @@
+//! `mantissa run`: wiring for [`mantissa_harness::run_spec`] — read a kernel spec, run the user's
+//! program under each flag set, print one table per output, append the records to
+//! OUT/results.jsonl when `--out` is given.
+
+use crate::inspect::{parse_flag_list, FlagList};
+use crate::table::{markdown, num};
+use anyhow::anyhow;
+use clap::Args;
+use mantissa_gpu::Gpu;
+use mantissa_harness::exec::ExecOptions;
+use mantissa_harness::{run_spec, HarnessError, RunEvent, RunRequest, RunResult, Spec};
+use mantissa_report::ResultsLog;
+use std::path::PathBuf;
+
+/// The options of `mantissa run` (see docs/COMMANDS.md and docs/SPEC.md).
+#[derive(Args)]
+pub struct RunArgs {
+    /// The kernel spec (TOML; the format is in docs/SPEC.md).
+    spec: PathBuf,
+    /// Flag sets to run, comma-separated (presets or '+' combinations, as for inspect);
+    /// `default` always runs first: it is the baseline the others are compared with.
+    #[arg(long, default_value = "default", value_parser = parse_flag_list)]
+    flags: FlagList,
+    /// Write each run's output buffers as DIR/<buffer>.npy (the baseline) and
+    /// DIR/<flags>.<configuration>/<buffer>.npy (the others).
+    #[arg(long, value_name = "DIR")]
+    save: Option<PathBuf>,
+    /// Append one record per output per run to DIR/results.jsonl (read by `mantissa report`).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Timed repeats of the whole step sequence (median reported); 0 skips timing.
+    #[arg(long, default_value_t = 5)]
+    repeats: u32,
+    /// Print the records as JSON instead of tables.
+    #[arg(long)]
+    json: bool,
+}
+
+/// A spec error (one line with FILE:LINE:COL): exit code 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct RunUsage(pub String);
+
+pub fn run(args: RunArgs) -> anyhow::Result<()> {
+    // The spec is read before the GPU is probed, so a wrong spec says so on any machine.
+    let spec = Spec::load(&args.spec).map_err(|e| RunUsage(e.to_string()))?;
+    let gpu = Gpu::probe().map_err(|why| anyhow!("mantissa run needs a GPU: {why}"))?;
+    let mut log = match &args.out {
+        Some(dir) => Some(ResultsLog::open(dir, true)?),
+        None => None,
+    };
+    let request = RunRequest {
+        flag_sets: args.flags.0.clone(),
+        exec: ExecOptions {
+            warmup: 1,
+            repeats: args.repeats,
+        },
+        save_dir: args.save.clone(),
+        ..RunRequest::default()
+    };
+    let mut append_error = None;
+    let json = args.json;
+    let result = run_spec(&gpu, &spec, &request, &mut |event| match event {
+        RunEvent::Building { flags } if !json => {
+            eprintln!("building {} ({})", spec.name, flags.name())
+        }
+        RunEvent::Running {
+            flags,
+            configuration,
+        } if !json => {
+            eprintln!(
+                "running {} ({}, {})",
+                spec.name,
+                flags.name(),
+                configuration.name()
+            )
+        }
+        RunEvent::Record(r) => {
+            if let Some(log) = log.as_mut() {
+                if let Err(e) = log.append(r) {
+                    append_error.get_or_insert(e);
+                }
+            }
+        }
+        _ => {}
+    });
+    let result = match result {
+        Ok(r) => r,
+        Err(HarnessError::Spec(e)) => return Err(RunUsage(e.to_string()).into()),
+        Err(e) => return Err(e.into()),
+    };
+    if let Some(e) = append_error {
+        return Err(e.into());
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&result.records)?);
+    } else {
+        print!("{}", tables(&gpu, &result));
+        if let Some(log) = &log {
+            println!("records appended to {}", log.path().display());
+        }
+    }
+    let failed: Vec<String> = result
+        .runs
+        .iter()
+        .filter_map(|r| {
+            r.outcome
+                .as_ref()
+                .err()
+                .map(|e| format!("{} / {}: {e}", r.flags.name(), r.configuration.name()))
+        })
+        .collect();
+    match failed.first() {
+        Some(first) => Err(anyhow!(
+            "{} of {} runs failed; first: {first}",
+            failed.len(),
+            result.runs.len()
+        )),
+        None => Ok(()),
+    }
+}
+
+fn digits(d: f64) -> String {
+    if d.is_infinite() {
+        "all".into()
+    } else {
+        format!("{d}")
+    }
+}
+
+fn tables(gpu: &Gpu, result: &RunResult) -> String {
+    let mut out = format!(
+        "{} on {}, built with {}\n",
+        result.name,
+        gpu.info().name,
+        result.front_end
+    );
+    let Some(first) = result.runs.iter().find_map(|r| r.outcome.as_ref().ok()) else {
+        return out;
+    };
+    for (i, o) in first.outputs.iter().enumerate() {
+        out += &format!(
+            "\n### {}{}\n\n",
+            o.name,
+            o.tolerance
+                .map_or(String::new(), |t| format!(" (tolerance: {t})"))
+        );
+        let mut rows = Vec::new();
+        for run in &result.runs {
+            let mut row = vec![run.configuration.name(), run.flags.name()];
+            match &run.outcome {
+                Ok(outcome) => {
+                    let r = &outcome.outputs[i];
+                    let c = &r.vs_baseline;
+                    row.extend([
+                        digits(c.digits),
+                        num(c.max_rel),
+                        num(c.max_ulps),
+                        format!(
+                            "{}{}",
+                            c.differing,
+                            if c.nonfinite_mismatches > 0 {
+                                format!(" ({} NaN/inf)", c.nonfinite_mismatches)
+                            } else {
+                                String::new()
+                            }
+                        ),
+                        r.vs_reference
+                            .as_ref()
+                            .map_or("-".into(), |c| digits(c.digits)),
+                        r.met.map_or(
+                            "-".into(),
+                            |m| if m { "met".into() } else { "NOT met".into() },
+                        ),
+                        outcome
+                            .timing
+                            .as_ref()
+                            .map_or("-".into(), |t| num(t.median_ms)),
+                    ]);
+                }
+                Err(e) => row.extend([
+                    "failed".to_string(),
+                    e.clone(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                ]),
+            }
+            rows.push(row);
+        }
+        out += &markdown(
+            &[
+                "configuration",
+                "flags",
+                "digits vs baseline",
+                "max rel err",
+                "max ulps",
+                "differing",
+                "digits vs reference",
+                "tolerance",
+                "time median (ms)",
+            ],
+            &rows,
+            2,
+        );
+    }
+    out
+}

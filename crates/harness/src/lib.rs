@@ -1,0 +1,37 @@
+//! The kernel harness of mantissa: run a user's own multi-kernel CUDA program, described by a
+//! TOML spec (docs/SPEC.md), under flag sets and precision configurations, and say how its
+//! outputs differ from the baseline build and from the user's reference, and how fast it ran.
+//!
+//! It is not a compiler or a GPU runtime (those are `mantissa-gpu`), not a PTX rewriter
+//! (`mantissa-ptx`), and it prints nothing: progress goes through a callback, results come back
+//! as values and `mantissa_report::Record`s, and the CLI (`mantissa run`) draws the tables.
+//!
+//! Where the main types are:
+//! - [`Spec`] (in `spec.rs`): a spec file parsed with the position of every value;
+//!   [`SpecError`] displays as `FILE:LINE:COL: FIELD: found X; accepted Y`.
+//! - [`expr`]: the expression language of sizes, lengths, grids and arguments.
+//! - [`data`] and [`npy`]: buffer contents (zeros, constants, sequences, seeded random,
+//!   `.npy`), symbol bytes in C layout, `.npy` read and write.
+//! - [`validate`]: the spec checked against the program's PTX (kernel names and signatures,
+//!   symbols and their sizes) into a [`validate::Plan`], before anything runs.
+//! - [`exec`]: a plan run on a [`mantissa_gpu::Gpu`]: buffers, symbols, steps, loops, timing.
+//! - [`compare`]: an output against the baseline or a reference: digits, relative error, ulps,
+//!   differing elements, NaN handling, tolerance.
+//! - [`run`]: [`run_spec`], the entry point: every (flag set x [`Configuration`]) built, run,
+//!   compared, timed and recorded.
+
+#![deny(missing_docs)]
+
+pub mod compare;
+pub mod data;
+pub mod exec;
+pub mod expr;
+pub mod npy;
+pub mod run;
+pub mod spec;
+pub mod symbols;
+pub mod validate;
+
+pub use compare::{Comparison, OutputResult};
+pub use run::{run_spec, ConfigRun, Configuration, HarnessError, RunEvent, RunRequest, RunResult};
+pub use spec::{Spec, SpecError};

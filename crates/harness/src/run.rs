@@ -1,0 +1,594 @@
+//! [`run_spec`]: every (flag set x configuration) of a spec built, checked against its PTX, run,
+//! compared with the baseline (default flags, as written) and the user's references, timed, and
+//! recorded.
+//!
+//! Spec errors come back as `Err` before anything runs. A build or run that fails later does not:
+//! it becomes a [`ConfigRun`] whose outcome is the error (and a failed record), so the
+//! configurations that finished are kept, and the caller is told of each record as it is made
+//! ([`RunEvent::Record`]) to append it at once.
+
+use crate::compare::{compare, output_values, Comparison, OutputResult};
+use crate::data::{materialize, to_f64};
+use crate::exec::{execute, ExecError, ExecOptions, Execution};
+use crate::npy;
+use crate::spec::{FrontEnd, Spec, SpecError};
+use crate::symbols;
+use crate::validate::{plan, Plan};
+use mantissa_gpu::{BuildFacts, FlagSet, Gpu, GpuError, Source, Timing};
+use mantissa_report::{Backend, Build, ErrorMetrics, Record, Status, TimeStats, SCHEMA};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// A precision configuration: what is done to the program's PTX before it runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Configuration {
+    /// The program as written (the empty transform).
+    AsWritten,
+}
+
+impl Configuration {
+    /// The name in tables and records (a record's `precision`).
+    pub fn name(&self) -> String {
+        match self {
+            Configuration::AsWritten => "as-written".into(),
+        }
+    }
+
+    /// The PTX to load: the configuration's transform applied. The demotion transforms add
+    /// their arms here.
+    pub fn transform(&self, ptx: &str) -> Result<String, String> {
+        match self {
+            Configuration::AsWritten => Ok(ptx.to_string()),
+        }
+    }
+}
+
+/// What to run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunRequest {
+    /// Flag sets; `default` is added first if missing (it is the baseline).
+    pub flag_sets: Vec<FlagSet>,
+    /// Configurations; `AsWritten` is added first if missing (it is the baseline).
+    pub configurations: Vec<Configuration>,
+    /// Warm-up and timed repeats.
+    pub exec: ExecOptions,
+    /// Where to write each run's output buffers as `.npy` (`None`: nowhere).
+    pub save_dir: Option<PathBuf>,
+}
+
+impl Default for RunRequest {
+    fn default() -> Self {
+        RunRequest {
+            flag_sets: vec![FlagSet::DEFAULT],
+            configurations: vec![Configuration::AsWritten],
+            exec: ExecOptions::default(),
+            save_dir: None,
+        }
+    }
+}
+
+/// What happened, for progress displays and for appending records as they are made.
+#[derive(Debug)]
+pub enum RunEvent<'a> {
+    /// A build starts.
+    Building {
+        /// Its flag set.
+        flags: FlagSet,
+    },
+    /// A (flag set, configuration) run starts.
+    Running {
+        /// Its flag set.
+        flags: FlagSet,
+        /// Its configuration.
+        configuration: &'a Configuration,
+    },
+    /// A record is ready (one per output per run).
+    Record(&'a Record),
+}
+
+/// Errors that stop a spec before anything runs.
+#[derive(Debug, thiserror::Error)]
+pub enum HarnessError {
+    /// The spec is wrong (one line with its position).
+    #[error(transparent)]
+    Spec(#[from] SpecError),
+    /// The baseline could not be built, so nothing can be checked or compared.
+    #[error("{0}")]
+    Build(String),
+}
+
+/// One (flag set, configuration) run.
+#[derive(Debug, Clone)]
+pub struct ConfigRun {
+    /// Its flag set.
+    pub flags: FlagSet,
+    /// Its configuration.
+    pub configuration: Configuration,
+    /// How its program was built.
+    pub build: Option<BuildFacts>,
+    /// Its outputs compared, and its time; or why it failed (one line).
+    pub outcome: Result<RunOutcome, String>,
+}
+
+/// A run that finished.
+#[derive(Debug, Clone)]
+pub struct RunOutcome {
+    /// Per output, in spec order.
+    pub outputs: Vec<OutputResult>,
+    /// Device time of the whole step sequence.
+    pub timing: Option<Timing>,
+}
+
+/// Everything a spec run produced.
+#[derive(Debug, Clone)]
+pub struct RunResult {
+    /// The spec's name.
+    pub name: String,
+    /// Which front end built the program, in words (`nvrtc 13.0`, `ptx file`).
+    pub front_end: String,
+    /// One per (flag set, configuration), baseline first.
+    pub runs: Vec<ConfigRun>,
+    /// The records made (also given to the callback as they were made).
+    pub records: Vec<Record>,
+}
+
+/// A built program: its PTX, and what to load.
+pub struct Built {
+    /// The PTX (kernel signatures and symbols are read from it).
+    pub ptx: String,
+    /// Name expressions mapped to lowered names.
+    pub lowered: BTreeMap<String, String>,
+    /// Build facts for records.
+    pub facts: Option<BuildFacts>,
+    /// The compilation, for loading its cubin when the PTX is not changed.
+    pub compiled: Option<std::sync::Arc<mantissa_gpu::Compiled>>,
+    /// Front end in words.
+    pub front_end: String,
+}
+
+/// Builds the spec's program under `flags`.
+///
+/// INTEGRATION POINT: NVRTC only for now (and ready PTX); the nvcc front end being added to
+/// `mantissa-gpu` replaces the body of this function (auto: nvcc for files with host code).
+pub fn build_module(gpu: &Gpu, spec: &Spec, flags: FlagSet) -> Result<Built, String> {
+    let src = &spec.source;
+    let is_ptx = src.front_end == FrontEnd::Ptx
+        || (src.front_end == FrontEnd::Auto && src.file.extension().is_some_and(|e| e == "ptx"));
+    let text =
+        std::fs::read_to_string(&src.file).map_err(|e| format!("{}: {e}", src.file.display()))?;
+    if is_ptx {
+        if flags != FlagSet::DEFAULT {
+            return Err(format!(
+                "flag set {} does not apply to ready PTX ({}); only default runs",
+                flags.name(),
+                src.file.display()
+            ));
+        }
+        return Ok(Built {
+            ptx: text,
+            lowered: BTreeMap::new(),
+            facts: None,
+            compiled: None,
+            front_end: "ptx file".into(),
+        });
+    }
+    if src.front_end == FrontEnd::Nvcc {
+        return Err(
+            "front_end = \"nvcc\" is not available yet in this build; use \"nvrtc\" or \"auto\""
+                .into(),
+        );
+    }
+    let name = src
+        .file
+        .file_name()
+        .map_or("kernel.cu".into(), |n| n.to_string_lossy().into_owned());
+    let mut source = Source::new(name, text);
+    for o in src.options() {
+        source = source.with_option(o);
+    }
+    // Templated kernels are found through NVRTC name expressions.
+    for (step, _) in spec.walk() {
+        if let crate::spec::StepKind::Launch(l) = &step.kind {
+            if l.kernel.contains('<') && !source.name_expressions.contains(&l.kernel) {
+                source = source.with_name_expression(l.kernel.clone());
+            }
+        }
+    }
+    let compiled = match &src.arch {
+        Some(a) => {
+            let arch = a.parse().map_err(|e| format!("{e}"))?;
+            gpu.compiler()
+                .compile(&source, flags, mantissa_gpu::Target::Cubin(arch))
+                .map_err(|e| e.to_string())?
+        }
+        None => gpu.compile(&source, flags).map_err(|e| e.to_string())?,
+    };
+    let facts = compiled.build_facts();
+    Ok(Built {
+        ptx: compiled.ptx.clone(),
+        lowered: compiled.lowered_names.clone(),
+        front_end: format!("{} {}", facts.front_end, facts.front_end_version),
+        facts: Some(facts),
+        compiled: Some(compiled),
+    })
+}
+
+fn run_one(
+    gpu: &Gpu,
+    spec: &Spec,
+    built: &Built,
+    plan: &Plan,
+    inputs: &crate::data::Inputs,
+    configuration: &Configuration,
+    exec: ExecOptions,
+) -> Result<Execution, String> {
+    let ptx = configuration.transform(&built.ptx)?;
+    let syms: Vec<_> = plan
+        .symbols
+        .iter()
+        .cloned()
+        .zip(inputs.symbols.iter().map(|s| s.1.clone()))
+        .collect();
+    let ptx_changed = ptx != built.ptx || !syms.is_empty();
+    let ptx = symbols::prepare_ptx(&ptx, &syms)?;
+    let reload = symbols::has_global_variables(&ptx);
+    let name = spec.name.clone();
+    let load = || -> Result<mantissa_gpu::Module, GpuError> {
+        match (&built.compiled, ptx_changed) {
+            (Some(c), false) => gpu.load(c),
+            _ => gpu.load_ptx(&name, &ptx),
+        }
+    };
+    execute(gpu, &load, reload, spec, plan, inputs, exec).map_err(|e: ExecError| e.to_string())
+}
+
+/// Runs a spec: the baseline first (default flags, as written), then every other (flag set,
+/// configuration); see the module docs for what is an error and what is a failed run.
+pub fn run_spec(
+    gpu: &Gpu,
+    spec: &Spec,
+    request: &RunRequest,
+    progress: &mut dyn FnMut(RunEvent),
+) -> Result<RunResult, HarnessError> {
+    let inputs = materialize(spec)?;
+    // References are read before anything runs, so that a bad one is a spec error.
+    let mut references: Vec<Option<Vec<f64>>> = Vec::new();
+    for o in &spec.outputs {
+        references.push(match &o.reference {
+            None => None,
+            Some((path, written)) => {
+                let b = spec.buffer(&o.buffer).map(|b| (b.dtype, b.len));
+                let want = if o.reduce.is_some() {
+                    1
+                } else {
+                    b.map_or(0, |b| b.1)
+                };
+                let data = npy::read_any(path).map_err(|e| {
+                    spec.error(
+                        o.reference_loc,
+                        "reference",
+                        format!("{written}: {e}"),
+                        "a .npy",
+                    )
+                })?;
+                if data.len() != want
+                    || !(Some(data.dtype()) == b.map(|b| b.0)
+                        || data.dtype() == mantissa_gpu::DType::F64)
+                {
+                    let found = format!("{written}: {} elements of {}", data.len(), data.dtype());
+                    let accepted = format!(
+                        "{want} elements of {} or f64",
+                        b.map_or("?".into(), |b| b.0.to_string())
+                    );
+                    return Err(spec
+                        .error(
+                            o.reference_loc,
+                            format!("outputs.{}.reference", o.name()),
+                            found,
+                            accepted,
+                        )
+                        .into());
+                }
+                Some(to_f64(&data))
+            }
+        });
+    }
+    let mut flag_sets = vec![FlagSet::DEFAULT];
+    flag_sets.extend(
+        request
+            .flag_sets
+            .iter()
+            .copied()
+            .filter(|f| *f != FlagSet::DEFAULT),
+    );
+    flag_sets.dedup();
+    let mut configurations = vec![Configuration::AsWritten];
+    configurations.extend(
+        request
+            .configurations
+            .iter()
+            .filter(|c| **c != Configuration::AsWritten)
+            .cloned(),
+    );
+
+    let mut result = RunResult {
+        name: spec.name.clone(),
+        front_end: String::new(),
+        runs: Vec::new(),
+        records: Vec::new(),
+    };
+    let mut baseline: Option<Vec<Vec<f64>>> = None;
+    for flags in flag_sets {
+        progress(RunEvent::Building { flags });
+        let built = build_module(gpu, spec, flags);
+        let (built, plan) = match built {
+            Ok(b) => {
+                let p = plan(spec, &b.ptx, &b.lowered, &inputs.symbols)?;
+                (b, p)
+            }
+            Err(e) if flags == FlagSet::DEFAULT => return Err(HarnessError::Build(e)),
+            Err(e) => {
+                for configuration in &configurations {
+                    let run = ConfigRun {
+                        flags,
+                        configuration: configuration.clone(),
+                        build: None,
+                        outcome: Err(e.clone()),
+                    };
+                    push_records(gpu, spec, &run, None, &mut result, progress);
+                    result.runs.push(run);
+                }
+                continue;
+            }
+        };
+        if result.front_end.is_empty() {
+            result.front_end = built.front_end.clone();
+        }
+        for configuration in &configurations {
+            progress(RunEvent::Running {
+                flags,
+                configuration,
+            });
+            let outcome = run_one(
+                gpu,
+                spec,
+                &built,
+                &plan,
+                &inputs,
+                configuration,
+                request.exec,
+            )
+            .and_then(|ex| {
+                let values: Vec<Vec<f64>> = spec
+                    .outputs
+                    .iter()
+                    .map(|o| {
+                        ex.outputs
+                            .iter()
+                            .find(|(n, _)| *n == o.buffer)
+                            .map(|(_, d)| output_values(d, o.reduce))
+                            .unwrap_or_default()
+                    })
+                    .collect();
+                if let Some(dir) = &request.save_dir {
+                    save(dir, flags, configuration, &ex)?;
+                }
+                let base = baseline.get_or_insert_with(|| values.clone());
+                let outputs = spec
+                    .outputs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, o)| {
+                        let dtype = spec
+                            .buffer(&o.buffer)
+                            .map_or(mantissa_gpu::DType::F64, |b| b.dtype);
+                        let vs_baseline = compare(dtype, &values[i], &base[i]);
+                        let vs_reference = references[i]
+                            .as_ref()
+                            .map(|r| compare(dtype, &values[i], r));
+                        let met = o
+                            .tolerance
+                            .map(|t| vs_reference.as_ref().unwrap_or(&vs_baseline).meets(&t));
+                        OutputResult {
+                            name: o.name(),
+                            value: o.reduce.map(|_| values[i][0]),
+                            vs_baseline,
+                            vs_reference,
+                            tolerance: o.tolerance,
+                            met,
+                        }
+                    })
+                    .collect();
+                Ok((
+                    RunOutcome {
+                        outputs,
+                        timing: ex.timing.clone(),
+                    },
+                    ex.first_launch,
+                ))
+            });
+            let (outcome, dims) = match outcome {
+                Ok((o, d)) => (Ok(o), d),
+                Err(e) => (Err(e), None),
+            };
+            let run = ConfigRun {
+                flags,
+                configuration: configuration.clone(),
+                build: built.facts.clone(),
+                outcome,
+            };
+            push_records(gpu, spec, &run, dims, &mut result, progress);
+            result.runs.push(run);
+        }
+    }
+    Ok(result)
+}
+
+fn save(
+    dir: &std::path::Path,
+    flags: FlagSet,
+    configuration: &Configuration,
+    ex: &Execution,
+) -> Result<(), String> {
+    let sub = if flags == FlagSet::DEFAULT && *configuration == Configuration::AsWritten {
+        dir.to_path_buf()
+    } else {
+        dir.join(format!("{}.{}", flags.name(), configuration.name()))
+    };
+    std::fs::create_dir_all(&sub).map_err(|e| format!("{}: {e}", sub.display()))?;
+    for (name, data) in &ex.outputs {
+        npy::write(&sub.join(format!("{name}.npy")), data).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+fn metrics(c: &Comparison) -> ErrorMetrics {
+    ErrorMetrics {
+        abs: c.max_abs,
+        rel: Some(c.max_rel),
+        ulps: Some(c.max_ulps),
+        digits: Some(c.digits.min(99.0)),
+    }
+}
+
+fn push_records(
+    gpu: &Gpu,
+    spec: &Spec,
+    run: &ConfigRun,
+    dims: Option<mantissa_gpu::LaunchDims>,
+    result: &mut RunResult,
+    progress: &mut dyn FnMut(RunEvent),
+) {
+    let seeds = spec.seeds();
+    let backend = dims.map_or(
+        Backend::Gpu {
+            grid: [0; 3],
+            block: [0; 3],
+        },
+        |d| Backend::Gpu {
+            grid: [d.grid.0, d.grid.1, d.grid.2],
+            block: [d.block.0, d.block.1, d.block.2],
+        },
+    );
+    let seed_note = if seeds.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "seeds: {}",
+            seeds
+                .iter()
+                .map(|(b, s)| format!("{b}={s}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    for (i, o) in spec.outputs.iter().enumerate() {
+        let size = spec.buffer(&o.buffer).map_or(0, |b| b.len) as u64;
+        let mut extra = BTreeMap::new();
+        let mut descriptions = BTreeMap::new();
+        let mut note = vec![];
+        let (status, value, reference, error, time) = match &run.outcome {
+            Ok(out) => {
+                let r = &out.outputs[i];
+                let c = &r.vs_baseline;
+                let mut put = |k: &str, v: f64, d: &str| {
+                    extra.insert(k.to_string(), v);
+                    descriptions.insert(k.to_string(), d.to_string());
+                };
+                put("baseline.digits", c.digits.min(99.0), "correct decimal digits against the baseline (default flags, as written), minimum over elements (seed 002), capped at 99");
+                put(
+                    "baseline.max_rel",
+                    c.max_rel,
+                    "largest relative error against the baseline",
+                );
+                put(
+                    "baseline.mean_rel",
+                    c.mean_rel,
+                    "mean relative error against the baseline, finite elements",
+                );
+                put(
+                    "baseline.max_ulps",
+                    c.max_ulps,
+                    "largest distance to the baseline in ulps of the output's type",
+                );
+                put(
+                    "baseline.differing",
+                    c.differing as f64,
+                    "elements whose bits differ from the baseline",
+                );
+                put(
+                    "baseline.nonfinite_mismatches",
+                    c.nonfinite_mismatches as f64,
+                    "elements NaN or infinite where the baseline is not the same",
+                );
+                if let Some(rc) = &r.vs_reference {
+                    put("reference.digits", rc.digits.min(99.0), "correct decimal digits against the spec's reference .npy, minimum over elements");
+                    put(
+                        "reference.max_rel",
+                        rc.max_rel,
+                        "largest relative error against the spec's reference",
+                    );
+                }
+                if let Some(m) = r.met {
+                    put("tolerance_met", f64::from(u8::from(m)), "1 when the output's tolerance is met (against the reference if given, else the baseline)");
+                    note.push(format!(
+                        "tolerance {}: {}",
+                        r.tolerance.map_or(String::new(), |t| t.to_string()),
+                        if m { "met" } else { "NOT met" }
+                    ));
+                }
+                let error = Some(metrics(r.vs_reference.as_ref().unwrap_or(c)));
+                // A record's `reference` is one number; a buffer's reference is not, and a
+                // reduced output's reference value lives in the .npy the spec names.
+                let reference = None;
+                let time = out.timing.as_ref().map(|t| TimeStats {
+                    median_ms: t.median_ms,
+                    min_ms: t.min_ms,
+                    max_ms: t.max_ms,
+                    reps: t.samples_ms.len() as u32,
+                });
+                (Status::Ok, r.value, reference, error, time)
+            }
+            Err(e) => {
+                note.push(e.clone());
+                (Status::Failed, None, None, None, None)
+            }
+        };
+        if !seed_note.is_empty() {
+            note.push(seed_note.clone());
+        }
+        let record = Record {
+            schema: SCHEMA,
+            workload: spec.name.clone(),
+            algorithm: o.name(),
+            input: "spec".into(),
+            size,
+            seed: seeds.first().map_or(0, |s| s.1),
+            precision: run.configuration.name(),
+            backend,
+            flags: Some(run.flags.name()),
+            device: gpu.info().name.clone(),
+            status,
+            value,
+            reference,
+            error,
+            time,
+            extra,
+            descriptions,
+            note: (!note.is_empty()).then(|| note.join("; ")),
+            build: run.build.as_ref().map(|f| Build {
+                front_end: f.front_end.clone(),
+                front_end_version: f.front_end_version.clone(),
+                flags: f.flags.clone(),
+                options: f.options.clone(),
+                arch: f.arch.clone(),
+                source_hash: f.source_hash.clone(),
+            }),
+            version: Record::current_version(),
+            git_revision: Record::current_git_revision(),
+            date: Record::now(),
+        };
+        progress(RunEvent::Record(&record));
+        result.records.push(record);
+    }
+}
