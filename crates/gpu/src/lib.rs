@@ -48,10 +48,12 @@ pub mod device;
 pub mod device_types;
 pub mod error;
 pub mod flags;
+pub mod frontend;
 pub mod gpu;
 pub mod includes;
 pub mod launch;
 pub mod locate;
+pub mod nvcc;
 pub mod nvrtc;
 pub mod testing;
 pub mod timing;
@@ -66,13 +68,19 @@ pub use device_types::{
     values_of, visit_device_type, words_of, DeviceType, DeviceTypeVisitor, DeviceWords, Word,
 };
 pub use error::{
-    CompileError, DriverStatus, GpuError, GpuUnavailable, ImageKind, NvrtcUnavailable,
+    BuildError, CompileError, DriverStatus, GpuError, GpuUnavailable, ImageKind, NvccUnavailable,
+    NvrtcUnavailable,
 };
 pub use flags::{FlagSet, UnknownFlagSet};
-pub use gpu::{device_count, Gpu, KernelResources, Module};
+pub use frontend::{
+    BuildRequest, Builder, Built, Define, FrontEnd, FrontEndChoice, HostCode, Reason,
+    UnknownFrontEnd,
+};
+pub use gpu::{device_count, symbols_of_ptx, Gpu, KernelResources, Module, Symbol};
 pub use launch::{DType, DeviceBuffer, HostData, KernelArg, LaunchDims, Scalar};
 pub use locate::{nvrtc_library, NvrtcLibrary, NvrtcOrigin};
 pub use mantissa_ptx::entry::{EntryParam, EntrySignature};
+pub use nvcc::{Nvcc, NvccOrigin, NVCC_ENV, NVCC_PIP_INSTALL};
 pub use nvrtc::{source_hash, BuildFacts, Compiled, Compiler, Source, Target};
 pub use timing::{Timing, TimingOptions};
 pub use version::{Arch, CudaVersion, PtxIsa};
