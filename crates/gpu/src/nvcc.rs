@@ -74,7 +74,19 @@ pub struct Nvcc {
 /// The places searched, in order, with how each was found (see the module docs). With
 /// `$MANTISSA_NVCC` set, only that file.
 pub fn nvcc_candidates() -> Vec<(PathBuf, NvccOrigin)> {
-    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    candidates_with(
+        &|name| std::env::var_os(name),
+        &crate::locate::wheel_subdirs(&["bin"]),
+    )
+}
+
+/// [`nvcc_candidates`] with the environment read through `env` and the wheels' `bin`
+/// directories given (tests pass their own).
+fn candidates_with(
+    env: &dyn Fn(&str) -> Option<std::ffi::OsString>,
+    wheel_bins: &[PathBuf],
+) -> Vec<(PathBuf, NvccOrigin)> {
+    let var = |name: &str| env(name).filter(|v| !v.is_empty());
     if let Some(path) = var(NVCC_ENV) {
         return vec![(PathBuf::from(path), NvccOrigin::Override)];
     }
@@ -99,7 +111,7 @@ pub fn nvcc_candidates() -> Vec<(PathBuf, NvccOrigin)> {
             push(dir.join("nvcc"), NvccOrigin::Path);
         }
     }
-    for dir in crate::locate::wheel_subdirs(&["bin"]) {
+    for dir in wheel_bins {
         push(dir.join("nvcc"), NvccOrigin::PipWheel);
     }
     out
@@ -332,6 +344,7 @@ fn first_line(a: &str, b: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::NvccUnavailable;
 
     #[test]
     fn version_is_read_from_nvcc_version() {
@@ -341,6 +354,147 @@ mod tests {
             Some((CudaVersion::new(13, 0), "13.0.88".to_string()))
         );
         assert_eq!(parse_nvcc_version("gcc (GCC) 12.2"), None);
+    }
+
+    #[test]
+    fn discovery_order_is_override_toolkit_path_wheel() {
+        let env = |name: &str| -> Option<std::ffi::OsString> {
+            match name {
+                "CUDA_HOME" => Some("/opt/cuda-home".into()),
+                "CUDA_PATH" => Some("".into()),
+                "PATH" => Some("/usr/bin:/usr/local/cuda/bin:/opt/bin".into()),
+                _ => None,
+            }
+        };
+        let wheel = PathBuf::from("/venv/site-packages/nvidia/cu13/bin");
+        let found = candidates_with(&env, std::slice::from_ref(&wheel));
+        let paths: Vec<String> = found.iter().map(|(p, _)| p.display().to_string()).collect();
+        assert_eq!(
+            paths,
+            [
+                "/opt/cuda-home/bin/nvcc",
+                "/usr/local/cuda/bin/nvcc",
+                "/usr/bin/nvcc",
+                "/opt/bin/nvcc",
+                "/venv/site-packages/nvidia/cu13/bin/nvcc"
+            ],
+            "an empty CUDA_PATH is skipped, a repeated directory is searched once"
+        );
+        assert_eq!(found[0].1, NvccOrigin::Toolkit);
+        assert_eq!(found[2].1, NvccOrigin::Path);
+        assert_eq!(found[4].1, NvccOrigin::PipWheel);
+
+        let only = |name: &str| -> Option<std::ffi::OsString> {
+            (name == NVCC_ENV || name == "CUDA_HOME").then(|| "/nonexistent/nvcc".into())
+        };
+        assert_eq!(
+            candidates_with(&only, &[wheel]),
+            [(PathBuf::from("/nonexistent/nvcc"), NvccOrigin::Override)]
+        );
+    }
+
+    /// A stand-in nvcc: a shell script that answers `--version` and writes `-o`'s file, or
+    /// fails with a compiler-like log when the input holds `FAIL`.
+    fn fake_nvcc(dir: &Path) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let path = dir.join("nvcc");
+        std::fs::write(
+            &path,
+            r#"#!/bin/sh
+if [ "$1" = "--version" ]; then
+  echo "Cuda compilation tools, release 13.0, V13.0.88"; exit 0
+fi
+out=""; last=""
+while [ $# -gt 0 ]; do
+  if [ "$1" = "-o" ]; then shift; out="$1"; else last="$1"; fi
+  shift
+done
+if grep -q FAIL "$last"; then
+  echo "$last(2): error: identifier \"FAIL\" is undefined" >&2
+  echo "$last(3): error: expected a \";\"" >&2
+  echo "2 errors detected in the compilation of \"$last\"." >&2
+  exit 1
+fi
+printf '.version 9.0\n.target sm_90\n.address_size 64\n// %s\n' "$TMPDIR" > "$out"
+"#,
+        )
+        .unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    }
+
+    #[test]
+    fn a_stand_in_nvcc_runs_in_a_scratch_directory_and_is_cached() {
+        let dir = crate::cache::tests::scratch_dir("fake-nvcc");
+        let nvcc = Nvcc::at(&fake_nvcc(&dir), NvccOrigin::Override)
+            .unwrap()
+            .with_cache(CompileCache::in_memory());
+        assert_eq!(nvcc.version(), CudaVersion::new(13, 0));
+        assert_eq!(nvcc.release(), "13.0.88");
+        let file = dir.join("k.cu");
+        std::fs::write(&file, "__global__ void k() {}\n").unwrap();
+        let src = Source::new(file.display().to_string(), "__global__ void k() {}\n");
+        let (first, hit) = nvcc
+            .compile_traced(&src, FlagSet::STRICT, Arch::new(9, 0))
+            .unwrap();
+        assert_eq!(hit, None);
+        assert_eq!(first.front_end, FrontEnd::Nvcc);
+        assert!(first.ptx.starts_with(".version 9.0"), "{}", first.ptx);
+        // nvcc's scratch directory (its TMPDIR) is gone afterwards.
+        let scratch = first.ptx.lines().nth(3).unwrap().trim_start_matches("// ");
+        assert!(scratch.contains("mantissa-nvcc-"), "{scratch}");
+        assert!(!Path::new(scratch).exists(), "{scratch} was left behind");
+        let (again, hit) = nvcc
+            .compile_traced(&src, FlagSet::STRICT, Arch::new(9, 0))
+            .unwrap();
+        assert_eq!(hit, Some(CacheHit::Memory));
+        assert!(Arc::ptr_eq(&first, &again));
+        let (_, hit) = nvcc
+            .compile_traced(&src, FlagSet::FAST, Arch::new(9, 0))
+            .unwrap();
+        assert_eq!(hit, None, "another flag set is another entry");
+
+        std::fs::write(&file, "FAIL\n").unwrap();
+        let bad = Source::new(file.display().to_string(), "FAIL\n");
+        let err = nvcc
+            .compile_traced(&bad, FlagSet::DEFAULT, Arch::new(9, 0))
+            .unwrap_err();
+        let msg = err.to_string();
+        assert!(!msg.contains('\n'), "{msg}");
+        assert!(
+            msg.starts_with(&format!(
+                "nvcc failed on {} (flag set default, sm_90, exit 1): ",
+                file.display()
+            )),
+            "{msg}"
+        );
+        assert!(
+            msg.contains("error: identifier \"FAIL\" is undefined (2 more lines in the log)"),
+            "{msg}"
+        );
+        assert_eq!(err.log().map(|l| l.lines().count()), Some(3));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_missing_or_broken_nvcc_is_one_line_with_the_install() {
+        let missing = Nvcc::at(Path::new("/nonexistent/nvcc"), NvccOrigin::Override).unwrap_err();
+        let msg = missing.to_string();
+        assert!(
+            msg.starts_with("nvcc at /nonexistent/nvcc does not work"),
+            "{msg}"
+        );
+        assert!(
+            msg.contains(NVCC_PIP_INSTALL) && !msg.contains('\n'),
+            "{msg}"
+        );
+        let none = NvccUnavailable::NotFound {
+            looked: vec!["/usr/local/cuda/bin/nvcc".into(), "/usr/bin/nvcc".into()],
+        }
+        .to_string();
+        assert!(!none.contains('\n'), "{none}");
+        assert!(none.contains(NVCC_PIP_INSTALL), "{none}");
+        assert!(none.contains("set CUDA_HOME"), "{none}");
     }
 
     #[test]
