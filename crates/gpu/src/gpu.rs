@@ -1029,6 +1029,67 @@ impl Module {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    #[test]
+    fn symbols_are_const_and_global_variables_with_their_sizes() {
+        let ptx = r#".version 9.0
+.target sm_90
+.address_size 64
+.const .align 8 .b8 coef[32] = {0, 0, 0, 0, 0, 0, 240, 63, 0, 0, 0, 0, 0, 0, 224, 63, 0, 0, 0, 0, 0, 0, 208, 63, 0, 0, 0, 0, 0, 0, 192, 63};
+.global .align 8 .b8 params[24];
+.visible .global .align 4 .f32 gain = 0f3F800000;
+.global .align 8 .f64 grid[4][8];
+.const .align 16 .v4 .f32 quad;
+.extern .global .align 4 .b8 elsewhere[16];
+.global .align 4 .b8 open[];
+.shared .align 4 .b8 tile[1024];
+.visible .entry k(.param .u64 p)
+{
+	ret;
+}
+"#;
+        let got: Vec<String> = symbols_of_ptx(ptx).iter().map(|s| s.to_string()).collect();
+        assert_eq!(
+            got,
+            [
+                "coef (.const, 32 bytes)",
+                "params (.global, 24 bytes)",
+                "gain (.global, 4 bytes)",
+                "grid (.global, 256 bytes)",
+                "quad (.const, 16 bytes)",
+                "open (.global, size unknown)",
+            ]
+        );
+    }
+
+    #[test]
+    fn ptx_newer_than_the_driver_says_what_to_do() {
+        let err = GpuError::PtxTooNew {
+            module: "app.ptx".into(),
+            ptx: PtxIsa { major: 9, minor: 1 },
+            max: PtxIsa { major: 9, minor: 0 },
+            driver: CudaVersion::new(13, 0),
+        };
+        let msg = err.to_string();
+        assert!(!msg.contains('\n'), "{msg}");
+        assert!(
+            msg.starts_with("cannot load module app.ptx: its PTX is .version 9.1, and driver CUDA 13.0 accepts up to 9.0: rebuild it with a compiler of CUDA 13.0"),
+            "{msg}"
+        );
+        assert!(msg.contains(crate::nvcc::NVCC_PIP_INSTALL), "{msg}");
+        let size = GpuError::SymbolSize {
+            symbol: "coef".into(),
+            module: "k.cu".into(),
+            declared: 32,
+            given: 24,
+        };
+        assert_eq!(
+            size.to_string(),
+            "symbol 'coef' of module k.cu is 32 bytes, and 24 bytes were given: give exactly 32"
+        );
+    }
+
     /// Later crates share these across threads (rayon workers, a progress thread).
     #[test]
     fn runtime_types_are_send_and_sync() {
