@@ -768,7 +768,7 @@ impl Builder {
                 };
                 let (compiled, hit) = compiler
                     .compile_traced(&source, request.flags, target)
-                    .map_err(|e| match missing_header(e.log().unwrap_or("")) {
+                    .map_err(|e| match missing_header(e.log().unwrap_or(""), &text) {
                         Some(header) => BuildError::NvrtcMissingHeader {
                             file: file.clone(),
                             header,
@@ -834,11 +834,22 @@ fn ptx_target(ptx: &str) -> Option<String> {
     })
 }
 
-/// The header NVRTC could not open, from its log (`could not open source file "stdio.h"`).
-fn missing_header(log: &str) -> Option<String> {
+/// The `<...>` header NVRTC could not open, from its log (`could not open source file
+/// "stdio.h"`), when `text` includes it with angle brackets: a system or host header, which
+/// nvcc has. A missing `"local.h"` is left to NVRTC's own message (a missing `-I`, not a missing
+/// compiler).
+fn missing_header(log: &str, text: &str) -> Option<String> {
     let at = log.find("could not open source file \"")?;
     let rest = &log[at + "could not open source file \"".len()..];
-    rest.split('"').next().map(str::to_string)
+    let name = rest.split('"').next()?;
+    let angle = strip_comments(text).lines().any(|l| {
+        let t = l.trim_start();
+        t.strip_prefix('#')
+            .map(|r| r.trim_start())
+            .and_then(|r| r.strip_prefix("include"))
+            .is_some_and(|r| r.trim_start().starts_with(&format!("<{name}>")))
+    });
+    angle.then(|| name.to_string())
 }
 
 #[cfg(test)]
@@ -1260,7 +1271,27 @@ extern "C" __global__ void k(double* y, int n) {
             "{msg}"
         );
         assert!(!msg.contains('\n'));
+        // A missing local header is NVRTC's own error (add -I), not a call for nvcc.
+        let mut local = request("k.cu", "#include \"nowhere.h\"\n__global__ void k() {}\n");
+        local.front_end = Some(FrontEnd::Nvrtc);
+        let err = b.build(&local).unwrap_err();
+        assert!(matches!(err, BuildError::Compile(_)), "{err}");
+        assert!(err.to_string().contains("nowhere.h"), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn missing_headers_are_read_from_the_log_for_angle_includes_only() {
+        let log = "app.cu(4): catastrophic error: could not open source file \"stdio.h\" (no directories in search list)\n";
+        assert_eq!(
+            missing_header(log, "#include <stdio.h>\n"),
+            Some("stdio.h".into())
+        );
+        assert_eq!(missing_header(log, "#include \"stdio.h\"\n"), None);
+        assert_eq!(
+            missing_header("error: expected a ;", "#include <stdio.h>"),
+            None
+        );
     }
 
     fn nvcc_builder() -> Option<Builder> {
