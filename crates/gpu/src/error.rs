@@ -297,10 +297,16 @@ fn summarise_log(log: &str) -> String {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NvccUnavailable {
     /// No executable nvcc in the places searched ([`crate::nvcc`]); `looked` lists them.
-    #[error("{}", nvcc_not_found(.looked))]
+    #[error("no nvcc found (searched $CUDA_HOME/bin, $CUDA_PATH/bin, /usr/local/cuda/bin, PATH and the pip wheel's nvidia/cu13/bin: {} places): `{}`, or install a CUDA toolkit, or set CUDA_HOME", .looked.len(), crate::nvcc::NVCC_PIP_INSTALL)]
     NotFound {
         /// The files tried, in order.
         looked: Vec<PathBuf>,
+    },
+    /// `$MANTISSA_NVCC` names no executable file (discovery is off while it is set).
+    #[error("no nvcc at {} (set by MANTISSA_NVCC): point it at an nvcc, unset it to search, or `{}`", .path.display(), crate::nvcc::NVCC_PIP_INSTALL)]
+    NotAtOverride {
+        /// The path it names.
+        path: PathBuf,
     },
     /// An nvcc was found but `nvcc --version` failed or said nothing readable.
     #[error("nvcc at {} does not work ({message}): `{}`, or a CUDA toolkit, or point CUDA_HOME (or MANTISSA_NVCC) at a working one", .path.display(), crate::nvcc::NVCC_PIP_INSTALL)]
@@ -310,21 +316,6 @@ pub enum NvccUnavailable {
         /// What went wrong.
         message: String,
     },
-}
-
-fn nvcc_not_found(looked: &[PathBuf]) -> String {
-    let install = crate::nvcc::NVCC_PIP_INSTALL;
-    match looked {
-        [only] if std::env::var_os(crate::nvcc::NVCC_ENV).is_some() => format!(
-            "no nvcc at {} (set by {}): point it at an nvcc, unset it to search, or `{install}`",
-            only.display(),
-            crate::nvcc::NVCC_ENV
-        ),
-        _ => format!(
-            "no nvcc found (searched $CUDA_HOME/bin, $CUDA_PATH/bin, /usr/local/cuda/bin, PATH and the pip wheel's nvidia/cu13/bin: {} places): `{install}`, or install a CUDA toolkit, or set CUDA_HOME",
-            looked.len()
-        ),
-    }
 }
 
 /// The command that makes PTX by hand from `file`, for messages.

@@ -142,8 +142,14 @@ impl Nvcc {
     pub fn find() -> Result<Nvcc, NvccUnavailable> {
         let candidates = nvcc_candidates();
         let looked: Vec<PathBuf> = candidates.iter().map(|(p, _)| p.clone()).collect();
-        let Some((path, origin)) = candidates.into_iter().find(|(p, _)| is_executable(p)) else {
-            return Err(NvccUnavailable::NotFound { looked });
+        let Some((path, origin)) = candidates.iter().find(|(p, _)| is_executable(p)).cloned()
+        else {
+            return Err(match candidates.as_slice() {
+                [(path, NvccOrigin::Override)] => {
+                    NvccUnavailable::NotAtOverride { path: path.clone() }
+                }
+                _ => NvccUnavailable::NotFound { looked },
+            });
         };
         Nvcc::at(&path, origin)
     }
@@ -495,6 +501,15 @@ printf '.version 9.0\n.target sm_90\n.address_size 64\n// %s\n' "$TMPDIR" > "$ou
         assert!(!none.contains('\n'), "{none}");
         assert!(none.contains(NVCC_PIP_INSTALL), "{none}");
         assert!(none.contains("set CUDA_HOME"), "{none}");
+        let pinned = NvccUnavailable::NotAtOverride {
+            path: "/nonexistent/nvcc".into(),
+        }
+        .to_string();
+        assert!(
+            pinned.starts_with("no nvcc at /nonexistent/nvcc (set by MANTISSA_NVCC)")
+                && pinned.contains(NVCC_PIP_INSTALL),
+            "{pinned}"
+        );
     }
 
     #[test]
