@@ -1,10 +1,11 @@
-//! `mantissa inspect`: wiring for [`mantissa_ptx::compare`] — compile a CUDA file under each
-//! flag set with NVRTC (no GPU needed) or read a PTX file, and print per source line the
-//! floating-point instructions each flag set produced, with what changes results highlighted.
+//! `mantissa inspect`: wiring for [`mantissa_ptx::compare`] — build a CUDA file under each flag
+//! set through a front end (NVRTC for device code, no GPU needed; nvcc for files with host code)
+//! or read a PTX file, and print per source line the floating-point instructions each flag set
+//! produced, with what changes results highlighted. Which front end was used, and why, is the
+//! first line of the output (the `front_end` field in JSON).
 
-use anyhow::anyhow;
 use clap::Args;
-use mantissa_gpu::{Arch, Compiler, FlagSet, Gpu, Source, Target};
+use mantissa_gpu::{Arch, BuildRequest, Builder, Define, FlagSet, FrontEnd, Gpu, Source};
 use mantissa_ptx::compare::{compare, KernelReport};
 use mantissa_ptx::{census, parse, ptxas, Module};
 use std::path::{Path, PathBuf};
@@ -12,8 +13,19 @@ use std::path::{Path, PathBuf};
 /// The options of `mantissa inspect` (see docs/COMMANDS.md).
 #[derive(Args)]
 pub struct InspectArgs {
-    /// A CUDA C++ file (compiled with NVRTC under each flag set) or a PTX file (read as is).
+    /// A CUDA C++ file (built under each flag set: with NVRTC, or with nvcc when it has host
+    /// code) or a PTX file (read as is).
     file: PathBuf,
+    /// Add DIR to the include path (repeatable), for NVRTC and nvcc alike.
+    #[arg(short = 'I', long = "include", value_name = "DIR")]
+    include: Vec<PathBuf>,
+    /// Define a macro, NAME or NAME=VALUE (repeatable).
+    #[arg(short = 'D', long = "define", value_name = "NAME[=VALUE]", value_parser = parse_define)]
+    define: Vec<Define>,
+    /// How the file becomes PTX: auto (PTX files as is; nvcc when the file has host code or
+    /// host headers; NVRTC otherwise), nvrtc, nvcc or ptx.
+    #[arg(long = "front-end", default_value = "auto", value_parser = parse_front_end)]
+    front_end: FrontEndArg,
     /// Only this kernel (default: every kernel in the file). C++ names match their mangled
     /// form too.
     #[arg(long)]
@@ -24,7 +36,7 @@ pub struct InspectArgs {
     /// and approximate functions.
     #[arg(long, default_value = "default,strict,fast", value_parser = parse_flag_list)]
     flags: FlagList,
-    /// Target architecture of the NVRTC compile and of ptxas.
+    /// Target architecture of the compile (NVRTC or nvcc) and of ptxas.
     #[arg(long, default_value = "sm_90", value_parser = parse_arch)]
     arch: Arch,
     /// Show every line with floating-point instructions, not only those that differ or are
@@ -38,6 +50,24 @@ pub struct InspectArgs {
 
 #[derive(Clone)]
 pub(crate) struct FlagList(pub(crate) Vec<FlagSet>);
+
+/// `--front-end`: `None` is auto.
+#[derive(Clone)]
+pub(crate) struct FrontEndArg(pub(crate) Option<FrontEnd>);
+
+pub(crate) fn parse_front_end(s: &str) -> Result<FrontEndArg, String> {
+    if s.trim().eq_ignore_ascii_case("auto") {
+        return Ok(FrontEndArg(None));
+    }
+    s.parse()
+        .map(|f| FrontEndArg(Some(f)))
+        .map_err(|e: mantissa_gpu::UnknownFrontEnd| e.to_string())
+}
+
+pub(crate) fn parse_define(s: &str) -> Result<Define, String> {
+    s.parse()
+        .map_err(|e: mantissa_gpu::BuildError| e.to_string())
+}
 
 pub(crate) fn parse_flag_list(s: &str) -> Result<FlagList, String> {
     let mut v = Vec::new();
@@ -82,42 +112,59 @@ struct Build {
 pub fn run(args: InspectArgs) -> anyhow::Result<()> {
     let text = std::fs::read_to_string(&args.file)
         .map_err(|e| InspectUsage(format!("cannot read {}: {e}", args.file.display())))?;
-    let is_ptx = args
-        .file
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("ptx"));
     let file_name = args.file.display().to_string();
+    let mut request = BuildRequest::new(&args.file).with_text(text.clone());
+    request.include_dirs = args.include.clone();
+    request.defines = args.define.clone();
+    request.arch = Some(args.arch);
+    request.front_end = args.front_end.0;
+    let builder = Builder::new();
+    let (front_end, _) = builder.choose(&request, &text)?;
     let mut builds = Vec::new();
     let mut source = None;
-    if is_ptx {
+    let mut facts = Vec::new();
+    let choice;
+    if front_end == FrontEnd::Ptx {
+        let built = builder.build(&request)?;
+        choice = built.choice.to_string();
+        facts.push(("ptx".to_string(), built.facts));
         builds.push(read_build("ptx", None, text.clone()));
     } else {
-        let compiler = Compiler::probe().map_err(|e| anyhow!("{e}"))?;
-        let src = Source::new(file_name.clone(), text.clone());
         // strict is the reference for contraction; compile it even when not asked to show it.
         let mut sets = args.flags.0.clone();
         let shown = sets.len();
         if !sets.contains(&FlagSet::STRICT) {
             sets.push(FlagSet::STRICT);
         }
+        let mut chosen = None;
         for (k, flags) in sets.into_iter().enumerate() {
-            let compiled = match compiler.compile(&src, flags, Target::Ptx(args.arch)) {
-                Ok(c) => c,
+            request.flags = flags;
+            let built = match builder.build(&request) {
+                Ok(b) => b,
                 Err(e) => {
                     if let Some(log) = e.log() {
                         eprint!("{}", log.trim_end_matches('\0'));
                         eprintln!();
                     }
-                    return Err(anyhow!("{e}"));
+                    return Err(e.into());
                 }
             };
-            let mut b = read_build(&flags.name(), Some(flags), compiled.ptx.clone());
+            chosen.get_or_insert_with(|| built.choice.to_string());
+            let mut b = read_build(&flags.name(), Some(flags), built.ptx.clone());
             if k >= shown {
                 b.name = format!("({})", flags.name());
             }
+            facts.push((b.name.clone(), built.facts));
             builds.push(b);
         }
-        source = Some(src);
+        choice = chosen.unwrap_or_default();
+        // The GPU rebuilds NVRTC sources for itself; other front ends' PTX is loaded as is.
+        if front_end == FrontEnd::Nvrtc {
+            source = Some(request.nvrtc_source(&text));
+        }
+    }
+    if !args.json {
+        println!("front end: {choice}\n");
     }
     // PTX the parser did not understand is kept and analysed around; say where it is.
     for b in &builds {
@@ -218,6 +265,11 @@ pub fn run(args: InspectArgs) -> anyhow::Result<()> {
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({
                 "file": file_name,
+                "front_end": choice,
+                "builds": facts
+                    .iter()
+                    .map(|(name, f)| Ok(serde_json::json!({"name": name, "facts": serde_json::to_value(f)?})))
+                    .collect::<Result<Vec<_>, serde_json::Error>>()?,
                 "arch": args.arch.sm(),
                 "flag_sets": shown.iter().map(|b| b.name.clone()).collect::<Vec<_>>(),
                 "kernels": json_kernels,

@@ -1,5 +1,6 @@
 //! `mantissa inspect` end to end: the binary on committed PTX fixtures (no NVRTC or GPU needed),
-//! its usage errors, and, when NVRTC is present, on the examples' CUDA sources.
+//! its usage errors, when NVRTC is present on the examples' CUDA sources, and when nvcc is
+//! present on a program with host code (without nvcc: the one-line install hint).
 
 mod support;
 
@@ -72,7 +73,13 @@ fn ptx_file_text_output_names_lines() {
     let out = mantissa(&["inspect", path.to_str().unwrap(), "--kernel", "ray_step"]);
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.starts_with("kernel ray_step\n"), "{text}");
+    // The first line says how the file became PTX.
+    assert!(
+        text.starts_with(
+            "front end: ready PTX .version 9.0: the file is PTX, read as is\n\nkernel ray_step\n"
+        ),
+        "{text}"
+    );
     assert!(text.contains("  line 8"), "{text}");
     assert!(text.contains("fma.rn.f32"), "{text}");
     assert!(text.contains("float→unsigned cvt.rzi.u32.f32"), "{text}");
@@ -165,4 +172,163 @@ fn cuda_sources_compile_under_each_flag_set() {
         err.contains("bad.cu(3): error: identifier \"y\" is undefined"),
         "{err}"
     );
+}
+
+const APP: &str = include_str!("../../gpu/tests/fixtures/host_app/app.cu");
+const APP_LOCAL: &str = include_str!("../../gpu/tests/fixtures/host_app/local.h");
+
+/// The host-code program in its own scratch directory, its header in `inc/` (found through -I).
+fn app_files(tag: &str) -> (PathBuf, PathBuf) {
+    let dir = std::env::temp_dir().join(format!("mantissa-inspect-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("inc")).unwrap();
+    std::fs::write(dir.join("inc/local.h"), APP_LOCAL).unwrap();
+    let app = dir.join("app.cu");
+    std::fs::write(&app, APP).unwrap();
+    (dir.clone(), app)
+}
+
+#[test]
+fn host_code_goes_through_nvcc_with_include_dirs_and_defines() {
+    let (dir, app) = app_files("nvcc");
+    let inc = dir.join("inc");
+    let args = [
+        "inspect",
+        app.to_str().unwrap(),
+        "-I",
+        inc.to_str().unwrap(),
+        "-D",
+        "SCALE=3",
+        "--define",
+        "NDEBUG",
+        "--flags",
+        "default,strict",
+    ];
+    let json = mantissa(&[&args[..], &["--json"]].concat());
+    if mantissa_gpu::testing::require_nvcc_or_skip().is_none() {
+        return;
+    }
+    assert!(
+        json.status.success(),
+        "{}",
+        String::from_utf8_lossy(&json.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let front_end = v["front_end"].as_str().unwrap();
+    assert!(
+        front_end.starts_with("nvcc 13.")
+            && front_end.ends_with("): the file includes <stdio.h> at line 4"),
+        "{front_end}"
+    );
+    let kernels: Vec<&str> = v["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["kernel"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kernels,
+        [
+            "poly",
+            "smooth",
+            "_Z4axpyIfEvT_PKS0_PS0_i",
+            "_Z4axpyIdEvT_PKS0_PS0_i"
+        ]
+    );
+    let facts = &v["builds"][0]["facts"];
+    assert_eq!(facts["front_end"], "nvcc");
+    assert_eq!(facts["flags"], "default");
+    let options: Vec<&str> = facts["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o.as_str().unwrap())
+        .collect();
+    assert!(
+        options.contains(&format!("-I{}", inc.display()).as_str()),
+        "{options:?}"
+    );
+    assert!(
+        options.contains(&"-DSCALE=3") && options.contains(&"-DNDEBUG"),
+        "{options:?}"
+    );
+    assert!(
+        options.contains(&"-lineinfo") && options.contains(&"-arch=sm_90"),
+        "{options:?}"
+    );
+    assert_eq!(
+        v["builds"][1]["facts"]["options"][3], "--fmad=false",
+        "strict's switches"
+    );
+
+    // Text: the front end first, then the kernels; the contraction in the __device__ helper
+    // inlined into poly is flagged.
+    let text = mantissa(&[&args[..], &["--kernel", "poly"]].concat());
+    assert!(text.status.success());
+    let out = String::from_utf8_lossy(&text.stdout);
+    assert!(out.starts_with("front end: nvcc 13."), "{out}");
+    assert!(out.contains("kernel poly\n"), "{out}");
+    assert!(
+        out.contains("acc = acc * x + coef[k];") && out.contains("FMA contraction"),
+        "{out}"
+    );
+
+    // By name of the template instance, demangled.
+    let axpy = mantissa(&[&args[..], &["--kernel", "axpy"]].concat());
+    assert!(
+        axpy.status.success(),
+        "{}",
+        String::from_utf8_lossy(&axpy.stderr)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn host_code_without_nvcc_is_one_line_saying_what_to_install() {
+    let (dir, app) = app_files("no-nvcc");
+    let out = Command::new(mantissa_binary())
+        .args(["inspect", app.to_str().unwrap(), "-I"])
+        .arg(dir.join("inc"))
+        .env("MANTISSA_NVCC", "/nonexistent/nvcc")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains(&format!(
+            "{} needs nvcc (the file includes <stdio.h> at line 4)",
+            app.display()
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains("no nvcc at /nonexistent/nvcc (set by MANTISSA_NVCC)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("pip install nvidia-cuda-nvcc==13.0.88 nvidia-cuda-runtime==13.0.96 nvidia-cuda-crt==13.0.88 nvidia-nvvm==13.0.88"),
+        "{err}"
+    );
+    assert!(err.contains("nvcc -ptx -lineinfo -arch=sm_90 "), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn front_ends_that_cannot_read_the_file_are_refused() {
+    let path = scratch("ray_step_fe.ptx", RAY_STEP_DEFAULT);
+    let out = mantissa(&["inspect", path.to_str().unwrap(), "--front-end", "nvcc"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("front end nvcc cannot build") && err.contains("use --front-end auto or ptx"),
+        "{err}"
+    );
+    let out = mantissa(&["inspect", path.to_str().unwrap(), "--front-end", "gcc"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("accepted: auto, nvrtc, nvcc, ptx"));
+    let out = mantissa(&["inspect", path.to_str().unwrap(), "-D", "1BAD"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bad define '1BAD'"));
 }

@@ -23,12 +23,14 @@ __host__ __device__ __forceinline__ constexpr bool __mantissa_line_demoted(int l
   return false;
 }
 
-template <class T> struct __mantissa_is_double { static constexpr bool value = false; };
-template <> struct __mantissa_is_double<double> { static constexpr bool value = true; };
+// Enumerators, not `static constexpr bool` members: NVRTC emits those members as module-scope
+// .global variables (three extra symbols in the marked build's PTX); enumerators have no storage.
+template <class T> struct __mantissa_is_double { enum : bool { value = false }; };
+template <> struct __mantissa_is_double<double> { enum : bool { value = true }; };
 
-template <class... A> struct __mantissa_any_double { static constexpr bool value = false; };
+template <class... A> struct __mantissa_any_double { enum : bool { value = false }; };
 template <class H, class... A> struct __mantissa_any_double<H, A...> {
-  static constexpr bool value = __mantissa_is_double<H>::value || __mantissa_any_double<A...>::value;
+  enum : bool { value = __mantissa_is_double<H>::value || __mantissa_any_double<A...>::value };
 };
 
 // Only double arguments narrow; an int argument (ldexp's exponent) passes through.

@@ -14,6 +14,7 @@
 //! and are overwritten by the next compile.
 
 use crate::flags::FlagSet;
+use crate::frontend::FrontEnd;
 use crate::includes::Include;
 use crate::lock;
 use crate::nvrtc::{Compiled, Source, Target};
@@ -80,8 +81,44 @@ impl CacheKey {
         nvrtc: CudaVersion,
         options: &[String],
     ) -> Self {
+        Self::build(source, includes, flags, target, nvrtc, options, None)
+    }
+
+    /// A key for another front end's result (nvcc): as [`CacheKey::new`], with a line naming the
+    /// front end, its full version and its program (`nvcc 13.0.88 /usr/local/cuda/bin/nvcc`), so
+    /// that its entries never answer for NVRTC's or for another nvcc's. NVRTC's keys have no such
+    /// line, so they stay what they were.
+    pub fn for_front_end(
+        front_end: &str,
+        source: &Source,
+        includes: &[Include],
+        flags: FlagSet,
+        target: Target,
+        version: CudaVersion,
+        options: &[String],
+    ) -> Self {
+        Self::build(
+            source,
+            includes,
+            flags,
+            target,
+            version,
+            options,
+            Some(front_end),
+        )
+    }
+
+    fn build(
+        source: &Source,
+        includes: &[Include],
+        flags: FlagSet,
+        target: Target,
+        nvrtc: CudaVersion,
+        options: &[String],
+        front_end: Option<&str>,
+    ) -> Self {
         let lines: Vec<String> = includes.iter().map(Include::key_line).collect();
-        let canonical = format!(
+        let mut canonical = format!(
             "{FORMAT}\nsource-fnv1a64={:016x}\nsource-len={}\nsource-name={}\nincludes={}\nname-expressions={}\nflags={}\ntarget={}\nnvrtc={}\noptions={}",
             fnv1a64(source.text.as_bytes()),
             source.text.len(),
@@ -95,6 +132,10 @@ impl CacheKey {
             nvrtc,
             serde_json::to_string(options).unwrap_or_default(),
         );
+        if let Some(front_end) = front_end {
+            canonical.push_str("\nfront-end=");
+            canonical.push_str(&serde_json::to_string(front_end).unwrap_or_default());
+        }
         CacheKey { canonical }
     }
 
@@ -210,6 +251,9 @@ struct Meta {
     flags: FlagSet,
     target: Target,
     nvrtc: CudaVersion,
+    /// Entries written before nvcc results were cached are NVRTC's.
+    #[serde(default)]
+    front_end: FrontEnd,
     options: Vec<String>,
     source_hash: String,
     lowered_names: BTreeMap<String, String>,
@@ -340,6 +384,7 @@ fn encode_entry(key: &CacheKey, source_text: &str, c: &Compiled) -> Vec<u8> {
         flags: c.flags,
         target: c.target,
         nvrtc: c.nvrtc,
+        front_end: c.front_end,
         options: c.options.clone(),
         source_hash: c.source_hash.clone(),
         lowered_names: c.lowered_names.clone(),
@@ -406,6 +451,7 @@ fn decode_entry(bytes: &[u8], key: &CacheKey, source_text: &str) -> Option<Compi
         flags: meta.flags,
         target: meta.target,
         options: meta.options,
+        front_end: meta.front_end,
         nvrtc: meta.nvrtc,
         source_hash: meta.source_hash,
         lowered_names: meta.lowered_names,
@@ -499,6 +545,7 @@ pub(crate) mod tests {
             flags: FlagSet::DEFAULT,
             target: Target::Cubin(Arch::new(9, 0)),
             options: vec!["--gpu-architecture=sm_90".into(), "-lineinfo".into()],
+            front_end: FrontEnd::Nvrtc,
             nvrtc: CudaVersion::new(13, 0),
             source_hash: "0123456789abcdef".into(),
             lowered_names: BTreeMap::from([("k<float>".into(), "_Z1kIfEvv".into())]),

@@ -293,6 +293,150 @@ fn summarise_log(log: &str) -> String {
     }
 }
 
+/// Why nvcc cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NvccUnavailable {
+    /// No executable nvcc in the places searched ([`crate::nvcc`]); `looked` lists them.
+    #[error("no nvcc found (searched $CUDA_HOME/bin, $CUDA_PATH/bin, /usr/local/cuda/bin, PATH and the pip wheel's nvidia/cu13/bin: {} places): `{}`, or install a CUDA toolkit, or set CUDA_HOME", .looked.len(), crate::nvcc::NVCC_PIP_INSTALL)]
+    NotFound {
+        /// The files tried, in order.
+        looked: Vec<PathBuf>,
+    },
+    /// `$MANTISSA_NVCC` names no executable file (discovery is off while it is set).
+    #[error("no nvcc at {} (set by MANTISSA_NVCC): point it at an nvcc, unset it to search, or `{}`", .path.display(), crate::nvcc::NVCC_PIP_INSTALL)]
+    NotAtOverride {
+        /// The path it names.
+        path: PathBuf,
+    },
+    /// An nvcc was found but `nvcc --version` failed or said nothing readable.
+    #[error("nvcc at {} does not work ({message}): `{}`, or a CUDA toolkit, or point CUDA_HOME (or MANTISSA_NVCC) at a working one", .path.display(), crate::nvcc::NVCC_PIP_INSTALL)]
+    Broken {
+        /// The program tried.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// The command that makes PTX by hand from `file`, for messages.
+pub fn nvcc_by_hand(file: &str, arch: Arch) -> String {
+    let stem = file
+        .strip_suffix(".cu")
+        .or_else(|| file.strip_suffix(".cuh"))
+        .unwrap_or(file);
+    format!(
+        "nvcc -ptx -lineinfo -arch={} {file} -o {stem}.ptx",
+        arch.sm()
+    )
+}
+
+/// A failure of a build through a front end ([`crate::frontend`]).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum BuildError {
+    /// The file cannot be read.
+    #[error("cannot read {file}: {message}")]
+    Read {
+        /// The file.
+        file: String,
+        /// The reason.
+        message: String,
+    },
+    /// The file needs nvcc (or nvcc was asked for) and there is none.
+    #[error("{file} needs nvcc ({reason}), but {cause}; or make the PTX by hand (`{}`) and give mantissa the .ptx", nvcc_by_hand(.file, *.arch))]
+    NeedsNvcc {
+        /// The file.
+        file: String,
+        /// Why nvcc: the host code found, or "asked for".
+        reason: String,
+        /// The target, for the command shown.
+        arch: Arch,
+        /// Why there is no nvcc.
+        cause: NvccUnavailable,
+    },
+    /// NVRTC failed on a header it does not have (a host or system header).
+    #[error("NVRTC cannot compile {file}: it cannot open <{header}> (NVRTC has no host or system headers): use the nvcc front end (`{}`, or a CUDA toolkit, or set CUDA_HOME), or make the PTX by hand (`{}`) and give mantissa the .ptx", crate::nvcc::NVCC_PIP_INSTALL, nvcc_by_hand(.file, *.arch))]
+    NvrtcMissingHeader {
+        /// The file.
+        file: String,
+        /// The header NVRTC could not open.
+        header: String,
+        /// The target, for the command shown.
+        arch: Arch,
+        /// NVRTC's full log.
+        log: String,
+    },
+    /// NVRTC is not usable.
+    #[error(transparent)]
+    Nvrtc(#[from] NvrtcUnavailable),
+    /// NVRTC refused the source or failed.
+    #[error(transparent)]
+    Compile(#[from] CompileError),
+    /// nvcc failed on the file.
+    #[error("nvcc failed on {file} (flag set {flags}, {}, {status}): {}", .arch.sm(), summarise_nvcc_log(.log))]
+    Nvcc {
+        /// The file.
+        file: String,
+        /// The flag set.
+        flags: FlagSet,
+        /// The target.
+        arch: Arch,
+        /// How nvcc ended (`exit 1`).
+        status: String,
+        /// nvcc's full stderr.
+        log: String,
+    },
+    /// nvcc could not be run, or its output not read.
+    #[error("cannot use nvcc at {}: {message}", .nvcc.display())]
+    NvccRun {
+        /// The program.
+        nvcc: PathBuf,
+        /// What failed.
+        message: String,
+    },
+    /// A `-D` that is not `NAME` or `NAME=VALUE`.
+    #[error("bad define '{given}': write NAME or NAME=VALUE, NAME a C identifier (letters, digits, '_', not starting with a digit)")]
+    BadDefine {
+        /// The text as given.
+        given: String,
+    },
+    /// The front end asked for cannot read this file.
+    #[error("front end {front_end} cannot build {file}: {problem}")]
+    WrongFrontEnd {
+        /// The file.
+        file: String,
+        /// The front end asked for.
+        front_end: crate::frontend::FrontEnd,
+        /// Why, and what to use instead.
+        problem: String,
+    },
+}
+
+impl BuildError {
+    /// The compiler's full log (NVRTC's or nvcc's), where there is one.
+    pub fn log(&self) -> Option<&str> {
+        match self {
+            BuildError::NvrtcMissingHeader { log, .. } | BuildError::Nvcc { log, .. } => Some(log),
+            BuildError::Compile(e) => e.log(),
+            _ => None,
+        }
+    }
+}
+
+/// The first error line of nvcc's stderr, and how many more lines there are.
+fn summarise_nvcc_log(log: &str) -> String {
+    let lines: Vec<&str> = log
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let first = lines.iter().position(|l| l.contains("error")).unwrap_or(0);
+    match lines.get(first) {
+        None => "nvcc gave no message".to_string(),
+        Some(l) if lines.len() == 1 => l.to_string(),
+        Some(l) => format!("{l} ({} more lines in the log)", lines.len() - 1),
+    }
+}
+
 /// Which image of a module the driver was given.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum ImageKind {
@@ -343,6 +487,43 @@ pub enum GpuError {
         module: String,
         /// What is wrong.
         problem: String,
+    },
+    /// A build through a front end failed.
+    #[error(transparent)]
+    Build(#[from] BuildError),
+    /// PTX newer than the driver accepts (found before the driver is asked).
+    #[error("cannot load module {module}: its PTX is .version {ptx}, and driver CUDA {driver} accepts up to {max}: rebuild it with a compiler of CUDA {driver} (`{}`, then `nvcc -ptx -lineinfo -arch=sm_XY FILE.cu -o FILE.ptx`; or NVRTC {NVRTC_PIP_PIN}), or update the NVIDIA driver", crate::nvcc::NVCC_PIP_INSTALL)]
+    PtxTooNew {
+        /// The module name.
+        module: String,
+        /// The PTX's `.version`.
+        ptx: PtxIsa,
+        /// The newest `.version` the driver accepts.
+        max: PtxIsa,
+        /// The driver's CUDA version.
+        driver: CudaVersion,
+    },
+    /// No module-scope variable of that name.
+    #[error("symbol '{symbol}' is not in module {module} (module-scope .const/.global variables: {symbols})")]
+    SymbolNotFound {
+        /// The name asked for.
+        symbol: String,
+        /// The module name.
+        module: String,
+        /// The variables the module has.
+        symbols: String,
+    },
+    /// Bytes that do not fit a variable.
+    #[error("symbol '{symbol}' of module {module} is {declared} bytes, and {given} bytes were given: give exactly {declared}")]
+    SymbolSize {
+        /// The variable.
+        symbol: String,
+        /// The module name.
+        module: String,
+        /// Its size.
+        declared: u64,
+        /// The size given.
+        given: u64,
     },
     /// No kernel of that name in the module.
     #[error("kernel '{kernel}' is not in module {module} (entries: {entries}); declare it extern \"C\" so its name is not C++-mangled")]

@@ -203,6 +203,28 @@ impl FlagSet {
         opts
     }
 
+    /// The nvcc options this flag set adds: the same switches under nvcc's own names, in the same
+    /// order as [`FlagSet::options`]. nvcc happens to spell them as NVRTC does (`--fmad=false`,
+    /// `--prec-div=true`, `--prec-sqrt=`, `--ftz=`, `--use_fast_math`), but the mapping is
+    /// written out here on its own so that a change on either side shows in one place (and in
+    /// the test that reads the options back into switches).
+    pub fn nvcc_options(self) -> Vec<&'static str> {
+        let mut opts = Vec::new();
+        let mut push = |v: Option<bool>, on: &'static str, off: &'static str| {
+            if let Some(v) = v {
+                opts.push(if v { on } else { off });
+            }
+        };
+        push(self.fmad, "--fmad=true", "--fmad=false");
+        push(self.prec_div, "--prec-div=true", "--prec-div=false");
+        push(self.prec_sqrt, "--prec-sqrt=true", "--prec-sqrt=false");
+        push(self.ftz, "--ftz=true", "--ftz=false");
+        if self.fast_math {
+            opts.push("--use_fast_math");
+        }
+        opts
+    }
+
     /// Whether f32 subnormals are flushed to zero (`--ftz=true`, alone or through fast math).
     pub fn flushes_f32_subnormals(self) -> bool {
         self.ftz.unwrap_or(self.fast_math)
@@ -432,6 +454,60 @@ mod tests {
         for (set, options) in expect {
             assert_eq!(set.options(), options, "{set}");
         }
+    }
+
+    /// Reads nvcc options back into switches, as nvcc's documentation defines them.
+    fn from_nvcc_options(opts: &[&str]) -> FlagSet {
+        let mut f = FlagSet::DEFAULT;
+        for o in opts {
+            let (name, value) = o.split_once('=').unwrap_or((o, ""));
+            let on = value == "true";
+            match name {
+                "--fmad" => f.fmad = Some(on),
+                "--prec-div" => f.prec_div = Some(on),
+                "--prec-sqrt" => f.prec_sqrt = Some(on),
+                "--ftz" => f.ftz = Some(on),
+                "--use_fast_math" => f.fast_math = true,
+                other => panic!("not an nvcc floating-point option: {other}"),
+            }
+            assert!(
+                value.is_empty() || value == "true" || value == "false",
+                "{o}"
+            );
+        }
+        f
+    }
+
+    #[test]
+    fn every_flag_set_maps_onto_nvcc_options() {
+        let mut sets: Vec<FlagSet> = FlagSet::ALL.to_vec();
+        for s in [
+            "nofma+ftz",
+            "strict+ftz",
+            "fast+nofma",
+            "fmad=true+prec-div=false",
+        ] {
+            sets.push(s.parse().unwrap());
+        }
+        for set in sets {
+            let opts = set.nvcc_options();
+            assert_eq!(from_nvcc_options(&opts), set, "{set}: {opts:?}");
+            // One option per switch set, fast math last.
+            let switches = [set.fmad, set.prec_div, set.prec_sqrt, set.ftz];
+            let n = switches.iter().flatten().count() + usize::from(set.fast_math);
+            assert_eq!(opts.len(), n, "{set}");
+        }
+        assert_eq!(
+            FlagSet::STRICT.nvcc_options(),
+            [
+                "--fmad=false",
+                "--prec-div=true",
+                "--prec-sqrt=true",
+                "--ftz=false"
+            ]
+        );
+        assert_eq!(FlagSet::FAST.nvcc_options(), ["--use_fast_math"]);
+        assert!(FlagSet::DEFAULT.nvcc_options().is_empty());
     }
 
     #[test]

@@ -13,6 +13,7 @@ use crate::cache::CompileCache;
 use crate::device::DeviceInfo;
 use crate::error::{catch, DriverStatus, GpuError, GpuUnavailable, ImageKind};
 use crate::flags::FlagSet;
+use crate::frontend::{BuildRequest, Builder, Built};
 use crate::launch::{
     check_args, check_dims, each_dtype, map_dtype, DType, DeviceBuffer, DeviceData, HostData,
     KernelArg, LaunchDims, LaunchLimits, Scalar,
@@ -28,9 +29,10 @@ use cudarc::driver::{
 };
 use cudarc::nvrtc::Ptx;
 use mantissa_ptx::entry::{entry_signatures_of_ptx, EntrySignature};
+use mantissa_ptx::{Item, VarDecl};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// The oldest driver the bindings (CUDA 13.0 headers) and NVRTC 13 cubins work with: driver 580.
@@ -45,7 +47,9 @@ pub struct Gpu {
     pub(crate) ctx: Arc<CudaContext>,
     pub(crate) stream: Arc<CudaStream>,
     info: DeviceInfo,
-    compiler: Compiler,
+    compiler: Arc<Compiler>,
+    /// The front ends for [`Gpu::build_file`]: this NVRTC, nvcc found on first use.
+    builder: Builder,
     notes: Vec<String>,
     sync_timeout: Mutex<Duration>,
     /// The kernel an asynchronous failure is blamed on.
@@ -158,11 +162,16 @@ impl Gpu {
                 crate::error::NVRTC_PIP_PIN
             ));
         }
+        let compiler = Arc::new(compiler);
+        let builder = Builder::new()
+            .with_nvrtc(Ok(compiler.clone()))
+            .with_default_arch(arch);
         Ok(Gpu {
             ctx,
             stream,
             info,
             compiler,
+            builder,
             notes,
             sync_timeout: Mutex::new(DEFAULT_SYNC_TIMEOUT),
             last_kernel: Mutex::new(None),
@@ -214,6 +223,24 @@ impl Gpu {
         self.load(&compiled)
     }
 
+    /// The front ends [`Gpu::build_file`] uses (this device's NVRTC; nvcc found on first use).
+    pub fn builder(&self) -> &Builder {
+        &self.builder
+    }
+
+    /// Builds a file through a front end ([`crate::frontend`]; the device's architecture unless
+    /// the request names one) and loads it: NVRTC's cubin, or the PTX of nvcc and of ready PTX
+    /// (JIT-compiled by the driver, refused up front when its `.version` is newer than the
+    /// driver accepts).
+    pub fn build_file(&self, request: &BuildRequest) -> Result<(Module, Built), GpuError> {
+        let built = self.builder.build_for(request, true)?;
+        let module = match &built.compiled {
+            Some(c) if c.cubin.is_some() => self.load(c)?,
+            _ => self.load_ptx(&request.file_name(), &built.ptx)?,
+        };
+        Ok((module, built))
+    }
+
     /// Loads a compilation: its cubin when there is one (any PTX ISA version loads that way),
     /// falling back to its PTX if the driver refuses the cubin (built for another GPU, say).
     /// Its kernels can be launched by the source's name expressions (`my_kernel<double>`) too.
@@ -237,6 +264,18 @@ impl Gpu {
                 module: name.to_string(),
                 problem: "the PTX text contains a NUL byte".into(),
             });
+        }
+        // Said before the driver is asked: its CUDA_ERROR_UNSUPPORTED_PTX_VERSION cannot tell
+        // which compiler is too new, and ready PTX (nvcc's, a user's) is not NVRTC's.
+        if let (Some(p), Some(max)) = (PtxIsa::of_ptx(ptx), self.info.driver.max_ptx_isa()) {
+            if p > max {
+                return Err(GpuError::PtxTooNew {
+                    module: name.to_string(),
+                    ptx: p,
+                    max,
+                    driver: self.info.driver,
+                });
+            }
         }
         // The driver reads PTX up to a NUL; passing bytes avoids cudarc's CString unwrap.
         let mut image = ptx.as_bytes().to_vec();
@@ -298,6 +337,7 @@ impl Gpu {
             name: name.to_string(),
             image,
             entries: ptx.as_deref().map(entry_signatures_of_ptx),
+            symbols: OnceLock::new(),
             ptx,
             lowered_names: BTreeMap::new(),
             cu,
@@ -445,6 +485,79 @@ impl Gpu {
             _ => Ok(()),
         };
         r.map_err(|e| GpuError::driver(format!("copying '{}' to '{}'", src.name, dst.name), e))
+    }
+
+    // ---- Module-scope variables
+
+    /// The driver's view of `module`'s variable `name`, checked against the PTX's declaration
+    /// (when the PTX is known) and, for writes, against `given` bytes.
+    fn symbol_view<'a>(
+        &'a self,
+        module: &'a Module,
+        name: &str,
+        given: Option<usize>,
+    ) -> Result<cudarc::driver::CudaViewMut<'a, u8>, GpuError> {
+        let not_found = || GpuError::SymbolNotFound {
+            symbol: name.to_string(),
+            module: module.name.clone(),
+            symbols: module.symbol_list(),
+        };
+        let size_error = |declared: u64, given: usize| GpuError::SymbolSize {
+            symbol: name.to_string(),
+            module: module.name.clone(),
+            declared,
+            given: given as u64,
+        };
+        let declared = match module.ptx {
+            Some(_) => Some(module.symbol(name).ok_or_else(not_found)?.bytes),
+            None => None,
+        };
+        if let (Some(Some(d)), Some(g)) = (declared, given) {
+            if d != g as u64 {
+                return Err(size_error(d, g));
+            }
+        }
+        if name.contains('\0') {
+            return Err(not_found());
+        }
+        let view = module
+            .cu
+            .get_global(name, &self.stream)
+            .map_err(|e| match e.0 {
+                CUresult::CUDA_ERROR_NOT_FOUND => not_found(),
+                _ => GpuError::driver(format!("looking up symbol '{name}'"), e),
+            })?;
+        // The driver's size is the last word (the PTX may declare `[]`).
+        if let Some(g) = given {
+            if view.len() != g {
+                return Err(size_error(view.len() as u64, g));
+            }
+        }
+        Ok(view)
+    }
+
+    /// Copies `bytes` into `module`'s `.const` or `.global` variable `name` (a `__constant__`
+    /// table, a `__device__` struct), after checking that `bytes` is exactly its size. Waits
+    /// for the copy, so that launches queued after it see the new value.
+    pub fn write_symbol(&self, module: &Module, name: &str, bytes: &[u8]) -> Result<(), GpuError> {
+        let mut view = self.symbol_view(module, name, Some(bytes.len()))?;
+        self.stream
+            .memcpy_htod(bytes, &mut view)
+            .map_err(|e| self.async_error(e, &format!("writing symbol '{name}'")))?;
+        self.synchronize()
+    }
+
+    /// The bytes of `module`'s `.const` or `.global` variable `name`, after the work queued
+    /// before (kernels may write `__device__` variables).
+    pub fn read_symbol(&self, module: &Module, name: &str) -> Result<Vec<u8>, GpuError> {
+        self.synchronize()?;
+        let view = self.symbol_view(module, name, None)?;
+        let bytes = self
+            .stream
+            .clone_dtoh(&view)
+            .map_err(|e| self.async_error(e, &format!("reading symbol '{name}'")))?;
+        self.synchronize()?;
+        Ok(bytes)
     }
 
     // ---- Launching and waiting
@@ -657,6 +770,87 @@ impl Gpu {
     }
 }
 
+/// A module-scope variable a host can read and write: a `.const` (`__constant__`) or `.global`
+/// (`__device__`) variable of the module's PTX.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Symbol {
+    /// Its name (mangled for C++ variables outside `extern "C"`), as the driver looks it up.
+    pub name: String,
+    /// `const` or `global`.
+    pub space: String,
+    /// Its size: element bytes times every dimension; `None` when a dimension is open (`[]`) or
+    /// the element type is not one PTX sizes.
+    pub bytes: Option<u64>,
+}
+
+impl std::fmt::Display for Symbol {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.bytes {
+            Some(b) => write!(f, "{} (.{}, {b} bytes)", self.name, self.space),
+            None => write!(f, "{} (.{}, size unknown)", self.name, self.space),
+        }
+    }
+}
+
+/// The bytes of a PTX element type (`.f64` is 8), with its vector width (`.v2`, `.v4`).
+fn element_bytes(attrs: &[String]) -> Option<u64> {
+    let mut lanes = 1;
+    let mut bytes = None;
+    for a in attrs {
+        match a.as_str() {
+            ".v2" => lanes = 2,
+            ".v4" => lanes = 4,
+            ".v8" => lanes = 8,
+            ".b8" | ".u8" | ".s8" => bytes = Some(1),
+            ".b16" | ".u16" | ".s16" | ".f16" | ".bf16" => bytes = Some(2),
+            ".b32" | ".u32" | ".s32" | ".f32" | ".f16x2" | ".bf16x2" => bytes = Some(4),
+            ".b64" | ".u64" | ".s64" | ".f64" => bytes = Some(8),
+            ".b128" => bytes = Some(16),
+            _ => {}
+        }
+    }
+    bytes.map(|b| b * lanes)
+}
+
+/// The `.const`/`.global` variable a declaration defines (not an `.extern` one: its storage is
+/// another module's).
+pub(crate) fn symbol_of(v: &VarDecl) -> Option<Symbol> {
+    let has = |d: &str| v.attrs.iter().any(|a| a == d);
+    if has(".extern") {
+        return None;
+    }
+    let space = if has(".const") {
+        "const"
+    } else if has(".global") {
+        "global"
+    } else {
+        return None;
+    };
+    let bytes = element_bytes(&v.attrs).and_then(|e| {
+        v.dims
+            .iter()
+            .try_fold(e, |acc, d| d.and_then(|n| acc.checked_mul(n)))
+    });
+    Some(Symbol {
+        name: v.name.clone(),
+        space: space.into(),
+        bytes,
+    })
+}
+
+/// The module-scope `.const`/`.global` variables of PTX text, in text order.
+pub fn symbols_of_ptx(ptx: &str) -> Vec<Symbol> {
+    mantissa_ptx::parse(ptx)
+        .module
+        .items
+        .iter()
+        .filter_map(|i| match i {
+            Item::Var(v) => symbol_of(v),
+            _ => None,
+        })
+        .collect()
+}
+
 /// A loaded module: its image, the PTX it came from (when known) and its kernels' signatures.
 #[derive(Debug)]
 pub struct Module {
@@ -664,6 +858,8 @@ pub struct Module {
     image: ImageKind,
     ptx: Option<String>,
     entries: Option<Vec<EntrySignature>>,
+    /// Module-scope variables, read from the PTX on first use.
+    symbols: OnceLock<Vec<Symbol>>,
     /// Name expressions of the source mapped to their kernels' lowered names.
     lowered_names: BTreeMap<String, String>,
     cu: Arc<CudaModule>,
@@ -728,6 +924,32 @@ impl Module {
                 .collect::<Vec<_>>()
                 .join(", "),
             None => "unknown: cubin loaded without its PTX".into(),
+        }
+    }
+
+    /// The module-scope `.const` and `.global` variables of its PTX (`__constant__` and
+    /// `__device__` variables), in text order; empty for a cubin loaded without its PTX.
+    pub fn symbols(&self) -> &[Symbol] {
+        self.symbols.get_or_init(|| match &self.ptx {
+            Some(ptx) => symbols_of_ptx(ptx),
+            None => Vec::new(),
+        })
+    }
+
+    /// The variable `name`, if the PTX declares it.
+    pub fn symbol(&self, name: &str) -> Option<&Symbol> {
+        self.symbols().iter().find(|s| s.name == name)
+    }
+
+    fn symbol_list(&self) -> String {
+        match (&self.ptx, self.symbols()) {
+            (None, _) => "unknown: cubin loaded without its PTX".into(),
+            (_, []) => "none".into(),
+            (_, syms) => syms
+                .iter()
+                .map(|s| s.to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
         }
     }
 
@@ -807,6 +1029,67 @@ impl Module {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    #[test]
+    fn symbols_are_const_and_global_variables_with_their_sizes() {
+        let ptx = r#".version 9.0
+.target sm_90
+.address_size 64
+.const .align 8 .b8 coef[32] = {0, 0, 0, 0, 0, 0, 240, 63, 0, 0, 0, 0, 0, 0, 224, 63, 0, 0, 0, 0, 0, 0, 208, 63, 0, 0, 0, 0, 0, 0, 192, 63};
+.global .align 8 .b8 params[24];
+.visible .global .align 4 .f32 gain = 0f3F800000;
+.global .align 8 .f64 grid[4][8];
+.const .align 16 .v4 .f32 quad;
+.extern .global .align 4 .b8 elsewhere[16];
+.global .align 4 .b8 open[];
+.shared .align 4 .b8 tile[1024];
+.visible .entry k(.param .u64 p)
+{
+	ret;
+}
+"#;
+        let got: Vec<String> = symbols_of_ptx(ptx).iter().map(|s| s.to_string()).collect();
+        assert_eq!(
+            got,
+            [
+                "coef (.const, 32 bytes)",
+                "params (.global, 24 bytes)",
+                "gain (.global, 4 bytes)",
+                "grid (.global, 256 bytes)",
+                "quad (.const, 16 bytes)",
+                "open (.global, size unknown)",
+            ]
+        );
+    }
+
+    #[test]
+    fn ptx_newer_than_the_driver_says_what_to_do() {
+        let err = GpuError::PtxTooNew {
+            module: "app.ptx".into(),
+            ptx: PtxIsa { major: 9, minor: 1 },
+            max: PtxIsa { major: 9, minor: 0 },
+            driver: CudaVersion::new(13, 0),
+        };
+        let msg = err.to_string();
+        assert!(!msg.contains('\n'), "{msg}");
+        assert!(
+            msg.starts_with("cannot load module app.ptx: its PTX is .version 9.1, and driver CUDA 13.0 accepts up to 9.0: rebuild it with a compiler of CUDA 13.0"),
+            "{msg}"
+        );
+        assert!(msg.contains(crate::nvcc::NVCC_PIP_INSTALL), "{msg}");
+        let size = GpuError::SymbolSize {
+            symbol: "coef".into(),
+            module: "k.cu".into(),
+            declared: 32,
+            given: 24,
+        };
+        assert_eq!(
+            size.to_string(),
+            "symbol 'coef' of module k.cu is 32 bytes, and 24 bytes were given: give exactly 32"
+        );
+    }
+
     /// Later crates share these across threads (rayon workers, a progress thread).
     #[test]
     fn runtime_types_are_send_and_sync() {

@@ -94,6 +94,27 @@ pub fn include_dirs(options: &[String]) -> Vec<PathBuf> {
     dirs
 }
 
+/// The files named by pre-include options (`--pre-include=NAME`, `--pre-include NAME`,
+/// `-include=NAME`, `-include NAME`), in order: NVRTC and nvcc read them before the source.
+pub fn pre_includes(options: &[String]) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut next_is_name = false;
+    for opt in options {
+        if next_is_name {
+            names.push(opt.clone());
+            next_is_name = false;
+        } else if opt == "--pre-include" || opt == "-include" {
+            next_is_name = true;
+        } else if let Some(name) = opt
+            .strip_prefix("--pre-include=")
+            .or_else(|| opt.strip_prefix("-include="))
+        {
+            names.push(name.to_string());
+        }
+    }
+    names
+}
+
 /// The `#include` targets of `text`, in order: the name and whether it was quoted (`"..."`).
 /// A name that is neither quoted nor bracketed (a macro) is returned as written, unquoted.
 fn scan(text: &str) -> Vec<(String, bool)> {

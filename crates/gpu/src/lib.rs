@@ -1,5 +1,5 @@
 //! The CUDA runtime of mantissa, over cudarc: find a GPU without panicking, compile CUDA C++ with
-//! NVRTC under named floating-point flag sets, cache compilations, launch kernels by name with
+//! NVRTC or nvcc under named floating-point flag sets, cache compilations, launch kernels by name with
 //! arguments built at run time, time them with CUDA events, and report a device's facts and
 //! measured ceilings.
 //!
@@ -23,17 +23,27 @@
 //!   [`BuildFacts`]. [`CompileCache`] (in `cache.rs`) keeps results in a bounded memory cache and
 //!   under `$MANTISSA_CACHE` (default `~/.cache/mantissa`), keyed by the source and every file it
 //!   includes ([`includes`]).
+//! - [`Builder`] and [`BuildRequest`] (in `frontend.rs`; nvcc in `nvcc.rs`): front ends. A file
+//!   with `-I`/`-D`, a target, a flag set and an optional math-unit marking becomes PTX through
+//!   NVRTC (device code), nvcc (host code: `main`, `<<<...>>>`, `<stdio.h>`; found in the
+//!   toolkit, `PATH` or the pip wheel) or is read as ready PTX; the automatic choice and its
+//!   reason are a [`FrontEndChoice`], the record's facts a [`BuildFacts`]. [`Gpu::build_file`]
+//!   builds and loads in one step.
+//! - [`Module::symbols`], [`Gpu::write_symbol`], [`Gpu::read_symbol`]: `__constant__` and
+//!   `__device__` variables, sized from the PTX and checked before every copy.
 //! - [`DeviceReport`] (in `device.rs`): [`DeviceInfo`] plus [`Ceilings`] (copy bandwidth, FP32 and
 //!   FP64 FMA throughput, slug factor), as a table (`Display`) or JSON.
-//! - Errors (in `error.rs`): [`GpuUnavailable`], [`NvrtcUnavailable`], [`CompileError`],
-//!   [`GpuError`]; each displays as one line naming what failed and what to do.
+//! - Errors (in `error.rs`): [`GpuUnavailable`], [`NvrtcUnavailable`], [`NvccUnavailable`],
+//!   [`CompileError`], [`BuildError`], [`GpuError`]; each displays as one line naming what failed
+//!   and what to do.
 //! - [`DeviceType`] (in `device_types.rs`): the one table of how each precision exists on the
 //!   device (words, bytes, CUDA type, the twin header's names), [`DeviceWords`] for its Rust type
 //!   and [`visit_device_type`] to run generic code with it.
 //! - [`twin`]: the CUDA twin of `mantissa-num` (header text, the list of its operations, and a
 //!   generator of element-wise kernels for them), bit-identical to the Rust code.
-//! - [`testing`]: `require_gpu_or_skip()` and `require_nvrtc_or_skip()` for GPU tests here and in
-//!   the crates above (skip with a printed reason; fail under `MANTISSA_REQUIRE_GPU=1`).
+//! - [`testing`]: `require_gpu_or_skip()`, `require_nvrtc_or_skip()` and `require_nvcc_or_skip()`
+//!   for tests here and in the crates above (skip with a printed reason; fail under
+//!   `MANTISSA_REQUIRE_GPU=1`, `MANTISSA_REQUIRE_NVRTC=1`, `MANTISSA_REQUIRE_NVCC=1`).
 //!
 //! Versions: the bindings are CUDA 13.0's, for the GPU machines' driver 580. NVRTC newer than the
 //! driver writes PTX the driver refuses (CUDA_ERROR_UNSUPPORTED_PTX_VERSION), which is why modules
@@ -48,10 +58,12 @@ pub mod device;
 pub mod device_types;
 pub mod error;
 pub mod flags;
+pub mod frontend;
 pub mod gpu;
 pub mod includes;
 pub mod launch;
 pub mod locate;
+pub mod nvcc;
 pub mod nvrtc;
 pub mod testing;
 pub mod timing;
@@ -66,13 +78,19 @@ pub use device_types::{
     values_of, visit_device_type, words_of, DeviceType, DeviceTypeVisitor, DeviceWords, Word,
 };
 pub use error::{
-    CompileError, DriverStatus, GpuError, GpuUnavailable, ImageKind, NvrtcUnavailable,
+    BuildError, CompileError, DriverStatus, GpuError, GpuUnavailable, ImageKind, NvccUnavailable,
+    NvrtcUnavailable,
 };
 pub use flags::{FlagSet, UnknownFlagSet};
-pub use gpu::{device_count, Gpu, KernelResources, Module};
+pub use frontend::{
+    BuildRequest, Builder, Built, Define, FrontEnd, FrontEndChoice, HostCode, Reason,
+    UnknownFrontEnd,
+};
+pub use gpu::{device_count, symbols_of_ptx, Gpu, KernelResources, Module, Symbol};
 pub use launch::{DType, DeviceBuffer, HostData, KernelArg, LaunchDims, Scalar};
 pub use locate::{nvrtc_library, NvrtcLibrary, NvrtcOrigin};
 pub use mantissa_ptx::entry::{EntryParam, EntrySignature};
+pub use nvcc::{Nvcc, NvccOrigin, NVCC_ENV, NVCC_PIP_INSTALL};
 pub use nvrtc::{source_hash, BuildFacts, Compiled, Compiler, Source, Target};
 pub use timing::{Timing, TimingOptions};
 pub use version::{Arch, CudaVersion, PtxIsa};

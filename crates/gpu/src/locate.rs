@@ -173,18 +173,40 @@ fn builtins_in(dir: &Path) -> Option<PathBuf> {
 /// `nvidia/cu13/lib` under every site-packages directory of the active Python and the active
 /// virtual environment, in that order, without repeats.
 fn wheel_dirs() -> Vec<PathBuf> {
-    let mut sites = python_site_dirs();
-    if let Some(venv) = std::env::var_os("VIRTUAL_ENV").filter(|v| !v.is_empty()) {
-        sites.extend(venv_site_dirs(Path::new(&venv)));
-    }
+    wheel_subdirs(&["lib"])
+}
+
+/// `nvidia/cu13/<sub...>` under every site-packages directory of the active Python and of the
+/// active virtual environment ([`site_packages`]), in that order, without repeats: where the
+/// CUDA 13 pip wheels put their files (`lib` for NVRTC, `bin` for nvcc).
+pub(crate) fn wheel_subdirs(sub: &[&str]) -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = Vec::new();
-    for site in sites {
-        let dir = site.join("nvidia").join("cu13").join("lib");
+    for site in site_packages() {
+        let mut dir = site.join("nvidia").join("cu13");
+        for part in sub {
+            dir = dir.join(part);
+        }
         if !dirs.contains(&dir) {
             dirs.push(dir);
         }
     }
     dirs
+}
+
+/// The site-packages directories of the active Python (system and user) and of `$VIRTUAL_ENV`,
+/// in that order: the one search for Python's directories in this crate (NVRTC and nvcc both use
+/// it). Python is asked once per process; its answer does not change while we run.
+pub(crate) fn site_packages() -> Vec<PathBuf> {
+    static SITES: OnceLock<Vec<PathBuf>> = OnceLock::new();
+    SITES
+        .get_or_init(|| {
+            let mut sites = python_site_dirs();
+            if let Some(venv) = std::env::var_os("VIRTUAL_ENV").filter(|v| !v.is_empty()) {
+                sites.extend(venv_site_dirs(Path::new(&venv)));
+            }
+            sites
+        })
+        .clone()
 }
 
 /// Asks `python3` for its site-packages directories (system and user). No Python, or one that

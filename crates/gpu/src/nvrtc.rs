@@ -12,6 +12,7 @@ use crate::cache::fnv1a64;
 use crate::cache::{CacheHit, CacheKey, CompileCache};
 use crate::error::{catch, CompileError, NvrtcUnavailable};
 use crate::flags::FlagSet;
+use crate::frontend::FrontEnd;
 use crate::includes::{self, Include};
 use crate::locate::NvrtcLibrary;
 use crate::version::{Arch, CudaVersion};
@@ -115,10 +116,23 @@ impl Source {
     }
 
     /// The files this source includes, resolved as NVRTC resolves them (see [`crate::includes`]).
+    ///
+    /// Files named by `--pre-include=NAME` / `-include=NAME` options are covered too, as if the
+    /// text began by including them: the math-unit marking pre-includes headers whose contents
+    /// (the demoted lines) must be part of the cache key.
     pub fn includes(&self) -> Vec<Include> {
+        let pre: String = includes::pre_includes(&self.options)
+            .iter()
+            .map(|name| format!("#include \"{name}\"\n"))
+            .collect();
+        let text = if pre.is_empty() {
+            std::borrow::Cow::Borrowed(self.text.as_str())
+        } else {
+            std::borrow::Cow::Owned(pre + &self.text)
+        };
         includes::resolve(
             &self.name,
-            &self.text,
+            &text,
             &self.headers,
             &includes::include_dirs(&self.options),
         )
@@ -139,7 +153,7 @@ pub fn source_hash(text: &str, includes: &[Include]) -> String {
 /// How a compilation was built, as plain data: what a record's build facts hold.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BuildFacts {
-    /// The compiler front end: `nvrtc`.
+    /// The compiler front end: `nvrtc`, `nvcc`, or `ptx` for ready PTX read as is.
     pub front_end: String,
     /// Its version, e.g. `13.0`.
     pub front_end_version: String,
@@ -151,6 +165,16 @@ pub struct BuildFacts {
     pub arch: String,
     /// [`source_hash`] of the source and every file it includes.
     pub source_hash: String,
+    /// The front end's program or library (nvcc's path, libnvrtc's path), when known. Absent in
+    /// facts written before front ends were chosen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compiler: Option<String>,
+    /// Why this front end was used, e.g. `the file has host code (main at line 88)`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// What a reader of the record should know: e.g. that flag sets cannot change ready PTX.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// The result of one compilation. The PTX is always kept: later stages read and rewrite it.
@@ -160,11 +184,14 @@ pub struct Compiled {
     pub source_name: String,
     /// The flag set it was compiled under.
     pub flags: FlagSet,
-    /// What NVRTC was asked to produce.
+    /// What NVRTC was asked to produce (nvcc: always [`Target::Ptx`]).
     pub target: Target,
-    /// Every option NVRTC received, in order.
+    /// Every option the front end received, in order (nvcc: its arguments but the input and
+    /// output files).
     pub options: Vec<String>,
-    /// NVRTC's version.
+    /// Which compiler built it: NVRTC, or nvcc (see [`crate::frontend`]).
+    pub front_end: FrontEnd,
+    /// The front end's version (NVRTC's, or nvcc's release).
     pub nvrtc: CudaVersion,
     /// [`source_hash`] of the source and every file it includes.
     pub source_hash: String,
@@ -187,12 +214,15 @@ impl Compiled {
     /// How this was built: front end and version, flag set, options, target, source hash.
     pub fn build_facts(&self) -> BuildFacts {
         BuildFacts {
-            front_end: "nvrtc".to_string(),
+            front_end: self.front_end.to_string(),
             front_end_version: self.nvrtc.to_string(),
             flags: self.flags.name(),
             options: self.options.clone(),
             arch: self.target.to_string(),
             source_hash: self.source_hash.clone(),
+            compiler: None,
+            reason: None,
+            notes: Vec::new(),
         }
     }
 }
@@ -436,6 +466,7 @@ impl Compiler {
                 flags,
                 target,
                 options: options.clone(),
+                front_end: FrontEnd::Nvrtc,
                 nvrtc: self.version,
                 source_hash: source_hash.clone(),
                 lowered_names,

@@ -5,6 +5,9 @@
 //! by the GPU machine's runner) the same absence fails the test, so a broken setup cannot pass as
 //! a run of skips. NVRTC tests do the same with [`require_nvrtc_or_skip`]; they are required under
 //! `MANTISSA_REQUIRE_GPU=1` too (a GPU machine has NVRTC) or alone with `MANTISSA_REQUIRE_NVRTC=1`.
+//! nvcc tests use [`require_nvcc_or_skip`], required with `MANTISSA_REQUIRE_NVCC=1` (set by CI,
+//! which installs the nvcc wheels; not implied by `MANTISSA_REQUIRE_GPU`, since a GPU machine
+//! need not have a toolkit).
 //!
 //! The skip line is written straight to the process's stderr, not through `eprintln!`, because the
 //! test harness captures `eprintln!` output of passing tests and the reason would never be seen.
@@ -12,6 +15,7 @@
 use crate::cache::CompileCache;
 use crate::error::GpuUnavailable;
 use crate::gpu::Gpu;
+use crate::nvcc::Nvcc;
 use crate::nvrtc::Compiler;
 use std::fmt::Display;
 use std::io::Write;
@@ -21,6 +25,9 @@ use std::sync::{Arc, OnceLock};
 pub const REQUIRE_GPU_ENV: &str = "MANTISSA_REQUIRE_GPU";
 /// Set to `1` where NVRTC must be present (a machine with NVRTC but no GPU).
 pub const REQUIRE_NVRTC_ENV: &str = "MANTISSA_REQUIRE_NVRTC";
+/// Set to `1` where nvcc must be present (CI installs the nvcc wheels): nvcc tests then fail
+/// instead of skipping.
+pub const REQUIRE_NVCC_ENV: &str = "MANTISSA_REQUIRE_NVCC";
 
 fn env_set(name: &str) -> bool {
     std::env::var(name).is_ok_and(|v| v == "1")
@@ -34,6 +41,11 @@ pub fn gpu_required() -> bool {
 /// Whether NVRTC tests must run rather than skip.
 pub fn nvrtc_required() -> bool {
     gpu_required() || env_set(REQUIRE_NVRTC_ENV)
+}
+
+/// Whether nvcc tests must run rather than skip.
+pub fn nvcc_required() -> bool {
+    env_set(REQUIRE_NVCC_ENV)
 }
 
 /// The name of the running test (the harness names each test's thread after it).
@@ -97,6 +109,27 @@ pub fn require_nvrtc_or_skip() -> Option<Arc<Compiler>> {
                 REQUIRE_NVRTC_ENV
             };
             skip_or_fail(nvrtc_required(), env, reason);
+            None
+        }
+    }
+}
+
+/// nvcc shared by all tests of this process (memory-only cache), or `None` after printing why.
+/// Found as users find it ([`crate::nvcc`]), `MANTISSA_NVCC` included.
+///
+/// # Panics
+/// When `MANTISSA_REQUIRE_NVCC=1` and no working nvcc is found.
+pub fn require_nvcc_or_skip() -> Option<Arc<Nvcc>> {
+    static NVCC: OnceLock<Result<Arc<Nvcc>, String>> = OnceLock::new();
+    let probed = NVCC.get_or_init(|| {
+        Nvcc::find()
+            .map(|n| Arc::new(n.with_cache(CompileCache::in_memory())))
+            .map_err(|e| e.to_string())
+    });
+    match probed {
+        Ok(n) => Some(n.clone()),
+        Err(reason) => {
+            skip_or_fail(nvcc_required(), REQUIRE_NVCC_ENV, reason);
             None
         }
     }

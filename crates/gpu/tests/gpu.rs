@@ -4,8 +4,8 @@
 
 use mantissa_gpu::testing::require_gpu_or_skip;
 use mantissa_gpu::{
-    CompileCache, DType, DeviceBuffer, FlagSet, Gpu, GpuError, HostData, ImageKind, KernelArg,
-    LaunchDims, ReportOptions, Source, Target, TimingOptions,
+    BuildRequest, CompileCache, DType, DeviceBuffer, FlagSet, FrontEnd, Gpu, GpuError, HostData,
+    ImageKind, KernelArg, LaunchDims, ReportOptions, Source, Target, TimingOptions,
 };
 use std::io::Write;
 use std::time::Duration;
@@ -378,6 +378,18 @@ fn ptx_newer_than_the_driver_is_explained() {
     let msg = err.to_string();
     show(format!("PTX .version 99.9 on this driver: {msg}"));
     assert!(!msg.contains('\n'));
+    // A driver whose newest PTX ISA is known refuses before the driver is asked.
+    if let GpuError::PtxTooNew { ptx, driver, .. } = &err {
+        assert_eq!(ptx.to_string(), "99.9");
+        assert_eq!(*driver, gpu.info().driver);
+        assert!(
+            msg.contains("rebuild it with a compiler of CUDA")
+                && msg.contains("nvidia-cuda-nvcc==13.0.88")
+                && msg.contains("update the NVIDIA driver"),
+            "{msg}"
+        );
+        return;
+    }
     let status = err.driver_status().expect("a driver status").code();
     assert!(
         status == 222 || status == 218,
@@ -641,5 +653,127 @@ fn device_report_measures_and_caches_ceilings() {
     assert_eq!(again.ceilings, r.ceilings);
     let json = again.to_json();
     assert!(json.contains("\"slug_factor\""));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A `__constant__` table and a `__device__` struct, read by a kernel.
+const SYMBOLS: &str = r#"struct Params { double scale; int n; float bias; };
+__constant__ double coef[4];
+__device__ Params params;
+extern "C" __global__ void apply(double* y) {
+    int i = threadIdx.x;
+    if (i < 4) y[i] = coef[i] * params.scale + params.bias + params.n;
+}
+"#;
+
+fn f64_bytes(v: &[f64]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_ne_bytes()).collect()
+}
+
+/// `Params` as the device lays it out: f64 at 0, i32 at 8, f32 at 12; 16 bytes.
+fn params_bytes(scale: f64, n: i32, bias: f32) -> Vec<u8> {
+    let mut b = Vec::new();
+    b.extend(scale.to_ne_bytes());
+    b.extend(n.to_ne_bytes());
+    b.extend(bias.to_ne_bytes());
+    b
+}
+
+fn check_symbols(gpu: &Gpu, module: &mantissa_gpu::Module) {
+    let listed: Vec<String> = module.symbols().iter().map(|s| s.to_string()).collect();
+    assert_eq!(
+        listed,
+        ["coef (.const, 32 bytes)", "params (.global, 16 bytes)"],
+        "{listed:?}"
+    );
+    let coef = [1.5, -2.25, 0.125, 1e-300];
+    gpu.write_symbol(module, "coef", &f64_bytes(&coef)).unwrap();
+    gpu.write_symbol(module, "params", &params_bytes(2.0, 3, 0.5))
+        .unwrap();
+    assert_eq!(gpu.read_symbol(module, "coef").unwrap(), f64_bytes(&coef));
+    assert_eq!(
+        gpu.read_symbol(module, "params").unwrap(),
+        params_bytes(2.0, 3, 0.5)
+    );
+    // The kernel sees what was written.
+    let y = gpu.alloc_zeros("y", DType::F64, 4).unwrap();
+    gpu.launch_sync(
+        module,
+        "apply",
+        LaunchDims::linear(4, 4),
+        &[KernelArg::from(&y)],
+    )
+    .unwrap();
+    let HostData::F64(out) = gpu.download(&y).unwrap() else {
+        panic!()
+    };
+    let want: Vec<f64> = coef.iter().map(|c| c * 2.0 + 0.5 + 3.0).collect();
+    assert_eq!(out, want);
+
+    // Wrong sizes and names are one line each, naming the symbol and both sizes.
+    let err = gpu
+        .write_symbol(module, "coef", &f64_bytes(&coef[..3]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("symbol 'coef'") && err.contains("is 32 bytes, and 24 bytes were given"),
+        "{err}"
+    );
+    let err = gpu.read_symbol(module, "nope").unwrap_err().to_string();
+    assert!(
+        err.contains("symbol 'nope' is not in module") && err.contains("coef (.const, 32 bytes)"),
+        "{err}"
+    );
+    assert!(!err.contains('\n'));
+}
+
+#[test]
+fn constant_and_global_symbols_round_trip() {
+    let Some(gpu) = require_gpu_or_skip() else {
+        return;
+    };
+    let module = gpu
+        .build(&Source::new("symbols.cu", SYMBOLS), FlagSet::DEFAULT)
+        .unwrap();
+    assert_eq!(module.image(), ImageKind::Cubin);
+    check_symbols(&gpu, &module);
+    // The same from PTX text (the driver JIT-compiles it).
+    let ptx = gpu
+        .compiler()
+        .compile(
+            &Source::new("symbols.cu", SYMBOLS),
+            FlagSet::DEFAULT,
+            Target::Ptx(gpu.arch()),
+        )
+        .unwrap();
+    let from_ptx = gpu.load_ptx("symbols-ptx", &ptx.ptx).unwrap();
+    check_symbols(&gpu, &from_ptx);
+}
+
+/// A file with host code goes through nvcc, loads as PTX and runs (when nvcc is found).
+#[test]
+fn host_code_file_builds_with_nvcc_and_runs() {
+    let Some(gpu) = require_gpu_or_skip() else {
+        return;
+    };
+    let Some(_) = mantissa_gpu::testing::require_nvcc_or_skip() else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("mantissa-gpu-nvcc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("symbols_app.cu");
+    std::fs::write(
+        &file,
+        format!("#include <stdio.h>\n{SYMBOLS}int main() {{ printf(\"hi\\n\"); return 0; }}\n"),
+    )
+    .unwrap();
+    let (module, built) = gpu
+        .build_file(&BuildRequest::new(&file))
+        .unwrap_or_else(|e| panic!("{e}"));
+    show(format!("built with {}", built.choice));
+    assert_eq!(built.choice.front_end, FrontEnd::Nvcc);
+    assert_eq!(built.facts.arch, gpu.arch().sm());
+    assert_eq!(module.image(), ImageKind::Ptx);
+    check_symbols(&gpu, &module);
     std::fs::remove_dir_all(&dir).unwrap();
 }
