@@ -36,6 +36,7 @@
 
 pub mod census;
 pub mod compare;
+pub mod demote;
 pub mod entry;
 pub mod graph;
 pub mod lex;
@@ -43,9 +44,12 @@ pub mod model;
 pub mod parse;
 mod print;
 pub mod ptxas;
+pub mod units;
 
 pub use model::*;
 pub use parse::{parse, Diagnostic, Parsed};
 
+#[cfg(test)]
+mod demote_tests;
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,679 @@
+//! Tests of units.rs and demote.rs on real NVRTC and nvcc output (tests/fixtures/units, see
+//! its README for the commands), with ptxas when it can be found and a tiny evaluator for
+//! straight-line f32/f64 PTX.
+
+use crate::census::located;
+use crate::demote::*;
+use crate::units::*;
+use crate::*;
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+const MARKED_NVRTC: &str = include_str!("../tests/fixtures/units/units.nvrtc.marked.ptx");
+const PLAIN_NVRTC: &str = include_str!("../tests/fixtures/units/units.nvrtc.plain.ptx");
+const DEMOTED_LINES_NVRTC: &str = include_str!("../tests/fixtures/units/units.nvrtc.demoted.ptx");
+const MARKED_NVCC: &str = include_str!("../tests/fixtures/units/units.nvcc.marked.ptx");
+const PLAIN_NVCC: &str = include_str!("../tests/fixtures/units/units.nvcc.plain.ptx");
+const STRAIGHT: &str = include_str!("../tests/fixtures/units/straight.nvrtc.ptx");
+
+/// Every fixture of this module and of tests.rs.
+fn all_fixtures() -> Vec<(&'static str, &'static str)> {
+    let mut v = vec![
+        ("units.nvrtc.marked", MARKED_NVRTC),
+        ("units.nvrtc.plain", PLAIN_NVRTC),
+        ("units.nvrtc.demoted", DEMOTED_LINES_NVRTC),
+        ("units.nvcc.marked", MARKED_NVCC),
+        ("units.nvcc.plain", PLAIN_NVCC),
+        ("straight", STRAIGHT),
+    ];
+    v.extend(crate::tests::FIXTURES);
+    v
+}
+
+fn module(text: &str) -> Module {
+    let p = parse(text);
+    assert!(p.diagnostics.is_empty(), "{:?}", p.diagnostics);
+    p.module
+}
+
+/// ptxas: the crate's own lookup, then `$CUDA_HOME/bin`, `/usr/local/cuda/bin`, and the
+/// `nvidia-cuda-nvcc` wheel in python's site-packages (what CI installs).
+fn ptxas() -> Option<std::path::PathBuf> {
+    if let Some(p) = crate::ptxas::find() {
+        return Some(p);
+    }
+    let mut dirs: Vec<std::path::PathBuf> = Vec::new();
+    if let Some(h) = std::env::var_os("CUDA_HOME") {
+        dirs.push(std::path::PathBuf::from(h).join("bin"));
+    }
+    dirs.push("/usr/local/cuda/bin".into());
+    if let Ok(out) = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import site,sys; print('\\n'.join(site.getsitepackages()+[site.getusersitepackages()]))",
+        ])
+        .output()
+    {
+        for l in String::from_utf8_lossy(&out.stdout).lines() {
+            dirs.push(std::path::PathBuf::from(l.trim()).join("nvidia/cu13/bin"));
+        }
+    }
+    dirs.into_iter()
+        .map(|d| d.join("ptxas"))
+        .find(|p| p.is_file())
+}
+
+/// Asserts `text` assembles for sm_90 when ptxas is there; says so (once per call) when not.
+fn assembles(what: &str, text: &str, ptxas_path: &Option<std::path::PathBuf>) {
+    match ptxas_path {
+        Some(p) => {
+            if let Err(e) = crate::ptxas::assemble_with(p, text, "sm_90") {
+                let log = match &e {
+                    crate::ptxas::PtxasError::Rejected { log } => log.clone(),
+                    _ => String::new(),
+                };
+                panic!("{what}: ptxas: {e}\n{log}");
+            }
+        }
+        None => eprintln!("{what}: ptxas not found, assembly not checked"),
+    }
+}
+
+fn unit_list(m: &Module, function: &str) -> Vec<Unit> {
+    units(m)
+        .into_iter()
+        .find(|f| f.function == function)
+        .map(|f| f.units)
+        .unwrap_or_default()
+}
+
+#[test]
+fn parses_forwarder_names() {
+    assert_eq!(
+        parse_unit_name("_Z19__mantissa_unit_expILi3EEdd"),
+        Some(("exp".into(), 3))
+    );
+    assert_eq!(
+        parse_unit_name("_Z19__mantissa_unit_expILi42EJdEEDTcl3expspfp_EEDpT0_"),
+        Some(("exp".into(), 42))
+    );
+    assert_eq!(
+        parse_unit_name("_Z20__mantissa_unit_erfcILi16EJdEEDTcl4erfcspfp_EEDpT0_"),
+        Some(("erfc".into(), 16))
+    );
+    // Wrong length prefix, missing template list, other names.
+    assert_eq!(parse_unit_name("_Z18__mantissa_unit_expILi3EEdd"), None);
+    assert_eq!(parse_unit_name("_Z19__mantissa_unit_expdd"), None);
+    assert_eq!(parse_unit_name("_Z6helperd"), None);
+    assert_eq!(parse_unit_name("__mantissa_unit_expILi3EEdd"), None);
+}
+
+#[test]
+fn finds_units_in_marked_nvrtc_and_nvcc_builds() {
+    for (name, text) in [("nvrtc", MARKED_NVRTC), ("nvcc", MARKED_NVCC)] {
+        let m = module(text);
+        assert!(is_marked(&m), "{name}");
+        let us = unit_list(&m, "units");
+        let marked: Vec<(&str, u32, (u32, u32, u32), usize)> = us
+            .iter()
+            .filter(|u| u.kind == UnitKind::Marked)
+            .map(|u| {
+                (
+                    u.function.as_str(),
+                    u.line,
+                    u.call_site,
+                    u.instructions.len(),
+                )
+            })
+            .collect();
+        let sites: Vec<_> = marked.iter().map(|(f, l, s, _)| (*f, *l, *s)).collect();
+        // exp in the helper (line 6) is inlined twice (lines 19 and 21): one unit.
+        assert_eq!(
+            sites,
+            [
+                ("exp", 13, (1, 13, 3)),
+                ("log", 14, (1, 14, 3)),
+                ("pow", 15, (1, 15, 3)),
+                ("erfc", 16, (1, 16, 3)),
+                ("exp", 6, (1, 6, 3)),
+            ],
+            "{name}"
+        );
+        // Counted in the text: the exp sequence after `.loc 2 66 1, function_name
+        // $L__info_string0` up to the next user `.loc` has 59 instructions.
+        assert_eq!(marked[0].3, 59, "{name}: {marked:?}");
+        // The helper's exp is inlined in three places (loop body twice after unrolling by the
+        // compiler's peeling, and line 21); each copy is as long as the exp at line 13 or so.
+        assert!(marked[4].3 > 2 * 59, "{name}: {marked:?}");
+        // __internal_accurate_pow, called from inside pow's unit, is part of it.
+        let pow = unit_list(&m, "__internal_accurate_pow");
+        assert_eq!(pow.len(), 1, "{name}");
+        assert_eq!((pow[0].function.as_str(), pow[0].line), ("pow", 15));
+        let func = m
+            .functions()
+            .find(|f| f.name == "__internal_accurate_pow" && f.body.is_some())
+            .map(|f| f.instructions().count());
+        assert_eq!(Some(pow[0].instructions.len()), func);
+    }
+}
+
+/// Instruction ids are assigned in text order and the marked build has the same instructions,
+/// so the plain build's f64 instructions on an exp line are exactly the marked unit's f64 ones.
+#[test]
+fn no_f64_instruction_of_a_call_is_left_outside_its_unit() {
+    let marked = module(MARKED_NVRTC);
+    let plain = module(PLAIN_NVRTC);
+    assert!(same_code(&marked, &plain));
+    let k_plain = plain.function("units").map(located).unwrap_or_default();
+    let us = unit_list(&marked, "units");
+    let k_marked = marked.function("units").map(located).unwrap_or_default();
+    let is_f64 = |i: &Instruction| {
+        i.has_mod("f64") || i.operands.iter().any(|o| matches!(o, Operand::Reg(r) if r.starts_with("%fd")))
+    };
+    for (line, function) in [(13, "exp"), (14, "log"), (15, "pow"), (16, "erfc")] {
+        let unit = us
+            .iter()
+            .find(|u| u.kind == UnitKind::Marked && u.line == line)
+            .unwrap_or_else(|| panic!("no unit at {line}"));
+        assert_eq!(unit.function, function);
+        let ids: HashSet<InstId> = unit.instructions.iter().copied().collect();
+        // Every f64 instruction the plain build puts on the line (only the call is there)...
+        let on_line: Vec<InstId> = k_plain
+            .iter()
+            .filter(|(i, l)| l.is_some_and(|l| l.line == line) && is_f64(i))
+            .map(|(i, _)| i.id)
+            .collect();
+        assert!(!on_line.is_empty());
+        // ... is in the unit, except the single instructions NVVM gave the user's line: the
+        // unit then holds at least as much f64 work.
+        let inside = on_line.iter().filter(|id| ids.contains(id)).count();
+        assert!(
+            inside + 2 >= on_line.len(),
+            "line {line}: {inside} of {} in the unit",
+            on_line.len()
+        );
+        // And no f64 instruction under a user `.loc` of the marked build is a libm one: those
+        // on line `line` are at most the plain ones outside the unit.
+        let outside_marked: Vec<InstId> = k_marked
+            .iter()
+            .filter(|(i, l)| {
+                l.is_some_and(|l| l.line == line && l.inlined.is_none() && l.file == 1)
+                    && is_f64(i)
+                    && !ids.contains(&i.id)
+            })
+            .map(|(i, _)| i.id)
+            .collect();
+        assert!(outside_marked.len() <= 2, "line {line}: {outside_marked:?}");
+    }
+}
+
+#[test]
+fn opaque_regions_in_unmarked_builds() {
+    for (name, text) in [("nvrtc", PLAIN_NVRTC), ("nvcc", PLAIN_NVCC)] {
+        let m = module(text);
+        assert!(!is_marked(&m));
+        let us = unit_list(&m, "units");
+        assert!(us.iter().all(|u| u.kind == UnitKind::Opaque));
+        let lines: Vec<u32> = us.iter().map(|u| u.line).collect();
+        // exp (13), log (14), pow (15), erfc (16), and exp inside the helper (6). sqrt at line
+        // 16 is one instruction, but it shares erfc's line: opaque too (conservative).
+        for l in [6, 13, 14, 15, 16] {
+            assert!(lines.contains(&l), "{name}: {lines:?}");
+        }
+        // Lines without bit manipulation stay demotable.
+        for l in [12, 19, 23, 25] {
+            assert!(!lines.contains(&l), "{name}: {lines:?}");
+        }
+        // A function without line info is one region.
+        let pow = unit_list(&m, "__internal_accurate_pow");
+        assert_eq!(pow.len(), 1);
+        assert_eq!(pow[0].line, 0);
+        // Every f64 instruction on line 13 is in the region.
+        let region: HashSet<InstId> = us
+            .iter()
+            .filter(|u| u.line == 13)
+            .flat_map(|u| u.instructions.iter().copied())
+            .collect();
+        let cands = candidates(&m);
+        assert!(cands
+            .iter()
+            .filter(|c| c.function == "units" && c.line == 13)
+            .all(|c| region.contains(&c.id) && c.selector.is_none()));
+    }
+}
+
+#[test]
+fn same_code_marked_vs_unmarked() {
+    let (mn, pn) = (module(MARKED_NVRTC), module(PLAIN_NVRTC));
+    let (mc, pc) = (module(MARKED_NVCC), module(PLAIN_NVCC));
+    let dl = module(DEMOTED_LINES_NVRTC);
+    assert!(same_code(&mn, &pn));
+    assert!(same_code(&mc, &pc));
+    assert!(!same_code(&mn, &dl));
+    assert!(!same_code(&pn, &dl));
+    assert!(same_code(&dl, &dl));
+    let s = module(STRAIGHT);
+    assert!(!same_code(&s, &mn));
+    // A changed immediate is a different program.
+    let mut s2 = s.clone();
+    if let Some(Item::Function(f)) = s2.items.iter_mut().find(|i| matches!(i, Item::Function(_))) {
+        for st in f.body.iter_mut().flatten() {
+            if let Statement::Inst(i) = st {
+                for o in &mut i.operands {
+                    if let Operand::Imm(Imm::F64(b)) = o {
+                        *b ^= 1;
+                    }
+                }
+            }
+        }
+    }
+    assert!(!same_code(&s, &s2));
+}
+
+#[test]
+fn immediates_round_to_nearest_f32() {
+    assert_eq!(f64_imm_to_f32(0x3FB999999999999A), 0x3DCCCCCD);
+    assert_eq!(f64_imm_to_f32(1e300f64.to_bits()), f32::INFINITY.to_bits());
+    assert_eq!(f64_imm_to_f32((-1e300f64).to_bits()), f32::NEG_INFINITY.to_bits());
+    // f32::MAX rounds back to itself; just above half an ulp past it overflows.
+    assert_eq!(f64_imm_to_f32((f32::MAX as f64).to_bits()), f32::MAX.to_bits());
+    // Subnormal f32 results, and zero below half the smallest subnormal.
+    let tiny = f32::from_bits(1) as f64;
+    assert_eq!(f64_imm_to_f32(tiny.to_bits()), 1);
+    assert_eq!(f64_imm_to_f32((tiny * 0.4).to_bits()), 0);
+    assert_eq!(f64_imm_to_f32((1e-40f64).to_bits()), (1e-40f32).to_bits());
+    assert!(f32::from_bits(f64_imm_to_f32(f64::NAN.to_bits())).is_nan());
+}
+
+#[test]
+fn empty_set_gives_the_input_back() {
+    for (name, text) in all_fixtures() {
+        let m = module(text);
+        let d = demote(&m, &DemoteSet::empty()).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(d.module, m, "{name}");
+        assert_eq!(module(&d.module.to_string()), m, "{name}");
+        assert_eq!(d.report.demoted(), 0);
+    }
+}
+
+const ARITH_LIKE: [&str; 16] = [
+    "add", "sub", "mul", "fma", "mad", "div", "rcp", "sqrt", "rsqrt", "neg", "abs", "min", "max",
+    "setp", "selp", "mov",
+];
+
+#[test]
+fn demote_all_parses_leaves_no_f64_arithmetic_and_assembles() {
+    let ptxas = ptxas();
+    for (name, text) in all_fixtures() {
+        let m = module(text);
+        let d = demote(&m, &DemoteSet::all()).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let printed = d.module.to_string();
+        let back = module(&printed);
+        // Ids are renumbered by a parse (inserted instructions get fresh ones), so compare
+        // code and text, not ids.
+        assert!(same_code(&back, &d.module), "{name}");
+        assert!(back.to_string() == printed, "{name}");
+        let eligible = candidates(&m).iter().filter(|c| c.selector.is_some()).count() as u32;
+        assert_eq!(d.report.demoted(), eligible, "{name}");
+        // Outside units, no f64 arithmetic is left; only the boundary conversions.
+        let idx = crate::units::index(&back);
+        for f in back.functions() {
+            for i in f.instructions() {
+                if i.has_mod("f64") && ARITH_LIKE.contains(&i.opcode.as_str()) {
+                    assert!(
+                        idx.unit_of(i.id).is_some(),
+                        "{name}: {} {} left in f64",
+                        f.name,
+                        i.full_opcode()
+                    );
+                }
+            }
+        }
+        // Units are not touched: same units, same instructions.
+        // (Conversions inserted after a unit's f64 def sit under its `.loc`, so they join it:
+        // compare the original instructions only.)
+        let back_limit = m.next_inst_id;
+        let original = |m: &Module| -> Vec<Vec<Unit>> {
+            units(m)
+                .into_iter()
+                .map(|f| {
+                    f.units
+                        .into_iter()
+                        .map(|mut u| {
+                            u.instructions.retain(|id| id.0 < back_limit);
+                            u
+                        })
+                        .collect()
+                })
+                .collect()
+        };
+        assert_eq!(original(&d.module), original(&m), "{name}");
+        assembles(name, &printed, &ptxas);
+    }
+}
+
+/// A tiny seeded generator (xorshift64*), so subsets are the same on every run.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545F4914F6CDD1D)
+    }
+}
+
+#[test]
+fn random_subsets_parse_and_assemble() {
+    let ptxas = ptxas();
+    let mut rng = Rng(0x5EED_0002);
+    for (name, text) in all_fixtures() {
+        let m = module(text);
+        let sels: Vec<Selector> = candidates(&m).into_iter().filter_map(|c| c.selector).collect();
+        let rounds = if name.starts_with("units") || name == "straight" { 3 } else { 1 };
+        for round in 0..rounds {
+            let keep = rng.next() % 4 + 1; // keep about keep/5 of the instructions
+            let subset: Vec<Selector> = sels
+                .iter()
+                .filter(|_| rng.next() % 5 < keep)
+                .cloned()
+                .collect();
+            let d = demote(&m, &DemoteSet::selectors(subset.clone()))
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(d.report.demoted() as usize, subset.len(), "{name}");
+            assert!(d.report.unmatched.is_empty() && d.report.refused.is_empty());
+            let printed = d.module.to_string();
+            assert!(same_code(&module(&printed), &d.module), "{name}");
+            assembles(&format!("{name} subset {round}"), &printed, &ptxas);
+        }
+    }
+}
+
+#[test]
+fn selectors_serialise_and_survive_a_rebuild() {
+    // The marked and the plain build differ in .locs only, but units differ: in the marked
+    // build, lines 13–16 are units; the helper's line 6 arithmetic is eligible in both only
+    // where no unit or opaque region covers it.
+    let m = module(MARKED_NVRTC);
+    let sels: Vec<Selector> = candidates(&m).into_iter().filter_map(|c| c.selector).collect();
+    let set = DemoteSet::selectors(sels.clone());
+    let json = serde_json::to_string(&set).unwrap_or_default();
+    let back: DemoteSet = serde_json::from_str(&json).unwrap_or_default();
+    assert_eq!(back, set);
+    // A rebuild with the same compiler names the same instructions.
+    let again = module(MARKED_NVRTC);
+    let d = demote(&again, &back).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(d.report.demoted() as usize, sels.len());
+    assert_eq!(
+        d.module,
+        demote(&m, &DemoteSet::all()).map(|d| d.module).unwrap_or_default()
+    );
+}
+
+#[test]
+fn stale_and_ineligible_requests_are_reported() {
+    let m = module(MARKED_NVRTC);
+    let stale = Selector {
+        kernel: "units".into(),
+        file: 1,
+        line: 999,
+        ordinal: 0,
+    };
+    let at_exp = Selector {
+        kernel: "units".into(),
+        file: 1,
+        line: 13,
+        ordinal: 0,
+    };
+    let cands = candidates(&m);
+    let load = cands
+        .iter()
+        .find(|c| c.opcode.starts_with("ld.global"))
+        .map(|c| c.id)
+        .unwrap_or(InstId(u32::MAX));
+    let in_unit = cands
+        .iter()
+        .find(|c| c.unit.as_ref().is_some_and(|u| u.function == "log"))
+        .map(|c| c.id)
+        .unwrap_or(InstId(u32::MAX));
+    let set = DemoteSet {
+        all: false,
+        selectors: vec![stale.clone(), at_exp],
+        ids: vec![load, in_unit, InstId(9_999_999)],
+    };
+    let d = demote(&m, &set).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(d.report.demoted(), 0);
+    assert_eq!(d.report.unmatched, [stale]);
+    let reasons: Vec<&str> = d.report.refused.iter().map(|r| r.reason.as_str()).collect();
+    assert!(reasons.iter().any(|r| *r == "a load"), "{reasons:?}");
+    assert!(
+        reasons.iter().any(|r| *r == "in unit log at line 14"),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons.iter().any(|r| r.contains("in unit exp at line 13")),
+        "{reasons:?}"
+    );
+    assert!(d.report.notes.iter().any(|n| n.contains("i9999999")));
+    assert!(same_code(&d.module, &m));
+}
+
+// ---- A tiny evaluator for straight-line f32/f64 PTX (registers, immediates, global f64
+// ---- loads/stores at constant offsets from the two pointer parameters).
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Val {
+    F32(f32),
+    F64(f64),
+    Int(i64),
+    Pred(bool),
+}
+
+struct Eval<'a> {
+    input: &'a [f64],
+    output: BTreeMap<i64, f64>,
+    regs: HashMap<String, Val>,
+    int_param: i64,
+}
+
+impl Eval<'_> {
+    fn get(&self, o: &Operand) -> Val {
+        match o {
+            Operand::Reg(r) => *self.regs.get(r).unwrap_or_else(|| panic!("{r} read before written")),
+            Operand::Imm(Imm::F32(b)) => Val::F32(f32::from_bits(*b)),
+            Operand::Imm(Imm::F64(b)) => Val::F64(f64::from_bits(*b)),
+            Operand::Imm(Imm::Int { value, .. }) => Val::Int(*value as i64),
+            other => panic!("operand {other:?}"),
+        }
+    }
+    fn f32(&self, o: &Operand) -> f32 {
+        match self.get(o) {
+            Val::F32(x) => x,
+            v => panic!("{o:?} is {v:?}, not f32"),
+        }
+    }
+    fn f64(&self, o: &Operand) -> f64 {
+        match self.get(o) {
+            Val::F64(x) => x,
+            v => panic!("{o:?} is {v:?}, not f64"),
+        }
+    }
+    fn run(&mut self, f: &Function) {
+        for i in f.instructions() {
+            if let Some(g) = &i.guard {
+                let Val::Pred(p) = self.get(&Operand::Reg(g.reg.clone())) else { panic!() };
+                if p == g.negated {
+                    continue;
+                }
+            }
+            let op = &i.operands;
+            let dst = match op.first() {
+                Some(Operand::Reg(r)) => r.clone(),
+                _ => String::new(),
+            };
+            let t = i.types();
+            let v = match (i.opcode.as_str(), t.as_slice()) {
+                ("ld", ["u64"]) | ("cvta", _) => Val::Int(0),
+                ("ld", ["u32"]) => Val::Int(self.int_param),
+                ("ld", ["f64"]) => match &op[1] {
+                    Operand::Addr { offset, .. } => Val::F64(self.input[(*offset / 8) as usize]),
+                    o => panic!("{o:?}"),
+                },
+                ("st", ["f64"]) => {
+                    let Operand::Addr { offset, .. } = &op[0] else { panic!() };
+                    let x = self.f64(&op[1]);
+                    self.output.insert(*offset / 8, x);
+                    continue;
+                }
+                ("ret", _) => break,
+                ("add", ["f32"]) => Val::F32(self.f32(&op[1]) + self.f32(&op[2])),
+                ("sub", ["f32"]) => Val::F32(self.f32(&op[1]) - self.f32(&op[2])),
+                ("mul", ["f32"]) => Val::F32(self.f32(&op[1]) * self.f32(&op[2])),
+                ("div", ["f32"]) => Val::F32(self.f32(&op[1]) / self.f32(&op[2])),
+                ("fma", ["f32"]) => Val::F32(self.f32(&op[1]).mul_add(self.f32(&op[2]), self.f32(&op[3]))),
+                ("add", ["f64"]) => Val::F64(self.f64(&op[1]) + self.f64(&op[2])),
+                ("sub", ["f64"]) => Val::F64(self.f64(&op[1]) - self.f64(&op[2])),
+                ("mul", ["f64"]) => Val::F64(self.f64(&op[1]) * self.f64(&op[2])),
+                ("div", ["f64"]) => Val::F64(self.f64(&op[1]) / self.f64(&op[2])),
+                ("fma", ["f64"]) => Val::F64(self.f64(&op[1]).mul_add(self.f64(&op[2]), self.f64(&op[3]))),
+                ("mov", ["f32"]) => Val::F32(self.f32(&op[1])),
+                ("mov", ["f64"]) => Val::F64(self.f64(&op[1])),
+                ("setp", ["f32"]) if i.has_mod("gt") => Val::Pred(self.f32(&op[1]) > self.f32(&op[2])),
+                ("setp", ["f64"]) if i.has_mod("gt") => Val::Pred(self.f64(&op[1]) > self.f64(&op[2])),
+                ("selp", [_]) => {
+                    let Val::Pred(p) = self.get(&op[3]) else { panic!() };
+                    self.get(if p { &op[1] } else { &op[2] })
+                }
+                ("cvt", ["f32", "f64"]) => Val::F32(self.f64(&op[1]) as f32),
+                ("cvt", ["f64", "f32"]) => Val::F64(self.f32(&op[1]) as f64),
+                ("cvt", ["f32", "s32"]) => match self.get(&op[1]) {
+                    Val::Int(k) => Val::F32(k as i32 as f32),
+                    v => panic!("{v:?}"),
+                },
+                ("cvt", ["f64", "s32"]) => match self.get(&op[1]) {
+                    Val::Int(k) => Val::F64(k as i32 as f64),
+                    v => panic!("{v:?}"),
+                },
+                _ => panic!("evaluator: {}", i.full_opcode()),
+            };
+            self.regs.insert(dst, v);
+        }
+    }
+}
+
+fn eval(m: &Module, input: &[f64], int_param: i64) -> BTreeMap<i64, f64> {
+    let mut e = Eval {
+        input,
+        output: BTreeMap::new(),
+        regs: HashMap::new(),
+        int_param,
+    };
+    if let Some(f) = m.kernels().next() {
+        e.run(f);
+    }
+    e.output
+}
+
+/// straight.cu, demoted entirely, computes exactly what the same operations in Rust f32 do;
+/// the original computes what they do in f64.
+#[test]
+fn demoted_straight_line_code_computes_in_f32() {
+    let m = module(STRAIGHT);
+    let d = demote(&m, &DemoteSet::all()).unwrap_or_else(|e| panic!("{e}"));
+    // 13 f64 instructions (3 fma, mov, add, div, setp, selp, 2 cvt, add, cvt, mul); loads of
+    // x and y enter (2 cvt), the three stored values leave (3 cvt).
+    let fr = &d.report.functions[0];
+    assert_eq!((fr.demoted, fr.cvt_to_f32, fr.cvt_to_f64), (13, 2, 3), "{fr:?}");
+    for (x, y, k) in [(1.7f64, 0.3f64, 5i64), (-2.5, 1.0 / 3.0, -7), (3.0e-3, 7.25, 0), (0.1, 0.2, 1)] {
+        let (xf, yf) = (x as f32, y as f32);
+        let c = |v: f64| v as f32;
+        let t = xf.mul_add(yf, c(0.1));
+        let u = yf.mul_add(c(-3.0), t);
+        let v = u.mul_add(xf, c(1.0e-3));
+        let w = v / (yf + c(2.0));
+        let s = if w > xf { w } else { xf };
+        let r = s + k as f32;
+        let want: BTreeMap<i64, f64> =
+            [(0, r as f64), (1, t as f64), (2, (xf * f32::INFINITY) as f64)].into();
+        let got = eval(&d.module, &[x, y], k);
+        assert_eq!(
+            got.iter().map(|(k, v)| (*k, v.to_bits())).collect::<Vec<_>>(),
+            want.iter().map(|(k, v)| (*k, v.to_bits())).collect::<Vec<_>>(),
+            "x={x} y={y} k={k}"
+        );
+        // The original, for comparison, is the f64 program.
+        let t64 = x.mul_add(y, 0.1);
+        let u64_ = y.mul_add(-3.0, t64);
+        let v64 = u64_.mul_add(x, 1.0e-3);
+        let w64 = v64 / (y + 2.0);
+        let s64 = if w64 > x { w64 } else { x };
+        let orig = eval(&m, &[x, y], k);
+        assert_eq!(orig.get(&0).map(|v| v.to_bits()), Some((s64 + k as f64).to_bits()));
+        assert_eq!(orig.get(&1).map(|v| v.to_bits()), Some((t64 as f32 as f64).to_bits()));
+    }
+}
+
+/// A hand-written chain of k f64 ops with one f64 input and one f64 output: demoted, it has
+/// one conversion in and one out, and the interior of the chain has none.
+#[test]
+fn a_demoted_chain_converts_only_at_its_ends() {
+    let ptxas = ptxas();
+    for k in [1usize, 2, 5, 12] {
+        let mut body = String::new();
+        for j in 0..k {
+            let (a, b) = (j + 1, j + 2);
+            body.push_str(&match j % 3 {
+                0 => format!("\tmul.f64 %fd{b}, %fd{a}, 0d3FF8000000000000;\n"),
+                1 => format!("\tadd.f64 %fd{b}, %fd{a}, %fd{a};\n"),
+                _ => format!("\tfma.rn.f64 %fd{b}, %fd{a}, %fd{a}, 0d3FB999999999999A;\n"),
+            });
+        }
+        let text = format!(
+            ".version 8.0\n.target sm_90\n.address_size 64\n\n.visible .entry chain(\n\t.param .u64 chain_param_0\n)\n{{\n\t.reg .f64 %fd<{n}>;\n\t.reg .b64 %rd<3>;\n\n\tld.param.u64 %rd1, [chain_param_0];\n\tcvta.to.global.u64 %rd2, %rd1;\n\tld.global.f64 %fd1, [%rd2];\n{body}\tst.global.f64 [%rd2], %fd{last};\n\tret;\n}}\n",
+            n = k + 2,
+            last = k + 1
+        );
+        let m = module(&text);
+        let d = demote(&m, &DemoteSet::all()).unwrap_or_else(|e| panic!("{e}"));
+        let fr = &d.report.functions[0];
+        assert_eq!((fr.demoted as usize, fr.cvt_to_f32, fr.cvt_to_f64), (k, 1, 1), "k={k}");
+        let printed = d.module.to_string();
+        let cvts = printed.matches("cvt.").count();
+        assert_eq!(cvts, 2, "{printed}");
+        // Conversions sit right after the load and right before the store.
+        let ops: Vec<String> = d.module.kernels().flat_map(|f| f.instructions()).map(|i| i.full_opcode()).collect();
+        assert_eq!(ops[3], "cvt.rn.f32.f64", "{ops:?}");
+        assert_eq!(ops[ops.len() - 3], "cvt.f64.f32", "{ops:?}");
+        assembles(&format!("chain {k}"), &printed, &ptxas);
+    }
+}
+
+/// Loops and predicated defs: a register defined in f64 before a loop and in f32 inside it
+/// (loop-carried) is converted after each def that needs it, guards kept.
+#[test]
+fn loops_and_guards_keep_both_forms_in_sync() {
+    let text = ".version 8.0\n.target sm_90\n.address_size 64\n\n.visible .entry lp(\n\t.param .u64 lp_param_0\n)\n{\n\t.reg .pred %p<3>;\n\t.reg .b32 %r<3>;\n\t.reg .f64 %fd<5>;\n\t.reg .b64 %rd<3>;\n\n\tld.param.u64 %rd1, [lp_param_0];\n\tcvta.to.global.u64 %rd2, %rd1;\n\tld.global.f64 %fd1, [%rd2];\n\tmov.u32 %r1, 0;\n$L__BB0_1:\n\tmul.f64 %fd2, %fd1, 0d3FE0000000000000;\n\tsetp.gt.f64 %p1, %fd2, 0d3FF0000000000000;\n\t@%p1 ld.global.f64 %fd1, [%rd2+8];\n\t@!%p1 add.f64 %fd1, %fd2, 0d3FF0000000000000;\n\tadd.s32 %r1, %r1, 1;\n\tsetp.lt.u32 %p2, %r1, 10;\n\t@%p2 bra $L__BB0_1;\n\tst.global.f64 [%rd2], %fd1;\n\tret;\n}\n";
+    let m = module(text);
+    let d = demote(&m, &DemoteSet::all()).unwrap_or_else(|e| panic!("{e}"));
+    let printed = d.module.to_string();
+    let lines: Vec<&str> = printed.lines().map(str::trim).collect();
+    // After each f64 def of %fd1 (the load before the loop, the guarded load in it): to f32.
+    let after = |needle: &str| -> Vec<&str> {
+        lines
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| l.contains(needle))
+            .filter_map(|(k, _)| lines.get(k + 1).copied())
+            .collect()
+    };
+    assert_eq!(after("ld.global.f64 \t%fd1, [%rd2];").len() + after("ld.global.f64 %fd1, [%rd2];").len(), 1, "{printed}");
+    let guarded: Vec<&str> = after("[%rd2+8]");
+    assert!(guarded.iter().all(|l| l.starts_with("@%p1 cvt.rn.f32.f64")), "{printed}");
+    // The demoted guarded add writes the twin and, since the store reads %fd1, converts back
+    // under the same guard.
+    let add: Vec<&str> = after("add.f32");
+    assert!(add.iter().all(|l| l.starts_with("@!%p1 cvt.f64.f32 \t%fd1") || l.starts_with("@!%p1 cvt.f64.f32 %fd1")), "{printed}");
+    let fr = &d.report.functions[0];
+    assert_eq!((fr.demoted, fr.cvt_to_f32, fr.cvt_to_f64), (3, 2, 1), "{printed}");
+    assembles("loop", &printed, &ptxas());
+}
+
