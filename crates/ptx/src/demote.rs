@@ -34,7 +34,7 @@ use crate::census::located;
 use crate::model::*;
 use crate::units::{self, RegTypes, Unit, UnitIndex, UnitKind};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 
 /// Names one eligible instruction in a way that survives a rebuild of the same source.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -250,7 +250,13 @@ fn plan(inst: &Instruction, regs: &RegTypes) -> Result<Plan, (String, bool)> {
     let op = inst.opcode.as_str();
     let f64_to_f32 = |mods: &[String]| -> Vec<String> {
         mods.iter()
-            .map(|m| if m == "f64" { "f32".to_string() } else { m.clone() })
+            .map(|m| {
+                if m == "f64" {
+                    "f32".to_string()
+                } else {
+                    m.clone()
+                }
+            })
             .collect()
     };
     let known = |r: &str| Err((r.to_string(), false));
@@ -267,7 +273,10 @@ fn plan(inst: &Instruction, regs: &RegTypes) -> Result<Plan, (String, bool)> {
             let (opcode, mut modifiers) = if op == "mad" {
                 // mad.f32 requires a rounding modifier on sm_20+ and then means fma: say fma.
                 let mut m = f64_to_f32(&inst.modifiers);
-                if !m.iter().any(|x| matches!(x.as_str(), "rn" | "rz" | "rm" | "rp")) {
+                if !m
+                    .iter()
+                    .any(|x| matches!(x.as_str(), "rn" | "rz" | "rm" | "rp"))
+                {
                     m.insert(0, "rn".into());
                 }
                 ("fma".to_string(), m)
@@ -333,7 +342,10 @@ fn plan(inst: &Instruction, regs: &RegTypes) -> Result<Plan, (String, bool)> {
                 ("f64", t) if is_int_type(t) => {
                     let mut m = f64_to_f32(&inst.modifiers);
                     // int→f32 may round, so it needs a rounding mode even where int→f64 had none.
-                    if !m.iter().any(|x| matches!(x.as_str(), "rn" | "rz" | "rm" | "rp")) {
+                    if !m
+                        .iter()
+                        .any(|x| matches!(x.as_str(), "rn" | "rz" | "rm" | "rp"))
+                    {
                         m.insert(0, "rn".into());
                     }
                     Plan {
@@ -349,7 +361,12 @@ fn plan(inst: &Instruction, regs: &RegTypes) -> Result<Plan, (String, bool)> {
                     f64_operands: vec![1],
                     defines: false,
                 },
-                _ => return Err((format!("unsupported conversion {}", inst.full_opcode()), true)),
+                _ => {
+                    return Err((
+                        format!("unsupported conversion {}", inst.full_opcode()),
+                        true,
+                    ))
+                }
             }
         }
         _ => {
@@ -365,7 +382,8 @@ fn plan(inst: &Instruction, regs: &RegTypes) -> Result<Plan, (String, bool)> {
             Some(Operand::Reg(r)) => {
                 return Err((format!("operand {r} is not an .f64 register"), true))
             }
-            Some(Operand::Imm(Imm::F64(_))) | Some(Operand::Imm(Imm::Int { .. })) if k > 0 || !plan.defines => {}
+            Some(Operand::Imm(Imm::F64(_))) | Some(Operand::Imm(Imm::Int { .. }))
+                if k > 0 || !plan.defines => {}
             _ => {
                 return Err((
                     format!("unexpected operand shape in {}", inst.full_opcode()),
@@ -564,7 +582,9 @@ pub fn demote(module: &Module, set: &DemoteSet) -> Result<Demoted, DemoteError> 
     }
     for id in &set.ids {
         if !seen_ids.contains(id) {
-            report.notes.push(format!("no instruction {id} in the module"));
+            report
+                .notes
+                .push(format!("no instruction {id} in the module"));
         }
     }
     let mut fi = 0;
@@ -623,101 +643,121 @@ fn rewrite(
     next_id: &mut u32,
     fr: &mut FunctionReport,
 ) -> Result<(), DemoteError> {
-    let Some(body) = f.body.as_ref() else {
-        return Ok(());
-    };
+    let prefix = twin_prefix(f);
+    let name = f.name.clone();
     let malformed = |id: InstId, message: String| DemoteError::Malformed {
-        function: f.name.clone(),
+        function: name.clone(),
         id,
         message,
     };
-    // Which registers need a twin, and how each form is read and written.
-    let mut twins: BTreeMap<String, usize> = BTreeMap::new();
-    let mut twin_order: Vec<String> = Vec::new();
-    let mut demoted_use: HashSet<String> = HashSet::new();
-    let mut plain_use: HashSet<String> = HashSet::new();
-    let mut defined: HashSet<String> = HashSet::new();
-    for s in body {
-        let Statement::Inst(i) = s else { continue };
-        match chosen.get(&i.id) {
-            Some(p) => {
-                for &k in &p.f64_operands {
-                    if let Some(Operand::Reg(r)) = i.operands.get(k) {
-                        if !twins.contains_key(r) {
-                            twins.insert(r.clone(), twin_order.len());
-                            twin_order.push(r.clone());
-                        }
-                        if k == 0 && p.defines {
-                            defined.insert(r.clone());
-                        } else {
-                            demoted_use.insert(r.clone());
+    // The body is moved out and its statements moved into the new one: no second copy.
+    let Some(body) = f.body.take() else {
+        return Ok(());
+    };
+    // Which registers need a twin (index = twin number), which are read in f32 (need a
+    // conversion after f64 defs), read in f64 (after demoted defs), and defined at all.
+    let mut twins: HashMap<String, usize> = HashMap::new();
+    let mut entry_regs: Vec<String> = Vec::new();
+    let (to32, to64) = {
+        let mut order: Vec<&str> = Vec::new();
+        let mut index: HashMap<&str, usize> = HashMap::new();
+        let mut demoted_use: HashSet<&str> = HashSet::new();
+        let mut plain_use: HashSet<&str> = HashSet::new();
+        let mut defined: HashSet<&str> = HashSet::new();
+        for s in &body {
+            let Statement::Inst(i) = s else { continue };
+            match chosen.get(&i.id) {
+                Some(p) => {
+                    for &k in &p.f64_operands {
+                        if let Some(Operand::Reg(r)) = i.operands.get(k) {
+                            index.entry(r.as_str()).or_insert_with(|| {
+                                order.push(r.as_str());
+                                order.len() - 1
+                            });
+                            if k == 0 && p.defines {
+                                defined.insert(r.as_str());
+                            } else {
+                                demoted_use.insert(r.as_str());
+                            }
                         }
                     }
                 }
-            }
-            None => {
-                for r in i.uses() {
-                    plain_use.insert(r.to_string());
-                }
-                for r in i.defs() {
-                    defined.insert(r.to_string());
+                None => {
+                    plain_use.extend(i.uses());
+                    defined.extend(i.defs());
                 }
             }
         }
-    }
-    let prefix = twin_prefix(f);
+        // Registers read in f32 but never defined here (a `.reg` parameter): convert on entry.
+        for r in &order {
+            if demoted_use.contains(r) && !defined.contains(r) {
+                entry_regs.push(r.to_string());
+            }
+        }
+        let owned = |set: &HashSet<&str>| -> HashSet<String> {
+            order
+                .iter()
+                .filter(|r| set.contains(*r))
+                .map(|r| r.to_string())
+                .collect()
+        };
+        let sets = (owned(&demoted_use), owned(&plain_use));
+        twins.extend(order.iter().map(|r| (r.to_string(), index[r])));
+        sets
+    };
     let twin = |r: &str| twins.get(r).map(|k| format!("{prefix}{k}"));
     let mut fresh = || {
         let id = InstId(*next_id);
         *next_id += 1;
         id
     };
-    let cvt = |id: InstId, guard: Option<Guard>, to32: bool, r: &str, t: String| Instruction {
-        id,
-        guard,
-        opcode: "cvt".into(),
-        modifiers: if to32 {
-            vec!["rn".into(), "f32".into(), "f64".into()]
-        } else {
-            vec!["f64".into(), "f32".into()]
-        },
-        operands: if to32 {
-            vec![Operand::Reg(t), Operand::Reg(r.to_string())]
-        } else {
-            vec![Operand::Reg(r.to_string()), Operand::Reg(t)]
-        },
-        line: SrcLine(0),
+    let cvt = |id: InstId, guard: Option<Guard>, to32: bool, r: &str, t: String| {
+        Statement::Inst(Instruction {
+            id,
+            guard,
+            opcode: "cvt".into(),
+            modifiers: if to32 {
+                vec!["rn".into(), "f32".into(), "f64".into()]
+            } else {
+                vec!["f64".into(), "f32".into()]
+            },
+            operands: if to32 {
+                vec![Operand::Reg(t), Operand::Reg(r.to_string())]
+            } else {
+                vec![Operand::Reg(r.to_string()), Operand::Reg(t)]
+            },
+            line: SrcLine(0),
+        })
     };
 
-    let mut new_body: Vec<Statement> = Vec::with_capacity(body.len() + body.len() / 4);
-    // Registers read in f32 but never defined here (a `.reg` parameter): convert on entry.
     let mut entry: Vec<Statement> = Vec::new();
-    for r in &twin_order {
-        if demoted_use.contains(r) && !defined.contains(r) {
-            if let Some(t) = twin(r) {
-                entry.push(Statement::Inst(cvt(fresh(), None, true, r, t)));
-                fr.cvt_to_f32 += 1;
-            }
+    for r in &entry_regs {
+        if let Some(t) = twin(r) {
+            entry.push(cvt(fresh(), None, true, r, t));
+            fr.cvt_to_f32 += 1;
         }
     }
-    let mut entry_done = entry.is_empty();
     let first_non_decl = body
         .iter()
         .position(|s| !matches!(s, Statement::Reg(_)))
         .unwrap_or(body.len());
-    for (k, s) in body.iter().enumerate() {
+    let mut new_body: Vec<Statement> =
+        Vec::with_capacity(body.len() + body.len() / 4 + entry.len() + 1);
+    let mut entry_done = entry.is_empty();
+    for (k, s) in body.into_iter().enumerate() {
         if k == first_non_decl {
+            // One declaration for all twins, after the compiler's own.
             new_body.push(Statement::Reg(RegDecl {
                 ty: ".f32".into(),
                 names: vec![RegName::Range {
                     prefix: prefix.clone(),
-                    count: twin_order.len() as u32,
+                    count: twins.len() as u32,
                 }],
                 line: SrcLine(0),
             }));
         }
-        let Statement::Inst(i) = s else {
-            new_body.push(s.clone());
+        let Statement::Inst(mut i) = s else {
+            new_body.push(s);
             continue;
         };
         if !entry_done {
@@ -726,13 +766,16 @@ fn rewrite(
         }
         match chosen.get(&i.id) {
             Some(p) => {
-                let mut operands = i.operands.clone();
+                // The f64 register the instruction defines, if its f64 form is read elsewhere.
+                let def64 = match i.operands.first() {
+                    Some(Operand::Reg(r)) if p.defines && to64.contains(r) => Some(r.clone()),
+                    _ => None,
+                };
                 for &k in &p.f64_operands {
-                    match operands.get_mut(k) {
+                    match i.operands.get_mut(k) {
                         Some(Operand::Reg(r)) => {
-                            let t = twin(r)
+                            *r = twin(r)
                                 .ok_or_else(|| malformed(i.id, format!("no twin for {r}")))?;
-                            *r = t;
                         }
                         Some(Operand::Imm(imm)) => {
                             if let Imm::F64(bits) = *imm {
@@ -742,54 +785,33 @@ fn rewrite(
                         _ => return Err(malformed(i.id, "operand shape".into())),
                     }
                 }
-                new_body.push(Statement::Inst(Instruction {
-                    id: i.id,
-                    guard: i.guard.clone(),
-                    opcode: p.opcode.clone(),
-                    modifiers: p.modifiers.clone(),
-                    operands,
-                    line: i.line,
-                }));
+                i.opcode.clone_from(&p.opcode);
+                i.modifiers.clone_from(&p.modifiers);
+                let guard = i.guard.clone();
+                new_body.push(Statement::Inst(i));
                 fr.demoted += 1;
-                if p.defines {
-                    if let Some(Operand::Reg(r)) = i.operands.first() {
-                        if plain_use.contains(r) {
-                            let t = twin(r)
-                                .ok_or_else(|| malformed(i.id, format!("no twin for {r}")))?;
-                            new_body.push(Statement::Inst(cvt(
-                                fresh(),
-                                i.guard.clone(),
-                                false,
-                                r,
-                                t,
-                            )));
-                            fr.cvt_to_f64 += 1;
-                        }
-                    }
+                if let Some(r) = def64 {
+                    let t =
+                        twin(&r).ok_or_else(|| malformed(InstId(0), format!("no twin for {r}")))?;
+                    new_body.push(cvt(fresh(), guard, false, &r, t));
+                    fr.cvt_to_f64 += 1;
                 }
             }
             None => {
-                new_body.push(s.clone());
-                for r in i.defs() {
-                    if demoted_use.contains(r) {
-                        if let Some(t) = twin(r) {
-                            new_body.push(Statement::Inst(cvt(
-                                fresh(),
-                                i.guard.clone(),
-                                true,
-                                r,
-                                t,
-                            )));
-                            fr.cvt_to_f32 += 1;
-                        }
-                    }
+                let after: Vec<(String, String)> = i
+                    .defs()
+                    .into_iter()
+                    .filter(|r| to32.contains(*r))
+                    .filter_map(|r| Some((r.to_string(), twin(r)?)))
+                    .collect();
+                let guard = i.guard.clone();
+                new_body.push(Statement::Inst(i));
+                for (r, t) in after {
+                    new_body.push(cvt(fresh(), guard.clone(), true, &r, t));
+                    fr.cvt_to_f32 += 1;
                 }
             }
         }
-    }
-    if first_non_decl == body.len() {
-        // A body of declarations only cannot hold a chosen instruction; nothing to declare.
-        return Err(malformed(InstId(0), "a body without instructions".into()));
     }
     f.body = Some(new_body);
     Ok(())

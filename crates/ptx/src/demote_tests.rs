@@ -13,6 +13,8 @@ const PLAIN_NVRTC: &str = include_str!("../tests/fixtures/units/units.nvrtc.plai
 const DEMOTED_LINES_NVRTC: &str = include_str!("../tests/fixtures/units/units.nvrtc.demoted.ptx");
 const MARKED_NVCC: &str = include_str!("../tests/fixtures/units/units.nvcc.marked.ptx");
 const PLAIN_NVCC: &str = include_str!("../tests/fixtures/units/units.nvcc.plain.ptx");
+const DEMOTED_LINES_NVCC: &str = include_str!("../tests/fixtures/units/units.nvcc.demoted.ptx");
+const BENCH: &str = include_str!("../tests/fixtures/units/bench.nvrtc.ptx");
 const STRAIGHT: &str = include_str!("../tests/fixtures/units/straight.nvrtc.ptx");
 
 /// Every fixture of this module and of tests.rs.
@@ -23,7 +25,9 @@ fn all_fixtures() -> Vec<(&'static str, &'static str)> {
         ("units.nvrtc.demoted", DEMOTED_LINES_NVRTC),
         ("units.nvcc.marked", MARKED_NVCC),
         ("units.nvcc.plain", PLAIN_NVCC),
+        ("units.nvcc.demoted", DEMOTED_LINES_NVCC),
         ("straight", STRAIGHT),
+        ("bench", BENCH),
     ];
     v.extend(crate::tests::FIXTURES);
     v
@@ -113,7 +117,8 @@ fn finds_units_in_marked_nvrtc_and_nvcc_builds() {
         let m = module(text);
         assert!(is_marked(&m), "{name}");
         let us = unit_list(&m, "units");
-        let marked: Vec<(&str, u32, (u32, u32, u32), usize)> = us
+        type Row<'a> = (&'a str, u32, (u32, u32, u32), usize);
+        let marked: Vec<Row> = us
             .iter()
             .filter(|u| u.kind == UnitKind::Marked)
             .map(|u| {
@@ -167,7 +172,10 @@ fn no_f64_instruction_of_a_call_is_left_outside_its_unit() {
     let us = unit_list(&marked, "units");
     let k_marked = marked.function("units").map(located).unwrap_or_default();
     let is_f64 = |i: &Instruction| {
-        i.has_mod("f64") || i.operands.iter().any(|o| matches!(o, Operand::Reg(r) if r.starts_with("%fd")))
+        i.has_mod("f64")
+            || i.operands
+                .iter()
+                .any(|o| matches!(o, Operand::Reg(r) if r.starts_with("%fd")))
     };
     for (line, function) in [(13, "exp"), (14, "log"), (15, "pow"), (16, "erfc")] {
         let unit = us
@@ -250,6 +258,9 @@ fn same_code_marked_vs_unmarked() {
     assert!(same_code(&mc, &pc));
     assert!(!same_code(&mn, &dl));
     assert!(!same_code(&pn, &dl));
+    let dlc = module(DEMOTED_LINES_NVCC);
+    assert!(!same_code(&mc, &dlc));
+    assert!(!same_code(&pc, &dlc));
     assert!(same_code(&dl, &dl));
     let s = module(STRAIGHT);
     assert!(!same_code(&s, &mn));
@@ -273,9 +284,15 @@ fn same_code_marked_vs_unmarked() {
 fn immediates_round_to_nearest_f32() {
     assert_eq!(f64_imm_to_f32(0x3FB999999999999A), 0x3DCCCCCD);
     assert_eq!(f64_imm_to_f32(1e300f64.to_bits()), f32::INFINITY.to_bits());
-    assert_eq!(f64_imm_to_f32((-1e300f64).to_bits()), f32::NEG_INFINITY.to_bits());
+    assert_eq!(
+        f64_imm_to_f32((-1e300f64).to_bits()),
+        f32::NEG_INFINITY.to_bits()
+    );
     // f32::MAX rounds back to itself; just above half an ulp past it overflows.
-    assert_eq!(f64_imm_to_f32((f32::MAX as f64).to_bits()), f32::MAX.to_bits());
+    assert_eq!(
+        f64_imm_to_f32((f32::MAX as f64).to_bits()),
+        f32::MAX.to_bits()
+    );
     // Subnormal f32 results, and zero below half the smallest subnormal.
     let tiny = f32::from_bits(1) as f64;
     assert_eq!(f64_imm_to_f32(tiny.to_bits()), 1);
@@ -312,7 +329,10 @@ fn demote_all_parses_leaves_no_f64_arithmetic_and_assembles() {
         // code and text, not ids.
         assert!(same_code(&back, &d.module), "{name}");
         assert!(back.to_string() == printed, "{name}");
-        let eligible = candidates(&m).iter().filter(|c| c.selector.is_some()).count() as u32;
+        let eligible = candidates(&m)
+            .iter()
+            .filter(|c| c.selector.is_some())
+            .count() as u32;
         assert_eq!(d.report.demoted(), eligible, "{name}");
         // Outside units, no f64 arithmetic is left; only the boundary conversions.
         let idx = crate::units::index(&back);
@@ -368,8 +388,15 @@ fn random_subsets_parse_and_assemble() {
     let mut rng = Rng(0x5EED_0002);
     for (name, text) in all_fixtures() {
         let m = module(text);
-        let sels: Vec<Selector> = candidates(&m).into_iter().filter_map(|c| c.selector).collect();
-        let rounds = if name.starts_with("units") || name == "straight" { 3 } else { 1 };
+        let sels: Vec<Selector> = candidates(&m)
+            .into_iter()
+            .filter_map(|c| c.selector)
+            .collect();
+        let rounds = match name {
+            "bench" => 0, // 5,400 instructions: demote_all covers it
+            _ if name.starts_with("units") || name == "straight" => 3,
+            _ => 1,
+        };
         for round in 0..rounds {
             let keep = rng.next() % 4 + 1; // keep about keep/5 of the instructions
             let subset: Vec<Selector> = sels
@@ -394,7 +421,10 @@ fn selectors_serialise_and_survive_a_rebuild() {
     // build, lines 13–16 are units; the helper's line 6 arithmetic is eligible in both only
     // where no unit or opaque region covers it.
     let m = module(MARKED_NVRTC);
-    let sels: Vec<Selector> = candidates(&m).into_iter().filter_map(|c| c.selector).collect();
+    let sels: Vec<Selector> = candidates(&m)
+        .into_iter()
+        .filter_map(|c| c.selector)
+        .collect();
     let set = DemoteSet::selectors(sels.clone());
     let json = serde_json::to_string(&set).unwrap_or_default();
     let back: DemoteSet = serde_json::from_str(&json).unwrap_or_default();
@@ -405,7 +435,9 @@ fn selectors_serialise_and_survive_a_rebuild() {
     assert_eq!(d.report.demoted() as usize, sels.len());
     assert_eq!(
         d.module,
-        demote(&m, &DemoteSet::all()).map(|d| d.module).unwrap_or_default()
+        demote(&m, &DemoteSet::all())
+            .map(|d| d.module)
+            .unwrap_or_default()
     );
 }
 
@@ -444,11 +476,8 @@ fn stale_and_ineligible_requests_are_reported() {
     assert_eq!(d.report.demoted(), 0);
     assert_eq!(d.report.unmatched, [stale]);
     let reasons: Vec<&str> = d.report.refused.iter().map(|r| r.reason.as_str()).collect();
-    assert!(reasons.iter().any(|r| *r == "a load"), "{reasons:?}");
-    assert!(
-        reasons.iter().any(|r| *r == "in unit log at line 14"),
-        "{reasons:?}"
-    );
+    assert!(reasons.contains(&"a load"), "{reasons:?}");
+    assert!(reasons.contains(&"in unit log at line 14"), "{reasons:?}");
     assert!(
         reasons.iter().any(|r| r.contains("in unit exp at line 13")),
         "{reasons:?}"
@@ -478,7 +507,10 @@ struct Eval<'a> {
 impl Eval<'_> {
     fn get(&self, o: &Operand) -> Val {
         match o {
-            Operand::Reg(r) => *self.regs.get(r).unwrap_or_else(|| panic!("{r} read before written")),
+            Operand::Reg(r) => *self
+                .regs
+                .get(r)
+                .unwrap_or_else(|| panic!("{r} read before written")),
             Operand::Imm(Imm::F32(b)) => Val::F32(f32::from_bits(*b)),
             Operand::Imm(Imm::F64(b)) => Val::F64(f64::from_bits(*b)),
             Operand::Imm(Imm::Int { value, .. }) => Val::Int(*value as i64),
@@ -500,7 +532,9 @@ impl Eval<'_> {
     fn run(&mut self, f: &Function) {
         for i in f.instructions() {
             if let Some(g) = &i.guard {
-                let Val::Pred(p) = self.get(&Operand::Reg(g.reg.clone())) else { panic!() };
+                let Val::Pred(p) = self.get(&Operand::Reg(g.reg.clone())) else {
+                    panic!()
+                };
                 if p == g.negated {
                     continue;
                 }
@@ -519,7 +553,9 @@ impl Eval<'_> {
                     o => panic!("{o:?}"),
                 },
                 ("st", ["f64"]) => {
-                    let Operand::Addr { offset, .. } = &op[0] else { panic!() };
+                    let Operand::Addr { offset, .. } = &op[0] else {
+                        panic!()
+                    };
                     let x = self.f64(&op[1]);
                     self.output.insert(*offset / 8, x);
                     continue;
@@ -529,18 +565,28 @@ impl Eval<'_> {
                 ("sub", ["f32"]) => Val::F32(self.f32(&op[1]) - self.f32(&op[2])),
                 ("mul", ["f32"]) => Val::F32(self.f32(&op[1]) * self.f32(&op[2])),
                 ("div", ["f32"]) => Val::F32(self.f32(&op[1]) / self.f32(&op[2])),
-                ("fma", ["f32"]) => Val::F32(self.f32(&op[1]).mul_add(self.f32(&op[2]), self.f32(&op[3]))),
+                ("fma", ["f32"]) => {
+                    Val::F32(self.f32(&op[1]).mul_add(self.f32(&op[2]), self.f32(&op[3])))
+                }
                 ("add", ["f64"]) => Val::F64(self.f64(&op[1]) + self.f64(&op[2])),
                 ("sub", ["f64"]) => Val::F64(self.f64(&op[1]) - self.f64(&op[2])),
                 ("mul", ["f64"]) => Val::F64(self.f64(&op[1]) * self.f64(&op[2])),
                 ("div", ["f64"]) => Val::F64(self.f64(&op[1]) / self.f64(&op[2])),
-                ("fma", ["f64"]) => Val::F64(self.f64(&op[1]).mul_add(self.f64(&op[2]), self.f64(&op[3]))),
+                ("fma", ["f64"]) => {
+                    Val::F64(self.f64(&op[1]).mul_add(self.f64(&op[2]), self.f64(&op[3])))
+                }
                 ("mov", ["f32"]) => Val::F32(self.f32(&op[1])),
                 ("mov", ["f64"]) => Val::F64(self.f64(&op[1])),
-                ("setp", ["f32"]) if i.has_mod("gt") => Val::Pred(self.f32(&op[1]) > self.f32(&op[2])),
-                ("setp", ["f64"]) if i.has_mod("gt") => Val::Pred(self.f64(&op[1]) > self.f64(&op[2])),
+                ("setp", ["f32"]) if i.has_mod("gt") => {
+                    Val::Pred(self.f32(&op[1]) > self.f32(&op[2]))
+                }
+                ("setp", ["f64"]) if i.has_mod("gt") => {
+                    Val::Pred(self.f64(&op[1]) > self.f64(&op[2]))
+                }
                 ("selp", [_]) => {
-                    let Val::Pred(p) = self.get(&op[3]) else { panic!() };
+                    let Val::Pred(p) = self.get(&op[3]) else {
+                        panic!()
+                    };
                     self.get(if p { &op[1] } else { &op[2] })
                 }
                 ("cvt", ["f32", "f64"]) => Val::F32(self.f64(&op[1]) as f32),
@@ -582,8 +628,17 @@ fn demoted_straight_line_code_computes_in_f32() {
     // 13 f64 instructions (3 fma, mov, add, div, setp, selp, 2 cvt, add, cvt, mul); loads of
     // x and y enter (2 cvt), the three stored values leave (3 cvt).
     let fr = &d.report.functions[0];
-    assert_eq!((fr.demoted, fr.cvt_to_f32, fr.cvt_to_f64), (13, 2, 3), "{fr:?}");
-    for (x, y, k) in [(1.7f64, 0.3f64, 5i64), (-2.5, 1.0 / 3.0, -7), (3.0e-3, 7.25, 0), (0.1, 0.2, 1)] {
+    assert_eq!(
+        (fr.demoted, fr.cvt_to_f32, fr.cvt_to_f64),
+        (13, 2, 3),
+        "{fr:?}"
+    );
+    for (x, y, k) in [
+        (1.7f64, 0.3f64, 5i64),
+        (-2.5, 1.0 / 3.0, -7),
+        (3.0e-3, 7.25, 0),
+        (0.1, 0.2, 1),
+    ] {
         let (xf, yf) = (x as f32, y as f32);
         let c = |v: f64| v as f32;
         let t = xf.mul_add(yf, c(0.1));
@@ -592,12 +647,20 @@ fn demoted_straight_line_code_computes_in_f32() {
         let w = v / (yf + c(2.0));
         let s = if w > xf { w } else { xf };
         let r = s + k as f32;
-        let want: BTreeMap<i64, f64> =
-            [(0, r as f64), (1, t as f64), (2, (xf * f32::INFINITY) as f64)].into();
+        let want: BTreeMap<i64, f64> = [
+            (0, r as f64),
+            (1, t as f64),
+            (2, (xf * f32::INFINITY) as f64),
+        ]
+        .into();
         let got = eval(&d.module, &[x, y], k);
         assert_eq!(
-            got.iter().map(|(k, v)| (*k, v.to_bits())).collect::<Vec<_>>(),
-            want.iter().map(|(k, v)| (*k, v.to_bits())).collect::<Vec<_>>(),
+            got.iter()
+                .map(|(k, v)| (*k, v.to_bits()))
+                .collect::<Vec<_>>(),
+            want.iter()
+                .map(|(k, v)| (*k, v.to_bits()))
+                .collect::<Vec<_>>(),
             "x={x} y={y} k={k}"
         );
         // The original, for comparison, is the f64 program.
@@ -607,8 +670,14 @@ fn demoted_straight_line_code_computes_in_f32() {
         let w64 = v64 / (y + 2.0);
         let s64 = if w64 > x { w64 } else { x };
         let orig = eval(&m, &[x, y], k);
-        assert_eq!(orig.get(&0).map(|v| v.to_bits()), Some((s64 + k as f64).to_bits()));
-        assert_eq!(orig.get(&1).map(|v| v.to_bits()), Some((t64 as f32 as f64).to_bits()));
+        assert_eq!(
+            orig.get(&0).map(|v| v.to_bits()),
+            Some((s64 + k as f64).to_bits())
+        );
+        assert_eq!(
+            orig.get(&1).map(|v| v.to_bits()),
+            Some((t64 as f32 as f64).to_bits())
+        );
     }
 }
 
@@ -635,12 +704,21 @@ fn a_demoted_chain_converts_only_at_its_ends() {
         let m = module(&text);
         let d = demote(&m, &DemoteSet::all()).unwrap_or_else(|e| panic!("{e}"));
         let fr = &d.report.functions[0];
-        assert_eq!((fr.demoted as usize, fr.cvt_to_f32, fr.cvt_to_f64), (k, 1, 1), "k={k}");
+        assert_eq!(
+            (fr.demoted as usize, fr.cvt_to_f32, fr.cvt_to_f64),
+            (k, 1, 1),
+            "k={k}"
+        );
         let printed = d.module.to_string();
         let cvts = printed.matches("cvt.").count();
         assert_eq!(cvts, 2, "{printed}");
         // Conversions sit right after the load and right before the store.
-        let ops: Vec<String> = d.module.kernels().flat_map(|f| f.instructions()).map(|i| i.full_opcode()).collect();
+        let ops: Vec<String> = d
+            .module
+            .kernels()
+            .flat_map(|f| f.instructions())
+            .map(|i| i.full_opcode())
+            .collect();
         assert_eq!(ops[3], "cvt.rn.f32.f64", "{ops:?}");
         assert_eq!(ops[ops.len() - 3], "cvt.f64.f32", "{ops:?}");
         assembles(&format!("chain {k}"), &printed, &ptxas);
@@ -665,15 +743,29 @@ fn loops_and_guards_keep_both_forms_in_sync() {
             .filter_map(|(k, _)| lines.get(k + 1).copied())
             .collect()
     };
-    assert_eq!(after("ld.global.f64 \t%fd1, [%rd2];").len() + after("ld.global.f64 %fd1, [%rd2];").len(), 1, "{printed}");
+    assert_eq!(
+        after("ld.global.f64 \t%fd1, [%rd2];").len() + after("ld.global.f64 %fd1, [%rd2];").len(),
+        1,
+        "{printed}"
+    );
     let guarded: Vec<&str> = after("[%rd2+8]");
-    assert!(guarded.iter().all(|l| l.starts_with("@%p1 cvt.rn.f32.f64")), "{printed}");
+    assert!(
+        guarded.iter().all(|l| l.starts_with("@%p1 cvt.rn.f32.f64")),
+        "{printed}"
+    );
     // The demoted guarded add writes the twin and, since the store reads %fd1, converts back
     // under the same guard.
     let add: Vec<&str> = after("add.f32");
-    assert!(add.iter().all(|l| l.starts_with("@!%p1 cvt.f64.f32 \t%fd1") || l.starts_with("@!%p1 cvt.f64.f32 %fd1")), "{printed}");
+    assert!(
+        add.iter().all(|l| l.starts_with("@!%p1 cvt.f64.f32 \t%fd1")
+            || l.starts_with("@!%p1 cvt.f64.f32 %fd1")),
+        "{printed}"
+    );
     let fr = &d.report.functions[0];
-    assert_eq!((fr.demoted, fr.cvt_to_f32, fr.cvt_to_f64), (3, 2, 1), "{printed}");
+    assert_eq!(
+        (fr.demoted, fr.cvt_to_f32, fr.cvt_to_f64),
+        (3, 2, 1),
+        "{printed}"
+    );
     assembles("loop", &printed, &ptxas());
 }
-

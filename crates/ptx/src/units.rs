@@ -68,7 +68,9 @@ impl Unit {
     pub fn describe(&self) -> String {
         match self.kind {
             UnitKind::Marked => format!("unit {} at line {}", self.function, self.line),
-            UnitKind::Opaque => format!("opaque region (f64 bit manipulation) at line {}", self.line),
+            UnitKind::Opaque => {
+                format!("opaque region (f64 bit manipulation) at line {}", self.line)
+            }
         }
     }
 }
@@ -141,7 +143,11 @@ pub fn parse_unit_name(mangled: &str) -> Option<(String, u32)> {
     let len: usize = mangled[digits_start..at].parse().ok()?;
     let ident = mangled.get(at..at + len)?;
     let function = ident.strip_prefix(MARK)?;
-    if function.is_empty() || !function.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+    if function.is_empty()
+        || !function
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_')
+    {
         return None;
     }
     let rest = mangled[at + len..].strip_prefix("ILi")?;
@@ -175,10 +181,12 @@ impl UnitIndex {
 /// forwarder).
 pub fn is_marked(m: &Module) -> bool {
     let strings = debug_strings(m);
-    m.functions().flat_map(|f| f.body.iter().flatten()).any(|s| {
-        matches!(s, Statement::Loc(Loc { inlined: Some(i), .. })
+    m.functions()
+        .flat_map(|f| f.body.iter().flatten())
+        .any(|s| {
+            matches!(s, Statement::Loc(Loc { inlined: Some(i), .. })
             if strings.get(&i.function_name).and_then(|n| parse_unit_name(n)).is_some())
-    })
+        })
 }
 
 /// The units of every function with a body, in module order (see the module docs).
@@ -357,7 +365,7 @@ impl RegTypes {
             }
         }
         // Longest prefixes first, so `%fd` is not read as `%f` + "d3".
-        ranges.sort_by(|a, b| b.0.len().cmp(&a.0.len()));
+        ranges.sort_by_key(|r| std::cmp::Reverse(r.0.len()));
         RegTypes { singles, ranges }
     }
 
