@@ -15,6 +15,7 @@ const MARKED_NVCC: &str = include_str!("../tests/fixtures/units/units.nvcc.marke
 const PLAIN_NVCC: &str = include_str!("../tests/fixtures/units/units.nvcc.plain.ptx");
 const DEMOTED_LINES_NVCC: &str = include_str!("../tests/fixtures/units/units.nvcc.demoted.ptx");
 const BENCH: &str = include_str!("../tests/fixtures/units/bench.nvrtc.ptx");
+const TWICE: &str = include_str!("../tests/fixtures/units/twice.nvrtc.marked.ptx");
 const STRAIGHT: &str = include_str!("../tests/fixtures/units/straight.nvrtc.ptx");
 
 /// Every fixture of this module and of tests.rs.
@@ -27,6 +28,7 @@ fn all_fixtures() -> Vec<(&'static str, &'static str)> {
         ("units.nvcc.plain", PLAIN_NVCC),
         ("units.nvcc.demoted", DEMOTED_LINES_NVCC),
         ("straight", STRAIGHT),
+        ("twice", TWICE),
         ("bench", BENCH),
     ];
     v.extend(crate::tests::FIXTURES);
@@ -1088,4 +1090,40 @@ fn random_subsets_compute_what_per_instruction_f32_computes() {
             }
         }
     }
+}
+
+/// Two calls on one line share their `inlined_at` (NVVM writes the statement's column), so
+/// they are one unit; the bare `.loc 2 0 1` after the second call's branches stays in it.
+#[test]
+fn two_calls_on_one_line_are_one_unit() {
+    let m = module(TWICE);
+    let us = unit_list(&m, "twice");
+    assert_eq!(us.len(), 1, "{us:?}");
+    assert_eq!(
+        (
+            us[0].kind,
+            us[0].function.as_str(),
+            us[0].line,
+            us[0].call_site
+        ),
+        (UnitKind::Marked, "exp", 3, (1, 3, 3))
+    );
+    let f = m.kernels().next().map(located).unwrap_or_default();
+    let under_line0: Vec<InstId> = f
+        .iter()
+        .filter(|(_, l)| l.is_some_and(|l| l.file == 2 && l.line == 0))
+        .map(|(i, _)| i.id)
+        .collect();
+    assert!(!under_line0.is_empty());
+    assert!(under_line0.iter().all(|id| us[0].instructions.contains(id)));
+    // Both exps' sequences: every f64 arithmetic instruction but the final add is in the unit.
+    let outside: Vec<String> = f
+        .iter()
+        .filter(|(i, _)| i.has_mod("f64") && !us[0].instructions.contains(&i.id))
+        .map(|(i, _)| i.full_opcode())
+        .collect();
+    assert_eq!(
+        outside,
+        ["ld.global.f64", "ld.global.f64", "add.f64", "st.global.f64"]
+    );
 }

@@ -29,8 +29,9 @@
 //! Grouping: one [`Unit`] per distinct (function, template line, call site). Two inlined
 //! instances of one site — a helper inlined twice, so its `exp` has the same `inlined_at` (the
 //! helper's line) both times — are one unit listing the instructions of both. Two calls of the
-//! same function on one source line at the same column would be one unit too (NVVM gives
-//! different columns to different calls, so in practice they are separate).
+//! same function on one source line are one unit too: NVVM gives both the statement's column
+//! (`exp(a) + exp(b)` at line 3 is `inlined_at 1 3 3` twice), and the header demotes by line
+//! anyway (`MANTISSA_DEMOTE_LINES`), so a line is the finest grain a configuration can have.
 
 use crate::model::*;
 use serde::Serialize;
