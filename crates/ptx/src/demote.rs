@@ -431,8 +431,9 @@ fn analyse(f: &Function, fi: usize, idx: &UnitIndex) -> Analysis {
             .get(&inst.id)
             .filter(|(g, _)| *g == fi)
             .and_then(|_| idx.unit_of(inst.id));
+        // Most instructions are not f64: no allocation for them.
         let plan = if !touches {
-            Err(("not an f64 instruction".into(), false))
+            Err((String::new(), false))
         } else if let Some(u) = unit {
             Err((format!("in {}", u.describe()), false))
         } else {
@@ -451,7 +452,11 @@ fn analyse(f: &Function, fi: usize, idx: &UnitIndex) -> Analysis {
         });
         rows.push(Row {
             id: inst.id,
-            opcode: inst.full_opcode(),
+            opcode: if touches {
+                inst.full_opcode()
+            } else {
+                String::new()
+            },
             file,
             line,
             touches,
