@@ -4,9 +4,9 @@
 //! **Addressing.** An instruction is named by a [`Selector`]: the function whose body holds it,
 //! the source file and line of its `.loc` (for code of an inlined user helper, the line in the
 //! helper), and its ordinal among the *eligible* instructions of that function and line in text
-//! order. That survives a rebuild of the same source, where [`InstId`]s would too but a user's
-//! saved configuration should not depend on them. [`candidates`] lists every f64 instruction
-//! with its selector (eligible ones) or the reason it is not eligible.
+//! order. Ordinals count eligible instructions only, so a selector does not shift when the
+//! units found change what is eligible elsewhere on other lines. [`candidates`] lists every f64
+//! instruction with its selector (eligible ones) or the reason it is not eligible.
 //!
 //! **Eligible**: f64 arithmetic and data movement outside units ([`crate::units`]): `add sub
 //! mul fma mad div rcp sqrt rsqrt neg abs min max`, `setp.*.f64` (the comparison is then done
@@ -28,7 +28,24 @@
 //! f64 instruction reads, `cvt.f64.f32 R, R32`. Every use therefore reads a form written by every
 //! def reaching it, and conversions sit only on the edges where values enter or leave the
 //! demoted set. Inserted conversions carry the def's guard and directly follow it (so they sit
-//! under the same `.loc`), with fresh [`InstId`]s.
+//! under the same `.loc`), with fresh [`InstId`]s. The twins are one `.reg .f32 %mdf<N>;`
+//! declaration (its prefix made unique against the function's own).
+//!
+//! **The f32 forms**: the type `.f64` becomes `.f32` and every other modifier stays (`div.rn`,
+//! `rcp.approx.ftz`, `rsqrt.approx`, `sqrt.rn`, `fma.rn`, `setp.ltu`); no `.ftz` is ever added.
+//! `mad.rn.f64` becomes `fma.rn.f32` (`mad.f32` needs a rounding modifier on sm_20+ and then
+//! is fma). `cvt.rn.f64.s32` → `cvt.rn.f32.s32` (a rounding mode is added when the f64 form had
+//! none: int→f32 can round), `cvt.rzi.s32.f64` → `cvt.rzi.s32.f32`, `cvt.rzi.f64.f64` →
+//! `cvt.rzi.f32.f32`, and `cvt.f64.f32` / `cvt.rn.f32.f64` become `mov.f32` (the value already
+//! is f32; with `.ftz`/`.sat` they stay f64). f64 immediates are rounded to the nearest f32
+//! ([`f64_imm_to_f32`]); integer immediates are left alone.
+//!
+//! **Sets**: [`DemoteSet::all`] ("ideal") demotes every eligible instruction; math units stay
+//! f64 here because the caller replaces them at source level (`MANTISSA_DEMOTE_LINES`), using
+//! [`crate::units::units`] to list their lines. The empty set gives the input back unchanged.
+//! Selectors that name nothing (a configuration from an older build) and requests for
+//! ineligible instructions are reported ([`DemoteReport::unmatched`], [`DemoteReport::refused`]),
+//! not errors.
 
 use crate::census::located;
 use crate::model::*;

@@ -1046,8 +1046,10 @@ const LOOP2: &str = ".version 8.0\n.target sm_90\n.address_size 64\n\n.visible .
 #[test]
 fn random_subsets_compute_what_per_instruction_f32_computes() {
     let ptxas = ptxas();
-    let mut rng = Rng(0xD0_7E_5EED);
-    let cases: [(&str, &str, Vec<([f64; 2], i64)>); 2] = [
+    let mut rng = Rng(0xD07E_5EED);
+    // (name, PTX, inputs: the two f64 values read and the int parameter)
+    type Case = (&'static str, &'static str, Vec<([f64; 2], i64)>);
+    let cases: [Case; 2] = [
         (
             "straight",
             STRAIGHT,
