@@ -145,12 +145,10 @@ fn finds_units_in_marked_nvrtc_and_nvcc_builds() {
             ],
             "{name}"
         );
-        // Counted in the text: the exp sequence after `.loc 2 66 1, function_name
-        // $L__info_string0` up to the next user `.loc` has 59 instructions.
-        assert_eq!(marked[0].3, 59, "{name}: {marked:?}");
-        // The helper's exp is inlined in three places (loop body twice after unrolling by the
-        // compiler's peeling, and line 21); each copy is as long as the exp at line 13 or so.
-        assert!(marked[4].3 > 2 * 59, "{name}: {marked:?}");
+        // Counted in the text by an independent script (python, in the fixture README): the
+        // instructions under each forwarder's `.loc`, and under bare `.loc 2 ...` lines after it.
+        let counts: Vec<usize> = marked.iter().map(|m| m.3).collect();
+        assert_eq!(counts, [59, 80, 53, 141, 236], "{name}");
         // __internal_accurate_pow, called from inside pow's unit, is part of it.
         let pow = unit_list(&m, "__internal_accurate_pow");
         assert_eq!(pow.len(), 1, "{name}");
