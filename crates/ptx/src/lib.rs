@@ -22,6 +22,16 @@
 //! - [`compare`]: one kernel across builds (flag sets), per source line, with what changes
 //!   results highlighted (contraction, approximate div/sqrt, ftz, float→unsigned casts).
 //! - [`ptxas`]: optional ptxas (assemble check, register use and spills from `-v`).
+//! - [`units`]: math-function units — the instructions of one `exp(x)` call, found from the
+//!   `function_name` of `.loc`s in a build with `crates/gpu/cuda/mantissa_units.cuh`
+//!   pre-included ([`units::units`] gives [`units::Unit`]s per function) — and, for PTX without
+//!   those markers, opaque regions: source lines that reinterpret f64 bits.
+//! - [`demote`]: precision configurations as pure PTX rewrites. [`demote::candidates`] lists
+//!   every f64 instruction with a rebuild-stable [`demote::Selector`] (or why it is not
+//!   eligible); [`demote::demote`] rewrites a [`demote::DemoteSet`] to f32 with an f32 twin per
+//!   register and conversions only where values enter or leave the set, and reports what it did
+//!   ([`demote::DemoteReport`]); [`demote::same_code`] checks a marked build against the
+//!   unmarked one.
 //!
 //! Why a hand-written parser rather than the `ptx-syntax` crate (0.5.0, which round-trips NVRTC
 //! 13 output): (1) build time — it takes about 2.5 minutes to build, longer than this whole
@@ -36,6 +46,7 @@
 
 pub mod census;
 pub mod compare;
+pub mod demote;
 pub mod entry;
 pub mod graph;
 pub mod lex;
@@ -43,9 +54,12 @@ pub mod model;
 pub mod parse;
 mod print;
 pub mod ptxas;
+pub mod units;
 
 pub use model::*;
 pub use parse::{parse, Diagnostic, Parsed};
 
+#[cfg(test)]
+mod demote_tests;
 #[cfg(test)]
 mod tests;

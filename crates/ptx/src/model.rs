@@ -5,7 +5,7 @@
 //! whatever their value, so that `parse(print(parse(x))) == parse(x)` holds although printing
 //! changes the layout.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// A 1-based line of the PTX text a node was parsed from (0 for nodes made by a rewrite).
@@ -24,7 +24,7 @@ impl Eq for SrcLine {}
 /// A stable instruction id: assigned in text order at parse time, never reused or renumbered,
 /// so that rewrites (which insert instructions with [`Module::fresh_inst_id`]) keep the ids of
 /// the instructions they started from and reports can name "instruction 17" across rewrites.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct InstId(pub u32);
 
 impl fmt::Display for InstId {

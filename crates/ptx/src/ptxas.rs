@@ -49,7 +49,8 @@ pub struct Resources {
 }
 
 /// Finds ptxas: `$MANTISSA_PTXAS`, then `PATH`, then `../bin/ptxas` of each `LD_LIBRARY_PATH`
-/// entry (the pip wheels put `nvidia/cu13/bin/ptxas` beside `nvidia/cu13/lib/libnvrtc.so`).
+/// entry (the pip wheels put `nvidia/cu13/bin/ptxas` beside `nvidia/cu13/lib/libnvrtc.so`),
+/// then `$CUDA_HOME/bin` and `/usr/local/cuda/bin` (a toolkit install).
 pub fn find() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os(PTXAS_ENV) {
         let p = PathBuf::from(p);
@@ -61,7 +62,10 @@ pub fn find() -> Option<PathBuf> {
             .map(|d| d.join(rel))
             .find(|p| p.is_file())
     };
-    on("PATH", "ptxas").or_else(|| on("LD_LIBRARY_PATH", "../bin/ptxas"))
+    on("PATH", "ptxas")
+        .or_else(|| on("LD_LIBRARY_PATH", "../bin/ptxas"))
+        .or_else(|| on("CUDA_HOME", "bin/ptxas"))
+        .or_else(|| Some(PathBuf::from("/usr/local/cuda/bin/ptxas")).filter(|p| p.is_file()))
 }
 
 /// Assembles `ptx` for `arch` (`sm_90`) with `-v`, returning its per-function resources.

@@ -1,0 +1,893 @@
+//! Precision configurations as pure PTX rewrites: demote a chosen set of f64 instructions to
+//! f32, PTX in, PTX out.
+//!
+//! **Addressing.** An instruction is named by a [`Selector`]: the function whose body holds it,
+//! the source file and line of its `.loc` (for code of an inlined user helper, the line in the
+//! helper), and its ordinal among the *eligible* instructions of that function and line in text
+//! order. Ordinals count eligible instructions only, so a selector does not shift when the
+//! units found change what is eligible elsewhere on other lines. [`candidates`] lists every f64
+//! instruction with its selector (eligible ones) or the reason it is not eligible.
+//!
+//! **Eligible**: f64 arithmetic and data movement outside units ([`crate::units`]): `add sub
+//! mul fma mad div rcp sqrt rsqrt neg abs min max`, `setp.*.f64` (the comparison is then done
+//! in f32), `selp.f64`, `mov.f64` and `cvt` with an f64 side and an f32 or integer other side.
+//! Not eligible, and terminating the demoted region: loads, stores, atomics, calls, parameter
+//! moves, bit reinterpretation (`mov.b64`, `testp`, `copysign`), anything in a unit or opaque
+//! region, and f64 instructions this module does not know (listed in the report's notes).
+//!
+//! **`.func` bodies** are rewritten like kernels: a device function's body is shared by every
+//! kernel that calls it, so its instructions are addressed by the `.func`'s own name in
+//! [`Selector::kernel`], and their values cross the call boundary in f64 (`st.param`/`ld.param`
+//! are never demoted). A `.func` called from inside a math unit is part of that unit.
+//!
+//! **The rewrite works per register**, since PTX is not SSA (loops, predicated defs and join
+//! points give a register several defs). Each f64 register R that a demoted instruction reads or
+//! writes gets an f32 twin; demoted instructions read and write twins only. Both forms are kept
+//! in sync right after every def that needs it: after a def that stays f64, of a register some
+//! demoted instruction reads, `cvt.rn.f32.f64 R32, R`; after a demoted def, of a register some
+//! f64 instruction reads, `cvt.f64.f32 R, R32`. Every use therefore reads a form written by every
+//! def reaching it, and conversions sit only on the edges where values enter or leave the
+//! demoted set. Inserted conversions carry the def's guard and directly follow it (so they sit
+//! under the same `.loc`), with fresh [`InstId`]s. The twins are one `.reg .f32 %mdf<N>;`
+//! declaration (its prefix made unique against the function's own).
+//!
+//! **The f32 forms**: the type `.f64` becomes `.f32` and every other modifier stays (`div.rn`,
+//! `rcp.approx.ftz`, `rsqrt.approx`, `sqrt.rn`, `fma.rn`, `setp.ltu`); no `.ftz` is ever added.
+//! `mad.rn.f64` becomes `fma.rn.f32` (`mad.f32` needs a rounding modifier on sm_20+ and then
+//! is fma). `cvt.rn.f64.s32` → `cvt.rn.f32.s32` (a rounding mode is added when the f64 form had
+//! none: int→f32 can round), `cvt.rzi.s32.f64` → `cvt.rzi.s32.f32`, `cvt.rzi.f64.f64` →
+//! `cvt.rzi.f32.f32`, and `cvt.f64.f32` / `cvt.rn.f32.f64` become `mov.f32` (the value already
+//! is f32; with `.ftz`/`.sat` they stay f64). f64 immediates are rounded to the nearest f32
+//! ([`f64_imm_to_f32`]); integer immediates are left alone.
+//!
+//! **Sets**: [`DemoteSet::all`] ("ideal") demotes every eligible instruction; math units stay
+//! f64 here because the caller replaces them at source level (`MANTISSA_DEMOTE_LINES`), using
+//! [`crate::units::units`] to list their lines. The empty set gives the input back unchanged.
+//! Selectors that name nothing (a configuration from an older build) and requests for
+//! ineligible instructions are reported ([`DemoteReport::unmatched`], [`DemoteReport::refused`]),
+//! not errors.
+
+use crate::census::located;
+use crate::model::*;
+use crate::units::{self, RegTypes, Unit, UnitIndex, UnitKind};
+use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, HashSet};
+
+/// Names one eligible instruction in a way that survives a rebuild of the same source.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Selector {
+    /// The mangled name of the `.entry` (or `.func`) whose body holds the instruction.
+    pub kernel: String,
+    /// The `.file` index of the instruction's `.loc` (0 when it has none).
+    pub file: u32,
+    /// The source line of the instruction's `.loc` (0 when it has none).
+    pub line: u32,
+    /// Index among the eligible instructions of this kernel, file and line, in text order.
+    pub ordinal: u32,
+}
+
+impl std::fmt::Display for Selector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {}:{} #{}",
+            self.kernel, self.file, self.line, self.ordinal
+        )
+    }
+}
+
+/// The unit an instruction belongs to, as [`Candidate`] names it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct UnitRef {
+    /// Marked call or opaque region.
+    pub kind: UnitKind,
+    /// The math function (`exp`) or `opaque`.
+    pub function: String,
+    /// The unit's source line (see [`Unit::line`]).
+    pub line: u32,
+}
+
+impl UnitRef {
+    fn of(u: &Unit) -> UnitRef {
+        UnitRef {
+            kind: u.kind,
+            function: u.function.clone(),
+            line: u.line,
+        }
+    }
+}
+
+/// One f64 instruction of a function, eligible or not.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Candidate {
+    /// The function (kernel or `.func`) holding it.
+    pub function: String,
+    /// Its id in the module it was listed from.
+    pub id: InstId,
+    /// The instruction's full opcode (`fma.rn.f64`).
+    pub opcode: String,
+    /// The `.file` index of its `.loc` (0 without one).
+    pub file: u32,
+    /// The source line of its `.loc` (0 without one).
+    pub line: u32,
+    /// How to select it: `Some` exactly when it is eligible.
+    pub selector: Option<Selector>,
+    /// The unit or opaque region it belongs to.
+    pub unit: Option<UnitRef>,
+    /// Why it is not eligible (`a load`, `in unit exp at line 42`), `None` when eligible.
+    pub reason: Option<String>,
+}
+
+/// The instructions to demote: all eligible ones, or those named by selectors or ids.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DemoteSet {
+    /// Every eligible instruction of every function ("ideal"); the lists are then ignored.
+    #[serde(default)]
+    pub all: bool,
+    /// Instructions named by selector.
+    #[serde(default)]
+    pub selectors: Vec<Selector>,
+    /// Instructions named by id (of the module passed to [`demote`]).
+    #[serde(default)]
+    pub ids: Vec<InstId>,
+}
+
+impl DemoteSet {
+    /// Nothing: [`demote`] returns the module unchanged.
+    pub fn empty() -> DemoteSet {
+        DemoteSet::default()
+    }
+
+    /// Every eligible instruction (units and opaque regions stay f64).
+    pub fn all() -> DemoteSet {
+        DemoteSet {
+            all: true,
+            ..DemoteSet::default()
+        }
+    }
+
+    /// The instructions named by `selectors`.
+    pub fn selectors(selectors: impl IntoIterator<Item = Selector>) -> DemoteSet {
+        DemoteSet {
+            selectors: selectors.into_iter().collect(),
+            ..DemoteSet::default()
+        }
+    }
+
+    /// The instructions with these ids.
+    pub fn ids(ids: impl IntoIterator<Item = InstId>) -> DemoteSet {
+        DemoteSet {
+            ids: ids.into_iter().collect(),
+            ..DemoteSet::default()
+        }
+    }
+}
+
+/// What [`demote`] did to one function.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct FunctionReport {
+    /// The kernel's or `.func`'s name.
+    pub function: String,
+    /// Instructions rewritten to f32.
+    pub demoted: u32,
+    /// `cvt.rn.f32.f64` inserted where f64 values enter the demoted set.
+    pub cvt_to_f32: u32,
+    /// `cvt.f64.f32` inserted where demoted values leave it.
+    pub cvt_to_f64: u32,
+}
+
+/// A requested instruction that was not demoted, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Refused {
+    /// The selector or instruction id as requested (`kernel 1:42 #0`, `i17`).
+    pub requested: String,
+    /// Why (`in unit exp at line 42`, `a load`).
+    pub reason: String,
+}
+
+/// What [`demote`] did, and what it could not do.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct DemoteReport {
+    /// Per function with a body, in module order.
+    pub functions: Vec<FunctionReport>,
+    /// Selectors that name no instruction (a configuration from an older build).
+    pub unmatched: Vec<Selector>,
+    /// Requested instructions that are not eligible, with the reason.
+    pub refused: Vec<Refused>,
+    /// Anything else worth knowing: unknown f64 instructions left in f64, unknown ids.
+    pub notes: Vec<String>,
+}
+
+impl DemoteReport {
+    /// Instructions demoted over all functions.
+    pub fn demoted(&self) -> u32 {
+        self.functions.iter().map(|f| f.demoted).sum()
+    }
+}
+
+/// The rewritten module and its report.
+#[derive(Debug, Clone)]
+pub struct Demoted {
+    /// The module with the set demoted (the input, unchanged, for an empty set).
+    pub module: Module,
+    /// What was done.
+    pub report: DemoteReport,
+}
+
+/// Why [`demote`] failed: a shape the rewrite relies on was not there (a bug, not bad input).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DemoteError {
+    /// An instruction selected for demotion could not be rewritten.
+    #[error("cannot demote {id} in {function}: {message}")]
+    Malformed {
+        /// The function holding it.
+        function: String,
+        /// The instruction.
+        id: InstId,
+        /// What was wrong.
+        message: String,
+    },
+}
+
+/// How an eligible instruction is rewritten.
+#[derive(Debug, Clone)]
+struct Plan {
+    opcode: String,
+    modifiers: Vec<String>,
+    /// Operand indices holding f64 values (registers get twins, immediates become f32).
+    f64_operands: Vec<usize>,
+    /// Whether operand 0 is an f64 def (false for setp and conversions to f32/integers).
+    defines: bool,
+}
+
+const ARITH: [&str; 13] = [
+    "add", "sub", "mul", "fma", "mad", "div", "rcp", "sqrt", "rsqrt", "neg", "abs", "min", "max",
+];
+
+fn is_int_type(t: &str) -> bool {
+    matches!(
+        t,
+        "s8" | "s16" | "s32" | "s64" | "u8" | "u16" | "u32" | "u64"
+    )
+}
+
+/// Whether the instruction touches f64 at all (by type or by an f64 register operand).
+fn touches_f64(inst: &Instruction, regs: &RegTypes) -> bool {
+    inst.has_mod("f64")
+        || inst
+            .uses()
+            .iter()
+            .chain(inst.defs().iter())
+            .any(|r| regs.is_f64(r))
+}
+
+/// The rewrite of an f64 instruction, or why it is not eligible. The `bool` in `Err` says
+/// whether the instruction is unknown (worth a note) rather than a known terminating node.
+fn plan(inst: &Instruction, regs: &RegTypes) -> Result<Plan, (String, bool)> {
+    let op = inst.opcode.as_str();
+    let f64_to_f32 = |mods: &[String]| -> Vec<String> {
+        mods.iter()
+            .map(|m| {
+                if m == "f64" {
+                    "f32".to_string()
+                } else {
+                    m.clone()
+                }
+            })
+            .collect()
+    };
+    let known = |r: &str| Err((r.to_string(), false));
+    let plan = match op {
+        "ld" | "ldu" if inst.space() == "param" => return known("a parameter move"),
+        "st" if inst.space() == "param" => return known("a parameter move"),
+        "ld" | "ldu" => return known("a load"),
+        "st" => return known("a store"),
+        "atom" | "red" => return known("an atomic"),
+        "call" => return known("a call"),
+        "testp" | "copysign" => return known("f64 bit manipulation"),
+        _ if !inst.has_mod("f64") => return known("f64 bit reinterpretation"),
+        _ if ARITH.contains(&op) => {
+            let (opcode, mut modifiers) = if op == "mad" {
+                // mad.f32 requires a rounding modifier on sm_20+ and then means fma: say fma.
+                let mut m = f64_to_f32(&inst.modifiers);
+                if !m
+                    .iter()
+                    .any(|x| matches!(x.as_str(), "rn" | "rz" | "rm" | "rp"))
+                {
+                    m.insert(0, "rn".into());
+                }
+                ("fma".to_string(), m)
+            } else {
+                (op.to_string(), f64_to_f32(&inst.modifiers))
+            };
+            modifiers.retain(|m| !m.is_empty());
+            Plan {
+                opcode,
+                modifiers,
+                f64_operands: (0..inst.operands.len()).collect(),
+                defines: true,
+            }
+        }
+        "setp" => Plan {
+            opcode: "setp".into(),
+            modifiers: f64_to_f32(&inst.modifiers),
+            f64_operands: vec![1, 2],
+            defines: false,
+        },
+        "selp" => Plan {
+            opcode: "selp".into(),
+            modifiers: f64_to_f32(&inst.modifiers),
+            f64_operands: vec![0, 1, 2],
+            defines: true,
+        },
+        "mov" => Plan {
+            opcode: "mov".into(),
+            modifiers: f64_to_f32(&inst.modifiers),
+            f64_operands: vec![0, 1],
+            defines: true,
+        },
+        "cvt" => {
+            let types = inst.types();
+            let (Some(&dst), Some(&src)) = (types.first(), types.get(1)) else {
+                return Err(("a conversion without two types".into(), true));
+            };
+            // The rounding of f64→f32 is moot once the value is f32; flushing or saturating is not.
+            let others: Vec<&String> = inst
+                .modifiers
+                .iter()
+                .filter(|m| matches!(m.as_str(), "ftz" | "sat" | "relu" | "satfinite"))
+                .collect();
+            let mov = |defines: bool, idx: usize| Plan {
+                opcode: "mov".into(),
+                modifiers: vec!["f32".into()],
+                f64_operands: vec![idx],
+                defines,
+            };
+            match (dst, src) {
+                ("f64", "f64") => Plan {
+                    opcode: "cvt".into(),
+                    modifiers: f64_to_f32(&inst.modifiers),
+                    f64_operands: vec![0, 1],
+                    defines: true,
+                },
+                // Between f32 and f64 a demoted value is already f32: a copy.
+                ("f64", "f32") | ("f32", "f64") if !others.is_empty() => {
+                    return known("a conversion with .ftz/.sat")
+                }
+                ("f64", "f32") => mov(true, 0),
+                ("f32", "f64") => mov(false, 1),
+                ("f64", t) if is_int_type(t) => {
+                    let mut m = f64_to_f32(&inst.modifiers);
+                    // int→f32 may round, so it needs a rounding mode even where int→f64 had none.
+                    if !m
+                        .iter()
+                        .any(|x| matches!(x.as_str(), "rn" | "rz" | "rm" | "rp"))
+                    {
+                        m.insert(0, "rn".into());
+                    }
+                    Plan {
+                        opcode: "cvt".into(),
+                        modifiers: m,
+                        f64_operands: vec![0],
+                        defines: true,
+                    }
+                }
+                (t, "f64") if is_int_type(t) => Plan {
+                    opcode: "cvt".into(),
+                    modifiers: f64_to_f32(&inst.modifiers),
+                    f64_operands: vec![1],
+                    defines: false,
+                },
+                _ => {
+                    return Err((
+                        format!("unsupported conversion {}", inst.full_opcode()),
+                        true,
+                    ))
+                }
+            }
+        }
+        _ => {
+            return Err((
+                format!("unknown f64 instruction {}", inst.full_opcode()),
+                true,
+            ))
+        }
+    };
+    for &k in &plan.f64_operands {
+        match inst.operands.get(k) {
+            Some(Operand::Reg(r)) if regs.is_f64(r) => {}
+            Some(Operand::Reg(r)) => {
+                return Err((format!("operand {r} is not an .f64 register"), true))
+            }
+            Some(Operand::Imm(Imm::F64(_))) | Some(Operand::Imm(Imm::Int { .. }))
+                if k > 0 || !plan.defines => {}
+            _ => {
+                return Err((
+                    format!("unexpected operand shape in {}", inst.full_opcode()),
+                    true,
+                ))
+            }
+        }
+    }
+    Ok(plan)
+}
+
+/// An f64 immediate rounded to the nearest f32 (overflow gives infinity, tiny values round to
+/// f32 subnormals or zero, as the hardware's `cvt.rn.f32.f64` would).
+pub fn f64_imm_to_f32(bits: u64) -> u32 {
+    // `as` rounds to nearest-even and saturates to infinity: exactly cvt.rn.f32.f64.
+    (f64::from_bits(bits) as f32).to_bits()
+}
+
+/// Per-function analysis shared by [`candidates`] and [`demote`].
+struct Analysis {
+    /// Per instruction in text order: its id, loc (file, line), and plan or reason.
+    rows: Vec<Row>,
+}
+
+struct Row {
+    id: InstId,
+    opcode: String,
+    file: u32,
+    line: u32,
+    touches: bool,
+    unit: Option<UnitRef>,
+    plan: Result<Plan, (String, bool)>,
+    selector: Option<Selector>,
+}
+
+fn analyse(f: &Function, fi: usize, idx: &UnitIndex) -> Analysis {
+    let regs = RegTypes::of(f);
+    let mut ordinals: HashMap<(u32, u32), u32> = HashMap::new();
+    let mut rows = Vec::new();
+    for (inst, loc) in located(f) {
+        let (file, line) = loc.map_or((0, 0), |l| (l.file, l.line));
+        let touches = touches_f64(inst, &regs);
+        let unit = idx
+            .of
+            .get(&inst.id)
+            .filter(|(g, _)| *g == fi)
+            .and_then(|_| idx.unit_of(inst.id));
+        // Most instructions are not f64: no allocation for them.
+        let plan = if !touches {
+            Err((String::new(), false))
+        } else if let Some(u) = unit {
+            Err((format!("in {}", u.describe()), false))
+        } else {
+            plan(inst, &regs)
+        };
+        let selector = plan.is_ok().then(|| {
+            let n = ordinals.entry((file, line)).or_default();
+            let s = Selector {
+                kernel: f.name.clone(),
+                file,
+                line,
+                ordinal: *n,
+            };
+            *n += 1;
+            s
+        });
+        rows.push(Row {
+            id: inst.id,
+            opcode: if touches {
+                inst.full_opcode()
+            } else {
+                String::new()
+            },
+            file,
+            line,
+            touches,
+            unit: unit.map(UnitRef::of),
+            plan,
+            selector,
+        });
+    }
+    Analysis { rows }
+}
+
+fn bodies(m: &Module) -> impl Iterator<Item = &Function> {
+    m.functions().filter(|f| f.body.is_some())
+}
+
+/// Every f64 instruction of every function with a body (kernels and `.func`s), in module and
+/// text order: eligible ones with their [`Selector`], the others with the reason.
+pub fn candidates(m: &Module) -> Vec<Candidate> {
+    let idx = units::index(m);
+    let mut out = Vec::new();
+    for (fi, f) in bodies(m).enumerate() {
+        for r in analyse(f, fi, &idx).rows.into_iter().filter(|r| r.touches) {
+            out.push(Candidate {
+                function: f.name.clone(),
+                id: r.id,
+                opcode: r.opcode,
+                file: r.file,
+                line: r.line,
+                selector: r.selector,
+                unit: r.unit,
+                reason: r.plan.err().map(|(reason, _)| reason),
+            });
+        }
+    }
+    out
+}
+
+/// Demotes `set` to f32 (see the module docs). The empty set gives the input back unchanged.
+pub fn demote(module: &Module, set: &DemoteSet) -> Result<Demoted, DemoteError> {
+    let idx = units::index(module);
+    let mut out = module.clone();
+    let mut report = DemoteReport::default();
+    let wanted_sel: HashSet<&Selector> = set.selectors.iter().collect();
+    let wanted_ids: HashSet<InstId> = set.ids.iter().copied().collect();
+    let mut matched_sel: HashSet<Selector> = HashSet::new();
+    let mut seen_ids: HashSet<InstId> = HashSet::new();
+    // Ineligible f64 instructions by (function, file, line), to explain unmatched selectors.
+    let mut ineligible_at: HashMap<(String, u32, u32), Vec<String>> = HashMap::new();
+    let mut plans: Vec<HashMap<InstId, Plan>> = Vec::new();
+    for (fi, f) in bodies(module).enumerate() {
+        let mut chosen = HashMap::new();
+        for r in analyse(f, fi, &idx).rows {
+            let by_id = wanted_ids.contains(&r.id);
+            if by_id {
+                seen_ids.insert(r.id);
+            }
+            match r.plan {
+                Ok(p) => {
+                    let sel = r.selector.as_ref().filter(|s| wanted_sel.contains(s));
+                    if let Some(s) = sel {
+                        matched_sel.insert(s.clone());
+                    }
+                    if set.all || by_id || sel.is_some() {
+                        chosen.insert(r.id, p);
+                    }
+                }
+                Err((reason, unknown)) if r.touches => {
+                    if unknown {
+                        report.notes.push(format!(
+                            "{}: {} (line {}) left in f64: {reason}",
+                            f.name, r.id, r.line
+                        ));
+                    }
+                    if by_id {
+                        report.refused.push(Refused {
+                            requested: r.id.to_string(),
+                            reason: reason.clone(),
+                        });
+                    }
+                    ineligible_at
+                        .entry((f.name.clone(), r.file, r.line))
+                        .or_default()
+                        .push(reason.clone());
+                    if let Some(u) = &r.unit {
+                        // A unit is addressed by its call line too.
+                        let site = idx
+                            .unit_of(r.id)
+                            .map_or((r.file, r.line), |u| (u.call_site.0, u.call_site.1));
+                        if site != (r.file, r.line) {
+                            ineligible_at
+                                .entry((f.name.clone(), site.0, site.1))
+                                .or_default()
+                                .push(format!("in {}", unit_phrase(u)));
+                        }
+                    }
+                }
+                Err(_) => {
+                    if by_id {
+                        report.refused.push(Refused {
+                            requested: r.id.to_string(),
+                            reason: "not an f64 instruction".into(),
+                        });
+                    }
+                }
+            }
+        }
+        plans.push(chosen);
+    }
+    for s in &set.selectors {
+        if matched_sel.contains(s) {
+            continue;
+        }
+        match ineligible_at.get(&(s.kernel.clone(), s.file, s.line)) {
+            Some(reasons) => {
+                let mut rs: Vec<&String> = reasons.iter().collect();
+                rs.dedup();
+                report.refused.push(Refused {
+                    requested: s.to_string(),
+                    reason: format!(
+                        "no eligible instruction #{} on that line; its f64 instructions are: {}",
+                        s.ordinal,
+                        rs.iter().map(|r| r.as_str()).collect::<Vec<_>>().join(", ")
+                    ),
+                })
+            }
+            None => report.unmatched.push(s.clone()),
+        }
+    }
+    for id in &set.ids {
+        if !seen_ids.contains(id) {
+            report
+                .notes
+                .push(format!("no instruction {id} in the module"));
+        }
+    }
+    let mut fi = 0;
+    let mut next_id = out.next_inst_id;
+    for item in out.items.iter_mut() {
+        let Item::Function(f) = item else { continue };
+        if f.body.is_none() {
+            continue;
+        }
+        let chosen = &plans[fi];
+        fi += 1;
+        let mut fr = FunctionReport {
+            function: f.name.clone(),
+            ..FunctionReport::default()
+        };
+        if !chosen.is_empty() {
+            rewrite(f, chosen, &mut next_id, &mut fr)?;
+        }
+        report.functions.push(fr);
+    }
+    out.next_inst_id = next_id;
+    Ok(Demoted {
+        module: out,
+        report,
+    })
+}
+
+fn unit_phrase(u: &UnitRef) -> String {
+    match u.kind {
+        UnitKind::Marked => format!("unit {} at line {}", u.function, u.line),
+        UnitKind::Opaque => format!("opaque region (f64 bit manipulation) at line {}", u.line),
+    }
+}
+
+/// A register prefix no declaration of `f` starts with, for the twins.
+fn twin_prefix(f: &Function) -> String {
+    let mut prefix = "%mdf".to_string();
+    let clashes = |p: &str| {
+        f.body.iter().flatten().any(|s| match s {
+            Statement::Reg(d) => d.names.iter().any(|n| match n {
+                RegName::Single(x) => x.starts_with(p),
+                RegName::Range { prefix: q, .. } => q.starts_with(p) || p.starts_with(q.as_str()),
+            }),
+            _ => false,
+        })
+    };
+    while clashes(&prefix) {
+        prefix.push('x');
+    }
+    prefix
+}
+
+fn rewrite(
+    f: &mut Function,
+    chosen: &HashMap<InstId, Plan>,
+    next_id: &mut u32,
+    fr: &mut FunctionReport,
+) -> Result<(), DemoteError> {
+    let prefix = twin_prefix(f);
+    let name = f.name.clone();
+    let malformed = |id: InstId, message: String| DemoteError::Malformed {
+        function: name.clone(),
+        id,
+        message,
+    };
+    // The body is moved out and its statements moved into the new one: no second copy.
+    let Some(body) = f.body.take() else {
+        return Ok(());
+    };
+    // Which registers need a twin (index = twin number), which are read in f32 (need a
+    // conversion after f64 defs), read in f64 (after demoted defs), and defined at all.
+    let mut twins: HashMap<String, usize> = HashMap::new();
+    let mut entry_regs: Vec<String> = Vec::new();
+    let (to32, to64) = {
+        let mut order: Vec<&str> = Vec::new();
+        let mut index: HashMap<&str, usize> = HashMap::new();
+        let mut demoted_use: HashSet<&str> = HashSet::new();
+        let mut plain_use: HashSet<&str> = HashSet::new();
+        let mut defined: HashSet<&str> = HashSet::new();
+        for s in &body {
+            let Statement::Inst(i) = s else { continue };
+            match chosen.get(&i.id) {
+                Some(p) => {
+                    for &k in &p.f64_operands {
+                        if let Some(Operand::Reg(r)) = i.operands.get(k) {
+                            index.entry(r.as_str()).or_insert_with(|| {
+                                order.push(r.as_str());
+                                order.len() - 1
+                            });
+                            if k == 0 && p.defines {
+                                defined.insert(r.as_str());
+                            } else {
+                                demoted_use.insert(r.as_str());
+                            }
+                        }
+                    }
+                }
+                None => {
+                    plain_use.extend(i.uses());
+                    defined.extend(i.defs());
+                }
+            }
+        }
+        // Registers read in f32 but never defined here (a `.reg` parameter): convert on entry.
+        for r in &order {
+            if demoted_use.contains(r) && !defined.contains(r) {
+                entry_regs.push(r.to_string());
+            }
+        }
+        let owned = |set: &HashSet<&str>| -> HashSet<String> {
+            order
+                .iter()
+                .filter(|r| set.contains(*r))
+                .map(|r| r.to_string())
+                .collect()
+        };
+        let sets = (owned(&demoted_use), owned(&plain_use));
+        twins.extend(order.iter().map(|r| (r.to_string(), index[r])));
+        sets
+    };
+    let twin = |r: &str| twins.get(r).map(|k| format!("{prefix}{k}"));
+    let mut fresh = || {
+        let id = InstId(*next_id);
+        *next_id += 1;
+        id
+    };
+    let cvt = |id: InstId, guard: Option<Guard>, to32: bool, r: &str, t: String| {
+        Statement::Inst(Instruction {
+            id,
+            guard,
+            opcode: "cvt".into(),
+            modifiers: if to32 {
+                vec!["rn".into(), "f32".into(), "f64".into()]
+            } else {
+                vec!["f64".into(), "f32".into()]
+            },
+            operands: if to32 {
+                vec![Operand::Reg(t), Operand::Reg(r.to_string())]
+            } else {
+                vec![Operand::Reg(r.to_string()), Operand::Reg(t)]
+            },
+            line: SrcLine(0),
+        })
+    };
+
+    let mut entry: Vec<Statement> = Vec::new();
+    for r in &entry_regs {
+        if let Some(t) = twin(r) {
+            entry.push(cvt(fresh(), None, true, r, t));
+            fr.cvt_to_f32 += 1;
+        }
+    }
+    let first_non_decl = body
+        .iter()
+        .position(|s| !matches!(s, Statement::Reg(_)))
+        .unwrap_or(body.len());
+    let mut new_body: Vec<Statement> =
+        Vec::with_capacity(body.len() + body.len() / 4 + entry.len() + 1);
+    let mut entry_done = entry.is_empty();
+    for (k, s) in body.into_iter().enumerate() {
+        if k == first_non_decl {
+            // One declaration for all twins, after the compiler's own.
+            new_body.push(Statement::Reg(RegDecl {
+                ty: ".f32".into(),
+                names: vec![RegName::Range {
+                    prefix: prefix.clone(),
+                    count: twins.len() as u32,
+                }],
+                line: SrcLine(0),
+            }));
+        }
+        let Statement::Inst(mut i) = s else {
+            new_body.push(s);
+            continue;
+        };
+        if !entry_done {
+            new_body.append(&mut entry);
+            entry_done = true;
+        }
+        match chosen.get(&i.id) {
+            Some(p) => {
+                // The f64 register the instruction defines, if its f64 form is read elsewhere.
+                let def64 = match i.operands.first() {
+                    Some(Operand::Reg(r)) if p.defines && to64.contains(r) => Some(r.clone()),
+                    _ => None,
+                };
+                for &k in &p.f64_operands {
+                    match i.operands.get_mut(k) {
+                        Some(Operand::Reg(r)) => {
+                            *r = twin(r)
+                                .ok_or_else(|| malformed(i.id, format!("no twin for {r}")))?;
+                        }
+                        Some(Operand::Imm(imm)) => {
+                            if let Imm::F64(bits) = *imm {
+                                *imm = Imm::F32(f64_imm_to_f32(bits));
+                            }
+                        }
+                        _ => return Err(malformed(i.id, "operand shape".into())),
+                    }
+                }
+                i.opcode.clone_from(&p.opcode);
+                i.modifiers.clone_from(&p.modifiers);
+                let guard = i.guard.clone();
+                new_body.push(Statement::Inst(i));
+                fr.demoted += 1;
+                if let Some(r) = def64 {
+                    let t =
+                        twin(&r).ok_or_else(|| malformed(InstId(0), format!("no twin for {r}")))?;
+                    new_body.push(cvt(fresh(), guard, false, &r, t));
+                    fr.cvt_to_f64 += 1;
+                }
+            }
+            None => {
+                let after: Vec<(String, String)> = i
+                    .defs()
+                    .into_iter()
+                    .filter(|r| to32.contains(*r))
+                    .filter_map(|r| Some((r.to_string(), twin(r)?)))
+                    .collect();
+                let guard = i.guard.clone();
+                new_body.push(Statement::Inst(i));
+                for (r, t) in after {
+                    new_body.push(cvt(fresh(), guard.clone(), true, &r, t));
+                    fr.cvt_to_f32 += 1;
+                }
+            }
+        }
+    }
+    f.body = Some(new_body);
+    Ok(())
+}
+
+/// Whether two modules have the same code: the same functions with the same instructions,
+/// operands, labels, declarations and module variables, ignoring `.loc`, `.file`, `.section`
+/// (debug info), comments (the parser drops them) and instruction ids. Module variables whose
+/// name contains `__mantissa_` are ignored too: `mantissa_units.cuh`'s type traits emit unused
+/// `.global` bytes (`_ZN20__mantissa_is_doubleIdE5valueE`) in a marked build.
+pub fn same_code(a: &Module, b: &Module) -> bool {
+    fn items(m: &Module) -> Vec<&Item> {
+        m.items
+            .iter()
+            .filter(|i| match i {
+                Item::File { .. } | Item::Section { .. } => false,
+                Item::Var(v) => !v.name.contains("__mantissa_"),
+                _ => true,
+            })
+            .collect()
+    }
+    fn stmts(f: &Function) -> Vec<&Statement> {
+        f.body
+            .iter()
+            .flatten()
+            .filter(|s| !matches!(s, Statement::Loc(_)))
+            .collect()
+    }
+    fn same_stmt(x: &Statement, y: &Statement) -> bool {
+        match (x, y) {
+            (Statement::Inst(i), Statement::Inst(j)) => {
+                i.guard == j.guard
+                    && i.opcode == j.opcode
+                    && i.modifiers == j.modifiers
+                    && i.operands == j.operands
+            }
+            _ => x == y,
+        }
+    }
+    let (ia, ib) = (items(a), items(b));
+    ia.len() == ib.len()
+        && ia.iter().zip(&ib).all(|(x, y)| match (x, y) {
+            (Item::Function(f), Item::Function(g)) => {
+                let (sf, sg) = (stmts(f), stmts(g));
+                f.linkage == g.linkage
+                    && f.kind == g.kind
+                    && f.name == g.name
+                    && f.returns == g.returns
+                    && f.params == g.params
+                    && f.directives == g.directives
+                    && f.body.is_some() == g.body.is_some()
+                    && sf.len() == sg.len()
+                    && sf.iter().zip(&sg).all(|(s, t)| same_stmt(s, t))
+            }
+            _ => x == y,
+        })
+}
