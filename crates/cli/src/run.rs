@@ -8,7 +8,9 @@ use anyhow::anyhow;
 use clap::Args;
 use mantissa_gpu::Gpu;
 use mantissa_harness::exec::ExecOptions;
-use mantissa_harness::{run_spec, HarnessError, RunEvent, RunRequest, RunResult, Spec};
+use mantissa_harness::{
+    run_spec, Configuration, HarnessError, RunEvent, RunRequest, RunResult, Spec,
+};
 use mantissa_report::ResultsLog;
 use std::path::PathBuf;
 
@@ -31,6 +33,17 @@ pub struct RunArgs {
     /// Timed repeats of the whole step sequence (median reported); 0 skips timing.
     #[arg(long, default_value_t = 5)]
     repeats: u32,
+    /// Precision configurations to run besides the program as written, comma-separated or
+    /// repeated: `none` (nothing demoted, through the rewrite: must match bit for bit), `all`
+    /// (every f64 instruction and math call in f32; buffers keep their types), or a
+    /// configuration file (JSON, see docs/SPEC.md; `--write-config` writes one to start from).
+    #[arg(long, value_name = "none|all|FILE", value_delimiter = ',')]
+    demote: Vec<String>,
+    /// Write the configuration that names every math call and f64 instruction of the program
+    /// (default flags) to FILE, and stop: delete what must stay f64, then run it with
+    /// `--demote FILE`. Needs no GPU.
+    #[arg(long, value_name = "FILE")]
+    write_config: Option<PathBuf>,
     /// Print the records as JSON instead of tables.
     #[arg(long)]
     json: bool,
@@ -44,6 +57,30 @@ pub struct RunUsage(pub String);
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
     // The spec is read before the GPU is probed, so a wrong spec says so on any machine.
     let spec = Spec::load(&args.spec).map_err(|e| RunUsage(e.to_string()))?;
+    let mut configurations = vec![Configuration::AsWritten];
+    for d in &args.demote {
+        configurations.push(Configuration::parse(d.trim()).map_err(RunUsage)?);
+    }
+    if let Some(path) = &args.write_config {
+        let config = mantissa_harness::run::full_configuration(&spec).map_err(|e| anyhow!(e))?;
+        let text = serde_json::to_string_pretty(&config)? + "\n";
+        mantissa_report::write_atomically(path, text.as_bytes())?;
+        let calls = match &config.math {
+            mantissa_harness::config::Selection::Only(v) => v.len(),
+            mantissa_harness::config::Selection::All(_) => 0,
+        };
+        let instructions = match &config.instructions {
+            mantissa_harness::config::Selection::Only(v) => v.len(),
+            mantissa_harness::config::Selection::All(_) => 0,
+        };
+        println!(
+            "{}: {calls} math calls and {instructions} f64 instructions of {}; run it with --demote {}",
+            path.display(),
+            spec.name,
+            path.display()
+        );
+        return Ok(());
+    }
     let gpu = Gpu::probe().map_err(|why| anyhow!("mantissa run needs a GPU: {why}"))?;
     let mut log = match &args.out {
         Some(dir) => Some(ResultsLog::open(dir, true)?),
@@ -56,6 +93,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
             repeats: args.repeats,
         },
         save_dir: args.save.clone(),
+        configurations,
         ..RunRequest::default()
     };
     let mut append_error = None;
@@ -138,6 +176,12 @@ fn tables(gpu: &Gpu, result: &RunResult) -> String {
     let Some(first) = result.runs.iter().find_map(|r| r.outcome.as_ref().ok()) else {
         return out;
     };
+    let baseline_ms = result
+        .runs
+        .first()
+        .and_then(|r| r.outcome.as_ref().ok())
+        .and_then(|o| o.timing.as_ref())
+        .map(|t| t.median_ms);
     for (i, o) in first.outputs.iter().enumerate() {
         out += &format!(
             "\n### {}{}\n\n",
@@ -176,11 +220,18 @@ fn tables(gpu: &Gpu, result: &RunResult) -> String {
                             .timing
                             .as_ref()
                             .map_or("-".into(), |t| num(t.median_ms)),
+                        match (baseline_ms, outcome.timing.as_ref()) {
+                            (Some(b), Some(t)) if t.median_ms > 0.0 => {
+                                format!("{:.2}x", b / t.median_ms)
+                            }
+                            _ => "-".into(),
+                        },
                     ]);
                 }
                 Err(e) => row.extend([
                     "failed".to_string(),
                     e.clone(),
+                    String::new(),
                     String::new(),
                     String::new(),
                     String::new(),
@@ -201,10 +252,29 @@ fn tables(gpu: &Gpu, result: &RunResult) -> String {
                 "digits vs reference",
                 "tolerance",
                 "time median (ms)",
+                "speed-up",
             ],
             &rows,
             2,
         );
+    }
+    let notes: Vec<String> = result
+        .runs
+        .iter()
+        .filter(|r| !r.notes.is_empty())
+        .map(|r| {
+            format!(
+                "- {} / {}: {}",
+                r.configuration.name(),
+                r.flags.name(),
+                r.notes.join("; ")
+            )
+        })
+        .collect();
+    if !notes.is_empty() {
+        out += "\nconfigurations:\n";
+        out += &notes.join("\n");
+        out += "\n";
     }
     out
 }

@@ -164,6 +164,9 @@ pub struct BuildRequest {
     pub units: Option<Vec<u32>>,
     /// The front end; `None` chooses (see the module docs).
     pub front_end: Option<FrontEnd>,
+    /// NVRTC name expressions (`axpy<double>`), so that templated kernels are instantiated and
+    /// their lowered names known; nvcc instantiates what the file's host code launches.
+    pub name_expressions: Vec<String>,
 }
 
 impl BuildRequest {
@@ -178,6 +181,7 @@ impl BuildRequest {
             flags: FlagSet::DEFAULT,
             units: None,
             front_end: None,
+            name_expressions: Vec::new(),
         }
     }
 
@@ -224,6 +228,9 @@ impl BuildRequest {
     pub fn nvrtc_source(&self, text: &str) -> Source {
         let mut src = Source::new(self.file_name(), text);
         src.options = self.user_options();
+        for e in &self.name_expressions {
+            src = src.with_name_expression(e.clone());
+        }
         if let Some(lines) = &self.units {
             src = src
                 .with_header(DEMOTE_LINES_HEADER_NAME, demote_lines_header(lines))

@@ -4,8 +4,8 @@
 //! The first run is checked: it waits after every launch, so a fault is blamed on the step that
 //! caused it, with its loop counters (`steps[1].steps[2] (launch stencil), iteration t=17:
 //! ...`); its outputs are the result. Then, for each warm-up and timed repeat, every buffer is
-//! uploaded afresh from its initial contents (and the module reloaded when the program has
-//! `.global` variables, see [`crate::symbols`]) so that each repeat computes the same thing;
+//! uploaded afresh from its initial contents and every `.global` variable restored to what it held
+//! before the first run, so that each repeat computes the same thing;
 //! only the steps are between the CUDA events ([`Gpu::time_with`] with one repetition per call,
 //! so the uploads stay outside), and the time is the median over repeats.
 
@@ -315,18 +315,37 @@ fn upload_all(gpu: &Gpu, inputs: &Inputs) -> Result<HashMap<String, DeviceBuffer
         .collect()
 }
 
-/// Runs the spec's steps on `gpu`. `load` loads the module (with the symbols set, see
-/// [`crate::symbols`]); it is called again before each repeat when `reload` is set.
+/// Runs the spec's steps on `gpu`. `load` loads the module; `symbols` (PTX name, bytes) are
+/// written into it before the first run.
+///
+/// Every repeat must compute the same thing, so before each timed repeat the buffers are
+/// uploaded again and every `.global` variable of the module (the spec's and the program's own
+/// `__device__` state, which kernels may change) is restored to what it held before the first
+/// run; `__constant__` memory cannot change while kernels run.
 pub fn execute(
     gpu: &Gpu,
     load: &dyn Fn() -> Result<Module, GpuError>,
-    reload: bool,
+    symbols: &[(String, Vec<u8>)],
     spec: &Spec,
     plan: &Plan,
     inputs: &Inputs,
     opts: ExecOptions,
 ) -> Result<Execution, ExecError> {
-    let mut module = load().map_err(gpu_err("loading the module"))?;
+    let module = load().map_err(gpu_err("loading the module"))?;
+    for (name, bytes) in symbols {
+        gpu.write_symbol(&module, name, bytes)
+            .map_err(gpu_err(format!("setting symbol '{name}'")))?;
+    }
+    let globals: Vec<(String, Vec<u8>)> = module
+        .symbols()
+        .iter()
+        .filter(|s| s.space == "global" && s.bytes.is_some_and(|b| b > 0))
+        .map(|s| {
+            gpu.read_symbol(&module, &s.name)
+                .map(|bytes| (s.name.clone(), bytes))
+                .map_err(gpu_err(format!("reading symbol '{}'", s.name)))
+        })
+        .collect::<Result<_, _>>()?;
     let mut fills = HashMap::new();
     for (step, _) in spec.walk() {
         if let StepKind::Fill { buffer, value } = &step.kind {
@@ -387,8 +406,9 @@ pub fn execute(
     for r in 0..opts.warmup + opts.repeats {
         drop(bufs);
         bufs = upload_all(gpu, inputs)?;
-        if reload {
-            module = load().map_err(gpu_err("reloading the module"))?;
+        for (name, bytes) in &globals {
+            gpu.write_symbol(&module, name, bytes)
+                .map_err(gpu_err(format!("restoring symbol '{name}'")))?;
         }
         let failure: RefCell<Option<ExecError>> = RefCell::new(None);
         let timed = gpu.time_with(TimingOptions { warmup: 0, reps: 1 }, 1, |_| {

@@ -10,6 +10,8 @@
 //! - [`Spec`] (in `spec.rs`): a spec file parsed with the position of every value;
 //!   [`SpecError`] displays as `FILE:LINE:COL: FIELD: found X; accepted Y`.
 //! - [`expr`]: the expression language of sizes, lengths, grids and arguments.
+//! - [`config`]: precision configurations ([`Configuration`], [`Demotion`]): which math calls
+//!   and f64 instructions run in f32, from `none`, `all` or a JSON file.
 //! - [`data`] and [`npy`]: buffer contents (zeros, constants, sequences, seeded random,
 //!   `.npy`), symbol bytes in C layout, `.npy` read and write.
 //! - [`validate`]: the spec checked against the program's PTX (kernel names and signatures,
@@ -23,15 +25,16 @@
 #![deny(missing_docs)]
 
 pub mod compare;
+pub mod config;
 pub mod data;
 pub mod exec;
 pub mod expr;
 pub mod npy;
 pub mod run;
 pub mod spec;
-pub mod symbols;
 pub mod validate;
 
 pub use compare::{Comparison, OutputResult};
-pub use run::{run_spec, ConfigRun, Configuration, HarnessError, RunEvent, RunRequest, RunResult};
+pub use config::{Configuration, Demotion};
+pub use run::{run_spec, ConfigRun, HarnessError, RunEvent, RunRequest, RunResult};
 pub use spec::{Spec, SpecError};

@@ -8,40 +8,18 @@
 //! ([`RunEvent::Record`]) to append it at once.
 
 use crate::compare::{compare, output_values, Comparison, OutputResult};
+use crate::config::{self, Configuration};
 use crate::data::{materialize, to_f64};
 use crate::exec::{execute, ExecError, ExecOptions, Execution};
 use crate::npy;
 use crate::spec::{FrontEnd, Spec, SpecError};
-use crate::symbols;
 use crate::validate::{plan, Plan};
-use mantissa_gpu::{BuildFacts, FlagSet, Gpu, GpuError, Source, Timing};
+use mantissa_gpu::{
+    BuildFacts, BuildRequest, Define, FlagSet, FrontEnd as GpuFrontEnd, Gpu, GpuError, Timing,
+};
 use mantissa_report::{Backend, Build, ErrorMetrics, Record, Status, TimeStats, SCHEMA};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-
-/// A precision configuration: what is done to the program's PTX before it runs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Configuration {
-    /// The program as written (the empty transform).
-    AsWritten,
-}
-
-impl Configuration {
-    /// The name in tables and records (a record's `precision`).
-    pub fn name(&self) -> String {
-        match self {
-            Configuration::AsWritten => "as-written".into(),
-        }
-    }
-
-    /// The PTX to load: the configuration's transform applied. The demotion transforms add
-    /// their arms here.
-    pub fn transform(&self, ptx: &str) -> Result<String, String> {
-        match self {
-            Configuration::AsWritten => Ok(ptx.to_string()),
-        }
-    }
-}
 
 /// What to run.
 #[derive(Debug, Clone, PartialEq)]
@@ -106,6 +84,9 @@ pub struct ConfigRun {
     pub configuration: Configuration,
     /// How its program was built.
     pub build: Option<BuildFacts>,
+    /// What the configuration's rewrite did (instructions demoted, conversions, math calls in
+    /// f32) and anything it could not do.
+    pub notes: Vec<String>,
     /// Its outputs compared, and its time; or why it failed (one line).
     pub outcome: Result<RunOutcome, String>,
 }
@@ -142,74 +123,230 @@ pub struct Built {
     pub facts: Option<BuildFacts>,
     /// The compilation, for loading its cubin when the PTX is not changed.
     pub compiled: Option<std::sync::Arc<mantissa_gpu::Compiled>>,
-    /// Front end in words.
+    /// Front end in words, with why it was chosen.
     pub front_end: String,
+    /// Which front end built it.
+    pub kind: GpuFrontEnd,
 }
 
-/// Builds the spec's program under `flags`.
-///
-/// INTEGRATION POINT: NVRTC only for now (and ready PTX); the nvcc front end being added to
-/// `mantissa-gpu` replaces the body of this function (auto: nvcc for files with host code).
-pub fn build_module(gpu: &Gpu, spec: &Spec, flags: FlagSet) -> Result<Built, String> {
+/// The build request of the spec's program under `flags`; `units` marks math calls (see
+/// [`mantissa_gpu::BuildRequest::units`]).
+pub fn build_request(
+    spec: &Spec,
+    flags: FlagSet,
+    units: Option<Vec<u32>>,
+) -> Result<BuildRequest, String> {
     let src = &spec.source;
-    let is_ptx = src.front_end == FrontEnd::Ptx
-        || (src.front_end == FrontEnd::Auto && src.file.extension().is_some_and(|e| e == "ptx"));
-    let text =
-        std::fs::read_to_string(&src.file).map_err(|e| format!("{}: {e}", src.file.display()))?;
-    if is_ptx {
-        if flags != FlagSet::DEFAULT {
-            return Err(format!(
-                "flag set {} does not apply to ready PTX ({}); only default runs",
-                flags.name(),
-                src.file.display()
-            ));
-        }
-        return Ok(Built {
-            ptx: text,
-            lowered: BTreeMap::new(),
-            facts: None,
-            compiled: None,
-            front_end: "ptx file".into(),
+    let mut request = BuildRequest::new(&src.file);
+    request.include_dirs = src.include.clone();
+    for (name, value) in &src.define {
+        request.defines.push(Define {
+            name: name.clone(),
+            value: value.clone(),
         });
     }
-    if src.front_end == FrontEnd::Nvcc {
-        return Err(
-            "front_end = \"nvcc\" is not available yet in this build; use \"nvrtc\" or \"auto\""
-                .into(),
-        );
-    }
-    let name = src
-        .file
-        .file_name()
-        .map_or("kernel.cu".into(), |n| n.to_string_lossy().into_owned());
-    let mut source = Source::new(name, text);
-    for o in src.options() {
-        source = source.with_option(o);
-    }
+    request.arch = match &src.arch {
+        Some(a) => Some(a.parse().map_err(|e| format!("{e}"))?),
+        None => None,
+    };
+    request.flags = flags;
+    request.units = units;
+    request.front_end = match src.front_end {
+        FrontEnd::Auto => None,
+        FrontEnd::Nvrtc => Some(GpuFrontEnd::Nvrtc),
+        FrontEnd::Nvcc => Some(GpuFrontEnd::Nvcc),
+        FrontEnd::Ptx => Some(GpuFrontEnd::Ptx),
+    };
     // Templated kernels are found through NVRTC name expressions.
     for (step, _) in spec.walk() {
         if let crate::spec::StepKind::Launch(l) = &step.kind {
-            if l.kernel.contains('<') && !source.name_expressions.contains(&l.kernel) {
-                source = source.with_name_expression(l.kernel.clone());
+            if l.kernel.contains('<') && !request.name_expressions.contains(&l.kernel) {
+                request.name_expressions.push(l.kernel.clone());
             }
         }
     }
-    let compiled = match &src.arch {
-        Some(a) => {
-            let arch = a.parse().map_err(|e| format!("{e}"))?;
-            gpu.compiler()
-                .compile(&source, flags, mantissa_gpu::Target::Cubin(arch))
-                .map_err(|e| e.to_string())?
-        }
-        None => gpu.compile(&source, flags).map_err(|e| e.to_string())?,
-    };
-    let facts = compiled.build_facts();
+    Ok(request)
+}
+
+/// Builds the spec's program under `flags` through the front end the spec names or the one
+/// chosen for the file (nvcc for host code, NVRTC for device-only code, ready PTX as is).
+pub fn build_module(gpu: &Gpu, spec: &Spec, flags: FlagSet) -> Result<Built, String> {
+    let request = build_request(spec, flags, None)?;
+    let built = gpu
+        .builder()
+        .build_for(&arch_defaulted(gpu, request), true)
+        .map_err(|e| e.to_string())?;
     Ok(Built {
-        ptx: compiled.ptx.clone(),
-        lowered: compiled.lowered_names.clone(),
-        front_end: format!("{} {}", facts.front_end, facts.front_end_version),
-        facts: Some(facts),
-        compiled: Some(compiled),
+        lowered: built
+            .compiled
+            .as_ref()
+            .map(|c| c.lowered_names.clone())
+            .unwrap_or_default(),
+        front_end: built.choice.to_string(),
+        kind: built.choice.front_end,
+        ptx: built.ptx,
+        facts: Some(built.facts),
+        compiled: built.compiled,
+    })
+}
+
+/// The request for the device's own architecture unless the spec names one.
+fn arch_defaulted(gpu: &Gpu, mut request: BuildRequest) -> BuildRequest {
+    if request.arch.is_none() {
+        request.arch = Some(gpu.arch());
+    }
+    request
+}
+
+/// The PTX of one configuration, and what was done to make it.
+struct Prepared {
+    /// PTX to load, or `None` to load the baseline build as it is (its cubin).
+    ptx: Option<String>,
+    /// What the rewrite did, for the record's note.
+    notes: Vec<String>,
+}
+
+/// Marked builds of one flag set, by the list of call lines replaced: a configuration file run
+/// with several flag sets, or `none` and `all` together, build each at most once.
+#[derive(Default)]
+struct MarkedBuilds {
+    builds: BTreeMap<Vec<u32>, Result<String, String>>,
+    /// Whether the marked build (no call replaced) has the same code as the baseline; `None`
+    /// until checked.
+    faithful: Option<Result<(), String>>,
+}
+
+impl MarkedBuilds {
+    fn ptx(
+        &mut self,
+        gpu: &Gpu,
+        spec: &Spec,
+        flags: FlagSet,
+        lines: &[u32],
+    ) -> Result<String, String> {
+        self.builds
+            .entry(lines.to_vec())
+            .or_insert_with(|| {
+                let request = build_request(spec, flags, Some(lines.to_vec()))?;
+                gpu.builder()
+                    .build_for(&arch_defaulted(gpu, request), false)
+                    .map(|b| b.ptx)
+                    .map_err(|e| format!("marked build: {e}"))
+            })
+            .clone()
+    }
+}
+
+/// Makes the PTX of `configuration` from the baseline build `built` (see [`crate::config`]).
+fn prepare(
+    gpu: &Gpu,
+    spec: &Spec,
+    flags: FlagSet,
+    built: &Built,
+    configuration: &Configuration,
+    marked: &mut MarkedBuilds,
+) -> Result<Prepared, String> {
+    let demotion = match configuration {
+        Configuration::AsWritten => {
+            return Ok(Prepared {
+                ptx: None,
+                notes: Vec::new(),
+            })
+        }
+        Configuration::Demote(d) => d,
+    };
+    let mut notes = Vec::new();
+    // The PTX the rewrite starts from: a marked build (math calls are units, the listed ones
+    // replaced by their f32 functions), or the baseline itself where marking is impossible
+    // (ready PTX) or would change the code.
+    let base = if built.kind == GpuFrontEnd::Ptx {
+        if !demotion.math_lines(&[]).is_empty() || demotion.math.is_all() {
+            notes.push("ready PTX: math calls cannot be marked, so they stay f64 (f64 code that manipulates bits is kept whole)".into());
+        }
+        built.ptx.clone()
+    } else {
+        let unmarked = marked.ptx(gpu, spec, flags, &[]);
+        let faithful = marked
+            .faithful
+            .get_or_insert_with(|| {
+                let m = unmarked.clone()?;
+                let same = mantissa_ptx::demote::same_code(
+                    &mantissa_ptx::parse(&built.ptx).module,
+                    &mantissa_ptx::parse(&m).module,
+                );
+                if same {
+                    Ok(())
+                } else {
+                    Err(
+                        "the build with math calls marked differs from the program as written"
+                            .into(),
+                    )
+                }
+            })
+            .clone();
+        match faithful {
+            Ok(()) => {
+                let m = unmarked?;
+                let calls = config::math_calls(&mantissa_ptx::parse(&m).module);
+                let lines = demotion.math_lines(&calls);
+                if !lines.is_empty() {
+                    notes.push(format!(
+                        "math calls in f32: {}",
+                        calls
+                            .iter()
+                            .filter(|c| lines.contains(&c.line))
+                            .map(|c| format!("{} (line {})", c.function, c.line))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ));
+                }
+                if lines.is_empty() {
+                    m
+                } else {
+                    marked.ptx(gpu, spec, flags, &lines)?
+                }
+            }
+            Err(why) => {
+                notes.push(format!(
+                    "{why}: math calls stay f64, and f64 code that manipulates bits is kept whole"
+                ));
+                built.ptx.clone()
+            }
+        }
+    };
+    let parsed = mantissa_ptx::parse(&base).module;
+    let demoted = mantissa_ptx::demote::demote(&parsed, &demotion.demote_set())
+        .map_err(|e| format!("demoting: {e}"))?;
+    let r = &demoted.report;
+    let (to32, to64) = r
+        .functions
+        .iter()
+        .fold((0, 0), |(a, b), f| (a + f.cvt_to_f32, b + f.cvt_to_f64));
+    notes.push(format!(
+        "{} f64 instructions in f32, {} conversions in, {} out",
+        r.demoted(),
+        to32,
+        to64
+    ));
+    if !r.unmatched.is_empty() {
+        notes.push(format!(
+            "{} selectors name no instruction of this build (first: {})",
+            r.unmatched.len(),
+            r.unmatched[0]
+        ));
+    }
+    if !r.refused.is_empty() {
+        notes.push(format!(
+            "{} instructions not demotable (first: {}: {})",
+            r.refused.len(),
+            r.refused[0].requested,
+            r.refused[0].reason
+        ));
+    }
+    notes.extend(r.notes.iter().cloned());
+    Ok(Prepared {
+        ptx: Some(demoted.module.to_string()),
+        notes,
     })
 }
 
@@ -219,27 +356,24 @@ fn run_one(
     built: &Built,
     plan: &Plan,
     inputs: &crate::data::Inputs,
-    configuration: &Configuration,
+    prepared: &Prepared,
     exec: ExecOptions,
 ) -> Result<Execution, String> {
-    let ptx = configuration.transform(&built.ptx)?;
-    let syms: Vec<_> = plan
+    let symbols: Vec<(String, Vec<u8>)> = plan
         .symbols
         .iter()
-        .cloned()
+        .map(|s| s.ptx_name.clone())
         .zip(inputs.symbols.iter().map(|s| s.1.clone()))
         .collect();
-    let ptx_changed = ptx != built.ptx || !syms.is_empty();
-    let ptx = symbols::prepare_ptx(&ptx, &syms)?;
-    let reload = symbols::has_global_variables(&ptx);
     let name = spec.name.clone();
     let load = || -> Result<mantissa_gpu::Module, GpuError> {
-        match (&built.compiled, ptx_changed) {
-            (Some(c), false) => gpu.load(c),
-            _ => gpu.load_ptx(&name, &ptx),
+        match (&built.compiled, &prepared.ptx) {
+            (Some(c), None) => gpu.load(c),
+            (_, Some(ptx)) => gpu.load_ptx(&name, ptx),
+            (None, None) => gpu.load_ptx(&name, &built.ptx),
         }
     };
-    execute(gpu, &load, reload, spec, plan, inputs, exec).map_err(|e: ExecError| e.to_string())
+    execute(gpu, &load, &symbols, spec, plan, inputs, exec).map_err(|e: ExecError| e.to_string())
 }
 
 /// Runs a spec: the baseline first (default flags, as written), then every other (flag set,
@@ -333,6 +467,7 @@ pub fn run_spec(
                         flags,
                         configuration: configuration.clone(),
                         build: None,
+                        notes: Vec::new(),
                         outcome: Err(e.clone()),
                     };
                     push_records(gpu, spec, &run, None, &mut result, progress);
@@ -344,69 +479,65 @@ pub fn run_spec(
         if result.front_end.is_empty() {
             result.front_end = built.front_end.clone();
         }
+        let mut marked = MarkedBuilds::default();
         for configuration in &configurations {
             progress(RunEvent::Running {
                 flags,
                 configuration,
             });
-            let outcome = run_one(
-                gpu,
-                spec,
-                &built,
-                &plan,
-                &inputs,
-                configuration,
-                request.exec,
-            )
-            .and_then(|ex| {
-                let values: Vec<Vec<f64>> = spec
-                    .outputs
-                    .iter()
-                    .map(|o| {
-                        ex.outputs
-                            .iter()
-                            .find(|(n, _)| *n == o.buffer)
-                            .map(|(_, d)| output_values(d, o.reduce))
-                            .unwrap_or_default()
-                    })
-                    .collect();
-                if let Some(dir) = &request.save_dir {
-                    save(dir, flags, configuration, &ex)?;
-                }
-                let base = baseline.get_or_insert_with(|| values.clone());
-                let outputs = spec
-                    .outputs
-                    .iter()
-                    .enumerate()
-                    .map(|(i, o)| {
-                        let dtype = spec
-                            .buffer(&o.buffer)
-                            .map_or(mantissa_gpu::DType::F64, |b| b.dtype);
-                        let vs_baseline = compare(dtype, &values[i], &base[i]);
-                        let vs_reference = references[i]
-                            .as_ref()
-                            .map(|r| compare(dtype, &values[i], r));
-                        let met = o
-                            .tolerance
-                            .map(|t| vs_reference.as_ref().unwrap_or(&vs_baseline).meets(&t));
-                        OutputResult {
-                            name: o.name(),
-                            value: o.reduce.map(|_| values[i][0]),
-                            vs_baseline,
-                            vs_reference,
-                            tolerance: o.tolerance,
-                            met,
-                        }
-                    })
-                    .collect();
-                Ok((
-                    RunOutcome {
-                        outputs,
-                        timing: ex.timing.clone(),
-                    },
-                    ex.first_launch,
-                ))
-            });
+            let prepared = prepare(gpu, spec, flags, &built, configuration, &mut marked);
+            let notes = prepared.as_ref().map_or(Vec::new(), |p| p.notes.clone());
+            let outcome = prepared
+                .and_then(|p| run_one(gpu, spec, &built, &plan, &inputs, &p, request.exec))
+                .and_then(|ex| {
+                    let values: Vec<Vec<f64>> = spec
+                        .outputs
+                        .iter()
+                        .map(|o| {
+                            ex.outputs
+                                .iter()
+                                .find(|(n, _)| *n == o.buffer)
+                                .map(|(_, d)| output_values(d, o.reduce))
+                                .unwrap_or_default()
+                        })
+                        .collect();
+                    if let Some(dir) = &request.save_dir {
+                        save(dir, flags, configuration, &ex)?;
+                    }
+                    let base = baseline.get_or_insert_with(|| values.clone());
+                    let outputs = spec
+                        .outputs
+                        .iter()
+                        .enumerate()
+                        .map(|(i, o)| {
+                            let dtype = spec
+                                .buffer(&o.buffer)
+                                .map_or(mantissa_gpu::DType::F64, |b| b.dtype);
+                            let vs_baseline = compare(dtype, &values[i], &base[i]);
+                            let vs_reference = references[i]
+                                .as_ref()
+                                .map(|r| compare(dtype, &values[i], r));
+                            let met = o
+                                .tolerance
+                                .map(|t| vs_reference.as_ref().unwrap_or(&vs_baseline).meets(&t));
+                            OutputResult {
+                                name: o.name(),
+                                value: o.reduce.map(|_| values[i][0]),
+                                vs_baseline,
+                                vs_reference,
+                                tolerance: o.tolerance,
+                                met,
+                            }
+                        })
+                        .collect();
+                    Ok((
+                        RunOutcome {
+                            outputs,
+                            timing: ex.timing.clone(),
+                        },
+                        ex.first_launch,
+                    ))
+                });
             let (outcome, dims) = match outcome {
                 Ok((o, d)) => (Ok(o), d),
                 Err(e) => (Err(e), None),
@@ -415,6 +546,7 @@ pub fn run_spec(
                 flags,
                 configuration: configuration.clone(),
                 build: built.facts.clone(),
+                notes,
                 outcome,
             };
             push_records(gpu, spec, &run, dims, &mut result, progress);
@@ -486,7 +618,7 @@ fn push_records(
         let size = spec.buffer(&o.buffer).map_or(0, |b| b.len) as u64;
         let mut extra = BTreeMap::new();
         let mut descriptions = BTreeMap::new();
-        let mut note = vec![];
+        let mut note = run.notes.clone();
         let (status, value, reference, error, time) = match &run.outcome {
             Ok(out) => {
                 let r = &out.outputs[i];
@@ -591,4 +723,29 @@ fn push_records(
         progress(RunEvent::Record(&record));
         result.records.push(record);
     }
+}
+
+/// The configuration naming every math call and every eligible f64 instruction of the spec's
+/// program built with the default flags (see [`config::full_configuration`]). Builds only: no
+/// GPU is needed (the architecture is the spec's, or the front end's default).
+pub fn full_configuration(spec: &Spec) -> Result<config::Demotion, String> {
+    let builder = mantissa_gpu::Builder::new();
+    let plain = builder
+        .build(&build_request(spec, FlagSet::DEFAULT, None)?)
+        .map_err(|e| e.to_string())?;
+    if plain.choice.front_end == GpuFrontEnd::Ptx {
+        return Ok(config::full_configuration(&plain.ptx));
+    }
+    let marked = builder
+        .build(&build_request(spec, FlagSet::DEFAULT, Some(Vec::new()))?)
+        .map_err(|e| format!("marked build: {e}"))?;
+    let same = mantissa_ptx::demote::same_code(
+        &mantissa_ptx::parse(&plain.ptx).module,
+        &mantissa_ptx::parse(&marked.ptx).module,
+    );
+    Ok(config::full_configuration(if same {
+        &marked.ptx
+    } else {
+        &plain.ptx
+    }))
 }
