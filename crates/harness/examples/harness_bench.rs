@@ -43,6 +43,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // Bare cudarc: its own module from the same PTX, its own stream.
     let ctx = CudaContext::new(0)?;
+    // As mantissa's Gpu does: one stream, no per-buffer event tracking (cudarc records events
+    // around every launch argument otherwise, which is cudarc's cost, not a launch's).
+    // SAFETY: every buffer here is used on this one stream only.
+    unsafe { ctx.disable_event_tracking() };
     let stream = ctx.new_stream()?;
     let module = ctx.load_module(cudarc::nvrtc::Ptx::from_src(compiled.ptx.clone()))?;
     let tick = module.load_function("tick")?;

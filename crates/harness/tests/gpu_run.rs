@@ -124,7 +124,7 @@ fn a_two_kernel_spec_runs_and_matches_values_computed_here() {
     assert_eq!(result.runs.len(), 2);
     assert_eq!(records, 4, "one record per output per run");
     assert!(
-        result.front_end.starts_with("nvrtc"),
+        result.front_end.starts_with("NVRTC"),
         "{}",
         result.front_end
     );
