@@ -94,7 +94,6 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         },
         save_dir: args.save.clone(),
         configurations,
-        ..RunRequest::default()
     };
     let mut append_error = None;
     let json = args.json;

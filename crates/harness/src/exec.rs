@@ -66,14 +66,17 @@ pub enum ExecError {
     Gpu {
         /// What was being done.
         what: String,
-        /// The GPU's error.
-        source: GpuError,
+        /// The GPU's error (boxed: it is large, and errors are the rare path).
+        source: Box<GpuError>,
     },
 }
 
 fn gpu_err(what: impl Into<String>) -> impl FnOnce(GpuError) -> ExecError {
     let what = what.into();
-    move |source| ExecError::Gpu { what, source }
+    move |source| ExecError::Gpu {
+        what,
+        source: Box::new(source),
+    }
 }
 
 /// Loop state: each enclosing repeat's counter name (or its path) and iteration.

@@ -12,7 +12,6 @@
 //! Every figure is printed, so the test log of a GPU run shows what was measured.
 
 #[path = "../../../examples/kernels/models.rs"]
-#[allow(dead_code)]
 mod models;
 
 use mantissa_gpu::testing::require_gpu_or_skip;
