@@ -104,3 +104,61 @@ fn ready_ptx_demotes_around_its_math_code() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// The same kernel as CUDA source, built by NVRTC: the program as written loads NVRTC's cubin,
+/// `--demote none` JIT-compiles the printed PTX of the marked build. Both must give the same bits
+/// (the driver's JIT and NVRTC's ptxas are the same compiler), and `all` must replace the math
+/// call too (the whole line in f32, not only the arithmetic).
+#[test]
+fn nvrtc_cubin_and_the_rewrite_path_agree_bit_for_bit() {
+    let Some(gpu) = require_gpu_or_skip() else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("mantissa-nvrtc-source-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("f.cu"), KERNEL).unwrap();
+    std::fs::write(dir.join("spec.toml"), SPEC.replace("f.ptx", "f.cu")).unwrap();
+    let spec = Spec::load(&dir.join("spec.toml")).unwrap();
+    let request = RunRequest {
+        flag_sets: vec![FlagSet::DEFAULT, FlagSet::STRICT],
+        configurations: vec![
+            Configuration::Demote(Demotion::none()),
+            Configuration::Demote(Demotion::all()),
+        ],
+        exec: ExecOptions {
+            warmup: 0,
+            repeats: 1,
+        },
+        save_dir: Some(dir.join("out")),
+    };
+    let result = run_spec(&gpu, &spec, &request, &mut |_| {}).unwrap();
+    assert!(
+        result.front_end.starts_with("NVRTC"),
+        "{}",
+        result.front_end
+    );
+    let y = |sub: &str| to_f64(&npy::read_any(&dir.join(sub).join("y.npy")).unwrap());
+    assert_eq!(y("out"), y("out/default.none"));
+    assert_eq!(y("out/strict.as-written"), y("out/strict.none"));
+    let all = result
+        .runs
+        .iter()
+        .find(|r| r.configuration.name() == "all")
+        .unwrap();
+    let notes = all.notes.join("; ");
+    assert!(notes.contains("math calls in f32: exp (line 4)"), "{notes}");
+    // exp(a) with a and exp in f32: within a few f32 ulps of the f32 evaluation on the CPU.
+    let x = to_f64(&mantissa_harness::data::materialize(&spec).unwrap().buffers[0].1);
+    let y_all = y("out/default.all");
+    for i in (0..x.len()).step_by(97) {
+        let a32 = (x[i] as f32).mul_add(1.1f32, 0.3f32);
+        let expected = f64::from(a32.exp());
+        let rel = ((y_all[i] - expected) / expected).abs();
+        assert!(
+            rel < 4.0 * f64::from(f32::EPSILON),
+            "element {i}: {} against {expected}",
+            y_all[i]
+        );
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
