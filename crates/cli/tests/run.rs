@@ -8,6 +8,9 @@ use std::path::PathBuf;
 use std::process::Command;
 use support::mantissa_binary;
 
+/// A spec that is right: one buffer, one launch of `k`, one output.
+const GOOD_SPEC: &str = "[source]\nfile = \"k.cu\"\n[buffers.u]\ntype = \"f64\"\nlen = 1\n[[steps]]\nlaunch = \"k\"\ngrid = 1\nblock = 1\nargs = [\"u\"]\n[[outputs]]\nbuffer = \"u\"\n";
+
 fn scratch_dir(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("mantissa-cli-run-{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&d).expect("scratch directory");
@@ -51,11 +54,7 @@ fn a_good_spec_without_a_gpu_says_why_and_exits_1() {
     }
     let d = scratch_dir("good");
     let spec = d.join("good.toml");
-    std::fs::write(
-        &spec,
-        "[source]\nfile = \"k.cu\"\n[buffers.u]\ntype = \"f64\"\nlen = 1\n[[steps]]\nlaunch = \"k\"\ngrid = 1\nblock = 1\nargs = [\"u\"]\n[[outputs]]\nbuffer = \"u\"\n",
-    )
-    .unwrap();
+    std::fs::write(&spec, GOOD_SPEC).unwrap();
     let out = Command::new(mantissa_binary())
         .args(["run", spec.to_str().unwrap()])
         .output()
@@ -118,11 +117,7 @@ fn a_bad_configuration_file_is_a_usage_error() {
     let config = d.join("c.json");
     std::fs::write(&config, "{\"math\": \"some\"}").unwrap();
     let spec = d.join("good.toml");
-    std::fs::write(
-        &spec,
-        "[source]\nfile = \"k.cu\"\n[buffers.u]\ntype = \"f64\"\nlen = 1\n[[steps]]\nlaunch = \"k\"\ngrid = 1\nblock = 1\nargs = [\"u\"]\n[[outputs]]\nbuffer = \"u\"\n",
-    )
-    .unwrap();
+    std::fs::write(&spec, GOOD_SPEC).unwrap();
     let out = Command::new(mantissa_binary())
         .args([
             "run",

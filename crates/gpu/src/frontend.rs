@@ -609,6 +609,36 @@ pub struct Built {
     pub cache_hit: Option<CacheHit>,
 }
 
+impl Built {
+    /// The result of a compiler front end (NVRTC or nvcc): its facts completed with the compiler
+    /// that ran and why it was chosen.
+    #[allow(clippy::too_many_arguments)]
+    fn compiled(
+        compiled: Arc<Compiled>,
+        cache_hit: Option<CacheHit>,
+        mut facts: BuildFacts,
+        front_end: FrontEnd,
+        reason: Reason,
+        version: String,
+        program: String,
+    ) -> Built {
+        facts.compiler = Some(program.clone());
+        facts.reason = Some(reason.to_string());
+        Built {
+            ptx: compiled.ptx.clone(),
+            choice: FrontEndChoice {
+                front_end,
+                version: Some(version),
+                program: Some(program),
+                reason,
+            },
+            compiled: Some(compiled),
+            facts,
+            cache_hit,
+        }
+    }
+}
+
 /// The front ends, found when first needed, and the architecture used when a request names none.
 #[derive(Debug)]
 pub struct Builder {
@@ -784,22 +814,16 @@ impl Builder {
                         },
                         None => BuildError::Compile(e),
                     })?;
-                let program = compiler.library().path.display().to_string();
-                let mut facts = compiled.build_facts();
-                facts.compiler = Some(program.clone());
-                facts.reason = Some(reason.to_string());
-                Ok(Built {
-                    ptx: compiled.ptx.clone(),
-                    choice: FrontEndChoice {
-                        front_end,
-                        version: Some(compiler.version().to_string()),
-                        program: Some(program),
-                        reason,
-                    },
-                    compiled: Some(compiled),
+                let facts = compiled.build_facts();
+                Ok(Built::compiled(
+                    compiled,
+                    hit,
                     facts,
-                    cache_hit: hit,
-                })
+                    front_end,
+                    reason,
+                    compiler.version().to_string(),
+                    compiler.library().path.display().to_string(),
+                ))
             }
             FrontEnd::Nvcc => {
                 let nvcc = self.nvcc().map_err(|cause| BuildError::NeedsNvcc {
@@ -810,24 +834,18 @@ impl Builder {
                 })?;
                 let source = request.nvcc_source(&text)?;
                 let (compiled, hit) = nvcc.compile_traced(&source, request.flags, arch)?;
-                let program = nvcc.path().display().to_string();
                 let mut facts = compiled.build_facts();
                 facts.front_end_version = nvcc.release().to_string();
                 facts.arch = arch.sm();
-                facts.compiler = Some(program.clone());
-                facts.reason = Some(reason.to_string());
-                Ok(Built {
-                    ptx: compiled.ptx.clone(),
-                    choice: FrontEndChoice {
-                        front_end,
-                        version: Some(nvcc.version().to_string()),
-                        program: Some(program),
-                        reason,
-                    },
-                    compiled: Some(compiled),
+                Ok(Built::compiled(
+                    compiled,
+                    hit,
                     facts,
-                    cache_hit: hit,
-                })
+                    front_end,
+                    reason,
+                    nvcc.version().to_string(),
+                    nvcc.path().display().to_string(),
+                ))
             }
         }
     }

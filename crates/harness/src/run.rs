@@ -211,9 +211,9 @@ struct Prepared {
 #[derive(Default)]
 struct MarkedBuilds {
     builds: BTreeMap<Vec<u32>, Result<String, String>>,
-    /// Whether the marked build (no call replaced) has the same code as the baseline; `None`
-    /// until checked.
-    faithful: Option<Result<(), String>>,
+    /// The math calls of the marked build (no call replaced) when it has the baseline's code, or
+    /// why it cannot be used; `None` until checked.
+    calls: Option<Result<Vec<config::MathCall>, String>>,
 }
 
 impl MarkedBuilds {
@@ -234,6 +234,36 @@ impl MarkedBuilds {
                     .map_err(|e| format!("marked build: {e}"))
             })
             .clone()
+    }
+
+    /// The math calls a configuration can replace, once the marked build is checked against the
+    /// baseline's PTX.
+    fn calls(
+        &mut self,
+        gpu: &Gpu,
+        spec: &Spec,
+        flags: FlagSet,
+        baseline: &str,
+    ) -> Result<Vec<config::MathCall>, String> {
+        if let Some(checked) = &self.calls {
+            return checked.clone();
+        }
+        let checked = self
+            .ptx(gpu, spec, flags, &[])
+            .and_then(|marked| marked_calls(baseline, &marked));
+        self.calls = Some(checked.clone());
+        checked
+    }
+}
+
+/// The math calls of `marked` when it has the same instructions as `plain` (the marking header
+/// must not change the code), or why it cannot stand in for `plain`.
+fn marked_calls(plain: &str, marked: &str) -> Result<Vec<config::MathCall>, String> {
+    let marked = mantissa_ptx::parse(marked).module;
+    if mantissa_ptx::demote::same_code(&mantissa_ptx::parse(plain).module, &marked) {
+        Ok(config::math_calls(&marked))
+    } else {
+        Err("the build with math calls marked differs from the program as written".into())
     }
 }
 
@@ -265,29 +295,8 @@ fn prepare(
         }
         built.ptx.clone()
     } else {
-        let unmarked = marked.ptx(gpu, spec, flags, &[]);
-        let faithful = marked
-            .faithful
-            .get_or_insert_with(|| {
-                let m = unmarked.clone()?;
-                let same = mantissa_ptx::demote::same_code(
-                    &mantissa_ptx::parse(&built.ptx).module,
-                    &mantissa_ptx::parse(&m).module,
-                );
-                if same {
-                    Ok(())
-                } else {
-                    Err(
-                        "the build with math calls marked differs from the program as written"
-                            .into(),
-                    )
-                }
-            })
-            .clone();
-        match faithful {
-            Ok(()) => {
-                let m = unmarked?;
-                let calls = config::math_calls(&mantissa_ptx::parse(&m).module);
+        match marked.calls(gpu, spec, flags, &built.ptx) {
+            Ok(calls) => {
                 let lines = demotion.math_lines(&calls);
                 if !lines.is_empty() {
                     notes.push(format!(
@@ -300,11 +309,7 @@ fn prepare(
                             .join(", ")
                     ));
                 }
-                if lines.is_empty() {
-                    m
-                } else {
-                    marked.ptx(gpu, spec, flags, &lines)?
-                }
+                marked.ptx(gpu, spec, flags, &lines)?
             }
             Err(why) => {
                 notes.push(format!(
@@ -739,11 +744,8 @@ pub fn full_configuration(spec: &Spec) -> Result<config::Demotion, String> {
     let marked = builder
         .build(&build_request(spec, FlagSet::DEFAULT, Some(Vec::new()))?)
         .map_err(|e| format!("marked build: {e}"))?;
-    let same = mantissa_ptx::demote::same_code(
-        &mantissa_ptx::parse(&plain.ptx).module,
-        &mantissa_ptx::parse(&marked.ptx).module,
-    );
-    Ok(config::full_configuration(if same {
+    let usable = marked_calls(&plain.ptx, &marked.ptx).is_ok();
+    Ok(config::full_configuration(if usable {
         &marked.ptx
     } else {
         &plain.ptx

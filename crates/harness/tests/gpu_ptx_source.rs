@@ -39,6 +39,22 @@ args = ["x", "y", "n"]
 buffer = "y"
 "#;
 
+/// `--demote none,all` under `flag_sets`, one timed repeat, outputs saved under `dir/out`.
+fn none_and_all(flag_sets: Vec<FlagSet>, dir: &std::path::Path) -> RunRequest {
+    RunRequest {
+        flag_sets,
+        configurations: vec![
+            Configuration::Demote(Demotion::none()),
+            Configuration::Demote(Demotion::all()),
+        ],
+        exec: ExecOptions {
+            warmup: 0,
+            repeats: 1,
+        },
+        save_dir: Some(dir.join("out")),
+    }
+}
+
 #[test]
 fn ready_ptx_demotes_around_its_math_code() {
     let Some(gpu) = require_gpu_or_skip() else {
@@ -52,18 +68,7 @@ fn ready_ptx_demotes_around_its_math_code() {
     std::fs::write(dir.join("f.ptx"), &compiled.ptx).unwrap();
     std::fs::write(dir.join("spec.toml"), SPEC).unwrap();
     let spec = Spec::load(&dir.join("spec.toml")).unwrap();
-    let request = RunRequest {
-        flag_sets: vec![FlagSet::DEFAULT],
-        configurations: vec![
-            Configuration::Demote(Demotion::none()),
-            Configuration::Demote(Demotion::all()),
-        ],
-        exec: ExecOptions {
-            warmup: 0,
-            repeats: 1,
-        },
-        save_dir: Some(dir.join("out")),
-    };
+    let request = none_and_all(vec![FlagSet::DEFAULT], &dir);
     let result = run_spec(&gpu, &spec, &request, &mut |_| {}).unwrap();
     assert!(
         result.front_end.starts_with("ready PTX"),
@@ -119,18 +124,7 @@ fn nvrtc_cubin_and_the_rewrite_path_agree_bit_for_bit() {
     std::fs::write(dir.join("f.cu"), KERNEL).unwrap();
     std::fs::write(dir.join("spec.toml"), SPEC.replace("f.ptx", "f.cu")).unwrap();
     let spec = Spec::load(&dir.join("spec.toml")).unwrap();
-    let request = RunRequest {
-        flag_sets: vec![FlagSet::DEFAULT, FlagSet::STRICT],
-        configurations: vec![
-            Configuration::Demote(Demotion::none()),
-            Configuration::Demote(Demotion::all()),
-        ],
-        exec: ExecOptions {
-            warmup: 0,
-            repeats: 1,
-        },
-        save_dir: Some(dir.join("out")),
-    };
+    let request = none_and_all(vec![FlagSet::DEFAULT, FlagSet::STRICT], &dir);
     let result = run_spec(&gpu, &spec, &request, &mut |_| {}).unwrap();
     assert!(
         result.front_end.starts_with("NVRTC"),
