@@ -1,0 +1,266 @@
+//! The registry of measured functions: one row per function, with its arity and its CUDA
+//! spellings. Adding a function is one row here, one reference in [`crate::reference`], and
+//! its CPU entries in `cpu`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::format::Format;
+
+/// A mathematical function, whatever the precision.
+#[allow(missing_docs)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Function {
+    Sin,
+    Cos,
+    Tan,
+    Asin,
+    Acos,
+    Atan,
+    Atan2,
+    Sinh,
+    Cosh,
+    Tanh,
+    Asinh,
+    Acosh,
+    Atanh,
+    Exp,
+    Exp2,
+    Exp10,
+    Expm1,
+    Log,
+    Log2,
+    Log10,
+    Log1p,
+    Pow,
+    Sqrt,
+    Rsqrt,
+    Cbrt,
+    Hypot,
+    Erf,
+    Erfc,
+    Erfinv,
+    Lgamma,
+    Tgamma,
+    /// x / y: IEEE division by default, approximate under `-use_fast_math`, `__fdividef`.
+    Div,
+}
+
+/// How the function under test is built on the GPU.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Variant {
+    /// The CUDA function, default nvcc/NVRTC flags.
+    Default,
+    /// The same call compiled with `-use_fast_math` (ftz, approximate division and square
+    /// root, and the f32 functions that have one replaced by their intrinsic).
+    Fast,
+    /// The `__` intrinsic itself (`__sinf`, `__expf`, `__fdividef`, …), f32 only.
+    Intrinsic,
+}
+
+impl Variant {
+    /// All variants, in table order.
+    pub const ALL: [Variant; 3] = [Variant::Default, Variant::Fast, Variant::Intrinsic];
+
+    /// `default`, `fast` or `intrinsic`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::Default => "default",
+            Variant::Fast => "fast",
+            Variant::Intrinsic => "intrinsic",
+        }
+    }
+
+    /// Parse a variant name.
+    pub fn parse(s: &str) -> Option<Variant> {
+        Variant::ALL.into_iter().find(|v| v.name() == s.trim())
+    }
+}
+
+impl Function {
+    /// Every function, in table order.
+    pub const ALL: [Function; 32] = [
+        Function::Sin,
+        Function::Cos,
+        Function::Tan,
+        Function::Asin,
+        Function::Acos,
+        Function::Atan,
+        Function::Atan2,
+        Function::Sinh,
+        Function::Cosh,
+        Function::Tanh,
+        Function::Asinh,
+        Function::Acosh,
+        Function::Atanh,
+        Function::Exp,
+        Function::Exp2,
+        Function::Exp10,
+        Function::Expm1,
+        Function::Log,
+        Function::Log2,
+        Function::Log10,
+        Function::Log1p,
+        Function::Pow,
+        Function::Sqrt,
+        Function::Rsqrt,
+        Function::Cbrt,
+        Function::Hypot,
+        Function::Erf,
+        Function::Erfc,
+        Function::Erfinv,
+        Function::Lgamma,
+        Function::Tgamma,
+        Function::Div,
+    ];
+
+    /// The generic name: `sin`, `atan2`, `div`, …
+    pub fn name(self) -> &'static str {
+        match self {
+            Function::Sin => "sin",
+            Function::Cos => "cos",
+            Function::Tan => "tan",
+            Function::Asin => "asin",
+            Function::Acos => "acos",
+            Function::Atan => "atan",
+            Function::Atan2 => "atan2",
+            Function::Sinh => "sinh",
+            Function::Cosh => "cosh",
+            Function::Tanh => "tanh",
+            Function::Asinh => "asinh",
+            Function::Acosh => "acosh",
+            Function::Atanh => "atanh",
+            Function::Exp => "exp",
+            Function::Exp2 => "exp2",
+            Function::Exp10 => "exp10",
+            Function::Expm1 => "expm1",
+            Function::Log => "log",
+            Function::Log2 => "log2",
+            Function::Log10 => "log10",
+            Function::Log1p => "log1p",
+            Function::Pow => "pow",
+            Function::Sqrt => "sqrt",
+            Function::Rsqrt => "rsqrt",
+            Function::Cbrt => "cbrt",
+            Function::Hypot => "hypot",
+            Function::Erf => "erf",
+            Function::Erfc => "erfc",
+            Function::Erfinv => "erfinv",
+            Function::Lgamma => "lgamma",
+            Function::Tgamma => "tgamma",
+            Function::Div => "div",
+        }
+    }
+
+    /// Look a function up by its generic name or any CUDA spelling (`sinf`, `__sinf`,
+    /// `__fdividef`).
+    pub fn parse(s: &str) -> Option<Function> {
+        let s = s.trim();
+        Function::ALL.into_iter().find(|f| {
+            f.name() == s
+                || Format::ALL.into_iter().any(|fmt| f.cuda_name(fmt) == s)
+                || f.intrinsic_name() == Some(s)
+        })
+    }
+
+    /// Number of arguments: 1, or 2 for atan2, pow, hypot and div.
+    pub fn arity(self) -> usize {
+        match self {
+            Function::Atan2 | Function::Pow | Function::Hypot | Function::Div => 2,
+            _ => 1,
+        }
+    }
+
+    /// The CUDA spelling of the call in `format`: `sinf`/`sin`, … For div the operator, `/`.
+    pub fn cuda_name(self, format: Format) -> &'static str {
+        // Every CUDA f32 function is its f64 name with an `f`, except the operator.
+        macro_rules! pick {
+            ($($f:ident => $n32:literal, $n64:literal;)*) => {
+                match self {
+                    $(Function::$f => match format { Format::F32 => $n32, Format::F64 => $n64 },)*
+                }
+            };
+        }
+        pick! {
+            Sin => "sinf", "sin"; Cos => "cosf", "cos"; Tan => "tanf", "tan";
+            Asin => "asinf", "asin"; Acos => "acosf", "acos"; Atan => "atanf", "atan";
+            Atan2 => "atan2f", "atan2"; Sinh => "sinhf", "sinh"; Cosh => "coshf", "cosh";
+            Tanh => "tanhf", "tanh"; Asinh => "asinhf", "asinh"; Acosh => "acoshf", "acosh";
+            Atanh => "atanhf", "atanh"; Exp => "expf", "exp"; Exp2 => "exp2f", "exp2";
+            Exp10 => "exp10f", "exp10"; Expm1 => "expm1f", "expm1"; Log => "logf", "log";
+            Log2 => "log2f", "log2"; Log10 => "log10f", "log10"; Log1p => "log1pf", "log1p";
+            Pow => "powf", "pow"; Sqrt => "sqrtf", "sqrt"; Rsqrt => "rsqrtf", "rsqrt";
+            Cbrt => "cbrtf", "cbrt"; Hypot => "hypotf", "hypot"; Erf => "erff", "erf";
+            Erfc => "erfcf", "erfc"; Erfinv => "erfinvf", "erfinv"; Lgamma => "lgammaf", "lgamma";
+            Tgamma => "tgammaf", "tgamma"; Div => "/", "/";
+        }
+    }
+
+    /// The f32 intrinsic, where CUDA has one: `__sinf`, `__cosf`, `__tanf`, `__expf`,
+    /// `__exp10f`, `__logf`, `__log2f`, `__log10f`, `__powf`, `__fdividef`.
+    pub fn intrinsic_name(self) -> Option<&'static str> {
+        Some(match self {
+            Function::Sin => "__sinf",
+            Function::Cos => "__cosf",
+            Function::Tan => "__tanf",
+            Function::Exp => "__expf",
+            Function::Exp10 => "__exp10f",
+            Function::Log => "__logf",
+            Function::Log2 => "__log2f",
+            Function::Log10 => "__log10f",
+            Function::Pow => "__powf",
+            Function::Div => "__fdividef",
+            _ => return None,
+        })
+    }
+
+    /// Whether this (format, variant) pair exists: intrinsics are f32 only and only for the
+    /// functions above.
+    pub fn has_variant(self, format: Format, variant: Variant) -> bool {
+        match variant {
+            Variant::Default | Variant::Fast => true,
+            Variant::Intrinsic => format == Format::F32 && self.intrinsic_name().is_some(),
+        }
+    }
+
+    /// The C expression that calls the function under test on `x` (and `y`) in `format` and
+    /// `variant`, e.g. `sinf(x)`, `__fdividef(x, y)`, `x / y`.
+    pub fn cuda_call(self, format: Format, variant: Variant) -> String {
+        let name = if variant == Variant::Intrinsic {
+            self.intrinsic_name().expect("has_variant checked")
+        } else {
+            self.cuda_name(format)
+        };
+        match (self, variant) {
+            (Function::Div, Variant::Default | Variant::Fast) => "x / y".to_string(),
+            _ if self.arity() == 2 => format!("{name}(x, y)"),
+            _ => format!("{name}(x)"),
+        }
+    }
+
+    /// Comma-separated list of every name, for "unknown function" errors.
+    pub fn names() -> String {
+        Function::ALL.iter().map(|f| f.name()).collect::<Vec<_>>().join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_cuda_spellings_parse() {
+        for f in Function::ALL {
+            assert_eq!(Function::parse(f.name()), Some(f));
+            assert_eq!(Function::parse(f.cuda_name(Format::F64)).filter(|_| f != Function::Div), (f != Function::Div).then_some(f));
+        }
+        assert_eq!(Function::parse("__fdividef"), Some(Function::Div));
+        assert_eq!(Function::parse("lgammaf"), Some(Function::Lgamma));
+        assert_eq!(Function::parse("nope"), None);
+        assert_eq!(Function::Div.cuda_call(Format::F32, Variant::Intrinsic), "__fdividef(x, y)");
+        assert_eq!(Function::Pow.cuda_call(Format::F64, Variant::Default), "pow(x, y)");
+        assert!(!Function::Erf.has_variant(Format::F32, Variant::Intrinsic));
+        assert!(!Function::Sin.has_variant(Format::F64, Variant::Intrinsic));
+    }
+}
