@@ -8,6 +8,7 @@
 
 pub mod format;
 pub mod functions;
+pub mod published;
 pub mod reference;
 
 pub use format::Format;
