@@ -8,8 +8,26 @@
 
 pub mod format;
 pub mod functions;
+pub mod hexfloat;
 pub mod published;
 pub mod reference;
+pub mod regions;
+pub mod search;
+pub mod stats;
 
 pub use format::Format;
 pub use functions::{Function, Variant};
+
+/// What can go wrong measuring.
+#[derive(Debug, thiserror::Error)]
+pub enum MathlibError {
+    /// The GPU failed (build, launch, fault).
+    #[error(transparent)]
+    Gpu(#[from] mantissa_gpu::GpuError),
+    /// A bad option or input: one line, exit code 2.
+    #[error("{0}")]
+    Usage(String),
+    /// Records could not be read or written.
+    #[error("{0}")]
+    Io(String),
+}

@@ -627,8 +627,9 @@ pub fn write_atomically(path: &Path, contents: &[u8]) -> Result<(), RecordError>
     })
 }
 
-/// f64 fields that may be non-finite: numbers when finite, else "inf", "-inf" or "nan".
-mod float {
+/// f64 fields that may be non-finite: numbers when finite, else "inf", "-inf" or "nan" (for
+/// `#[serde(with = "mantissa_report::record::float")]`).
+pub mod float {
     use serde::de::{self, Deserializer, Visitor};
     use serde::Serializer;
     use std::fmt;
