@@ -634,6 +634,7 @@ pub mod float {
     use serde::Serializer;
     use std::fmt;
 
+    /// Writes a finite value as a number, a non-finite one as a string.
     pub fn serialize<S: Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
         if x.is_finite() {
             s.serialize_f64(*x)
@@ -672,6 +673,7 @@ pub mod float {
         }
     }
 
+    /// Reads a number, or "inf", "-inf" or "nan".
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
         d.deserialize_any(FloatVisitor)
     }
