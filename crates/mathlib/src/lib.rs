@@ -6,9 +6,12 @@
 //! - [`format`]: the two formats, ulps and the error of a result in ulps of the exact value.
 //! - [`reference`]: correctly rounded references from arbitrary precision (Ziv's strategy).
 
+pub mod cpu;
 pub mod format;
 pub mod functions;
+pub mod gpu;
 pub mod hexfloat;
+pub mod measure;
 pub mod published;
 pub mod reference;
 pub mod regions;
