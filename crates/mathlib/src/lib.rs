@@ -13,10 +13,13 @@ pub mod gpu;
 pub mod hexfloat;
 pub mod measure;
 pub mod published;
+pub mod records;
 pub mod reference;
+pub mod run;
 pub mod regions;
 pub mod search;
 pub mod stats;
+pub mod table;
 
 pub use format::Format;
 pub use functions::{Function, Variant};

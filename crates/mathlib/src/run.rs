@@ -1,0 +1,140 @@
+//! A whole `mantissa mathlib` run: every (function, format) of a plan, resumed from and
+//! appended to the records as it goes; and `--check`, one input on every column.
+
+use std::path::Path;
+
+use crate::cpu::CpuLibrary;
+use crate::format::{ulp_error, Format};
+use crate::functions::{Function, Variant};
+use crate::gpu::MathGpu;
+use crate::measure::{measure, Column, Measurement, Plan};
+use crate::records::{append_records, read_records, recorded, Record, Setting, SCHEMA};
+use crate::reference::{reference, Reference};
+use crate::MathlibError;
+
+/// What a run reports as it goes.
+pub enum Event<'a> {
+    /// Progress inside one function: (what, fraction).
+    Progress(&'a str, f64),
+    /// A function finished (or was read back from the records: `resumed`).
+    Measured {
+        /// Its columns.
+        measurements: &'a [Measurement],
+        /// True when taken from earlier records.
+        resumed: bool,
+    },
+}
+
+/// The setting a plan runs under on this machine.
+pub fn setting(plan: &Plan, gpu: Option<&MathGpu>) -> Setting {
+    Setting {
+        device: gpu.map(|g| g.gpu().info().name.clone()),
+        driver: gpu.map(|g| g.gpu().info().driver.to_string()),
+        cpu: plan.libraries.iter().map(|l| l.describe()).collect(),
+        budget_s: plan.budget.as_secs_f64(),
+        cpu_sample: plan.cpu_sample,
+        seed: plan.seed,
+    }
+}
+
+/// Measure every (function, format) of `plan`; with `out`, resume from and append to
+/// `out/mathlib.jsonl`.
+pub fn run_plan(
+    plan: &Plan,
+    gpu: Option<&MathGpu>,
+    out: Option<&Path>,
+    on_event: &mut dyn FnMut(Event<'_>),
+) -> Result<Vec<Measurement>, MathlibError> {
+    let setting = setting(plan, gpu);
+    let old = match out {
+        Some(dir) => read_records(dir)?,
+        None => Vec::new(),
+    };
+    let mut all = Vec::new();
+    for &format in &plan.formats {
+        for &f in &plan.functions {
+            let before = recorded(&old, &setting, f, format);
+            if !before.is_empty() {
+                on_event(Event::Measured { measurements: &before, resumed: true });
+                all.extend(before);
+                continue;
+            }
+            let ms = measure(f, format, plan, gpu, &mut |what, p| on_event(Event::Progress(what, p)))?;
+            if let Some(dir) = out {
+                let records: Vec<Record> = ms
+                    .iter()
+                    .map(|m| Record {
+                        schema: SCHEMA,
+                        mantissa: env!("CARGO_PKG_VERSION").into(),
+                        setting: setting.clone(),
+                        measurement: m.clone(),
+                    })
+                    .collect();
+                append_records(dir, &records)?;
+            }
+            on_event(Event::Measured { measurements: &ms, resumed: false });
+            all.extend(ms);
+        }
+    }
+    Ok(all)
+}
+
+/// One column's answer at the checked input.
+#[derive(Clone, Debug)]
+pub struct CheckedColumn {
+    /// The column.
+    pub column: Column,
+    /// Its result.
+    pub result: f64,
+    /// Its error in ulps.
+    pub ulps: f64,
+}
+
+/// `--check`: the input, its correctly rounded result and every column's result and error.
+#[derive(Clone, Debug)]
+pub struct Check {
+    /// The function.
+    pub function: Function,
+    /// The format.
+    pub format: Format,
+    /// The arguments, rounded to the format.
+    pub args: Vec<f64>,
+    /// The reference.
+    pub reference: Reference,
+    /// The columns.
+    pub columns: Vec<CheckedColumn>,
+}
+
+/// Evaluate one input on every GPU variant (when `gpu` is given) and CPU library.
+pub fn check(
+    f: Function,
+    format: Format,
+    args: &[f64],
+    gpu: Option<&MathGpu>,
+) -> Result<Check, MathlibError> {
+    if args.len() != f.arity() {
+        return Err(MathlibError::Usage(format!(
+            "{} takes {} argument{}, got {}",
+            f.name(),
+            f.arity(),
+            if f.arity() == 1 { "" } else { "s" },
+            args.len()
+        )));
+    }
+    let args: Vec<f64> = args.iter().map(|&a| format.round_f64(a)).collect();
+    let reference = reference(f, &args, format).map_err(|e| MathlibError::Usage(e.to_string()))?;
+    let mut columns = Vec::new();
+    let y = if args.len() > 1 { args[1] } else { 0.0 };
+    if let Some(gpu) = gpu {
+        for v in Variant::ALL.into_iter().filter(|&v| f.has_variant(format, v)) {
+            let result = gpu.eval(f, format, v, &args[..1], &[y])?[0];
+            columns.push(CheckedColumn { column: Column::Gpu(v), result, ulps: ulp_error(format, result, &reference.exact) });
+        }
+    }
+    for lib in CpuLibrary::ALL {
+        if let Some(result) = lib.eval(f, format, args[0], y) {
+            columns.push(CheckedColumn { column: Column::Cpu(lib), result, ulps: ulp_error(format, result, &reference.exact) });
+        }
+    }
+    Ok(Check { function: f, format, args, reference, columns })
+}
