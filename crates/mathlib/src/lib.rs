@@ -11,6 +11,7 @@ pub mod format;
 pub mod functions;
 pub mod gpu;
 pub mod hexfloat;
+pub mod html;
 pub mod measure;
 pub mod published;
 pub mod records;

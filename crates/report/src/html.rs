@@ -17,7 +17,7 @@ pub const HTML_FILE: &str = "report.html";
 pub const PLOTS_DIR: &str = "plots";
 
 /// Escapes text for HTML element content and double-quoted attributes.
-pub(crate) fn escape(s: &str) -> String {
+pub fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

@@ -36,7 +36,7 @@ use std::path::Path;
 
 pub use csv::{csv, write_csv, CSV_FILE};
 pub use error::ReportError;
-pub use html::{write_html, HTML_FILE, PLOTS_DIR};
+pub use html::{escape, write_html, HTML_FILE, PLOTS_DIR};
 pub use plots::ZERO_AT;
 pub use record::{
     point_key, read_records, write_atomically, Backend, Build, ErrorMetrics, ReadNotes, Record,
