@@ -12,6 +12,7 @@
 
 mod devices;
 mod inspect;
+mod mathlib;
 mod ops;
 mod progress;
 mod report;
@@ -60,6 +61,10 @@ enum Command {
     /// Run your own CUDA program from a kernel spec (docs/SPEC.md) under flag sets, and compare
     /// each output with the baseline build and your reference: digits, errors, ulps, time.
     Run(run::RunArgs),
+    /// Measure the accuracy of CUDA's math functions (default, -use_fast_math, intrinsics) and
+    /// the CPU's (Rust std, the libm crate) against correctly rounded references: binary32
+    /// univariate functions exhaustively on the GPU, the rest by search; or --check one input.
+    Mathlib(mathlib::MathlibArgs),
 }
 
 fn main() -> ExitCode {
@@ -84,6 +89,7 @@ fn main() -> ExitCode {
         Command::Report(args) => report::run(args),
         Command::Inspect(args) => inspect::run(args),
         Command::Run(args) => run::run(args),
+        Command::Mathlib(args) => mathlib::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -95,6 +101,7 @@ fn main() -> ExitCode {
                 Some(mantissa_study::study::StudyError::Usage(_)) => ExitCode::from(2),
                 _ if e.is::<inspect::InspectUsage>() => ExitCode::from(2),
                 _ if e.is::<run::RunUsage>() => ExitCode::from(2),
+                _ if e.is::<mathlib::MathlibUsage>() => ExitCode::from(2),
                 _ => ExitCode::FAILURE,
             }
         }

@@ -24,6 +24,7 @@ pub mod table;
 
 pub use format::Format;
 pub use functions::{Function, Variant};
+pub use gpu::MathGpu;
 
 /// What can go wrong measuring.
 #[derive(Debug, thiserror::Error)]

@@ -106,3 +106,35 @@ pub fn recorded(records: &[Record], setting: &Setting, f: Function, format: Form
         .cloned()
         .collect()
 }
+
+/// Get `out/mathlib.jsonl` ready before a run. With `resume`, keep it (dropping a partial last
+/// line left by a killed run, so the next append starts on a line of its own); without, move
+/// an existing file aside to `mathlib-<timestamp>.jsonl` (nothing is overwritten) and return
+/// where it went.
+pub fn prepare(out: &Path, resume: bool) -> Result<Option<PathBuf>, MathlibError> {
+    let path = records_path(out);
+    let io = |e: std::io::Error| MathlibError::Io(format!("{}: {e}", path.display()));
+    let Ok(bytes) = std::fs::read(&path) else {
+        return Ok(None);
+    };
+    if bytes.is_empty() {
+        return Ok(None);
+    }
+    if resume {
+        if !bytes.ends_with(b"\n") {
+            let keep = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+            let file = OpenOptions::new().write(true).open(&path).map_err(io)?;
+            file.set_len(keep as u64).map_err(io)?;
+        }
+        return Ok(None);
+    }
+    let stamp = mantissa_report::record::Record::now().replace([':', '-'], "");
+    let mut aside = out.join(format!("mathlib-{stamp}.jsonl"));
+    let mut k = 1;
+    while aside.exists() {
+        aside = out.join(format!("mathlib-{stamp}-{k}.jsonl"));
+        k += 1;
+    }
+    std::fs::rename(&path, &aside).map_err(io)?;
+    Ok(Some(aside))
+}

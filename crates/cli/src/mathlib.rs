@@ -1,0 +1,261 @@
+//! `mantissa mathlib`: wiring for [`mantissa_mathlib`] — parse the lists, find the GPU (CPU
+//! columns only without one), run or resume the plan into OUT/mathlib.jsonl, print the tables
+//! and write OUT/mathlib.html; or `--check FUNCTION INPUT` one input everywhere.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use mantissa_gpu::Gpu;
+use mantissa_mathlib::cpu::CpuLibrary;
+use mantissa_mathlib::hexfloat::{parse, to_decimal, to_hex};
+use mantissa_mathlib::html::write_html;
+use mantissa_mathlib::measure::Plan;
+use mantissa_mathlib::records::{prepare, read_records};
+use mantissa_mathlib::run::{check, run_plan, setting, Event};
+use mantissa_mathlib::table::{tables, ulps, Table};
+use mantissa_mathlib::{Format, Function, MathGpu, MathlibError, Variant};
+
+use crate::table::markdown;
+
+/// The options of `mantissa mathlib` (see docs/COMMANDS.md).
+#[derive(Args)]
+pub struct MathlibArgs {
+    /// Functions, comma-separated: generic names (sin, atan2, lgamma, div, …), CUDA spellings
+    /// (sinf, __expf) or `all` [default: all].
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    functions: Vec<String>,
+    /// Precisions, comma-separated: f32, f64 [default: both].
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    precision: Vec<String>,
+    /// GPU builds, comma-separated: default, fast (-use_fast_math), intrinsic (__sinf, …)
+    /// [default: all three].
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    variants: Vec<String>,
+    /// CPU libraries, comma-separated: std (Rust std, the platform libm), libm (the libm
+    /// crate), none [default: both].
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    libraries: Vec<String>,
+    /// Seconds of search per function and precision (binary64, bivariate functions and the CPU
+    /// columns); binary32 univariate functions are swept exhaustively on the GPU regardless.
+    #[arg(long, value_name = "SECONDS", default_value = "5", allow_hyphen_values = true)]
+    budget: String,
+    /// Binary32 inputs sampled (evenly over all bit patterns) for the CPU columns of univariate
+    /// functions.
+    #[arg(long, value_name = "N", default_value_t = 1 << 16)]
+    cpu_sample: u64,
+    /// Seed of the random inputs.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// CPU columns only, even when a GPU is present.
+    #[arg(long)]
+    cpu_only: bool,
+    /// Output directory: mathlib.jsonl and mathlib.html.
+    #[arg(long, default_value = "mantissa-mathlib")]
+    out: PathBuf,
+    /// Keep OUT/mathlib.jsonl and measure only the functions it lacks (without --resume an
+    /// existing file is moved aside, never overwritten).
+    #[arg(long)]
+    resume: bool,
+    /// Print the measurements as JSON lines instead of tables.
+    #[arg(long)]
+    json: bool,
+    /// Evaluate one input on every GPU build and CPU library and print the results, the
+    /// correctly rounded value and the errors: `--check sinf 0x1.8p+3`, `--check pow 2,0.5`.
+    /// The f32 spelling (sinf) or --precision f32 selects binary32.
+    #[arg(long, num_args = 2, value_names = ["FUNCTION", "INPUT"], allow_hyphen_values = true)]
+    check: Vec<String>,
+}
+
+/// A bad option value: one line, exit code 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct MathlibUsage(pub String);
+
+fn usage(msg: impl Into<String>) -> anyhow::Error {
+    MathlibUsage(msg.into()).into()
+}
+
+fn lift(e: MathlibError) -> anyhow::Error {
+    match e {
+        MathlibError::Usage(m) => usage(m),
+        other => other.into(),
+    }
+}
+
+fn parse_list<T: Copy + PartialEq>(
+    items: &[String],
+    what: &str,
+    all: &[T],
+    find: impl Fn(&str) -> Option<T>,
+    accepted: &str,
+) -> anyhow::Result<Vec<T>> {
+    if items.is_empty() || items.iter().any(|s| s.trim() == "all") {
+        return Ok(all.to_vec());
+    }
+    let mut out = Vec::new();
+    for s in items {
+        let t = find(s).ok_or_else(|| usage(format!("--{what}: unknown '{}'; accepted: {accepted}, all", s.trim())))?;
+        if !out.contains(&t) {
+            out.push(t);
+        }
+    }
+    Ok(out)
+}
+
+fn probe_gpu(cpu_only: bool) -> Option<MathGpu> {
+    if cpu_only {
+        return None;
+    }
+    match Gpu::probe() {
+        Ok(gpu) => {
+            eprintln!("GPU: {} (driver CUDA {})", gpu.info().name, gpu.info().driver);
+            Some(MathGpu::new(gpu))
+        }
+        Err(e) => {
+            eprintln!("no GPU ({e}): CPU columns only");
+            None
+        }
+    }
+}
+
+pub fn run(args: MathlibArgs) -> anyhow::Result<()> {
+    let precisions: Vec<Format> = parse_list(&args.precision, "precision", &Format::ALL, Format::parse, "f32, f64")?;
+    if !args.check.is_empty() {
+        return run_check(&args, &precisions);
+    }
+    let functions = parse_list(&args.functions, "functions", &Function::ALL, Function::parse, &Function::names())?;
+    let variants = parse_list(&args.variants, "variants", &Variant::ALL, Variant::parse, "default, fast, intrinsic")?;
+    let libraries = if args.libraries.iter().any(|s| s.trim() == "none") {
+        Vec::new()
+    } else {
+        parse_list(&args.libraries, "libraries", &CpuLibrary::ALL, |s| CpuLibrary::ALL.into_iter().find(|l| l.name() == s.trim()), "std, libm, none")?
+    };
+    let budget: f64 = args
+        .budget
+        .trim()
+        .parse()
+        .ok()
+        .filter(|b: &f64| b.is_finite() && *b > 0.0)
+        .ok_or_else(|| usage(format!("--budget: '{}' is not a positive number of seconds", args.budget)))?;
+    if args.cpu_sample == 0 {
+        return Err(usage("--cpu-sample: must be at least 1"));
+    }
+    let plan = Plan {
+        functions,
+        formats: precisions,
+        variants,
+        libraries,
+        budget: Duration::from_secs_f64(budget),
+        cpu_sample: args.cpu_sample,
+        seed: args.seed,
+    };
+    let gpu = probe_gpu(args.cpu_only);
+    if let Some(old) = prepare(&args.out, args.resume).map_err(lift)? {
+        eprintln!("earlier records moved to {}", old.display());
+    }
+    let bar = ProgressBar::new(1000);
+    bar.set_style(
+        ProgressStyle::with_template("{prefix:>28} [{bar:30}] {percent}% ({elapsed})")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    let started = std::time::Instant::now();
+    let measurements = run_plan(&plan, gpu.as_ref(), Some(&args.out), &mut |event| match event {
+        Event::Progress(what, p) => {
+            bar.set_prefix(what.to_string());
+            bar.set_position((p * 1000.0) as u64);
+        }
+        Event::Measured { measurements, resumed } => {
+            if let Some(m) = measurements.first() {
+                bar.println(format!(
+                    "{:<8} {}: {}{}",
+                    m.function.cuda_name(m.format),
+                    m.format.name(),
+                    measurements
+                        .iter()
+                        .map(|m| format!("{} {}", m.column.label(), ulps(m.stats.max_ulps)))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    if resumed { " (from the records)" } else { "" }
+                ));
+            }
+        }
+    })
+    .map_err(lift)?;
+    bar.finish_and_clear();
+    eprintln!("measured in {:.1} s", started.elapsed().as_secs_f64());
+    if args.json {
+        for m in &measurements {
+            println!("{}", serde_json::to_string(m)?);
+        }
+    } else {
+        for format in Format::ALL {
+            for t in tables(&measurements, format) {
+                print_table(&t);
+            }
+        }
+    }
+    // The page shows everything in the records, earlier functions of a resumed run included.
+    let all: Vec<_> = read_records(&args.out).map_err(lift)?.into_iter().map(|r| r.measurement).collect();
+    let page = write_html(&args.out, &all, Some(&setting(&plan, gpu.as_ref()))).map_err(lift)?;
+    eprintln!("records: {}; report: {}", args.out.join(mantissa_mathlib::records::RECORDS_FILE).display(), page.display());
+    Ok(())
+}
+
+fn print_table(t: &Table) {
+    println!("## {}\n", t.title);
+    let header: Vec<&str> = t.header.iter().map(String::as_str).collect();
+    print!("{}", markdown(&header, &t.rows, t.text_columns));
+    for n in &t.notes {
+        println!("{n}");
+    }
+    println!();
+}
+
+fn run_check(args: &MathlibArgs, precisions: &[Format]) -> anyhow::Result<()> {
+    let (name, input) = (&args.check[0], &args.check[1]);
+    let f = Function::parse(name).ok_or_else(|| usage(format!("--check: unknown function '{name}'; accepted: {}", Function::names())))?;
+    // An f32 spelling (sinf, __sinf) means binary32; otherwise --precision, else binary64.
+    let format = if name.trim() == f.cuda_name(Format::F32) || f.intrinsic_name() == Some(name.trim()) {
+        Format::F32
+    } else if precisions.len() == 1 {
+        precisions[0]
+    } else {
+        Format::F64
+    };
+    let parsed: Option<Vec<f64>> = input.split(',').map(parse).collect();
+    let input_args = parsed.ok_or_else(|| usage(format!("--check: '{input}' is not a number (decimal or hex float such as 0x1.8p+3; two arguments as x,y)")))?;
+    let gpu = probe_gpu(args.cpu_only);
+    let c = check(f, format, &input_args, gpu.as_ref()).map_err(lift)?;
+    for (a, &given) in c.args.iter().zip(&input_args) {
+        let note = if a.to_bits() != given.to_bits() && !given.is_nan() { format!("  (rounded from {input})") } else { String::new() };
+        println!("input             {}  = {}{note}", to_hex(*a, format), to_decimal(*a, format));
+    }
+    println!(
+        "correctly rounded {}  = {}",
+        to_hex(c.reference.rounded, format),
+        to_decimal(c.reference.rounded, format)
+    );
+    if let mantissa_mathlib::format::Exact::Finite(z) = &c.reference.exact {
+        let r = z.repr();
+        println!("exact             {}", mantissa_num::decimal::format_scaled(r.significand(), r.exponent(), 25));
+    }
+    let rows: Vec<Vec<String>> = c
+        .columns
+        .iter()
+        .map(|col| {
+            let name = match col.column {
+                mantissa_mathlib::measure::Column::Gpu(v) => format!("GPU {}", v.name()),
+                mantissa_mathlib::measure::Column::Cpu(l) => format!("CPU {}", l.name()),
+            };
+            vec![name, to_hex(col.result, format), to_decimal(col.result, format), ulps(col.ulps)]
+        })
+        .collect();
+    print!("{}", markdown(&["column", "result (hex)", "result", "error (ulps)"], &rows, 3));
+    if gpu.is_none() {
+        println!("(no GPU: CPU columns only)");
+    }
+    Ok(())
+}
