@@ -207,3 +207,47 @@ pub enum Exact {
 }
 
 use dashu_base::{BitTest, UnsignedAbs};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reference::pow2;
+
+    fn fin(x: Big) -> Exact {
+        Exact::Finite(x)
+    }
+
+    #[test]
+    fn ulp_errors_on_known_cases() {
+        let one = big::exact(1.0);
+        // 1 + 2^-24 is half an f32 ulp above 1 (ulp at 1 is 2^-23).
+        let z = one.clone() + pow2(-24);
+        assert_eq!(ulp_error(Format::F32, 1.0, &fin(z.clone())), 0.5);
+        assert_eq!(ulp_error(Format::F64, 1.0, &fin(z)), (2f64).powi(28));
+        // Below 1 the ulp halves: 1 − 2^-25 has ulp 2^-24.
+        let z = one.clone() - pow2(-25);
+        assert_eq!(ulp_error(Format::F32, 1.0, &fin(z)), 0.5);
+        // Subnormal range: fixed ulp 2^-149.
+        assert_eq!(ulp_error(Format::F32, 0.0, &fin(pow2(-150))), 0.5);
+        assert_eq!(ulp_error(Format::F32, 0.0, &fin(pow2(-160))), (2f64).powi(-11));
+        // Past the largest f32: the ulp keeps growing (2^105 at 2^128).
+        assert_eq!(ulp_error(Format::F32, f32::MAX as f64, &fin(pow2(128))), 0.5);
+        assert_eq!(ulp_error(Format::F32, f64::INFINITY, &fin(pow2(128))), f64::INFINITY);
+        // Exact and special values.
+        assert_eq!(ulp_error(Format::F64, 2.0, &fin(big::exact(2.0))), 0.0);
+        assert_eq!(ulp_error(Format::F64, f64::NAN, &Exact::NaN), 0.0);
+        assert_eq!(ulp_error(Format::F64, 1.0, &Exact::NaN), f64::INFINITY);
+        assert_eq!(ulp_error(Format::F64, f64::NEG_INFINITY, &Exact::Inf { negative: true }), 0.0);
+        assert_eq!(ulp_error(Format::F64, f64::INFINITY, &Exact::Inf { negative: true }), f64::INFINITY);
+        // A result far from a tiny exact value: the quotient is still computed.
+        let e = ulp_error(Format::F64, (2f64).powi(-1000), &fin(pow2(-1074)));
+        assert_eq!(e, (2f64).powi(74) - 1.0);
+        // Format facts.
+        assert_eq!(Format::F32.ulp_of_f64(1.0), (2f64).powi(-23));
+        assert_eq!(Format::F32.ulp_of_f64(1e-40), (2f64).powi(-149));
+        assert_eq!(Format::F64.ulp_of_f64(0.0), (2f64).powi(-1074));
+        assert_eq!(binary_exponent(5e-324), -1074);
+        assert_eq!(binary_exponent(-3.0), 1);
+        assert_eq!(big_exponent(&big::exact(0.75)), Some(-1));
+    }
+}
