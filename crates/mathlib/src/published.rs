@@ -129,8 +129,8 @@ impl Documented {
     }
 }
 
-/// 2^k for the documented absolute errors (2^-21.41 is not a power of two in f64 exactly, but
-/// the guide states it that way).
+/// 2^k, k possibly fractional: the guide states its absolute errors as powers of two such as
+/// 2^-21.41, which f64 holds only to within its own rounding (irrelevant at that scale).
 fn two_to(k: f64) -> f64 {
     k.exp2()
 }
@@ -374,8 +374,8 @@ fn fast_f32(f: Function) -> Documented {
             "-use_fast_math implies -prec-sqrt=false: 1 ulp on compute capability 5.2 and later",
         ),
         _ => Documented {
-            text: "not replaced by -use_fast_math: the default bound, measured with subnormal \
-                   inputs and results flushed to zero, which the guide's figure does not cover",
+            text: "not replaced by -use_fast_math: the default bound; the flag still flushes \
+                   subnormal inputs and results to zero, which that figure does not cover",
             ..default_f32(f)
         },
     }
