@@ -5,6 +5,9 @@
 //! - [`functions`]: the registry: every function, its CUDA names per precision and variant.
 //! - [`format`]: the two formats, ulps and the error of a result in ulps of the exact value.
 //! - [`reference`]: correctly rounded references from arbitrary precision (Ziv's strategy).
+//! - [`cpu`]: the CPU libraries measured beside CUDA (Rust `std` over the platform libm, the
+//!   `libm` crate).
+//! - [`published`]: the CUDA guide's documented bounds and Gladman et al.'s measured errors.
 
 pub mod cpu;
 pub mod format;
