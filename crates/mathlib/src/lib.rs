@@ -5,9 +5,11 @@
 //! - [`functions`]: the registry: every function, its CUDA names per precision and variant.
 //! - [`format`]: the two formats, ulps and the error of a result in ulps of the exact value.
 //! - [`reference`]: correctly rounded references from arbitrary precision (Ziv's strategy).
+//! - [`gpu`]: CUDA's functions on the GPU: evaluation, exhaustive f32 sweeps, screening.
 
 pub mod format;
 pub mod functions;
+pub mod gpu;
 pub mod published;
 pub mod reference;
 
