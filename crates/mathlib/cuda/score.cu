@@ -105,10 +105,21 @@ __device__ bool near_boundary(double a, double b)
     return d <= b;
 }
 
+// The power of two P (>= 2^-125, where the f32 spacing changes across it) within b of a > 0,
+// or 0. Near one the reference cannot say which side the exact value is on, so neither its ulp
+// (which halves below P) nor so an error estimate for a result other than P.
+__device__ double power_of_two_near(double a, double b)
+{
+    if (a == 0.0) return 0.0;
+    double lo = pow2(exponent_of(a));  // lo <= a < 2 lo
+    double p = (a - lo <= b) ? lo : ((2.0 * lo - a <= b) ? 2.0 * lo : 0.0);
+    return p >= pow2(-125) ? p : 0.0;
+}
+
 // One input's verdict.
 struct Outcome {
     double ulps;    // error in ulps of the reference (f32 spacing); +inf for special mismatches
-    bool hard;      // the reference cannot decide the rounding
+    bool hard;      // the reference cannot decide the rounding, or the error's ulp
     bool wrong;     // decided here: the result is not the correctly rounded one
     bool infinite;  // a NaN/inf/finite mismatch
 };
@@ -136,16 +147,22 @@ __device__ Outcome classify(float y, Ref ref)
     }
     float rounded = __double2float_rn(r);
     o.hard = near_boundary(fabs(r), ref.bound);
-    o.wrong = !o.hard && y != rounded;  // -0 == +0
     if (isinf(y)) {
         // An infinite result is right only as the rounding of a value past the overflow
         // threshold (the correct IEEE overflow); against a finite rounding it is infinitely wrong.
+        o.wrong = !o.hard && y != rounded;
         if (y != rounded) {
             o.ulps = inf;
             o.infinite = true;
         }
         return o;
     }
+    // Next to a power of two the exact value's binade is undecided: a result other than that
+    // power has an error known only to a factor of 2, so the CPU decides it (rare: a wrong
+    // result right next to a power of two).
+    double p = power_of_two_near(fabs(r), ref.bound);
+    if (p != 0.0 && fabs((double)y) != p) o.hard = true;
+    o.wrong = !o.hard && y != rounded;  // -0 == +0
     // Finite result: finite error even when r is past FLT_MAX (the ulp is unbounded above).
     // The division by a power of two is exact; only the subtraction rounds.
     o.ulps = fabs((double)y - r) / ulp32(r);

@@ -10,8 +10,9 @@ pub struct Outcome {
     /// The error in ulps of the reference (binary32 spacing, per [`crate::format`]); +inf for a
     /// NaN/infinity/finite mismatch.
     pub ulps: f64,
-    /// A rounding boundary lies within the reference's bound: the reference cannot decide the
-    /// correctly rounded result.
+    /// The reference cannot decide the correctly rounded result (a rounding boundary lies
+    /// within its bound), or the error's ulp (a power of two lies within it, and the result is
+    /// not that power).
     pub hard: bool,
     /// Decided without the CPU: the result is not the correctly rounded one (never set when
     /// `hard`, except for special-value mismatches, which do not depend on rounding).
@@ -99,6 +100,27 @@ pub fn near_boundary(a: f64, b: f64) -> bool {
     d <= b
 }
 
+/// The power of two P ≥ 2^-125 within `b` of `a` > 0, or 0 (the device's `power_of_two_near`):
+/// the f32 spacing halves below P, so near one the reference cannot tell the exact value's ulp.
+pub fn power_of_two_near(a: f64, b: f64) -> f64 {
+    if a == 0.0 {
+        return 0.0;
+    }
+    let lo = pow2(exponent_of(a));
+    let p = if a - lo <= b {
+        lo
+    } else if 2.0 * lo - a <= b {
+        2.0 * lo
+    } else {
+        0.0
+    };
+    if p >= pow2(-125) {
+        p
+    } else {
+        0.0
+    }
+}
+
 /// The bound of a reference r from CUDA's double function: K·ulp64(r), at least 4·2^-1074.
 pub fn reference_bound(r: f64, k: f64) -> f64 {
     (k * ulp64(r)).max(pow2(-1072))
@@ -109,8 +131,9 @@ pub fn reference_bound(r: f64, k: f64) -> f64 {
 ///
 /// Both NaN: 0. One NaN, or r = ±inf and y not the same infinity: infinite. Otherwise `rounded`
 /// = r to f32; y = ±inf is 0 when it equals `rounded` (a correct overflow), else infinite; a
-/// finite y has error |y − r| / ulp32(r) (finite also when r is past f32::MAX). `wrong` is y ≠
-/// `rounded` (−0 = +0) when not hard.
+/// finite y has error |y − r| / ulp32(r) (finite also when r is past f32::MAX). `hard` when a
+/// rounding boundary is within the bound, or a power of two is (its ulp then undecided) and y is
+/// not that power. `wrong` is y ≠ `rounded` (−0 = +0) when not hard.
 pub fn classify(y: f32, r: f64, bound: f64) -> Outcome {
     let mut o = Outcome {
         ulps: 0.0,
@@ -132,14 +155,19 @@ pub fn classify(y: f32, r: f64, bound: f64) -> Outcome {
     }
     let rounded = r as f32;
     o.hard = near_boundary(r.abs(), bound);
-    o.wrong = !o.hard && y != rounded;
     if y.is_infinite() {
+        o.wrong = !o.hard && y != rounded;
         if y != rounded {
             o.ulps = f64::INFINITY;
             o.infinite = true;
         }
         return o;
     }
+    let p = power_of_two_near(r.abs(), bound);
+    if p != 0.0 && (y as f64).abs() != p {
+        o.hard = true;
+    }
+    o.wrong = !o.hard && y != rounded;
     o.ulps = (y as f64 - r).abs() / ulp32(r);
     o
 }
@@ -180,7 +208,7 @@ pub fn key_value(key: u32) -> f64 {
 mod tests {
     use super::*;
     use crate::format::{ulp_error, Exact, Format};
-    use mantissa_num::big::{self, Big};
+    use mantissa_num::big;
     use rand::{Rng, SeedableRng};
     use rand_xoshiro::Xoshiro256PlusPlus;
 
@@ -258,7 +286,7 @@ mod tests {
     fn near_boundary_agrees_with_exact_rounding() {
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(2);
         let specials: Vec<u32> = vec![0, 1, 2, 0x007f_ffff, 0x0080_0000, 0x0080_0001, 0x3f80_0000, 0x3f7f_ffff, 0x7f7f_fffe, 0x7f7f_ffff];
-        let mut checked = 0;
+        let (mut checked, mut hard) = (0, 0);
         for round in 0..4000 {
             let bits = if round < specials.len() * 20 {
                 specials[round % specials.len()]
@@ -278,21 +306,26 @@ mod tests {
                     let want = !rounding_constant(a, b);
                     assert_eq!(got, want, "a = {a:e} ({:#x}), b = {b:e}", a.to_bits());
                     checked += 1;
+                    hard += usize::from(got);
                 }
             }
         }
-        assert!(checked > 50_000);
+        assert!(checked > 50_000 && hard > checked / 4 && hard < checked * 3 / 4, "{checked} {hard}");
     }
 
     #[test]
     fn near_boundary_on_random_values_and_bounds() {
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(3);
+        let mut hard = 0;
         for _ in 0..30_000 {
             let a = f64::from_bits(rng.random_range(0x3690_0000_0000_0000u64..0x47f8_0000_0000_0000));
             // Bounds from a few f64 ulps to several f32 ulps: both answers occur.
             let b = ulp64(a) * 2f64.powi(rng.random_range(0..34));
-            assert_eq!(near_boundary(a, b), !rounding_constant(a, b), "a = {a:e}, b = {b:e}");
+            let got = near_boundary(a, b);
+            assert_eq!(got, !rounding_constant(a, b), "a = {a:e}, b = {b:e}");
+            hard += usize::from(got);
         }
+        assert!(hard > 1000 && hard < 29_000, "{hard}");
     }
 
     #[test]
@@ -381,6 +414,46 @@ mod tests {
         let o = classify(1.0, m, reference_bound(m, 2.0));
         assert!(o.hard && !o.wrong);
         assert_eq!(o.ulps, 0.5);
+    }
+
+    /// Outside the powers-of-two zones the exact value's ulp is r's, for any exact value within
+    /// the bound; inside them a result other than the power is hard.
+    #[test]
+    fn binade_is_decided_away_from_powers_of_two() {
+        use crate::format::big_exponent;
+        let (mut decided, mut undecided) = (0, 0);
+        for e in [-149, -130, -126, -125, -124, -60, -1, 0, 1, 30, 127, 128, 300] {
+            let p = 2f64.powi(e);
+            for k in -40i32..=40 {
+                let r = if k < 0 { p - (-k) as f64 * ulp64(p) / 2.0 } else { p + k as f64 * ulp64(p) };
+                let b = reference_bound(r, 6.0);
+                let near = power_of_two_near(r, b);
+                assert!(near == 0.0 || near == p, "r = {r:e}");
+                for z in [big::exact(r) - big::exact(b), big::exact(r) + big::exact(b)] {
+                    let ez = big_exponent(&z).unwrap();
+                    let ulp_z = 2f64.powi(Format::F32.ulp_exp(ez) as i32);
+                    if near == 0.0 {
+                        assert_eq!(ulp_z, ulp32(r), "r = {r:e}, exact {z}");
+                    }
+                }
+                if near == 0.0 {
+                    decided += 1;
+                } else {
+                    undecided += 1;
+                    assert!(e >= -125);
+                    let off = f32::from_bits((p as f32).to_bits() - 1);
+                    let o = classify(off, r, b);
+                    assert!(o.hard && !o.wrong, "r = {r:e}");
+                    let o = classify(p as f32, r, b);
+                    assert!(!o.hard && o.ulps < 1e-6, "r = {r:e}");
+                }
+            }
+        }
+        assert!(decided > 300 && undecided > 100, "{decided} {undecided}");
+        assert_eq!(power_of_two_near(1.0 + 2f64.powi(-30), reference_bound(1.0, 6.0)), 0.0);
+        assert_eq!(power_of_two_near(2f64.powi(-126) * (1.0 + 2f64.powi(-52)), 1e-300), 0.0, "no change of spacing at 2^-126");
+        assert_eq!(power_of_two_near(f64::MAX, 1e300), 0.0, "2 x 2^1023 overflows harmlessly");
+        assert_eq!(power_of_two_near(0.0, 1.0), 0.0);
     }
 
     #[test]
