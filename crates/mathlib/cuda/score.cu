@@ -41,6 +41,14 @@ __device__ __forceinline__ double ulp32(double a)
     return pow2((e < -126 ? -126 : e) - 23);
 }
 
+// 1 / ulp32(a), exactly (a power of two in range): errors are scaled by it, a multiplication
+// being exact here where a double division would be a long instruction sequence.
+__device__ __forceinline__ double inverse_ulp32(double a)
+{
+    int e = (a == 0.0) ? -126 : exponent_of(a);
+    return pow2(23 - (e < -126 ? -126 : e));
+}
+
 // The same in binary64 (exponent clamped at -1022, spacing 2^-1074 below).
 __device__ __forceinline__ double ulp64(double a)
 {
@@ -164,8 +172,9 @@ __device__ Outcome classify(float y, Ref ref)
     if (p != 0.0 && fabs((double)y) != p) o.hard = true;
     o.wrong = !o.hard && y != rounded;  // -0 == +0
     // Finite result: finite error even when r is past FLT_MAX (the ulp is unbounded above).
-    // The division by a power of two is exact; only the subtraction rounds.
-    o.ulps = fabs((double)y - r) / ulp32(r);
+    // The scaling by a power of two is exact (no underflow: |y - r| is 0 or at least an ulp of
+    // r's double); only the subtraction rounds.
+    o.ulps = fabs((double)y - r) * inverse_ulp32(r);
     return o;
 }
 

@@ -219,7 +219,12 @@ impl Sweep {
         let mut hard = self.hard;
         hard.extend(other.hard);
         hard.truncate(HARD_CAP);
-        Sweep::from_bins(bins, hard, self.hard_total + other.hard_total, self.device_ms + other.device_ms)
+        Sweep::from_bins(
+            bins,
+            hard,
+            self.hard_total + other.hard_total,
+            self.device_ms + other.device_ms,
+        )
     }
 }
 
@@ -289,7 +294,13 @@ impl MathGpu {
 
     /// The module of `kind` for (f, format, variant), built on first use. The score module does
     /// not depend on the variant (nor the format: f32 only) and is shared between them.
-    fn module(&self, kind: Kind, f: Function, format: Format, variant: Variant) -> Result<Arc<Module>, GpuError> {
+    fn module(
+        &self,
+        kind: Kind,
+        f: Function,
+        format: Format,
+        variant: Variant,
+    ) -> Result<Arc<Module>, GpuError> {
         let key = match kind {
             Kind::Eval => (kind, f, format, variant),
             Kind::Score => (kind, f, Format::F32, Variant::Default),
@@ -300,8 +311,13 @@ impl MathGpu {
             return Ok(m.clone());
         }
         let built = match kind {
-            Kind::Eval => self.gpu.build(&source::eval_source(f, format, variant), source::eval_flags(variant))?,
-            Kind::Score => self.gpu.build(&source::score_source(f), mantissa_gpu::FlagSet::DEFAULT)?,
+            Kind::Eval => self.gpu.build(
+                &source::eval_source(f, format, variant),
+                source::eval_flags(variant),
+            )?,
+            Kind::Score => self
+                .gpu
+                .build(&source::score_source(f), mantissa_gpu::FlagSet::DEFAULT)?,
         };
         let m = Arc::new(built);
         modules.insert(key, m.clone());
@@ -330,26 +346,40 @@ impl MathGpu {
     /// The function under test at explicit inputs, results widened to f64. f32 inputs come as
     /// f64 values that are exact f32 (they are narrowed); `ys` is ignored by univariate
     /// functions and must match `xs` in length for bivariate ones.
-    pub fn eval(&self, f: Function, format: Format, variant: Variant, xs: &[f64], ys: &[f64]) -> Result<Vec<f64>, GpuError> {
+    pub fn eval(
+        &self,
+        f: Function,
+        format: Format,
+        variant: Variant,
+        xs: &[f64],
+        ys: &[f64],
+    ) -> Result<Vec<f64>, GpuError> {
         Self::check_variant(f, format, variant)?;
         check_lengths(f, xs.len(), ys.len())?;
         let module = self.module(Kind::Eval, f, format, variant)?;
         let mut out = Vec::with_capacity(xs.len());
         for start in (0..xs.len()).step_by(self.list_chunk) {
             let end = (start + self.list_chunk).min(xs.len());
-            let ys_part = if f.arity() == 2 { &ys[start..end] } else { &xs[start..end] };
-            let (x, y) = match format {
-                Format::F32 => (
-                    HostData::F32(xs[start..end].iter().map(|&v| v as f32).collect()),
-                    HostData::F32(ys_part.iter().map(|&v| v as f32).collect()),
-                ),
-                Format::F64 => (HostData::F64(xs[start..end].to_vec()), HostData::F64(ys_part.to_vec())),
+            let narrow = |v: &[f64]| match format {
+                Format::F32 => HostData::F32(v.iter().map(|&x| x as f32).collect()),
+                Format::F64 => HostData::F64(v.to_vec()),
             };
-            let dtype = x.dtype();
+            let x = narrow(&xs[start..end]);
             let xb = self.gpu.upload("eval_x", &x)?;
-            let yb = self.gpu.upload("eval_y", &y)?;
-            let results = self.gpu.alloc_zeros("eval_out", dtype, end - start)?;
-            self.launch_eval_list(&module, &xb, &yb, &results, (end - start) as u64)?;
+            // Univariate functions never read y: the x buffer stands in.
+            let yb = if f.arity() == 2 {
+                Some(self.gpu.upload("eval_y", &narrow(&ys[start..end]))?)
+            } else {
+                None
+            };
+            let results = self.gpu.alloc_zeros("eval_out", x.dtype(), end - start)?;
+            self.launch_eval_list(
+                &module,
+                &xb,
+                yb.as_ref().unwrap_or(&xb),
+                &results,
+                (end - start) as u64,
+            )?;
             match self.gpu.download(&results)? {
                 HostData::F32(v) => out.extend(v.into_iter().map(f64::from)),
                 HostData::F64(v) => out.extend(v),
@@ -359,14 +389,33 @@ impl MathGpu {
         Ok(out)
     }
 
-    fn launch_eval_list(&self, module: &Module, xs: &DeviceBuffer, ys: &DeviceBuffer, out: &DeviceBuffer, n: u64) -> Result<(), GpuError> {
-        let args = [KernelArg::Buffer(xs), KernelArg::Buffer(ys), KernelArg::Buffer(out), KernelArg::from(n)];
-        self.gpu.launch(module, "eval_list", self.stride_dims(n), &args)
+    fn launch_eval_list(
+        &self,
+        module: &Module,
+        xs: &DeviceBuffer,
+        ys: &DeviceBuffer,
+        out: &DeviceBuffer,
+        n: u64,
+    ) -> Result<(), GpuError> {
+        let args = [
+            KernelArg::Buffer(xs),
+            KernelArg::Buffer(ys),
+            KernelArg::Buffer(out),
+            KernelArg::from(n),
+        ];
+        self.gpu
+            .launch(module, "eval_list", self.stride_dims(n), &args)
     }
 
     /// Screens explicit f32 inputs: per input the result, the error estimate, the double
     /// reference and whether the rounding is undecided (hard). `ys` as for [`MathGpu::eval`].
-    pub fn score_f32(&self, f: Function, variant: Variant, xs: &[f32], ys: &[f32]) -> Result<Vec<Score>, GpuError> {
+    pub fn score_f32(
+        &self,
+        f: Function,
+        variant: Variant,
+        xs: &[f32],
+        ys: &[f32],
+    ) -> Result<Vec<Score>, GpuError> {
         Self::check_variant(f, Format::F32, variant)?;
         check_lengths(f, xs.len(), ys.len())?;
         let eval = self.module(Kind::Eval, f, Format::F32, variant)?;
@@ -375,17 +424,30 @@ impl MathGpu {
         for start in (0..xs.len()).step_by(self.list_chunk) {
             let end = (start + self.list_chunk).min(xs.len());
             let n = (end - start) as u64;
-            let xb = self.gpu.upload("score_x", &HostData::F32(xs[start..end].to_vec()))?;
+            let xb = self
+                .gpu
+                .upload("score_x", &HostData::F32(xs[start..end].to_vec()))?;
             let yb = if f.arity() == 2 {
-                Some(self.gpu.upload("score_y", &HostData::F32(ys[start..end].to_vec()))?)
+                Some(
+                    self.gpu
+                        .upload("score_y", &HostData::F32(ys[start..end].to_vec()))?,
+                )
             } else {
                 None
             };
             let yb = yb.as_ref().unwrap_or(&xb);
-            let results = self.gpu.alloc_zeros("score_results", DType::F32, end - start)?;
-            let ulps = self.gpu.alloc_zeros("score_ulps", DType::F64, end - start)?;
-            let refs = self.gpu.alloc_zeros("score_refs", DType::F64, end - start)?;
-            let flags = self.gpu.alloc_zeros("score_flags", DType::U32, end - start)?;
+            let results = self
+                .gpu
+                .alloc_zeros("score_results", DType::F32, end - start)?;
+            let ulps = self
+                .gpu
+                .alloc_zeros("score_ulps", DType::F64, end - start)?;
+            let refs = self
+                .gpu
+                .alloc_zeros("score_refs", DType::F64, end - start)?;
+            let flags = self
+                .gpu
+                .alloc_zeros("score_flags", DType::U32, end - start)?;
             self.launch_eval_list(&eval, &xb, yb, &results, n)?;
             let args = [
                 KernelArg::Buffer(&xb),
@@ -396,7 +458,8 @@ impl MathGpu {
                 KernelArg::Buffer(&refs),
                 KernelArg::Buffer(&flags),
             ];
-            self.gpu.launch(&score, "score_list", self.stride_dims(n), &args)?;
+            self.gpu
+                .launch(&score, "score_list", self.stride_dims(n), &args)?;
             let (results, ulps, refs, flags) = (
                 f32s(self.gpu.download(&results)?)?,
                 f64s(self.gpu.download(&ulps)?)?,
@@ -417,14 +480,26 @@ impl MathGpu {
 
     /// Sweeps the binary32 bit patterns `range` (within 0..2^32) of a univariate function:
     /// `progress(done, total)` after each chunk.
-    pub fn sweep_f32(&self, f: Function, variant: Variant, range: Range<u64>, progress: &mut dyn FnMut(u64, u64)) -> Result<Sweep, GpuError> {
+    pub fn sweep_f32(
+        &self,
+        f: Function,
+        variant: Variant,
+        range: Range<u64>,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<Sweep, GpuError> {
         Self::check_variant(f, Format::F32, variant)?;
         let what = || format!("sweep of {} (f32, {})", f.name(), variant.name());
         if f.arity() != 1 {
-            return Err(bad_request(what(), "only univariate functions are swept; screen bivariate ones with score_f32"));
+            return Err(bad_request(
+                what(),
+                "only univariate functions are swept; screen bivariate ones with score_f32",
+            ));
         }
         if range.start > range.end || range.end > 1 << 32 {
-            return Err(bad_request(what(), format!("range {range:?} is not within 0..2^32")));
+            return Err(bad_request(
+                what(),
+                format!("range {range:?} is not within 0..2^32"),
+            ));
         }
         let total = range.end - range.start;
         if total == 0 {
@@ -448,7 +523,11 @@ impl MathGpu {
             let (tiles, blocks) = score_grid(start, n);
             debug_assert!(tiles > 0);
             let timing = gpu.time_with(once, 1, |_| {
-                let args = [KernelArg::from(start), KernelArg::from(n), KernelArg::Buffer(&results)];
+                let args = [
+                    KernelArg::from(start),
+                    KernelArg::from(n),
+                    KernelArg::Buffer(&results),
+                ];
                 gpu.launch(&eval, "eval_range", self.stride_dims(n), &args)?;
                 let args = [
                     KernelArg::from(start),
@@ -479,14 +558,20 @@ impl MathGpu {
         // The keys hold each maximum to f32 precision: re-score the argmaxes for their exact
         // double estimates (the same kernels give the same results).
         let occupied: Vec<usize> = (0..BINS).filter(|&b| bins[b].inputs() > 0).collect();
-        let argmaxes: Vec<f32> = occupied.iter().map(|&b| f32::from_bits(bins[b].argmax)).collect();
+        let argmaxes: Vec<f32> = occupied
+            .iter()
+            .map(|&b| f32::from_bits(bins[b].argmax))
+            .collect();
         let rescored = self.score_f32(f, variant, &argmaxes, &[])?;
         for (&b, s) in occupied.iter().zip(&rescored) {
             bins[b].max_ulps = s.ulps;
         }
         let sweep = Sweep::from_bins(bins, hard_inputs, hard_total, device_ms);
         if sweep.inputs != total {
-            return Err(bad_request(what(), format!("the bins count {} inputs, {total} were swept", sweep.inputs)));
+            return Err(bad_request(
+                what(),
+                format!("the bins count {} inputs, {total} were swept", sweep.inputs),
+            ));
         }
         Ok(sweep)
     }
@@ -536,7 +621,10 @@ fn check_lengths(f: Function, xs: usize, ys: usize) -> Result<(), GpuError> {
 }
 
 fn unexpected(name: &str, got: &HostData) -> GpuError {
-    bad_request(format!("buffer '{name}'"), format!("came back as {}", got.dtype()))
+    bad_request(
+        format!("buffer '{name}'"),
+        format!("came back as {}", got.dtype()),
+    )
 }
 
 fn f32s(d: HostData) -> Result<Vec<f32>, GpuError> {
@@ -573,11 +661,24 @@ mod tests {
 
     #[test]
     fn tiles_divide_bins_and_the_grid_covers_every_chunk() {
-        assert_eq!((1u64 << BIN_SHIFT) % TILE, 0, "a tile never straddles two bins");
+        assert_eq!(
+            (1u64 << BIN_SHIFT) % TILE,
+            0,
+            "a tile never straddles two bins"
+        );
         assert_eq!(BINS as u64, (1u64 << 32) >> BIN_SHIFT);
         assert_eq!(bin_of(0x3f80_0000), 0x3f8);
         assert_eq!(bin_of(u32::MAX), BINS - 1);
-        for (start, n) in [(0u64, 1u64), (0, TILE), (1, TILE), (TILE - 1, 2), (0x3f80_0123, 3_000_001), (0, 1 << 28), ((1 << 32) - 5, 5), (12345, 1)] {
+        for (start, n) in [
+            (0u64, 1u64),
+            (0, TILE),
+            (1, TILE),
+            (TILE - 1, 2),
+            (0x3f80_0123, 3_000_001),
+            (0, 1 << 28),
+            ((1 << 32) - 5, 5),
+            (12345, 1),
+        ] {
             let (tiles, blocks) = score_grid(start, n);
             // The blocks' tile runs, as the kernel computes them, cover [start, start + n).
             let first = start / TILE;
@@ -628,7 +729,10 @@ mod tests {
         assert_eq!(bins[1], Bin::default());
         let s = Sweep::from_bins(bins, vec![9, 3, 5], 3, 1.5);
         assert_eq!(s.inputs, 161);
-        assert_eq!((s.finite, s.infinite, s.not_correctly_rounded), (159, 2, 10));
+        assert_eq!(
+            (s.finite, s.infinite, s.not_correctly_rounded),
+            (159, 2, 10)
+        );
         assert_eq!((s.max_ulps, s.argmax), (f64::INFINITY, 0x3f80_0001));
         assert_eq!(s.sum_ulps, 14.0);
         assert_eq!(s.hard, [3, 5, 9]);

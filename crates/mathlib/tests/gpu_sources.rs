@@ -36,7 +36,11 @@ fn every_eval_and_score_source_compiles_for_sm_90() {
                     .compile(&src, eval_flags(variant), target)
                     .unwrap_or_else(|e| panic!("{}: {e}\n{}", src.name, src.text));
                 assert!(c.cubin.is_some(), "{}", src.name);
-                let want = if sweepable(f, format) { vec!["eval_list", "eval_range"] } else { vec!["eval_list"] };
+                let want = if sweepable(f, format) {
+                    vec!["eval_list", "eval_range"]
+                } else {
+                    vec!["eval_list"]
+                };
                 assert_eq!(entries(&c.ptx), want, "{}", src.name);
                 compiled += 1;
             }
@@ -45,7 +49,11 @@ fn every_eval_and_score_source_compiles_for_sm_90() {
         let c = nvrtc
             .compile(&src, FlagSet::DEFAULT, target)
             .unwrap_or_else(|e| panic!("{}: {e}\n{}", src.name, src.text));
-        let want = if f.arity() == 1 { vec!["score_list", "score_range"] } else { vec!["score_list"] };
+        let want = if f.arity() == 1 {
+            vec!["score_list", "score_range"]
+        } else {
+            vec!["score_list"]
+        };
         assert_eq!(entries(&c.ptx), want, "{}", src.name);
         compiled += 1;
     }
@@ -63,17 +71,43 @@ fn fast_math_changes_only_the_eval_module() {
     };
     let target = Target::Ptx(Arch::new(9, 0));
     let ptx = |f: Function, v: Variant| {
-        nvrtc.compile(&eval_source(f, Format::F32, v), eval_flags(v), target).unwrap().ptx.clone()
+        nvrtc
+            .compile(&eval_source(f, Format::F32, v), eval_flags(v), target)
+            .unwrap()
+            .ptx
+            .clone()
     };
     assert!(ptx(Function::Sin, Variant::Fast).contains("sin.approx.ftz.f32"));
     assert!(!ptx(Function::Sin, Variant::Default).contains("sin.approx"));
     assert!(ptx(Function::Sin, Variant::Intrinsic).contains("sin.approx.f32"));
-    assert!(ptx(Function::Div, Variant::Fast).contains("div.approx") || ptx(Function::Div, Variant::Fast).contains("div.full"));
+    assert!(
+        ptx(Function::Div, Variant::Fast).contains("div.approx")
+            || ptx(Function::Div, Variant::Fast).contains("div.full")
+    );
     assert!(ptx(Function::Div, Variant::Default).contains("div.rn.f32"));
-    for f in [Function::Sin, Function::Div, Function::Exp, Function::Lgamma] {
-        let score = nvrtc.compile(&score_source(f), FlagSet::DEFAULT, target).unwrap().ptx.clone();
-        for approx in ["sin.approx", "cos.approx", "ex2.approx.ftz.f32", "lg2.approx", "div.approx.f32", "div.full.f32"] {
-            assert!(!score.contains(approx), "{f:?}: {approx} in the score module");
+    for f in [
+        Function::Sin,
+        Function::Div,
+        Function::Exp,
+        Function::Lgamma,
+    ] {
+        let score = nvrtc
+            .compile(&score_source(f), FlagSet::DEFAULT, target)
+            .unwrap()
+            .ptx
+            .clone();
+        for approx in [
+            "sin.approx",
+            "cos.approx",
+            "ex2.approx.ftz.f32",
+            "lg2.approx",
+            "div.approx.f32",
+            "div.full.f32",
+        ] {
+            assert!(
+                !score.contains(approx),
+                "{f:?}: {approx} in the score module"
+            );
         }
     }
 }

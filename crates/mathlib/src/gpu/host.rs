@@ -23,7 +23,10 @@ pub struct Outcome {
 
 /// 2^k for k in [-1074, 1023], from its bits.
 pub fn pow2(k: i32) -> f64 {
-    assert!((-1074..=1023).contains(&k), "2^{k} is not a finite nonzero double");
+    assert!(
+        (-1074..=1023).contains(&k),
+        "2^{k} is not a finite nonzero double"
+    );
     if k >= -1022 {
         f64::from_bits(((k + 1023) as u64) << 52)
     } else {
@@ -41,6 +44,12 @@ fn exponent_of(a: f64) -> i32 {
 pub fn ulp32(a: f64) -> f64 {
     let e = if a == 0.0 { -126 } else { exponent_of(a) };
     pow2(e.max(-126) - 23)
+}
+
+/// 1 / [`ulp32`], exactly (the device scales errors by it).
+pub fn inverse_ulp32(a: f64) -> f64 {
+    let e = if a == 0.0 { -126 } else { exponent_of(a) };
+    pow2(23 - e.max(-126))
 }
 
 /// The binary64 ulp of |a|, the same way (clamped at −1022).
@@ -148,7 +157,11 @@ pub fn classify(y: f32, r: f64, bound: f64) -> Outcome {
         infinite: true,
     };
     if r.is_nan() || y.is_nan() {
-        return if r.is_nan() && y.is_nan() { o } else { mismatch };
+        return if r.is_nan() && y.is_nan() {
+            o
+        } else {
+            mismatch
+        };
     }
     if r.is_infinite() {
         return if y as f64 != r { mismatch } else { o };
@@ -168,7 +181,7 @@ pub fn classify(y: f32, r: f64, bound: f64) -> Outcome {
         o.hard = true;
     }
     o.wrong = !o.hard && y != rounded;
-    o.ulps = (y as f64 - r).abs() / ulp32(r);
+    o.ulps = (y as f64 - r).abs() * inverse_ulp32(r);
     o
 }
 
@@ -240,14 +253,34 @@ mod tests {
             .map(|_| f64::from_bits(rng.random::<u64>() & 0x7fff_ffff_ffff_ffff))
             .filter(|x| x.is_finite())
             .collect();
-        samples.extend([0.0, f64::from_bits(1), 1.0, 1.5, f32::MAX as f64, 2f64.powi(128), 2f64.powi(-126), 2f64.powi(-127), 2f64.powi(-149), f64::MAX]);
+        samples.extend([
+            0.0,
+            f64::from_bits(1),
+            1.0,
+            1.5,
+            f32::MAX as f64,
+            2f64.powi(128),
+            2f64.powi(-126),
+            2f64.powi(-127),
+            2f64.powi(-149),
+            f64::MAX,
+        ]);
         for a in samples {
             assert_eq!(ulp32(a), Format::F32.ulp_of_f64(a), "{a:e}");
+            assert_eq!(inverse_ulp32(a) * ulp32(a), 1.0, "{a:e}");
             // (Format::ulp_of_f64 goes through powi, which underflows to 0 for f64 spacings
             // below about 2^-1023; the exponent itself is what to compare.)
-            let e = if a == 0.0 { -1022 } else { crate::format::binary_exponent(a) };
+            let e = if a == 0.0 {
+                -1022
+            } else {
+                crate::format::binary_exponent(a)
+            };
             assert_eq!(ulp64(a), pow2(Format::F64.ulp_exp(e) as i32), "{a:e}");
-            assert_eq!(ulp64(a), big::to_f64(&crate::reference::pow2(Format::F64.ulp_exp(e) as isize)), "{a:e}");
+            assert_eq!(
+                ulp64(a),
+                big::to_f64(&crate::reference::pow2(Format::F64.ulp_exp(e) as isize)),
+                "{a:e}"
+            );
         }
     }
 
@@ -285,7 +318,18 @@ mod tests {
     #[test]
     fn near_boundary_agrees_with_exact_rounding() {
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(2);
-        let specials: Vec<u32> = vec![0, 1, 2, 0x007f_ffff, 0x0080_0000, 0x0080_0001, 0x3f80_0000, 0x3f7f_ffff, 0x7f7f_fffe, 0x7f7f_ffff];
+        let specials: Vec<u32> = vec![
+            0,
+            1,
+            2,
+            0x007f_ffff,
+            0x0080_0000,
+            0x0080_0001,
+            0x3f80_0000,
+            0x3f7f_ffff,
+            0x7f7f_fffe,
+            0x7f7f_ffff,
+        ];
         let (mut checked, mut hard) = (0, 0);
         for round in 0..4000 {
             let bits = if round < specials.len() * 20 {
@@ -298,7 +342,17 @@ mod tests {
             let m = (f as f64 + next) * 0.5;
             for b_ulps in [2.0, 6.0, 22.0] {
                 let b = reference_bound(m, b_ulps);
-                for a in [m, m - b, m + b, m - 2.0 * b, m + 2.0 * b, f as f64, next, m - ulp64(m) * (b_ulps + 1.0), m + ulp64(m) * (b_ulps + 1.0)] {
+                for a in [
+                    m,
+                    m - b,
+                    m + b,
+                    m - 2.0 * b,
+                    m + 2.0 * b,
+                    f as f64,
+                    next,
+                    m - ulp64(m) * (b_ulps + 1.0),
+                    m + ulp64(m) * (b_ulps + 1.0),
+                ] {
                     if !(a.is_finite() && a >= 0.0) {
                         continue;
                     }
@@ -310,7 +364,10 @@ mod tests {
                 }
             }
         }
-        assert!(checked > 50_000 && hard > checked / 4 && hard < checked * 3 / 4, "{checked} {hard}");
+        assert!(
+            checked > 50_000 && hard > checked / 4 && hard < checked * 3 / 4,
+            "{checked} {hard}"
+        );
     }
 
     #[test]
@@ -318,7 +375,8 @@ mod tests {
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(3);
         let mut hard = 0;
         for _ in 0..30_000 {
-            let a = f64::from_bits(rng.random_range(0x3690_0000_0000_0000u64..0x47f8_0000_0000_0000));
+            let a =
+                f64::from_bits(rng.random_range(0x3690_0000_0000_0000u64..0x47f8_0000_0000_0000));
             // Bounds from a few f64 ulps to several f32 ulps: both answers occur.
             let b = ulp64(a) * 2f64.powi(rng.random_range(0..34));
             let got = near_boundary(a, b);
@@ -332,13 +390,23 @@ mod tests {
     fn overflow_threshold_and_zero() {
         let threshold = f32::MAX as f64 + 2f64.powi(103); // 2^128 − 2^103
         assert_eq!(threshold, 2f64.powi(128) - 2f64.powi(103));
-        assert_eq!(threshold as f32, f32::INFINITY, "ties to even past MAX overflow");
+        assert_eq!(
+            threshold as f32,
+            f32::INFINITY,
+            "ties to even past MAX overflow"
+        );
         assert!(near_boundary(threshold, 0.0));
-        assert!(near_boundary(threshold + ulp64(threshold), 2.0 * ulp64(threshold)));
+        assert!(near_boundary(
+            threshold + ulp64(threshold),
+            2.0 * ulp64(threshold)
+        ));
         assert!(!near_boundary(threshold * 1.01, 1e30));
         assert!(!near_boundary(1e39, ulp64(1e39) * 22.0));
         assert!(!near_boundary(0.0, 1e-300), "zero is no boundary");
-        assert!(near_boundary(2f64.powi(-150), 0.0), "half the smallest subnormal");
+        assert!(
+            near_boundary(2f64.powi(-150), 0.0),
+            "half the smallest subnormal"
+        );
         assert!(!near_boundary(1.0, ulp64(1.0) * 100.0), "an exact f32");
     }
 
@@ -349,10 +417,18 @@ mod tests {
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(4);
         for i in 0..40_000 {
             let r = match i % 4 {
-                0 => f64::from_bits(rng.random_range(0x3690_0000_0000_0000u64..0x47f8_0000_0000_0000)),
-                1 => f64::from_bits(rng.random_range(0x3800_0000_0000_0000u64..0x3820_0000_0000_0000)), // f32 subnormals
-                2 => -f64::from_bits(rng.random_range(0x3f00_0000_0000_0000u64..0x4100_0000_0000_0000)),
-                _ => f64::from_bits(rng.random_range(0x47e0_0000_0000_0000u64..0x4800_0000_0000_0000)), // around f32::MAX and past it
+                0 => f64::from_bits(
+                    rng.random_range(0x3690_0000_0000_0000u64..0x47f8_0000_0000_0000),
+                ),
+                1 => f64::from_bits(
+                    rng.random_range(0x3800_0000_0000_0000u64..0x3820_0000_0000_0000),
+                ), // f32 subnormals
+                2 => -f64::from_bits(
+                    rng.random_range(0x3f00_0000_0000_0000u64..0x4100_0000_0000_0000),
+                ),
+                _ => f64::from_bits(
+                    rng.random_range(0x47e0_0000_0000_0000u64..0x4800_0000_0000_0000),
+                ), // around f32::MAX and past it
             };
             // Results near r, and far off.
             let y = match i % 3 {
@@ -373,7 +449,11 @@ mod tests {
                 continue;
             }
             let rel = ((o.ulps - want) / want.max(1e-300)).abs();
-            assert!(rel <= 2f64.powi(-52), "{y:e} vs {r:e}: {} vs {want}", o.ulps);
+            assert!(
+                rel <= 2f64.powi(-52),
+                "{y:e} vs {r:e}: {} vs {want}",
+                o.ulps
+            );
         }
     }
 
@@ -393,10 +473,16 @@ mod tests {
         let o = classify(f32::NEG_INFINITY, inf, b);
         assert!(o.infinite && o.wrong);
         let o = classify(f32::MAX, inf, b);
-        assert!(o.infinite && o.wrong, "finite against an infinite reference");
+        assert!(
+            o.infinite && o.wrong,
+            "finite against an infinite reference"
+        );
         // A correct overflow: r past the threshold, y = +inf.
         let o = classify(f32::INFINITY, 1e39, reference_bound(1e39, 6.0));
-        assert_eq!((o.ulps, o.wrong, o.infinite, o.hard), (0.0, false, false, false));
+        assert_eq!(
+            (o.ulps, o.wrong, o.infinite, o.hard),
+            (0.0, false, false, false)
+        );
         // Overflow where the rounding is finite.
         let o = classify(f32::INFINITY, 3e38, reference_bound(3e38, 6.0));
         assert!(o.infinite && o.wrong);
@@ -422,10 +508,16 @@ mod tests {
     fn binade_is_decided_away_from_powers_of_two() {
         use crate::format::big_exponent;
         let (mut decided, mut undecided) = (0, 0);
-        for e in [-149, -130, -126, -125, -124, -60, -1, 0, 1, 30, 127, 128, 300] {
+        for e in [
+            -149, -130, -126, -125, -124, -60, -1, 0, 1, 30, 127, 128, 300,
+        ] {
             let p = 2f64.powi(e);
             for k in -40i32..=40 {
-                let r = if k < 0 { p - (-k) as f64 * ulp64(p) / 2.0 } else { p + k as f64 * ulp64(p) };
+                let r = if k < 0 {
+                    p - (-k) as f64 * ulp64(p) / 2.0
+                } else {
+                    p + k as f64 * ulp64(p)
+                };
                 let b = reference_bound(r, 6.0);
                 let near = power_of_two_near(r, b);
                 assert!(near == 0.0 || near == p, "r = {r:e}");
@@ -450,25 +542,55 @@ mod tests {
             }
         }
         assert!(decided > 300 && undecided > 100, "{decided} {undecided}");
-        assert_eq!(power_of_two_near(1.0 + 2f64.powi(-30), reference_bound(1.0, 6.0)), 0.0);
-        assert_eq!(power_of_two_near(2f64.powi(-126) * (1.0 + 2f64.powi(-52)), 1e-300), 0.0, "no change of spacing at 2^-126");
-        assert_eq!(power_of_two_near(f64::MAX, 1e300), 0.0, "2 x 2^1023 overflows harmlessly");
+        assert_eq!(
+            power_of_two_near(1.0 + 2f64.powi(-30), reference_bound(1.0, 6.0)),
+            0.0
+        );
+        assert_eq!(
+            power_of_two_near(2f64.powi(-126) * (1.0 + 2f64.powi(-52)), 1e-300),
+            0.0,
+            "no change of spacing at 2^-126"
+        );
+        assert_eq!(
+            power_of_two_near(f64::MAX, 1e300),
+            0.0,
+            "2 x 2^1023 overflows harmlessly"
+        );
         assert_eq!(power_of_two_near(0.0, 1.0), 0.0);
     }
 
     #[test]
     fn keys_order_like_errors() {
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(5);
-        let mut errs: Vec<f64> = (0..5000).map(|_| rng.random::<f64>() * 10f64.powi(rng.random_range(-10..50))).collect();
-        errs.extend([0.0, 0.5, 1.0, f32::MAX as f64, 1e39, 1e300, f64::INFINITY, 1e-50]);
+        let mut errs: Vec<f64> = (0..5000)
+            .map(|_| rng.random::<f64>() * 10f64.powi(rng.random_range(-10..50)))
+            .collect();
+        errs.extend([
+            0.0,
+            0.5,
+            1.0,
+            f32::MAX as f64,
+            1e39,
+            1e300,
+            f64::INFINITY,
+            1e-50,
+        ]);
         for &a in &errs {
             for &b in &errs {
                 if a < b {
                     assert!(error_key(a) <= error_key(b), "{a:e} {b:e}");
                 }
             }
-            assert!(key_value(error_key(a)) >= a || error_key(a) == 0x7f7f_ffff, "{a:e}");
-            assert!(key_value(error_key(a)) <= a * (1.0 + 2f64.powi(-23)) || a < 1e-45 || error_key(a) >= 0x7f7f_ffff, "{a:e}");
+            assert!(
+                key_value(error_key(a)) >= a || error_key(a) == 0x7f7f_ffff,
+                "{a:e}"
+            );
+            assert!(
+                key_value(error_key(a)) <= a * (1.0 + 2f64.powi(-23))
+                    || a < 1e-45
+                    || error_key(a) >= 0x7f7f_ffff,
+                "{a:e}"
+            );
         }
         assert!(error_key(1e300) < error_key(f64::INFINITY));
         assert_eq!(error_key(0.0), 0);

@@ -52,7 +52,12 @@ pub fn eval_source(f: Function, format: Format, variant: Variant) -> Source {
         sweep = u8::from(sweepable(f, format)),
     );
     Source::new(
-        format!("mathlib_eval_{}_{}_{}.cu", f.name(), format.name(), variant.name()),
+        format!(
+            "mathlib_eval_{}_{}_{}.cu",
+            f.name(),
+            format.name(),
+            variant.name()
+        ),
         prelude + EVAL_TEMPLATE,
     )
 }
@@ -95,7 +100,10 @@ pub fn score_source(f: Function) -> Source {
         arity = f.arity(),
         lgamma = u8::from(f == Function::Lgamma),
     );
-    Source::new(format!("mathlib_score_{}.cu", f.name()), prelude + SCORE_TEMPLATE)
+    Source::new(
+        format!("mathlib_score_{}.cu", f.name()),
+        prelude + SCORE_TEMPLATE,
+    )
 }
 
 #[cfg(test)]
@@ -118,7 +126,9 @@ mod tests {
         assert!(s.text.contains("#define LGAMMA_REFLECTION 0"));
         let s = score_source(Function::Div);
         assert!(s.text.contains("return x / y;") && s.text.contains("#define ARITY 2"));
-        assert!(score_source(Function::Lgamma).text.contains("#define LGAMMA_REFLECTION 1"));
+        assert!(score_source(Function::Lgamma)
+            .text
+            .contains("#define LGAMMA_REFLECTION 1"));
         assert_eq!(eval_flags(Variant::Fast), FlagSet::FAST);
         assert_eq!(eval_flags(Variant::Intrinsic), FlagSet::DEFAULT);
     }
