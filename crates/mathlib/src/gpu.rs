@@ -659,6 +659,14 @@ fn u64s(d: HostData) -> Result<Vec<u64>, GpuError> {
 mod tests {
     use super::*;
 
+    /// The lead's runner may share one MathGpu between threads.
+    #[test]
+    fn math_gpu_is_send_and_sync() {
+        fn check<T: Send + Sync>() {}
+        check::<MathGpu>();
+        check::<Sweep>();
+    }
+
     #[test]
     fn tiles_divide_bins_and_the_grid_covers_every_chunk() {
         assert_eq!(
