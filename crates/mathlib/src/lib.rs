@@ -5,9 +5,15 @@
 //! - [`functions`]: the registry: every function, its CUDA names per precision and variant.
 //! - [`format`]: the two formats, ulps and the error of a result in ulps of the exact value.
 //! - [`reference`]: correctly rounded references from arbitrary precision (Ziv's strategy).
+//! - [`regions`], [`search`], [`stats`]: where to look, the sampling and search engine, what
+//!   a measurement keeps.
+//! - [`measure`], [`run`]: one function's every column; a whole plan with records; `--check`.
+//! - [`records`], [`table`], [`html`], [`hexfloat`]: `mathlib.jsonl`, the tables, the page, input
+//!   spellings.
 //! - [`cpu`]: the CPU libraries measured beside CUDA (Rust `std` over the platform libm, the
 //!   `libm` crate).
 //! - [`published`]: the CUDA guide's documented bounds and Gladman et al.'s measured errors.
+//! - [`gpu`]: CUDA's functions on the GPU: evaluation, exhaustive f32 sweeps, screening.
 
 pub mod cpu;
 pub mod format;
