@@ -94,7 +94,8 @@ impl Format {
         } else {
             binary_exponent(z)
         };
-        (2.0f64).powi(self.ulp_exp(e) as i32)
+        // Through `scale`: powi(−1074) underflows to 0 on its way.
+        scale(1.0, self.ulp_exp(e))
     }
 
     /// The number of bits needed to decide a result's error to about 2^-20 of an ulp.
@@ -118,9 +119,9 @@ pub fn binary_exponent(z: f64) -> i64 {
 
 /// The error of `result` against the exact value `exact`, in ulps of `exact` in `format`.
 ///
-/// Special values: a NaN result against a NaN exact value, and an infinite result equal to an
-/// infinite exact value, are 0; any other mismatch between NaN, infinity and finite is
-/// infinite (reported, never hidden). `exact` is `None` when the exact value is NaN or ±inf,
+/// Special values: a NaN result against a NaN exact value, an infinite result equal to an
+/// infinite exact value, and an infinite result where the exact value overflows to it, are 0;
+/// any other mismatch between NaN, infinity and finite is infinite (reported, never hidden). `exact` is `None` when the exact value is NaN or ±inf,
 /// given then by `special`.
 pub fn ulp_error(format: Format, result: f64, exact: &Exact) -> f64 {
     match exact {
@@ -139,8 +140,13 @@ pub fn ulp_error(format: Format, result: f64, exact: &Exact) -> f64 {
             }
         }
         Exact::Finite(z) => {
-            if !result.is_finite() {
+            if result.is_nan() {
                 return f64::INFINITY;
+            }
+            if result.is_infinite() {
+                // A finite exact value past the overflow threshold rounds to infinity: that
+                // result is correctly rounded (0 ulps); any other infinity is infinitely wrong.
+                return if format.round_big(z) == result { 0.0 } else { f64::INFINITY };
             }
             let diff = big::exact(result) - z.clone();
             if diff.repr().is_zero() {
@@ -232,7 +238,10 @@ mod tests {
         assert_eq!(ulp_error(Format::F32, 0.0, &fin(pow2(-160))), (2f64).powi(-11));
         // Past the largest f32: the ulp keeps growing (2^105 at 2^128).
         assert_eq!(ulp_error(Format::F32, f32::MAX as f64, &fin(pow2(128))), 0.5);
-        assert_eq!(ulp_error(Format::F32, f64::INFINITY, &fin(pow2(128))), f64::INFINITY);
+        // 2^128 rounds to +inf in f32 (it is past MAX + ulp/2): inf is correctly rounded.
+        assert_eq!(ulp_error(Format::F32, f64::INFINITY, &fin(pow2(128))), 0.0);
+        assert_eq!(ulp_error(Format::F32, f64::INFINITY, &fin(big::exact(f32::MAX as f64))), f64::INFINITY);
+        assert_eq!(ulp_error(Format::F32, f64::NEG_INFINITY, &fin(pow2(128))), f64::INFINITY);
         // Exact and special values.
         assert_eq!(ulp_error(Format::F64, 2.0, &fin(big::exact(2.0))), 0.0);
         assert_eq!(ulp_error(Format::F64, f64::NAN, &Exact::NaN), 0.0);
@@ -245,7 +254,8 @@ mod tests {
         // Format facts.
         assert_eq!(Format::F32.ulp_of_f64(1.0), (2f64).powi(-23));
         assert_eq!(Format::F32.ulp_of_f64(1e-40), (2f64).powi(-149));
-        assert_eq!(Format::F64.ulp_of_f64(0.0), (2f64).powi(-1074));
+        assert_eq!(Format::F64.ulp_of_f64(0.0), 5e-324);
+        assert_eq!(Format::F64.ulp_of_f64(1e-310), 5e-324);
         assert_eq!(binary_exponent(5e-324), -1074);
         assert_eq!(binary_exponent(-3.0), 1);
         assert_eq!(big_exponent(&big::exact(0.75)), Some(-1));

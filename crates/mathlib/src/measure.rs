@@ -266,7 +266,8 @@ fn settle_sweep(
     let hard: Vec<f64> = sweep.hard.iter().map(|&b| f32::from_bits(b) as f64).collect();
     let results = gpu.eval(f, format, variant, &hard, &vec![0.0; hard.len()])?;
     let refs: Vec<_> = hard.par_iter().map(|&x| reference(f, &[x], format).ok()).collect();
-    let mut undecided = 0;
+    // Hard inputs past the device's list were never decided: counted as such, not guessed.
+    let mut undecided = sweep.hard_total - sweep.hard.len() as u64;
     for (r, y) in refs.iter().zip(&results) {
         match r {
             Some(r) if !same_value(*y, r.rounded) => stats.not_correctly_rounded += 1,
