@@ -183,7 +183,9 @@ fn dashu_arithmetic_is_within_an_ulp() {
         let ctx = Context::<HalfEven>::new(w);
         for _ in 0..200 {
             let a = random_big(&mut rng, w + 37, 20);
-            let b = random_big(&mut rng, w + 11, 20);
+            // Exponent gaps up to 3w reach dashu's sticky-bit path of addition.
+            let gap = [20, 3 * w as i64][rng.random_range(0..2)];
+            let b = random_big(&mut rng, w + 11, gap);
             let half_ulp = |r: &Big| pow2(big_top(r) - w as isize);
             let s = ctx.add(a.repr(), b.repr()).value();
             let se = Context::<HalfEven>::new(0).add(a.repr(), b.repr()).value();
@@ -267,6 +269,48 @@ fn kernels_contain_dashu_values_at_four_times_the_precision() {
                 .sin(Context::<HalfEven>::new(0).mul(pi.repr(), sb.repr()).value().repr())
                 .value(&hi);
             assert!(contains(&k, &want), "sin(π·{s:e}) at {w}: {} vs {want}", k.mid);
+        }
+    }
+}
+
+/// A point of the ball b: mid + θ·rad for θ in [−1, 1] (exact).
+fn point_in(b: &Ball, theta: f64) -> Big {
+    let d = Context::<HalfEven>::new(0).mul(b.rad.to_big().repr(), big::exact(theta).repr()).value();
+    Context::<HalfEven>::new(0).add(b.mid.repr(), d.repr()).value()
+}
+
+/// Operations on balls with radii contain the operation applied to points of the balls
+/// (checks the propagation formulas, which random exact inputs never exercise).
+#[test]
+fn ball_operations_contain_the_images_of_their_points() {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(3);
+    let hi = Context::<HalfEven>::new(2000);
+    let ex = Context::<HalfEven>::new(0);
+    for i in 0..400 {
+        let w = [64usize, 150, 400][i % 3];
+        let c = Ctx::new(w);
+        let mut ball = |lo: f64, hi_: f64, rel: i64| {
+            let m = big::exact(rng.random_range(lo..hi_));
+            let rad = Mag::pow2(big_top(&m) as i64 - rel);
+            Ball { mid: m, rad }
+        };
+        let rel = [3i64, 20, 60, 140][i % 4];
+        let a = ball(-50.0, 50.0, rel);
+        let b = ball(0.5, 40.0, rel);
+        let p = ball(0.3, 30.0, rel.max(8));
+        for theta in [-1.0, -0.37, 0.0, 0.81, 1.0] {
+            let (pa, pb, pp) = (point_in(&a, theta), point_in(&b, -theta), point_in(&p, theta));
+            assert!(contains(&c.add(&a, &b), &ex.add(pa.repr(), pb.repr()).value()));
+            assert!(contains(&c.sub(&a, &b), &ex.sub(pa.repr(), pb.repr()).value()));
+            assert!(contains(&c.mul(&a, &b), &ex.mul(pa.repr(), pb.repr()).value()));
+            assert!(contains(&c.div(&a, &b), &hi.div(pa.repr(), pb.repr()).value()), "div");
+            assert!(contains(&c.div_int(&a, 7), &hi.div(pa.repr(), big::exact(7.0).repr()).value()));
+            assert!(contains(&c.mul_int(&a, -13), &ex.mul(pa.repr(), big::exact(-13.0).repr()).value()));
+            assert!(contains(&kernels::exp(&a, c), &hi.exp(pa.repr()).value()), "exp {theta} {rel}");
+            assert!(contains(&kernels::ln(&p, c), &hi.ln(pp.repr()).value()), "ln");
+            let q = Ball { mid: b.mid.clone() + Big::ONE, rad: b.rad };
+            let pq = pb.clone() + Big::ONE;
+            assert!(contains(&c.sqrt(&q), &hi.sqrt(pq.repr()).value()), "sqrt");
         }
     }
 }

@@ -16,7 +16,7 @@
 
 use std::cmp::Ordering;
 
-use dashu_base::{Approximation, BitTest, Sign, UnsignedAbs};
+use dashu_base::{BitTest, Sign, UnsignedAbs};
 use dashu_float::{round::mode::HalfEven, Context, Repr};
 use dashu_int::IBig;
 use mantissa_num::big::Big;
@@ -368,18 +368,15 @@ impl Ctx {
     }
 
     /// The value of a rounded operation, with a bound of its rounding error: one ulp of the
-    /// result at w bits (twice the half-ulp of correct rounding).
+    /// result at w bits (twice the half-ulp of correct rounding). dashu's exact/inexact flag is
+    /// not relied on: every nonzero result is charged its ulp.
     fn rounded(&self, r: dashu_float::round::Rounded<Big>) -> (Big, Mag) {
-        match r {
-            Approximation::Exact(v) => (v, Mag::ZERO),
-            Approximation::Inexact(v, _) => {
-                let err = match top(&v) {
-                    Some(t) => Mag::pow2(t - self.ctx.precision() as i64 + 1),
-                    None => Mag::HUGE,
-                };
-                (v, err)
-            }
-        }
+        let v = r.value();
+        let err = match top(&v) {
+            Some(t) => Mag::pow2(t - self.ctx.precision() as i64 + 1),
+            None => Mag::ZERO,
+        };
+        (v, err)
     }
 
     /// a + b.
@@ -457,10 +454,12 @@ impl Ctx {
         }
     }
 
-    /// The exact x rounded to w bits, as a ball.
+    /// The exact x rounded to w bits, as a ball (the rounding error measured exactly).
     pub fn round(&self, x: &Big) -> Ball {
-        let (mid, e) = self.rounded(self.ctx.repr_round_ref_pub(x));
-        Ball { mid, rad: e }
+        let mid = mantissa_num::big::with_bits(x.clone(), self.ctx.precision());
+        let mid = Big::from_repr(mid.into_repr(), self.ctx);
+        let rad = Mag::of_big_upper(&exact_sub(x, &mid));
+        Ball { mid, rad }
     }
 
     /// √a for a ball lying in [1, ∞) (dashu's square root, trusted within two ulps). There
@@ -485,24 +484,5 @@ impl Mag {
         }
         let n = (self.m as u128) << 64;
         Mag::norm(n / o.m as u128, self.e - o.e - 64, false)
-    }
-}
-
-/// Rounding an exact value through a context (dashu's `repr_round_ref` is private; a limited
-/// `with_precision` on a clone does the same).
-trait RoundPub {
-    fn repr_round_ref_pub(&self, x: &Big) -> dashu_float::round::Rounded<Big>;
-}
-
-impl RoundPub for Context<HalfEven> {
-    fn repr_round_ref_pub(&self, x: &Big) -> dashu_float::round::Rounded<Big> {
-        let p = self.precision();
-        let x = if x.precision() == 0 || x.precision() > p {
-            Big::from_repr(x.repr().clone(), Context::new(x.digits().max(p + 1)))
-        } else {
-            x.clone()
-        };
-        let r = x.with_precision(p);
-        r.map(|v| Big::from_repr(v.into_repr(), *self))
     }
 }
