@@ -87,7 +87,7 @@ impl Mag {
     }
 
     /// An upper bound of self + o.
-    pub fn add(self, o: Mag) -> Mag {
+    fn add_up(self, o: Mag) -> Mag {
         if self.is_zero() {
             return o;
         }
@@ -105,7 +105,7 @@ impl Mag {
     }
 
     /// An upper bound of self · o.
-    pub fn mul(self, o: Mag) -> Mag {
+    fn mul_up(self, o: Mag) -> Mag {
         if self.is_zero() || o.is_zero() {
             return Mag::ZERO;
         }
@@ -113,7 +113,7 @@ impl Mag {
     }
 
     /// An upper bound of self / o (o a lower bound of the divisor); HUGE when o is zero.
-    pub fn div(self, o: Mag) -> Mag {
+    fn div_up(self, o: Mag) -> Mag {
         if self.is_zero() {
             return Mag::ZERO;
         }
@@ -228,6 +228,30 @@ impl Mag {
     }
 }
 
+impl std::ops::Add for Mag {
+    type Output = Mag;
+    /// An upper bound of the sum.
+    fn add(self, o: Mag) -> Mag {
+        self.add_up(o)
+    }
+}
+
+impl std::ops::Mul for Mag {
+    type Output = Mag;
+    /// An upper bound of the product.
+    fn mul(self, o: Mag) -> Mag {
+        self.mul_up(o)
+    }
+}
+
+impl std::ops::Div for Mag {
+    type Output = Mag;
+    /// An upper bound of the quotient, the divisor read as a lower bound (HUGE for zero).
+    fn div(self, o: Mag) -> Mag {
+        self.div_up(o)
+    }
+}
+
 impl PartialOrd for Mag {
     fn partial_cmp(&self, o: &Mag) -> Option<Ordering> {
         Some(match (self.is_zero(), o.is_zero()) {
@@ -305,7 +329,7 @@ impl Ball {
 
     /// An upper bound of |v| over the ball.
     pub fn upper(&self) -> Mag {
-        Mag::of_big_upper(&self.mid).add(self.rad)
+        Mag::of_big_upper(&self.mid) + self.rad
     }
 
     /// A lower bound of |v| over the ball (zero when the ball contains zero).
@@ -315,7 +339,7 @@ impl Ball {
 
     /// The ball widened by r.
     pub fn widen(mut self, r: Mag) -> Ball {
-        self.rad = self.rad.add(r);
+        self.rad = self.rad + r;
         self
     }
 
@@ -384,7 +408,7 @@ impl Ctx {
         let (mid, e) = self.rounded(self.ctx.add(a.mid.repr(), b.mid.repr()));
         Ball {
             mid,
-            rad: a.rad.add(b.rad).add(e),
+            rad: a.rad + b.rad + e,
         }
     }
 
@@ -393,7 +417,7 @@ impl Ctx {
         let (mid, e) = self.rounded(self.ctx.sub(a.mid.repr(), b.mid.repr()));
         Ball {
             mid,
-            rad: a.rad.add(b.rad).add(e),
+            rad: a.rad + b.rad + e,
         }
     }
 
@@ -401,13 +425,12 @@ impl Ctx {
     pub fn mul(&self, a: &Ball, b: &Ball) -> Ball {
         let (mid, e) = self.rounded(self.ctx.mul(a.mid.repr(), b.mid.repr()));
         // |ab − (a+α)(b+β)| ≤ |a|β + |b|α + αβ.
-        let prop = Mag::of_big_upper(&a.mid)
-            .mul(b.rad)
-            .add(Mag::of_big_upper(&b.mid).mul(a.rad))
-            .add(a.rad.mul(b.rad));
+        let prop = Mag::of_big_upper(&a.mid) * b.rad
+            + Mag::of_big_upper(&b.mid) * a.rad
+            + a.rad * b.rad;
         Ball {
             mid,
-            rad: prop.add(e),
+            rad: prop + e,
         }
     }
 
@@ -427,8 +450,8 @@ impl Ctx {
         let rad = if a.rad.is_zero() && b.rad.is_zero() {
             e
         } else {
-            let q = Mag::of_big_upper(&mid).add(e);
-            q.mul(b.rad).add(a.rad).div(blow).add(e)
+            let q = Mag::of_big_upper(&mid) + e;
+            (q * b.rad + a.rad) / blow + e
         };
         Ball { mid, rad }
     }
@@ -441,7 +464,7 @@ impl Ctx {
         );
         Ball {
             mid,
-            rad: a.rad.div(Mag::from_u64(n)).add(e),
+            rad: a.rad / Mag::from_u64(n) + e,
         }
     }
 
@@ -450,7 +473,7 @@ impl Ctx {
         let (mid, e) = self.rounded(self.ctx.mul(a.mid.repr(), &Repr::new(IBig::from(n), 0)));
         Ball {
             mid,
-            rad: a.rad.mul(Mag::from_u64(n.unsigned_abs())).add(e),
+            rad: a.rad * Mag::from_u64(n.unsigned_abs()) + e,
         }
     }
 
@@ -471,7 +494,7 @@ impl Ctx {
         let (mid, e) = self.rounded(self.ctx.sqrt(a.mid.repr()));
         Ball {
             mid,
-            rad: a.rad.add(e.mul_pow2(1)),
+            rad: a.rad + e.mul_pow2(1),
         }
     }
 }

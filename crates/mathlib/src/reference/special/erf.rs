@@ -155,7 +155,7 @@ fn erf_alternating(x: &Big, c: Ctx) -> Ball {
     let cw = Ctx::new(c.w + 8);
     let xb = Ball::exact(x.clone());
     let x2 = cw.sqr(&xb);
-    let target = Mag::of_big_lower(x).mul(Mag::pow2(-(cw.w as i64) - 4));
+    let target = Mag::of_big_lower(x) * Mag::pow2(-(cw.w as i64) - 4);
     // p_k = x^(2k+1)/k!, term_k = p_k/(2k+1).
     let mut p = xb.clone();
     let mut sum = xb;
@@ -192,7 +192,7 @@ fn erf_positive(x: &Big, c: Ctx) -> Ball {
         t = cw.div_int(&cw.mul(&t, &a), 2 * k + 1);
         let tu = t.upper();
         let ratio_ok = af / (2 * k + 3) as f64 <= 0.49;
-        if ratio_ok && (tu <= sum.lower().mul(Mag::pow2(-(cw.w as i64) - 4)) || tu.is_zero()) {
+        if ratio_ok && (tu <= sum.lower() * Mag::pow2(-(cw.w as i64) - 4) || tu.is_zero()) {
             sum = sum.widen(tu.mul_pow2(1));
             break;
         }

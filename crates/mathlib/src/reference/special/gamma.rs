@@ -160,7 +160,7 @@ fn stirling(z: &Big, c: Ctx) -> Ball {
         &cw.sub(&cw.mul(&zm, &lnz), &cw.round(z)),
         &constant(K::HalfLn2Pi, cw.w),
     );
-    let target = main.upper().mul(Mag::pow2(-(cw.w as i64) - 4));
+    let target = main.upper() * Mag::pow2(-(cw.w as i64) - 4);
     let iz = cw.div(&Ball::exact(int(1)), &zb);
     let iz2 = cw.sqr(&iz);
     let mut coefs = stirling_coefs(cw.w, 32);

@@ -88,7 +88,7 @@ fn compute(k: K, b: usize) -> Ball {
 /// relative to z. The tail after the first omitted term t is at most |t|/(1 − z²) ≤ 2|t|.
 fn atanh_series(z: &Ball, c: Ctx) -> Ball {
     let z2 = c.sqr(z);
-    let target = z.upper().mul(Mag::pow2(-(c.w as i64) - 4));
+    let target = z.upper() * Mag::pow2(-(c.w as i64) - 4);
     let mut sum = z.clone();
     let mut p = z.clone();
     let mut i: u64 = 1;
@@ -151,7 +151,7 @@ fn widen_exp(e: Ball, r: Mag) -> Ball {
         }
     };
     let u = e.upper();
-    e.widen(u.mul(f))
+    e.widen(u * f)
 }
 
 /// e^r for an exact r with |r| ≤ 1: r' = r/2^k, Taylor series for e^r' (tail after the first
@@ -217,7 +217,7 @@ pub fn ln(a: &Ball, c: Ctx) -> Ball {
     if a.rad.is_zero() {
         res
     } else {
-        let slope = a.rad.div(a.lower());
+        let slope = a.rad / a.lower();
         res.widen(slope)
     }
 }
@@ -241,7 +241,7 @@ pub fn sin_pi(x: &Big, c: Ctx) -> Ball {
     let cw = Ctx::new(c.w + 8);
     let y = cw.mul(&constant(K::Pi, cw.w), &Ball::exact(t));
     let y2 = cw.sqr(&y);
-    let target = y.lower().mul(Mag::pow2(-(cw.w as i64) - 4));
+    let target = y.lower() * Mag::pow2(-(cw.w as i64) - 4);
     let mut sum = y.clone();
     let mut p = y;
     let mut k: u64 = 1;
