@@ -127,7 +127,7 @@ pub fn erf_ball(x: &Big, c: Ctx) -> Ball {
     erf_positive(x, c)
 }
 
-/// erfc(x) for an exact x > 0 (below [`ERFC_HUGE`]), with relative radius about 2^-w.
+/// erfc(x) for an exact x in (0, 2^29), with relative radius about 2^-w.
 pub fn erfc_ball(x: &Big, c: Ctx) -> Ball {
     let xf = approx_f64(x);
     if xf <= 0.5 {

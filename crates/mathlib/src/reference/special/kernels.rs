@@ -231,6 +231,10 @@ pub fn sin_pi(x: &Big, c: Ctx) -> Ball {
     let r = exact_sub(x, &shl(&n, 1));
     let negative = is_neg(&r);
     let mut t = if negative { -r } else { r };
+    if t > int(1) {
+        // Only if dashu's rounding to an integer misbehaved: nothing is claimed then.
+        return Ball::useless();
+    }
     let half = dyadic(1, -1);
     if t > half {
         t = exact_sub(&int(1), &t);
