@@ -843,3 +843,48 @@ fn timing_high_precision() {
         }
     }
 }
+
+/// Random bit patterns over the whole range of both formats (release, by hand):
+/// `cargo test --release -p mantissa-mathlib --test reference_special stress -- --ignored`.
+#[test]
+#[ignore]
+fn stress_random_bit_patterns() {
+    let n: usize = std::env::var("STRESS_N").ok().and_then(|s| s.parse().ok()).unwrap_or(2000);
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(77);
+    for f in FUNCS {
+        let t = std::time::Instant::now();
+        let mut slowest = (0.0, 0.0);
+        for i in 0..n {
+            let (x, fmt) = if i % 2 == 0 {
+                (f64::from_bits(rng.random::<u64>()), Format::F64)
+            } else {
+                (f32::from_bits(rng.random::<u32>()) as f64, Format::F32)
+            };
+            if x.is_nan() {
+                continue;
+            }
+            let t0 = std::time::Instant::now();
+            check_input(f, x, fmt);
+            let dt = t0.elapsed().as_secs_f64();
+            if dt > slowest.0 {
+                slowest = (dt, x);
+            }
+        }
+        eprintln!("{}: {n} inputs in {:.2} s, slowest {:.2} ms at {:e}", f.name(), t.elapsed().as_secs_f64(), slowest.0 * 1e3, slowest.1);
+    }
+}
+
+/// The interesting ranges with many more inputs (release, by hand).
+#[test]
+#[ignore]
+fn stress_interesting_ranges() {
+    let n: usize = std::env::var("STRESS_N").ok().and_then(|s| s.parse().ok()).unwrap_or(2000);
+    for (i, f) in FUNCS.into_iter().enumerate() {
+        let t = std::time::Instant::now();
+        for x in inputs(f, n, 1000 + i as u64) {
+            check_input(f, x, Format::F64);
+            check_input(f, x as f32 as f64, Format::F32);
+        }
+        eprintln!("{}: {n} inputs in {:.2} s", f.name(), t.elapsed().as_secs_f64());
+    }
+}
