@@ -83,6 +83,30 @@ fn exact_special_values() {
     assert_eq!(finite(Erfc, f64::NEG_INFINITY), 2.0);
     assert_eq!(finite(Erfc, 0.0), 1.0);
     assert_eq!(finite(Erfc, 1e10), 0.0); // the documented stand-in, rounding to +0
+    // … and measuring as the true value would (without building a 2^57-bit difference).
+    let stand_in = exact(Erfc, 1e300);
+    assert_eq!(ulp_error(Format::F64, 0.0, &stand_in), 0.0);
+    assert_eq!(ulp_error(Format::F64, 5e-324, &stand_in), 1.0);
+    assert_eq!(ulp_error(Format::F32, 1.401298464324817e-45, &stand_in), 1.0);
+    let r = reference(Erfc, &[3e9], Format::F64).unwrap();
+    assert_eq!(r.rounded, 0.0);
+    let r = reference(Erfc, &[200.0], Format::F64).unwrap(); // below the stand-in: a true enclosure
+    assert!(r.rounded == 0.0 && r.bits > 0);
+    assert_eq!(ulp_error(Format::F64, 5e-324, &r.exact), 1.0);
+    // Γ's stand-ins: the sign, the rounding, and a finite result's error (≈ 2^52 ulps, as for
+    // any exact value far past the format) computed without trouble.
+    let big_g = exact(Tgamma, 1e4);
+    assert_eq!(reference(Tgamma, &[1e4], Format::F64).unwrap().rounded, f64::INFINITY);
+    let e = ulp_error(Format::F64, f64::MAX, &big_g);
+    assert!((4e15..1e16).contains(&e), "{e}");
+    let r = reference(Tgamma, &[6000.5], Format::F64).unwrap(); // the true value, below the cut
+    assert!((4e15..1e16).contains(&ulp_error(Format::F64, f64::MAX, &r.exact)));
+    assert!(ulp_error(Format::F64, 1e300, &r.exact).is_finite());
+    for (x, negative) in [(-1e4 - 0.5, true), (-10001.5, false), (-1e15 - 0.5, true), (-1e15 + 0.5, false)] {
+        let r = reference(Tgamma, &[x], Format::F64).unwrap();
+        assert_eq!(r.rounded, 0.0);
+        assert_eq!(r.rounded.is_sign_negative(), negative, "Γ({x}) sign");
+    }
     assert_eq!(finite(Erfinv, 0.0), 0.0);
     assert!(!inf(Erfinv, 1.0));
     assert!(inf(Erfinv, -1.0));
@@ -452,6 +476,15 @@ fn check_input(f: Function, x: f64, fmt: Format) {
         }
         (Approx::Exact(_), Approx::Exact(_)) => {}
         _ => panic!("{}({x:e}): exact at one precision only", f.name()),
+    }
+    // The correctly rounded value is within half an ulp, and measuring any result against the
+    // exact value stays cheap (no huge exponent gaps for dashu to materialise).
+    if r.rounded.is_finite() {
+        let e = ulp_error(fmt, r.rounded, &r.exact);
+        assert!(e <= 0.5 + 1e-9, "{}({x:e}): rounded value {e} ulp off", f.name());
+    }
+    for probe in [0.0, 5e-324, -1.0, 1.0, fmt.max()] {
+        let _ = ulp_error(fmt, fmt.round_f64(probe), &r.exact);
     }
     let r4 = rounded_of(&a4, fmt).unwrap_or_else(|| panic!("{}({x:e}) undecided at {}", f.name(), 4 * p));
     assert!(same(r4, r.rounded), "{}({x:e}) {}: driver {:e} vs 4p {:e}", f.name(), fmt.name(), r.rounded, r4);

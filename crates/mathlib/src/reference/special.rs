@@ -19,9 +19,9 @@
 //!   erfc's asymptotic series suffices (tail ≤ 2 × first omitted term once the ratio is ≤ ½);
 //!   the asymptotic series of erfc beyond (for real x > 0 the remainder is below the first
 //!   omitted term). erfc = 1 − erf in the middle range, with 1.45 x² extra bits.
-//!   erf(x) for 1.44 x² > 2w + 64 is 1 within 2^(−1.44 x²). erfc(x ≥ 2^29) is the stand-in
-//!   `Exact(Finite(2^(−2^57)))` (the true value's exponent does not fit a Big comfortably;
-//!   the stand-in is an upper bound that rounds to +0 and measures alike).
+//!   erf(x) for 1.44 x² > 2w + 64 is 1 within 2^(−1.44 x²). erfc(x ≥ 256) is the stand-in
+//!   `Exact(Finite(2^(−65536)))` (an upper bound that rounds to +0 and measures alike; see
+//!   [`erf::erfc`] for why not the true value).
 //! - erfinv ([`erf::erfinv`]): Newton on erf (x ≤ ½) or erfc (x > ½, with the exact 1 − x)
 //!   from an f64 guess, then a proved bracket erf(y − δ) < x < erf(y + δ) (enclosures
 //!   compared with x exactly), δ = 2^(e(y) − prec − 8): the value is y within δ.
@@ -30,7 +30,7 @@
 //!   omitted term; smaller |x| shifted up by the recurrence with exact factors; x ≤ −X0 by the
 //!   reflection formula with sin(πx) after an exact reduction modulo 2. Γ = exp(ln Γ) with
 //!   ln Γ to as many more bits as its integer part has. Γ(n) = (n−1)! exactly for integers
-//!   n ≤ 1024; Γ(x ≥ 2^54) is `Exact(Inf)` (it exceeds 2^(2^59)).
+//!   n ≤ 1024; Γ(x) for |x| ≥ 8192 is the stand-in ±2^(±65536) (see [`gamma::tgamma`]).
 
 pub mod ball;
 pub mod erf;

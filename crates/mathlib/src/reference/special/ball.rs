@@ -25,7 +25,8 @@ use mantissa_num::big::Big;
 const MB: u32 = 30;
 
 /// A non-negative upper bound `m · 2^e` (or zero), kept to 30 bits and always rounded up.
-/// The exponent is an i64 so that bounds like 2^(−2^57) (erfc of a huge argument) fit.
+/// The exponent is an i64: bounds such as erfc(x) < 2^(−1.44 x²) for large x reach far below
+/// any f64.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Mag {
     m: u64,

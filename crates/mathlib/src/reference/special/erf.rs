@@ -26,9 +26,9 @@ use super::{finalize, refine};
 use crate::format::Exact;
 use crate::reference::Approx;
 
-/// Beyond this |x|, erfc(x) < 2^(−2^57): below any number a Big's exponent can hold with room
-/// to spare. See [`erfc`].
-const ERFC_HUGE: f64 = 536_870_912.0; // 2^29
+/// From this x on, erfc(x) < e^(−x²) < 2^(−94_000) is replaced by the stand-in 2^(−65536).
+/// See [`erfc`].
+const ERFC_HUGE: f64 = 256.0;
 
 /// erf(x).
 pub fn erf(x: f64, prec: usize) -> Approx {
@@ -52,10 +52,13 @@ pub fn erf(x: f64, prec: usize) -> Approx {
 
 /// erfc(x).
 ///
-/// For x ≥ 2^29 the value is below 2^(−1.44·2^58), whose exponent no longer fits
-/// comfortably in a Big (and, from about 3·10^9 on, not at all). It is returned as the
-/// stand-in `Exact(Finite(2^(−2^57)))`: an upper bound of the true value that, like it, rounds
-/// to +0 in both formats and gives every result the same ulp error (to far below 2^-1000 ulp).
+/// For x ≥ 256 (erfc(x) < 2^(−94000)) the value is the stand-in `Exact(Finite(2^(−65536)))`,
+/// an upper bound of the true value. Like the true value it rounds to +0 in both formats and
+/// gives every result the same ulp error (the difference is below 2^(−64000) ulp). The true
+/// value is not returned because its exponent (−1.44 x², down to −10^617) soon leaves what a
+/// Big can hold, and because `format::ulp_error` subtracts the exact value from the result in
+/// dashu, whose addition materialises 2^gap for a gap of exponents beyond the rounding window:
+/// with gaps of 2^30 or more that runs out of memory. 2^16 keeps it to microseconds.
 pub fn erfc(x: f64, prec: usize) -> Approx {
     if x.is_nan() {
         return Approx::Exact(Exact::NaN);
@@ -71,7 +74,7 @@ pub fn erfc(x: f64, prec: usize) -> Approx {
     }
     if x >= ERFC_HUGE {
         let tiny = Big::from_repr(
-            dashu_float::Repr::new(dashu_int::IBig::ONE, -(1isize << 57)),
+            dashu_float::Repr::new(dashu_int::IBig::ONE, -65536),
             dashu_float::Context::new(64),
         );
         return Approx::Exact(Exact::Finite(tiny));
@@ -127,7 +130,8 @@ pub fn erf_ball(x: &Big, c: Ctx) -> Ball {
     erf_positive(x, c)
 }
 
-/// erfc(x) for an exact x in (0, 2^29), with relative radius about 2^-w.
+/// erfc(x) for an exact x > 0 (in practice below 256, or the exponent of the result and
+/// the reduction e^(−x²) grow with x²), with relative radius about 2^-w.
 pub fn erfc_ball(x: &Big, c: Ctx) -> Ball {
     let xf = approx_f64(x);
     if xf <= 0.5 {

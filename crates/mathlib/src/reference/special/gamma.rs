@@ -26,9 +26,9 @@ use super::refine;
 use crate::format::Exact;
 use crate::reference::Approx;
 
-/// Beyond this x, Γ(x) > 2^(2^59): beyond what a Big's exponent holds with room to spare.
-/// See [`tgamma`].
-const TGAMMA_HUGE: f64 = 18_014_398_509_481_984.0; // 2^54
+/// From this |x| on, |Γ(x)| is beyond 2^(±94000) and replaced by the stand-in 2^(±65536). See
+/// [`tgamma`].
+const TGAMMA_HUGE: f64 = 8192.0;
 
 /// Positive integers up to this get Γ(n) = (n−1)! exactly; beyond, Γ(n) is far past both
 /// formats' range and an enclosure serves as well.
@@ -58,15 +58,25 @@ pub fn lgamma(x: f64, prec: usize) -> Approx {
 
 /// tgamma(x) = Γ(x).
 ///
-/// For x ≥ 2^54, Γ(x) > 2^(2^59): it is returned as `Exact(Inf)`, which rounds and measures
-/// exactly as the true value would (it overflows both formats by an amount whose ulp count is
-/// itself past f64).
+/// For x ≥ 8192, Γ(x) > 2^94000; for non-integers x ≤ −8192, |Γ(x)| < 2^(−94000). Both are
+/// returned as stand-ins, `Exact(Finite(±2^(±65536)))` with Γ's sign: each rounds as the true
+/// value does (±inf, ±0) and, beyond the format's range, gives every result the same ulp error
+/// to the precision an f64 count of ulps has (see [`super::erf::erfc`] for why the true
+/// values are not returned).
 pub fn tgamma(x: f64, prec: usize) -> Approx {
     if x.is_nan() || x == f64::NEG_INFINITY {
         return Approx::Exact(Exact::NaN);
     }
-    if x == f64::INFINITY || x >= TGAMMA_HUGE {
+    if x == f64::INFINITY {
         return Approx::Exact(Exact::Inf { negative: false });
+    }
+    if x >= TGAMMA_HUGE {
+        return Approx::Exact(Exact::Finite(stand_in(65536, false)));
+    }
+    if x <= -TGAMMA_HUGE && x != x.floor() {
+        // Γ(x) < 0 exactly when ⌊x⌋ is odd (|x| < 2^52 here, so ⌊x⌋ is exact).
+        let negative = (x.floor() as i64) % 2 != 0;
+        return Approx::Exact(Exact::Finite(stand_in(-65536, negative)));
     }
     if x == 0.0 {
         return Approx::Exact(Exact::Inf {
@@ -87,6 +97,12 @@ pub fn tgamma(x: f64, prec: usize) -> Approx {
     }
     let xb = big::exact(x);
     refine(prec, |w| tgamma_ball(&xb, x, Ctx::new(w)))
+}
+
+/// ±2^k, with a limited precision so that arithmetic with it never builds huge exact numbers.
+fn stand_in(k: isize, negative: bool) -> Big {
+    let one = if negative { -IBig::ONE } else { IBig::ONE };
+    Big::from_repr(dashu_float::Repr::new(one, k), dashu_float::Context::new(64))
 }
 
 fn abs(b: Ball) -> Ball {
