@@ -61,6 +61,9 @@ pub struct MathlibArgs {
     /// Print the measurements as JSON lines instead of tables.
     #[arg(long)]
     json: bool,
+    /// Rebuild the tables and OUT/mathlib.html from OUT/mathlib.jsonl alone; nothing is measured.
+    #[arg(long, conflicts_with = "check")]
+    report: bool,
     /// Evaluate one input on every GPU build and CPU library and print the results, the
     /// correctly rounded value and the errors: `--check sinf 0x1.8p+3`, `--check pow 2,0.5`.
     /// The f32 spelling (sinf) or --precision f32 selects binary32.
@@ -124,6 +127,9 @@ pub fn run(args: MathlibArgs) -> anyhow::Result<()> {
     let precisions: Vec<Format> = parse_list(&args.precision, "precision", &Format::ALL, Format::parse, "f32, f64")?;
     if !args.check.is_empty() {
         return run_check(&args, &precisions);
+    }
+    if args.report {
+        return run_report(&args);
     }
     let functions = parse_list(&args.functions, "functions", &Function::ALL, Function::parse, &Function::names())?;
     let variants = parse_list(&args.variants, "variants", &Variant::ALL, Variant::parse, "default, fast, intrinsic")?;
@@ -201,6 +207,23 @@ pub fn run(args: MathlibArgs) -> anyhow::Result<()> {
     let all: Vec<_> = read_records(&args.out).map_err(lift)?.into_iter().map(|r| r.measurement).collect();
     let page = write_html(&args.out, &all, Some(&setting(&plan, gpu.as_ref()))).map_err(lift)?;
     eprintln!("records: {}; report: {}", args.out.join(mantissa_mathlib::records::RECORDS_FILE).display(), page.display());
+    Ok(())
+}
+
+fn run_report(args: &MathlibArgs) -> anyhow::Result<()> {
+    let records = read_records(&args.out).map_err(lift)?;
+    if records.is_empty() {
+        return Err(usage(format!("--report: no records in {}", args.out.join(mantissa_mathlib::records::RECORDS_FILE).display())));
+    }
+    let setting = records.last().map(|r| r.setting.clone());
+    let all: Vec<_> = records.into_iter().map(|r| r.measurement).collect();
+    for format in Format::ALL {
+        for t in tables(&all, format) {
+            print_table(&t);
+        }
+    }
+    let page = write_html(&args.out, &all, setting.as_ref()).map_err(lift)?;
+    eprintln!("report: {}", page.display());
     Ok(())
 }
 
