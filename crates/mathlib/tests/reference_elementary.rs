@@ -408,7 +408,15 @@ fn inputs(f: Function, fmt: Format, n: usize, seed: u64) -> Vec<Vec<f64>> {
 // (c), (d): random and adversarial inputs against the same function at four times the
 // precision and against dashu-float.
 
+/// `n` inputs per function and format; the environment variable REFERENCE_ELEMENTARY_SCALE
+/// multiplies it for longer runs (release mode: `… --release --test reference_elementary
+/// random`).
 fn random_family(fs: &[Function], n: usize) {
+    let scale: usize = std::env::var("REFERENCE_ELEMENTARY_SCALE")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1);
+    let n = n * scale;
     for &f in fs {
         assert!(ELEMENTARY.contains(&f));
         for fmt in Format::ALL {
@@ -472,9 +480,9 @@ fn trig_reduction_worst_arguments() {
         f64::from_bits(0x7fefffffffffffff),
         6381956970095103.0 * 2f64.powi(797),
         5261692873635770.0 * 2f64.powi(499),
-        1.5707963267948966,
+        std::f64::consts::FRAC_PI_2,
         1.5707963267948968,
-        3.141592653589793,
+        std::f64::consts::PI,
         3.1415926535897936,
         4.71238898038469,
         1e22,
@@ -517,8 +525,8 @@ fn relative_accuracy_near_zero_is_cheap() {
         (Function::Acosh, 1.0 + f64::EPSILON),
         (Function::Exp2, 1e-300),
         (Function::Exp10, -1e-300),
-        (Function::Cos, 1.5707963267948966),
-        (Function::Sin, 3.141592653589793),
+        (Function::Cos, std::f64::consts::FRAC_PI_2),
+        (Function::Sin, std::f64::consts::PI),
     ];
     for &(f, x) in cases {
         for fmt in Format::ALL {

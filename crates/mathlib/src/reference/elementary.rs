@@ -580,7 +580,8 @@ fn pow(x: f64, y: f64, prec: usize, p: usize) -> Approx {
     // x^y = exp(y·ln|x|); ln|x| to p + log2|y·ln x| bits so that t = y·ln|x| is off by about
     // 2^-p absolutely.
     let t_est = y * ax.ln();
-    if !(t_est.abs() <= EXP_ARG_LIMIT) {
+    // NaN (∞·0 cannot happen here, but ∞ can) and huge estimates are both clamped.
+    if t_est.is_nan() || t_est.abs() > EXP_ARG_LIMIT {
         return if t_est > 0.0 { inf(negative) } else { exact(0.0) };
     }
     let extra = t_est.abs().log2().max(0.0) as usize + 2;

@@ -111,14 +111,6 @@ impl Mag {
         Mag::up(self.m as u128 * o.m as u128, self.e + o.e)
     }
 
-    /// A lower bound of self · o.
-    pub fn mul_down(self, o: Mag) -> Mag {
-        if self.m == 0 || o.m == 0 {
-            return Mag::ZERO;
-        }
-        Mag::down(self.m as u128 * o.m as u128, self.e + o.e)
-    }
-
     /// An upper bound of self / o (o must be nonzero).
     pub fn div(self, o: Mag) -> Mag {
         assert!(o.m != 0, "Mag division by zero");
@@ -129,15 +121,6 @@ impl Mag {
         let d = o.m as u128;
         let q = n.div_ceil(d);
         Mag::up(q, self.e - o.e - 64)
-    }
-
-    /// A lower bound of self / o (o must be nonzero).
-    pub fn div_down(self, o: Mag) -> Mag {
-        assert!(o.m != 0, "Mag division by zero");
-        if self.m == 0 {
-            return Mag::ZERO;
-        }
-        Mag::down(((self.m as u128) << 64) / o.m as u128, self.e - o.e - 64)
     }
 
     /// A lower bound of max(self − o, 0).
@@ -192,15 +175,6 @@ impl Mag {
         }
     }
 
-    /// The largest k with 2^k ≤ self; None for zero.
-    pub fn log2_floor(self) -> Option<i64> {
-        if self.m == 0 {
-            None
-        } else {
-            Some(self.e + 31)
-        }
-    }
-
     /// Whether self ≤ o, exactly.
     pub fn le(self, o: Mag) -> bool {
         if self.m == 0 {
@@ -234,15 +208,6 @@ impl Mag {
         }
         let top = top_u64(m, l);
         Mag::down(top as u128, e as i64 + l.saturating_sub(64) as i64)
-    }
-
-    /// An approximation (for choices, never for bounds); saturates to 0 or ∞.
-    pub fn to_f64(self) -> f64 {
-        if self.m == 0 {
-            return 0.0;
-        }
-        let e = self.e.clamp(-3000, 3000) as i32;
-        (self.m as f64) * 2f64.powi(e.clamp(-1000, 1000)) * 2f64.powi(e - e.clamp(-1000, 1000))
     }
 }
 
@@ -306,23 +271,12 @@ impl Ball {
         Ball::from_i64(1)
     }
 
-    /// An exact Big (precision and all digits kept).
-    pub fn from_big(x: &Big) -> Ball {
-        let repr = x.repr();
-        Ball::exact(repr.significand().clone(), repr.exponent())
-    }
-
     /// The midpoint as an exact Big.
     pub fn mid_big(&self) -> Big {
         Big::from_repr(
             dashu_float::Repr::new(self.m.clone(), self.e),
             dashu_float::Context::new(0),
         )
-    }
-
-    /// Whether the midpoint is zero.
-    pub fn mid_is_zero(&self) -> bool {
-        self.m.is_zero()
     }
 
     /// Whether the midpoint is negative.

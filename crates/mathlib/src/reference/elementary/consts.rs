@@ -98,7 +98,7 @@ fn arctan_series(n: u64, scale: usize, alternating: bool) -> (IBig, usize) {
         } else {
             sum += term;
         }
-        t = t / &n2;
+        t /= &n2;
         j += 1;
     }
     (sum, j as usize)
