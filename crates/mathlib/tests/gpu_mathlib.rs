@@ -161,7 +161,15 @@ fn check_against_cpu(
                 panic!("{what}: hard, but the exact value is {exact:?}");
             };
             let z = big::to_f64(z).abs();
-            let b = 2.0 * reference_bound(s.reference, bound_factor(f)) + ulp64(z);
+            let mut b = 2.0 * reference_bound(s.reference, bound_factor(f)) + ulp64(z);
+            let x = xs[i] as f64;
+            if f == Function::Lgamma && (-23.5..=-2.2).contains(&x) {
+                // The reflection region's reference carries an absolute bound of about
+                // 2^-48 (|log(π/|x·sinpi x|)| + |lgamma(−x)| + 1); its two terms are each
+                // about lgamma(−x) in size.
+                let l2 = libm::lgamma(-x).abs();
+                b += 2.0 * 2f64.powi(-48) * (2.0 * l2 + 1.0);
+            }
             assert!(
                 near_boundary(z, b) || power_of_two_near(z, b) != 0.0,
                 "{what}: hard, but the exact value {z:e} is not within {b:e} of a boundary or a power of two"
@@ -540,8 +548,11 @@ fn special_values_score_as_c99_says() {
         let scores = d.math.score_f32(f, Variant::Default, xs, &[]).unwrap();
         // Special values come out right (no infinite errors); finite ones within CUDA's few ulps.
         for (x, s) in xs.iter().zip(&scores) {
+            // The guide gives lgammaf no figure on [−10.001, −2.264] ("larger"): −2.5 is 16 ulps
+            // off there on CUDA 13.0.
+            let documented_larger = f == Function::Lgamma && (-10.001..=-2.264).contains(x);
             assert!(
-                s.ulps < 16.0,
+                documented_larger || s.ulps < 16.0,
                 "{f:?}({x:e}) = {:e} against {:e}: {} ulps",
                 s.result,
                 s.reference,
