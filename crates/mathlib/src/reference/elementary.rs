@@ -36,11 +36,31 @@ const GUARD: usize = 24;
 /// |t| beyond which exp(t) is clamped (binary exponent beyond 2^31: t/ln 2 > 2^31).
 const EXP_ARG_LIMIT: f64 = 1.48e9;
 
+/// The error exponent of a failed evaluation (a ball operation met a divisor or square-root
+/// argument whose ball holds zero): no finite result of these functions reaches 2^(2^40).
+const FAILED: isize = 1 << 40;
+
 /// See [`super::approx`].
 pub fn approx(f: Function, args: &[f64], prec: usize) -> Approx {
+    // A ball holding zero where the true value is not is cured by more working precision: try
+    // again with more guard bits before answering with the useless (but true) FAILED bound,
+    // which the driver meets by doubling `prec`.
+    let mut p = prec + GUARD;
+    loop {
+        let a = evaluate(f, args, prec, p);
+        match &a {
+            Approx::Near { value, err_log2 } if *err_log2 == FAILED && p < 4 * prec + 512 => {
+                debug_assert!(value.repr().is_zero());
+                p *= 2;
+            }
+            _ => return a,
+        }
+    }
+}
+
+fn evaluate(f: Function, args: &[f64], prec: usize, p: usize) -> Approx {
     let x = args[0];
     let y = args.get(1).copied().unwrap_or(f64::NAN);
-    let p = prec + GUARD;
     use Function as F;
     match f {
         F::Sin | F::Cos | F::Tan => trig(f, x, prec, p),
@@ -105,7 +125,7 @@ fn near(b: Option<Ball>, prec: usize) -> Approx {
     let Some(b) = b else {
         return Approx::Near {
             value: Big::ZERO,
-            err_log2: 1 << 40,
+            err_log2: FAILED,
         };
     };
     let floor = b.exponent().map(|e| e - 2 * prec as isize - 64);

@@ -371,10 +371,11 @@ impl Ball {
         }
         let ta = self.e + la as isize;
         let tb = o.e + lb as isize;
-        // Bits far below the larger operand's precision cannot survive rounding unless the
-        // sum cancels to near nothing, which needs the tops to be close; drop them with an
-        // error of one unit at `cut`, instead of building a huge aligned integer.
-        let cut = if p >= EXACT {
+        // When the leading bits are two or more places apart the sum cannot cancel below half
+        // the larger operand, so bits far below its precision cannot survive the rounding:
+        // drop them with an error of one unit at `cut`, instead of building a huge aligned
+        // integer. When they are close the sum may cancel to almost nothing, and is exact.
+        let cut = if p >= EXACT || (ta - tb).abs() < 2 {
             isize::MIN
         } else {
             ta.max(tb) - p as isize - 16
