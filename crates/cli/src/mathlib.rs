@@ -175,7 +175,7 @@ pub fn run(args: MathlibArgs) -> anyhow::Result<()> {
         }
         Event::Measured { measurements, resumed } => {
             if let Some(m) = measurements.first() {
-                bar.println(format!(
+                let line = format!(
                     "{:<8} {}: {}{}",
                     m.function.cuda_name(m.format),
                     m.format.name(),
@@ -185,7 +185,13 @@ pub fn run(args: MathlibArgs) -> anyhow::Result<()> {
                         .collect::<Vec<_>>()
                         .join(", "),
                     if resumed { " (from the records)" } else { "" }
-                ));
+                );
+                // Without a terminal the bar is hidden and would swallow the line: logs keep it.
+                if bar.is_hidden() {
+                    eprintln!("{line}");
+                } else {
+                    bar.println(line);
+                }
             }
         }
     })
