@@ -12,6 +12,7 @@ use crate::format::Format;
 use crate::functions::Function;
 use crate::measure::{Column, Measurement};
 use crate::records::Setting;
+use crate::regions::bins_per_sign;
 use crate::table::{tables, Table};
 use crate::MathlibError;
 
@@ -87,11 +88,12 @@ fn table_html(t: &Table) -> String {
     s
 }
 
-/// The horizontal position of a bin: −2048…2048, negative inputs to the left, the magnitude's
-/// binade growing outwards (bins are sign+exponent(+leading bits), see `regions::bin_of`).
-fn bin_x(bin: u32) -> f64 {
-    if bin >= 2048 {
-        -((bin - 2048) as f64)
+/// The horizontal position of a bin: the biased exponent, negative inputs to the left, the
+/// magnitude's binade growing outwards (bins are sign and exponent, see `regions::bin_of`).
+fn bin_x(bin: u32, format: Format) -> f64 {
+    let half = bins_per_sign(format) as u32;
+    if bin >= half {
+        -((bin - half) as f64)
     } else {
         bin as f64
     }
@@ -105,11 +107,11 @@ fn plot(f: Function, format: Format, series: &[&Measurement]) -> String {
     let ymin = points.iter().copied().fold(0.5f64, f64::min).max(1e-3);
     let (ly0, ly1) = (ymin.log10().floor(), ymax.log10().ceil().max(ymin.log10().floor() + 1.0));
     // The x range: the bins that occur, widened a little.
-    let xs: Vec<f64> = series.iter().flat_map(|m| m.stats.bins.iter().map(|b| bin_x(b.bin))).collect();
+    let xs: Vec<f64> = series.iter().flat_map(|m| m.stats.bins.iter().map(|b| bin_x(b.bin, format))).collect();
     let (x0, x1) = match (xs.iter().copied().reduce(f64::min), xs.iter().copied().reduce(f64::max)) {
-        (Some(a), Some(b)) if b > a => (a - 8.0, b + 8.0),
-        (Some(a), _) => (a - 64.0, a + 64.0),
-        _ => (-2048.0, 2048.0),
+        (Some(a), Some(b)) if b > a => (a - 2.0, b + 2.0),
+        (Some(a), _) => (a - 16.0, a + 16.0),
+        _ => (-(bins_per_sign(format) as f64), bins_per_sign(format) as f64),
     };
     let px = |x: f64| left + (x - x0) / (x1 - x0) * (w - left - right);
     let py = |u: f64| top + (ly1 - u.log10()) / (ly1 - ly0) * (h - top - bottom);
@@ -132,11 +134,15 @@ fn plot(f: Function, format: Format, series: &[&Measurement]) -> String {
     let mut legend = String::new();
     for (i, m) in series.iter().enumerate() {
         let colour = COLOURS[i % COLOURS.len()];
+        // One path of small squares per series: a circle element per bin would make pages of
+        // tens of megabytes.
+        let mut d = String::new();
         for b in &m.stats.bins {
             if b.ulps.is_finite() && b.ulps > 0.0 {
-                let _ = write!(s, "<circle cx='{:.1}' cy='{:.1}' r='1.6' fill='{colour}'/>", px(bin_x(b.bin)), py(b.ulps.max(10f64.powf(ly0))));
+                let _ = write!(d, "M{:.0} {:.0}h3v3h-3z", px(bin_x(b.bin, format)) - 1.5, py(b.ulps.max(10f64.powf(ly0))) - 1.5);
             }
         }
+        let _ = write!(s, "<path d='{d}' fill='{colour}' fill-opacity='0.8'/>");
         let _ = write!(legend, "<tspan fill='{colour}'>● {} </tspan>", escape(&m.column.label()));
     }
     let _ = write!(s, "<text x='{}' y='{}' font-size='11'>{legend}</text>", left + 6.0, top + 12.0);
@@ -156,10 +162,7 @@ fn tick_label(e: f64) -> String {
 
 /// Tick positions (bin x) and labels: ±2^k for k spread over the visible range.
 fn x_ticks(x0: f64, x1: f64, format: Format) -> Vec<(f64, String)> {
-    let bins_per_binade = match format {
-        Format::F32 => 8.0,
-        Format::F64 => 1.0,
-    };
+    let bins_per_binade = 1.0;
     let bias = match format {
         Format::F32 => 127.0,
         Format::F64 => 1023.0,

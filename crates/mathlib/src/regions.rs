@@ -174,19 +174,28 @@ pub fn neighbour(rng: &mut impl Rng, v: f64, format: Format) -> f64 {
     }
 }
 
-/// The plot bin of an input: its sign, exponent and leading fraction bits, 4096 bins in all
-/// (f32: bits >> 20, f64: bits >> 52), so bins follow the input's magnitude on a log scale.
+/// The plot bin of an input: its sign and exponent (one bin per binade: 512 for f32, 4096 for
+/// f64), so bins follow the input's magnitude on a log scale. Records keep the largest error per
+/// bin; finer bins would only make records and pages larger than a plot can show.
 pub fn bin_of(x: f64, format: Format) -> usize {
     match format {
-        Format::F32 => ((x as f32).to_bits() >> 20) as usize,
+        Format::F32 => ((x as f32).to_bits() >> 23) as usize,
         Format::F64 => (x.to_bits() >> 52) as usize,
+    }
+}
+
+/// The number of bins of one sign (the negative inputs' bins follow the positive ones).
+pub fn bins_per_sign(format: Format) -> usize {
+    match format {
+        Format::F32 => 256,
+        Format::F64 => 2048,
     }
 }
 
 /// The smallest input magnitude of a bin (for plot axes).
 pub fn bin_start(bin: usize, format: Format) -> f64 {
     match format {
-        Format::F32 => f32::from_bits((bin as u32) << 20) as f64,
+        Format::F32 => f32::from_bits((bin as u32) << 23) as f64,
         Format::F64 => f64::from_bits((bin as u64) << 52),
     }
 }
@@ -211,8 +220,9 @@ mod tests {
                 }
             }
         }
-        assert_eq!(bin_of(1.0, Format::F32), 0x3f8);
-        assert_eq!(bin_start(0x3f8, Format::F32), 1.0);
+        assert_eq!(bin_of(1.0, Format::F32), 0x7f);
+        assert_eq!(bin_of(-1.5, Format::F32), 0x17f);
+        assert_eq!(bin_start(0x7f, Format::F32), 1.0);
         assert_eq!(bin_of(-2.0, Format::F64), 0xc00);
     }
 }

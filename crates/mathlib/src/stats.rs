@@ -54,9 +54,20 @@ pub struct Stats {
 pub struct BinMax {
     /// The bin ([`crate::regions::bin_of`]).
     pub bin: u32,
-    /// Its largest error in ulps.
-    #[serde(with = "float")]
+    /// Its largest error in ulps (stored to 4 significant digits: it is for plots, and 4,096
+    /// bins per column at full precision made records of tens of megabytes).
+    #[serde(serialize_with = "four_digits", deserialize_with = "float::deserialize")]
     pub ulps: f64,
+}
+
+/// A finite value rounded to 4 significant digits, through the non-finite-aware writer.
+fn four_digits<S: serde::Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
+    let rounded = if x.is_finite() && *x != 0.0 {
+        format!("{x:.3e}").parse::<f64>().unwrap_or(*x)
+    } else {
+        *x
+    };
+    float::serialize(&rounded, s)
 }
 
 impl Stats {

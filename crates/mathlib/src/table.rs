@@ -160,6 +160,14 @@ pub fn tables(ms: &[Measurement], format: Format) -> Vec<Table> {
     if gpu_default {
         notes.push("mean and not CR: over all inputs swept or sampled; ≠ lib: sampled inputs where the CPU library's result differs from CUDA's default build.".into());
     }
+    if cols.contains(&Column::Gpu(Variant::Fast)) {
+        notes.push(
+            "fast: -use_fast_math also flushes subnormal inputs and results to zero; maxima near \
+             2^23 ulps (8.389e6) or infinite ones at subnormal inputs come from that (see the \
+             worst inputs)."
+                .into(),
+        );
+    }
     for n in footnotes {
         notes.push(format!("* {n}"));
     }

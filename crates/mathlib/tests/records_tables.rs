@@ -24,7 +24,7 @@ fn measurement(f: Function, column: Column, max: f64) -> Measurement {
             finite: 99,
             not_correctly_rounded: 7,
             infinite: 1,
-            bins: vec![BinMax { bin: 0x3f8, ulps: max }, BinMax { bin: 0xbf8, ulps: 0.75 }],
+            bins: vec![BinMax { bin: 0x7f, ulps: max }, BinMax { bin: 0x17f, ulps: 0.75 }],
         },
         hard: 3,
         undecided: 0,
