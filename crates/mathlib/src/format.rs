@@ -158,16 +158,11 @@ pub fn ulp_error(format: Format, result: f64, exact: &Exact) -> f64 {
                 Some(e) => format.ulp_exp(e),
                 None => format.ulp_exp(format.emin() as i64),
             };
-            // |diff| / 2^ulp_log2, in f64 (the quotient is far inside f64's range).
-            let d = big::to_f64(&diff).abs();
-            if d.is_finite() && d > 0.0 {
-                scale(d, -ulp_log2)
-            } else {
-                // |diff| beyond f64 (a result of 1e308 against an exact 1e-308 cannot be, but a
-                // huge exact value past f64 could): scale in Big first.
-                let scaled = diff * Big::from_repr(dashu_float::Repr::new(1.into(), -ulp_log2 as isize), dashu_float::Context::new(0));
-                big::to_f64(&scaled).abs()
-            }
+            // |diff| / 2^ulp_log2: scaled exactly in Big first, then rounded once. Rounding
+            // |diff| itself to f64 would lose its low bits below 2^-1022 (binary64 results
+            // near the subnormal range: a 0.57-ulp error became 1 ulp).
+            let scaled = diff * crate::reference::pow2(-ulp_log2 as isize);
+            big::to_f64(&scaled).abs()
         }
     }
 }
@@ -251,6 +246,13 @@ mod tests {
         // A result far from a tiny exact value: the quotient is still computed.
         let e = ulp_error(Format::F64, (2f64).powi(-1000), &fin(pow2(-1074)));
         assert_eq!(e, (2f64).powi(74) - 1.0);
+        // Errors of results near binary64's subnormal range keep their fractions: 0 against
+        // 2^-1075 + 2^-1081 is 0.5 + 2^-7 ulps, and 2^-1074 against it 0.5 − 2^-7.
+        let z = pow2(-1075) + pow2(-1081);
+        assert_eq!(ulp_error(Format::F64, 0.0, &fin(z.clone())), 0.5 + 2f64.powi(-7));
+        assert_eq!(ulp_error(Format::F64, 5e-324, &fin(z)), 0.5 - 2f64.powi(-7));
+        let z = big::exact(2f64.powi(-1022)) + pow2(-1076);
+        assert_eq!(ulp_error(Format::F64, 2f64.powi(-1022), &fin(z)), 0.25);
         // Format facts.
         assert_eq!(Format::F32.ulp_of_f64(1.0), (2f64).powi(-23));
         assert_eq!(Format::F32.ulp_of_f64(1e-40), (2f64).powi(-149));

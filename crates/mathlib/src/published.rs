@@ -705,10 +705,9 @@ mod tests {
     /// The published glibc inputs, fed to this machine's glibc, give the published error
     /// (to the document's three digits, rounded up), measured against the crate's correctly
     /// rounded references. Needs the reference module, which other work fills in; and holds
-    /// only where this glibc's binary64 code matches 2.43's (true of 2.36 for these functions,
-    /// checked when this module was written).
+    /// only where this glibc's binary64 code matches 2.43's (true of 2.36 and 2.39 for these
+    /// functions).
     #[test]
-    #[ignore = "needs crate::reference (filled in elsewhere) and a glibc with 2.43's binary64 code"]
     fn gladman_glibc_inputs_reproduce_on_this_glibc() {
         use crate::cpu::CpuLibrary;
         use crate::format::ulp_error;
@@ -733,26 +732,7 @@ mod tests {
         }
     }
 
-    /// A C99 hexadecimal float literal, as the document prints inputs.
-    pub(crate) fn parse_hex(s: &str) -> f64 {
-        let (neg, s) = match s.strip_prefix('-') {
-            Some(r) => (true, r),
-            None => (false, s),
-        };
-        let s = s.strip_prefix("0x").expect("0x");
-        let (mant, exp) = s.split_once('p').expect("p");
-        let (int, frac) = mant.split_once('.').unwrap_or((mant, ""));
-        let mut m: u64 = u64::from_str_radix(int, 16).unwrap();
-        for c in frac.chars() {
-            m = (m << 4) | c.to_digit(16).unwrap() as u64;
-        }
-        let e: i32 = exp.parse::<i32>().unwrap() - 4 * frac.len() as i32;
-        // m has at most 53 significant bits for the inputs here, so the product is exact.
-        let v = m as f64 * 2f64.powi(e);
-        if neg {
-            -v
-        } else {
-            v
-        }
+    fn parse_hex(s: &str) -> f64 {
+        crate::hexfloat::parse(s).expect("a hex float")
     }
 }
