@@ -256,6 +256,9 @@ fn run_check(args: &MathlibArgs, precisions: &[Format]) -> anyhow::Result<()> {
     };
     let parsed: Option<Vec<f64>> = input.split(',').map(parse).collect();
     let input_args = parsed.ok_or_else(|| usage(format!("--check: '{input}' is not a number (decimal or hex float such as 0x1.8p+3; two arguments as x,y)")))?;
+    if input_args.len() != f.arity() {
+        return Err(usage(format!("--check: {} takes {} argument(s) (x or x,y), got {}", f.name(), f.arity(), input_args.len())));
+    }
     let gpu = probe_gpu(args.cpu_only);
     let c = check(f, format, &input_args, gpu.as_ref()).map_err(lift)?;
     for (a, &given) in c.args.iter().zip(&input_args) {
