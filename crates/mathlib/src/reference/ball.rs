@@ -1,4 +1,5 @@
-//! Ball arithmetic: a binary floating-point midpoint with a rigorous radius.
+//! Ball arithmetic: a binary floating-point midpoint with a rigorous radius, shared by the
+//! elementary and the special references.
 //!
 //! Every operation returns a ball that contains the exact result of the operation applied to
 //! every pair of points of its argument balls. The radius therefore carries, without any
@@ -6,10 +7,15 @@
 //! of the inputs' errors; a function only has to add what ball arithmetic cannot see: the
 //! truncation error of a series, bounded separately (see `series.rs`).
 //!
+//! The midpoint is an integer significand and an exponent, and every rounding is done here on
+//! the integer (a right shift, charged one unit of the last kept bit): nothing is trusted of a
+//! floating-point library's rounding, only exact integer arithmetic. This is why this design
+//! was kept over one on dashu's floats, which had to trust their `+ − × ÷ √` to an ulp.
+//!
 //! Radii are [`Mag`]s: a 32-bit significand with an unbounded exponent, every operation
 //! rounded upward (or downward for the lower bounds a division or square root needs). Their
 //! exponent range is what f64 lacks: a radius of 2^-20000 is met at high precision on tiny
-//! results.
+//! results, and erfc's bounds reach 2^-94000.
 
 use dashu_base::{BitTest, Sign, SquareRoot, UnsignedAbs};
 use dashu_int::{IBig, UBig, Word};
@@ -31,6 +37,12 @@ pub struct Mag {
 impl Mag {
     /// Zero.
     pub const ZERO: Mag = Mag { m: 0, e: 0 };
+    /// 2^(2^40): larger than any bound a finite result of these functions needs, so a ball
+    /// carrying it ([`Ball::useless`]) is never accepted and its caller asks for more precision.
+    pub const HUGE: Mag = Mag {
+        m: 1 << 31,
+        e: (1 << 40) - 31,
+    };
 
     /// The smallest normalised Mag ≥ m·2^e.
     fn up(m: u128, e: i64) -> Mag {
@@ -211,6 +223,17 @@ impl Mag {
     }
 }
 
+impl Mag {
+    /// The exact value as a Big, with a 64-bit precision so that arithmetic with it never
+    /// builds huge exact numbers (for tests and checks).
+    pub fn to_big(self) -> Big {
+        Big::from_repr(
+            dashu_float::Repr::new(IBig::from(self.m), self.e as isize),
+            dashu_float::Context::new(64),
+        )
+    }
+}
+
 /// The top min(64, l) bits of |m| (l = bit length of m), as an integer.
 fn top_u64(m: &IBig, l: usize) -> u64 {
     let (_, words) = m.as_sign_words();
@@ -261,6 +284,22 @@ impl Ball {
         Ball::exact(if x < 0.0 { -m } else { m }, e + tz)
     }
 
+    /// The exact value of a Big.
+    pub fn from_big(x: &Big) -> Ball {
+        let r = x.repr();
+        Ball::exact(r.significand().clone(), r.exponent())
+    }
+
+    /// A ball that holds every real (for failed preconditions: the callers' retry loops then
+    /// ask for more precision, and the driver never accepts it).
+    pub fn useless() -> Ball {
+        Ball {
+            m: IBig::ZERO,
+            e: 0,
+            r: Mag::HUGE,
+        }
+    }
+
     /// The exact integer n.
     pub fn from_i64(n: i64) -> Ball {
         Ball::exact(IBig::from(n), 0)
@@ -305,6 +344,11 @@ impl Ball {
         !self.abs_down().is_zero()
     }
 
+    /// Whether every point of the ball is > 0.
+    pub fn is_positive(&self) -> bool {
+        !self.is_negative() && self.excludes_zero()
+    }
+
     /// The midpoint, approximately, as f64 (saturating); for choices only.
     pub fn to_f64(&self) -> f64 {
         let l = self.m.bit_len();
@@ -344,6 +388,16 @@ impl Ball {
     pub fn neg(mut self) -> Ball {
         self.m = -self.m;
         self
+    }
+
+    /// |x| (the ball reflected when its midpoint is negative; a ball holding zero stays as
+    /// wide, which still contains every |x|).
+    pub fn abs(self) -> Ball {
+        if self.is_negative() {
+            self.neg()
+        } else {
+            self
+        }
     }
 
     /// x·2^k, exact.
