@@ -75,11 +75,10 @@ pub const MAX_BITS: usize = 16_384;
 /// when it is not enough). `args` has `f.arity()` finite-or-special f64 values (f32 inputs come
 /// widened, exactly).
 pub fn approx(f: Function, args: &[f64], prec: usize) -> Approx {
-    match f {
-        Function::Erf | Function::Erfc | Function::Erfinv | Function::Lgamma | Function::Tgamma => {
-            special::approx(f, args, prec)
-        }
-        _ => elementary::approx(f, args, prec),
+    if f.is_special() {
+        special::approx(f, args, prec)
+    } else {
+        elementary::approx(f, args, prec)
     }
 }
 
