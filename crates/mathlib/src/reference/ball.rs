@@ -20,7 +20,7 @@
 use dashu_base::{BitTest, Sign, SquareRoot, UnsignedAbs};
 use dashu_int::{IBig, UBig, Word};
 
-use mantissa_num::big::Big;
+use mantissa_num::big::{self, Big};
 
 /// A precision large enough that an operation given it never rounds (used for sums and
 /// products whose operands are exact and short).
@@ -46,6 +46,16 @@ impl Mag {
 
     /// The smallest normalised Mag ≥ m·2^e.
     fn up(m: u128, e: i64) -> Mag {
+        Mag::norm(m, e, true)
+    }
+
+    /// The largest normalised Mag ≤ m·2^e.
+    fn down(m: u128, e: i64) -> Mag {
+        Mag::norm(m, e, false)
+    }
+
+    /// m·2^e normalised to 32 bits, the dropped bits rounding up or down.
+    fn norm(m: u128, e: i64, up: bool) -> Mag {
         if m == 0 {
             return Mag::ZERO;
         }
@@ -56,7 +66,7 @@ impl Mag {
         }
         let s = (bits - 32) as u32;
         let mut q = m >> s;
-        if (q << s) != m {
+        if up && (q << s) != m {
             q += 1;
         }
         if q >> 32 != 0 {
@@ -64,21 +74,6 @@ impl Mag {
             Mag { m: (q >> 1) as u64, e: e + s as i64 + 1 }
         } else {
             Mag { m: q as u64, e: e + s as i64 }
-        }
-    }
-
-    /// The largest normalised Mag ≤ m·2^e.
-    fn down(m: u128, e: i64) -> Mag {
-        if m == 0 {
-            return Mag::ZERO;
-        }
-        let bits = 128 - m.leading_zeros() as i64;
-        if bits <= 32 {
-            let s = 32 - bits;
-            Mag { m: (m << s) as u64, e: e - s }
-        } else {
-            let s = bits - 32;
-            Mag { m: (m >> s) as u64, e: e + s }
         }
     }
 
@@ -265,23 +260,10 @@ impl Ball {
         Ball { m, e, r: Mag::ZERO }
     }
 
-    /// The exact value of a finite f64.
+    /// The exact value of a finite f64, its significand odd (trailing zeros go to the
+    /// exponent: exactness tests of the elementary functions rely on it).
     pub fn from_f64(x: f64) -> Ball {
-        assert!(x.is_finite());
-        if x == 0.0 {
-            return Ball::exact(IBig::ZERO, 0);
-        }
-        let bits = x.to_bits();
-        let biased = ((bits >> 52) & 0x7ff) as isize;
-        let frac = bits & ((1u64 << 52) - 1);
-        let (mant, e) = if biased == 0 {
-            (frac, -1074)
-        } else {
-            (frac | (1u64 << 52), biased - 1075)
-        };
-        let tz = mant.trailing_zeros() as isize;
-        let m = IBig::from(mant >> tz);
-        Ball::exact(if x < 0.0 { -m } else { m }, e + tz)
+        Ball::from_big(&big::exact(x))
     }
 
     /// The exact value of a Big.
