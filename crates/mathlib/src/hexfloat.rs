@@ -128,7 +128,7 @@ mod tests {
 
     #[test]
     fn hex_round_trips_in_both_formats() {
-        let cases32 = [1.0f32, -0.0, 3.1415927, f32::MIN_POSITIVE, 1e-45, f32::MAX, 0.1];
+        let cases32 = [1.0f32, -0.0, std::f32::consts::PI, f32::MIN_POSITIVE, 1e-45, f32::MAX, 0.1];
         for x in cases32 {
             let h = to_hex(x as f64, Format::F32);
             assert_eq!(parse(&h).unwrap().to_bits(), (x as f64).to_bits(), "{h}");

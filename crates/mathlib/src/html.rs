@@ -167,7 +167,7 @@ fn x_ticks(x0: f64, x1: f64, format: Format) -> Vec<(f64, String)> {
     let mut out = Vec::new();
     let span = (x1 - x0) / bins_per_binade; // binades visible
     let step = [1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0].into_iter().find(|s| span / s <= 6.0).unwrap_or(1000.0);
-    let mut k = -(bias as f64) - 30.0;
+    let mut k = -bias - 30.0;
     while k <= bias + 1.0 {
         let k_round = (k / step).round() * step;
         for sign in [1.0, -1.0] {

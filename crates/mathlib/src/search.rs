@@ -184,12 +184,14 @@ fn evaluate(
                 out.differs_from_first += 1;
             }
             let pool = &mut pools[s];
-            if e > 0.0 && e.is_finite() && (pool.len() < POOL || e > pool[pool.len() - 1].0) {
-                if !pool.iter().any(|p| p.1 == inputs[i]) {
-                    let at = pool.partition_point(|p| p.0 >= e);
-                    pool.insert(at, (e, inputs[i]));
-                    pool.truncate(POOL);
-                }
+            if e > 0.0
+                && e.is_finite()
+                && (pool.len() < POOL || e > pool[pool.len() - 1].0)
+                && !pool.iter().any(|p| p.1 == inputs[i])
+            {
+                let at = pool.partition_point(|p| p.0 >= e);
+                pool.insert(at, (e, inputs[i]));
+                pool.truncate(POOL);
             }
         }
         if s == 0 {

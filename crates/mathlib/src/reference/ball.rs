@@ -17,6 +17,8 @@
 //! exponent range is what f64 lacks: a radius of 2^-20000 is met at high precision on tiny
 //! results, and erfc's bounds reach 2^-94000.
 
+use std::ops::Neg;
+
 use dashu_base::{BitTest, Sign, SquareRoot, UnsignedAbs};
 use dashu_int::{IBig, UBig, Word};
 
@@ -93,7 +95,7 @@ impl Mag {
     }
 
     /// An upper bound of self + o.
-    pub fn add(self, o: Mag) -> Mag {
+    pub fn add_up(self, o: Mag) -> Mag {
         if self.m == 0 {
             return o;
         }
@@ -111,7 +113,7 @@ impl Mag {
     }
 
     /// An upper bound of self · o.
-    pub fn mul(self, o: Mag) -> Mag {
+    pub fn mul_up(self, o: Mag) -> Mag {
         if self.m == 0 || o.m == 0 {
             return Mag::ZERO;
         }
@@ -119,7 +121,7 @@ impl Mag {
     }
 
     /// An upper bound of self / o (o must be nonzero).
-    pub fn div(self, o: Mag) -> Mag {
+    pub fn div_up(self, o: Mag) -> Mag {
         assert!(o.m != 0, "Mag division by zero");
         if self.m == 0 {
             return Mag::ZERO;
@@ -166,7 +168,7 @@ impl Mag {
     pub fn powi(self, n: u32) -> Mag {
         let mut acc = Mag::from_u64(1);
         for _ in 0..n {
-            acc = acc.mul(self);
+            acc = acc.mul_up(self);
         }
         acc
     }
@@ -313,7 +315,7 @@ impl Ball {
 
     /// Upper bound of |x| for every x in the ball.
     pub fn abs_up(&self) -> Mag {
-        Mag::from_ibig_up(&self.m, self.e).add(self.r)
+        Mag::from_ibig_up(&self.m, self.e).add_up(self.r)
     }
 
     /// Lower bound of |x| for every x in the ball (zero when the ball contains zero).
@@ -361,14 +363,8 @@ impl Ball {
             let s = l - p;
             self.m = &self.m >> s;
             self.e += s as isize;
-            self.r = self.r.add(Mag::pow2(self.e as i64));
+            self.r = self.r.add_up(Mag::pow2(self.e as i64));
         }
-        self
-    }
-
-    /// −x.
-    pub fn neg(mut self) -> Ball {
-        self.m = -self.m;
         self
     }
 
@@ -391,13 +387,13 @@ impl Ball {
 
     /// The ball widened by `err`.
     pub fn add_err(mut self, err: Mag) -> Ball {
-        self.r = self.r.add(err);
+        self.r = self.r.add_up(err);
         self
     }
 
     /// x + y, the midpoint rounded to `p` bits.
     pub fn add(&self, o: &Ball, p: usize) -> Ball {
-        let mut r = self.r.add(o.r);
+        let mut r = self.r.add_up(o.r);
         let (la, lb) = (self.m.bit_len(), o.m.bit_len());
         if la == 0 {
             return Ball { m: o.m.clone(), e: o.e, r }.round(p);
@@ -421,12 +417,12 @@ impl Ball {
         if ea < cut {
             ma = std::borrow::Cow::Owned(&*ma >> (cut - ea) as usize);
             ea = cut;
-            r = r.add(Mag::pow2(cut as i64));
+            r = r.add_up(Mag::pow2(cut as i64));
         }
         if eb < cut {
             mb = std::borrow::Cow::Owned(&*mb >> (cut - eb) as usize);
             eb = cut;
-            r = r.add(Mag::pow2(cut as i64));
+            r = r.add_up(Mag::pow2(cut as i64));
         }
         let e = ea.min(eb);
         let m = if ea > e {
@@ -448,7 +444,7 @@ impl Ball {
     pub fn mul(&self, o: &Ball, p: usize) -> Ball {
         let ma = Mag::from_ibig_up(&self.m, self.e);
         let mb = Mag::from_ibig_up(&o.m, o.e);
-        let r = ma.mul(o.r).add(mb.mul(self.r)).add(self.r.mul(o.r));
+        let r = ma.mul_up(o.r).add_up(mb.mul_up(self.r)).add_up(self.r.mul_up(o.r));
         Ball {
             m: &self.m * &o.m,
             e: self.e + o.e,
@@ -468,7 +464,7 @@ impl Ball {
         Ball {
             m: &self.m * n,
             e: self.e,
-            r: self.r.mul(mn),
+            r: self.r.mul_up(mn),
         }
         .round(p)
     }
@@ -476,7 +472,7 @@ impl Ball {
     /// x / n for an integer n ≥ 1, the quotient rounded to `p` bits.
     pub fn div_u(&self, n: u64, p: usize) -> Ball {
         assert!(n >= 1);
-        let r = self.r.div(Mag::from_u64(n));
+        let r = self.r.div_up(Mag::from_u64(n));
         let l = self.m.bit_len();
         if l == 0 {
             return Ball {
@@ -493,7 +489,7 @@ impl Ball {
         Ball {
             m: q,
             e,
-            r: r.add(Mag::pow2(e as i64)),
+            r: r.add_up(Mag::pow2(e as i64)),
         }
         .round(p)
     }
@@ -518,12 +514,12 @@ impl Ball {
             Mag::pow2(e as i64)
         };
         // |a'/b' − a/b| ≤ (ra + |a/b|·rb)/(|b| − rb), with |a/b| ≤ |q| + unit.
-        let qa = Mag::from_ibig_up(&q, e).add(unit);
-        let prop = self.r.add(qa.mul(o.r)).div(lo);
+        let qa = Mag::from_ibig_up(&q, e).add_up(unit);
+        let prop = self.r.add_up(qa.mul_up(o.r)).div_up(lo);
         Some(Ball {
             m: q,
             e,
-            r: prop.add(unit),
+            r: prop.add_up(unit),
         }
         .round(p))
     }
@@ -547,12 +543,12 @@ impl Ball {
             Mag::ZERO
         } else {
             let root_lo = Mag::from_ibig_down(&IBig::from(root.clone()), e);
-            self.r.div(root_lo)
+            self.r.div_up(root_lo)
         };
         Some(Ball {
             m: IBig::from(root),
             e,
-            r: prop.add(unit),
+            r: prop.add_up(unit),
         }
         .round(p))
     }
@@ -566,5 +562,15 @@ impl Ball {
             // floor(m·2^-s + 1/2)
             (&self.m + (IBig::ONE << (s - 1))) >> s
         }
+    }
+}
+
+impl Neg for Ball {
+    type Output = Ball;
+
+    /// −x (exact: the radius stays).
+    fn neg(mut self) -> Ball {
+        self.m = -self.m;
+        self
     }
 }

@@ -14,6 +14,8 @@
 //! both formats; they are answered exactly as ±∞ or ±0, which every format rounds them to.
 //! Big's exponent is a machine integer, so the exact value could not be held anyway.
 
+use std::ops::Neg;
+
 use dashu_base::{BitTest, CubicRoot, SquareRootRem, UnsignedAbs};
 use dashu_int::{IBig, UBig};
 use mantissa_num::big::{self, Big};

@@ -18,6 +18,8 @@
 //! accuracy) gives y; then two enclosures prove erf(y − δ) < x < erf(y + δ), and erfinv x is
 //! y within δ.
 
+use std::ops::Neg;
+
 use dashu_int::IBig;
 use mantissa_num::big::{self, Big};
 
@@ -152,7 +154,7 @@ pub fn erfc_ball(x: &Ball, w: usize) -> Ball {
 fn erf_alternating(x: &Ball, w: usize) -> Ball {
     let w = w + 8;
     let x2 = x.sqr(w);
-    let target = x.abs_down().mul(Mag::pow2(-(w as i64) - 4));
+    let target = x.abs_down().mul_up(Mag::pow2(-(w as i64) - 4));
     // p_k = x^(2k+1)/k!, term_k = p_k/(2k+1).
     let mut p = x.clone();
     let mut sum = x.clone();
@@ -189,7 +191,7 @@ fn erf_positive(x: &Ball, w: usize) -> Ball {
         t = t.mul(&a, w).div_u(2 * k + 1, w);
         let tu = t.abs_up();
         let ratio_ok = af / (2 * k + 3) as f64 <= 0.49;
-        let small = tu.le(sum.abs_down().mul(Mag::pow2(-(w as i64) - 4)));
+        let small = tu.le(sum.abs_down().mul_up(Mag::pow2(-(w as i64) - 4)));
         if ratio_ok && (small || tu.is_zero()) {
             sum = sum.add_err(tu.mul_2k(1));
             break;

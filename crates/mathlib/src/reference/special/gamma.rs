@@ -170,7 +170,7 @@ fn stirling(z: &Ball, w: usize) -> Ball {
         .mul(&lnz, w)
         .sub(&z.clone().round(w), w)
         .add(&constant(K::HalfLn2Pi, w), w);
-    let target = main.abs_up().mul(Mag::pow2(-(w as i64) - 4));
+    let target = main.abs_up().mul_up(Mag::pow2(-(w as i64) - 4));
     let Some(iz) = Ball::one().div(z, w) else {
         return Ball::useless();
     };

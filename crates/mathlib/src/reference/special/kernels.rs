@@ -9,6 +9,7 @@
 //! precondition with [`Ball::useless`], which the retry loops meet with more precision.
 
 use std::collections::HashMap;
+use std::ops::Neg;
 use std::sync::{Mutex, OnceLock};
 
 use dashu_int::IBig;
@@ -122,7 +123,7 @@ pub fn sin_pi(x: &Ball, w: usize) -> Ball {
     let w = w + 8;
     let y = constant(K::Pi, w).mul(&t, w);
     let y2 = y.sqr(w);
-    let target = y.abs_down().mul(Mag::pow2(-(w as i64) - 4));
+    let target = y.abs_down().mul_up(Mag::pow2(-(w as i64) - 4));
     let mut sum = y.clone();
     let mut p = y;
     let mut k: u64 = 1;
