@@ -216,180 +216,109 @@ mod c {
     }
 }
 
-/// The functions only the C library provides, in f32; None off Linux.
-#[cfg(target_os = "linux")]
-fn c_only_f32(f: Function, x: f32) -> Option<f32> {
-    Some(match f {
-        Function::Erf => c::erf32(x),
-        Function::Erfc => c::erfc32(x),
-        Function::Lgamma => c::lgamma32(x),
-        Function::Tgamma => c::tgamma32(x),
-        Function::Exp10 => c::exp10_32(x),
-        _ => return None,
-    })
+/// Rust's std spells every method alike for f32 and f64, so one body serves both types; the
+/// functions std lacks (erf, erfc, lgamma, tgamma, exp10) come from the C library, whose names
+/// differ by type.
+macro_rules! std_and_c {
+    ($std:ident, $c_only:ident, $t:ty, $erf:ident, $erfc:ident, $lgamma:ident, $tgamma:ident,
+     $exp10:ident) => {
+        /// The functions only the C library provides; None off Linux.
+        #[cfg(target_os = "linux")]
+        fn $c_only(f: Function, x: $t) -> Option<$t> {
+            Some(match f {
+                Function::Erf => c::$erf(x),
+                Function::Erfc => c::$erfc(x),
+                Function::Lgamma => c::$lgamma(x),
+                Function::Tgamma => c::$tgamma(x),
+                Function::Exp10 => c::$exp10(x),
+                _ => return None,
+            })
+        }
+
+        #[cfg(not(target_os = "linux"))]
+        fn $c_only(_f: Function, _x: $t) -> Option<$t> {
+            None
+        }
+
+        fn $std(f: Function, x: $t, y: $t) -> Option<$t> {
+            use Function::*;
+            Some(match f {
+                Sin => x.sin(),
+                Cos => x.cos(),
+                Tan => x.tan(),
+                Asin => x.asin(),
+                Acos => x.acos(),
+                Atan => x.atan(),
+                // C's atan2(x, y) has x as the ordinate; Rust's receiver is the ordinate.
+                Atan2 => x.atan2(y),
+                Sinh => x.sinh(),
+                Cosh => x.cosh(),
+                Tanh => x.tanh(),
+                Asinh => x.asinh(),
+                Acosh => x.acosh(),
+                Atanh => x.atanh(),
+                Exp => x.exp(),
+                Exp2 => x.exp2(),
+                Expm1 => x.exp_m1(),
+                Log => x.ln(),
+                Log2 => x.log2(),
+                Log10 => x.log10(),
+                Log1p => x.ln_1p(),
+                Pow => x.powf(y),
+                Sqrt => x.sqrt(),
+                Cbrt => x.cbrt(),
+                Hypot => x.hypot(y),
+                Div => x / y,
+                Erf | Erfc | Lgamma | Tgamma | Exp10 => return $c_only(f, x),
+                Rsqrt | Erfinv => return None,
+            })
+        }
+    };
 }
 
-#[cfg(not(target_os = "linux"))]
-fn c_only_f32(_f: Function, _x: f32) -> Option<f32> {
-    None
+std_and_c!(std_f32, c_only_f32, f32, erf32, erfc32, lgamma32, tgamma32, exp10_32);
+std_and_c!(std_f64, c_only_f64, f64, erf64, erfc64, lgamma64, tgamma64, exp10_64);
+
+/// The libm crate's functions, one row per function with its f32 and f64 names (musl's: the
+/// f32 one is the f64 one with an `f`).
+macro_rules! libm_table {
+    (unary { $($u:ident => $u32:ident, $u64:ident;)* }
+     binary { $($b:ident => $b32:ident, $b64:ident;)* }) => {
+        fn libm_f32(f: Function, x: f32, y: f32) -> Option<f32> {
+            Some(match f {
+                $(Function::$u => libm::$u32(x),)*
+                $(Function::$b => libm::$b32(x, y),)*
+                // The reentrant form, for the same reason as in C (no shared sign state).
+                Function::Lgamma => libm::lgammaf_r(x).0,
+                Function::Rsqrt | Function::Erfinv | Function::Div => return None,
+            })
+        }
+
+        fn libm_f64(f: Function, x: f64, y: f64) -> Option<f64> {
+            Some(match f {
+                $(Function::$u => libm::$u64(x),)*
+                $(Function::$b => libm::$b64(x, y),)*
+                Function::Lgamma => libm::lgamma_r(x).0,
+                Function::Rsqrt | Function::Erfinv | Function::Div => return None,
+            })
+        }
+    };
 }
 
-/// The functions only the C library provides, in f64; None off Linux.
-#[cfg(target_os = "linux")]
-fn c_only_f64(f: Function, x: f64) -> Option<f64> {
-    Some(match f {
-        Function::Erf => c::erf64(x),
-        Function::Erfc => c::erfc64(x),
-        Function::Lgamma => c::lgamma64(x),
-        Function::Tgamma => c::tgamma64(x),
-        Function::Exp10 => c::exp10_64(x),
-        _ => return None,
-    })
-}
-
-#[cfg(not(target_os = "linux"))]
-fn c_only_f64(_f: Function, _x: f64) -> Option<f64> {
-    None
-}
-
-fn std_f32(f: Function, x: f32, y: f32) -> Option<f32> {
-    use Function::*;
-    Some(match f {
-        Sin => x.sin(),
-        Cos => x.cos(),
-        Tan => x.tan(),
-        Asin => x.asin(),
-        Acos => x.acos(),
-        Atan => x.atan(),
-        // C's atan2(x, y) has x as the ordinate; Rust's receiver is the ordinate.
-        Atan2 => x.atan2(y),
-        Sinh => x.sinh(),
-        Cosh => x.cosh(),
-        Tanh => x.tanh(),
-        Asinh => x.asinh(),
-        Acosh => x.acosh(),
-        Atanh => x.atanh(),
-        Exp => x.exp(),
-        Exp2 => x.exp2(),
-        Expm1 => x.exp_m1(),
-        Log => x.ln(),
-        Log2 => x.log2(),
-        Log10 => x.log10(),
-        Log1p => x.ln_1p(),
-        Pow => x.powf(y),
-        Sqrt => x.sqrt(),
-        Cbrt => x.cbrt(),
-        Hypot => x.hypot(y),
-        Div => x / y,
-        Erf | Erfc | Lgamma | Tgamma | Exp10 => return c_only_f32(f, x),
-        Rsqrt | Erfinv => return None,
-    })
-}
-
-fn std_f64(f: Function, x: f64, y: f64) -> Option<f64> {
-    use Function::*;
-    Some(match f {
-        Sin => x.sin(),
-        Cos => x.cos(),
-        Tan => x.tan(),
-        Asin => x.asin(),
-        Acos => x.acos(),
-        Atan => x.atan(),
-        Atan2 => x.atan2(y),
-        Sinh => x.sinh(),
-        Cosh => x.cosh(),
-        Tanh => x.tanh(),
-        Asinh => x.asinh(),
-        Acosh => x.acosh(),
-        Atanh => x.atanh(),
-        Exp => x.exp(),
-        Exp2 => x.exp2(),
-        Expm1 => x.exp_m1(),
-        Log => x.ln(),
-        Log2 => x.log2(),
-        Log10 => x.log10(),
-        Log1p => x.ln_1p(),
-        Pow => x.powf(y),
-        Sqrt => x.sqrt(),
-        Cbrt => x.cbrt(),
-        Hypot => x.hypot(y),
-        Div => x / y,
-        Erf | Erfc | Lgamma | Tgamma | Exp10 => return c_only_f64(f, x),
-        Rsqrt | Erfinv => return None,
-    })
-}
-
-fn libm_f32(f: Function, x: f32, y: f32) -> Option<f32> {
-    use Function::*;
-    Some(match f {
-        Sin => libm::sinf(x),
-        Cos => libm::cosf(x),
-        Tan => libm::tanf(x),
-        Asin => libm::asinf(x),
-        Acos => libm::acosf(x),
-        Atan => libm::atanf(x),
-        Atan2 => libm::atan2f(x, y),
-        Sinh => libm::sinhf(x),
-        Cosh => libm::coshf(x),
-        Tanh => libm::tanhf(x),
-        Asinh => libm::asinhf(x),
-        Acosh => libm::acoshf(x),
-        Atanh => libm::atanhf(x),
-        Exp => libm::expf(x),
-        Exp2 => libm::exp2f(x),
-        Exp10 => libm::exp10f(x),
-        Expm1 => libm::expm1f(x),
-        Log => libm::logf(x),
-        Log2 => libm::log2f(x),
-        Log10 => libm::log10f(x),
-        Log1p => libm::log1pf(x),
-        Pow => libm::powf(x, y),
-        Sqrt => libm::sqrtf(x),
-        Cbrt => libm::cbrtf(x),
-        Hypot => libm::hypotf(x, y),
-        Erf => libm::erff(x),
-        Erfc => libm::erfcf(x),
-        // The reentrant form, for the same reason as in C (no shared sign state).
-        Lgamma => libm::lgammaf_r(x).0,
-        Tgamma => libm::tgammaf(x),
-        Rsqrt | Erfinv | Div => return None,
-    })
-}
-
-fn libm_f64(f: Function, x: f64, y: f64) -> Option<f64> {
-    use Function::*;
-    Some(match f {
-        Sin => libm::sin(x),
-        Cos => libm::cos(x),
-        Tan => libm::tan(x),
-        Asin => libm::asin(x),
-        Acos => libm::acos(x),
-        Atan => libm::atan(x),
-        Atan2 => libm::atan2(x, y),
-        Sinh => libm::sinh(x),
-        Cosh => libm::cosh(x),
-        Tanh => libm::tanh(x),
-        Asinh => libm::asinh(x),
-        Acosh => libm::acosh(x),
-        Atanh => libm::atanh(x),
-        Exp => libm::exp(x),
-        Exp2 => libm::exp2(x),
-        Exp10 => libm::exp10(x),
-        Expm1 => libm::expm1(x),
-        Log => libm::log(x),
-        Log2 => libm::log2(x),
-        Log10 => libm::log10(x),
-        Log1p => libm::log1p(x),
-        Pow => libm::pow(x, y),
-        Sqrt => libm::sqrt(x),
-        Cbrt => libm::cbrt(x),
-        Hypot => libm::hypot(x, y),
-        Erf => libm::erf(x),
-        Erfc => libm::erfc(x),
-        Lgamma => libm::lgamma_r(x).0,
-        Tgamma => libm::tgamma(x),
-        Rsqrt | Erfinv | Div => return None,
-    })
+libm_table! {
+    unary {
+        Sin => sinf, sin; Cos => cosf, cos; Tan => tanf, tan;
+        Asin => asinf, asin; Acos => acosf, acos; Atan => atanf, atan;
+        Sinh => sinhf, sinh; Cosh => coshf, cosh; Tanh => tanhf, tanh;
+        Asinh => asinhf, asinh; Acosh => acoshf, acosh; Atanh => atanhf, atanh;
+        Exp => expf, exp; Exp2 => exp2f, exp2; Exp10 => exp10f, exp10; Expm1 => expm1f, expm1;
+        Log => logf, log; Log2 => log2f, log2; Log10 => log10f, log10; Log1p => log1pf, log1p;
+        Sqrt => sqrtf, sqrt; Cbrt => cbrtf, cbrt;
+        Erf => erff, erf; Erfc => erfcf, erfc; Tgamma => tgammaf, tgamma;
+    }
+    binary {
+        Atan2 => atan2f, atan2; Pow => powf, pow; Hypot => hypotf, hypot;
+    }
 }
 
 #[cfg(test)]

@@ -164,6 +164,15 @@ impl Function {
         })
     }
 
+    /// Whether the reference is one of the special functions (erf, erfc, erfinv, lgamma,
+    /// tgamma: `reference::special`) rather than an elementary one.
+    pub fn is_special(self) -> bool {
+        matches!(
+            self,
+            Function::Erf | Function::Erfc | Function::Erfinv | Function::Lgamma | Function::Tgamma
+        )
+    }
+
     /// Number of arguments: 1, or 2 for atan2, pow, hypot and div.
     pub fn arity(self) -> usize {
         match self {

@@ -14,19 +14,17 @@
 //! both formats; they are answered exactly as ±∞ or ±0, which every format rounds them to.
 //! Big's exponent is a machine integer, so the exact value could not be held anyway.
 
-mod ball;
-mod consts;
-mod series;
+use std::ops::Neg;
 
 use dashu_base::{BitTest, CubicRoot, SquareRootRem, UnsignedAbs};
 use dashu_int::{IBig, UBig};
 use mantissa_num::big::{self, Big};
 
-use super::Approx;
+use super::ball::{self, Ball, EXACT};
+use super::series::{self, atan_ball, atanh_series, exp_ball, expm1_core, log1p_ball, log_ball};
+use super::{consts, Approx};
 use crate::format::Exact;
 use crate::functions::Function;
-use ball::{Ball, EXACT};
-use series::{atan_ball, atanh_series, exp_ball, expm1_core, log1p_ball, log_ball};
 
 /// Guard bits of the working precision over the requested one: covers the roundings of a few
 /// dozen operations and the doubling steps of the kernels with room to spare (the radius is

@@ -12,8 +12,15 @@
 //! - [`elementary`]: exp, exp2, exp10, expm1, log, log2, log10, log1p, pow, sqrt, rsqrt, cbrt,
 //!   hypot, div, the trigonometric, inverse trigonometric and hyperbolic functions.
 //! - [`special`]: erf, erfc, erfinv, lgamma, tgamma.
+//!
+//! Both are built on the same pieces: [`ball`] arithmetic (a midpoint and a rigorous radius),
+//! the cached constants of [`consts`] (π, ln 2, ln 10) and the exp/log/trigonometric kernels
+//! of [`series`].
 
+pub mod ball;
+pub mod consts;
 pub mod elementary;
+pub mod series;
 pub mod special;
 
 use mantissa_num::big::Big;
@@ -68,11 +75,10 @@ pub const MAX_BITS: usize = 16_384;
 /// when it is not enough). `args` has `f.arity()` finite-or-special f64 values (f32 inputs come
 /// widened, exactly).
 pub fn approx(f: Function, args: &[f64], prec: usize) -> Approx {
-    match f {
-        Function::Erf | Function::Erfc | Function::Erfinv | Function::Lgamma | Function::Tgamma => {
-            special::approx(f, args, prec)
-        }
-        _ => elementary::approx(f, args, prec),
+    if f.is_special() {
+        special::approx(f, args, prec)
+    } else {
+        elementary::approx(f, args, prec)
     }
 }
 

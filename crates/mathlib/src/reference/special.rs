@@ -1,17 +1,19 @@
 //! Enclosures of erf, erfc, erfinv, lgamma and tgamma (see the module docs of [`super`]).
 //!
-//! Everything is computed in ball arithmetic ([`ball`]): a midpoint and a rigorous radius
-//! that collects rounding errors, series remainders and the errors of constants, so the error
-//! bound handed to the driver is the radius of the final ball (plus the rounding of the
-//! returned value, see [`finalize`]). Each function evaluates at a working precision a little
-//! above the one asked for and, when the ball comes out too wide relative to its midpoint
-//! (cancellation near a zero of lgamma, 1 − erf for erfc, …), evaluates again with the missing
-//! bits added ([`refine`]), so that the driver's first precision usually suffices and the
-//! result is relative even near zeros of the function.
+//! Everything is computed in ball arithmetic ([`ball`](super::ball), shared with the elementary
+//! functions): a midpoint and a rigorous radius that collects rounding errors, series
+//! remainders and the errors of constants, so the error bound handed to the driver is the
+//! radius of the final ball (plus the rounding of the returned value, see [`finalize`]). Each
+//! function evaluates at a working precision a little above the one asked for and, when the
+//! ball comes out too wide relative to its midpoint (cancellation near a zero of lgamma,
+//! 1 − erf for erfc, …), evaluates again with the missing bits added ([`refine`]), so that the
+//! driver's first precision usually suffices and the result is relative even near zeros of
+//! the function.
 //!
-//! What is trusted (and tested in `tests/reference_special.rs`): dashu's `+ − × ÷` within one
-//! ulp of the working precision, its `sqrt` and π within two ulps. Everything else (exp, ln,
-//! sin(πx), ln 2, the Bernoulli numbers) is computed here with explicit remainder bounds.
+//! Of dashu's floating-point arithmetic only the final rounding of [`finalize`] is relied on:
+//! balls round their integer midpoints themselves, π, ln 2, exp and ln are the elementary
+//! functions' ([`consts`](super::consts), [`series`](super::series)), and sin(πx) and the
+//! Bernoulli numbers are computed here, all with explicit remainder bounds.
 //!
 //! Per function (x the argument, w the working precision):
 //! - erf, erfc ([`erf`]): Maclaurin series for |x| ≤ 1 (alternating: tail ≤ first omitted
@@ -32,14 +34,13 @@
 //!   ln Γ to as many more bits as its integer part has. Γ(n) = (n−1)! exactly for integers
 //!   n ≤ 1024; Γ(x) for |x| ≥ 8192 is the stand-in ±2^(±65536) (see [`gamma::tgamma`]).
 
-pub mod ball;
 pub mod erf;
 pub mod gamma;
 pub mod kernels;
 
 use mantissa_num::big;
 
-use self::ball::{top, Ball};
+use super::ball::Ball;
 use super::Approx;
 use crate::functions::Function;
 
@@ -64,11 +65,11 @@ pub fn refine(prec: usize, mut compute: impl FnMut(usize) -> Ball) -> Approx {
     let cap = 2 * prec + 256;
     loop {
         let b = compute(w);
-        let missing = match (top(&b.mid), b.rad.ceil_log2()) {
+        let missing = match (b.exponent(), b.r.log2_ceil()) {
             (_, None) => 0,
             (None, Some(_)) => w,
             (Some(e), Some(l)) => {
-                let have = e - l;
+                let have = e as i64 - l;
                 (prec as i64 + 2 - have).max(0) as usize
             }
         };
@@ -89,18 +90,19 @@ pub fn refine(prec: usize, mut compute: impl FnMut(usize) -> Ball) -> Approx {
 /// returned is 2^(L+1) ≥ rad + 2^(L−3).
 pub fn finalize(b: Ball, prec: usize) -> Approx {
     let floor = |e: i64| e - 2 * prec as i64 - 64;
-    match top(&b.mid) {
+    match b.exponent() {
         None => {
-            let l = b.rad.ceil_log2().unwrap_or(-(prec as i64) - 64);
+            let l = b.r.log2_ceil().unwrap_or(-(prec as i64) - 64);
             Approx::Near {
-                value: big::with_bits(b.mid, 8),
+                value: big::with_bits(b.mid_big(), 8),
                 err_log2: (l + 1) as isize,
             }
         }
         Some(e) => {
-            let l = b.rad.ceil_log2().unwrap_or(i64::MIN).max(floor(e));
+            let e = e as i64;
+            let l = b.r.log2_ceil().unwrap_or(i64::MIN).max(floor(e));
             let bits = (e - l + 4).max(8) as usize;
-            let value = big::with_bits(b.mid, bits);
+            let value = big::with_bits(b.mid_big(), bits);
             Approx::Near {
                 value,
                 err_log2: (l + 1) as isize,

@@ -18,12 +18,15 @@
 //! accuracy) gives y; then two enclosures prove erf(y − δ) < x < erf(y + δ), and erfinv x is
 //! y within δ.
 
+use std::ops::Neg;
+
+use dashu_int::IBig;
 use mantissa_num::big::{self, Big};
 
-use super::ball::{approx_f64, exact_mul, exact_sub, int, is_neg, shl, top, Ball, Ctx, Mag};
 use super::kernels::{constant, exp, K};
 use super::{finalize, refine};
 use crate::format::Exact;
+use crate::reference::ball::{Ball, Mag, EXACT};
 use crate::reference::Approx;
 
 /// From this x on, erfc(x) < e^(−x²) < 2^(−94_000) is replaced by the stand-in 2^(−65536).
@@ -36,13 +39,13 @@ pub fn erf(x: f64, prec: usize) -> Approx {
         return Approx::Exact(Exact::NaN);
     }
     if x.is_infinite() {
-        return Approx::Exact(Exact::Finite(int(if x > 0.0 { 1 } else { -1 })));
+        return Approx::Exact(Exact::Finite(big::exact(x.signum())));
     }
     if x == 0.0 {
         return Approx::Exact(Exact::Finite(Big::ZERO));
     }
-    let xb = big::exact(x.abs());
-    let approx = refine(prec, |w| erf_ball(&xb, Ctx::new(w)));
+    let xb = Ball::from_f64(x.abs());
+    let approx = refine(prec, |w| erf_ball(&xb, w));
     if x < 0.0 {
         negate(approx)
     } else {
@@ -67,27 +70,24 @@ pub fn erfc(x: f64, prec: usize) -> Approx {
         return Approx::Exact(Exact::Finite(Big::ZERO));
     }
     if x == f64::NEG_INFINITY {
-        return Approx::Exact(Exact::Finite(int(2)));
+        return Approx::Exact(Exact::Finite(big::exact(2.0)));
     }
     if x == 0.0 {
-        return Approx::Exact(Exact::Finite(int(1)));
+        return Approx::Exact(Exact::Finite(big::exact(1.0)));
     }
     if x >= ERFC_HUGE {
         let tiny = Big::from_repr(
-            dashu_float::Repr::new(dashu_int::IBig::ONE, -65536),
+            dashu_float::Repr::new(IBig::ONE, -65536),
             dashu_float::Context::new(64),
         );
         return Approx::Exact(Exact::Finite(tiny));
     }
-    let xb = big::exact(x.abs());
+    let xb = Ball::from_f64(x.abs());
     if x > 0.0 {
-        refine(prec, |w| erfc_ball(&xb, Ctx::new(w)))
+        refine(prec, |w| erfc_ball(&xb, w))
     } else {
         // erfc(−a) = 1 + erf(a), in (1, 2): no cancellation.
-        refine(prec, |w| {
-            let c = Ctx::new(w);
-            c.add(&Ball::exact(int(1)), &erf_ball(&xb, c))
-        })
+        refine(prec, |w| Ball::one().add(&erf_ball(&xb, w), w))
     }
 }
 
@@ -107,135 +107,133 @@ fn negate(a: Approx) -> Approx {
 
 /// erf(x) for an exact x > 0, with absolute (hence relative, erf x ≥ erf' · x/2 … ≥ 0.5 x for
 /// x ≤ 1) radius about 2^-w.
-pub fn erf_ball(x: &Big, c: Ctx) -> Ball {
-    let xf = approx_f64(x);
+pub fn erf_ball(x: &Ball, w: usize) -> Ball {
+    let xf = x.to_f64();
     if xf <= 1.0 {
-        return erf_alternating(x, c);
+        return erf_alternating(x, w);
     }
-    let w = c.w as f64;
+    let wf = w as f64;
     let capped = xf.min(ERFC_HUGE);
-    if 1.44 * capped * capped > 2.0 * w + 64.0 {
+    if 1.44 * capped * capped > 2.0 * wf + 64.0 {
         // erfc x ≤ e^(−x²)/(x√π) < 2^(−1.44 x²) (x ≥ 1, and 1.44 < log2 e by enough to cover
         // the f64 rounding of x²).
         let bound = Mag::pow2(-(1.44 * capped * capped).floor() as i64);
-        return Ball {
-            mid: int(1),
-            rad: bound,
-        };
+        return Ball::one().add_err(bound);
     }
-    if 2.88 * xf * xf >= w + 16.0 {
+    if 2.88 * xf * xf >= wf + 16.0 {
         // erfc's relative error e^(−x²) times erfc ≈ e^(−x²) is below 2^-w.
-        return c.sub(&Ball::exact(int(1)), &erfc_asymptotic(x, c));
+        return Ball::one().sub(&erfc_asymptotic(x, w), w);
     }
-    erf_positive(x, c)
+    erf_positive(x, w)
 }
 
 /// erfc(x) for an exact x > 0 (in practice below 256, or the exponent of the result and
 /// the reduction e^(−x²) grow with x²), with relative radius about 2^-w.
-pub fn erfc_ball(x: &Big, c: Ctx) -> Ball {
-    let xf = approx_f64(x);
+pub fn erfc_ball(x: &Ball, w: usize) -> Ball {
+    let xf = x.to_f64();
     if xf <= 0.5 {
         // erfc ≥ 0.47 here: 1 − erf loses at most a bit.
-        let cw = Ctx::new(c.w + 4);
-        return cw.sub(&Ball::exact(int(1)), &erf_alternating(x, cw));
+        let w = w + 4;
+        return Ball::one().sub(&erf_alternating(x, w), w);
     }
-    if 1.44 * xf * xf >= c.w as f64 + 8.0 {
-        return erfc_asymptotic(x, c);
+    if 1.44 * xf * xf >= w as f64 + 8.0 {
+        return erfc_asymptotic(x, w);
     }
     // erf x = 1 − erfc x with erfc x ≈ e^(−x²)/(x√π): 1.45 x² extra bits absorb the
     // cancellation (the retry loop adds more if this estimate falls short).
-    let extra = (1.45 * xf * xf).ceil() as usize + 8;
-    let cw = Ctx::new(c.w + extra);
+    let w = w + (1.45 * xf * xf).ceil() as usize + 8;
     let e = if xf <= 1.0 {
-        erf_alternating(x, cw)
+        erf_alternating(x, w)
     } else {
-        erf_positive(x, cw)
+        erf_positive(x, w)
     };
-    cw.sub(&Ball::exact(int(1)), &e)
+    Ball::one().sub(&e, w)
 }
 
 /// erf by its alternating Maclaurin series, for 0 < x ≤ 1.
-fn erf_alternating(x: &Big, c: Ctx) -> Ball {
-    let cw = Ctx::new(c.w + 8);
-    let xb = Ball::exact(x.clone());
-    let x2 = cw.sqr(&xb);
-    let target = Mag::of_big_lower(x) * Mag::pow2(-(cw.w as i64) - 4);
+fn erf_alternating(x: &Ball, w: usize) -> Ball {
+    let w = w + 8;
+    let x2 = x.sqr(w);
+    let target = x.abs_down().mul_up(Mag::pow2(-(w as i64) - 4));
     // p_k = x^(2k+1)/k!, term_k = p_k/(2k+1).
-    let mut p = xb.clone();
-    let mut sum = xb;
+    let mut p = x.clone();
+    let mut sum = x.clone();
     let mut k: u64 = 1;
     loop {
-        p = cw.div_int(&cw.mul(&p, &x2), k);
-        let t = cw.div_int(&p, 2 * k + 1);
-        let tu = t.upper();
-        if tu <= target || tu.is_zero() {
-            sum = sum.widen(tu);
+        p = p.mul(&x2, w).div_u(k, w);
+        let t = p.div_u(2 * k + 1, w);
+        let tu = t.abs_up();
+        if tu.le(target) || tu.is_zero() {
+            sum = sum.add_err(tu);
             break;
         }
         sum = if k % 2 == 1 {
-            cw.sub(&sum, &t)
+            sum.sub(&t, w)
         } else {
-            cw.add(&sum, &t)
+            sum.add(&t, w)
         };
         k += 1;
     }
-    cw.mul(&constant(K::TwoOverSqrtPi, cw.w), &sum)
+    constant(K::TwoOverSqrtPi, w).mul(&sum, w)
 }
 
 /// erf by the positive series (2/√π) x e^(−x²) Σ (2x²)^k/(2k+1)!!.
-fn erf_positive(x: &Big, c: Ctx) -> Ball {
-    let cw = Ctx::new(c.w + 12);
-    let xx = exact_mul(x, x);
-    let a = cw.round(&shl(&xx, 1));
-    let af = approx_f64(&a.mid);
-    let mut t = Ball::exact(int(1));
+fn erf_positive(x: &Ball, w: usize) -> Ball {
+    let w = w + 12;
+    let xx = x.sqr(EXACT);
+    let a = xx.clone().mul_2k(1).round(w);
+    let af = a.to_f64();
+    let mut t = Ball::one();
     let mut sum = t.clone();
     let mut k: u64 = 1;
     // Stop once the terms are below 2^-(w+4) of the sum and shrinking at least twofold.
     loop {
-        t = cw.div_int(&cw.mul(&t, &a), 2 * k + 1);
-        let tu = t.upper();
+        t = t.mul(&a, w).div_u(2 * k + 1, w);
+        let tu = t.abs_up();
         let ratio_ok = af / (2 * k + 3) as f64 <= 0.49;
-        if ratio_ok && (tu <= sum.lower() * Mag::pow2(-(cw.w as i64) - 4) || tu.is_zero()) {
-            sum = sum.widen(tu.mul_pow2(1));
+        let small = tu.le(sum.abs_down().mul_up(Mag::pow2(-(w as i64) - 4)));
+        if ratio_ok && (small || tu.is_zero()) {
+            sum = sum.add_err(tu.mul_2k(1));
             break;
         }
-        sum = cw.add(&sum, &t);
+        sum = sum.add(&t, w);
         k += 1;
     }
-    let e = exp(&Ball::exact(-xx), cw);
-    let f = cw.mul(&constant(K::TwoOverSqrtPi, cw.w), &Ball::exact(x.clone()));
-    cw.mul(&cw.mul(&f, &e), &sum)
+    let e = exp(&xx.neg(), w);
+    let f = constant(K::TwoOverSqrtPi, w).mul(x, w);
+    f.mul(&e, w).mul(&sum, w)
 }
 
 /// erfc by its asymptotic series (see the module docs), for x with 1.44 x² ≳ w.
-fn erfc_asymptotic(x: &Big, c: Ctx) -> Ball {
-    let cw = Ctx::new(c.w + 12);
-    let xx = exact_mul(x, x);
-    let inv2x2 = cw.div(&Ball::exact(int(1)), &Ball::exact(shl(&xx, 1)));
-    let xxf = approx_f64(&xx);
-    let target = Mag::pow2(-(cw.w as i64) - 4);
-    let mut u = Ball::exact(int(1));
+fn erfc_asymptotic(x: &Ball, w: usize) -> Ball {
+    let w = w + 12;
+    let xx = x.sqr(EXACT);
+    let Some(inv2x2) = Ball::one().div(&xx.clone().mul_2k(1), w) else {
+        return Ball::useless();
+    };
+    let xxf = xx.to_f64();
+    let target = Mag::pow2(-(w as i64) - 4);
+    let mut u = Ball::one();
     let mut sum = u.clone();
     let mut m: u64 = 1;
     loop {
-        u = cw.mul(&cw.mul_int(&u, (2 * m - 1) as i64), &inv2x2);
-        let uu = u.upper();
+        u = u.mul_int(&IBig::from(2 * m - 1), w).mul(&inv2x2, w);
+        let uu = u.abs_up();
         // Past m ≈ x² the terms grow: stop there whatever the size (the bound stays valid).
-        if uu <= target || uu.is_zero() || (2 * m + 1) as f64 > 2.0 * xxf {
-            sum = sum.widen(uu);
+        if uu.le(target) || uu.is_zero() || (2 * m + 1) as f64 > 2.0 * xxf {
+            sum = sum.add_err(uu);
             break;
         }
         sum = if m % 2 == 1 {
-            cw.sub(&sum, &u)
+            sum.sub(&u, w)
         } else {
-            cw.add(&sum, &u)
+            sum.add(&u, w)
         };
         m += 1;
     }
-    let e = exp(&Ball::exact(-xx), cw);
-    let d = cw.mul(&constant(K::SqrtPi, cw.w), &Ball::exact(x.clone()));
-    cw.div(&cw.mul(&e, &sum), &d)
+    let e = exp(&xx.neg(), w);
+    let d = constant(K::SqrtPi, w).mul(x, w);
+    e.mul(&sum, w).div(&d, w).unwrap_or_else(Ball::useless)
 }
 
 /// erfinv(x).
@@ -271,9 +269,9 @@ fn erfinv_bracket(a: f64, prec: usize) -> Option<Ball> {
     let use_c = a > 0.5;
     // The target: a itself, or c = 1 − a (exact: a is a double in (½, 1)).
     let target = if use_c {
-        exact_sub(&int(1), &big::exact(a))
+        Ball::one().sub(&Ball::from_f64(a), EXACT)
     } else {
-        big::exact(a)
+        Ball::from_f64(a)
     };
     let mut y = initial_guess(a, &target, use_c);
     let mut bits = 40usize;
@@ -283,47 +281,49 @@ fn erfinv_bracket(a: f64, prec: usize) -> Option<Ball> {
         y = newton_step(&y, &target, use_c, bits + 16);
     }
     for attempt in 0..4 {
-        let ty = top(&y)?;
-        let delta = big::exact(1.0) << (ty - prec as i64 - 8) as isize;
-        let lo = exact_sub(&y, &delta);
-        let hi = super::ball::exact_add(&y, &delta);
-        let c = Ctx::new(prec + 32 + 32 * attempt);
+        let de = y.exponent()? - prec as isize - 8;
+        let delta = Ball::exact(IBig::ONE, de);
+        let lo = y.sub(&delta, EXACT);
+        let hi = y.add(&delta, EXACT);
+        let w = prec + 32 + 32 * attempt;
         let ok = if use_c {
             // erfc decreases: erfc(lo) > c > erfc(hi).
-            is_above(&erfc_ball(&lo, c), &target) && is_below(&erfc_ball(&hi, c), &target)
+            is_above(&erfc_ball(&lo, w), &target) && is_below(&erfc_ball(&hi, w), &target)
         } else {
-            is_below(&erf_ball(&lo, c), &target) && is_above(&erf_ball(&hi, c), &target)
+            is_below(&erf_ball(&lo, w), &target) && is_above(&erf_ball(&hi, w), &target)
         };
         if ok {
-            return Some(Ball {
-                mid: y,
-                rad: Mag::of_big_upper(&delta),
-            });
+            return Some(y.add_err(Mag::pow2(de as i64)));
         }
         y = newton_step(&y, &target, use_c, goal + 32 * (attempt + 1));
     }
     None
 }
 
-/// Whether every point of b is < t.
-fn is_below(b: &Ball, t: &Big) -> bool {
-    // t − mid > rad.
-    let d = exact_sub(t, &b.mid);
-    !is_neg(&d) && Mag::of_big_lower(&d) > b.rad
+/// The midpoint of b as an exact ball.
+fn mid(b: &Ball) -> Ball {
+    Ball::exact(b.m.clone(), b.e)
 }
 
-/// Whether every point of b is > t.
-fn is_above(b: &Ball, t: &Big) -> bool {
-    let d = exact_sub(&b.mid, t);
-    !is_neg(&d) && Mag::of_big_lower(&d) > b.rad
+/// Whether every point of b is < t (t exact).
+fn is_below(b: &Ball, t: &Ball) -> bool {
+    // t − mid > rad.
+    let d = t.sub(&mid(b), EXACT);
+    !d.is_negative() && !d.abs_down().le(b.r)
+}
+
+/// Whether every point of b is > t (t exact).
+fn is_above(b: &Ball, t: &Ball) -> bool {
+    let d = mid(b).sub(t, EXACT);
+    !d.is_negative() && !d.abs_down().le(b.r)
 }
 
 /// A starting point good to about 40 bits: Newton in f64 on libm's erf/erfc (only a guess:
 /// the enclosures decide).
-fn initial_guess(a: f64, target: &Big, use_c: bool) -> Big {
+fn initial_guess(a: f64, target: &Ball, use_c: bool) -> Ball {
     const TWO_OVER_SQRT_PI: f64 = std::f64::consts::FRAC_2_SQRT_PI;
     if use_c {
-        let c = approx_f64(target);
+        let c = target.to_f64();
         let mut y = 0.4f64;
         for _ in 0..200 {
             let step = (libm::erfc(y) - c) / (TWO_OVER_SQRT_PI * (-y * y).exp());
@@ -332,7 +332,7 @@ fn initial_guess(a: f64, target: &Big, use_c: bool) -> Big {
                 break;
             }
         }
-        big::exact(y)
+        Ball::from_f64(y)
     } else {
         // Work with the ratio y/a (≈ √π/2 for small a) so that subnormal a keep their
         // relative accuracy.
@@ -342,28 +342,25 @@ fn initial_guess(a: f64, target: &Big, use_c: bool) -> Big {
                 y -= (libm::erf(y) - a) / (TWO_OVER_SQRT_PI * (-y * y).exp());
             }
         }
-        let ratio = if a > 1e-150 { y / a } else { 0.886_226_925_452_758 };
-        let r = big::exact(ratio);
-        big::with_bits(exact_mul(&big::exact(a), &r), 64)
+        let ratio = if a > 1e-150 {
+            y / a
+        } else {
+            0.886_226_925_452_758
+        };
+        mid(&Ball::from_f64(a).mul(&Ball::from_f64(ratio), 64))
     }
 }
 
-/// One Newton step y − (erf y − a)/erf'(y) (or with erfc), at w bits.
-fn newton_step(y: &Big, target: &Big, use_c: bool, w: usize) -> Big {
-    let c = Ctx::new(w);
-    let yy = exact_mul(y, y);
+/// One Newton step y − (erf y − a)/erf'(y) (or with erfc), at w bits; y and the result are
+/// exact points.
+fn newton_step(y: &Ball, target: &Ball, use_c: bool, w: usize) -> Ball {
     // 1/erf'(y) = (√π/2) e^(y²).
-    let inv_d = c.mul(
-        &exp(&Ball::exact(yy), c),
-        &constant(K::SqrtPi, w).shl(-1),
-    );
+    let inv_d = exp(&y.sqr(EXACT), w).mul(&constant(K::SqrtPi, w).mul_2k(-1), w);
     let step = if use_c {
         // erfc' = −erf': y + (erfc y − c)/erf'.
-        let g = erfc_ball(y, c);
-        c.mul(&c.sub(&g, &Ball::exact(target.clone())), &inv_d)
+        erfc_ball(y, w).sub(target, w).mul(&inv_d, w)
     } else {
-        let f = erf_ball(y, c);
-        c.mul(&c.sub(&Ball::exact(target.clone()), &f), &inv_d)
+        target.sub(&erf_ball(y, w), w).mul(&inv_d, w)
     };
-    big::with_bits(c.add(&Ball::exact(y.clone()), &step).mid, w)
+    mid(&y.add(&step, w))
 }

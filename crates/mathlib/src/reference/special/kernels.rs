@@ -1,20 +1,23 @@
-//! The elementary pieces the special functions are built from, in ball arithmetic: cached
-//! constants (π, ln 2, √π, 2/√π, ln π, ½ ln 2π), exp, ln and sin(πx).
+//! What the special functions need beyond the shared pieces, in ball arithmetic: the constants
+//! derived from π and ln 2 (√π, 2/√π, ln π, ½ ln 2π), exp and ln at a relative precision, and
+//! sin(πx).
 //!
-//! exp and ln are this module's own series (not dashu's `exp`/`ln`, whose error is not
-//! specified, and whose exp loses accuracy for large arguments because it reduces by an ln 2
-//! that is only a few bits more precise than the result). Every truncation adds a bound of
-//! the neglected tail to the radius.
+//! π and ln 2 themselves come from [`consts`] and exp and ln from [`series`], the same code the
+//! elementary functions use: integer series with explicit remainder bounds, so no constant or
+//! kernel of dashu is trusted. The functions here only state their precision the way the
+//! special functions ask for it (`w` bits relative to the result) and answer a failed
+//! precondition with [`Ball::useless`], which the retry loops meet with more precision.
 
 use std::collections::HashMap;
+use std::ops::Neg;
 use std::sync::{Mutex, OnceLock};
 
-use dashu_float::{round::mode::HalfEven, Context};
-use mantissa_num::big::Big;
+use dashu_int::IBig;
 
-use super::ball::{dyadic, exact_add, exact_sub, int, is_neg, shl, top, Ball, Ctx, Mag};
+use crate::reference::ball::{Ball, Mag, EXACT};
+use crate::reference::{consts, series};
 
-/// A cached constant.
+/// A constant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum K {
     /// π.
@@ -42,10 +45,17 @@ fn cache() -> &'static Mutex<HashMap<(K, usize), Ball>> {
     CACHE.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
-/// The constant k as a ball whose radius is below 2^-w relative to it (computed once per
-/// precision bucket).
+/// The constant k as a ball whose radius is below 2^-w relative to it.
 pub fn constant(k: K, w: usize) -> Ball {
     let b = bucket(w);
+    match k {
+        // consts keeps its own cache and hands out any number of fractional bits by a shift;
+        // its radius is 4·2^-frac, so a few bits over b (π > 3, ln 2 > ½) put it below 2^-b
+        // relatively, with the margin the constants computed here once had.
+        K::Pi => return consts::pi(b + 8),
+        K::Ln2 => return consts::ln2(b + 16),
+        _ => {}
+    }
     if let Some(v) = cache().lock().expect("cache lock").get(&(k, b)) {
         return v.clone();
     }
@@ -60,206 +70,74 @@ pub fn constant(k: K, w: usize) -> Ball {
 }
 
 fn compute(k: K, b: usize) -> Ball {
-    let c = Ctx::new(b);
     match k {
-        K::Pi => {
-            // dashu's Chudnovsky series, trusted within two ulps (tested against a value at
-            // four times the precision).
-            let v = Context::<HalfEven>::new(b).pi::<2>().value();
-            let err = Mag::pow2(top(&v).expect("π ≠ 0") - b as i64 + 2);
-            Ball { mid: v, rad: err }
-        }
-        K::Ln2 => {
-            // ln 2 = 2 atanh(1/3).
-            let cw = Ctx::new(b + 16);
-            let z = cw.div_int(&Ball::exact(int(1)), 3);
-            atanh_series(&z, cw).shl(1)
-        }
-        K::SqrtPi => c.sqrt(&constant(K::Pi, b)),
-        K::TwoOverSqrtPi => c.div(&Ball::exact(int(2)), &constant(K::SqrtPi, b)),
-        K::LnPi => ln(&constant(K::Pi, b), c),
-        K::HalfLn2Pi => c
-            .add(&constant(K::Ln2, b), &constant(K::LnPi, b))
-            .shl(-1),
+        K::Pi | K::Ln2 => constant(k, b),
+        K::SqrtPi => constant(K::Pi, b).sqrt(b).unwrap_or_else(Ball::useless),
+        K::TwoOverSqrtPi => Ball::from_i64(2)
+            .div(&constant(K::SqrtPi, b), b)
+            .unwrap_or_else(Ball::useless),
+        K::LnPi => ln(&constant(K::Pi, b), b),
+        K::HalfLn2Pi => constant(K::Ln2, b).add(&constant(K::LnPi, b), b).mul_2k(-1),
     }
 }
 
-/// Σ_{i≥0} z^(2i+1)/(2i+1) = atanh z for |z| ≤ 1/3, summed until the terms fall below 2^-(w+4)
-/// relative to z. The tail after the first omitted term t is at most |t|/(1 − z²) ≤ 2|t|.
-fn atanh_series(z: &Ball, c: Ctx) -> Ball {
-    let z2 = c.sqr(z);
-    let target = z.upper() * Mag::pow2(-(c.w as i64) - 4);
-    let mut sum = z.clone();
-    let mut p = z.clone();
-    let mut i: u64 = 1;
-    loop {
-        p = c.mul(&p, &z2);
-        let t = c.div_int(&p, 2 * i + 1);
-        let tu = t.upper();
-        if tu <= target || tu.is_zero() {
-            return sum.widen(tu.mul_pow2(1));
-        }
-        sum = c.add(&sum, &t);
-        i += 1;
-    }
-}
+/// Guard bits of exp and ln over the requested precision: the shared kernels' radius is a few
+/// dozen roundings of their midpoint precision, and the callers count on about `w` bits.
+const KERNEL_GUARD: usize = 10;
 
-/// e^a. Reduces a = s ln 2 + r with |r| ≲ ½ (ln 2 to as many extra bits as s has), then
-/// e^r = (e^(r/2^k))^(2^k) by a Taylor series. Arguments beyond 2^61 give a useless ball.
-pub fn exp(a: &Ball, c: Ctx) -> Ball {
-    let m = &a.mid;
-    let core = match top(m) {
-        None => Ball::exact(int(1)),
-        Some(t) if t > 61 => return Ball::useless(),
-        Some(t) if t < -2 => exp_point(m, c),
-        Some(t) => {
-            let kb = (t.max(0) + 2) as usize;
-            let cw = Ctx::new(c.w + kb + 8);
-            let ln2 = constant(K::Ln2, cw.w);
-            // s need not be exact: any integer near a/ln 2 keeps r small.
-            let q = Context::<HalfEven>::new(kb + 16)
-                .div(m.repr(), ln2.mid.repr())
-                .value();
-            let s: i64 = q
-                .round()
-                .to_int()
-                .value()
-                .try_into()
-                .expect("|s| < 2^62");
-            let r = cw.sub(&Ball::exact(m.clone()), &cw.mul_int(&ln2, s));
-            let e = exp_point(&r.mid, c);
-            widen_exp(e, r.rad).shl(s)
-        }
-    };
-    widen_exp(core, a.rad)
-}
-
-/// Widens e = e^m (as a ball) to cover e^(m ± r): e^(m±r) − e^m ≤ e^m (e^r − 1), and
-/// e^r − 1 ≤ 2r for r ≤ ½, ≤ 2^(⌈1.5 r⌉) beyond.
-fn widen_exp(e: Ball, r: Mag) -> Ball {
-    if r.is_zero() {
-        return e;
-    }
-    let f = if r <= Mag::pow2(-1) {
-        r.mul_pow2(1)
-    } else {
-        let rf = r.to_f64();
-        if rf > 1e12 {
-            Mag::HUGE
-        } else {
-            Mag::pow2((1.5 * rf).ceil() as i64)
-        }
-    };
-    let u = e.upper();
-    e.widen(u * f)
-}
-
-/// e^r for an exact r with |r| ≤ 1: r' = r/2^k, Taylor series for e^r' (tail after the first
-/// omitted term t_j is at most t_j Σ (|r'|/(j+1))^i ≤ 2 t_j), then k squarings, each of which
-/// roughly doubles the relative radius: k + 10 guard bits cover them.
-fn exp_point(r: &Big, c: Ctx) -> Ball {
-    let Some(t) = top(r) else {
-        return Ball::exact(int(1));
-    };
-    let half = ((c.w as f64).sqrt() / 2.0) as i64 + 1;
-    let k = (t + 1 + half).max(0);
-    let cw = Ctx::new(c.w + k as usize + 10);
-    let rr = Ball::exact(shl(r, -k));
-    let target = Mag::pow2(-(cw.w as i64) - 2);
-    let mut sum = cw.add(&Ball::exact(int(1)), &rr);
-    let mut term = rr.clone();
-    let mut j: u64 = 2;
-    loop {
-        term = cw.div_int(&cw.mul(&term, &rr), j);
-        let tu = term.upper();
-        if tu <= target || tu.is_zero() {
-            sum = sum.widen(tu.mul_pow2(1));
-            break;
-        }
-        sum = cw.add(&sum, &term);
-        j += 1;
-    }
-    for _ in 0..k {
-        sum = cw.sqr(&sum);
-    }
-    sum
-}
-
-/// ln a for a ball of positive numbers: a = f · 2^e with f in [3/4, 3/2], ln f = 2 atanh z
-/// with z = (f−1)/(f+1), |z| ≤ 1/5; ln a = 2 atanh z + e ln 2. The input radius α widens the
-/// result by α/(a − α) (the slope of ln over the ball).
-pub fn ln(a: &Ball, c: Ctx) -> Ball {
-    if !a.is_positive() {
+/// e^a, with a radius about 2^-w relative to it. The kernel reduces by the midpoint and carries
+/// the radius through its doubling steps: a ball beyond 2^31 (e^a past any Big's exponent) or
+/// wider than 1 (no useful result) is answered as useless, not pushed through a number of
+/// steps that grows with its size.
+pub fn exp(a: &Ball, w: usize) -> Ball {
+    if !a.abs_up().le(Mag::pow2(31)) || !a.r.le(Mag::pow2(0)) {
         return Ball::useless();
     }
-    let m = &a.mid;
-    let mut e = top(m).expect("positive");
-    let mut f = shl(m, -e);
-    if shl(&f, 1) > int(3) {
-        f = shl(&f, -1);
-        e += 1;
-    }
-    let cw = Ctx::new(c.w + 10);
-    let num = exact_sub(&f, &int(1));
-    let mut res = if top(&num).is_none() {
-        Ball::exact(Big::ZERO)
-    } else {
-        let den = exact_add(&f, &int(1));
-        let z = cw.div(&Ball::exact(num), &Ball::exact(den));
-        atanh_series(&z, cw).shl(1)
-    };
-    if e != 0 {
-        let eb = 64 - e.unsigned_abs().leading_zeros() as usize;
-        let ln2 = constant(K::Ln2, cw.w + eb);
-        let cl = Ctx::new(cw.w + eb);
-        res = cl.add(&res, &cl.mul_int(&ln2, e));
-    }
-    if a.rad.is_zero() {
-        res
-    } else {
-        let slope = a.rad / a.lower();
-        res.widen(slope)
-    }
+    series::exp_ball(a, w + KERNEL_GUARD)
+}
+
+/// ln a for a ball of positive numbers (useless otherwise), with a radius about 2^-w relative
+/// to the result (the kernel forms y − 1 exactly, so a near 1 loses nothing).
+pub fn ln(a: &Ball, w: usize) -> Ball {
+    series::log_ball(a, w + KERNEL_GUARD).unwrap_or_else(Ball::useless)
 }
 
 /// sin(πx) for an exact x. x is reduced modulo 2 exactly (x − 2·round(x/2), a dyadic), then
 /// folded into t in [0, ½] with sin(π(1−t)) = sin(πt), so that near the integers the result
 /// keeps its full relative accuracy. The Taylor series of sin y for y = πt ≤ π/2 alternates
 /// with decreasing terms (y² < 6), so the first omitted term bounds the tail.
-pub fn sin_pi(x: &Big, c: Ctx) -> Ball {
-    let n = shl(x, -1).round();
-    let r = exact_sub(x, &shl(&n, 1));
-    let negative = is_neg(&r);
-    let mut t = if negative { -r } else { r };
-    if t > int(1) {
-        // Only if dashu's rounding to an integer misbehaved: nothing is claimed then.
-        return Ball::useless();
+pub fn sin_pi(x: &Ball, w: usize) -> Ball {
+    debug_assert!(x.r.is_zero(), "sin_pi takes an exact argument");
+    let n = x.clone().mul_2k(-1).round_to_int();
+    let r = x.sub(&Ball::exact(n, 1), EXACT);
+    let negative = r.is_negative();
+    let mut t = r.abs();
+    // t > ½, decided exactly.
+    let d = t.sub(&Ball::exact(IBig::ONE, -1), EXACT);
+    if d.exponent().is_some() && !d.is_negative() {
+        t = Ball::one().sub(&t, EXACT);
     }
-    let half = dyadic(1, -1);
-    if t > half {
-        t = exact_sub(&int(1), &t);
+    if t.exponent().is_none() {
+        return Ball::exact(IBig::ZERO, 0);
     }
-    if top(&t).is_none() {
-        return Ball::exact(Big::ZERO);
-    }
-    let cw = Ctx::new(c.w + 8);
-    let y = cw.mul(&constant(K::Pi, cw.w), &Ball::exact(t));
-    let y2 = cw.sqr(&y);
-    let target = y.lower() * Mag::pow2(-(cw.w as i64) - 4);
+    let w = w + 8;
+    let y = constant(K::Pi, w).mul(&t, w);
+    let y2 = y.sqr(w);
+    let target = y.abs_down().mul_up(Mag::pow2(-(w as i64) - 4));
     let mut sum = y.clone();
     let mut p = y;
     let mut k: u64 = 1;
     loop {
-        p = cw.div_int(&cw.mul(&p, &y2), (2 * k) * (2 * k + 1));
-        let pu = p.upper();
-        if pu <= target || pu.is_zero() {
-            sum = sum.widen(pu);
+        p = p.mul(&y2, w).div_u((2 * k) * (2 * k + 1), w);
+        let pu = p.abs_up();
+        if pu.le(target) || pu.is_zero() {
+            sum = sum.add_err(pu);
             break;
         }
         sum = if k % 2 == 1 {
-            cw.sub(&sum, &p)
+            sum.sub(&p, w)
         } else {
-            cw.add(&sum, &p)
+            sum.add(&p, w)
         };
         k += 1;
     }

@@ -1,4 +1,5 @@
-//! Ball arithmetic: a binary floating-point midpoint with a rigorous radius.
+//! Ball arithmetic: a binary floating-point midpoint with a rigorous radius, shared by the
+//! elementary and the special references.
 //!
 //! Every operation returns a ball that contains the exact result of the operation applied to
 //! every pair of points of its argument balls. The radius therefore carries, without any
@@ -6,15 +7,22 @@
 //! of the inputs' errors; a function only has to add what ball arithmetic cannot see: the
 //! truncation error of a series, bounded separately (see `series.rs`).
 //!
+//! The midpoint is an integer significand and an exponent, and every rounding is done here on
+//! the integer (a right shift, charged one unit of the last kept bit): nothing is trusted of a
+//! floating-point library's rounding, only exact integer arithmetic. This is why this design
+//! was kept over one on dashu's floats, which had to trust their `+ − × ÷ √` to an ulp.
+//!
 //! Radii are [`Mag`]s: a 32-bit significand with an unbounded exponent, every operation
 //! rounded upward (or downward for the lower bounds a division or square root needs). Their
 //! exponent range is what f64 lacks: a radius of 2^-20000 is met at high precision on tiny
-//! results.
+//! results, and erfc's bounds reach 2^-94000.
+
+use std::ops::Neg;
 
 use dashu_base::{BitTest, Sign, SquareRoot, UnsignedAbs};
 use dashu_int::{IBig, UBig, Word};
 
-use mantissa_num::big::Big;
+use mantissa_num::big::{self, Big};
 
 /// A precision large enough that an operation given it never rounds (used for sums and
 /// products whose operands are exact and short).
@@ -31,9 +39,25 @@ pub struct Mag {
 impl Mag {
     /// Zero.
     pub const ZERO: Mag = Mag { m: 0, e: 0 };
+    /// 2^(2^40): larger than any bound a finite result of these functions needs, so a ball
+    /// carrying it ([`Ball::useless`]) is never accepted and its caller asks for more precision.
+    pub const HUGE: Mag = Mag {
+        m: 1 << 31,
+        e: (1 << 40) - 31,
+    };
 
     /// The smallest normalised Mag ≥ m·2^e.
     fn up(m: u128, e: i64) -> Mag {
+        Mag::norm(m, e, true)
+    }
+
+    /// The largest normalised Mag ≤ m·2^e.
+    fn down(m: u128, e: i64) -> Mag {
+        Mag::norm(m, e, false)
+    }
+
+    /// m·2^e normalised to 32 bits, the dropped bits rounding up or down.
+    fn norm(m: u128, e: i64, up: bool) -> Mag {
         if m == 0 {
             return Mag::ZERO;
         }
@@ -44,7 +68,7 @@ impl Mag {
         }
         let s = (bits - 32) as u32;
         let mut q = m >> s;
-        if (q << s) != m {
+        if up && (q << s) != m {
             q += 1;
         }
         if q >> 32 != 0 {
@@ -52,21 +76,6 @@ impl Mag {
             Mag { m: (q >> 1) as u64, e: e + s as i64 + 1 }
         } else {
             Mag { m: q as u64, e: e + s as i64 }
-        }
-    }
-
-    /// The largest normalised Mag ≤ m·2^e.
-    fn down(m: u128, e: i64) -> Mag {
-        if m == 0 {
-            return Mag::ZERO;
-        }
-        let bits = 128 - m.leading_zeros() as i64;
-        if bits <= 32 {
-            let s = 32 - bits;
-            Mag { m: (m << s) as u64, e: e - s }
-        } else {
-            let s = bits - 32;
-            Mag { m: (m >> s) as u64, e: e + s }
         }
     }
 
@@ -86,7 +95,7 @@ impl Mag {
     }
 
     /// An upper bound of self + o.
-    pub fn add(self, o: Mag) -> Mag {
+    pub fn add_up(self, o: Mag) -> Mag {
         if self.m == 0 {
             return o;
         }
@@ -104,7 +113,7 @@ impl Mag {
     }
 
     /// An upper bound of self · o.
-    pub fn mul(self, o: Mag) -> Mag {
+    pub fn mul_up(self, o: Mag) -> Mag {
         if self.m == 0 || o.m == 0 {
             return Mag::ZERO;
         }
@@ -112,7 +121,7 @@ impl Mag {
     }
 
     /// An upper bound of self / o (o must be nonzero).
-    pub fn div(self, o: Mag) -> Mag {
+    pub fn div_up(self, o: Mag) -> Mag {
         assert!(o.m != 0, "Mag division by zero");
         if self.m == 0 {
             return Mag::ZERO;
@@ -159,7 +168,7 @@ impl Mag {
     pub fn powi(self, n: u32) -> Mag {
         let mut acc = Mag::from_u64(1);
         for _ in 0..n {
-            acc = acc.mul(self);
+            acc = acc.mul_up(self);
         }
         acc
     }
@@ -211,6 +220,17 @@ impl Mag {
     }
 }
 
+impl Mag {
+    /// The exact value as a Big, with a 64-bit precision so that arithmetic with it never
+    /// builds huge exact numbers (for tests and checks).
+    pub fn to_big(self) -> Big {
+        Big::from_repr(
+            dashu_float::Repr::new(IBig::from(self.m), self.e as isize),
+            dashu_float::Context::new(64),
+        )
+    }
+}
+
 /// The top min(64, l) bits of |m| (l = bit length of m), as an integer.
 fn top_u64(m: &IBig, l: usize) -> u64 {
     let (_, words) = m.as_sign_words();
@@ -242,23 +262,26 @@ impl Ball {
         Ball { m, e, r: Mag::ZERO }
     }
 
-    /// The exact value of a finite f64.
+    /// The exact value of a finite f64, its significand odd (trailing zeros go to the
+    /// exponent: exactness tests of the elementary functions rely on it).
     pub fn from_f64(x: f64) -> Ball {
-        assert!(x.is_finite());
-        if x == 0.0 {
-            return Ball::exact(IBig::ZERO, 0);
+        Ball::from_big(&big::exact(x))
+    }
+
+    /// The exact value of a Big.
+    pub fn from_big(x: &Big) -> Ball {
+        let r = x.repr();
+        Ball::exact(r.significand().clone(), r.exponent())
+    }
+
+    /// A ball that holds every real (for failed preconditions: the callers' retry loops then
+    /// ask for more precision, and the driver never accepts it).
+    pub fn useless() -> Ball {
+        Ball {
+            m: IBig::ZERO,
+            e: 0,
+            r: Mag::HUGE,
         }
-        let bits = x.to_bits();
-        let biased = ((bits >> 52) & 0x7ff) as isize;
-        let frac = bits & ((1u64 << 52) - 1);
-        let (mant, e) = if biased == 0 {
-            (frac, -1074)
-        } else {
-            (frac | (1u64 << 52), biased - 1075)
-        };
-        let tz = mant.trailing_zeros() as isize;
-        let m = IBig::from(mant >> tz);
-        Ball::exact(if x < 0.0 { -m } else { m }, e + tz)
     }
 
     /// The exact integer n.
@@ -292,7 +315,7 @@ impl Ball {
 
     /// Upper bound of |x| for every x in the ball.
     pub fn abs_up(&self) -> Mag {
-        Mag::from_ibig_up(&self.m, self.e).add(self.r)
+        Mag::from_ibig_up(&self.m, self.e).add_up(self.r)
     }
 
     /// Lower bound of |x| for every x in the ball (zero when the ball contains zero).
@@ -303,6 +326,11 @@ impl Ball {
     /// Whether every point of the ball is nonzero (and of the midpoint's sign).
     pub fn excludes_zero(&self) -> bool {
         !self.abs_down().is_zero()
+    }
+
+    /// Whether every point of the ball is > 0.
+    pub fn is_positive(&self) -> bool {
+        !self.is_negative() && self.excludes_zero()
     }
 
     /// The midpoint, approximately, as f64 (saturating); for choices only.
@@ -335,15 +363,19 @@ impl Ball {
             let s = l - p;
             self.m = &self.m >> s;
             self.e += s as isize;
-            self.r = self.r.add(Mag::pow2(self.e as i64));
+            self.r = self.r.add_up(Mag::pow2(self.e as i64));
         }
         self
     }
 
-    /// −x.
-    pub fn neg(mut self) -> Ball {
-        self.m = -self.m;
-        self
+    /// |x| (the ball reflected when its midpoint is negative; a ball holding zero stays as
+    /// wide, which still contains every |x|).
+    pub fn abs(self) -> Ball {
+        if self.is_negative() {
+            self.neg()
+        } else {
+            self
+        }
     }
 
     /// x·2^k, exact.
@@ -355,13 +387,13 @@ impl Ball {
 
     /// The ball widened by `err`.
     pub fn add_err(mut self, err: Mag) -> Ball {
-        self.r = self.r.add(err);
+        self.r = self.r.add_up(err);
         self
     }
 
     /// x + y, the midpoint rounded to `p` bits.
     pub fn add(&self, o: &Ball, p: usize) -> Ball {
-        let mut r = self.r.add(o.r);
+        let mut r = self.r.add_up(o.r);
         let (la, lb) = (self.m.bit_len(), o.m.bit_len());
         if la == 0 {
             return Ball { m: o.m.clone(), e: o.e, r }.round(p);
@@ -385,12 +417,12 @@ impl Ball {
         if ea < cut {
             ma = std::borrow::Cow::Owned(&*ma >> (cut - ea) as usize);
             ea = cut;
-            r = r.add(Mag::pow2(cut as i64));
+            r = r.add_up(Mag::pow2(cut as i64));
         }
         if eb < cut {
             mb = std::borrow::Cow::Owned(&*mb >> (cut - eb) as usize);
             eb = cut;
-            r = r.add(Mag::pow2(cut as i64));
+            r = r.add_up(Mag::pow2(cut as i64));
         }
         let e = ea.min(eb);
         let m = if ea > e {
@@ -412,7 +444,7 @@ impl Ball {
     pub fn mul(&self, o: &Ball, p: usize) -> Ball {
         let ma = Mag::from_ibig_up(&self.m, self.e);
         let mb = Mag::from_ibig_up(&o.m, o.e);
-        let r = ma.mul(o.r).add(mb.mul(self.r)).add(self.r.mul(o.r));
+        let r = ma.mul_up(o.r).add_up(mb.mul_up(self.r)).add_up(self.r.mul_up(o.r));
         Ball {
             m: &self.m * &o.m,
             e: self.e + o.e,
@@ -432,7 +464,7 @@ impl Ball {
         Ball {
             m: &self.m * n,
             e: self.e,
-            r: self.r.mul(mn),
+            r: self.r.mul_up(mn),
         }
         .round(p)
     }
@@ -440,7 +472,7 @@ impl Ball {
     /// x / n for an integer n ≥ 1, the quotient rounded to `p` bits.
     pub fn div_u(&self, n: u64, p: usize) -> Ball {
         assert!(n >= 1);
-        let r = self.r.div(Mag::from_u64(n));
+        let r = self.r.div_up(Mag::from_u64(n));
         let l = self.m.bit_len();
         if l == 0 {
             return Ball {
@@ -457,7 +489,7 @@ impl Ball {
         Ball {
             m: q,
             e,
-            r: r.add(Mag::pow2(e as i64)),
+            r: r.add_up(Mag::pow2(e as i64)),
         }
         .round(p)
     }
@@ -482,12 +514,12 @@ impl Ball {
             Mag::pow2(e as i64)
         };
         // |a'/b' − a/b| ≤ (ra + |a/b|·rb)/(|b| − rb), with |a/b| ≤ |q| + unit.
-        let qa = Mag::from_ibig_up(&q, e).add(unit);
-        let prop = self.r.add(qa.mul(o.r)).div(lo);
+        let qa = Mag::from_ibig_up(&q, e).add_up(unit);
+        let prop = self.r.add_up(qa.mul_up(o.r)).div_up(lo);
         Some(Ball {
             m: q,
             e,
-            r: prop.add(unit),
+            r: prop.add_up(unit),
         }
         .round(p))
     }
@@ -511,12 +543,12 @@ impl Ball {
             Mag::ZERO
         } else {
             let root_lo = Mag::from_ibig_down(&IBig::from(root.clone()), e);
-            self.r.div(root_lo)
+            self.r.div_up(root_lo)
         };
         Some(Ball {
             m: IBig::from(root),
             e,
-            r: prop.add(unit),
+            r: prop.add_up(unit),
         }
         .round(p))
     }
@@ -530,5 +562,15 @@ impl Ball {
             // floor(m·2^-s + 1/2)
             (&self.m + (IBig::ONE << (s - 1))) >> s
         }
+    }
+}
+
+impl Neg for Ball {
+    type Output = Ball;
+
+    /// −x (exact: the radius stays).
+    fn neg(mut self) -> Ball {
+        self.m = -self.m;
+        self
     }
 }

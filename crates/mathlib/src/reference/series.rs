@@ -10,6 +10,8 @@
 //! `p` is the midpoint precision of every ball operation; the radius of the returned ball is
 //! the error bound, whatever `p` turns out to buy.
 
+use std::ops::Neg;
+
 use dashu_base::RemEuclid;
 use dashu_int::IBig;
 
@@ -31,7 +33,7 @@ fn log2_fact(n: u64) -> f64 {
 fn pow_over_fact(x: Mag, n: u32, a: u64, b: u64) -> Mag {
     let mut t = x.powi(n);
     for k in a..=b {
-        t = t.div(Mag::from_u64(k));
+        t = t.div_up(Mag::from_u64(k));
     }
     t
 }
@@ -101,14 +103,14 @@ fn odd_series(z: &Ball, p: usize, alternating: bool) -> Option<Ball> {
     let mut pu = Mag::from_u64(1); // bound of w^j
     let mut j = 0u64;
     loop {
-        let tail = pu.mul(wu).mul_2k(1).div(Mag::from_u64(2 * j + 3));
+        let tail = pu.mul_up(wu).mul_2k(1).div_up(Mag::from_u64(2 * j + 3));
         if tail.le(target) || j > 100_000 {
             sum = sum.add_err(tail);
             break;
         }
         j += 1;
         pw = pw.mul(&w, p);
-        pu = pu.mul(wu);
+        pu = pu.mul_up(wu);
         let term = pw.div_u(2 * j + 1, p);
         sum = if alternating && j % 2 == 1 {
             sum.sub(&term, p)
@@ -180,7 +182,7 @@ pub fn sincos(r: &Ball, p: usize) -> (Ball, Ball) {
             e: 0,
             r: up,
         };
-        let c = one.add_err(up.mul(up));
+        let c = one.add_err(up.mul_up(up));
         return (s, c);
     }
     let kk = shrink_target(p) / 2 + 1;
