@@ -39,7 +39,12 @@ pub struct MathlibArgs {
     libraries: Vec<String>,
     /// Seconds of search per function and precision (binary64, bivariate functions and the CPU
     /// columns); binary32 univariate functions are swept exhaustively on the GPU regardless.
-    #[arg(long, value_name = "SECONDS", default_value = "5", allow_hyphen_values = true)]
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value = "5",
+        allow_hyphen_values = true
+    )]
     budget: String,
     /// Binary32 inputs sampled (evenly over all bit patterns) for the CPU columns of univariate
     /// functions.
@@ -99,7 +104,12 @@ fn parse_list<T: Copy + PartialEq>(
     }
     let mut out = Vec::new();
     for s in items {
-        let t = find(s).ok_or_else(|| usage(format!("--{what}: unknown '{}'; accepted: {accepted}, all", s.trim())))?;
+        let t = find(s).ok_or_else(|| {
+            usage(format!(
+                "--{what}: unknown '{}'; accepted: {accepted}, all",
+                s.trim()
+            ))
+        })?;
         if !out.contains(&t) {
             out.push(t);
         }
@@ -113,7 +123,11 @@ fn probe_gpu(cpu_only: bool) -> Option<MathGpu> {
     }
     match Gpu::probe() {
         Ok(gpu) => {
-            eprintln!("GPU: {} (driver CUDA {})", gpu.info().name, gpu.info().driver);
+            eprintln!(
+                "GPU: {} (driver CUDA {})",
+                gpu.info().name,
+                gpu.info().driver
+            );
             Some(MathGpu::new(gpu))
         }
         Err(e) => {
@@ -124,19 +138,43 @@ fn probe_gpu(cpu_only: bool) -> Option<MathGpu> {
 }
 
 pub fn run(args: MathlibArgs) -> anyhow::Result<()> {
-    let precisions: Vec<Format> = parse_list(&args.precision, "precision", &Format::ALL, Format::parse, "f32, f64")?;
+    let precisions: Vec<Format> = parse_list(
+        &args.precision,
+        "precision",
+        &Format::ALL,
+        Format::parse,
+        "f32, f64",
+    )?;
     if !args.check.is_empty() {
         return run_check(&args, &precisions);
     }
     if args.report {
         return run_report(&args);
     }
-    let functions = parse_list(&args.functions, "functions", &Function::ALL, Function::parse, &Function::names())?;
-    let variants = parse_list(&args.variants, "variants", &Variant::ALL, Variant::parse, "default, fast, intrinsic")?;
+    let functions = parse_list(
+        &args.functions,
+        "functions",
+        &Function::ALL,
+        Function::parse,
+        &Function::names(),
+    )?;
+    let variants = parse_list(
+        &args.variants,
+        "variants",
+        &Variant::ALL,
+        Variant::parse,
+        "default, fast, intrinsic",
+    )?;
     let libraries = if args.libraries.iter().any(|s| s.trim() == "none") {
         Vec::new()
     } else {
-        parse_list(&args.libraries, "libraries", &CpuLibrary::ALL, |s| CpuLibrary::ALL.into_iter().find(|l| l.name() == s.trim()), "std, libm, none")?
+        parse_list(
+            &args.libraries,
+            "libraries",
+            &CpuLibrary::ALL,
+            |s| CpuLibrary::ALL.into_iter().find(|l| l.name() == s.trim()),
+            "std, libm, none",
+        )?
     };
     let budget: f64 = args
         .budget
@@ -144,7 +182,12 @@ pub fn run(args: MathlibArgs) -> anyhow::Result<()> {
         .parse()
         .ok()
         .filter(|b: &f64| b.is_finite() && *b > 0.0)
-        .ok_or_else(|| usage(format!("--budget: '{}' is not a positive number of seconds", args.budget)))?;
+        .ok_or_else(|| {
+            usage(format!(
+                "--budget: '{}' is not a positive number of seconds",
+                args.budget
+            ))
+        })?;
     if args.cpu_sample == 0 {
         return Err(usage("--cpu-sample: must be at least 1"));
     }
@@ -168,33 +211,41 @@ pub fn run(args: MathlibArgs) -> anyhow::Result<()> {
             .progress_chars("=> "),
     );
     let started = std::time::Instant::now();
-    let measurements = run_plan(&plan, gpu.as_ref(), Some(&args.out), &mut |event| match event {
-        Event::Progress(what, p) => {
-            bar.set_prefix(what.to_string());
-            bar.set_position((p * 1000.0) as u64);
-        }
-        Event::Measured { measurements, resumed } => {
-            if let Some(m) = measurements.first() {
-                let line = format!(
-                    "{:<8} {}: {}{}",
-                    m.function.cuda_name(m.format),
-                    m.format.name(),
-                    measurements
-                        .iter()
-                        .map(|m| format!("{} {}", m.column.label(), ulps(m.stats.max_ulps)))
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    if resumed { " (from the records)" } else { "" }
-                );
-                // Without a terminal the bar is hidden and would swallow the line: logs keep it.
-                if bar.is_hidden() {
-                    eprintln!("{line}");
-                } else {
-                    bar.println(line);
+    let measurements = run_plan(
+        &plan,
+        gpu.as_ref(),
+        Some(&args.out),
+        &mut |event| match event {
+            Event::Progress(what, p) => {
+                bar.set_prefix(what.to_string());
+                bar.set_position((p * 1000.0) as u64);
+            }
+            Event::Measured {
+                measurements,
+                resumed,
+            } => {
+                if let Some(m) = measurements.first() {
+                    let line = format!(
+                        "{:<8} {}: {}{}",
+                        m.function.cuda_name(m.format),
+                        m.format.name(),
+                        measurements
+                            .iter()
+                            .map(|m| format!("{} {}", m.column.label(), ulps(m.stats.max_ulps)))
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        if resumed { " (from the records)" } else { "" }
+                    );
+                    // Without a terminal the bar is hidden and would swallow the line: logs keep it.
+                    if bar.is_hidden() {
+                        eprintln!("{line}");
+                    } else {
+                        bar.println(line);
+                    }
                 }
             }
-        }
-    })
+        },
+    )
     .map_err(lift)?;
     bar.finish_and_clear();
     eprintln!("measured in {:.1} s", started.elapsed().as_secs_f64());
@@ -210,16 +261,31 @@ pub fn run(args: MathlibArgs) -> anyhow::Result<()> {
         }
     }
     // The page shows everything in the records, earlier functions of a resumed run included.
-    let all: Vec<_> = read_records(&args.out).map_err(lift)?.into_iter().map(|r| r.measurement).collect();
+    let all: Vec<_> = read_records(&args.out)
+        .map_err(lift)?
+        .into_iter()
+        .map(|r| r.measurement)
+        .collect();
     let page = write_html(&args.out, &all, Some(&setting(&plan, gpu.as_ref()))).map_err(lift)?;
-    eprintln!("records: {}; report: {}", args.out.join(mantissa_mathlib::records::RECORDS_FILE).display(), page.display());
+    eprintln!(
+        "records: {}; report: {}",
+        args.out
+            .join(mantissa_mathlib::records::RECORDS_FILE)
+            .display(),
+        page.display()
+    );
     Ok(())
 }
 
 fn run_report(args: &MathlibArgs) -> anyhow::Result<()> {
     let records = read_records(&args.out).map_err(lift)?;
     if records.is_empty() {
-        return Err(usage(format!("--report: no records in {}", args.out.join(mantissa_mathlib::records::RECORDS_FILE).display())));
+        return Err(usage(format!(
+            "--report: no records in {}",
+            args.out
+                .join(mantissa_mathlib::records::RECORDS_FILE)
+                .display()
+        )));
     }
     let setting = records.last().map(|r| r.setting.clone());
     let all: Vec<_> = records.into_iter().map(|r| r.measurement).collect();
@@ -245,25 +311,44 @@ fn print_table(t: &Table) {
 
 fn run_check(args: &MathlibArgs, precisions: &[Format]) -> anyhow::Result<()> {
     let (name, input) = (&args.check[0], &args.check[1]);
-    let f = Function::parse(name).ok_or_else(|| usage(format!("--check: unknown function '{name}'; accepted: {}", Function::names())))?;
+    let f = Function::parse(name).ok_or_else(|| {
+        usage(format!(
+            "--check: unknown function '{name}'; accepted: {}",
+            Function::names()
+        ))
+    })?;
     // An f32 spelling (sinf, __sinf) means binary32; otherwise --precision, else binary64.
-    let format = if name.trim() == f.cuda_name(Format::F32) || f.intrinsic_name() == Some(name.trim()) {
-        Format::F32
-    } else if precisions.len() == 1 {
-        precisions[0]
-    } else {
-        Format::F64
-    };
+    let format =
+        if name.trim() == f.cuda_name(Format::F32) || f.intrinsic_name() == Some(name.trim()) {
+            Format::F32
+        } else if precisions.len() == 1 {
+            precisions[0]
+        } else {
+            Format::F64
+        };
     let parsed: Option<Vec<f64>> = input.split(',').map(parse).collect();
     let input_args = parsed.ok_or_else(|| usage(format!("--check: '{input}' is not a number (decimal or hex float such as 0x1.8p+3; two arguments as x,y)")))?;
     if input_args.len() != f.arity() {
-        return Err(usage(format!("--check: {} takes {} argument(s) (x or x,y), got {}", f.name(), f.arity(), input_args.len())));
+        return Err(usage(format!(
+            "--check: {} takes {} argument(s) (x or x,y), got {}",
+            f.name(),
+            f.arity(),
+            input_args.len()
+        )));
     }
     let gpu = probe_gpu(args.cpu_only);
     let c = check(f, format, &input_args, gpu.as_ref()).map_err(lift)?;
     for (a, &given) in c.args.iter().zip(&input_args) {
-        let note = if a.to_bits() != given.to_bits() && !given.is_nan() { format!("  (rounded from {input})") } else { String::new() };
-        println!("input             {}  = {}{note}", to_hex(*a, format), to_decimal(*a, format));
+        let note = if a.to_bits() != given.to_bits() && !given.is_nan() {
+            format!("  (rounded from {input})")
+        } else {
+            String::new()
+        };
+        println!(
+            "input             {}  = {}{note}",
+            to_hex(*a, format),
+            to_decimal(*a, format)
+        );
     }
     println!(
         "correctly rounded {}  = {}",
@@ -272,7 +357,10 @@ fn run_check(args: &MathlibArgs, precisions: &[Format]) -> anyhow::Result<()> {
     );
     if let mantissa_mathlib::format::Exact::Finite(z) = &c.reference.exact {
         let r = z.repr();
-        println!("exact             {}", mantissa_num::decimal::format_scaled(r.significand(), r.exponent(), 25));
+        println!(
+            "exact             {}",
+            mantissa_num::decimal::format_scaled(r.significand(), r.exponent(), 25)
+        );
     }
     let rows: Vec<Vec<String>> = c
         .columns
@@ -282,10 +370,22 @@ fn run_check(args: &MathlibArgs, precisions: &[Format]) -> anyhow::Result<()> {
                 mantissa_mathlib::measure::Column::Gpu(v) => format!("GPU {}", v.name()),
                 mantissa_mathlib::measure::Column::Cpu(l) => format!("CPU {}", l.name()),
             };
-            vec![name, to_hex(col.result, format), to_decimal(col.result, format), ulps(col.ulps)]
+            vec![
+                name,
+                to_hex(col.result, format),
+                to_decimal(col.result, format),
+                ulps(col.ulps),
+            ]
         })
         .collect();
-    print!("{}", markdown(&["column", "result (hex)", "result", "error (ulps)"], &rows, 3));
+    print!(
+        "{}",
+        markdown(
+            &["column", "result (hex)", "result", "error (ulps)"],
+            &rows,
+            3
+        )
+    );
     if gpu.is_none() {
         println!("(no GPU: CPU columns only)");
     }

@@ -8,7 +8,11 @@ use std::process::Command;
 use support::mantissa_binary;
 
 fn mathlib(args: &[&str]) -> (Option<i32>, String, String) {
-    let out = Command::new(mantissa_binary()).arg("mathlib").args(args).output().unwrap();
+    let out = Command::new(mantissa_binary())
+        .arg("mathlib")
+        .args(args)
+        .output()
+        .unwrap();
     (
         out.status.code(),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -20,7 +24,10 @@ fn mathlib(args: &[&str]) -> (Option<i32>, String, String) {
 fn bad_input_is_one_line_and_exit_code_2() {
     let cases: &[(&[&str], &str)] = &[
         (&["--functions", "sine"], "accepted: sin, cos"),
-        (&["--variants", "slow"], "accepted: default, fast, intrinsic"),
+        (
+            &["--variants", "slow"],
+            "accepted: default, fast, intrinsic",
+        ),
         (&["--precision", "f16"], "accepted: f32, f64"),
         (&["--libraries", "glibc"], "accepted: std, libm, none"),
         (&["--budget", "0"], "not a positive number"),
@@ -28,7 +35,10 @@ fn bad_input_is_one_line_and_exit_code_2() {
         (&["--budget", "soon"], "not a positive number"),
         (&["--check", "sinf", "abc"], "is not a number"),
         (&["--check", "sine", "1"], "unknown function 'sine'"),
-        (&["--check", "pow", "2"], "pow takes 2 argument(s) (x or x,y), got 1"),
+        (
+            &["--check", "pow", "2"],
+            "pow takes 2 argument(s) (x or x,y), got 1",
+        ),
     ];
     for (args, expected) in cases {
         let (code, _, stderr) = mathlib(args);
@@ -43,27 +53,55 @@ fn check_prints_the_correctly_rounded_value_and_every_cpu_column() {
     // sqrt(2) in binary64 is 0x1.6a09e667f3bcdp+0, and both libraries return it.
     let (code, stdout, stderr) = mathlib(&["--check", "sqrt", "2", "--cpu-only"]);
     assert_eq!(code, Some(0), "{stderr}");
-    assert!(stdout.contains("correctly rounded 0x1.6a09e667f3bcdp+0"), "{stdout}");
-    assert!(stdout.contains("exact             1.414213562373095048801689"), "{stdout}");
-    assert!(stdout.contains("| CPU std  | 0x1.6a09e667f3bcdp+0"), "{stdout}");
+    assert!(
+        stdout.contains("correctly rounded 0x1.6a09e667f3bcdp+0"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("exact             1.414213562373095048801689"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("| CPU std  | 0x1.6a09e667f3bcdp+0"),
+        "{stdout}"
+    );
     // The f32 spelling selects binary32; 0.1 is rounded to f32 first, and said so
     // (e^0x1.99999ap-4 = 1.10517091972…, which rounds to 0x1.1aec7cp+0).
     let (code, stdout, _) = mathlib(&["--check", "expf", "0.1", "--cpu-only"]);
     assert_eq!(code, Some(0));
-    assert!(stdout.contains("input             0x1.99999ap-4"), "{stdout}");
+    assert!(
+        stdout.contains("input             0x1.99999ap-4"),
+        "{stdout}"
+    );
     assert!(stdout.contains("(rounded from 0.1)"), "{stdout}");
-    assert!(stdout.contains("correctly rounded 0x1.1aec7cp+0"), "{stdout}");
+    assert!(
+        stdout.contains("correctly rounded 0x1.1aec7cp+0"),
+        "{stdout}"
+    );
 }
 
 #[test]
 fn a_short_cpu_run_writes_records_and_page_and_resumes() {
     let dir = std::env::temp_dir().join(format!("mantissa-cli-mathlib-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let args = ["--functions", "sqrt,exp", "--precision", "f64", "--budget", "0.5", "--cpu-only", "--out", dir.to_str().unwrap()];
+    let args = [
+        "--functions",
+        "sqrt,exp",
+        "--precision",
+        "f64",
+        "--budget",
+        "0.5",
+        "--cpu-only",
+        "--out",
+        dir.to_str().unwrap(),
+    ];
     let (code, stdout, stderr) = mathlib(&args);
     assert_eq!(code, Some(0), "{stderr}");
     // sqrt is correctly rounded in both libraries: 0.5 ulps at most.
-    let row = stdout.lines().find(|l| l.starts_with("| sqrt ")).expect(&stdout);
+    let row = stdout
+        .lines()
+        .find(|l| l.starts_with("| sqrt "))
+        .expect(&stdout);
     assert!(row.contains("|   0.500 |"), "{row}");
     let records = std::fs::read_to_string(dir.join("mathlib.jsonl")).unwrap();
     assert_eq!(records.lines().count(), 4, "2 functions × 2 libraries");
@@ -74,11 +112,20 @@ fn a_short_cpu_run_writes_records_and_page_and_resumes() {
     let (code, stdout2, stderr) = mathlib(&resumed);
     assert_eq!(code, Some(0), "{stderr}");
     assert!(stderr.contains("(from the records)"), "{stderr}");
-    assert_eq!(std::fs::read_to_string(dir.join("mathlib.jsonl")).unwrap(), records);
-    assert_eq!(stdout2.lines().find(|l| l.starts_with("| sqrt ")), Some(row));
+    assert_eq!(
+        std::fs::read_to_string(dir.join("mathlib.jsonl")).unwrap(),
+        records
+    );
+    assert_eq!(
+        stdout2.lines().find(|l| l.starts_with("| sqrt ")),
+        Some(row)
+    );
     // --report rebuilds the same tables from the records alone.
     let (code, stdout3, _) = mathlib(&["--report", "--out", dir.to_str().unwrap()]);
     assert_eq!(code, Some(0));
-    assert_eq!(stdout3.lines().find(|l| l.starts_with("| sqrt ")), Some(row));
+    assert_eq!(
+        stdout3.lines().find(|l| l.starts_with("| sqrt ")),
+        Some(row)
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -146,7 +146,11 @@ pub fn ulp_error(format: Format, result: f64, exact: &Exact) -> f64 {
             if result.is_infinite() {
                 // A finite exact value past the overflow threshold rounds to infinity: that
                 // result is correctly rounded (0 ulps); any other infinity is infinitely wrong.
-                return if format.round_big(z) == result { 0.0 } else { f64::INFINITY };
+                return if format.round_big(z) == result {
+                    0.0
+                } else {
+                    f64::INFINITY
+                };
             }
             let diff = big::exact(result) - z.clone();
             if diff.repr().is_zero() {
@@ -230,26 +234,55 @@ mod tests {
         assert_eq!(ulp_error(Format::F32, 1.0, &fin(z)), 0.5);
         // Subnormal range: fixed ulp 2^-149.
         assert_eq!(ulp_error(Format::F32, 0.0, &fin(pow2(-150))), 0.5);
-        assert_eq!(ulp_error(Format::F32, 0.0, &fin(pow2(-160))), (2f64).powi(-11));
+        assert_eq!(
+            ulp_error(Format::F32, 0.0, &fin(pow2(-160))),
+            (2f64).powi(-11)
+        );
         // Past the largest f32: the ulp keeps growing (2^105 at 2^128).
-        assert_eq!(ulp_error(Format::F32, f32::MAX as f64, &fin(pow2(128))), 0.5);
+        assert_eq!(
+            ulp_error(Format::F32, f32::MAX as f64, &fin(pow2(128))),
+            0.5
+        );
         // 2^128 rounds to +inf in f32 (it is past MAX + ulp/2): inf is correctly rounded.
         assert_eq!(ulp_error(Format::F32, f64::INFINITY, &fin(pow2(128))), 0.0);
-        assert_eq!(ulp_error(Format::F32, f64::INFINITY, &fin(big::exact(f32::MAX as f64))), f64::INFINITY);
-        assert_eq!(ulp_error(Format::F32, f64::NEG_INFINITY, &fin(pow2(128))), f64::INFINITY);
+        assert_eq!(
+            ulp_error(
+                Format::F32,
+                f64::INFINITY,
+                &fin(big::exact(f32::MAX as f64))
+            ),
+            f64::INFINITY
+        );
+        assert_eq!(
+            ulp_error(Format::F32, f64::NEG_INFINITY, &fin(pow2(128))),
+            f64::INFINITY
+        );
         // Exact and special values.
         assert_eq!(ulp_error(Format::F64, 2.0, &fin(big::exact(2.0))), 0.0);
         assert_eq!(ulp_error(Format::F64, f64::NAN, &Exact::NaN), 0.0);
         assert_eq!(ulp_error(Format::F64, 1.0, &Exact::NaN), f64::INFINITY);
-        assert_eq!(ulp_error(Format::F64, f64::NEG_INFINITY, &Exact::Inf { negative: true }), 0.0);
-        assert_eq!(ulp_error(Format::F64, f64::INFINITY, &Exact::Inf { negative: true }), f64::INFINITY);
+        assert_eq!(
+            ulp_error(
+                Format::F64,
+                f64::NEG_INFINITY,
+                &Exact::Inf { negative: true }
+            ),
+            0.0
+        );
+        assert_eq!(
+            ulp_error(Format::F64, f64::INFINITY, &Exact::Inf { negative: true }),
+            f64::INFINITY
+        );
         // A result far from a tiny exact value: the quotient is still computed.
         let e = ulp_error(Format::F64, (2f64).powi(-1000), &fin(pow2(-1074)));
         assert_eq!(e, (2f64).powi(74) - 1.0);
         // Errors of results near binary64's subnormal range keep their fractions: 0 against
         // 2^-1075 + 2^-1081 is 0.5 + 2^-7 ulps, and 2^-1074 against it 0.5 − 2^-7.
         let z = pow2(-1075) + pow2(-1081);
-        assert_eq!(ulp_error(Format::F64, 0.0, &fin(z.clone())), 0.5 + 2f64.powi(-7));
+        assert_eq!(
+            ulp_error(Format::F64, 0.0, &fin(z.clone())),
+            0.5 + 2f64.powi(-7)
+        );
         assert_eq!(ulp_error(Format::F64, 5e-324, &fin(z)), 0.5 - 2f64.powi(-7));
         let z = big::exact(2f64.powi(-1022)) + pow2(-1076);
         assert_eq!(ulp_error(Format::F64, 2f64.powi(-1022), &fin(z)), 0.25);

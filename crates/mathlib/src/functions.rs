@@ -250,7 +250,11 @@ impl Function {
 
     /// Comma-separated list of every name, for "unknown function" errors.
     pub fn names() -> String {
-        Function::ALL.iter().map(|f| f.name()).collect::<Vec<_>>().join(", ")
+        Function::ALL
+            .iter()
+            .map(|f| f.name())
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 }
 
@@ -262,13 +266,22 @@ mod tests {
     fn names_round_trip_and_cuda_spellings_parse() {
         for f in Function::ALL {
             assert_eq!(Function::parse(f.name()), Some(f));
-            assert_eq!(Function::parse(f.cuda_name(Format::F64)).filter(|_| f != Function::Div), (f != Function::Div).then_some(f));
+            assert_eq!(
+                Function::parse(f.cuda_name(Format::F64)).filter(|_| f != Function::Div),
+                (f != Function::Div).then_some(f)
+            );
         }
         assert_eq!(Function::parse("__fdividef"), Some(Function::Div));
         assert_eq!(Function::parse("lgammaf"), Some(Function::Lgamma));
         assert_eq!(Function::parse("nope"), None);
-        assert_eq!(Function::Div.cuda_call(Format::F32, Variant::Intrinsic), "__fdividef(x, y)");
-        assert_eq!(Function::Pow.cuda_call(Format::F64, Variant::Default), "pow(x, y)");
+        assert_eq!(
+            Function::Div.cuda_call(Format::F32, Variant::Intrinsic),
+            "__fdividef(x, y)"
+        );
+        assert_eq!(
+            Function::Pow.cuda_call(Format::F64, Variant::Default),
+            "pow(x, y)"
+        );
         assert!(!Function::Erf.has_variant(Format::F32, Variant::Intrinsic));
         assert!(!Function::Sin.has_variant(Format::F64, Variant::Intrinsic));
     }

@@ -128,18 +128,40 @@ mod tests {
 
     #[test]
     fn hex_round_trips_in_both_formats() {
-        let cases32 = [1.0f32, -0.0, std::f32::consts::PI, f32::MIN_POSITIVE, 1e-45, f32::MAX, 0.1];
+        let cases32 = [
+            1.0f32,
+            -0.0,
+            std::f32::consts::PI,
+            f32::MIN_POSITIVE,
+            1e-45,
+            f32::MAX,
+            0.1,
+        ];
         for x in cases32 {
             let h = to_hex(x as f64, Format::F32);
             assert_eq!(parse(&h).unwrap().to_bits(), (x as f64).to_bits(), "{h}");
         }
-        let cases64 = [1.0, -2.5, std::f64::consts::PI, 5e-324, f64::MAX, 5992555.0, 0.1];
+        let cases64 = [
+            1.0,
+            -2.5,
+            std::f64::consts::PI,
+            5e-324,
+            f64::MAX,
+            5992555.0,
+            0.1,
+        ];
         for x in cases64 {
             let h = to_hex(x, Format::F64);
             assert_eq!(parse(&h).unwrap().to_bits(), x.to_bits(), "{h}");
         }
-        assert_eq!(to_hex(std::f64::consts::PI, Format::F64), "0x1.921fb54442d18p+1");
-        assert_eq!(to_hex(std::f32::consts::PI as f64, Format::F32), "0x1.921fb6p+1");
+        assert_eq!(
+            to_hex(std::f64::consts::PI, Format::F64),
+            "0x1.921fb54442d18p+1"
+        );
+        assert_eq!(
+            to_hex(std::f32::consts::PI as f64, Format::F32),
+            "0x1.921fb6p+1"
+        );
         assert_eq!(to_hex(1.0, Format::F32), "0x1p+0");
         assert_eq!(to_hex(1e-45f32 as f64, Format::F32), "0x0.000002p-126");
         assert_eq!(parse("0x1.8p3"), Some(12.0));

@@ -29,7 +29,11 @@ figure{margin:0}figcaption{font-size:.9em;color:#444}.scroll{overflow-x:auto}";
 const COLOURS: [&str; 5] = ["#1f77b4", "#d62728", "#9467bd", "#2ca02c", "#ff7f0e"];
 
 /// Write the page; returns its path.
-pub fn write_html(out: &Path, ms: &[Measurement], setting: Option<&Setting>) -> Result<PathBuf, MathlibError> {
+pub fn write_html(
+    out: &Path,
+    ms: &[Measurement],
+    setting: Option<&Setting>,
+) -> Result<PathBuf, MathlibError> {
     let mut page = String::new();
     let _ = write!(page, "<!doctype html><html lang=en><meta charset=utf-8><title>mantissa mathlib</title><style>{STYLE}</style><body><h1>Math-library accuracy</h1>");
     if let Some(s) = setting {
@@ -47,22 +51,34 @@ pub fn write_html(out: &Path, ms: &[Measurement], setting: Option<&Setting>) -> 
         for t in tables(ms, format) {
             page += &table_html(&t);
         }
-        let mut functions: Vec<Function> = ms.iter().filter(|m| m.format == format).map(|m| m.function).collect();
+        let mut functions: Vec<Function> = ms
+            .iter()
+            .filter(|m| m.format == format)
+            .map(|m| m.function)
+            .collect();
         functions.sort();
         functions.dedup();
         if functions.is_empty() {
             continue;
         }
-        let _ = write!(page, "<h2>{}: largest error per input bin</h2><div class=plots>", format.name());
+        let _ = write!(
+            page,
+            "<h2>{}: largest error per input bin</h2><div class=plots>",
+            format.name()
+        );
         for f in functions {
-            let series: Vec<&Measurement> = ms.iter().filter(|m| m.format == format && m.function == f).collect();
+            let series: Vec<&Measurement> = ms
+                .iter()
+                .filter(|m| m.format == format && m.function == f)
+                .collect();
             page += &plot(f, format, &series);
         }
         page += "</div>";
     }
     page += "</body></html>\n";
     let path = out.join(HTML_FILE);
-    std::fs::create_dir_all(out).map_err(|e| MathlibError::Io(format!("{}: {e}", out.display())))?;
+    std::fs::create_dir_all(out)
+        .map_err(|e| MathlibError::Io(format!("{}: {e}", out.display())))?;
     write_atomically(&path, page.as_bytes()).map_err(|e| MathlibError::Io(e.to_string()))?;
     Ok(path)
 }
@@ -102,21 +118,42 @@ fn bin_x(bin: u32, format: Format) -> f64 {
 /// One function's SVG: x = input (signed, log scale), y = largest error in the bin (log scale).
 fn plot(f: Function, format: Format, series: &[&Measurement]) -> String {
     let (w, h, left, right, top, bottom) = (520.0, 260.0, 52.0, 10.0, 10.0, 40.0);
-    let points: Vec<f64> = series.iter().flat_map(|m| m.stats.bins.iter().map(|b| b.ulps)).filter(|u| u.is_finite() && *u > 0.0).collect();
+    let points: Vec<f64> = series
+        .iter()
+        .flat_map(|m| m.stats.bins.iter().map(|b| b.ulps))
+        .filter(|u| u.is_finite() && *u > 0.0)
+        .collect();
     let ymax = points.iter().copied().fold(1.0f64, f64::max);
     let ymin = points.iter().copied().fold(0.5f64, f64::min).max(1e-3);
-    let (ly0, ly1) = (ymin.log10().floor(), ymax.log10().ceil().max(ymin.log10().floor() + 1.0));
+    let (ly0, ly1) = (
+        ymin.log10().floor(),
+        ymax.log10().ceil().max(ymin.log10().floor() + 1.0),
+    );
     // The x range: the bins that occur, widened a little.
-    let xs: Vec<f64> = series.iter().flat_map(|m| m.stats.bins.iter().map(|b| bin_x(b.bin, format))).collect();
-    let (x0, x1) = match (xs.iter().copied().reduce(f64::min), xs.iter().copied().reduce(f64::max)) {
+    let xs: Vec<f64> = series
+        .iter()
+        .flat_map(|m| m.stats.bins.iter().map(|b| bin_x(b.bin, format)))
+        .collect();
+    let (x0, x1) = match (
+        xs.iter().copied().reduce(f64::min),
+        xs.iter().copied().reduce(f64::max),
+    ) {
         (Some(a), Some(b)) if b > a => (a - 2.0, b + 2.0),
         (Some(a), _) => (a - 16.0, a + 16.0),
-        _ => (-(bins_per_sign(format) as f64), bins_per_sign(format) as f64),
+        _ => (
+            -(bins_per_sign(format) as f64),
+            bins_per_sign(format) as f64,
+        ),
     };
     let px = |x: f64| left + (x - x0) / (x1 - x0) * (w - left - right);
     let py = |u: f64| top + (ly1 - u.log10()) / (ly1 - ly0) * (h - top - bottom);
     let mut s = format!("<figure><svg xmlns='http://www.w3.org/2000/svg' width='{w}' height='{h}' viewBox='0 0 {w} {h}' font-size='11' font-family='sans-serif'>");
-    let _ = write!(s, "<rect x='{left}' y='{top}' width='{}' height='{}' fill='none' stroke='#999'/>", w - left - right, h - top - bottom);
+    let _ = write!(
+        s,
+        "<rect x='{left}' y='{top}' width='{}' height='{}' fill='none' stroke='#999'/>",
+        w - left - right,
+        h - top - bottom
+    );
     // y ticks: powers of ten.
     let mut e = ly0;
     while e <= ly1 + 1e-9 {
@@ -129,8 +166,18 @@ fn plot(f: Function, format: Format, series: &[&Measurement]) -> String {
         let xp = px(x.0);
         let _ = write!(s, "<line x1='{xp:.1}' x2='{xp:.1}' y1='{top}' y2='{}' stroke='#eee'/><text x='{xp:.1}' y='{}' text-anchor='middle'>{}</text>", h - bottom, h - bottom + 14.0, x.1);
     }
-    let _ = write!(s, "<text x='{}' y='{}' text-anchor='middle'>input (sign, log scale)</text>", (left + w - right) / 2.0, h - 6.0);
-    let _ = write!(s, "<text x='12' y='{}' transform='rotate(-90 12 {})' text-anchor='middle'>max ulps</text>", (top + h - bottom) / 2.0, (top + h - bottom) / 2.0);
+    let _ = write!(
+        s,
+        "<text x='{}' y='{}' text-anchor='middle'>input (sign, log scale)</text>",
+        (left + w - right) / 2.0,
+        h - 6.0
+    );
+    let _ = write!(
+        s,
+        "<text x='12' y='{}' transform='rotate(-90 12 {})' text-anchor='middle'>max ulps</text>",
+        (top + h - bottom) / 2.0,
+        (top + h - bottom) / 2.0
+    );
     let mut legend = String::new();
     for (i, m) in series.iter().enumerate() {
         let colour = COLOURS[i % COLOURS.len()];
@@ -139,15 +186,38 @@ fn plot(f: Function, format: Format, series: &[&Measurement]) -> String {
         let mut d = String::new();
         for b in &m.stats.bins {
             if b.ulps.is_finite() && b.ulps > 0.0 {
-                let _ = write!(d, "M{:.0} {:.0}h3v3h-3z", px(bin_x(b.bin, format)) - 1.5, py(b.ulps.max(10f64.powf(ly0))) - 1.5);
+                let _ = write!(
+                    d,
+                    "M{:.0} {:.0}h3v3h-3z",
+                    px(bin_x(b.bin, format)) - 1.5,
+                    py(b.ulps.max(10f64.powf(ly0))) - 1.5
+                );
             }
         }
         let _ = write!(s, "<path d='{d}' fill='{colour}' fill-opacity='0.8'/>");
-        let _ = write!(legend, "<tspan fill='{colour}'>● {} </tspan>", escape(&m.column.label()));
+        let _ = write!(
+            legend,
+            "<tspan fill='{colour}'>● {} </tspan>",
+            escape(&m.column.label())
+        );
     }
-    let _ = write!(s, "<text x='{}' y='{}' font-size='11'>{legend}</text>", left + 6.0, top + 12.0);
+    let _ = write!(
+        s,
+        "<text x='{}' y='{}' font-size='11'>{legend}</text>",
+        left + 6.0,
+        top + 12.0
+    );
     s += "</svg>";
-    let _ = write!(s, "<figcaption>{} — largest error per input bin{}</figcaption></figure>", escape(f.cuda_name(format)), if series.iter().any(|m| matches!(m.column, Column::Cpu(_))) { " (CPU columns: sampled and searched inputs only)" } else { "" });
+    let _ = write!(
+        s,
+        "<figcaption>{} — largest error per input bin{}</figcaption></figure>",
+        escape(f.cuda_name(format)),
+        if series.iter().any(|m| matches!(m.column, Column::Cpu(_))) {
+            " (CPU columns: sampled and searched inputs only)"
+        } else {
+            ""
+        }
+    );
     s
 }
 
@@ -169,7 +239,10 @@ fn x_ticks(x0: f64, x1: f64, format: Format) -> Vec<(f64, String)> {
     };
     let mut out = Vec::new();
     let span = (x1 - x0) / bins_per_binade; // binades visible
-    let step = [1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0].into_iter().find(|s| span / s <= 6.0).unwrap_or(1000.0);
+    let step = [1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0]
+        .into_iter()
+        .find(|s| span / s <= 6.0)
+        .unwrap_or(1000.0);
     let mut k = -bias - 30.0;
     while k <= bias + 1.0 {
         let k_round = (k / step).round() * step;
@@ -177,7 +250,10 @@ fn x_ticks(x0: f64, x1: f64, format: Format) -> Vec<(f64, String)> {
             let x = sign * (k_round + bias) * bins_per_binade;
             if x >= x0 && x <= x1 && (k_round + bias) > 0.0 {
                 let label = format!("{}2^{}", if sign < 0.0 { "−" } else { "" }, k_round as i64);
-                if !out.iter().any(|(p, _): &(f64, String)| (*p - x).abs() < 1e-9) {
+                if !out
+                    .iter()
+                    .any(|(p, _): &(f64, String)| (*p - x).abs() < 1e-9)
+                {
                     out.push((x, label));
                 }
             }

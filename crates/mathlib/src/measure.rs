@@ -110,7 +110,13 @@ impl Subject for GpuSubject<'_> {
     fn label(&self) -> String {
         self.variant.name().into()
     }
-    fn eval(&self, f: Function, format: Format, xs: &[f64], ys: &[f64]) -> Result<Vec<f64>, MathlibError> {
+    fn eval(
+        &self,
+        f: Function,
+        format: Format,
+        xs: &[f64],
+        ys: &[f64],
+    ) -> Result<Vec<f64>, MathlibError> {
         Ok(self.gpu.eval(f, format, self.variant, xs, ys)?)
     }
 }
@@ -122,7 +128,13 @@ impl Subject for CpuSubject {
     fn label(&self) -> String {
         self.0.name().into()
     }
-    fn eval(&self, f: Function, format: Format, xs: &[f64], ys: &[f64]) -> Result<Vec<f64>, MathlibError> {
+    fn eval(
+        &self,
+        f: Function,
+        format: Format,
+        xs: &[f64],
+        ys: &[f64],
+    ) -> Result<Vec<f64>, MathlibError> {
         Ok(xs
             .par_iter()
             .zip(ys.par_iter())
@@ -144,10 +156,20 @@ pub fn measure(
     progress: Progress<'_>,
 ) -> Result<Vec<Measurement>, MathlibError> {
     let variants: Vec<Variant> = match gpu {
-        Some(_) => plan.variants.iter().copied().filter(|&v| f.has_variant(format, v)).collect(),
+        Some(_) => plan
+            .variants
+            .iter()
+            .copied()
+            .filter(|&v| f.has_variant(format, v))
+            .collect(),
         None => Vec::new(),
     };
-    let libraries: Vec<CpuLibrary> = plan.libraries.iter().copied().filter(|l| l.has(f, format)).collect();
+    let libraries: Vec<CpuLibrary> = plan
+        .libraries
+        .iter()
+        .copied()
+        .filter(|l| l.has(f, format))
+        .collect();
     let mut out = Vec::new();
     let exhaustive = format == Format::F32 && f.arity() == 1;
     let mut seeds: Vec<[f64; 2]> = Vec::new();
@@ -206,14 +228,17 @@ pub fn measure(
     }
     let label = format!("{} {}: search", f.name(), format.name());
     let summary = search(f, format, &subjects, &options, &mut |p| progress(&label, p))?;
-    let gpu_first = columns.first().is_some_and(|c| matches!(c, Column::Gpu(Variant::Default)));
+    let gpu_first = columns
+        .first()
+        .is_some_and(|c| matches!(c, Column::Gpu(Variant::Default)));
     let share = summary.seconds / subjects.len() as f64;
     for (i, (column, result)) in columns.iter().zip(summary.results).enumerate() {
         // A swept GPU default already has its exhaustive row; its sampled one is dropped.
         if exhaustive && matches!(column, Column::Gpu(_)) {
             continue;
         }
-        let compared = (gpu_first && i > 0).then_some((result.stats.sampled, result.differs_from_first));
+        let compared =
+            (gpu_first && i > 0).then_some((result.stats.sampled, result.differs_from_first));
         out.push(Measurement {
             function: f,
             format,
@@ -263,9 +288,16 @@ fn settle_sweep(
         ..Default::default()
     };
     // Hard inputs: the device left their rounding undecided.
-    let hard: Vec<f64> = sweep.hard.iter().map(|&b| f32::from_bits(b) as f64).collect();
+    let hard: Vec<f64> = sweep
+        .hard
+        .iter()
+        .map(|&b| f32::from_bits(b) as f64)
+        .collect();
     let results = gpu.eval(f, format, variant, &hard, &vec![0.0; hard.len()])?;
-    let refs: Vec<_> = hard.par_iter().map(|&x| reference(f, &[x], format).ok()).collect();
+    let refs: Vec<_> = hard
+        .par_iter()
+        .map(|&x| reference(f, &[x], format).ok())
+        .collect();
     // Hard inputs past the device's list were never decided: counted as such, not guessed.
     let mut undecided = sweep.hard_total - sweep.hard.len() as u64;
     for (r, y) in refs.iter().zip(&results) {
@@ -285,7 +317,10 @@ fn settle_sweep(
         .collect();
     let xs: Vec<f64> = candidates.iter().map(|c| c.1).collect();
     let ys = gpu.eval(f, format, variant, &xs, &vec![0.0; xs.len()])?;
-    let exact: Vec<_> = xs.par_iter().map(|&x| reference(f, &[x], format).ok()).collect();
+    let exact: Vec<_> = xs
+        .par_iter()
+        .map(|&x| reference(f, &[x], format).ok())
+        .collect();
     let mut disagreements = 0;
     for ((&(bin, x), y), r) in candidates.iter().zip(&ys).zip(&exact) {
         let Some(r) = r else {
@@ -294,7 +329,8 @@ fn settle_sweep(
         };
         let e = ulp_error(format, *y, &r.exact);
         let device = sweep.bins[bin].max_ulps;
-        let agree = (e.is_infinite() && device.is_infinite()) || (e - device).abs() <= 1e-6 * e.max(1.0);
+        let agree =
+            (e.is_infinite() && device.is_infinite()) || (e - device).abs() <= 1e-6 * e.max(1.0);
         if !agree {
             disagreements += 1;
         }
@@ -308,7 +344,12 @@ fn settle_sweep(
         let x = f32::from_bits(sweep.argmax) as f64;
         let y = gpu.eval(f, format, variant, &[x], &[0.0])?[0];
         stats.max_ulps = f64::INFINITY;
-        stats.worst = Some(Worst { args: vec![x], result: y, correctly_rounded: f64::NAN, ulps: f64::INFINITY });
+        stats.worst = Some(Worst {
+            args: vec![x],
+            result: y,
+            correctly_rounded: f64::NAN,
+            ulps: f64::INFINITY,
+        });
     }
     Ok(Measurement {
         function: f,

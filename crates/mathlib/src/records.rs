@@ -74,7 +74,11 @@ pub fn read_records(out: &Path) -> Result<Vec<Record>, MathlibError> {
             Ok(r) => out.push(r),
             Err(_) if i + 1 == lines.len() && !text.ends_with('\n') => {}
             Err(e) => {
-                return Err(MathlibError::Io(format!("{}:{}: not a mathlib record: {e}", path.display(), i + 1)))
+                return Err(MathlibError::Io(format!(
+                    "{}:{}: not a mathlib record: {e}",
+                    path.display(),
+                    i + 1
+                )))
             }
         }
     }
@@ -86,7 +90,11 @@ pub fn append_records(out: &Path, records: &[Record]) -> Result<(), MathlibError
     let path = records_path(out);
     let io = |e: std::io::Error| MathlibError::Io(format!("{}: {e}", path.display()));
     std::fs::create_dir_all(out).map_err(io)?;
-    let mut file = OpenOptions::new().create(true).append(true).open(&path).map_err(io)?;
+    let mut file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .map_err(io)?;
     let mut text = String::new();
     for r in records {
         text += &serde_json::to_string(r).map_err(|e| MathlibError::Io(e.to_string()))?;
@@ -97,7 +105,12 @@ pub fn append_records(out: &Path, records: &[Record]) -> Result<(), MathlibError
 }
 
 /// The measurements of (`f`, `format`) already recorded under `setting`, if any.
-pub fn recorded(records: &[Record], setting: &Setting, f: Function, format: Format) -> Vec<Measurement> {
+pub fn recorded(
+    records: &[Record],
+    setting: &Setting,
+    f: Function,
+    format: Format,
+) -> Vec<Measurement> {
     records
         .iter()
         .filter(|r| r.schema == SCHEMA && &r.setting == setting)

@@ -33,14 +33,33 @@ fn hard_regions(f: Function, format: Format) -> Vec<Region> {
     };
     use Function::*;
     match f {
-        Sin | Cos | Tan => vec![log(1e-8, 1.0), lin(-10.0, 10.0), log(1e4, 1e22), log(1e22, big)],
-        Asin | Acos => vec![lin(-1.0, 1.0), lin(0.9, 1.0), lin(-1.0, -0.9), lin(0.4, 0.6)],
+        Sin | Cos | Tan => vec![
+            log(1e-8, 1.0),
+            lin(-10.0, 10.0),
+            log(1e4, 1e22),
+            log(1e22, big),
+        ],
+        Asin | Acos => vec![
+            lin(-1.0, 1.0),
+            lin(0.9, 1.0),
+            lin(-1.0, -0.9),
+            lin(0.4, 0.6),
+        ],
         Atan => vec![log(1e-8, 1e8), lin(-2.0, 2.0)],
-        Sinh | Cosh => vec![lin(-exp_hi - 1.0, exp_hi + 1.0), log(1e-8, 1.0), lin(exp_hi - 2.0, exp_hi + 0.5)],
+        Sinh | Cosh => vec![
+            lin(-exp_hi - 1.0, exp_hi + 1.0),
+            log(1e-8, 1.0),
+            lin(exp_hi - 2.0, exp_hi + 0.5),
+        ],
         Tanh => vec![lin(-10.0, 10.0), log(1e-8, 1.0), lin(0.4, 0.7)],
         Asinh => vec![log(1e-8, 1e8), lin(-2.0, 2.0)],
         Acosh => vec![lin(1.0, 1.01), lin(1.0, 3.0), log(1.0, 1e8)],
-        Atanh => vec![lin(-1.0, 1.0), lin(0.9, 1.0), lin(0.4, 0.6), log(1e-8, 1e-1)],
+        Atanh => vec![
+            lin(-1.0, 1.0),
+            lin(0.9, 1.0),
+            lin(0.4, 0.6),
+            log(1e-8, 1e-1),
+        ],
         Exp | Expm1 | Exp2 | Exp10 => {
             let k = match f {
                 Exp2 => std::f64::consts::LOG2_E,
@@ -55,15 +74,30 @@ fn hard_regions(f: Function, format: Format) -> Vec<Region> {
                 lin(-1.0, 1.0),
             ]
         }
-        Log | Log2 | Log10 => vec![lin(0.5, 2.0), lin(0.99, 1.01), log(1e-300, big), log(4.9e-324, 2.2e-308)],
-        Log1p => vec![log(1e-10, 1.0), lin(-1.0, -0.9), lin(-0.5, 1.0), log(1.0, big)],
+        Log | Log2 | Log10 => vec![
+            lin(0.5, 2.0),
+            lin(0.99, 1.01),
+            log(1e-300, big),
+            log(4.9e-324, 2.2e-308),
+        ],
+        Log1p => vec![
+            log(1e-10, 1.0),
+            lin(-1.0, -0.9),
+            lin(-0.5, 1.0),
+            log(1.0, big),
+        ],
         Pow => vec![lin(0.9, 1.1), log(1e-5, 1e5), lin(-10.0, -0.1)],
         Sqrt | Rsqrt | Cbrt => vec![log(1e-300, big), lin(0.5, 4.0), log(4.9e-324, 2.2e-308)],
         Hypot | Div => vec![log(1e-300, big), lin(-4.0, 4.0)],
         Atan2 => vec![lin(-4.0, 4.0), log(1e-30, 1e30)],
         Erf => vec![lin(-6.0, 6.0), log(1e-10, 1.0), lin(0.4, 2.5)],
         Erfc => vec![lin(-6.0, 30.0), lin(5.0, 27.3), lin(0.4, 2.5)],
-        Erfinv => vec![lin(-1.0, 1.0), lin(0.99, 1.0), lin(-1.0, -0.99), log(1e-10, 0.1)],
+        Erfinv => vec![
+            lin(-1.0, 1.0),
+            lin(0.99, 1.0),
+            lin(-1.0, -0.99),
+            log(1e-10, 0.1),
+        ],
         Lgamma => vec![
             lin(0.9, 2.1),
             lin(-10.0, -2.0),
@@ -72,7 +106,13 @@ fn hard_regions(f: Function, format: Format) -> Vec<Region> {
             log(1e-8, 1e-1),
             log(1.0, 1e30),
         ],
-        Tgamma => vec![lin(-20.0, 40.0), lin(-180.0, -100.0), lin(160.0, 172.0), log(1e-8, 1e-1), lin(0.5, 3.0)],
+        Tgamma => vec![
+            lin(-20.0, 40.0),
+            lin(-180.0, -100.0),
+            lin(160.0, 172.0),
+            log(1e-8, 1e-1),
+            lin(0.5, 3.0),
+        ],
     }
 }
 
@@ -84,7 +124,11 @@ fn sample(rng: &mut impl Rng, r: Region, format: Format) -> f64 {
     } else {
         r.lo + (r.hi - r.lo) * rng.random::<f64>()
     };
-    let x = if r.log && rng.random::<bool>() && r.lo > 0.0 { -x } else { x };
+    let x = if r.log && rng.random::<bool>() && r.lo > 0.0 {
+        -x
+    } else {
+        x
+    };
     format.round_f64(x.clamp(-format.max(), format.max()))
 }
 
@@ -110,7 +154,11 @@ fn second(f: Function, format: Format, rng: &mut impl Rng, x: f64) -> f64 {
             0 => rng.random_range(-40i32..40) as f64,
             // Exponents that take results near overflow and underflow from x.
             1 => {
-                let target = if rng.random::<bool>() { format.max().ln() } else { -format.max().ln() };
+                let target = if rng.random::<bool>() {
+                    format.max().ln()
+                } else {
+                    -format.max().ln()
+                };
                 let l = x.abs().ln();
                 if l != 0.0 && l.is_finite() {
                     format.round_f64(target / l * (1.0 - 1e-3 * rng.random::<f64>()))
@@ -142,7 +190,11 @@ pub fn random_input(f: Function, format: Format, rng: &mut impl Rng) -> [f64; 2]
         let region = regions[rng.random_range(0..regions.len())];
         sample(rng, region, format)
     };
-    let y = if f.arity() == 2 { second(f, format, rng, x) } else { 0.0 };
+    let y = if f.arity() == 2 {
+        second(f, format, rng, x)
+    } else {
+        0.0
+    };
     [x, y]
 }
 

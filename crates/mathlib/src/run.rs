@@ -55,11 +55,16 @@ pub fn run_plan(
         for &f in &plan.functions {
             let before = recorded(&old, &setting, f, format);
             if !before.is_empty() {
-                on_event(Event::Measured { measurements: &before, resumed: true });
+                on_event(Event::Measured {
+                    measurements: &before,
+                    resumed: true,
+                });
                 all.extend(before);
                 continue;
             }
-            let ms = measure(f, format, plan, gpu, &mut |what, p| on_event(Event::Progress(what, p)))?;
+            let ms = measure(f, format, plan, gpu, &mut |what, p| {
+                on_event(Event::Progress(what, p))
+            })?;
             if let Some(dir) = out {
                 let records: Vec<Record> = ms
                     .iter()
@@ -72,7 +77,10 @@ pub fn run_plan(
                     .collect();
                 append_records(dir, &records)?;
             }
-            on_event(Event::Measured { measurements: &ms, resumed: false });
+            on_event(Event::Measured {
+                measurements: &ms,
+                resumed: false,
+            });
             all.extend(ms);
         }
     }
@@ -126,15 +134,32 @@ pub fn check(
     let mut columns = Vec::new();
     let y = if args.len() > 1 { args[1] } else { 0.0 };
     if let Some(gpu) = gpu {
-        for v in Variant::ALL.into_iter().filter(|&v| f.has_variant(format, v)) {
+        for v in Variant::ALL
+            .into_iter()
+            .filter(|&v| f.has_variant(format, v))
+        {
             let result = gpu.eval(f, format, v, &args[..1], &[y])?[0];
-            columns.push(CheckedColumn { column: Column::Gpu(v), result, ulps: ulp_error(format, result, &reference.exact) });
+            columns.push(CheckedColumn {
+                column: Column::Gpu(v),
+                result,
+                ulps: ulp_error(format, result, &reference.exact),
+            });
         }
     }
     for lib in CpuLibrary::ALL {
         if let Some(result) = lib.eval(f, format, args[0], y) {
-            columns.push(CheckedColumn { column: Column::Cpu(lib), result, ulps: ulp_error(format, result, &reference.exact) });
+            columns.push(CheckedColumn {
+                column: Column::Cpu(lib),
+                result,
+                ulps: ulp_error(format, result, &reference.exact),
+            });
         }
     }
-    Ok(Check { function: f, format, args, reference, columns })
+    Ok(Check {
+        function: f,
+        format,
+        args,
+        reference,
+        columns,
+    })
 }

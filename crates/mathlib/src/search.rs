@@ -23,7 +23,13 @@ pub trait Subject: Sync {
     /// Its column name: `default`, `fast`, `intrinsic`, `std`, `libm`.
     fn label(&self) -> String;
     /// `f` at the inputs (`ys` ignored for univariate functions), in `format`, widened to f64.
-    fn eval(&self, f: Function, format: Format, xs: &[f64], ys: &[f64]) -> Result<Vec<f64>, MathlibError>;
+    fn eval(
+        &self,
+        f: Function,
+        format: Format,
+        xs: &[f64],
+        ys: &[f64],
+    ) -> Result<Vec<f64>, MathlibError>;
 }
 
 /// What to evaluate and for how long.
@@ -98,7 +104,9 @@ pub fn search(
     // Each subject's largest errors: where the climb starts from.
     let mut pools: Vec<Vec<(f64, [f64; 2])>> = vec![Vec::new(); subjects.len()];
     let batch = options.batch.max(1);
-    let elapsed_share = |now: Instant| now.duration_since(start).as_secs_f64() / options.budget.as_secs_f64().max(1e-9);
+    let elapsed_share = |now: Instant| {
+        now.duration_since(start).as_secs_f64() / options.budget.as_secs_f64().max(1e-9)
+    };
 
     // Phase 1: the unbiased sample (given, or random), then the seeds.
     let random_phase = options.uniform.is_empty();
@@ -108,7 +116,9 @@ pub fn search(
             if elapsed_share(Instant::now()) >= options.random_share {
                 break;
             }
-            (0..batch).map(|_| random_input(f, format, &mut rng)).collect()
+            (0..batch)
+                .map(|_| random_input(f, format, &mut rng))
+                .collect()
         } else {
             match given.next() {
                 Some(c) => c.to_vec(),
@@ -127,7 +137,12 @@ pub fn search(
 
     // Phase 2: climb from each subject's pool in turn.
     let mut turn = 0usize;
-    while Instant::now() < deadline && subjects.iter().enumerate().any(|(i, _)| !pools[i].is_empty()) {
+    while Instant::now() < deadline
+        && subjects
+            .iter()
+            .enumerate()
+            .any(|(i, _)| !pools[i].is_empty())
+    {
         let pool = &pools[turn % subjects.len()];
         turn += 1;
         if pool.is_empty() {
@@ -140,12 +155,23 @@ pub fn search(
                 let [x, y] = pool[rank.min(pool.len() - 1)].1;
                 match (f.arity(), rng.random_range(0..3)) {
                     (2, 0) => [x, neighbour(&mut rng, y, format)],
-                    (2, 1) => [neighbour(&mut rng, x, format), neighbour(&mut rng, y, format)],
+                    (2, 1) => [
+                        neighbour(&mut rng, x, format),
+                        neighbour(&mut rng, y, format),
+                    ],
                     _ => [neighbour(&mut rng, x, format), y],
                 }
             })
             .collect();
-        evaluate(f, format, subjects, &inputs, false, &mut summary, &mut pools)?;
+        evaluate(
+            f,
+            format,
+            subjects,
+            &inputs,
+            false,
+            &mut summary,
+            &mut pools,
+        )?;
         progress(elapsed_share(Instant::now()).min(1.0));
     }
     summary.seconds = start.elapsed().as_secs_f64();
@@ -179,7 +205,9 @@ fn evaluate(
         let out = &mut summary.results[s];
         for (i, r) in refs.iter().enumerate() {
             let Some(r) = r else { continue };
-            let e = out.stats.add(format, &inputs[i][..arity], results[i], r, unbiased);
+            let e = out
+                .stats
+                .add(format, &inputs[i][..arity], results[i], r, unbiased);
             if unbiased && s > 0 && !same_value(results[i], first[i]) {
                 out.differs_from_first += 1;
             }

@@ -56,7 +56,10 @@ pub struct BinMax {
     pub bin: u32,
     /// Its largest error in ulps (stored to 4 significant digits: it is for plots, and 4,096
     /// bins per column at full precision made records of tens of megabytes).
-    #[serde(serialize_with = "four_digits", deserialize_with = "float::deserialize")]
+    #[serde(
+        serialize_with = "four_digits",
+        deserialize_with = "float::deserialize"
+    )]
     pub ulps: f64,
 }
 
@@ -91,7 +94,14 @@ impl Stats {
 
     /// Count one result against its reference; `unbiased` says whether it belongs to the
     /// sample the mean is taken over. Returns the error.
-    pub fn add(&mut self, format: Format, args: &[f64], result: f64, r: &Reference, unbiased: bool) -> f64 {
+    pub fn add(
+        &mut self,
+        format: Format,
+        args: &[f64],
+        result: f64,
+        r: &Reference,
+        unbiased: bool,
+    ) -> f64 {
         let e = ulp_error(format, result, &r.exact);
         self.evaluated += 1;
         if unbiased {

@@ -37,7 +37,8 @@ pub fn ulps(x: f64) -> String {
 }
 
 fn find(ms: &[Measurement], f: Function, format: Format, column: Column) -> Option<&Measurement> {
-    ms.iter().find(|m| m.function == f && m.format == format && m.column == column)
+    ms.iter()
+        .find(|m| m.function == f && m.format == format && m.column == column)
 }
 
 /// The columns present in `ms` for `format`, in table order.
@@ -50,7 +51,12 @@ fn columns(ms: &[Measurement], format: Format) -> Vec<Column> {
     }
     let order = |c: &Column| match c {
         Column::Gpu(v) => Variant::ALL.iter().position(|x| x == v).unwrap_or(0),
-        Column::Cpu(l) => 10 + crate::cpu::CpuLibrary::ALL.iter().position(|x| x == l).unwrap_or(0),
+        Column::Cpu(l) => {
+            10 + crate::cpu::CpuLibrary::ALL
+                .iter()
+                .position(|x| x == l)
+                .unwrap_or(0)
+        }
     };
     cols.sort_by_key(order);
     cols
@@ -62,7 +68,11 @@ pub fn tables(ms: &[Measurement], format: Format) -> Vec<Table> {
     if cols.is_empty() {
         return Vec::new();
     }
-    let mut functions: Vec<Function> = ms.iter().filter(|m| m.format == format).map(|m| m.function).collect();
+    let mut functions: Vec<Function> = ms
+        .iter()
+        .filter(|m| m.format == format)
+        .map(|m| m.function)
+        .collect();
     functions.sort();
     functions.dedup();
 
@@ -78,7 +88,11 @@ pub fn tables(ms: &[Measurement], format: Format) -> Vec<Table> {
         header.push("default mean".into());
         header.push("default not CR".into());
     }
-    let cpu_cols: Vec<Column> = cols.iter().copied().filter(|c| matches!(c, Column::Cpu(_))).collect();
+    let cpu_cols: Vec<Column> = cols
+        .iter()
+        .copied()
+        .filter(|c| matches!(c, Column::Cpu(_)))
+        .collect();
     if gpu_default {
         for c in &cpu_cols {
             header.push(format!("≠ {}", c.label()));
@@ -111,8 +125,9 @@ pub fn tables(ms: &[Measurement], format: Format) -> Vec<Table> {
                     // The guide's bound where the largest error occurs (it may hold on part of
                     // the range only, or grow with x as __expf's does).
                     let doc = match (c, &m.stats.worst) {
-                        (Column::Gpu(v), Some(w)) => documented(f, format, v)
-                            .and_then(|d| d.ulps_at(w.args[0], w.args.get(1).copied().unwrap_or(0.0))),
+                        (Column::Gpu(v), Some(w)) => documented(f, format, v).and_then(|d| {
+                            d.ulps_at(w.args[0], w.args.get(1).copied().unwrap_or(0.0))
+                        }),
                         _ => None,
                     };
                     // The measured maximum is the error against the exact value; the guide's
@@ -129,15 +144,20 @@ pub fn tables(ms: &[Measurement], format: Format) -> Vec<Table> {
             match find(ms, f, format, Column::Gpu(Variant::Default)) {
                 Some(m) => {
                     row.push(ulps(m.stats.mean_ulps()));
-                    row.push(format!("{:.3}%", 100.0 * m.stats.not_correctly_rounded_share()));
+                    row.push(format!(
+                        "{:.3}%",
+                        100.0 * m.stats.not_correctly_rounded_share()
+                    ));
                 }
                 None => row.extend(["—".into(), "—".into()]),
             }
             for &c in &cpu_cols {
-                row.push(match find(ms, f, format, c).and_then(|m| m.compared_with_gpu) {
-                    Some((n, d)) => format!("{d} / {n}"),
-                    None => "—".into(),
-                });
+                row.push(
+                    match find(ms, f, format, c).and_then(|m| m.compared_with_gpu) {
+                        Some((n, d)) => format!("{d} / {n}"),
+                        None => "—".into(),
+                    },
+                );
             }
         }
         rows.push(row);
@@ -175,7 +195,15 @@ pub fn tables(ms: &[Measurement], format: Format) -> Vec<Table> {
         notes.push("`!`: measured maximum above the documented bound; re-check with `mantissa mathlib --check FUNCTION INPUT`.".into());
     }
     let summary = Table {
-        title: format!("{} ({})", format.name(), if format == Format::F32 { "binary32" } else { "binary64" }),
+        title: format!(
+            "{} ({})",
+            format.name(),
+            if format == Format::F32 {
+                "binary32"
+            } else {
+                "binary64"
+            }
+        ),
         header,
         rows,
         text_columns: 1,
@@ -185,10 +213,22 @@ pub fn tables(ms: &[Measurement], format: Format) -> Vec<Table> {
     let mut worst_rows = Vec::new();
     for &f in &functions {
         for &c in &cols {
-            let Some(m) = find(ms, f, format, c) else { continue };
+            let Some(m) = find(ms, f, format, c) else {
+                continue;
+            };
             let Some(w) = &m.stats.worst else { continue };
-            let input_hex = w.args.iter().map(|&a| to_hex(a, format)).collect::<Vec<_>>().join(", ");
-            let input_dec = w.args.iter().map(|&a| to_decimal(a, format)).collect::<Vec<_>>().join(", ");
+            let input_hex = w
+                .args
+                .iter()
+                .map(|&a| to_hex(a, format))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let input_dec = w
+                .args
+                .iter()
+                .map(|&a| to_decimal(a, format))
+                .collect::<Vec<_>>()
+                .join(", ");
             worst_rows.push(vec![
                 f.cuda_name(format).to_string(),
                 c.label(),

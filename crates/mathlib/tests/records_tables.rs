@@ -4,7 +4,9 @@
 use mantissa_mathlib::cpu::CpuLibrary;
 use mantissa_mathlib::html::write_html;
 use mantissa_mathlib::measure::{Column, Measurement, Method};
-use mantissa_mathlib::records::{append_records, prepare, read_records, recorded, records_path, Record, Setting, SCHEMA};
+use mantissa_mathlib::records::{
+    append_records, prepare, read_records, recorded, records_path, Record, Setting, SCHEMA,
+};
 use mantissa_mathlib::stats::{BinMax, Stats, Worst};
 use mantissa_mathlib::table::tables;
 use mantissa_mathlib::{Format, Function, Variant};
@@ -18,13 +20,27 @@ fn measurement(f: Function, column: Column, max: f64) -> Measurement {
         stats: Stats {
             evaluated: 100,
             max_ulps: max,
-            worst: Some(Worst { args: vec![3.0], result: 0.5, correctly_rounded: 0.25, ulps: max }),
+            worst: Some(Worst {
+                args: vec![3.0],
+                result: 0.5,
+                correctly_rounded: 0.25,
+                ulps: max,
+            }),
             sampled: 100,
             sum_ulps: 30.0,
             finite: 99,
             not_correctly_rounded: 7,
             infinite: 1,
-            bins: vec![BinMax { bin: 0x7f, ulps: max }, BinMax { bin: 0x17f, ulps: 0.75 }],
+            bins: vec![
+                BinMax {
+                    bin: 0x7f,
+                    ulps: max,
+                },
+                BinMax {
+                    bin: 0x17f,
+                    ulps: 0.75,
+                },
+            ],
         },
         hard: 3,
         undecided: 0,
@@ -35,26 +51,68 @@ fn measurement(f: Function, column: Column, max: f64) -> Measurement {
 }
 
 fn setting() -> Setting {
-    Setting { device: Some("test GPU".into()), driver: Some("13.0".into()), cpu: vec!["std".into()], budget_s: 5.0, cpu_sample: 1024, seed: 1 }
+    Setting {
+        device: Some("test GPU".into()),
+        driver: Some("13.0".into()),
+        cpu: vec!["std".into()],
+        budget_s: 5.0,
+        cpu_sample: 1024,
+        seed: 1,
+    }
 }
 
 fn record(m: Measurement) -> Record {
-    Record { schema: SCHEMA, mantissa: "0".into(), setting: setting(), measurement: m }
+    Record {
+        schema: SCHEMA,
+        mantissa: "0".into(),
+        setting: setting(),
+        measurement: m,
+    }
 }
 
 #[test]
 fn records_append_read_back_and_resume_after_a_partial_line() {
     let dir = std::env::temp_dir().join(format!("mathlib-records-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let inf = measurement(Function::Tgamma, Column::Gpu(Variant::Default), f64::INFINITY);
-    append_records(&dir, &[record(measurement(Function::Sin, Column::Gpu(Variant::Default), 1.5)), record(inf)]).unwrap();
+    let inf = measurement(
+        Function::Tgamma,
+        Column::Gpu(Variant::Default),
+        f64::INFINITY,
+    );
+    append_records(
+        &dir,
+        &[
+            record(measurement(
+                Function::Sin,
+                Column::Gpu(Variant::Default),
+                1.5,
+            )),
+            record(inf),
+        ],
+    )
+    .unwrap();
     let back = read_records(&dir).unwrap();
     assert_eq!(back.len(), 2);
-    assert_eq!(back[0].measurement.stats, measurement(Function::Sin, Column::Gpu(Variant::Default), 1.5).stats);
-    assert!(back[1].measurement.stats.max_ulps.is_infinite(), "infinite maxima survive JSON");
-    assert_eq!(recorded(&back, &setting(), Function::Sin, Format::F32).len(), 1);
-    let other = Setting { budget_s: 9.0, ..setting() };
-    assert!(recorded(&back, &other, Function::Sin, Format::F32).is_empty(), "another budget is not reused");
+    assert_eq!(
+        back[0].measurement.stats,
+        measurement(Function::Sin, Column::Gpu(Variant::Default), 1.5).stats
+    );
+    assert!(
+        back[1].measurement.stats.max_ulps.is_infinite(),
+        "infinite maxima survive JSON"
+    );
+    assert_eq!(
+        recorded(&back, &setting(), Function::Sin, Format::F32).len(),
+        1
+    );
+    let other = Setting {
+        budget_s: 9.0,
+        ..setting()
+    };
+    assert!(
+        recorded(&back, &other, Function::Sin, Format::F32).is_empty(),
+        "another budget is not reused"
+    );
 
     // A killed run leaves half a line: reading skips it, resuming truncates it.
     let path = records_path(&dir);
@@ -63,7 +121,15 @@ fn records_append_read_back_and_resume_after_a_partial_line() {
     std::fs::write(&path, &text).unwrap();
     assert_eq!(read_records(&dir).unwrap().len(), 2);
     assert_eq!(prepare(&dir, true).unwrap(), None);
-    append_records(&dir, &[record(measurement(Function::Cos, Column::Gpu(Variant::Fast), 2.0))]).unwrap();
+    append_records(
+        &dir,
+        &[record(measurement(
+            Function::Cos,
+            Column::Gpu(Variant::Fast),
+            2.0,
+        ))],
+    )
+    .unwrap();
     assert_eq!(read_records(&dir).unwrap().len(), 3);
 
     // A bad line in the middle is an error naming the line.
@@ -100,7 +166,10 @@ fn tables_mark_maxima_above_the_documented_bound_and_the_page_plots_every_functi
     assert_eq!(row("sinf")[col("default not CR")], "7.000%");
     assert!(tables(&ms, Format::F64).is_empty());
     // Worst inputs in hex and decimal.
-    assert!(t[1].rows.iter().any(|r| r[0] == "sinf" && r[3] == "0x1.8p+1" && r[4] == "3e0"));
+    assert!(t[1]
+        .rows
+        .iter()
+        .any(|r| r[0] == "sinf" && r[3] == "0x1.8p+1" && r[4] == "3e0"));
 
     let dir = std::env::temp_dir().join(format!("mathlib-page-{}", std::process::id()));
     let page = write_html(&dir, &ms, Some(&setting())).unwrap();

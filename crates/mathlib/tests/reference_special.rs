@@ -84,11 +84,14 @@ fn exact_special_values() {
     assert_eq!(finite(Erfc, f64::NEG_INFINITY), 2.0);
     assert_eq!(finite(Erfc, 0.0), 1.0);
     assert_eq!(finite(Erfc, 1e10), 0.0); // the documented stand-in, rounding to +0
-    // … and measuring as the true value would (without building a 2^57-bit difference).
+                                         // … and measuring as the true value would (without building a 2^57-bit difference).
     let stand_in = exact(Erfc, 1e300);
     assert_eq!(ulp_error(Format::F64, 0.0, &stand_in), 0.0);
     assert_eq!(ulp_error(Format::F64, 5e-324, &stand_in), 1.0);
-    assert_eq!(ulp_error(Format::F32, 1.401298464324817e-45, &stand_in), 1.0);
+    assert_eq!(
+        ulp_error(Format::F32, 1.401298464324817e-45, &stand_in),
+        1.0
+    );
     let r = reference(Erfc, &[3e9], Format::F64).unwrap();
     assert_eq!(r.rounded, 0.0);
     let r = reference(Erfc, &[200.0], Format::F64).unwrap(); // below the stand-in: a true enclosure
@@ -97,13 +100,21 @@ fn exact_special_values() {
     // Γ's stand-ins: the sign, the rounding, and a finite result's error (≈ 2^52 ulps, as for
     // any exact value far past the format) computed without trouble.
     let big_g = exact(Tgamma, 1e4);
-    assert_eq!(reference(Tgamma, &[1e4], Format::F64).unwrap().rounded, f64::INFINITY);
+    assert_eq!(
+        reference(Tgamma, &[1e4], Format::F64).unwrap().rounded,
+        f64::INFINITY
+    );
     let e = ulp_error(Format::F64, f64::MAX, &big_g);
     assert!((4e15..1e16).contains(&e), "{e}");
     let r = reference(Tgamma, &[6000.5], Format::F64).unwrap(); // the true value, below the cut
     assert!((4e15..1e16).contains(&ulp_error(Format::F64, f64::MAX, &r.exact)));
     assert!(ulp_error(Format::F64, 1e300, &r.exact).is_finite());
-    for (x, negative) in [(-1e4 - 0.5, true), (-10001.5, false), (-1e15 - 0.5, true), (-1e15 + 0.5, false)] {
+    for (x, negative) in [
+        (-1e4 - 0.5, true),
+        (-10001.5, false),
+        (-1e15 - 0.5, true),
+        (-1e15 + 0.5, false),
+    ] {
         let r = reference(Tgamma, &[x], Format::F64).unwrap();
         assert_eq!(r.rounded, 0.0);
         assert_eq!(r.rounded.is_sign_negative(), negative, "Γ({x}) sign");
@@ -114,7 +125,15 @@ fn exact_special_values() {
     assert!(nan(Erfinv, 1.5) && nan(Erfinv, -1.0000000000000002) && nan(Erfinv, f64::INFINITY));
     assert_eq!(finite(Lgamma, 1.0), 0.0);
     assert_eq!(finite(Lgamma, 2.0), 0.0);
-    for x in [0.0, -0.0, -1.0, -2.0, -1e300, f64::INFINITY, f64::NEG_INFINITY] {
+    for x in [
+        0.0,
+        -0.0,
+        -1.0,
+        -2.0,
+        -1e300,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+    ] {
         assert!(!inf(Lgamma, x), "lgamma({x})");
     }
     assert_eq!(finite(Tgamma, 5.0), 24.0);
@@ -165,15 +184,22 @@ fn known_values() {
         assert!(within2(&v, &(sqrt_pi.clone() / 2), e, -1000));
         let half_ln_pi = pi.ln() / 2;
         let (v, e) = near(Function::Lgamma, 0.5, prec);
-        assert!(within2(&v, &half_ln_pi, e, -1000), "lnΓ(1/2) at {prec}: {v} vs {half_ln_pi}");
+        assert!(
+            within2(&v, &half_ln_pi, e, -1000),
+            "lnΓ(1/2) at {prec}: {v} vs {half_ln_pi}"
+        );
         let ln2 = big::with_bits(big::exact(2.0), 1100).ln();
         let (v, e) = near(Function::Lgamma, 3.0, prec);
         assert!(within2(&v, &ln2, e, -1000));
         assert!(e <= -(prec as isize));
     }
     // erfinv(erf(0.5)) is 0.5 within an ulp of the rounding (erf'(0.5) ≈ 0.88).
-    let e = reference(Function::Erf, &[0.5], Format::F64).unwrap().rounded;
-    let y = reference(Function::Erfinv, &[e], Format::F64).unwrap().rounded;
+    let e = reference(Function::Erf, &[0.5], Format::F64)
+        .unwrap()
+        .rounded;
+    let y = reference(Function::Erfinv, &[e], Format::F64)
+        .unwrap()
+        .rounded;
     assert!((y - 0.5).abs() <= 2.0 * f64::EPSILON * 0.5, "{y}");
     // And exactly: erf of the erfinv enclosure brackets x.
     for x in [0.5, 1e-300, 0.999, 1.0 - 2f64.powi(-53), 0.3, 5e-324] {
@@ -221,7 +247,9 @@ fn dashu_arithmetic_is_within_an_ulp() {
             // q = a/b: |q b − a| ≤ ½ ulp(q) |b|.
             let q = ctx.div(a.repr(), b.repr()).value();
             let qb = Context::<HalfEven>::new(0).mul(q.repr(), b.repr()).value();
-            let bound = Context::<HalfEven>::new(0).mul(half_ulp(&q).repr(), b.abs_ref().repr()).value();
+            let bound = Context::<HalfEven>::new(0)
+                .mul(half_ulp(&q).repr(), b.abs_ref().repr())
+                .value();
             let diff = Context::<HalfEven>::new(0).sub(qb.repr(), a.repr()).value();
             assert!(diff.abs_ref() <= bound, "div at {w}");
             let ab = a.abs_ref();
@@ -259,7 +287,11 @@ impl AbsRef for Big {
 
 /// The ball contains the reference value.
 fn contains(b: &Ball, v: &Big) -> bool {
-    within(&b.mid_big(), v, b.r.log2_ceil().unwrap_or(-100_000) as isize)
+    within(
+        &b.mid_big(),
+        v,
+        b.r.log2_ceil().unwrap_or(-100_000) as isize,
+    )
 }
 
 #[test]
@@ -277,7 +309,10 @@ fn kernels_contain_dashu_values_at_four_times_the_precision() {
             let want = hi.exp(xb.repr()).value();
             let rel = big_top(&want) - (w as isize) + 2;
             assert!(contains(&e, &want), "exp({x:e}) at {w}");
-            assert!(e.r.le(Mag::pow2(rel as i64)), "exp({x:e}) at {w}: radius too wide");
+            assert!(
+                e.r.le(Mag::pow2(rel as i64)),
+                "exp({x:e}) at {w}: radius too wide"
+            );
             // ln of positive numbers from tiny to huge.
             let y = (rng.random_range(-700.0..700.0f64)).exp() * [1.0, 1.0 + 1e-12][i % 2];
             let yb = big::exact(y);
@@ -290,17 +325,30 @@ fn kernels_contain_dashu_values_at_four_times_the_precision() {
             let k = kernels::sin_pi(&Ball::from_big(&sb), w);
             let pi = hi_pi(4 * w + 128);
             let want = hi
-                .sin(Context::<HalfEven>::new(0).mul(pi.repr(), sb.repr()).value().repr())
+                .sin(
+                    Context::<HalfEven>::new(0)
+                        .mul(pi.repr(), sb.repr())
+                        .value()
+                        .repr(),
+                )
                 .value(&hi);
-            assert!(contains(&k, &want), "sin(π·{s:e}) at {w}: {} vs {want}", k.mid_big());
+            assert!(
+                contains(&k, &want),
+                "sin(π·{s:e}) at {w}: {} vs {want}",
+                k.mid_big()
+            );
         }
     }
 }
 
 /// A point of the ball b: mid + θ·rad for θ in [−1, 1] (exact).
 fn point_in(b: &Ball, theta: f64) -> Big {
-    let d = Context::<HalfEven>::new(0).mul(b.r.to_big().repr(), big::exact(theta).repr()).value();
-    Context::<HalfEven>::new(0).add(b.mid_big().repr(), d.repr()).value()
+    let d = Context::<HalfEven>::new(0)
+        .mul(b.r.to_big().repr(), big::exact(theta).repr())
+        .value();
+    Context::<HalfEven>::new(0)
+        .add(b.mid_big().repr(), d.repr())
+        .value()
 }
 
 /// Operations on balls with radii contain the operation applied to points of the balls
@@ -324,27 +372,57 @@ fn ball_operations_contain_the_images_of_their_points() {
         let p = ball(0.3, 30.0, rel.max(8));
         let one = Ball::one();
         for theta in [-1.0, -0.37, 0.0, 0.81, 1.0] {
-            let (pa, pb, pp) = (point_in(&a, theta), point_in(&b, -theta), point_in(&p, theta));
+            let (pa, pb, pp) = (
+                point_in(&a, theta),
+                point_in(&b, -theta),
+                point_in(&p, theta),
+            );
             let sum = ex.add(pa.repr(), pb.repr()).value();
             assert!(contains(&a.add(&b, w), &sum));
             assert!(contains(&a.add(&b, EXACT), &sum), "exact add");
-            assert!(contains(&a.sub(&b, w), &ex.sub(pa.repr(), pb.repr()).value()));
-            assert!(contains(&a.mul(&b, w), &ex.mul(pa.repr(), pb.repr()).value()));
-            assert!(contains(&a.sqr(w), &ex.mul(pa.repr(), pa.repr()).value()), "sqr");
+            assert!(contains(
+                &a.sub(&b, w),
+                &ex.sub(pa.repr(), pb.repr()).value()
+            ));
+            assert!(contains(
+                &a.mul(&b, w),
+                &ex.mul(pa.repr(), pb.repr()).value()
+            ));
+            assert!(
+                contains(&a.sqr(w), &ex.mul(pa.repr(), pa.repr()).value()),
+                "sqr"
+            );
             let q = a.div(&b, w).expect("b excludes 0");
             assert!(contains(&q, &hi.div(pa.repr(), pb.repr()).value()), "div");
             let seven = big::exact(7.0);
-            assert!(contains(&a.div_u(7, w), &hi.div(pa.repr(), seven.repr()).value()));
+            assert!(contains(
+                &a.div_u(7, w),
+                &hi.div(pa.repr(), seven.repr()).value()
+            ));
             let m13 = big::exact(-13.0);
-            assert!(contains(&a.mul_int(&IBig::from(-13), w), &ex.mul(pa.repr(), m13.repr()).value()));
-            assert!(contains(&kernels::exp(&a, w), &hi.exp(pa.repr()).value()), "exp {theta} {rel}");
-            assert!(contains(&kernels::ln(&p, w), &hi.ln(pp.repr()).value()), "ln");
+            assert!(contains(
+                &a.mul_int(&IBig::from(-13), w),
+                &ex.mul(pa.repr(), m13.repr()).value()
+            ));
+            assert!(
+                contains(&kernels::exp(&a, w), &hi.exp(pa.repr()).value()),
+                "exp {theta} {rel}"
+            );
+            assert!(
+                contains(&kernels::ln(&p, w), &hi.ln(pp.repr()).value()),
+                "ln"
+            );
             let l1p = series::log1p_ball(&p, w).expect("p > 0");
-            let want = hi.ln(ex.add(pp.repr(), Big::ONE.repr()).value().repr()).value();
+            let want = hi
+                .ln(ex.add(pp.repr(), Big::ONE.repr()).value().repr())
+                .value();
             assert!(contains(&l1p, &want), "log1p");
             let q = b.add(&one, EXACT);
             let pq = pb.clone() + Big::ONE;
-            assert!(contains(&q.sqrt(w).expect("q > 1"), &hi.sqrt(pq.repr()).value()), "sqrt");
+            assert!(
+                contains(&q.sqrt(w).expect("q > 1"), &hi.sqrt(pq.repr()).value()),
+                "sqrt"
+            );
         }
     }
 }
@@ -356,7 +434,8 @@ fn ball_operations_contain_the_images_of_their_points() {
 fn inputs(f: Function, n: usize, seed: u64) -> Vec<f64> {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
     let mut v = Vec::new();
-    let log_uniform = |rng: &mut Xoshiro256PlusPlus, lo: f64, hi: f64| 10f64.powf(rng.random_range(lo..hi));
+    let log_uniform =
+        |rng: &mut Xoshiro256PlusPlus, lo: f64, hi: f64| 10f64.powf(rng.random_range(lo..hi));
     for i in 0..n {
         let s = if rng.random::<bool>() { 1.0 } else { -1.0 };
         let x = match f {
@@ -373,7 +452,10 @@ fn inputs(f: Function, n: usize, seed: u64) -> Vec<f64> {
             },
             Function::Erfinv => match i % 3 {
                 0 => rng.random_range(-1.0..1.0),
-                1 => s * (1.0 - 2f64.powi(-rng.random_range(1..54))) * (1.0 - rng.random_range(0.0..1e-3)),
+                1 => {
+                    s * (1.0 - 2f64.powi(-rng.random_range(1..54)))
+                        * (1.0 - rng.random_range(0.0..1e-3))
+                }
                 _ => s * log_uniform(&mut rng, -307.0, 0.0),
             },
             Function::Lgamma => match i % 5 {
@@ -403,24 +485,70 @@ fn adversarial(f: Function) -> Vec<f64> {
     let mut v = Vec::new();
     match f {
         Function::Erf => {
-            v.extend([5e-324, 1e-310, 2.2e-308, 1e-8, 0.47, 0.4769362762044699, 0.9999999999, 1.0000000000000002]);
-            v.extend([5.8635847487551676, 5.9215, 6.0, 26.0, 27.3, 1e5, 5.4e8, 1e10, 1e300, f64::MAX]);
+            v.extend([
+                5e-324,
+                1e-310,
+                2.2e-308,
+                1e-8,
+                0.47,
+                0.4769362762044699,
+                0.9999999999,
+                1.0000000000000002,
+            ]);
+            v.extend([
+                5.8635847487551676,
+                5.9215,
+                6.0,
+                26.0,
+                27.3,
+                1e5,
+                5.4e8,
+                1e10,
+                1e300,
+                f64::MAX,
+            ]);
         }
         Function::Erfc => {
-            v.extend([5e-324, 1e-20, 0.4999999, 0.5000001, 1.0, 10.5, 10.6, 26.5, 26.55, 26.6]);
-            v.extend([27.226, 27.2, 27.3, 28.0, 30.0, 100.0, 1e4, 1e5, 5.3e8, -27.0, -1e300]);
+            v.extend([
+                5e-324, 1e-20, 0.4999999, 0.5000001, 1.0, 10.5, 10.6, 26.5, 26.55, 26.6,
+            ]);
+            v.extend([
+                27.226, 27.2, 27.3, 28.0, 30.0, 100.0, 1e4, 1e5, 5.3e8, -27.0, -1e300,
+            ]);
         }
         Function::Erfinv => {
             for k in [1, 2, 10, 24, 30, 52, 53] {
                 v.push(1.0 - 2f64.powi(-k));
                 v.push(-(1.0 - 2f64.powi(-k)));
             }
-            v.extend([0.5, up(0.5, 1), up(0.5, -1), 5e-324, 1e-300, 1e-16, 0.8427007929497149]);
+            v.extend([
+                0.5,
+                up(0.5, 1),
+                up(0.5, -1),
+                5e-324,
+                1e-300,
+                1e-16,
+                0.8427007929497149,
+            ]);
         }
         Function::Lgamma => {
-            v.extend([up(1.0, -1), up(1.0, 1), up(2.0, -1), up(2.0, 1), up(1.0, -5), up(2.0, 3)]);
+            v.extend([
+                up(1.0, -1),
+                up(1.0, 1),
+                up(2.0, -1),
+                up(2.0, 1),
+                up(1.0, -5),
+                up(2.0, 3),
+            ]);
             // near the negative zeros (found to f64 precision by the zeros test)
-            for z in [-2.457024738220801, -2.7476826467274127, -3.1435808883499803, -3.9552942848585984, -4.039361839740537, -7.000198333407325] {
+            for z in [
+                -2.457024738220801,
+                -2.7476826467274127,
+                -3.1435808883499803,
+                -3.9552942848585984,
+                -4.039361839740537,
+                -7.000198333407325,
+            ] {
                 for k in [-2, -1, 0, 1, 2] {
                     v.push(up(z, k));
                 }
@@ -430,19 +558,51 @@ fn adversarial(f: Function) -> Vec<f64> {
                 v.push(up(-n, 1));
                 v.push(up(-n, -1));
             }
-            v.extend([5e-324, -5e-324, 1e-300, 3.0, 0.5, 11.999, 12.0001, 1e17, 1e308, f64::MAX]);
+            v.extend([
+                5e-324,
+                -5e-324,
+                1e-300,
+                3.0,
+                0.5,
+                11.999,
+                12.0001,
+                1e17,
+                1e308,
+                f64::MAX,
+            ]);
             v.extend([-4503599627370495.5, -1e15 - 0.5, -40.5, -36.5, -35.5]);
         }
         Function::Tgamma => {
             // Γ overflows f64 between these.
             let t = 171.624_376_956_302_7;
             v.extend([t, up(t, 1), up(t, -1), up(t, 2), 170.5, 172.0, 1e4 + 0.5]);
-            v.extend([5e-324, -5e-324, 1e-300, -1e-300, 2e-308, 35.04, 35.0401, 1e10 + 0.5, 1.8e16]);
+            v.extend([
+                5e-324,
+                -5e-324,
+                1e-300,
+                -1e-300,
+                2e-308,
+                35.04,
+                35.0401,
+                1e10 + 0.5,
+                1.8e16,
+            ]);
             for n in [1.0, 2.0, 20.0, 100.0, 170.0, 171.0, 184.0, 1e6] {
                 v.push(up(-n, 1));
                 v.push(up(-n, -1));
             }
-            v.extend([-170.5, -171.5, -177.5, -178.5, -182.5, -183.5, -184.5, -190.5, -1000.5, -4503599627370495.5]);
+            v.extend([
+                -170.5,
+                -171.5,
+                -177.5,
+                -178.5,
+                -182.5,
+                -183.5,
+                -184.5,
+                -190.5,
+                -1000.5,
+                -4503599627370495.5,
+            ]);
             v.extend([0.5, 1.5, 2.5, 11.999, 12.0001, -36.5, -40.5]);
         }
         _ => unreachable!(),
@@ -454,7 +614,11 @@ fn rounded_of(a: &Approx, fmt: Format) -> Option<f64> {
     match a {
         Approx::Exact(Exact::Finite(z)) => Some(fmt.round_big(z)),
         Approx::Exact(Exact::NaN) => Some(f64::NAN),
-        Approx::Exact(Exact::Inf { negative }) => Some(if *negative { f64::NEG_INFINITY } else { f64::INFINITY }),
+        Approx::Exact(Exact::Inf { negative }) => Some(if *negative {
+            f64::NEG_INFINITY
+        } else {
+            f64::INFINITY
+        }),
         Approx::Near { value, err_log2 } => {
             let lo = fmt.round_big(&(value.clone() - pow2(*err_log2)));
             let hi = fmt.round_big(&(value.clone() + pow2(*err_log2)));
@@ -475,14 +639,27 @@ fn check_input(f: Function, x: f64, fmt: Format) {
     let a1 = approx(f, &[x], p);
     let a4 = approx(f, &[x], 4 * p);
     match (&a1, &a4) {
-        (Approx::Near { value: v1, err_log2: e1 }, Approx::Near { value: v4, err_log2: e4 }) => {
+        (
+            Approx::Near {
+                value: v1,
+                err_log2: e1,
+            },
+            Approx::Near {
+                value: v4,
+                err_log2: e4,
+            },
+        ) => {
             assert!(
                 within2(v1, v4, *e1, *e4),
                 "{}({x:e}): enclosures at {p} and {} bits disjoint: {v1} ± 2^{e1} vs {v4} ± 2^{e4}",
                 f.name(),
                 4 * p
             );
-            assert!(*e4 < *e1 - p as isize, "{}({x:e}): 4p bound not tighter", f.name());
+            assert!(
+                *e4 < *e1 - p as isize,
+                "{}({x:e}): 4p bound not tighter",
+                f.name()
+            );
         }
         (Approx::Exact(_), Approx::Exact(_)) => {}
         _ => panic!("{}({x:e}): exact at one precision only", f.name()),
@@ -491,13 +668,25 @@ fn check_input(f: Function, x: f64, fmt: Format) {
     // exact value stays cheap (no huge exponent gaps for dashu to materialise).
     if r.rounded.is_finite() {
         let e = ulp_error(fmt, r.rounded, &r.exact);
-        assert!(e <= 0.5 + 1e-9, "{}({x:e}): rounded value {e} ulp off", f.name());
+        assert!(
+            e <= 0.5 + 1e-9,
+            "{}({x:e}): rounded value {e} ulp off",
+            f.name()
+        );
     }
     for probe in [0.0, 5e-324, -1.0, 1.0, fmt.max()] {
         let _ = ulp_error(fmt, fmt.round_f64(probe), &r.exact);
     }
-    let r4 = rounded_of(&a4, fmt).unwrap_or_else(|| panic!("{}({x:e}) undecided at {}", f.name(), 4 * p));
-    assert!(same(r4, r.rounded), "{}({x:e}) {}: driver {:e} vs 4p {:e}", f.name(), fmt.name(), r.rounded, r4);
+    let r4 = rounded_of(&a4, fmt)
+        .unwrap_or_else(|| panic!("{}({x:e}) undecided at {}", f.name(), 4 * p));
+    assert!(
+        same(r4, r.rounded),
+        "{}({x:e}) {}: driver {:e} vs 4p {:e}",
+        f.name(),
+        fmt.name(),
+        r.rounded,
+        r4
+    );
 }
 
 #[test]
@@ -572,8 +761,14 @@ fn lgamma_near_its_zeros() {
         }
     }
     assert!(zeros.len() >= 14, "{zeros:?}");
-    assert!(zeros.iter().any(|z| (z + 2.4570247382208006).abs() < 1e-15), "{zeros:?}");
-    assert!(zeros.iter().any(|z| (z + 2.7476826467274127).abs() < 1e-15), "{zeros:?}");
+    assert!(
+        zeros.iter().any(|z| (z + 2.4570247382208006).abs() < 1e-15),
+        "{zeros:?}"
+    );
+    assert!(
+        zeros.iter().any(|z| (z + 2.7476826467274127).abs() < 1e-15),
+        "{zeros:?}"
+    );
     for z in zeros {
         for k in -2i64..=2 {
             let x = f64::from_bits((z.to_bits() as i64 + k) as u64);
@@ -603,7 +798,10 @@ fn gamma_identities() {
         let (g1, e1) = near(Function::Tgamma, x + 1.0, 300);
         let xg0 = c.mul(g0.repr(), big::exact(x).repr()).value();
         let tol = big_top(&g1) - 280;
-        assert!(within2(&xg0, &g1, tol, e1.max(e0 + big_top(&big::exact(x)) + 1)), "Γ({x}+1) = xΓ({x})");
+        assert!(
+            within2(&xg0, &g1, tol, e1.max(e0 + big_top(&big::exact(x)) + 1)),
+            "Γ({x}+1) = xΓ({x})"
+        );
         // ln|Γ(x+1)| = ln|x| + ln|Γ(x)|.
         let (l0, _) = near(Function::Lgamma, x, 300);
         let (l1, _) = near(Function::Lgamma, x + 1.0, 300);
@@ -612,8 +810,12 @@ fn gamma_identities() {
         assert!(within(&(l0 + lx), &l1, tol), "lnΓ({x}+1)");
     }
     // Legendre: Γ(x) Γ(x + ½) = 2^(1−2x) √π Γ(2x), x = k/4.
-    let sqrt_pi = Context::<HalfEven>::new(500).sqrt(hi_pi(600).repr()).value();
-    let sqrt2 = Context::<HalfEven>::new(500).sqrt(big::exact(2.0).repr()).value();
+    let sqrt_pi = Context::<HalfEven>::new(500)
+        .sqrt(hi_pi(600).repr())
+        .value();
+    let sqrt2 = Context::<HalfEven>::new(500)
+        .sqrt(big::exact(2.0).repr())
+        .value();
     for k in [-301, -159, -7, -3, 1, 3, 5, 9, 27, 101, 341] {
         let x = k as f64 / 4.0;
         let (a, _) = near(Function::Tgamma, x, 300);
@@ -622,9 +824,19 @@ fn gamma_identities() {
         let lhs = c.mul(a.repr(), b.repr()).value();
         // 1 − 2x = j + ½ for odd k.
         let j = (1.0 - 2.0 * x - 0.5) as isize;
-        let two_pow = c.mul(Big::from_parts(IBig::ONE, j).repr(), sqrt2.repr()).value();
-        let rhs = c.mul(c.mul(two_pow.repr(), sqrt_pi.repr()).value().repr(), d.repr()).value();
-        assert!(within(&lhs, &rhs, big_top(&rhs) - 280), "duplication at {x}");
+        let two_pow = c
+            .mul(Big::from_parts(IBig::ONE, j).repr(), sqrt2.repr())
+            .value();
+        let rhs = c
+            .mul(
+                c.mul(two_pow.repr(), sqrt_pi.repr()).value().repr(),
+                d.repr(),
+            )
+            .value();
+        assert!(
+            within(&lhs, &rhs, big_top(&rhs) - 280),
+            "duplication at {x}"
+        );
     }
     // erfc = 1 − erf at high precision, across the algorithms' switch points.
     for x in [0.3, 0.5, 0.75, 1.0, 1.5, 3.0, 6.0, 9.9, 10.5, 15.0] {
@@ -692,7 +904,12 @@ impl Spouge {
         }
         let pi = hi_pi(INDEP_BITS);
         let sqrt_2pi = c.sqrt((pi.clone() * Big::from(2)).repr()).value();
-        Spouge { a, coef, sqrt_2pi, pi }
+        Spouge {
+            a,
+            coef,
+            sqrt_2pi,
+            pi,
+        }
     }
 
     /// ln Γ(z + 1) for z > 0.
@@ -721,7 +938,9 @@ impl Spouge {
             // ln |Γ(x)| = ln π − ln |sin πx| − ln Γ(1−x); Γ(1−x) = Γ(−x + 1).
             let w = INDEP_BITS + 64;
             let c = Context::<HalfEven>::new(w);
-            let px = Context::<HalfEven>::new(0).mul(hi_pi(w).repr(), big::exact(x).repr()).value();
+            let px = Context::<HalfEven>::new(0)
+                .mul(hi_pi(w).repr(), big::exact(x).repr())
+                .value();
             let s = c.sin(px.repr()).value(&c);
             let neg = s < Big::ZERO;
             let lg1 = self.ln_gamma1(&big::exact(-x));
@@ -736,9 +955,14 @@ fn against_independent_evaluations() {
     let tol_of = |v: &Big| big_top(&(v.abs_ref() + Big::ONE)) - 260;
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(9);
     for (i, f) in [Function::Lgamma, Function::Tgamma].into_iter().enumerate() {
-        let xs: Vec<f64> = inputs(f, 40, 50 + i as u64).into_iter().filter(|x| x.abs() < 1e17).collect();
+        let xs: Vec<f64> = inputs(f, 40, 50 + i as u64)
+            .into_iter()
+            .filter(|x| x.abs() < 1e17)
+            .collect();
         for x in xs {
-            let Approx::Near { value, err_log2 } = approx(f, &[x], 256) else { continue };
+            let Approx::Near { value, err_log2 } = approx(f, &[x], 256) else {
+                continue;
+            };
             let (lg, neg) = sp.ln_gamma(x);
             let want = if f == Function::Lgamma {
                 lg
@@ -747,10 +971,22 @@ fn against_independent_evaluations() {
                     continue; // Γ itself beyond what dashu's exp takes comfortably
                 }
                 let g = Context::<HalfEven>::new(INDEP_BITS).exp(lg.repr()).value();
-                if neg { -g } else { g }
+                if neg {
+                    -g
+                } else {
+                    g
+                }
             };
-            let tol = if f == Function::Lgamma { tol_of(&want) } else { big_top(&want) - 250 };
-            assert!(within2(&value, &want, err_log2, tol), "{}({x:e}): {value} vs {want}", f.name());
+            let tol = if f == Function::Lgamma {
+                tol_of(&want)
+            } else {
+                big_top(&want) - 250
+            };
+            assert!(
+                within2(&value, &want, err_log2, tol),
+                "{}({x:e}): {value} vs {want}",
+                f.name()
+            );
         }
     }
     for (f, n) in [(Function::Erf, 40), (Function::Erfc, 40)] {
@@ -764,7 +1000,11 @@ fn against_independent_evaluations() {
             let (value, err_log2) = near(f, x, 256);
             let e = indep_erf(x);
             let want = if f == Function::Erf { e } else { Big::ONE - e };
-            assert!(within2(&value, &want, err_log2, big_top(&want) - 250), "{}({x:e})", f.name());
+            assert!(
+                within2(&value, &want, err_log2, big_top(&want) - 250),
+                "{}({x:e})",
+                f.name()
+            );
         }
     }
 }
@@ -792,18 +1032,34 @@ fn libm_agrees_within_a_few_ulps() {
             // lgamma near its zeros is ill-conditioned in libm (absolute, not relative, error):
             // judged away from them only.
             let skip = f == Function::Lgamma && r.rounded.abs() < 0.5;
-            let err = if r.rounded.is_infinite() && got.is_infinite() { 0.0 } else { ulp_error(Format::F64, got, &r.exact) };
+            let err = if r.rounded.is_infinite() && got.is_infinite() {
+                0.0
+            } else {
+                ulp_error(Format::F64, got, &r.exact)
+            };
             // For negative x libm reflects, losing to the cancellation between ln(π/|sin πx|)
             // and ln Γ(1−x) a few ulps more: scaled down to be judged by the same bound.
-            let err = if f == Function::Lgamma && x < 0.0 { err / 4.0 } else { err };
+            let err = if f == Function::Lgamma && x < 0.0 {
+                err / 4.0
+            } else {
+                err
+            };
             if !skip && err > worst.0 {
                 worst = (err, x);
             }
             let x32 = x as f32 as f64;
             let r = reference(f, &[x32], Format::F32).unwrap();
             let skip = f == Function::Lgamma && r.rounded.abs() < 0.5;
-            let err = if r.rounded.is_infinite() && got32.is_infinite() { 0.0 } else { ulp_error(Format::F32, got32, &r.exact) };
-            let err = if f == Function::Lgamma && x32 < 0.0 { err / 4.0 } else { err };
+            let err = if r.rounded.is_infinite() && got32.is_infinite() {
+                0.0
+            } else {
+                ulp_error(Format::F32, got32, &r.exact)
+            };
+            let err = if f == Function::Lgamma && x32 < 0.0 {
+                err / 4.0
+            } else {
+                err
+            };
             if !skip && err > worst32.0 {
                 worst32 = (err, x32);
             }
@@ -813,9 +1069,28 @@ fn libm_agrees_within_a_few_ulps() {
             Function::Lgamma => 4.0,
             _ => 10.0,
         };
-        eprintln!("{}: libm worst {:.3} ulp at {:e}; f32 {:.3} at {:e}", f.name(), worst.0, worst.1, worst32.0, worst32.1);
-        assert!(worst.0 <= tol, "{}: libm {:.3} ulp at {:e}", f.name(), worst.0, worst.1);
-        assert!(worst32.0 <= tol, "{}f: libm {:.3} ulp at {:e}", f.name(), worst32.0, worst32.1);
+        eprintln!(
+            "{}: libm worst {:.3} ulp at {:e}; f32 {:.3} at {:e}",
+            f.name(),
+            worst.0,
+            worst.1,
+            worst32.0,
+            worst32.1
+        );
+        assert!(
+            worst.0 <= tol,
+            "{}: libm {:.3} ulp at {:e}",
+            f.name(),
+            worst.0,
+            worst.1
+        );
+        assert!(
+            worst32.0 <= tol,
+            "{}f: libm {:.3} ulp at {:e}",
+            f.name(),
+            worst32.0,
+            worst32.1
+        );
     }
 }
 
@@ -847,7 +1122,11 @@ fn timing() {
                 let t = std::time::Instant::now();
                 let _ = reference(f, &[x], fmt);
                 let dt = t.elapsed().as_secs_f64();
-                if dt > acc.1 { (j, dt) } else { acc }
+                if dt > acc.1 {
+                    (j, dt)
+                } else {
+                    acc
+                }
             });
             eprintln!(
                 "{:7} {}: mean {:7.1} us, median {:7.1}, p90 {:7.1}, max {:8.1} (at {:e})",
@@ -882,7 +1161,11 @@ fn timing_high_precision() {
             let first = t.elapsed().as_secs_f64() * 1e3;
             let t = std::time::Instant::now();
             let _ = approx(f, &[x], prec);
-            eprintln!("{:7}({x:e}) at {prec:5}: first {first:9.2} ms, again {:9.2} ms", f.name(), t.elapsed().as_secs_f64() * 1e3);
+            eprintln!(
+                "{:7}({x:e}) at {prec:5}: first {first:9.2} ms, again {:9.2} ms",
+                f.name(),
+                t.elapsed().as_secs_f64() * 1e3
+            );
         }
     }
 }
@@ -892,7 +1175,10 @@ fn timing_high_precision() {
 #[test]
 #[ignore]
 fn stress_random_bit_patterns() {
-    let n: usize = std::env::var("STRESS_N").ok().and_then(|s| s.parse().ok()).unwrap_or(2000);
+    let n: usize = std::env::var("STRESS_N")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2000);
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(77);
     for f in FUNCS {
         let t = std::time::Instant::now();
@@ -913,7 +1199,13 @@ fn stress_random_bit_patterns() {
                 slowest = (dt, x);
             }
         }
-        eprintln!("{}: {n} inputs in {:.2} s, slowest {:.2} ms at {:e}", f.name(), t.elapsed().as_secs_f64(), slowest.0 * 1e3, slowest.1);
+        eprintln!(
+            "{}: {n} inputs in {:.2} s, slowest {:.2} ms at {:e}",
+            f.name(),
+            t.elapsed().as_secs_f64(),
+            slowest.0 * 1e3,
+            slowest.1
+        );
     }
 }
 
@@ -921,13 +1213,20 @@ fn stress_random_bit_patterns() {
 #[test]
 #[ignore]
 fn stress_interesting_ranges() {
-    let n: usize = std::env::var("STRESS_N").ok().and_then(|s| s.parse().ok()).unwrap_or(2000);
+    let n: usize = std::env::var("STRESS_N")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2000);
     for (i, f) in FUNCS.into_iter().enumerate() {
         let t = std::time::Instant::now();
         for x in inputs(f, n, 1000 + i as u64) {
             check_input(f, x, Format::F64);
             check_input(f, x as f32 as f64, Format::F32);
         }
-        eprintln!("{}: {n} inputs in {:.2} s", f.name(), t.elapsed().as_secs_f64());
+        eprintln!(
+            "{}: {n} inputs in {:.2} s",
+            f.name(),
+            t.elapsed().as_secs_f64()
+        );
     }
 }

@@ -13,8 +13,17 @@ impl Subject for OneUlpLow {
     fn label(&self) -> String {
         "one-ulp-low".into()
     }
-    fn eval(&self, _: Function, _: Format, xs: &[f64], _: &[f64]) -> Result<Vec<f64>, MathlibError> {
-        Ok(xs.iter().map(|&x| one_below((x as f32).sqrt()) as f64).collect())
+    fn eval(
+        &self,
+        _: Function,
+        _: Format,
+        xs: &[f64],
+        _: &[f64],
+    ) -> Result<Vec<f64>, MathlibError> {
+        Ok(xs
+            .iter()
+            .map(|&x| one_below((x as f32).sqrt()) as f64)
+            .collect())
     }
 }
 
@@ -32,7 +41,13 @@ impl Subject for Bump {
     fn label(&self) -> String {
         "bump".into()
     }
-    fn eval(&self, _: Function, _: Format, xs: &[f64], _: &[f64]) -> Result<Vec<f64>, MathlibError> {
+    fn eval(
+        &self,
+        _: Function,
+        _: Format,
+        xs: &[f64],
+        _: &[f64],
+    ) -> Result<Vec<f64>, MathlibError> {
         Ok(xs
             .iter()
             .map(|&x| {
@@ -49,15 +64,39 @@ impl Subject for Bump {
 
 #[test]
 fn a_sample_of_a_one_ulp_low_square_root_is_never_correctly_rounded() {
-    let uniform: Vec<[f64; 2]> = (1..=4000u32).map(|i| [f32::from_bits(0x0080_0000 + i * 500_000) as f64, 0.0]).collect();
+    let uniform: Vec<[f64; 2]> = (1..=4000u32)
+        .map(|i| [f32::from_bits(0x0080_0000 + i * 500_000) as f64, 0.0])
+        .collect();
     let n = uniform.len() as u64;
-    let options = SearchOptions { budget: Duration::from_secs(3), uniform, ..Default::default() };
-    let s = search(Function::Sqrt, Format::F32, &[&OneUlpLow], &options, &mut |_| {}).unwrap();
+    let options = SearchOptions {
+        budget: Duration::from_secs(3),
+        uniform,
+        ..Default::default()
+    };
+    let s = search(
+        Function::Sqrt,
+        Format::F32,
+        &[&OneUlpLow],
+        &options,
+        &mut |_| {},
+    )
+    .unwrap();
     let stats = &s.results[0].stats;
     assert_eq!(stats.sampled, n);
-    assert_eq!(stats.not_correctly_rounded, n, "every result is one ulp off");
-    assert!(stats.max_ulps > 1.0 && stats.max_ulps <= 1.5, "max {}", stats.max_ulps);
-    assert!(stats.mean_ulps() > 0.9 && stats.mean_ulps() < 1.1, "mean {}", stats.mean_ulps());
+    assert_eq!(
+        stats.not_correctly_rounded, n,
+        "every result is one ulp off"
+    );
+    assert!(
+        stats.max_ulps > 1.0 && stats.max_ulps <= 1.5,
+        "max {}",
+        stats.max_ulps
+    );
+    assert!(
+        stats.mean_ulps() > 0.9 && stats.mean_ulps() < 1.1,
+        "mean {}",
+        stats.mean_ulps()
+    );
     assert_eq!(s.undecided, 0);
     let w = stats.worst.as_ref().unwrap();
     assert_eq!(w.result, one_below((w.args[0] as f32).sqrt()) as f64);
@@ -65,10 +104,19 @@ fn a_sample_of_a_one_ulp_low_square_root_is_never_correctly_rounded() {
 
 #[test]
 fn the_climb_finds_a_planted_maximum() {
-    let options = SearchOptions { budget: Duration::from_secs(4), batch: 512, ..Default::default() };
+    let options = SearchOptions {
+        budget: Duration::from_secs(4),
+        batch: 512,
+        ..Default::default()
+    };
     let s = search(Function::Sqrt, Format::F64, &[&Bump], &options, &mut |_| {}).unwrap();
     let stats = &s.results[0].stats;
     let w = stats.worst.as_ref().unwrap();
-    assert!(stats.max_ulps > 63.5, "max {} at {:?}", stats.max_ulps, w.args);
+    assert!(
+        stats.max_ulps > 63.5,
+        "max {} at {:?}",
+        stats.max_ulps,
+        w.args
+    );
     assert!((w.args[0] - 1.7).abs() < 0.01, "found at {}", w.args[0]);
 }

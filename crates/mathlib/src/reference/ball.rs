@@ -67,7 +67,10 @@ impl Mag {
         let bits = 128 - m.leading_zeros() as i64;
         if bits <= 32 {
             let s = 32 - bits;
-            return Mag { m: (m << s) as u64, e: e - s };
+            return Mag {
+                m: (m << s) as u64,
+                e: e - s,
+            };
         }
         let s = (bits - 32) as u32;
         let mut q = m >> s;
@@ -76,15 +79,24 @@ impl Mag {
         }
         if q >> 32 != 0 {
             // Rounding up carried into a 33rd bit: q is exactly 2^32.
-            Mag { m: (q >> 1) as u64, e: e + s as i64 + 1 }
+            Mag {
+                m: (q >> 1) as u64,
+                e: e + s as i64 + 1,
+            }
         } else {
-            Mag { m: q as u64, e: e + s as i64 }
+            Mag {
+                m: q as u64,
+                e: e + s as i64,
+            }
         }
     }
 
     /// 2^k exactly.
     pub fn pow2(k: i64) -> Mag {
-        Mag { m: 1 << 31, e: k - 31 }
+        Mag {
+            m: 1 << 31,
+            e: k - 31,
+        }
     }
 
     /// n exactly when n < 2^32, else rounded up.
@@ -163,7 +175,10 @@ impl Mag {
         if self.m == 0 {
             self
         } else {
-            Mag { m: self.m, e: self.e + k }
+            Mag {
+                m: self.m,
+                e: self.e + k,
+            }
         }
     }
 
@@ -415,10 +430,20 @@ impl Ball {
         let mut r = self.r.add_up(o.r);
         let (la, lb) = (self.m.bit_len(), o.m.bit_len());
         if la == 0 {
-            return Ball { m: o.m.clone(), e: o.e, r }.round(p);
+            return Ball {
+                m: o.m.clone(),
+                e: o.e,
+                r,
+            }
+            .round(p);
         }
         if lb == 0 {
-            return Ball { m: self.m.clone(), e: self.e, r }.round(p);
+            return Ball {
+                m: self.m.clone(),
+                e: self.e,
+                r,
+            }
+            .round(p);
         }
         let ta = self.e + la as isize;
         let tb = o.e + lb as isize;
@@ -463,7 +488,10 @@ impl Ball {
     pub fn mul(&self, o: &Ball, p: usize) -> Ball {
         let ma = Mag::from_ibig_up(&self.m, self.e);
         let mb = Mag::from_ibig_up(&o.m, o.e);
-        let r = ma.mul_up(o.r).add_up(mb.mul_up(self.r)).add_up(self.r.mul_up(o.r));
+        let r = ma
+            .mul_up(o.r)
+            .add_up(mb.mul_up(self.r))
+            .add_up(self.r.mul_up(o.r));
         Ball {
             m: &self.m * &o.m,
             e: self.e + o.e,
@@ -535,12 +563,14 @@ impl Ball {
         // |a'/b' − a/b| ≤ (ra + |a/b|·rb)/(|b| − rb), with |a/b| ≤ |q| + unit.
         let qa = Mag::from_ibig_up(&q, e).add_up(unit);
         let prop = self.r.add_up(qa.mul_up(o.r)).div_up(lo);
-        Some(Ball {
-            m: q,
-            e,
-            r: prop.add_up(unit),
-        }
-        .round(p))
+        Some(
+            Ball {
+                m: q,
+                e,
+                r: prop.add_up(unit),
+            }
+            .round(p),
+        )
     }
 
     /// √x, or None unless every point of the ball is positive.
@@ -564,12 +594,14 @@ impl Ball {
             let root_lo = Mag::from_ibig_down(&IBig::from(root.clone()), e);
             self.r.div_up(root_lo)
         };
-        Some(Ball {
-            m: IBig::from(root),
-            e,
-            r: prop.add_up(unit),
-        }
-        .round(p))
+        Some(
+            Ball {
+                m: IBig::from(root),
+                e,
+                r: prop.add_up(unit),
+            }
+            .round(p),
+        )
     }
 
     /// The nearest integer to the midpoint (ties away from zero do not matter here).

@@ -156,7 +156,11 @@ fn trig(f: Function, x: f64, prec: usize, p: usize) -> Approx {
         return nan();
     }
     if x == 0.0 {
-        return if f == Function::Cos { exact(1.0) } else { exact(x) };
+        return if f == Function::Cos {
+            exact(1.0)
+        } else {
+            exact(x)
+        };
     }
     let (q, r) = series::reduce(x, p);
     let (s, c) = series::sincos(&r, p);
@@ -185,7 +189,10 @@ fn asin(x: f64, prec: usize, p: usize) -> Approx {
     let xb = Ball::from_f64(x);
     let one = Ball::one();
     let d = one.sub(&xb, EXACT).mul(&one.add(&xb, EXACT), p);
-    let v = d.sqrt(p).and_then(|s| xb.div(&s, p)).and_then(|z| atan_ball(&z, p));
+    let v = d
+        .sqrt(p)
+        .and_then(|s| xb.div(&s, p))
+        .and_then(|z| atan_ball(&z, p));
     near(v, prec)
 }
 
@@ -441,9 +448,7 @@ fn exp2(x: f64, prec: usize, p: usize) -> Approx {
     // x = n + f exactly (|f| ≤ 1/2); 2^x = 2^n·(1 + expm1(f·ln 2)).
     let f = x - n;
     let t = Ball::from_f64(f).mul(&consts::ln2(p + 8), p);
-    let v = expm1_core(&t, p)
-        .add(&Ball::one(), p)
-        .mul_2k(n as isize);
+    let v = expm1_core(&t, p).add(&Ball::one(), p).mul_2k(n as isize);
     near(Some(v), prec)
 }
 
@@ -600,7 +605,11 @@ fn pow(x: f64, y: f64, prec: usize, p: usize) -> Approx {
     let t_est = y * ax.ln();
     // NaN (∞·0 cannot happen here, but ∞ can) and huge estimates are both clamped.
     if t_est.is_nan() || t_est.abs() > EXP_ARG_LIMIT {
-        return if t_est > 0.0 { inf(negative) } else { exact(0.0) };
+        return if t_est > 0.0 {
+            inf(negative)
+        } else {
+            exact(0.0)
+        };
     }
     let extra = t_est.abs().log2().max(0.0) as usize + 2;
     let pl = p + extra + 8;
@@ -733,7 +742,13 @@ fn rsqrt(x: f64, prec: usize, p: usize) -> Approx {
 
 fn cbrt(x: f64, prec: usize, p: usize) -> Approx {
     if x.is_nan() || x.is_infinite() || x == 0.0 {
-        return if x.is_nan() { nan() } else if x == 0.0 { exact(x) } else { inf(x < 0.0) };
+        return if x.is_nan() {
+            nan()
+        } else if x == 0.0 {
+            exact(x)
+        } else {
+            inf(x < 0.0)
+        };
     }
     let xb = Ball::from_f64(x);
     let shift = xb.e.rem_euclid(3) as usize;
@@ -788,7 +803,11 @@ fn div(x: f64, y: f64, prec: usize, p: usize) -> Approx {
     }
     let negative = x.is_sign_negative() != y.is_sign_negative();
     if x.is_infinite() {
-        return if y.is_infinite() { nan() } else { inf(negative) };
+        return if y.is_infinite() {
+            nan()
+        } else {
+            inf(negative)
+        };
     }
     if y == 0.0 {
         return if x == 0.0 { nan() } else { inf(negative) };
@@ -804,4 +823,3 @@ fn div(x: f64, y: f64, prec: usize, p: usize) -> Approx {
     }
     near(xb.div(&yb, p), prec)
 }
-

@@ -83,9 +83,7 @@ pub fn exp_ball(t: &Ball, p: usize) -> Ball {
         let l2 = consts::ln2(p + nb + 8).mul_int(&IBig::from(n), EXACT);
         t.sub(&l2, p + nb + 8)
     };
-    expm1_core(&r, p)
-        .add(&Ball::one(), p)
-        .mul_2k(n as isize)
+    expm1_core(&r, p).add(&Ball::one(), p).mul_2k(n as isize)
 }
 
 /// z·Σ_j (±1)^j z^(2j)/(2j+1): atanh(z) (`alternating` false) or atan(z) (true), for
@@ -246,7 +244,9 @@ pub fn reduce(x: f64, p: usize) -> (usize, Ball) {
             IBig::from((x * std::f64::consts::FRAC_2_PI).round() as i64)
         } else {
             // |q − x/(π/2)| is far below 1/4 at ex + 32 bits.
-            xb.div(&hp, ex + 32).expect("π/2 is not zero").round_to_int()
+            xb.div(&hp, ex + 32)
+                .expect("π/2 is not zero")
+                .round_to_int()
         };
         // Exact subtraction: the cancellation is the point, no bit of x may be cut before it.
         let r = xb.sub(&hp.mul_int(&k, EXACT), EXACT).round(p + 32);

@@ -110,4 +110,3 @@ pub fn finalize(b: Ball, prec: usize) -> Approx {
         }
     }
 }
-
