@@ -13,7 +13,7 @@ use mantissa_mathlib::hexfloat::{parse, to_decimal, to_hex};
 use mantissa_mathlib::html::write_html;
 use mantissa_mathlib::measure::Plan;
 use mantissa_mathlib::records::{prepare, read_records};
-use mantissa_mathlib::run::{check, run_plan, setting, Event};
+use mantissa_mathlib::run::{check, check_arity, run_plan, setting, Event};
 use mantissa_mathlib::table::{tables, ulps, Table};
 use mantissa_mathlib::{Format, Function, MathGpu, MathlibError, Variant};
 
@@ -328,14 +328,8 @@ fn run_check(args: &MathlibArgs, precisions: &[Format]) -> anyhow::Result<()> {
         };
     let parsed: Option<Vec<f64>> = input.split(',').map(parse).collect();
     let input_args = parsed.ok_or_else(|| usage(format!("--check: '{input}' is not a number (decimal or hex float such as 0x1.8p+3; two arguments as x,y)")))?;
-    if input_args.len() != f.arity() {
-        return Err(usage(format!(
-            "--check: {} takes {} argument(s) (x or x,y), got {}",
-            f.name(),
-            f.arity(),
-            input_args.len()
-        )));
-    }
+    // Before the GPU is probed: a wrong count is a usage error on any machine.
+    check_arity(f, input_args.len()).map_err(|e| usage(format!("--check: {e}")))?;
     let gpu = probe_gpu(args.cpu_only);
     let c = check(f, format, &input_args, gpu.as_ref()).map_err(lift)?;
     for (a, &given) in c.args.iter().zip(&input_args) {

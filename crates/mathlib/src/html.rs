@@ -232,13 +232,12 @@ fn tick_label(e: f64) -> String {
 
 /// Tick positions (bin x) and labels: ±2^k for k spread over the visible range.
 fn x_ticks(x0: f64, x1: f64, format: Format) -> Vec<(f64, String)> {
-    let bins_per_binade = 1.0;
     let bias = match format {
         Format::F32 => 127.0,
         Format::F64 => 1023.0,
     };
     let mut out = Vec::new();
-    let span = (x1 - x0) / bins_per_binade; // binades visible
+    let span = x1 - x0; // binades visible (one bin each)
     let step = [1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0]
         .into_iter()
         .find(|s| span / s <= 6.0)
@@ -247,7 +246,7 @@ fn x_ticks(x0: f64, x1: f64, format: Format) -> Vec<(f64, String)> {
     while k <= bias + 1.0 {
         let k_round = (k / step).round() * step;
         for sign in [1.0, -1.0] {
-            let x = sign * (k_round + bias) * bins_per_binade;
+            let x = sign * (k_round + bias);
             if x >= x0 && x <= x1 && (k_round + bias) > 0.0 {
                 let label = format!("{}2^{}", if sign < 0.0 { "−" } else { "" }, k_round as i64);
                 if !out

@@ -113,6 +113,18 @@ pub struct Check {
     pub columns: Vec<CheckedColumn>,
 }
 
+/// `n` arguments for `f`, or the one-line usage error that says how many it takes.
+pub fn check_arity(f: Function, n: usize) -> Result<(), MathlibError> {
+    if n == f.arity() {
+        return Ok(());
+    }
+    Err(MathlibError::Usage(format!(
+        "{} takes {} argument(s) (x or x,y), got {n}",
+        f.name(),
+        f.arity()
+    )))
+}
+
 /// Evaluate one input on every GPU variant (when `gpu` is given) and CPU library.
 pub fn check(
     f: Function,
@@ -120,15 +132,7 @@ pub fn check(
     args: &[f64],
     gpu: Option<&MathGpu>,
 ) -> Result<Check, MathlibError> {
-    if args.len() != f.arity() {
-        return Err(MathlibError::Usage(format!(
-            "{} takes {} argument{}, got {}",
-            f.name(),
-            f.arity(),
-            if f.arity() == 1 { "" } else { "s" },
-            args.len()
-        )));
-    }
+    check_arity(f, args.len())?;
     let args: Vec<f64> = args.iter().map(|&a| format.round_f64(a)).collect();
     let reference = reference(f, &args, format).map_err(|e| MathlibError::Usage(e.to_string()))?;
     let mut columns = Vec::new();

@@ -20,8 +20,6 @@ use crate::MathlibError;
 
 /// A library function implementation being measured: a GPU build or a CPU library.
 pub trait Subject: Sync {
-    /// Its column name: `default`, `fast`, `intrinsic`, `std`, `libm`.
-    fn label(&self) -> String;
     /// `f` at the inputs (`ys` ignored for univariate functions), in `format`, widened to f64.
     fn eval(
         &self,

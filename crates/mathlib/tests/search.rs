@@ -10,9 +10,6 @@ use mantissa_mathlib::{Format, Function, MathlibError};
 struct OneUlpLow;
 
 impl Subject for OneUlpLow {
-    fn label(&self) -> String {
-        "one-ulp-low".into()
-    }
     fn eval(
         &self,
         _: Function,
@@ -38,9 +35,6 @@ fn one_below(r: f32) -> f32 {
 struct Bump;
 
 impl Subject for Bump {
-    fn label(&self) -> String {
-        "bump".into()
-    }
     fn eval(
         &self,
         _: Function,
