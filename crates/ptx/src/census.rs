@@ -9,6 +9,7 @@
 //! iteration of its innermost body when the loop is not nested.
 
 use crate::model::*;
+use crate::op::{Arith, BitOp, Op, OpKind, Space};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -60,13 +61,6 @@ pub struct FpOp {
     pub conversion: Option<Conversion>,
 }
 
-fn is_float(t: &str) -> bool {
-    matches!(
-        t,
-        "f16" | "f16x2" | "bf16" | "bf16x2" | "tf32" | "f32" | "f64"
-    )
-}
-
 /// Whether an instruction the census classifies (by its base opcode, `add`, `div`, ...) is
 /// floating-point arithmetic: everything but sign changes (`abs`, `neg`, `copysign`) and
 /// conversions. The one definition of an "FP instruction" wherever mantissa counts them.
@@ -81,42 +75,52 @@ pub fn is_arithmetic(op: &FpOp) -> bool {
 
 /// Classifies a floating-point instruction; `None` for anything else.
 pub fn classify(inst: &Instruction) -> Option<FpOp> {
-    let types = inst.types();
-    let op = inst.opcode.as_str();
+    classify_op(inst, &inst.decode())
+}
+
+/// [`classify`] of an instruction already decoded.
+pub fn classify_op(inst: &Instruction, op: &Op) -> Option<FpOp> {
     let mut conversion = None;
-    let ty;
-    if op == "cvt" {
-        let (&dst, &src) = (types.first()?, types.get(1)?);
-        conversion = Some(match (is_float(dst), is_float(src)) {
-            (true, true) => Conversion::FloatToFloat,
-            (false, true) if dst.starts_with('u') => Conversion::FloatToUnsigned,
-            (false, true) => Conversion::FloatToSigned,
-            (true, false) => Conversion::IntToFloat,
-            (false, false) => return None,
-        });
-        ty = if is_float(src) { src } else { dst };
-    } else {
-        ty = types.iter().copied().find(|t| is_float(t))?;
-    }
-    let (flops, accuracy) = match op {
-        "add" | "sub" | "mul" | "min" | "max" => (1, Accuracy::Ieee),
-        "fma" | "mad" => (2, Accuracy::Ieee),
-        "div" if inst.has_mod("full") => (1, Accuracy::Full),
-        "div" | "rcp" | "sqrt" if inst.has_mod("approx") => (1, Accuracy::Approx),
-        "div" | "rcp" | "sqrt" => (1, Accuracy::Ieee),
-        "rsqrt" | "sin" | "cos" | "lg2" | "ex2" | "tanh" => (1, Accuracy::Approx),
-        "abs" | "neg" | "copysign" => (0, Accuracy::Ieee),
-        "cvt" => (0, Accuracy::Ieee),
+    let ty = match op.kind {
+        OpKind::Convert { from, to } => {
+            conversion = Some(match (to.is_float(), from.is_float()) {
+                (true, true) => Conversion::FloatToFloat,
+                (false, true) if to.is_unsigned() => Conversion::FloatToUnsigned,
+                (false, true) => Conversion::FloatToSigned,
+                (true, false) => Conversion::IntToFloat,
+                (false, false) => return None,
+            });
+            if from.is_float() {
+                from
+            } else {
+                to
+            }
+        }
+        _ => op.ty.filter(|t| t.is_float())?,
+    };
+    let (flops, accuracy) = match op.kind {
+        OpKind::Arith(Arith::Add | Arith::Sub | Arith::Mul | Arith::Min | Arith::Max) => {
+            (1, Accuracy::Ieee)
+        }
+        OpKind::Fma => (2, Accuracy::Ieee),
+        OpKind::Div if op.full => (1, Accuracy::Full),
+        OpKind::Div | OpKind::Rcp | OpKind::Sqrt if op.approx => (1, Accuracy::Approx),
+        OpKind::Div | OpKind::Rcp | OpKind::Sqrt => (1, Accuracy::Ieee),
+        OpKind::Rsqrt | OpKind::Approx(_) => (1, Accuracy::Approx),
+        OpKind::Arith(Arith::Abs | Arith::Neg) | OpKind::Bits(BitOp::Copysign) => {
+            (0, Accuracy::Ieee)
+        }
+        OpKind::Convert { .. } => (0, Accuracy::Ieee),
         _ => return None,
     };
     Some(FpOp {
         name: inst.full_opcode(),
-        ty: ty.to_string(),
+        ty: ty.name().to_string(),
         flops,
         accuracy,
-        ftz: inst.has_mod("ftz"),
-        sat: inst.has_mod("sat") || inst.has_mod("satfinite"),
-        fused: matches!(op, "fma" | "mad"),
+        ftz: op.ftz,
+        sat: op.sat,
+        fused: op.kind == OpKind::Fma,
         conversion,
     })
 }
@@ -134,17 +138,24 @@ pub struct Access {
 
 /// Classifies a load, store or atomic; `None` for anything else.
 pub fn access(inst: &Instruction) -> Option<Access> {
-    let op = match inst.opcode.as_str() {
-        "ld" | "ldu" => "ld",
-        "st" => "st",
-        "atom" | "red" => "atom",
+    access_op(&inst.decode())
+}
+
+/// [`access`] of a decoded instruction. Texture and surface accesses are not counted.
+pub fn access_op(op: &Op) -> Option<Access> {
+    let (name, space) = match op.kind {
+        OpKind::Load(s) => ("ld", s),
+        OpKind::Store(s) => ("st", s),
+        OpKind::Atom(s) | OpKind::Red(s) => ("atom", s),
         _ => return None,
     };
-    let elem = inst.types().last().and_then(|t| type_bytes(t))?;
+    if matches!(space, Space::Tex | Space::Surf) {
+        return None;
+    }
     Some(Access {
-        op: op.into(),
-        space: inst.space().into(),
-        bytes: elem * inst.vector_width(),
+        op: name.into(),
+        space: space.name().into(),
+        bytes: op.ty?.bytes() * op.vector,
     })
 }
 
@@ -191,7 +202,11 @@ pub struct Counts {
 
 impl Counts {
     fn add(&mut self, inst: &Instruction) {
-        if let Some(fp) = classify(inst) {
+        self.add_op(inst, &inst.decode());
+    }
+
+    fn add_op(&mut self, inst: &Instruction, op: &Op) {
+        if let Some(fp) = classify_op(inst, op) {
             *self.ops.entry(fp.name.clone()).or_default() += 1;
             let flops = u64::from(fp.flops);
             match fp.ty.as_str() {
@@ -210,8 +225,8 @@ impl Counts {
                 None => {}
             }
         }
-        if let Some(a) = access(inst) {
-            if matches!(a.space.as_str(), "global" | "local" | "generic") {
+        if let Some(a) = access_op(op) {
+            if op.space().is_some_and(Space::is_offchip) {
                 self.offchip_bytes += u64::from(a.bytes);
             }
             match self.accesses.iter_mut().find(|c| c.access == a) {
@@ -367,7 +382,7 @@ pub fn function_census(f: &Function) -> FunctionCensus {
     let mut calls = Vec::new();
     for (inst, loc) in located(f) {
         total.add(inst);
-        if inst.opcode == "call" {
+        if inst.decode().kind == OpKind::Call {
             if let Some(Operand::Symbol(name)) = inst
                 .operands
                 .iter()

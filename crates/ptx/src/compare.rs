@@ -6,6 +6,7 @@
 use crate::census::{classify, located, Accuracy, Conversion, FpOp, SourceLine};
 use crate::graph::Graph;
 use crate::model::*;
+use crate::op::{Arith, MathFn, OpKind};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -147,7 +148,7 @@ pub fn call_tree<'m>(m: &'m Module, kernel: &str) -> Vec<&'m Function> {
         if out.iter().any(|g| g.name == f.name) {
             continue;
         }
-        for i in f.instructions().filter(|i| i.opcode == "call") {
+        for i in f.instructions().filter(|i| i.decode().kind == OpKind::Call) {
             for o in &i.operands {
                 if let Operand::Symbol(s) = o {
                     todo.push(s.clone());
@@ -194,13 +195,13 @@ fn build_lines(m: &Module, kernel: &str) -> BuildLines {
             *b.fused.entry(at).or_default() += u32::from(fp.fused);
             *b.ftz.entry(at).or_default() += u32::from(fp.ftz);
             let other = b.other.entry(at).or_default();
-            match (inst.opcode.as_str(), fp.accuracy) {
-                ("div" | "rcp", Accuracy::Full | Accuracy::Approx) => {
+            match (inst.decode().kind, fp.accuracy) {
+                (OpKind::Div | OpKind::Rcp, Accuracy::Full | Accuracy::Approx) => {
                     other.push(Highlight::ApproxDiv {
                         op: fp.name.clone(),
                     })
                 }
-                ("sqrt", Accuracy::Approx) => other.push(Highlight::ApproxSqrt {
+                (OpKind::Sqrt, Accuracy::Approx) => other.push(Highlight::ApproxSqrt {
                     op: fp.name.clone(),
                 }),
                 (_, Accuracy::Approx) => b.special.entry(at).or_default().push(fp.name.clone()),
@@ -231,19 +232,19 @@ fn may_be_negative(f: &Function, g: &Graph, cvt: &Instruction, _fp: &FpOp) -> bo
     if defs.is_empty() {
         return true;
     }
-    !defs.iter().all(|d| {
-        let src_ty = d.types().get(1).copied().unwrap_or("");
-        match d.opcode.as_str() {
-            "abs" | "sqrt" | "rsqrt" | "ex2" => true,
-            "cvt" => src_ty.starts_with('u'),
-            "mul" => d.operands.get(1).is_some() && d.operands.get(1) == d.operands.get(2),
-            "max" => d.operands[1..].iter().any(|o| match o {
-                Operand::Imm(Imm::F32(bits)) => f32::from_bits(*bits) >= 0.0,
-                Operand::Imm(Imm::F64(bits)) => f64::from_bits(*bits) >= 0.0,
-                _ => false,
-            }),
-            _ => false,
+    !defs.iter().all(|d| match d.decode().kind {
+        OpKind::Arith(Arith::Abs) | OpKind::Sqrt | OpKind::Rsqrt => true,
+        OpKind::Approx(MathFn::Ex2) => true,
+        OpKind::Convert { from, .. } => from.is_unsigned(),
+        OpKind::Arith(Arith::Mul) => {
+            d.operands.get(1).is_some() && d.operands.get(1) == d.operands.get(2)
         }
+        OpKind::Arith(Arith::Max) => d.operands[1..].iter().any(|o| match o {
+            Operand::Imm(Imm::F32(bits)) => f32::from_bits(*bits) >= 0.0,
+            Operand::Imm(Imm::F64(bits)) => f64::from_bits(*bits) >= 0.0,
+            _ => false,
+        }),
+        _ => false,
     })
 }
 

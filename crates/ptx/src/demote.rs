@@ -49,7 +49,9 @@
 
 use crate::census::located;
 use crate::model::*;
-use crate::units::{self, RegTypes, Unit, UnitIndex, UnitKind};
+use crate::op::{Arith, BitOp, OpKind, Rounding, Space, ValueType};
+use crate::regs::RegTable;
+use crate::units::{self, Unit, UnitIndex, UnitKind};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 
@@ -240,19 +242,8 @@ struct Plan {
     defines: bool,
 }
 
-const ARITH: [&str; 13] = [
-    "add", "sub", "mul", "fma", "mad", "div", "rcp", "sqrt", "rsqrt", "neg", "abs", "min", "max",
-];
-
-fn is_int_type(t: &str) -> bool {
-    matches!(
-        t,
-        "s8" | "s16" | "s32" | "s64" | "u8" | "u16" | "u32" | "u64"
-    )
-}
-
 /// Whether the instruction touches f64 at all (by type or by an f64 register operand).
-fn touches_f64(inst: &Instruction, regs: &RegTypes) -> bool {
+fn touches_f64(inst: &Instruction, regs: &RegTable) -> bool {
     inst.has_mod("f64")
         || inst
             .uses()
@@ -263,8 +254,8 @@ fn touches_f64(inst: &Instruction, regs: &RegTypes) -> bool {
 
 /// The rewrite of an f64 instruction, or why it is not eligible. The `bool` in `Err` says
 /// whether the instruction is unknown (worth a note) rather than a known terminating node.
-fn plan(inst: &Instruction, regs: &RegTypes) -> Result<Plan, (String, bool)> {
-    let op = inst.opcode.as_str();
+fn plan(inst: &Instruction, regs: &RegTable) -> Result<Plan, (String, bool)> {
+    let op = inst.decode();
     let f64_to_f32 = |mods: &[String]| -> Vec<String> {
         mods.iter()
             .map(|m| {
@@ -277,92 +268,89 @@ fn plan(inst: &Instruction, regs: &RegTypes) -> Result<Plan, (String, bool)> {
             .collect()
     };
     let known = |r: &str| Err((r.to_string(), false));
-    let plan = match op {
-        "ld" | "ldu" if inst.space() == "param" => return known("a parameter move"),
-        "st" if inst.space() == "param" => return known("a parameter move"),
-        "ld" | "ldu" => return known("a load"),
-        "st" => return known("a store"),
-        "atom" | "red" => return known("an atomic"),
-        "call" => return known("a call"),
-        "testp" | "copysign" => return known("f64 bit manipulation"),
+    let plan = match op.kind {
+        OpKind::Load(Space::Param) | OpKind::Store(Space::Param) => {
+            return known("a parameter move")
+        }
+        OpKind::Load(_) => return known("a load"),
+        OpKind::Store(_) => return known("a store"),
+        OpKind::Atom(_) | OpKind::Red(_) => return known("an atomic"),
+        OpKind::Call => return known("a call"),
+        OpKind::Bits(BitOp::Testp | BitOp::Copysign) => return known("f64 bit manipulation"),
         _ if !inst.has_mod("f64") => return known("f64 bit reinterpretation"),
-        _ if ARITH.contains(&op) => {
-            let (opcode, mut modifiers) = if op == "mad" {
-                // mad.f32 requires a rounding modifier on sm_20+ and then means fma: say fma.
-                let mut m = f64_to_f32(&inst.modifiers);
-                if !m
-                    .iter()
-                    .any(|x| matches!(x.as_str(), "rn" | "rz" | "rm" | "rp"))
-                {
-                    m.insert(0, "rn".into());
-                }
-                ("fma".to_string(), m)
-            } else {
-                (op.to_string(), f64_to_f32(&inst.modifiers))
-            };
+        OpKind::Arith(
+            Arith::Add | Arith::Sub | Arith::Mul | Arith::Neg | Arith::Abs | Arith::Min | Arith::Max,
+        )
+        | OpKind::Fma
+        | OpKind::Div
+        | OpKind::Rcp
+        | OpKind::Sqrt
+        | OpKind::Rsqrt => {
+            let mut modifiers = f64_to_f32(&inst.modifiers);
+            // mad.f32 requires a rounding modifier on sm_20+ and then means fma: say fma.
+            if op.kind == OpKind::Fma && op.rounding.is_none() {
+                modifiers.insert(0, "rn".into());
+            }
             modifiers.retain(|m| !m.is_empty());
             Plan {
-                opcode,
+                opcode: if op.kind == OpKind::Fma {
+                    "fma".into()
+                } else {
+                    inst.opcode.clone()
+                },
                 modifiers,
                 f64_operands: (0..inst.operands.len()).collect(),
                 defines: true,
             }
         }
-        "setp" => Plan {
-            opcode: "setp".into(),
+        OpKind::Compare(_) => Plan {
+            opcode: inst.opcode.clone(),
             modifiers: f64_to_f32(&inst.modifiers),
             f64_operands: vec![1, 2],
             defines: false,
         },
-        "selp" => Plan {
+        OpKind::Select => Plan {
             opcode: "selp".into(),
             modifiers: f64_to_f32(&inst.modifiers),
             f64_operands: vec![0, 1, 2],
             defines: true,
         },
-        "mov" => Plan {
+        OpKind::Move { reinterpret: false } => Plan {
             opcode: "mov".into(),
             modifiers: f64_to_f32(&inst.modifiers),
             f64_operands: vec![0, 1],
             defines: true,
         },
-        "cvt" => {
-            let types = inst.types();
-            let (Some(&dst), Some(&src)) = (types.first(), types.get(1)) else {
-                return Err(("a conversion without two types".into(), true));
-            };
+        OpKind::Convert { from: src, to: dst } => {
             // The rounding of f64→f32 is moot once the value is f32; flushing or saturating is not.
-            let others: Vec<&String> = inst
-                .modifiers
-                .iter()
-                .filter(|m| matches!(m.as_str(), "ftz" | "sat" | "relu" | "satfinite"))
-                .collect();
+            let others = op.ftz || op.sat || inst.has_mod("relu");
             let mov = |defines: bool, idx: usize| Plan {
                 opcode: "mov".into(),
                 modifiers: vec!["f32".into()],
                 f64_operands: vec![idx],
                 defines,
             };
+            use ValueType::{F32, F64};
             match (dst, src) {
-                ("f64", "f64") => Plan {
+                (F64, F64) => Plan {
                     opcode: "cvt".into(),
                     modifiers: f64_to_f32(&inst.modifiers),
                     f64_operands: vec![0, 1],
                     defines: true,
                 },
                 // Between f32 and f64 a demoted value is already f32: a copy.
-                ("f64", "f32") | ("f32", "f64") if !others.is_empty() => {
+                (F64, F32) | (F32, F64) if others => {
                     return known("a conversion with .ftz/.sat")
                 }
-                ("f64", "f32") => mov(true, 0),
-                ("f32", "f64") => mov(false, 1),
-                ("f64", t) if is_int_type(t) => {
+                (F64, F32) => mov(true, 0),
+                (F32, F64) => mov(false, 1),
+                (F64, t) if t.is_int() => {
                     let mut m = f64_to_f32(&inst.modifiers);
                     // int→f32 may round, so it needs a rounding mode even where int→f64 had none.
-                    if !m
-                        .iter()
-                        .any(|x| matches!(x.as_str(), "rn" | "rz" | "rm" | "rp"))
-                    {
+                    if !matches!(
+                        op.rounding,
+                        Some(Rounding::Rn | Rounding::Rz | Rounding::Rm | Rounding::Rp)
+                    ) {
                         m.insert(0, "rn".into());
                     }
                     Plan {
@@ -372,7 +360,7 @@ fn plan(inst: &Instruction, regs: &RegTypes) -> Result<Plan, (String, bool)> {
                         defines: true,
                     }
                 }
-                (t, "f64") if is_int_type(t) => Plan {
+                (t, F64) if t.is_int() => Plan {
                     opcode: "cvt".into(),
                     modifiers: f64_to_f32(&inst.modifiers),
                     f64_operands: vec![1],
@@ -437,7 +425,7 @@ struct Row {
 }
 
 fn analyse(f: &Function, fi: usize, idx: &UnitIndex) -> Analysis {
-    let regs = RegTypes::of(f);
+    let regs = RegTable::of(f);
     let mut ordinals: HashMap<(u32, u32), u32> = HashMap::new();
     let mut rows = Vec::new();
     for (inst, loc) in located(f) {

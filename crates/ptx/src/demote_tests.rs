@@ -4,6 +4,7 @@
 
 use crate::census::located;
 use crate::demote::*;
+use crate::op::{Arith, Cmp, Control, OpKind, ValueType};
 use crate::units::*;
 use crate::*;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -592,20 +593,22 @@ impl Eval<'_> {
                 _ => String::new(),
             };
             let n = self.narrow.contains(&i.id);
+            let d = i.decode();
             // In reference mode an f64 instruction is read as its f32 form.
-            let t: Vec<&str> = i
-                .types()
-                .into_iter()
-                .map(|t| if n && t == "f64" { "f32" } else { t })
-                .collect();
-            let v = match (i.opcode.as_str(), t.as_slice()) {
-                ("ld", ["u64"]) | ("cvta", _) => Val::Int(0),
-                ("ld", ["u32"]) => Val::Int(self.int_param),
-                ("ld", ["f64"]) => match &op[1] {
+            let narrowed = |t: Option<ValueType>| match t {
+                Some(ValueType::F64) if n => Some(ValueType::F32),
+                t => t,
+            };
+            let ty = narrowed(d.ty);
+            use ValueType::{F32, F64, S32, U32, U64};
+            let v = match (&d.kind, ty) {
+                (OpKind::Load(_), Some(U64)) | (OpKind::Cvta, _) => Val::Int(0),
+                (OpKind::Load(_), Some(U32)) => Val::Int(self.int_param),
+                (OpKind::Load(_), Some(F64)) => match &op[1] {
                     Operand::Addr { offset, .. } => Val::F64(self.input[(*offset / 8) as usize]),
                     o => panic!("{o:?}"),
                 },
-                ("st", ["f64"]) => {
+                (OpKind::Store(_), Some(F64)) => {
                     let Operand::Addr { offset, .. } = &op[0] else {
                         panic!()
                     };
@@ -613,54 +616,71 @@ impl Eval<'_> {
                     self.output.insert(*offset / 8, x);
                     continue;
                 }
-                ("ret", _) => break,
-                ("bra", _) => {
+                (OpKind::Control(Control::Ret), _) => break,
+                (OpKind::Control(Control::Bra), _) => {
                     let Some(Operand::Symbol(l)) = op.first() else {
                         panic!()
                     };
                     pc = labels[l.as_str()];
                     continue;
                 }
-                ("mov", ["u32"]) => Val::Int(self.int(&op[1])),
-                ("add", ["s32"]) => Val::Int(self.int(&op[1]) + self.int(&op[2])),
-                ("setp", ["u32"]) | ("setp", ["s32"]) if i.has_mod("lt") => {
+                (OpKind::Move { .. }, Some(U32)) => Val::Int(self.int(&op[1])),
+                (OpKind::Arith(Arith::Add), Some(S32)) => {
+                    Val::Int(self.int(&op[1]) + self.int(&op[2]))
+                }
+                (OpKind::Compare(Cmp::Lt), Some(U32 | S32)) => {
                     Val::Pred(self.int(&op[1]) < self.int(&op[2]))
                 }
-                ("add", ["f32"]) => Val::F32(self.f32(&op[1], n) + self.f32(&op[2], n)),
-                ("sub", ["f32"]) => Val::F32(self.f32(&op[1], n) - self.f32(&op[2], n)),
-                ("mul", ["f32"]) => Val::F32(self.f32(&op[1], n) * self.f32(&op[2], n)),
-                ("div", ["f32"]) => Val::F32(self.f32(&op[1], n) / self.f32(&op[2], n)),
-                ("fma", ["f32"]) => Val::F32(
+                (OpKind::Arith(Arith::Add), Some(F32)) => {
+                    Val::F32(self.f32(&op[1], n) + self.f32(&op[2], n))
+                }
+                (OpKind::Arith(Arith::Sub), Some(F32)) => {
+                    Val::F32(self.f32(&op[1], n) - self.f32(&op[2], n))
+                }
+                (OpKind::Arith(Arith::Mul), Some(F32)) => {
+                    Val::F32(self.f32(&op[1], n) * self.f32(&op[2], n))
+                }
+                (OpKind::Div, Some(F32)) => Val::F32(self.f32(&op[1], n) / self.f32(&op[2], n)),
+                (OpKind::Fma, Some(F32)) => Val::F32(
                     self.f32(&op[1], n)
                         .mul_add(self.f32(&op[2], n), self.f32(&op[3], n)),
                 ),
-                ("add", ["f64"]) => Val::F64(self.f64(&op[1]) + self.f64(&op[2])),
-                ("sub", ["f64"]) => Val::F64(self.f64(&op[1]) - self.f64(&op[2])),
-                ("mul", ["f64"]) => Val::F64(self.f64(&op[1]) * self.f64(&op[2])),
-                ("div", ["f64"]) => Val::F64(self.f64(&op[1]) / self.f64(&op[2])),
-                ("fma", ["f64"]) => {
+                (OpKind::Arith(Arith::Add), Some(F64)) => {
+                    Val::F64(self.f64(&op[1]) + self.f64(&op[2]))
+                }
+                (OpKind::Arith(Arith::Sub), Some(F64)) => {
+                    Val::F64(self.f64(&op[1]) - self.f64(&op[2]))
+                }
+                (OpKind::Arith(Arith::Mul), Some(F64)) => {
+                    Val::F64(self.f64(&op[1]) * self.f64(&op[2]))
+                }
+                (OpKind::Div, Some(F64)) => Val::F64(self.f64(&op[1]) / self.f64(&op[2])),
+                (OpKind::Fma, Some(F64)) => {
                     Val::F64(self.f64(&op[1]).mul_add(self.f64(&op[2]), self.f64(&op[3])))
                 }
-                ("mov", ["f32"]) => Val::F32(self.f32(&op[1], n)),
-                ("mov", ["f64"]) => Val::F64(self.f64(&op[1])),
-                ("setp", ["f32"]) if i.has_mod("gt") => {
+                (OpKind::Move { .. }, Some(F32)) => Val::F32(self.f32(&op[1], n)),
+                (OpKind::Move { .. }, Some(F64)) => Val::F64(self.f64(&op[1])),
+                (OpKind::Compare(Cmp::Gt), Some(F32)) => {
                     Val::Pred(self.f32(&op[1], n) > self.f32(&op[2], n))
                 }
-                ("setp", ["f64"]) if i.has_mod("gt") => {
+                (OpKind::Compare(Cmp::Gt), Some(F64)) => {
                     Val::Pred(self.f64(&op[1]) > self.f64(&op[2]))
                 }
-                ("selp", [_]) => {
+                (OpKind::Select, _) => {
                     let Val::Pred(p) = self.get(&op[3], false) else {
                         panic!()
                     };
                     self.get(if p { &op[1] } else { &op[2] }, n)
                 }
                 // Reference mode reads cvt.rn.f32.f64 and cvt.f64.f32 as f32 → f32: a copy.
-                ("cvt", ["f32", "f32"]) => Val::F32(self.f32(&op[1], n)),
-                ("cvt", ["f32", "f64"]) => Val::F32(self.f64(&op[1]) as f32),
-                ("cvt", ["f64", "f32"]) => Val::F64(self.f32(&op[1], false) as f64),
-                ("cvt", ["f32", "s32"]) => Val::F32(self.int(&op[1]) as i32 as f32),
-                ("cvt", ["f64", "s32"]) => Val::F64(self.int(&op[1]) as i32 as f64),
+                (OpKind::Convert { from, to }, _) => match (narrowed(Some(*to)), narrowed(Some(*from))) {
+                    (Some(F32), Some(F32)) => Val::F32(self.f32(&op[1], n)),
+                    (Some(F32), Some(F64)) => Val::F32(self.f64(&op[1]) as f32),
+                    (Some(F64), Some(F32)) => Val::F64(self.f32(&op[1], false) as f64),
+                    (Some(F32), Some(S32)) => Val::F32(self.int(&op[1]) as i32 as f32),
+                    (Some(F64), Some(S32)) => Val::F64(self.int(&op[1]) as i32 as f64),
+                    _ => panic!("evaluator: {}", i.full_opcode()),
+                },
                 _ => panic!("evaluator: {}", i.full_opcode()),
             };
             // Reference mode: an f64 register receives the exact extension of the f32 result.

@@ -13,6 +13,7 @@
 //! on this graph (FISets, shadow values) stop at them.
 
 use crate::model::*;
+use crate::op::{Op, OpKind};
 use serde::Serialize;
 use std::collections::{BTreeSet, HashMap};
 
@@ -38,14 +39,13 @@ impl NodeKind {
         matches!(self, NodeKind::Load | NodeKind::Store | NodeKind::Call)
     }
 
-    fn of(i: &Instruction) -> NodeKind {
-        match i.opcode.as_str() {
-            "ld" | "ldu" | "tex" | "tld4" | "suld" => NodeKind::Load,
-            "st" | "red" | "atom" | "sust" => NodeKind::Store,
-            "call" => NodeKind::Call,
-            "bra" | "brx" | "ret" | "exit" | "bar" | "barrier" | "membar" | "fence" | "trap" => {
-                NodeKind::Control
-            }
+    /// What `op` is to the graph.
+    pub fn of(op: &Op) -> NodeKind {
+        match op.kind {
+            OpKind::Load(_) => NodeKind::Load,
+            OpKind::Store(_) | OpKind::Atom(_) | OpKind::Red(_) => NodeKind::Store,
+            OpKind::Call => NodeKind::Call,
+            OpKind::Control(_) => NodeKind::Control,
             _ => NodeKind::Compute,
         }
     }
@@ -170,7 +170,7 @@ impl Graph {
             .map(|(k, i)| Node {
                 id: i.id,
                 index: k,
-                kind: NodeKind::of(i),
+                kind: NodeKind::of(&i.decode()),
                 defs: i.defs().into_iter().map(str::to_string).collect(),
                 uses: i.uses().into_iter().map(str::to_string).collect(),
             })

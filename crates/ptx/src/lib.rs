@@ -51,9 +51,11 @@ pub mod entry;
 pub mod graph;
 pub mod lex;
 pub mod model;
+pub mod op;
 pub mod parse;
 mod print;
 pub mod ptxas;
+pub mod regs;
 pub mod units;
 
 pub use model::*;

@@ -337,102 +337,39 @@ impl Instruction {
     }
 
     /// The state space of a memory instruction (`global`, `shared`, `param`, ...), or `generic`.
-    pub fn space(&self) -> &str {
-        const SPACES: [&str; 7] = ["global", "shared", "local", "param", "const", "tex", "surf"];
+    pub fn space(&self) -> &'static str {
         self.modifiers
             .iter()
-            .map(String::as_str)
-            .find(|m| SPACES.contains(m))
-            .unwrap_or("generic")
+            .find_map(|m| crate::op::Space::parse(m))
+            .unwrap_or(crate::op::Space::Generic)
+            .name()
     }
 
     /// The vector width (`v4` is 4), 1 for scalar accesses.
     pub fn vector_width(&self) -> u32 {
-        self.modifiers
-            .iter()
-            .find_map(|m| m.strip_prefix('v').and_then(|n| n.parse().ok()))
-            .unwrap_or(1)
+        self.decode().vector
+    }
+
+    /// What the instruction means ([`crate::op::decode`]).
+    pub fn decode(&self) -> crate::op::Op {
+        crate::op::decode(self)
     }
 
     /// Whether the first operand is written (false for stores, branches, barriers, calls, ...).
     /// Calls write their return list, which [`Instruction::defs`] handles; an instruction whose
     /// first operand is an address (`mbarrier.init [a], n`) writes no register either way.
     pub fn writes_first_operand(&self) -> bool {
-        !matches!(
-            self.opcode.as_str(),
-            "st" | "red"
-                | "bar"
-                | "barrier"
-                | "bra"
-                | "brx"
-                | "ret"
-                | "exit"
-                | "membar"
-                | "fence"
-                | "prefetch"
-                | "prefetchu"
-                | "trap"
-                | "brkpt"
-                | "pmevent"
-                | "call"
-                | "cp"
-                | "stmatrix"
-                | "griddepcontrol"
-                | "nanosleep"
-        )
+        self.decode().writes == crate::op::Writes::First
     }
 
     /// Registers this instruction writes.
     pub fn defs(&self) -> Vec<&str> {
-        let mut out = Vec::new();
-        if self.opcode == "call" {
-            if let (Some(Operand::List(rets)), true) =
-                (self.operands.first(), self.operands.len() > 1)
-            {
-                if self.operands.len() >= 2
-                    && !matches!(self.operands.get(1), Some(Operand::List(_)))
-                {
-                    rets.iter().for_each(|o| o.regs_into(&mut out));
-                }
-            }
-            return out;
-        }
-        if self.writes_first_operand() {
-            if let Some(op) = self.operands.first() {
-                match op {
-                    Operand::Addr { .. } => {}
-                    _ => op.regs_into(&mut out),
-                }
-            }
-        }
-        out
+        crate::op::defs_uses(self, &self.decode()).0
     }
 
     /// Registers this instruction reads (the guard included).
     pub fn uses(&self) -> Vec<&str> {
-        let mut out = Vec::new();
-        if let Some(g) = &self.guard {
-            out.push(g.reg.as_str());
-        }
-        let skip = usize::from(self.writes_first_operand() && self.opcode != "call");
-        for (k, op) in self.operands.iter().enumerate() {
-            if k < skip {
-                // A written address operand still reads its base register (never in practice).
-                if let Operand::Addr { base, .. } = op {
-                    if base.starts_with('%') {
-                        out.push(base.as_str());
-                    }
-                }
-                continue;
-            }
-            if self.opcode == "call" && k == 0 && self.operands.len() > 1 {
-                if let Operand::List(_) = op {
-                    continue;
-                }
-            }
-            op.regs_into(&mut out);
-        }
-        out
+        crate::op::defs_uses(self, &self.decode()).1
     }
 }
 
@@ -446,58 +383,16 @@ impl Operand {
             _ => None,
         }
     }
-
-    fn regs_into<'a>(&'a self, out: &mut Vec<&'a str>) {
-        match self {
-            Operand::Reg(r) => out.push(r),
-            Operand::Addr { base, .. } if base.starts_with('%') => out.push(base),
-            Operand::Vector(v) | Operand::List(v) => v.iter().for_each(|o| o.regs_into(out)),
-            Operand::Not(o) => o.regs_into(out),
-            _ => {}
-        }
-    }
 }
 
 /// Whether a modifier names a PTX type.
 pub fn is_type(m: &str) -> bool {
-    matches!(
-        m,
-        "f16"
-            | "f16x2"
-            | "bf16"
-            | "bf16x2"
-            | "tf32"
-            | "f32"
-            | "f64"
-            | "e4m3"
-            | "e5m2"
-            | "s8"
-            | "s16"
-            | "s32"
-            | "s64"
-            | "u8"
-            | "u16"
-            | "u32"
-            | "u64"
-            | "b8"
-            | "b16"
-            | "b32"
-            | "b64"
-            | "b128"
-            | "pred"
-    )
+    crate::op::ValueType::parse(m).is_some()
 }
 
 /// The width in bytes of a PTX scalar type modifier (`f32` is 4).
 pub fn type_bytes(t: &str) -> Option<u32> {
-    let digits: String = t.chars().filter(char::is_ascii_digit).collect();
-    match t {
-        "pred" => Some(1),
-        "f16x2" | "bf16x2" => Some(4),
-        "e4m3" | "e5m2" => Some(1),
-        "tf32" => Some(4),
-        _ => digits.parse::<u32>().ok().map(|bits| bits / 8),
-    }
+    crate::op::ValueType::parse(t).map(crate::op::ValueType::bytes)
 }
 
 impl Module {

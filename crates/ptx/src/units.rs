@@ -34,6 +34,8 @@
 //! anyway (`MANTISSA_DEMOTE_LINES`), so a line is the finest grain a configuration can have.
 
 use crate::model::*;
+use crate::op::{BitOp, OpKind, ValueType};
+use crate::regs::RegTable;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -261,7 +263,7 @@ pub fn index(m: &Module) -> UnitIndex {
                 Statement::Inst(i) => {
                     if let Some(k) = current {
                         list[k].1.push(i.id);
-                        if i.opcode == "call" {
+                        if i.decode().kind == OpKind::Call {
                             for o in &i.operands {
                                 if let Operand::Symbol(callee) = o {
                                     called_from
@@ -292,7 +294,7 @@ pub fn index(m: &Module) -> UnitIndex {
             continue;
         };
         let ids: Vec<InstId> = funcs[fi].instructions().map(|i| i.id).collect();
-        for i in funcs[fi].instructions().filter(|i| i.opcode == "call") {
+        for i in funcs[fi].instructions().filter(|i| i.decode().kind == OpKind::Call) {
             for o in &i.operands {
                 if let Operand::Symbol(c) = o {
                     todo.push((c.clone(), key.clone()));
@@ -340,61 +342,14 @@ pub fn index(m: &Module) -> UnitIndex {
     out
 }
 
-/// Registers declared with type `ty` (`.f64`) in `f`, ranges expanded lazily by a predicate.
-pub(crate) struct RegTypes {
-    singles: HashMap<String, String>,
-    ranges: Vec<(String, u32, String)>,
-}
-
-impl RegTypes {
-    /// The declarations of `f`.
-    pub(crate) fn of(f: &Function) -> RegTypes {
-        let mut singles = HashMap::new();
-        let mut ranges = Vec::new();
-        for s in f.body.iter().flatten() {
-            if let Statement::Reg(d) = s {
-                for n in &d.names {
-                    match n {
-                        RegName::Single(x) => {
-                            singles.insert(x.clone(), d.ty.clone());
-                        }
-                        RegName::Range { prefix, count } => {
-                            ranges.push((prefix.clone(), *count, d.ty.clone()))
-                        }
-                    }
-                }
-            }
-        }
-        // Longest prefixes first, so `%fd` is not read as `%f` + "d3".
-        ranges.sort_by_key(|r| std::cmp::Reverse(r.0.len()));
-        RegTypes { singles, ranges }
-    }
-
-    /// The declared type of `reg` (`.f64`), if declared.
-    pub(crate) fn type_of(&self, reg: &str) -> Option<&str> {
-        if let Some(t) = self.singles.get(reg) {
-            return Some(t);
-        }
-        self.ranges.iter().find_map(|(prefix, count, ty)| {
-            let k: u32 = reg.strip_prefix(prefix.as_str())?.parse().ok()?;
-            (k < *count).then_some(ty.as_str())
-        })
-    }
-
-    /// Whether `reg` is declared `.f64`.
-    pub(crate) fn is_f64(&self, reg: &str) -> bool {
-        self.type_of(reg) == Some(".f64")
-    }
-}
-
 /// Whether `inst` reinterprets f64 bits; `tainted` holds integer registers known to carry f64
 /// bits and is updated with what `inst` writes.
-fn reinterprets(inst: &Instruction, regs: &RegTypes, tainted: &mut HashSet<String>) -> bool {
-    let op = inst.opcode.as_str();
+fn reinterprets(inst: &Instruction, regs: &RegTable, tainted: &mut HashSet<String>) -> bool {
+    let op = inst.decode();
     let is_f64_reg = |o: &Operand| matches!(o, Operand::Reg(r) if regs.is_f64(r));
-    match op {
-        "testp" | "copysign" => inst.has_mod("f64"),
-        "mov" if inst.has_mod("b64") => {
+    match op.kind {
+        OpKind::Bits(BitOp::Testp | BitOp::Copysign) => op.ty == Some(ValueType::F64),
+        OpKind::Move { .. } if op.ty == Some(ValueType::B64) => {
             let (Some(dst), Some(src)) = (inst.operands.first(), inst.operands.get(1)) else {
                 return false;
             };
@@ -417,10 +372,13 @@ fn reinterprets(inst: &Instruction, regs: &RegTypes, tainted: &mut HashSet<Strin
                 false
             }
         }
-        "and" | "or" | "xor" | "shl" | "shr" | "not" if inst.has_mod("b64") => {
-            let hit = inst.uses().iter().any(|r| tainted.contains(*r));
+        OpKind::Bits(
+            BitOp::And | BitOp::Or | BitOp::Xor | BitOp::Shl | BitOp::Shr | BitOp::Not,
+        ) if op.ty == Some(ValueType::B64) => {
+            let (defs, uses) = crate::op::defs_uses(inst, &op);
+            let hit = uses.iter().any(|r| tainted.contains(*r));
             if hit {
-                for d in inst.defs() {
+                for d in defs {
                     tainted.insert(d.to_string());
                 }
             }
@@ -432,7 +390,7 @@ fn reinterprets(inst: &Instruction, regs: &RegTypes, tainted: &mut HashSet<Strin
 
 /// Opaque regions of `f` over the instructions not in `skip` (see the module docs).
 fn opaque_regions(f: &Function, skip: &HashSet<InstId>) -> Vec<Unit> {
-    let regs = RegTypes::of(f);
+    let regs = RegTable::of(f);
     let mut tainted = HashSet::new();
     // Region key: (file, line) of the current `.loc`, (0, 0) before any.
     let mut region: (u32, u32) = (0, 0);

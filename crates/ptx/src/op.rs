@@ -1,0 +1,909 @@
+//! What an instruction means: [`decode`] reads an [`Instruction`]'s opcode and modifiers once
+//! into a typed [`Op`] — kind, value type, rounding, `.ftz`/`.approx`/`.full`/`.sat`, and which
+//! operands it writes. This is the one table of opcode meanings in mantissa: the model's
+//! [`Instruction::defs`], the def-use graph, the census, units, the demotion pass and the
+//! interpreter all read it, so a new opcode is taught here once.
+//!
+//! Decoding needs no register declarations. What only declarations can tell — whether `mov.b64`
+//! moves a double's bits into an integer register — is answered by [`crate::regs::RegTable`]
+//! ([`crate::regs::RegTable::reinterprets`]). Opcodes this table does not know decode to
+//! [`OpKind::Other`] with their name kept, so an analysis can say which instruction it did not
+//! understand rather than guess.
+
+use crate::model::{Instruction, Operand};
+use serde::Serialize;
+use std::fmt;
+
+/// A PTX value type (`.f32`, `.u64`, `.pred`, ...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+#[allow(missing_docs)] // The variants are PTX's own type names.
+pub enum ValueType {
+    Pred,
+    B8,
+    B16,
+    B32,
+    B64,
+    B128,
+    U8,
+    U16,
+    U32,
+    U64,
+    S8,
+    S16,
+    S32,
+    S64,
+    F16,
+    F16x2,
+    BF16,
+    BF16x2,
+    TF32,
+    F32,
+    F64,
+    E4M3,
+    E5M2,
+}
+
+/// Every type with its PTX spelling (without the dot).
+const TYPE_NAMES: [(ValueType, &str); 23] = [
+    (ValueType::Pred, "pred"),
+    (ValueType::B8, "b8"),
+    (ValueType::B16, "b16"),
+    (ValueType::B32, "b32"),
+    (ValueType::B64, "b64"),
+    (ValueType::B128, "b128"),
+    (ValueType::U8, "u8"),
+    (ValueType::U16, "u16"),
+    (ValueType::U32, "u32"),
+    (ValueType::U64, "u64"),
+    (ValueType::S8, "s8"),
+    (ValueType::S16, "s16"),
+    (ValueType::S32, "s32"),
+    (ValueType::S64, "s64"),
+    (ValueType::F16, "f16"),
+    (ValueType::F16x2, "f16x2"),
+    (ValueType::BF16, "bf16"),
+    (ValueType::BF16x2, "bf16x2"),
+    (ValueType::TF32, "tf32"),
+    (ValueType::F32, "f32"),
+    (ValueType::F64, "f64"),
+    (ValueType::E4M3, "e4m3"),
+    (ValueType::E5M2, "e5m2"),
+];
+
+impl ValueType {
+    /// The type a modifier names (`f32`, without the dot), if it names one.
+    pub fn parse(m: &str) -> Option<ValueType> {
+        TYPE_NAMES.iter().find(|(_, n)| *n == m).map(|(t, _)| *t)
+    }
+
+    /// The PTX spelling without the dot (`f32`).
+    pub fn name(self) -> &'static str {
+        TYPE_NAMES
+            .iter()
+            .find(|(t, _)| *t == self)
+            .map_or("", |(_, n)| n)
+    }
+
+    /// Width in bytes (`.pred` counts 1, as a `.reg .pred` or a `.b8` of it does).
+    pub fn bytes(self) -> u32 {
+        use ValueType::*;
+        match self {
+            Pred | B8 | U8 | S8 | E4M3 | E5M2 => 1,
+            B16 | U16 | S16 | F16 | BF16 => 2,
+            B32 | U32 | S32 | F16x2 | BF16x2 | TF32 | F32 => 4,
+            B64 | U64 | S64 | F64 => 8,
+            B128 => 16,
+        }
+    }
+
+    /// Width in bits.
+    pub fn bits(self) -> u32 {
+        self.bytes() * 8
+    }
+
+    /// A floating-point type (packed halves, tf32 and the fp8 formats included).
+    pub fn is_float(self) -> bool {
+        use ValueType::*;
+        matches!(
+            self,
+            F16 | F16x2 | BF16 | BF16x2 | TF32 | F32 | F64 | E4M3 | E5M2
+        )
+    }
+
+    /// A signed integer type.
+    pub fn is_signed(self) -> bool {
+        matches!(
+            self,
+            ValueType::S8 | ValueType::S16 | ValueType::S32 | ValueType::S64
+        )
+    }
+
+    /// An unsigned integer type.
+    pub fn is_unsigned(self) -> bool {
+        matches!(
+            self,
+            ValueType::U8 | ValueType::U16 | ValueType::U32 | ValueType::U64
+        )
+    }
+
+    /// An integer type (signed or unsigned; untyped bits are not).
+    pub fn is_int(self) -> bool {
+        self.is_signed() || self.is_unsigned()
+    }
+
+    /// Untyped bits (`.b32`).
+    pub fn is_bits(self) -> bool {
+        matches!(
+            self,
+            ValueType::B8 | ValueType::B16 | ValueType::B32 | ValueType::B64 | ValueType::B128
+        )
+    }
+}
+
+impl fmt::Display for ValueType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A rounding modifier: the IEEE ones of arithmetic and float results (`.rn` ...) and the
+/// round-to-integer ones of `cvt` (`.rni` ...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Rounding {
+    /// To nearest, ties to even.
+    Rn,
+    /// To nearest, ties away from zero (`cvt.rna.tf32.f32`).
+    Rna,
+    /// Toward zero.
+    Rz,
+    /// Toward minus infinity.
+    Rm,
+    /// Toward plus infinity.
+    Rp,
+    /// To the nearest integer, ties to even.
+    Rni,
+    /// To an integer toward zero.
+    Rzi,
+    /// To an integer toward minus infinity.
+    Rmi,
+    /// To an integer toward plus infinity.
+    Rpi,
+}
+
+impl Rounding {
+    fn parse(m: &str) -> Option<Rounding> {
+        Some(match m {
+            "rn" => Rounding::Rn,
+            "rna" => Rounding::Rna,
+            "rz" => Rounding::Rz,
+            "rm" => Rounding::Rm,
+            "rp" => Rounding::Rp,
+            "rni" => Rounding::Rni,
+            "rzi" => Rounding::Rzi,
+            "rmi" => Rounding::Rmi,
+            "rpi" => Rounding::Rpi,
+            _ => return None,
+        })
+    }
+
+    /// Whether this rounds to an integral value (`.rni` ...), as `cvt` between floats may.
+    pub fn is_integral(self) -> bool {
+        matches!(
+            self,
+            Rounding::Rni | Rounding::Rzi | Rounding::Rmi | Rounding::Rpi
+        )
+    }
+}
+
+/// A state space of a memory access.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Space {
+    /// No space modifier: a generic address.
+    Generic,
+    /// `.global`
+    Global,
+    /// `.shared` (any `::cta`/`::cluster` qualifier).
+    Shared,
+    /// `.local`
+    Local,
+    /// `.param` (kernel and function parameters).
+    Param,
+    /// `.const`
+    Const,
+    /// Texture fetches (`tex`, `tld4`).
+    Tex,
+    /// Surface accesses (`suld`, `sust`).
+    Surf,
+}
+
+impl Space {
+    /// The space a modifier names (`shared::cta` is shared), if it names one.
+    pub fn parse(m: &str) -> Option<Space> {
+        Some(match m.split_once("::").map_or(m, |(s, _)| s) {
+            "global" => Space::Global,
+            "shared" => Space::Shared,
+            "local" => Space::Local,
+            "param" => Space::Param,
+            "const" => Space::Const,
+            "tex" => Space::Tex,
+            "surf" => Space::Surf,
+            _ => return None,
+        })
+    }
+
+    /// The name reports use (`global`, `generic`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            Space::Generic => "generic",
+            Space::Global => "global",
+            Space::Shared => "shared",
+            Space::Local => "local",
+            Space::Param => "param",
+            Space::Const => "const",
+            Space::Tex => "tex",
+            Space::Surf => "surf",
+        }
+    }
+
+    /// Off the chip (global, local, generic): what arithmetic intensity counts.
+    pub fn is_offchip(self) -> bool {
+        matches!(self, Space::Global | Space::Local | Space::Generic)
+    }
+}
+
+/// Arithmetic with one rounding (floats) or none (integers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+#[allow(missing_docs)] // PTX's opcode names.
+pub enum Arith {
+    Add,
+    Sub,
+    Mul,
+    /// Integer multiply-add (`mad.lo.s32`); the float one is [`OpKind::Fma`].
+    Mad,
+    Neg,
+    Abs,
+    Min,
+    Max,
+    Rem,
+    /// Integer division (`div.s32`); the float one is [`OpKind::Div`].
+    IntDiv,
+}
+
+/// Special functions the hardware approximates (`sin.approx.f32`, ...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+#[allow(missing_docs)] // PTX's opcode names.
+pub enum MathFn {
+    Sin,
+    Cos,
+    Ex2,
+    Lg2,
+    Tanh,
+}
+
+/// A comparison of `setp`/`set`, as PTX spells it (`lt`; `ltu` is true on unordered too).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+#[allow(missing_docs)] // PTX's comparison names.
+pub enum Cmp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Lo,
+    Ls,
+    Hi,
+    Hs,
+    Equ,
+    Neu,
+    Ltu,
+    Leu,
+    Gtu,
+    Geu,
+    Num,
+    Nan,
+}
+
+impl Cmp {
+    fn parse(m: &str) -> Option<Cmp> {
+        use Cmp::*;
+        Some(match m {
+            "eq" => Eq,
+            "ne" => Ne,
+            "lt" => Lt,
+            "le" => Le,
+            "gt" => Gt,
+            "ge" => Ge,
+            "lo" => Lo,
+            "ls" => Ls,
+            "hi" => Hi,
+            "hs" => Hs,
+            "equ" => Equ,
+            "neu" => Neu,
+            "ltu" => Ltu,
+            "leu" => Leu,
+            "gtu" => Gtu,
+            "geu" => Geu,
+            "num" => Num,
+            "nan" => Nan,
+            _ => return None,
+        })
+    }
+}
+
+/// How `setp` combines its comparison with a third predicate operand (`setp.lt.and.f32`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+#[allow(missing_docs)]
+pub enum BoolOp {
+    And,
+    Or,
+    Xor,
+}
+
+/// Bit operations. [`BitOp::Testp`] and [`BitOp::Copysign`] read a float's bits as bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+#[allow(missing_docs)] // PTX's opcode names.
+pub enum BitOp {
+    And,
+    Or,
+    Xor,
+    Not,
+    Cnot,
+    Shl,
+    Shr,
+    Shf,
+    Popc,
+    Clz,
+    Brev,
+    Bfe,
+    Bfi,
+    Bfind,
+    Prmt,
+    Lop3,
+    Testp,
+    Copysign,
+}
+
+/// Control flow and synchronisation: no data result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Control {
+    /// `bra`: a direct branch (conditional when guarded).
+    Bra,
+    /// `brx.idx`: an indirect branch to one of a list of labels.
+    Brx,
+    /// `ret`
+    Ret,
+    /// `exit`
+    Exit,
+    /// `trap`
+    Trap,
+    /// `bar`, `barrier`: a block-wide barrier.
+    Barrier,
+    /// `membar`, `fence`: memory ordering.
+    Fence,
+}
+
+impl Control {
+    /// Whether control never falls through to the next instruction when this runs.
+    pub fn ends_flow(self) -> bool {
+        matches!(self, Control::Ret | Control::Exit | Control::Trap)
+    }
+}
+
+/// Which part of an integer product `mul`/`mad` keep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Part {
+    /// `.lo`: the low half (the type's width).
+    Lo,
+    /// `.hi`: the high half.
+    Hi,
+    /// `.wide`: the whole product, twice the type's width.
+    Wide,
+}
+
+/// What kind of operation an instruction is.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case", tag = "op", content = "of")]
+pub enum OpKind {
+    /// Add, subtract, multiply, negate, ... on integers or floats.
+    Arith(Arith),
+    /// `fma`, and `mad` on floats: a product and a sum rounded once.
+    Fma,
+    /// Float division (`div.rn`, `div.full`, `div.approx`).
+    Div,
+    /// Reciprocal.
+    Rcp,
+    /// Square root.
+    Sqrt,
+    /// Reciprocal square root (always approximate).
+    Rsqrt,
+    /// A hardware-approximated special function.
+    Approx(MathFn),
+    /// `setp`/`set`: a comparison writing a predicate (or a value).
+    Compare(Cmp),
+    /// `selp`: one of two values chosen by a predicate.
+    Select,
+    /// `cvt`: a conversion between types.
+    Convert {
+        /// The source type.
+        from: ValueType,
+        /// The destination type.
+        to: ValueType,
+    },
+    /// `mov`; `reinterpret` when it packs or unpacks a vector of registers (`mov.b64 %rd1,
+    /// {%r1, %r2}`): the bits are regrouped, not converted. Whether a plain `mov.b64` moves a
+    /// double's bits into an integer register needs the declarations
+    /// ([`crate::regs::RegTable::reinterprets`]).
+    Move {
+        /// Bits regrouped between registers of other widths.
+        reinterpret: bool,
+    },
+    /// Bit operations.
+    Bits(BitOp),
+    /// Loads (`ld`, `ldu`, texture and surface reads).
+    Load(Space),
+    /// Stores.
+    Store(Space),
+    /// Atomics that return the old value.
+    Atom(Space),
+    /// Reductions to memory (atomics without a result).
+    Red(Space),
+    /// A call of another function.
+    Call,
+    /// Branches, returns, barriers, fences.
+    Control(Control),
+    /// `cvta`: address conversion between a state space and generic.
+    Cvta,
+    /// Anything else, by its opcode.
+    Other(String),
+}
+
+/// Which operands an instruction writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Writes {
+    /// No register (stores, branches, barriers).
+    Nothing,
+    /// The first operand (a register, a vector of registers, or `%p|%q` pairs as written).
+    First,
+    /// A call's return list, when it has one.
+    CallReturns,
+}
+
+/// One instruction, decoded: see the module docs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Op {
+    /// What it does.
+    pub kind: OpKind,
+    /// The operation's type: the last type modifier (`fma.rn.f32` is f32, `ld.global.v4.f32` is
+    /// f32, `setp.lt.s32` is s32), for `cvt` the destination; `None` without one (`bra`).
+    pub ty: Option<ValueType>,
+    /// The rounding modifier, if written.
+    pub rounding: Option<Rounding>,
+    /// `.ftz`: subnormal inputs and results flushed to zero.
+    pub ftz: bool,
+    /// `.approx`: a hardware approximation.
+    pub approx: bool,
+    /// `.full`: `div.full.f32`, full-range but not IEEE.
+    pub full: bool,
+    /// `.sat` (or `.satfinite`): the result clamped.
+    pub sat: bool,
+    /// `.lo`/`.hi`/`.wide` of an integer `mul`/`mad`.
+    pub part: Option<Part>,
+    /// How `setp` combines with a third predicate, if it does.
+    pub combine: Option<BoolOp>,
+    /// `.v2`/`.v4`/`.v8` accesses move this many elements; 1 otherwise.
+    pub vector: u32,
+    /// Which operands it writes.
+    pub writes: Writes,
+}
+
+/// Opcodes with no register result besides the ones [`OpKind`] names (stores, branches, ...).
+const NO_RESULT: [&str; 9] = [
+    "prefetch",
+    "prefetchu",
+    "brkpt",
+    "pmevent",
+    "cp",
+    "stmatrix",
+    "griddepcontrol",
+    "nanosleep",
+    "discard",
+];
+
+/// Decodes one instruction (see the module docs).
+pub fn decode(inst: &Instruction) -> Op {
+    let mods = &inst.modifiers;
+    let mut ty = None;
+    let mut types: [Option<ValueType>; 2] = [None, None];
+    let mut n_types = 0;
+    let mut rounding = None;
+    let mut space = None;
+    let mut cmp = None;
+    let mut combine = None;
+    let mut part = None;
+    let (mut ftz, mut approx, mut full, mut sat) = (false, false, false, false);
+    let mut vector = 1;
+    for m in mods {
+        let m = m.as_str();
+        if let Some(t) = ValueType::parse(m) {
+            if n_types < 2 {
+                types[n_types] = Some(t);
+            }
+            n_types += 1;
+            ty = Some(t);
+        } else if let Some(r) = Rounding::parse(m) {
+            rounding = Some(r);
+        } else if let Some(s) = Space::parse(m) {
+            space = Some(s);
+        } else if let Some(c) = Cmp::parse(m) {
+            cmp = Some(c);
+        } else {
+            match m {
+                "ftz" => ftz = true,
+                "approx" => approx = true,
+                "full" => full = true,
+                "sat" | "satfinite" => sat = true,
+                "lo" => part = Some(Part::Lo),
+                "hi" => part = Some(Part::Hi),
+                "wide" => part = Some(Part::Wide),
+                "and" => combine = Some(BoolOp::And),
+                "or" => combine = Some(BoolOp::Or),
+                "xor" => combine = Some(BoolOp::Xor),
+                _ => {
+                    if let Some(n) = m.strip_prefix('v').and_then(|n| n.parse().ok()) {
+                        vector = n;
+                    }
+                }
+            }
+        }
+    }
+    let is_float = ty.is_some_and(ValueType::is_float);
+    let space_or = |d: Space| space.unwrap_or(d);
+    let kind = match inst.opcode.as_str() {
+        "add" => OpKind::Arith(Arith::Add),
+        "sub" => OpKind::Arith(Arith::Sub),
+        "mul" => OpKind::Arith(Arith::Mul),
+        "mad" | "fma" if is_float => OpKind::Fma,
+        "mad" => OpKind::Arith(Arith::Mad),
+        "neg" => OpKind::Arith(Arith::Neg),
+        "abs" => OpKind::Arith(Arith::Abs),
+        "min" => OpKind::Arith(Arith::Min),
+        "max" => OpKind::Arith(Arith::Max),
+        "rem" => OpKind::Arith(Arith::Rem),
+        "div" if is_float => OpKind::Div,
+        "div" => OpKind::Arith(Arith::IntDiv),
+        "rcp" => OpKind::Rcp,
+        "sqrt" => OpKind::Sqrt,
+        "rsqrt" => OpKind::Rsqrt,
+        "sin" => OpKind::Approx(MathFn::Sin),
+        "cos" => OpKind::Approx(MathFn::Cos),
+        "ex2" => OpKind::Approx(MathFn::Ex2),
+        "lg2" => OpKind::Approx(MathFn::Lg2),
+        "tanh" => OpKind::Approx(MathFn::Tanh),
+        "setp" | "set" => match cmp {
+            Some(c) => OpKind::Compare(c),
+            None => OpKind::Other(inst.opcode.clone()),
+        },
+        "selp" => OpKind::Select,
+        "cvt" => match (types[0], types[1]) {
+            (Some(to), Some(from)) => OpKind::Convert { from, to },
+            _ => OpKind::Other(inst.opcode.clone()),
+        },
+        "mov" => OpKind::Move {
+            reinterpret: inst
+                .operands
+                .iter()
+                .take(2)
+                .any(|o| matches!(o, Operand::Vector(_))),
+        },
+        "and" => OpKind::Bits(BitOp::And),
+        "or" => OpKind::Bits(BitOp::Or),
+        "xor" => OpKind::Bits(BitOp::Xor),
+        "not" => OpKind::Bits(BitOp::Not),
+        "cnot" => OpKind::Bits(BitOp::Cnot),
+        "shl" => OpKind::Bits(BitOp::Shl),
+        "shr" => OpKind::Bits(BitOp::Shr),
+        "shf" => OpKind::Bits(BitOp::Shf),
+        "popc" => OpKind::Bits(BitOp::Popc),
+        "clz" => OpKind::Bits(BitOp::Clz),
+        "brev" => OpKind::Bits(BitOp::Brev),
+        "bfe" => OpKind::Bits(BitOp::Bfe),
+        "bfi" => OpKind::Bits(BitOp::Bfi),
+        "bfind" => OpKind::Bits(BitOp::Bfind),
+        "prmt" => OpKind::Bits(BitOp::Prmt),
+        "lop3" => OpKind::Bits(BitOp::Lop3),
+        "testp" => OpKind::Bits(BitOp::Testp),
+        "copysign" => OpKind::Bits(BitOp::Copysign),
+        "ld" | "ldu" => OpKind::Load(space_or(Space::Generic)),
+        "tex" | "tld4" => OpKind::Load(Space::Tex),
+        "suld" => OpKind::Load(Space::Surf),
+        "st" => OpKind::Store(space_or(Space::Generic)),
+        "sust" => OpKind::Store(Space::Surf),
+        "atom" => OpKind::Atom(space_or(Space::Generic)),
+        "red" => OpKind::Red(space_or(Space::Generic)),
+        "call" => OpKind::Call,
+        "bra" => OpKind::Control(Control::Bra),
+        "brx" => OpKind::Control(Control::Brx),
+        "ret" => OpKind::Control(Control::Ret),
+        "exit" => OpKind::Control(Control::Exit),
+        "trap" => OpKind::Control(Control::Trap),
+        "bar" | "barrier" => OpKind::Control(Control::Barrier),
+        "membar" | "fence" => OpKind::Control(Control::Fence),
+        "cvta" => OpKind::Cvta,
+        other => OpKind::Other(other.to_string()),
+    };
+    let writes = match &kind {
+        OpKind::Call => Writes::CallReturns,
+        OpKind::Store(_) | OpKind::Red(_) | OpKind::Control(_) => Writes::Nothing,
+        OpKind::Other(name) if NO_RESULT.contains(&name.as_str()) => Writes::Nothing,
+        _ => Writes::First,
+    };
+    Op {
+        kind,
+        ty,
+        rounding,
+        ftz,
+        approx,
+        full,
+        sat,
+        part,
+        combine,
+        vector,
+        writes,
+    }
+}
+
+impl Op {
+    /// Floating-point arithmetic: add/sub/mul/min/max/neg/abs, fma, div, rcp, sqrt, rsqrt and
+    /// the approximate functions on a float type (conversions, moves and compares are not).
+    pub fn is_float_arith(&self) -> bool {
+        self.is_float()
+            && matches!(
+                self.kind,
+                OpKind::Arith(_)
+                    | OpKind::Fma
+                    | OpKind::Div
+                    | OpKind::Rcp
+                    | OpKind::Sqrt
+                    | OpKind::Rsqrt
+                    | OpKind::Approx(_)
+            )
+    }
+
+    /// Whether the operation's type is a float type.
+    pub fn is_float(&self) -> bool {
+        self.ty.is_some_and(ValueType::is_float)
+    }
+
+    /// Memory or another function is involved: loads, stores, atomics, calls. Dataflow through
+    /// registers stops here.
+    pub fn is_memory_or_call(&self) -> bool {
+        matches!(
+            self.kind,
+            OpKind::Load(_) | OpKind::Store(_) | OpKind::Atom(_) | OpKind::Red(_) | OpKind::Call
+        )
+    }
+
+    /// Where a value-tracking analysis (shadow values, precision) must stop following a value:
+    /// memory, calls, and instructions that read or rebuild a float's bits as bits (vector
+    /// packs/unpacks, `testp`, `copysign`). A plain `mov.b64` between a double and an integer
+    /// register is found by [`crate::regs::RegTable::reinterprets`].
+    pub fn is_terminal(&self) -> bool {
+        self.is_memory_or_call() || self.is_bit_reinterpretation()
+    }
+
+    /// Reads or writes a float's bits as bits, as far as the instruction alone shows.
+    pub fn is_bit_reinterpretation(&self) -> bool {
+        match self.kind {
+            OpKind::Move { reinterpret } => reinterpret,
+            OpKind::Bits(BitOp::Testp | BitOp::Copysign) => self.is_float(),
+            _ => false,
+        }
+    }
+
+    /// The memory access's state space, for loads, stores and atomics.
+    pub fn space(&self) -> Option<Space> {
+        match self.kind {
+            OpKind::Load(s) | OpKind::Store(s) | OpKind::Atom(s) | OpKind::Red(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The control-flow kind, for branches, returns and barriers.
+    pub fn control(&self) -> Option<Control> {
+        match self.kind {
+            OpKind::Control(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// Whether control can leave this instruction other than to the next one.
+    pub fn is_branch(&self) -> bool {
+        matches!(self.control(), Some(Control::Bra | Control::Brx))
+    }
+
+    /// A correctly rounded IEEE operation, as far as its modifiers say (`div.rn`, `add`, `fma`);
+    /// `.approx`, `.full`, `rsqrt` and the special functions are not.
+    pub fn is_ieee(&self) -> bool {
+        !(self.approx
+            || self.full
+            || matches!(self.kind, OpKind::Rsqrt | OpKind::Approx(_)))
+    }
+}
+
+/// The registers an instruction writes and reads, by name, as [`decode`] says; the guard is
+/// read. An address operand's base register is read even in a written position.
+pub(crate) fn defs_uses<'a>(inst: &'a Instruction, op: &Op) -> (Vec<&'a str>, Vec<&'a str>) {
+    let mut defs = Vec::new();
+    let mut uses = Vec::new();
+    if let Some(g) = &inst.guard {
+        uses.push(g.reg.as_str());
+    }
+    match op.writes {
+        Writes::CallReturns => {
+            // `call (ret), f, (args)`: the first list is the return list only when the callee
+            // name follows it.
+            let has_returns = inst.operands.len() > 1
+                && matches!(inst.operands.first(), Some(Operand::List(_)))
+                && !matches!(inst.operands.get(1), Some(Operand::List(_)));
+            for (k, o) in inst.operands.iter().enumerate() {
+                if k == 0 && has_returns {
+                    regs_into(o, &mut defs);
+                } else {
+                    regs_into(o, &mut uses);
+                }
+            }
+        }
+        Writes::First => {
+            for (k, o) in inst.operands.iter().enumerate() {
+                match o {
+                    Operand::Addr { base, .. } if k == 0 => {
+                        if base.starts_with('%') {
+                            uses.push(base.as_str());
+                        }
+                    }
+                    _ if k == 0 => regs_into(o, &mut defs),
+                    _ => regs_into(o, &mut uses),
+                }
+            }
+        }
+        Writes::Nothing => inst.operands.iter().for_each(|o| regs_into(o, &mut uses)),
+    }
+    (defs, uses)
+}
+
+fn regs_into<'a>(o: &'a Operand, out: &mut Vec<&'a str>) {
+    match o {
+        Operand::Reg(r) => out.push(r),
+        Operand::Addr { base, .. } if base.starts_with('%') => out.push(base),
+        Operand::Vector(v) | Operand::List(v) => v.iter().for_each(|o| regs_into(o, out)),
+        Operand::Not(o) => regs_into(o, out),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse;
+
+    fn ops(body: &str) -> Vec<(String, Op)> {
+        let text = format!(
+            ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{{\n{body}\n}}\n"
+        );
+        let p = parse(&text);
+        assert!(p.diagnostics.is_empty(), "{:?}", p.diagnostics);
+        p.module
+            .kernels()
+            .flat_map(|f| f.instructions())
+            .map(|i| (i.full_opcode(), decode(i)))
+            .collect()
+    }
+
+    #[test]
+    fn decodes_kinds_types_and_modifiers() {
+        let got = ops("fma.rn.ftz.f32 %f1, %f2, %f3, %f4;\n\
+             mad.lo.s32 %r1, %r2, %r3, %r4;\n\
+             mad.rn.f64 %fd1, %fd2, %fd3, %fd4;\n\
+             div.full.f32 %f1, %f2, %f3;\n\
+             div.s32 %r1, %r2, %r3;\n\
+             cvt.rzi.sat.u32.f64 %r1, %fd1;\n\
+             setp.ltu.and.f64 %p1, %fd1, %fd2, %p2;\n\
+             ld.shared.v4.f32 {%f1, %f2, %f3, %f4}, [%r1];\n\
+             mul.wide.s32 %rd1, %r1, 4;\n\
+             mov.b64 %rd1, {%r1, %r2};\n\
+             mov.b64 %rd1, %fd1;\n\
+             st.global.f64 [%rd1], %fd1;\n\
+             ex2.approx.ftz.f32 %f1, %f2;\n\
+             shfl.sync.idx.b32 %r1, %r2, %r3, %r4, %r5;");
+        let k: Vec<&OpKind> = got.iter().map(|(_, o)| &o.kind).collect();
+        assert_eq!(
+            k,
+            [
+                &OpKind::Fma,
+                &OpKind::Arith(Arith::Mad),
+                &OpKind::Fma,
+                &OpKind::Div,
+                &OpKind::Arith(Arith::IntDiv),
+                &OpKind::Convert {
+                    from: ValueType::F64,
+                    to: ValueType::U32
+                },
+                &OpKind::Compare(Cmp::Ltu),
+                &OpKind::Load(Space::Shared),
+                &OpKind::Arith(Arith::Mul),
+                &OpKind::Move { reinterpret: true },
+                &OpKind::Move { reinterpret: false },
+                &OpKind::Store(Space::Global),
+                &OpKind::Approx(MathFn::Ex2),
+                &OpKind::Other("shfl".into()),
+            ]
+        );
+        let fma = &got[0].1;
+        assert_eq!(
+            (fma.ty, fma.rounding, fma.ftz, fma.approx),
+            (Some(ValueType::F32), Some(Rounding::Rn), true, false)
+        );
+        assert!(fma.is_float_arith() && fma.is_ieee());
+        assert!(!got[1].1.is_float_arith());
+        assert!(got[3].1.full && !got[3].1.is_ieee());
+        let cvt = &got[5].1;
+        assert_eq!((cvt.rounding, cvt.sat), (Some(Rounding::Rzi), true));
+        assert_eq!(got[6].1.combine, Some(BoolOp::And));
+        assert_eq!(got[7].1.vector, 4);
+        assert_eq!(got[8].1.part, Some(Part::Wide));
+        assert!(got[9].1.is_terminal() && !got[10].1.is_terminal());
+        assert_eq!(got[11].1.writes, Writes::Nothing);
+        assert!(got[12].1.approx && !got[12].1.is_ieee());
+        assert_eq!(got[13].1.writes, Writes::First);
+    }
+
+    #[test]
+    fn value_types_round_trip_and_size() {
+        for (t, n) in TYPE_NAMES {
+            assert_eq!(ValueType::parse(n), Some(t));
+            assert_eq!(t.name(), n);
+            // Independent of the table: the digits of the name give the width, but for the
+            // packed, tf32, fp8 and predicate types.
+            let digits: String = n.chars().filter(char::is_ascii_digit).collect();
+            let bits = match n {
+                "pred" | "e4m3" | "e5m2" => 8,
+                "f16x2" | "bf16x2" | "tf32" => 32,
+                _ => digits.parse().unwrap_or(0),
+            };
+            assert_eq!(t.bits(), bits, "{n}");
+        }
+        assert_eq!(ValueType::parse("f128"), None);
+    }
+
+    #[test]
+    fn defs_and_uses_of_calls_stores_and_guards() {
+        let text = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{\n\
+            @!%p1 st.global.f32 [%rd1+4], %f1;\n\
+            call.uni (retval0), f, (param0, param1);\n\
+            call.uni f, (param0);\n\
+            ld.global.v2.f32 {%f1, %f2}, [%rd2];\n\
+            setp.lt.f32 %p1|%p2, %f1, %f2;\n}\n";
+        let m = parse(text).module;
+        let got: Vec<(Vec<&str>, Vec<&str>)> = m
+            .kernels()
+            .flat_map(|f| f.instructions())
+            .map(|i| defs_uses(i, &decode(i)))
+            .collect();
+        assert_eq!(got[0], (vec![], vec!["%p1", "%rd1", "%f1"]));
+        assert_eq!(got[1].1, Vec::<&str>::new());
+        assert_eq!(got[3], (vec!["%f1", "%f2"], vec!["%rd2"]));
+        assert_eq!(got[4].1, vec!["%f1", "%f2"]);
+    }
+}
