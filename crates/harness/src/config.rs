@@ -7,8 +7,11 @@
 //!   at source level: the build pre-includes `mantissa_units.cuh` and lists the call lines to
 //!   replace ([`mantissa_gpu::frontend`]); a call is named by its function and source line.
 //! - **instructions**: every other f64 instruction, demoted by the PTX rewrite
-//!   ([`mantissa_ptx::demote`]), named by a [`Selector`] (kernel, file, line, ordinal on the line)
-//!   so that a configuration survives a rebuild of the same source.
+//!   ([`mantissa_ptx::demote`]), named by a [`Site`] (function, file, line, ordinal among the
+//!   line's instructions, inlined call sites) so that a configuration survives a rebuild of the
+//!   same source. Files written before sites name instructions by a selector (`kernel`, `file`
+//!   index, `line`, ordinal among the line's *eligible* instructions); they still load and mean
+//!   what they meant.
 //!
 //! The buffers and symbols keep the types the spec declares: they are the program's interface,
 //! and loads and stores stay f64, with conversions where values enter or leave the demoted set.
@@ -20,12 +23,12 @@
 //! ```json
 //! { "name": "fast-exp",
 //!   "math": [ { "function": "exp", "line": 42 } ],
-//!   "instructions": [ { "kernel": "_Z4stepPdi", "file": 1, "line": 57, "ordinal": 0 } ] }
+//!   "instructions": [ { "function": "_Z4stepPdi", "file": "step.cu", "line": 57, "ordinal": 3 } ] }
 //! ```
 //!
 //! `"math": "all"` and `"instructions": "all"` select everything of that kind.
 
-use mantissa_ptx::demote::{DemoteSet, Selector};
+use mantissa_ptx::demote::{DemoteSet, Request};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -110,9 +113,9 @@ pub struct Demotion {
     /// Math calls replaced by their f32 functions.
     #[serde(default = "Selection::none")]
     pub math: Selection<MathCall>,
-    /// Other f64 instructions demoted by the PTX rewrite.
+    /// Other f64 instructions demoted by the PTX rewrite, by site (or selector, in older files).
     #[serde(default = "Selection::none")]
-    pub instructions: Selection<Selector>,
+    pub instructions: Selection<Request>,
 }
 
 impl Demotion {
@@ -147,7 +150,7 @@ impl Demotion {
         })?;
         let mut d: Demotion = serde_json::from_str(&text).map_err(|e| {
             format!(
-                "{}:{}:{}: {}; a configuration is {{\"math\": \"all\" or [{{\"function\", \"line\"}}], \"instructions\": \"all\" or [{{\"kernel\", \"file\", \"line\", \"ordinal\"}}]}}",
+                "{}:{}:{}: {}; a configuration is {{\"math\": \"all\" or [{{\"function\", \"line\"}}], \"instructions\": \"all\" or [{{\"function\", \"file\", \"line\", \"ordinal\"}}]}}",
                 path.display(),
                 e.line(),
                 e.column(),
@@ -177,7 +180,7 @@ impl Demotion {
     pub fn demote_set(&self) -> DemoteSet {
         match &self.instructions {
             Selection::All(_) => DemoteSet::all(),
-            Selection::Only(s) => DemoteSet::selectors(s.iter().cloned()),
+            Selection::Only(s) => DemoteSet::requests(s.iter().cloned()),
         }
     }
 
@@ -198,7 +201,8 @@ pub fn full_configuration(ptx: &str) -> Demotion {
         instructions: Selection::Only(
             mantissa_ptx::demote::candidates(&module)
                 .into_iter()
-                .filter_map(|c| c.selector)
+                .filter(|c| c.selector.is_some())
+                .map(|c| Request::Site(c.site))
                 .collect(),
         ),
     }
@@ -264,5 +268,55 @@ mod tests {
         assert!(e.contains("unknown field"), "{e}");
         let e = Configuration::parse("/nonexistent/c.json").unwrap_err();
         assert!(e.contains("accepted: none, all"), "{e}");
+    }
+
+    /// A file written by `--write-config` before sites existed (selectors: ordinals among the
+    /// line's eligible instructions) loads, and demotes exactly the instructions that version
+    /// demoted; a file written now names sites and demotes the same set.
+    #[test]
+    fn files_written_before_sites_still_demote_the_same_instructions() {
+        const MARKED: &str =
+            include_str!("../../ptx/tests/fixtures/units/units.nvrtc.marked.ptx");
+        let old = parse(include_str!(
+            "../../ptx/tests/fixtures/configs/units.selectors.json"
+        ))
+        .unwrap();
+        let want: Vec<u32> = serde_json::from_str(include_str!(
+            "../../ptx/tests/fixtures/configs/units.selectors.ids.json"
+        ))
+        .unwrap();
+        let m = mantissa_ptx::parse(MARKED).module;
+        let demoted = |set: &DemoteSet| -> Vec<u32> {
+            let d = mantissa_ptx::demote::demote(&m, set).unwrap();
+            let before: std::collections::HashMap<_, _> = m
+                .functions()
+                .flat_map(|f| f.instructions())
+                .map(|i| (i.id, i.to_string()))
+                .collect();
+            let mut ids: Vec<u32> = d
+                .module
+                .functions()
+                .flat_map(|f| f.instructions())
+                .filter(|i| before.get(&i.id).is_some_and(|t| *t != i.to_string()))
+                .map(|i| i.id.0)
+                .collect();
+            ids.sort_unstable();
+            ids
+        };
+        assert_eq!(demoted(&old.demote_set()), want);
+        // The same choice written today: sites.
+        let full = full_configuration(MARKED);
+        let Selection::Only(all) = &full.instructions else {
+            panic!("a list")
+        };
+        assert!(all.iter().all(|r| matches!(r, Request::Site(_))));
+        let sites = mantissa_ptx::demote::selector_sites(&m, &old.demote_set().selectors);
+        let now = Demotion {
+            instructions: Selection::Only(sites.into_iter().flatten().map(Request::Site).collect()),
+            ..old.clone()
+        };
+        let text = serde_json::to_string(&now).unwrap();
+        assert!(text.contains("\"function\":\"units\""), "{text}");
+        assert_eq!(demoted(&parse(&text).unwrap().demote_set()), want);
     }
 }

@@ -8,6 +8,8 @@
 //! accesses stay on chip and are excluded) over the instructions of a loop nest, i.e. per
 //! iteration of its innermost body when the loop is not nested.
 
+use crate::cfg::Cfg;
+use crate::decode::Decoded;
 use crate::model::*;
 use crate::op::{Arith, BitOp, Op, OpKind, Space};
 use serde::Serialize;
@@ -201,10 +203,6 @@ pub struct Counts {
 }
 
 impl Counts {
-    fn add(&mut self, inst: &Instruction) {
-        self.add_op(inst, &inst.decode());
-    }
-
     fn add_op(&mut self, inst: &Instruction, op: &Op) {
         if let Some(fp) = classify_op(inst, op) {
             *self.ops.entry(fp.name.clone()).or_default() += 1;
@@ -337,34 +335,36 @@ pub fn located(f: &Function) -> Vec<(&Instruction, Option<&Loc>)> {
     out
 }
 
-/// Loops of `f` as (header label, first statement index, last statement index), found from
-/// branches to a label at or before them; several back edges to one header make one loop.
+/// Loops of `f` as (header label, first statement index, last statement index): the natural
+/// loops of its control-flow graph ([`crate::cfg`]), each spanning its header's label to the
+/// last of its instructions, including blocks the compiler laid out before the header. A
+/// header without a label (only the function's first block can be one) is named `entry`.
 pub fn loops(f: &Function) -> Vec<(String, usize, usize)> {
-    let body = f.body.as_deref().unwrap_or(&[]);
-    let mut labels = BTreeMap::new();
-    for (k, s) in body.iter().enumerate() {
-        if let Statement::Label(l, _) = s {
-            labels.insert(l.as_str(), k);
-        }
-    }
-    let mut out: Vec<(String, usize, usize)> = Vec::new();
-    for (k, s) in body.iter().enumerate() {
-        let Statement::Inst(i) = s else { continue };
-        if i.opcode != "bra" {
-            continue;
-        }
-        let Some(Operand::Symbol(target)) = i.operands.first() else {
-            continue;
-        };
-        match labels.get(target.as_str()) {
-            Some(&start) if start <= k => match out.iter_mut().find(|(h, _, _)| h == target) {
-                Some(l) => l.2 = l.2.max(k),
-                None => out.push((target.clone(), start, k)),
-            },
-            _ => {}
-        }
-    }
-    out
+    let d = Decoded::of(f);
+    let cfg = Cfg::build(&d);
+    loop_spans(&d, &cfg)
+}
+
+fn loop_spans(d: &Decoded, cfg: &Cfg) -> Vec<(String, usize, usize)> {
+    let body = d.function.body.as_deref().unwrap_or(&[]);
+    (0..cfg.loops.len())
+        .map(|k| {
+            let l = &cfg.loops[k];
+            let label_at = l.label.as_deref().and_then(|name| {
+                body.iter()
+                    .position(|s| matches!(s, Statement::Label(x, _) if x == name))
+            });
+            let (first, last) = cfg
+                .loop_instructions(k)
+                .map(|i| d.stmt[i])
+                .fold((usize::MAX, 0), |(a, z), s| (a.min(s), z.max(s)));
+            (
+                l.label.clone().unwrap_or_else(|| "entry".into()),
+                label_at.map_or(first, |at| at.min(first)),
+                last,
+            )
+        })
+        .collect()
 }
 
 /// The census of every function with a body.
@@ -377,12 +377,19 @@ pub fn census(m: &Module) -> Vec<FunctionCensus> {
 
 /// The census of one function.
 pub fn function_census(f: &Function) -> FunctionCensus {
+    let d = Decoded::of(f);
+    census_of(&d, &Cfg::build(&d))
+}
+
+/// The census of a decoded function with its control-flow graph.
+pub fn census_of(d: &Decoded, cfg: &Cfg) -> FunctionCensus {
     let mut total = Counts::default();
     let mut lines: BTreeMap<SourceLine, LineCensus> = BTreeMap::new();
     let mut calls = Vec::new();
-    for (inst, loc) in located(f) {
-        total.add(inst);
-        if inst.decode().kind == OpKind::Call {
+    for k in 0..d.len() {
+        let (inst, loc, op) = (d.insts[k], d.locs[k], &d.ops[k]);
+        total.add_op(inst, op);
+        if op.kind == OpKind::Call {
             if let Some(Operand::Symbol(name)) = inst
                 .operands
                 .iter()
@@ -400,7 +407,7 @@ pub fn function_census(f: &Function) -> FunctionCensus {
             counts: Counts::default(),
             fp: Vec::new(),
         });
-        entry.counts.add(inst);
+        entry.counts.add_op(inst, op);
         if let Some(i) = loc.and_then(|l| l.inlined.as_ref()) {
             let site = SourceLine {
                 file: i.file,
@@ -410,42 +417,26 @@ pub fn function_census(f: &Function) -> FunctionCensus {
                 entry.inlined_at.push(site);
             }
         }
-        if let Some(fp) = classify(inst) {
+        if let Some(fp) = classify_op(inst, op) {
             entry.fp.push((inst.id, fp));
         }
     }
-    let body = f.body.as_deref().unwrap_or(&[]);
-    let found = loops(f);
-    let loops = found
-        .iter()
-        .map(|(header, start, end)| {
-            let depth = found
-                .iter()
-                .filter(|(_, s, e)| s <= start && end <= e)
-                .count() as u32;
+    let loops = (0..cfg.loops.len())
+        .map(|k| {
+            let l = &cfg.loops[k];
             let mut counts = Counts::default();
             let mut ls = Vec::new();
-            let mut loc = body[..*start].iter().rev().find_map(|s| match s {
-                Statement::Loc(l) => Some(l),
-                _ => None,
-            });
-            for s in &body[*start..=*end] {
-                match s {
-                    Statement::Loc(l) => loc = Some(l),
-                    Statement::Inst(i) => {
-                        counts.add(i);
-                        let at = source_line(loc);
-                        if !ls.contains(&at) {
-                            ls.push(at);
-                        }
-                    }
-                    _ => {}
+            for i in cfg.loop_instructions(k) {
+                counts.add_op(d.insts[i], &d.ops[i]);
+                let at = source_line(d.locs[i]);
+                if !ls.contains(&at) {
+                    ls.push(at);
                 }
             }
             ls.sort();
             LoopCensus {
-                header: header.clone(),
-                depth,
+                header: l.label.clone().unwrap_or_else(|| "entry".into()),
+                depth: l.depth,
                 lines: ls,
                 intensity: counts.intensity(),
                 counts,
@@ -453,8 +444,8 @@ pub fn function_census(f: &Function) -> FunctionCensus {
         })
         .collect();
     FunctionCensus {
-        name: f.name.clone(),
-        kind: f.kind,
+        name: d.function.name.clone(),
+        kind: d.function.kind,
         intensity: total.intensity(),
         total,
         lines: lines.into_values().collect(),

@@ -3,10 +3,12 @@
 //! functions, flush-to-zero, and float→unsigned conversions of values that may be negative
 //! (seed 003 §3.2.4–3.2.6). This is the analysis behind `mantissa inspect`; it prints nothing.
 
-use crate::census::{classify, located, Accuracy, Conversion, FpOp, SourceLine};
+use crate::census::{classify_op, Accuracy, Conversion, SourceLine};
+use crate::cfg::Cfg;
+use crate::decode::Decoded;
 use crate::graph::Graph;
 use crate::model::*;
-use crate::op::{Arith, MathFn, OpKind};
+use crate::op::{Arith, MathFn, Op, OpKind};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -170,9 +172,13 @@ fn build_lines(m: &Module, kernel: &str) -> BuildLines {
         ftz: BTreeMap::new(),
     };
     for f in call_tree(m, kernel) {
-        let graph = Graph::build(f);
-        for (inst, loc) in located(f) {
-            let Some(fp) = classify(inst) else { continue };
+        let d = Decoded::of(f);
+        let graph = Graph::of(&d, &Cfg::build(&d));
+        for k in 0..d.len() {
+            let (inst, loc, op) = (d.insts[k], d.locs[k], &d.ops[k]);
+            let Some(fp) = classify_op(inst, op) else {
+                continue;
+            };
             let at = loc.map_or(SourceLine { file: 0, line: 0 }, |l| SourceLine {
                 file: l.file,
                 line: l.line,
@@ -195,7 +201,7 @@ fn build_lines(m: &Module, kernel: &str) -> BuildLines {
             *b.fused.entry(at).or_default() += u32::from(fp.fused);
             *b.ftz.entry(at).or_default() += u32::from(fp.ftz);
             let other = b.other.entry(at).or_default();
-            match (inst.decode().kind, fp.accuracy) {
+            match (&op.kind, fp.accuracy) {
                 (OpKind::Div | OpKind::Rcp, Accuracy::Full | Accuracy::Approx) => {
                     other.push(Highlight::ApproxDiv {
                         op: fp.name.clone(),
@@ -210,7 +216,7 @@ fn build_lines(m: &Module, kernel: &str) -> BuildLines {
             if fp.conversion == Some(Conversion::FloatToUnsigned) {
                 other.push(Highlight::FloatToUnsigned {
                     op: fp.name.clone(),
-                    may_be_negative: may_be_negative(f, &graph, inst, &fp),
+                    may_be_negative: may_be_negative(&d, &graph, inst),
                 });
             }
         }
@@ -220,19 +226,21 @@ fn build_lines(m: &Module, kernel: &str) -> BuildLines {
 
 /// Whether the converted value may be negative, from its definitions (see
 /// [`Highlight::FloatToUnsigned`]).
-fn may_be_negative(f: &Function, g: &Graph, cvt: &Instruction, _fp: &FpOp) -> bool {
+fn may_be_negative(d: &Decoded, g: &Graph, cvt: &Instruction) -> bool {
     let Some(Operand::Reg(src)) = cvt.operands.get(1) else {
         return true;
     };
-    let defs: Vec<&Instruction> = g
+    let src = g.regs.lookup(src);
+    let defs: Vec<(&Instruction, &Op)> = g
         .defs_of(cvt.id)
-        .filter(|e| &e.reg == src)
-        .filter_map(|e| f.instructions().find(|i| i.id == e.def))
+        .filter(|e| Some(e.reg) == src)
+        .filter_map(|e| g.index_of(e.def))
+        .map(|k| (d.insts[k], &d.ops[k]))
         .collect();
     if defs.is_empty() {
         return true;
     }
-    !defs.iter().all(|d| match d.decode().kind {
+    !defs.iter().all(|(d, op)| match op.kind {
         OpKind::Arith(Arith::Abs) | OpKind::Sqrt | OpKind::Rsqrt => true,
         OpKind::Approx(MathFn::Ex2) => true,
         OpKind::Convert { from, .. } => from.is_unsigned(),

@@ -1,19 +1,28 @@
 //! The def-use graph of a function: which instruction's result each instruction reads, through
 //! virtual registers.
 //!
-//! Edges come from reaching definitions over the function's control-flow graph (basic blocks
-//! split at labels and after branches), so a register written on two paths (a loop's initial
-//! value and its update) has an edge from each. An edge whose definition is at or after its use
-//! in text order can only arrive around a back edge: it is *loop-carried*, and so is its
-//! register. NVRTC lays code out in order with loops as backward branches, which is what makes
-//! text order a sound test here.
+//! Edges come from reaching definitions over the function's control-flow graph
+//! ([`crate::cfg::Cfg`]), so a register written on two paths (a loop's initial value and its
+//! update) has an edge from each. A guarded def (`@%p1 mov.f32 %f1, ...`) does not kill the
+//! defs before it: where the guard is false the old value flows on. An edge whose definition is
+//! at or after its use in text order can only arrive around a back edge: it is *loop-carried*,
+//! and so is its register. NVRTC lays code out in order with loops as backward branches, which
+//! is what makes text order a sound test here.
+//!
+//! The dataflow runs over bitsets of the def sites of registers read in some block before that
+//! block writes them (the others never leave their block), plus one "not written yet" site per
+//! such register at the entry: a use it reaches makes the register an input.
 //!
 //! Memory is not tracked: loads, stores and calls are terminating nodes ([`NodeKind::is_terminal`]).
 //! A load's value has no incoming data edge from the store that wrote it, and the analyses built
 //! on this graph (FISets, shadow values) stop at them.
 
+use crate::cfg::Cfg;
+use crate::decode::Decoded;
 use crate::model::*;
 use crate::op::{Op, OpKind};
+use crate::regs::RegId;
+use crate::regs::RegTable;
 use serde::Serialize;
 use std::collections::{BTreeSet, HashMap};
 
@@ -60,222 +69,315 @@ pub struct Node {
     pub index: usize,
     /// What the instruction is to dataflow.
     pub kind: NodeKind,
-    /// Registers the instruction writes.
-    pub defs: Vec<String>,
-    /// Registers the instruction reads.
-    pub uses: Vec<String>,
 }
 
 /// A value flowing from the instruction that writes `reg` to one that reads it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub struct Edge {
-    /// The instruction that writes the value.
-    pub def: InstId,
     /// The instruction that reads it.
     #[serde(rename = "use")]
     pub user: InstId,
+    /// The instruction that writes the value.
+    pub def: InstId,
     /// The register the value travels in.
-    pub reg: String,
+    pub reg: RegId,
     /// The value arrives around a loop's back edge (from a previous iteration).
     pub loop_carried: bool,
 }
 
-/// The def-use graph of one function.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// The def-use graph of one function, with each node's incoming and outgoing edges indexed
+/// (see the module docs).
+#[derive(Debug, Clone)]
 pub struct Graph {
     /// The function's symbol name.
     pub function: String,
     /// One node per instruction, in text order.
     pub nodes: Vec<Node>,
-    /// Every def-use pair reaching along some path.
+    /// Every def-use pair reaching along some path, sorted by the user's and then the def's
+    /// position in the text, then register.
     pub edges: Vec<Edge>,
     /// Registers with at least one loop-carried edge (loop counters, accumulators, pointers).
-    pub loop_carried: BTreeSet<String>,
-    /// Registers read with no definition reaching on some path into the function: parameters
-    /// are loaded, so these are special registers (`%tid.x`) or values read before written.
-    pub inputs: BTreeSet<String>,
+    pub loop_carried: BTreeSet<RegId>,
+    /// Registers read where, on some path from the function's entry, nothing wrote them:
+    /// parameters are loaded, so these are special registers (`%tid.x`) or values read before
+    /// written.
+    pub inputs: BTreeSet<RegId>,
+    /// The function's registers: names and types of the ids above.
+    pub regs: RegTable,
+    defs: Vec<Vec<RegId>>,
+    uses: Vec<Vec<RegId>>,
+    index: HashMap<InstId, usize>,
+    /// `edges[in_start[k]..in_start[k + 1]]` are node k's incoming edges.
+    in_start: Vec<u32>,
+    /// Edge indices sorted by the def's node; `out_start` delimits each node's.
+    out_order: Vec<u32>,
+    out_start: Vec<u32>,
+}
+
+/// Def sites of one register reaching a point within a block.
+#[derive(Debug, Clone, Default)]
+struct Local {
+    /// Instructions (indices) whose def of the register reaches, in text order.
+    defs: Vec<u32>,
+    /// An unguarded def happened in the block: nothing from before the block reaches.
+    killed: bool,
 }
 
 impl Graph {
     /// Builds the graph of `f` (empty for a prototype).
     pub fn build(f: &Function) -> Graph {
-        let insts: Vec<&Instruction> = f.instructions().collect();
-        let n = insts.len();
-        // Labels point at the next instruction.
-        let mut label_at: HashMap<&str, usize> = HashMap::new();
-        let mut count = 0;
-        for s in f.body.iter().flatten() {
-            match s {
-                Statement::Label(l, _) => {
-                    label_at.insert(l.as_str(), count);
-                }
-                Statement::Inst(_) => count += 1,
-                _ => {}
-            }
-        }
-        let target = |i: &Instruction| -> Option<usize> {
-            match (i.opcode.as_str(), i.operands.first()) {
-                ("bra", Some(Operand::Symbol(l))) => label_at.get(l.as_str()).copied(),
-                _ => None,
-            }
-        };
-        let ends_flow = |i: &Instruction| matches!(i.opcode.as_str(), "ret" | "exit" | "trap");
-        // Basic blocks.
-        let mut leader = vec![false; n + 1];
-        leader[0] = true;
-        for &at in label_at.values() {
-            leader[at] = true;
-        }
-        for (k, i) in insts.iter().enumerate() {
-            if i.opcode == "bra" || i.opcode == "brx" || ends_flow(i) {
-                leader[k + 1] = true;
-            }
-        }
-        let starts: Vec<usize> = (0..n).filter(|&k| leader[k]).collect();
-        let mut block_of = vec![0; n];
-        let blocks: Vec<(usize, usize)> = starts
-            .iter()
-            .enumerate()
-            .map(|(b, &s)| {
-                let e = starts.get(b + 1).copied().unwrap_or(n);
-                block_of[s..e].iter_mut().for_each(|x| *x = b);
-                (s, e)
-            })
-            .collect();
-        let succs: Vec<Vec<usize>> = blocks
-            .iter()
-            .map(|&(_, e)| {
-                let last = insts[e - 1];
-                let mut out = Vec::new();
-                let unconditional = last.guard.is_none();
-                if last.opcode == "brx" {
-                    // An indirect branch may go to any label of the function.
-                    out.extend(label_at.values().filter(|&&t| t < n).map(|&t| block_of[t]));
-                } else if let Some(t) = target(last) {
-                    if t < n {
-                        out.push(block_of[t]);
+        let d = Decoded::of(f);
+        let cfg = Cfg::build(&d);
+        Graph::of(&d, &cfg)
+    }
+
+    /// Builds the graph from a decoded function and its control-flow graph.
+    pub fn of(d: &Decoded, cfg: &Cfg) -> Graph {
+        let n = d.len();
+        let nr = d.regs.len();
+        let guarded = |k: usize| d.insts[k].guard.is_some();
+        // Pass 1, per block: the defs reaching its end (for registers it defines) and the
+        // registers read before the block kills them (upward-exposed: "global" registers).
+        let mut global = vec![false; nr];
+        let mut block_defs: Vec<Vec<(RegId, Local)>> = Vec::with_capacity(cfg.blocks.len());
+        let mut slot: Vec<u32> = vec![u32::MAX; nr];
+        for b in &cfg.blocks {
+            let mut locals: Vec<(RegId, Local)> = Vec::new();
+            for k in b.start..b.end {
+                for &r in d.uses(k) {
+                    let s = slot[r.0 as usize];
+                    if s == u32::MAX || !locals[s as usize].1.killed {
+                        global[r.0 as usize] = true;
                     }
                 }
-                let falls = !(unconditional && (last.opcode == "bra" || ends_flow(last)));
-                if falls && e < n {
-                    out.push(block_of[e]);
+                for &r in d.defs(k) {
+                    let s = &mut slot[r.0 as usize];
+                    if *s == u32::MAX {
+                        *s = locals.len() as u32;
+                        locals.push((r, Local::default()));
+                    }
+                    let l = &mut locals[*s as usize].1;
+                    if !guarded(k) {
+                        l.defs.clear();
+                        l.killed = true;
+                    }
+                    l.defs.push(k as u32);
                 }
-                out
-            })
-            .collect();
-        // Definition sites: (instruction index, register).
-        let nodes: Vec<Node> = insts
-            .iter()
-            .enumerate()
-            .map(|(k, i)| Node {
-                id: i.id,
-                index: k,
-                kind: NodeKind::of(&i.decode()),
-                defs: i.defs().into_iter().map(str::to_string).collect(),
-                uses: i.uses().into_iter().map(str::to_string).collect(),
-            })
-            .collect();
-        let mut sites: Vec<(usize, &str)> = Vec::new();
-        let mut sites_of: HashMap<&str, Vec<usize>> = HashMap::new();
-        for node in &nodes {
-            for r in &node.defs {
-                sites_of.entry(r.as_str()).or_default().push(sites.len());
-                sites.push((node.index, r.as_str()));
+            }
+            for (r, _) in &locals {
+                slot[r.0 as usize] = u32::MAX;
+            }
+            block_defs.push(locals);
+        }
+        // The universe of the dataflow: def sites of global registers, plus one "undefined at
+        // the entry" site per global register (instruction index n).
+        let mut site_inst: Vec<u32> = Vec::new();
+        let mut sites_of: Vec<Vec<u32>> = vec![Vec::new(); nr];
+        for r in 0..nr {
+            if global[r] {
+                sites_of[r].push(site_inst.len() as u32);
+                site_inst.push(n as u32);
             }
         }
-        // Reaching definitions, to a fixed point.
-        let transfer = |b: usize, mut set: BTreeSet<usize>| -> BTreeSet<usize> {
-            let (s, e) = blocks[b];
-            for node in &nodes[s..e] {
-                for r in &node.defs {
-                    let all = &sites_of[r.as_str()];
-                    all.iter().for_each(|d| {
-                        set.remove(d);
-                    });
-                    if let Some(&d) = all.iter().find(|&&d| sites[d].0 == node.index) {
-                        set.insert(d);
-                    }
+        for k in 0..n {
+            for &r in d.defs(k) {
+                if global[r.0 as usize] {
+                    sites_of[r.0 as usize].push(site_inst.len() as u32);
+                    site_inst.push(k as u32);
                 }
             }
-            set
+        }
+        let site_at = |r: RegId, k: u32| -> u32 {
+            let list = &sites_of[r.0 as usize];
+            // Sites of a register are in instruction order after the entry site.
+            let i = list[1..].partition_point(|&s| site_inst[s as usize] < k);
+            list[1 + i]
         };
-        let mut ins: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); blocks.len()];
+        let words = site_inst.len().div_ceil(64);
+        let nb = cfg.blocks.len();
+        let mut ins: Vec<Vec<u64>> = vec![vec![0; words]; nb];
+        if nb > 0 {
+            for list in sites_of.iter().filter(|l| !l.is_empty()) {
+                let s = list[0] as usize;
+                ins[0][s / 64] |= 1 << (s % 64);
+            }
+        }
+        // Reaching definitions to a fixed point, in reverse postorder.
+        let mut out = vec![0u64; words];
         let mut changed = true;
         while changed {
             changed = false;
-            for b in 0..blocks.len() {
-                let out = transfer(b, ins[b].clone());
-                for &s in &succs[b] {
-                    let before = ins[s].len();
-                    ins[s].extend(out.iter().copied());
-                    changed |= ins[s].len() != before;
+            for &b in &cfg.rpo {
+                out.copy_from_slice(&ins[b]);
+                for (r, l) in &block_defs[b] {
+                    if !global[r.0 as usize] {
+                        continue;
+                    }
+                    if l.killed {
+                        for &s in &sites_of[r.0 as usize] {
+                            out[s as usize / 64] &= !(1 << (s % 64));
+                        }
+                    }
+                    for &k in &l.defs {
+                        let s = site_at(*r, k) as usize;
+                        out[s / 64] |= 1 << (s % 64);
+                    }
+                }
+                for &succ in &cfg.blocks[b].succs {
+                    let target = &mut ins[succ];
+                    for (t, o) in target.iter_mut().zip(&out) {
+                        let v = *t | *o;
+                        if v != *t {
+                            *t = v;
+                            changed = true;
+                        }
+                    }
                 }
             }
         }
-        // Edges.
-        let mut edges = Vec::new();
+        // Edges: local defs first, then what reaches the block's entry.
+        // (user, def, register, loop-carried), by instruction index until sorted.
+        let mut found: Vec<(u32, u32, RegId, bool)> = Vec::new();
         let mut inputs = BTreeSet::new();
-        for (b, &(s, e)) in blocks.iter().enumerate() {
-            let mut reaching = ins[b].clone();
-            for node in &nodes[s..e] {
-                for r in &node.uses {
-                    let mut found = false;
-                    for &d in reaching.iter().filter(|&&d| sites[d].1 == r) {
-                        found = true;
-                        let def = sites[d].0;
-                        edges.push(Edge {
-                            def: nodes[def].id,
-                            user: node.id,
-                            reg: r.clone(),
-                            loop_carried: def >= node.index,
-                        });
+        let mut locals: Vec<Local> = Vec::new();
+        let mut touched: Vec<RegId> = Vec::new();
+        for (b, block) in cfg.blocks.iter().enumerate() {
+            for k in block.start..block.end {
+                for &r in d.uses(k) {
+                    let s = slot[r.0 as usize];
+                    let local = (s != u32::MAX).then(|| &locals[s as usize]);
+                    for &def in local.map_or(&[][..], |l| &l.defs[..]) {
+                        found.push((k as u32, def, r, false));
                     }
-                    if !found || (b == 0 && !sites_of.contains_key(r.as_str())) {
-                        inputs.insert(r.clone());
+                    if local.is_some_and(|l| l.killed) || !global[r.0 as usize] {
+                        continue;
+                    }
+                    for &site in &sites_of[r.0 as usize] {
+                        if ins[b][site as usize / 64] & (1 << (site % 64)) == 0 {
+                            continue;
+                        }
+                        let def = site_inst[site as usize] as usize;
+                        if def == n {
+                            inputs.insert(r);
+                        } else {
+                            found.push((k as u32, def as u32, r, def >= k));
+                        }
                     }
                 }
-                for r in &node.defs {
-                    for d in &sites_of[r.as_str()] {
-                        reaching.remove(d);
+                for &r in d.defs(k) {
+                    let s = &mut slot[r.0 as usize];
+                    if *s == u32::MAX {
+                        *s = locals.len() as u32;
+                        locals.push(Local::default());
+                        touched.push(r);
                     }
-                    if let Some(&d) = sites_of[r.as_str()]
-                        .iter()
-                        .find(|&&d| sites[d].0 == node.index)
-                    {
-                        reaching.insert(d);
+                    let l = &mut locals[*s as usize];
+                    if d.insts[k].guard.is_none() {
+                        l.defs.clear();
+                        l.killed = true;
                     }
+                    l.defs.push(k as u32);
                 }
             }
+            for r in touched.drain(..) {
+                slot[r.0 as usize] = u32::MAX;
+            }
+            locals.clear();
         }
-        edges.sort_by(|a, b| (a.user, a.def, &a.reg).cmp(&(b.user, b.def, &b.reg)));
-        edges.dedup();
+        found.sort_unstable();
+        found.dedup();
+        let mut in_start = vec![0u32; n + 1];
+        let mut out_start = vec![0u32; n + 1];
+        for &(u, def, _, _) in &found {
+            in_start[u as usize + 1] += 1;
+            out_start[def as usize + 1] += 1;
+        }
+        for k in 0..n {
+            in_start[k + 1] += in_start[k];
+            out_start[k + 1] += out_start[k];
+        }
+        let mut out_order: Vec<u32> = (0..found.len() as u32).collect();
+        out_order.sort_by_key(|&e| found[e as usize].1);
+        let edges: Vec<Edge> = found
+            .iter()
+            .map(|&(u, def, reg, loop_carried)| Edge {
+                user: d.insts[u as usize].id,
+                def: d.insts[def as usize].id,
+                reg,
+                loop_carried,
+            })
+            .collect();
+        let index: HashMap<InstId, usize> =
+            d.insts.iter().enumerate().map(|(k, i)| (i.id, k)).collect();
         let loop_carried = edges
             .iter()
             .filter(|e| e.loop_carried)
-            .map(|e| e.reg.clone())
+            .map(|e| e.reg)
             .collect();
         Graph {
-            function: f.name.clone(),
-            nodes,
+            function: d.function.name.clone(),
+            nodes: (0..n)
+                .map(|k| Node {
+                    id: d.insts[k].id,
+                    index: k,
+                    kind: NodeKind::of(&d.ops[k]),
+                })
+                .collect(),
             edges,
             loop_carried,
             inputs,
+            regs: d.regs.clone(),
+            defs: (0..n).map(|k| d.defs(k).to_vec()).collect(),
+            uses: (0..n).map(|k| d.uses(k).to_vec()).collect(),
+            index,
+            in_start,
+            out_order,
+            out_start,
         }
     }
 
     /// The node of instruction `id`.
     pub fn node(&self, id: InstId) -> Option<&Node> {
-        self.nodes.iter().find(|n| n.id == id)
+        self.index.get(&id).map(|&k| &self.nodes[k])
     }
 
-    /// Edges into `id`: the definitions it reads.
+    /// The position of instruction `id` among the function's instructions.
+    pub fn index_of(&self, id: InstId) -> Option<usize> {
+        self.index.get(&id).copied()
+    }
+
+    /// Registers instruction `id` writes.
+    pub fn defs(&self, id: InstId) -> &[RegId] {
+        self.index_of(id).map_or(&[], |k| &self.defs[k])
+    }
+
+    /// Registers instruction `id` reads (its guard included).
+    pub fn uses(&self, id: InstId) -> &[RegId] {
+        self.index_of(id).map_or(&[], |k| &self.uses[k])
+    }
+
+    /// Edges into `id`: the definitions it reads. Time proportional to their number.
     pub fn defs_of(&self, id: InstId) -> impl Iterator<Item = &Edge> {
-        self.edges.iter().filter(move |e| e.user == id)
+        let range = self.index_of(id).map_or(0..0, |k| {
+            self.in_start[k] as usize..self.in_start[k + 1] as usize
+        });
+        self.edges[range].iter()
     }
 
-    /// Edges out of `id`: the instructions reading its results.
+    /// Edges out of `id`: the instructions reading its results. Time proportional to their
+    /// number.
     pub fn uses_of(&self, id: InstId) -> impl Iterator<Item = &Edge> {
-        self.edges.iter().filter(move |e| e.def == id)
+        let range = self.index_of(id).map_or(0..0, |k| {
+            self.out_start[k] as usize..self.out_start[k + 1] as usize
+        });
+        self.out_order[range]
+            .iter()
+            .map(move |&e| &self.edges[e as usize])
+    }
+
+    /// The name of register `r` (`%fd3`).
+    pub fn name(&self, r: RegId) -> String {
+        self.regs.name(r)
     }
 }
 
@@ -300,7 +402,7 @@ mod tests {
         let fma = find(f, "fma.rn.f32");
         let mut from: Vec<(String, NodeKind)> = g
             .defs_of(fma.id)
-            .map(|e| (e.reg.clone(), g.node(e.def).unwrap().kind))
+            .map(|e| (g.name(e.reg), g.node(e.def).unwrap().kind))
             .collect();
         from.sort_by(|a, b| a.0.cmp(&b.0));
         assert_eq!(
@@ -318,9 +420,10 @@ mod tests {
         let st = find(f, "st.global.u16");
         let node = g.node(st.id).unwrap();
         assert_eq!(node.kind, NodeKind::Store);
-        assert!(node.kind.is_terminal() && node.defs.is_empty());
-        assert!(g.inputs.contains("%tid.x"));
-        assert!(!g.inputs.contains("%f8"));
+        assert!(node.kind.is_terminal() && g.defs(st.id).is_empty());
+        let inputs: Vec<String> = g.inputs.iter().map(|&r| g.name(r)).collect();
+        assert!(inputs.contains(&"%tid.x".to_string()), "{inputs:?}");
+        assert!(!inputs.contains(&"%f8".to_string()));
     }
 
     #[test]
@@ -335,12 +438,13 @@ mod tests {
         .iter()
         .map(|s| s.to_string())
         .collect();
-        assert_eq!(g.loop_carried, expected);
+        let carried: BTreeSet<String> = g.loop_carried.iter().map(|&r| g.name(r)).collect();
+        assert_eq!(carried, expected);
         // The fma in the first loop reads %f27 from before the loop and from itself.
         let fma = find(f, "fma.rn.f32");
         let mut acc: Vec<(InstId, bool)> = g
             .defs_of(fma.id)
-            .filter(|e| e.reg == "%f27")
+            .filter(|e| g.name(e.reg) == "%f27")
             .map(|e| (e.def, e.loop_carried))
             .collect();
         acc.sort();
@@ -359,7 +463,7 @@ mod tests {
         let st = find(f, "st.shared.f32");
         let mut from: Vec<InstId> = g
             .defs_of(st.id)
-            .filter(|e| e.reg == "%f27")
+            .filter(|e| g.name(e.reg) == "%f27")
             .map(|e| e.def)
             .collect();
         from.sort();
@@ -379,7 +483,8 @@ mod tests {
         let f = m.function("divsqrt").unwrap();
         let g = Graph::build(f);
         let ld = find(f, "ld.global.nc.v4.f32");
-        assert_eq!(g.node(ld.id).unwrap().defs, ["%f1", "%f2", "%f3", "%f4"]);
+        let defs: Vec<String> = g.defs(ld.id).iter().map(|&r| g.name(r)).collect();
+        assert_eq!(defs, ["%f1", "%f2", "%f3", "%f4"]);
         let div = find(f, "div.rn.f32");
         let from: BTreeSet<InstId> = g.defs_of(div.id).map(|e| e.def).collect();
         assert_eq!(from, [ld.id].into_iter().collect());

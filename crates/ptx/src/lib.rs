@@ -45,23 +45,26 @@
 #![deny(missing_docs)]
 
 pub mod census;
+pub mod cfg;
 pub mod compare;
-pub mod demote;
+pub mod decode;
 pub mod entry;
 pub mod graph;
 pub mod lex;
 pub mod model;
 pub mod op;
 pub mod parse;
+pub mod pass;
 mod print;
 pub mod ptxas;
 pub mod regs;
+pub mod site;
 pub mod units;
 
 pub use model::*;
 pub use parse::{parse, Diagnostic, Parsed};
+/// The demotion pass, where it was before passes had a directory.
+pub use pass::demote;
 
-#[cfg(test)]
-mod demote_tests;
 #[cfg(test)]
 mod tests;

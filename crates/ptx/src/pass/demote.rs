@@ -47,10 +47,12 @@
 //! ineligible instructions are reported ([`DemoteReport::unmatched`], [`DemoteReport::refused`]),
 //! not errors.
 
-use crate::census::located;
+use super::{Outcome, Pass, PassError, Report};
+use crate::decode::Decoded;
 use crate::model::*;
-use crate::op::{Arith, BitOp, OpKind, Rounding, Space, ValueType};
+use crate::op::{Arith, BitOp, Op, OpKind, Rounding, Space, ValueType};
 use crate::regs::RegTable;
+use crate::site::{self, Site};
 use crate::units::{self, Unit, UnitIndex, UnitKind};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
@@ -112,7 +114,9 @@ pub struct Candidate {
     pub file: u32,
     /// The source line of its `.loc` (0 without one).
     pub line: u32,
-    /// How to select it: `Some` exactly when it is eligible.
+    /// Its address ([`Site`]), eligible or not.
+    pub site: Site,
+    /// How a configuration written before sites named it: `Some` exactly when it is eligible.
     pub selector: Option<Selector>,
     /// The unit or opaque region it belongs to.
     pub unit: Option<UnitRef>,
@@ -132,6 +136,21 @@ pub struct DemoteSet {
     /// Instructions named by id (of the module passed to [`demote`]).
     #[serde(default)]
     pub ids: Vec<InstId>,
+    /// Instructions named by site.
+    #[serde(default)]
+    pub sites: Vec<Site>,
+}
+
+/// One instruction as a configuration file names it: a [`Site`], or a [`Selector`] in a file
+/// written before sites existed. Both read from JSON (untagged: a site has `function`, a
+/// selector `kernel`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Request {
+    /// By site.
+    Site(Site),
+    /// By selector (ordinal among eligible instructions).
+    Selector(Selector),
 }
 
 impl DemoteSet {
@@ -162,6 +181,26 @@ impl DemoteSet {
             ids: ids.into_iter().collect(),
             ..DemoteSet::default()
         }
+    }
+
+    /// The instructions at these sites.
+    pub fn sites(sites: impl IntoIterator<Item = Site>) -> DemoteSet {
+        DemoteSet {
+            sites: sites.into_iter().collect(),
+            ..DemoteSet::default()
+        }
+    }
+
+    /// The instructions named by sites or selectors, as a configuration file lists them.
+    pub fn requests(requests: impl IntoIterator<Item = Request>) -> DemoteSet {
+        let mut set = DemoteSet::default();
+        for r in requests {
+            match r {
+                Request::Site(s) => set.sites.push(s),
+                Request::Selector(s) => set.selectors.push(s),
+            }
+        }
+        set
     }
 }
 
@@ -194,6 +233,8 @@ pub struct DemoteReport {
     pub functions: Vec<FunctionReport>,
     /// Selectors that name no instruction (a configuration from an older build).
     pub unmatched: Vec<Selector>,
+    /// Sites that name no instruction (a configuration from another build of the source).
+    pub unmatched_sites: Vec<Site>,
     /// Requested instructions that are not eligible, with the reason.
     pub refused: Vec<Refused>,
     /// Anything else worth knowing: unknown f64 instructions left in f64, unknown ids.
@@ -242,20 +283,13 @@ struct Plan {
     defines: bool,
 }
 
-/// Whether the instruction touches f64 at all (by type or by an f64 register operand).
-fn touches_f64(inst: &Instruction, regs: &RegTable) -> bool {
-    inst.has_mod("f64")
-        || inst
-            .uses()
-            .iter()
-            .chain(inst.defs().iter())
-            .any(|r| regs.is_f64(r))
-}
+mod rewrite;
+#[cfg(test)]
+mod tests;
 
 /// The rewrite of an f64 instruction, or why it is not eligible. The `bool` in `Err` says
 /// whether the instruction is unknown (worth a note) rather than a known terminating node.
-fn plan(inst: &Instruction, regs: &RegTable) -> Result<Plan, (String, bool)> {
-    let op = inst.decode();
+fn plan(inst: &Instruction, op: &Op, regs: &RegTable) -> Result<Plan, (String, bool)> {
     let f64_to_f32 = |mods: &[String]| -> Vec<String> {
         mods.iter()
             .map(|m| {
@@ -407,30 +441,31 @@ pub fn f64_imm_to_f32(bits: u64) -> u32 {
     (f64::from_bits(bits) as f32).to_bits()
 }
 
-/// Per-function analysis shared by [`candidates`] and [`demote`].
-struct Analysis {
-    /// Per instruction in text order: its id, loc (file, line), and plan or reason.
-    rows: Vec<Row>,
-}
-
+/// One instruction of a function, as [`candidates`] and [`demote`] see it.
 struct Row {
-    id: InstId,
-    opcode: String,
+    /// Its index among the function's instructions.
+    k: usize,
     file: u32,
     line: u32,
+    /// Whether it touches f64 at all (by type or by an f64 register).
     touches: bool,
     unit: Option<UnitRef>,
     plan: Result<Plan, (String, bool)>,
     selector: Option<Selector>,
 }
 
-fn analyse(f: &Function, fi: usize, idx: &UnitIndex) -> Analysis {
-    let regs = RegTable::of(f);
+fn analyse(d: &Decoded, fi: usize, idx: &UnitIndex) -> Vec<Row> {
+    let f = d.function;
     let mut ordinals: HashMap<(u32, u32), u32> = HashMap::new();
-    let mut rows = Vec::new();
-    for (inst, loc) in located(f) {
-        let (file, line) = loc.map_or((0, 0), |l| (l.file, l.line));
-        let touches = touches_f64(inst, &regs);
+    let mut rows = Vec::with_capacity(d.len());
+    for k in 0..d.len() {
+        let inst = d.insts[k];
+        let (file, line) = d.locs[k].map_or((0, 0), |l| (l.file, l.line));
+        let touches = inst.has_mod("f64")
+            || d.uses(k)
+                .iter()
+                .chain(d.defs(k))
+                .any(|&r| d.regs.value_type(r) == Some(ValueType::F64));
         let unit = idx
             .of
             .get(&inst.id)
@@ -442,7 +477,7 @@ fn analyse(f: &Function, fi: usize, idx: &UnitIndex) -> Analysis {
         } else if let Some(u) = unit {
             Err((format!("in {}", u.describe()), false))
         } else {
-            plan(inst, &regs)
+            plan(inst, &d.ops[k], &d.regs)
         };
         let selector = plan.is_ok().then(|| {
             let n = ordinals.entry((file, line)).or_default();
@@ -456,12 +491,7 @@ fn analyse(f: &Function, fi: usize, idx: &UnitIndex) -> Analysis {
             s
         });
         rows.push(Row {
-            id: inst.id,
-            opcode: if touches {
-                inst.full_opcode()
-            } else {
-                String::new()
-            },
+            k,
             file,
             line,
             touches,
@@ -470,7 +500,7 @@ fn analyse(f: &Function, fi: usize, idx: &UnitIndex) -> Analysis {
             selector,
         });
     }
-    Analysis { rows }
+    rows
 }
 
 fn bodies(m: &Module) -> impl Iterator<Item = &Function> {
@@ -478,18 +508,24 @@ fn bodies(m: &Module) -> impl Iterator<Item = &Function> {
 }
 
 /// Every f64 instruction of every function with a body (kernels and `.func`s), in module and
-/// text order: eligible ones with their [`Selector`], the others with the reason.
+/// text order: eligible ones with their [`Selector`], the others with the reason; all with
+/// their [`Site`].
 pub fn candidates(m: &Module) -> Vec<Candidate> {
     let idx = units::index(m);
+    let files: HashMap<u32, &str> = m.files().into_iter().collect();
     let mut out = Vec::new();
     for (fi, f) in bodies(m).enumerate() {
-        for r in analyse(f, fi, &idx).rows.into_iter().filter(|r| r.touches) {
+        let d = Decoded::of(f);
+        let sites = site::function_sites(f, &files);
+        for r in analyse(&d, fi, &idx).into_iter().filter(|r| r.touches) {
+            let inst = d.insts[r.k];
             out.push(Candidate {
                 function: f.name.clone(),
-                id: r.id,
-                opcode: r.opcode,
+                id: inst.id,
+                opcode: inst.full_opcode(),
                 file: r.file,
                 line: r.line,
+                site: sites[r.k].1.clone(),
                 selector: r.selector,
                 unit: r.unit,
                 reason: r.plan.err().map(|(reason, _)| reason),
@@ -499,45 +535,89 @@ pub fn candidates(m: &Module) -> Vec<Candidate> {
     out
 }
 
+/// The sites of the instructions `selectors` name (a configuration written before sites
+/// existed), `None` for a selector that names nothing in `m`. Selectors count eligible
+/// instructions, so this is where their meaning is kept: the same eligibility as [`demote`].
+pub fn selector_sites(m: &Module, selectors: &[Selector]) -> Vec<Option<Site>> {
+    let by_selector: HashMap<Selector, Site> = candidates(m)
+        .into_iter()
+        .filter_map(|c| Some((c.selector?, c.site)))
+        .collect();
+    selectors
+        .iter()
+        .map(|s| by_selector.get(s).cloned())
+        .collect()
+}
+
 /// Demotes `set` to f32 (see the module docs). The empty set gives the input back unchanged.
 pub fn demote(module: &Module, set: &DemoteSet) -> Result<Demoted, DemoteError> {
     let idx = units::index(module);
-    let mut out = module.clone();
     let mut report = DemoteReport::default();
     let wanted_sel: HashSet<&Selector> = set.selectors.iter().collect();
     let wanted_ids: HashSet<InstId> = set.ids.iter().copied().collect();
+    // Sites resolve to instructions up front; the ones naming nothing are reported.
+    let mut wanted_sites: HashMap<InstId, &Site> = HashMap::new();
+    if !set.sites.is_empty() {
+        let sites = site::sites(module);
+        for s in &set.sites {
+            match sites.inst(s) {
+                Some(id) => {
+                    wanted_sites.insert(id, s);
+                }
+                None => report.unmatched_sites.push(s.clone()),
+            }
+        }
+        if let Some(first) = report.unmatched_sites.first() {
+            report.notes.push(format!(
+                "{} sites name no instruction of this build (first: {first})",
+                report.unmatched_sites.len()
+            ));
+        }
+    }
     let mut matched_sel: HashSet<Selector> = HashSet::new();
     let mut seen_ids: HashSet<InstId> = HashSet::new();
     // Ineligible f64 instructions by (function, file, line), to explain unmatched selectors.
     let mut ineligible_at: HashMap<(String, u32, u32), Vec<String>> = HashMap::new();
-    let mut plans: Vec<HashMap<InstId, Plan>> = Vec::new();
+    let mut new_bodies: Vec<Option<Vec<Statement>>> = Vec::new();
+    let mut next_id = module.next_inst_id;
     for (fi, f) in bodies(module).enumerate() {
-        let mut chosen = HashMap::new();
-        for r in analyse(f, fi, &idx).rows {
-            let by_id = wanted_ids.contains(&r.id);
+        let d = Decoded::of(f);
+        let mut chosen: Vec<Option<Plan>> = vec![None; d.len()];
+        let mut any = false;
+        for r in analyse(&d, fi, &idx) {
+            let id = d.insts[r.k].id;
+            let by_id = wanted_ids.contains(&id);
             if by_id {
-                seen_ids.insert(r.id);
+                seen_ids.insert(id);
             }
+            let by_site = wanted_sites.get(&id).copied();
             match r.plan {
                 Ok(p) => {
                     let sel = r.selector.as_ref().filter(|s| wanted_sel.contains(s));
                     if let Some(s) = sel {
                         matched_sel.insert(s.clone());
                     }
-                    if set.all || by_id || sel.is_some() {
-                        chosen.insert(r.id, p);
+                    if set.all || by_id || sel.is_some() || by_site.is_some() {
+                        chosen[r.k] = Some(p);
+                        any = true;
                     }
                 }
                 Err((reason, unknown)) if r.touches => {
                     if unknown {
                         report.notes.push(format!(
                             "{}: {} (line {}) left in f64: {reason}",
-                            f.name, r.id, r.line
+                            f.name, id, r.line
                         ));
                     }
                     if by_id {
                         report.refused.push(Refused {
-                            requested: r.id.to_string(),
+                            requested: id.to_string(),
+                            reason: reason.clone(),
+                        });
+                    }
+                    if let Some(s) = by_site {
+                        report.refused.push(Refused {
+                            requested: s.to_string(),
                             reason: reason.clone(),
                         });
                     }
@@ -548,7 +628,7 @@ pub fn demote(module: &Module, set: &DemoteSet) -> Result<Demoted, DemoteError> 
                     if let Some(u) = &r.unit {
                         // A unit is addressed by its call line too.
                         let site = idx
-                            .unit_of(r.id)
+                            .unit_of(id)
                             .map_or((r.file, r.line), |u| (u.call_site.0, u.call_site.1));
                         if site != (r.file, r.line) {
                             ineligible_at
@@ -559,16 +639,28 @@ pub fn demote(module: &Module, set: &DemoteSet) -> Result<Demoted, DemoteError> 
                     }
                 }
                 Err(_) => {
-                    if by_id {
+                    let requested = by_site
+                        .map(Site::to_string)
+                        .or_else(|| by_id.then(|| id.to_string()));
+                    if let Some(requested) = requested {
                         report.refused.push(Refused {
-                            requested: r.id.to_string(),
+                            requested,
                             reason: "not an f64 instruction".into(),
                         });
                     }
                 }
             }
         }
-        plans.push(chosen);
+        let mut fr = FunctionReport {
+            function: f.name.clone(),
+            ..FunctionReport::default()
+        };
+        new_bodies.push(if any {
+            Some(rewrite::rewrite(&d, &chosen, &mut next_id, &mut fr)?)
+        } else {
+            None
+        });
+        report.functions.push(fr);
     }
     for s in &set.selectors {
         if matched_sel.contains(s) {
@@ -597,29 +689,88 @@ pub fn demote(module: &Module, set: &DemoteSet) -> Result<Demoted, DemoteError> 
                 .push(format!("no instruction {id} in the module"));
         }
     }
-    let mut fi = 0;
-    let mut next_id = out.next_inst_id;
-    for item in out.items.iter_mut() {
-        let Item::Function(f) = item else { continue };
-        if f.body.is_none() {
-            continue;
-        }
-        let chosen = &plans[fi];
-        fi += 1;
-        let mut fr = FunctionReport {
-            function: f.name.clone(),
-            ..FunctionReport::default()
-        };
-        if !chosen.is_empty() {
-            rewrite(f, chosen, &mut next_id, &mut fr)?;
-        }
-        report.functions.push(fr);
-    }
-    out.next_inst_id = next_id;
+    // The output: functions without a rewrite are copied, the others get their new body.
+    let mut new_bodies = new_bodies.into_iter();
+    let items = module
+        .items
+        .iter()
+        .map(|item| match item {
+            Item::Function(f) if f.body.is_some() => match new_bodies.next().flatten() {
+                Some(body) => Item::Function(Function {
+                    linkage: f.linkage.clone(),
+                    kind: f.kind,
+                    name: f.name.clone(),
+                    returns: f.returns.clone(),
+                    params: f.params.clone(),
+                    directives: f.directives.clone(),
+                    body: Some(body),
+                    line: f.line,
+                }),
+                None => item.clone(),
+            },
+            _ => item.clone(),
+        })
+        .collect();
     Ok(Demoted {
-        module: out,
+        module: Module {
+            items,
+            next_inst_id: next_id,
+        },
         report,
     })
+}
+
+/// [`demote`] as a [`Pass`], for pipelines.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Demote {
+    /// What to demote.
+    pub set: DemoteSet,
+}
+
+impl Demote {
+    /// The pass demoting `set`.
+    pub fn new(set: DemoteSet) -> Demote {
+        Demote { set }
+    }
+}
+
+impl Pass for Demote {
+    fn name(&self) -> String {
+        "demote".into()
+    }
+
+    fn run(&self, module: &Module) -> Result<Outcome, PassError> {
+        let d = demote(module, &self.set).map_err(|e| PassError {
+            pass: self.name(),
+            message: e.to_string(),
+        })?;
+        let (to32, to64) = d
+            .report
+            .functions
+            .iter()
+            .fold((0, 0), |(a, b), f| (a + f.cvt_to_f32, b + f.cvt_to_f64));
+        let summary = format!(
+            "demoted {} instructions; {to32} conversions to f32, {to64} to f64",
+            d.report.demoted()
+        );
+        let mut notes = d.report.notes.clone();
+        notes.extend(
+            d.report
+                .refused
+                .iter()
+                .map(|r| format!("{}: {}", r.requested, r.reason)),
+        );
+        notes.extend(
+            d.report
+                .unmatched
+                .iter()
+                .map(|s| format!("{s}: names no instruction")),
+        );
+        Ok(Outcome {
+            module: d.module,
+            report: Report::new("demote", summary, notes, d.report),
+        })
+    }
 }
 
 fn unit_phrase(u: &UnitRef) -> String {
@@ -627,204 +778,6 @@ fn unit_phrase(u: &UnitRef) -> String {
         UnitKind::Marked => format!("unit {} at line {}", u.function, u.line),
         UnitKind::Opaque => format!("opaque region (f64 bit manipulation) at line {}", u.line),
     }
-}
-
-/// A register prefix no declaration of `f` starts with, for the twins.
-fn twin_prefix(f: &Function) -> String {
-    let mut prefix = "%mdf".to_string();
-    let clashes = |p: &str| {
-        f.body.iter().flatten().any(|s| match s {
-            Statement::Reg(d) => d.names.iter().any(|n| match n {
-                RegName::Single(x) => x.starts_with(p),
-                RegName::Range { prefix: q, .. } => q.starts_with(p) || p.starts_with(q.as_str()),
-            }),
-            _ => false,
-        })
-    };
-    while clashes(&prefix) {
-        prefix.push('x');
-    }
-    prefix
-}
-
-fn rewrite(
-    f: &mut Function,
-    chosen: &HashMap<InstId, Plan>,
-    next_id: &mut u32,
-    fr: &mut FunctionReport,
-) -> Result<(), DemoteError> {
-    let prefix = twin_prefix(f);
-    let name = f.name.clone();
-    let malformed = |id: InstId, message: String| DemoteError::Malformed {
-        function: name.clone(),
-        id,
-        message,
-    };
-    // The body is moved out and its statements moved into the new one: no second copy.
-    let Some(body) = f.body.take() else {
-        return Ok(());
-    };
-    // Which registers need a twin (index = twin number), which are read in f32 (need a
-    // conversion after f64 defs), read in f64 (after demoted defs), and defined at all.
-    let mut twins: HashMap<String, usize> = HashMap::new();
-    let mut entry_regs: Vec<String> = Vec::new();
-    let (to32, to64) = {
-        let mut order: Vec<&str> = Vec::new();
-        let mut index: HashMap<&str, usize> = HashMap::new();
-        let mut demoted_use: HashSet<&str> = HashSet::new();
-        let mut plain_use: HashSet<&str> = HashSet::new();
-        let mut defined: HashSet<&str> = HashSet::new();
-        for s in &body {
-            let Statement::Inst(i) = s else { continue };
-            match chosen.get(&i.id) {
-                Some(p) => {
-                    for &k in &p.f64_operands {
-                        if let Some(Operand::Reg(r)) = i.operands.get(k) {
-                            index.entry(r.as_str()).or_insert_with(|| {
-                                order.push(r.as_str());
-                                order.len() - 1
-                            });
-                            if k == 0 && p.defines {
-                                defined.insert(r.as_str());
-                            } else {
-                                demoted_use.insert(r.as_str());
-                            }
-                        }
-                    }
-                }
-                None => {
-                    plain_use.extend(i.uses());
-                    defined.extend(i.defs());
-                }
-            }
-        }
-        // Registers read in f32 but never defined here (a `.reg` parameter): convert on entry.
-        for r in &order {
-            if demoted_use.contains(r) && !defined.contains(r) {
-                entry_regs.push(r.to_string());
-            }
-        }
-        let owned = |set: &HashSet<&str>| -> HashSet<String> {
-            order
-                .iter()
-                .filter(|r| set.contains(*r))
-                .map(|r| r.to_string())
-                .collect()
-        };
-        let sets = (owned(&demoted_use), owned(&plain_use));
-        twins.extend(order.iter().map(|r| (r.to_string(), index[r])));
-        sets
-    };
-    let twin = |r: &str| twins.get(r).map(|k| format!("{prefix}{k}"));
-    let mut fresh = || {
-        let id = InstId(*next_id);
-        *next_id += 1;
-        id
-    };
-    let cvt = |id: InstId, guard: Option<Guard>, to32: bool, r: &str, t: String| {
-        Statement::Inst(Instruction {
-            id,
-            guard,
-            opcode: "cvt".into(),
-            modifiers: if to32 {
-                vec!["rn".into(), "f32".into(), "f64".into()]
-            } else {
-                vec!["f64".into(), "f32".into()]
-            },
-            operands: if to32 {
-                vec![Operand::Reg(t), Operand::Reg(r.to_string())]
-            } else {
-                vec![Operand::Reg(r.to_string()), Operand::Reg(t)]
-            },
-            line: SrcLine(0),
-        })
-    };
-
-    let mut entry: Vec<Statement> = Vec::new();
-    for r in &entry_regs {
-        if let Some(t) = twin(r) {
-            entry.push(cvt(fresh(), None, true, r, t));
-            fr.cvt_to_f32 += 1;
-        }
-    }
-    let first_non_decl = body
-        .iter()
-        .position(|s| !matches!(s, Statement::Reg(_)))
-        .unwrap_or(body.len());
-    let mut new_body: Vec<Statement> =
-        Vec::with_capacity(body.len() + body.len() / 4 + entry.len() + 1);
-    let mut entry_done = entry.is_empty();
-    for (k, s) in body.into_iter().enumerate() {
-        if k == first_non_decl {
-            // One declaration for all twins, after the compiler's own.
-            new_body.push(Statement::Reg(RegDecl {
-                ty: ".f32".into(),
-                names: vec![RegName::Range {
-                    prefix: prefix.clone(),
-                    count: twins.len() as u32,
-                }],
-                line: SrcLine(0),
-            }));
-        }
-        let Statement::Inst(mut i) = s else {
-            new_body.push(s);
-            continue;
-        };
-        if !entry_done {
-            new_body.append(&mut entry);
-            entry_done = true;
-        }
-        match chosen.get(&i.id) {
-            Some(p) => {
-                // The f64 register the instruction defines, if its f64 form is read elsewhere.
-                let def64 = match i.operands.first() {
-                    Some(Operand::Reg(r)) if p.defines && to64.contains(r) => Some(r.clone()),
-                    _ => None,
-                };
-                for &k in &p.f64_operands {
-                    match i.operands.get_mut(k) {
-                        Some(Operand::Reg(r)) => {
-                            *r = twin(r)
-                                .ok_or_else(|| malformed(i.id, format!("no twin for {r}")))?;
-                        }
-                        Some(Operand::Imm(imm)) => {
-                            if let Imm::F64(bits) = *imm {
-                                *imm = Imm::F32(f64_imm_to_f32(bits));
-                            }
-                        }
-                        _ => return Err(malformed(i.id, "operand shape".into())),
-                    }
-                }
-                i.opcode.clone_from(&p.opcode);
-                i.modifiers.clone_from(&p.modifiers);
-                let guard = i.guard.clone();
-                new_body.push(Statement::Inst(i));
-                fr.demoted += 1;
-                if let Some(r) = def64 {
-                    let t =
-                        twin(&r).ok_or_else(|| malformed(InstId(0), format!("no twin for {r}")))?;
-                    new_body.push(cvt(fresh(), guard, false, &r, t));
-                    fr.cvt_to_f64 += 1;
-                }
-            }
-            None => {
-                let after: Vec<(String, String)> = i
-                    .defs()
-                    .into_iter()
-                    .filter(|r| to32.contains(*r))
-                    .filter_map(|r| Some((r.to_string(), twin(r)?)))
-                    .collect();
-                let guard = i.guard.clone();
-                new_body.push(Statement::Inst(i));
-                for (r, t) in after {
-                    new_body.push(cvt(fresh(), guard.clone(), true, &r, t));
-                    fr.cvt_to_f32 += 1;
-                }
-            }
-        }
-    }
-    f.body = Some(new_body);
-    Ok(())
 }
 
 /// Whether two modules have the same code: the same functions with the same instructions,

@@ -1,0 +1,132 @@
+//! One function decoded once: its instructions in text order with their [`Op`]s, the registers
+//! each writes and reads as [`RegId`]s, the `.loc` in force for each, and where labels point.
+//! The control-flow graph ([`crate::cfg`]), the def-use graph ([`crate::graph`]), the census and
+//! the passes are built from a [`Decoded`] rather than from the text, so no analysis decodes an
+//! opcode or looks a register name up a second time.
+
+use crate::model::{Function, Instruction, Loc, Statement};
+use crate::op::{defs_uses, decode, Op};
+use crate::regs::{RegId, RegTable};
+use std::collections::HashMap;
+
+/// A function decoded (see the module docs). Instruction `k` is the `k`-th instruction of the
+/// body in text order.
+#[derive(Debug, Clone)]
+pub struct Decoded<'f> {
+    /// The function.
+    pub function: &'f Function,
+    /// Its instructions, in text order.
+    pub insts: Vec<&'f Instruction>,
+    /// Each instruction's index in the body's statement list.
+    pub stmt: Vec<usize>,
+    /// Each instruction's decode.
+    pub ops: Vec<Op>,
+    /// Each instruction's `.loc` (the last one before it), if any.
+    pub locs: Vec<Option<&'f Loc>>,
+    /// The registers: declared ones, then special registers read without a declaration.
+    pub regs: RegTable,
+    /// Label → the index of the instruction it precedes (`insts.len()` for a label at the end).
+    pub labels: HashMap<&'f str, usize>,
+    def_ids: Vec<RegId>,
+    def_start: Vec<u32>,
+    use_ids: Vec<RegId>,
+    use_start: Vec<u32>,
+}
+
+impl<'f> Decoded<'f> {
+    /// Decodes `f` (empty for a prototype).
+    pub fn of(f: &'f Function) -> Decoded<'f> {
+        let body = f.body.as_deref().unwrap_or(&[]);
+        let mut regs = RegTable::of(f);
+        let mut d = Decoded {
+            function: f,
+            insts: Vec::new(),
+            stmt: Vec::new(),
+            ops: Vec::new(),
+            locs: Vec::new(),
+            regs: RegTable::default(),
+            labels: HashMap::new(),
+            def_ids: Vec::new(),
+            def_start: vec![0],
+            use_ids: Vec::new(),
+            use_start: vec![0],
+        };
+        let mut loc = None;
+        for (k, s) in body.iter().enumerate() {
+            match s {
+                Statement::Loc(l) => loc = Some(l),
+                Statement::Label(l, _) => {
+                    d.labels.insert(l.as_str(), d.insts.len());
+                }
+                Statement::Inst(i) => {
+                    let op = decode(i);
+                    let (defs, uses) = defs_uses(i, &op);
+                    d.def_ids.extend(defs.into_iter().map(|r| regs.intern(r)));
+                    d.use_ids.extend(uses.into_iter().map(|r| regs.intern(r)));
+                    d.def_start.push(d.def_ids.len() as u32);
+                    d.use_start.push(d.use_ids.len() as u32);
+                    d.insts.push(i);
+                    d.stmt.push(k);
+                    d.ops.push(op);
+                    d.locs.push(loc);
+                }
+                _ => {}
+            }
+        }
+        d.regs = regs;
+        d
+    }
+
+    /// How many instructions.
+    pub fn len(&self) -> usize {
+        self.insts.len()
+    }
+
+    /// Whether the function has no instructions.
+    pub fn is_empty(&self) -> bool {
+        self.insts.is_empty()
+    }
+
+    /// Registers instruction `k` writes.
+    pub fn defs(&self, k: usize) -> &[RegId] {
+        &self.def_ids[self.def_start[k] as usize..self.def_start[k + 1] as usize]
+    }
+
+    /// Registers instruction `k` reads (its guard included).
+    pub fn uses(&self, k: usize) -> &[RegId] {
+        &self.use_ids[self.use_start[k] as usize..self.use_start[k + 1] as usize]
+    }
+
+    /// The instruction a branch at `k` goes to (`bra LABEL`), if it names a label of the
+    /// function.
+    pub fn branch_target(&self, k: usize) -> Option<usize> {
+        match self.insts[k].operands.first() {
+            Some(crate::model::Operand::Symbol(l)) => self.labels.get(l.as_str()).copied(),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tests::fixture;
+
+    #[test]
+    fn defs_and_uses_match_the_model() {
+        for (name, _) in crate::tests::FIXTURES {
+            let m = fixture(name);
+            for f in m.functions() {
+                let d = Decoded::of(f);
+                assert_eq!(d.len(), f.instructions().count());
+                for (k, i) in d.insts.iter().enumerate() {
+                    let names = |ids: &[RegId]| -> Vec<String> {
+                        ids.iter().map(|&r| d.regs.name(r)).collect()
+                    };
+                    assert_eq!(names(d.defs(k)), i.defs(), "{name} {i}");
+                    assert_eq!(names(d.uses(k)), i.uses(), "{name} {i}");
+                }
+            }
+        }
+    }
+}
