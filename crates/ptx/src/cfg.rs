@@ -100,8 +100,9 @@ impl Cfg {
             .collect();
         label_blocks.sort_unstable();
         label_blocks.dedup();
-        for b in 0..blocks.len() {
-            let last = blocks[b].end - 1;
+        let n_blocks = blocks.len();
+        for (b, block) in blocks.iter_mut().enumerate() {
+            let last = block.end - 1;
             let op = &d.ops[last];
             let mut out = Vec::new();
             match op.control() {
@@ -116,12 +117,12 @@ impl Cfg {
             let unconditional = d.insts[last].guard.is_none();
             let stops = matches!(op.control(), Some(Control::Bra | Control::Brx))
                 || op.control().is_some_and(Control::ends_flow);
-            if !(unconditional && stops) && blocks[b].end < n {
+            if !(unconditional && stops) && block.end < n && b + 1 < n_blocks {
                 out.push(b + 1);
             }
             out.sort_unstable();
             out.dedup();
-            blocks[b].succs = out;
+            block.succs = out;
         }
         for b in 0..blocks.len() {
             for s in blocks[b].succs.clone() {
@@ -378,7 +379,8 @@ mod tests {
         assert_eq!(c.blocks[3].succs, [1, 4]);
         assert_eq!(c.idom, [None, Some(0), Some(1), Some(2), Some(3)]);
         assert!(c.dominates(1, 4) && !c.dominates(2, 1));
-        let got: Vec<(Option<&str>, Vec<usize>, u32, Option<usize>)> = c
+        type Shape<'a> = (Option<&'a str>, Vec<usize>, u32, Option<usize>);
+        let got: Vec<Shape> = c
             .loops
             .iter()
             .map(|l| (l.label.as_deref(), l.blocks.clone(), l.depth, l.parent))

@@ -50,6 +50,7 @@ pub mod compare;
 pub mod decode;
 pub mod entry;
 pub mod graph;
+pub mod interp;
 pub mod lex;
 pub mod model;
 pub mod op;

@@ -399,6 +399,23 @@ impl Control {
     }
 }
 
+/// The read-modify-write of `atom`/`red`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+#[allow(missing_docs)] // PTX's operation names.
+pub enum AtomicOp {
+    Add,
+    Min,
+    Max,
+    Inc,
+    Dec,
+    And,
+    Or,
+    Xor,
+    Exch,
+    Cas,
+}
+
 /// Which part of an integer product `mul`/`mad` keep.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -504,6 +521,8 @@ pub struct Op {
     pub combine: Option<BoolOp>,
     /// `.v2`/`.v4`/`.v8` accesses move this many elements; 1 otherwise.
     pub vector: u32,
+    /// What an `atom`/`red` does to memory.
+    pub atomic: Option<AtomicOp>,
     /// Which operands it writes.
     pub writes: Writes,
 }
@@ -546,7 +565,7 @@ pub fn decode(inst: &Instruction) -> Op {
             rounding = Some(r);
         } else if let Some(s) = Space::parse(m) {
             space = Some(s);
-        } else if let Some(c) = Cmp::parse(m) {
+        } else if let (Some(c), false) = (Cmp::parse(m), matches!(m, "lo" | "hi")) {
             cmp = Some(c);
         } else {
             match m {
@@ -554,8 +573,15 @@ pub fn decode(inst: &Instruction) -> Op {
                 "approx" => approx = true,
                 "full" => full = true,
                 "sat" | "satfinite" => sat = true,
-                "lo" => part = Some(Part::Lo),
-                "hi" => part = Some(Part::Hi),
+                // `lo`/`hi` are parts of a product, or unsigned comparisons of `setp`.
+                "lo" => {
+                    part = Some(Part::Lo);
+                    cmp = Some(Cmp::Lo);
+                }
+                "hi" => {
+                    part = Some(Part::Hi);
+                    cmp = Some(Cmp::Hi);
+                }
                 "wide" => part = Some(Part::Wide),
                 "and" => combine = Some(BoolOp::And),
                 "or" => combine = Some(BoolOp::Or),
@@ -569,6 +595,9 @@ pub fn decode(inst: &Instruction) -> Op {
         }
     }
     let is_float = ty.is_some_and(ValueType::is_float);
+    if matches!(inst.opcode.as_str(), "setp" | "set") {
+        part = None;
+    }
     let space_or = |d: Space| space.unwrap_or(d);
     let kind = match inst.opcode.as_str() {
         "add" => OpKind::Arith(Arith::Add),
@@ -649,6 +678,24 @@ pub fn decode(inst: &Instruction) -> Op {
         OpKind::Other(name) if NO_RESULT.contains(&name.as_str()) => Writes::Nothing,
         _ => Writes::First,
     };
+    let atomic = match kind {
+        OpKind::Atom(_) | OpKind::Red(_) => mods.iter().find_map(|m| {
+            Some(match m.as_str() {
+                "add" => AtomicOp::Add,
+                "min" => AtomicOp::Min,
+                "max" => AtomicOp::Max,
+                "inc" => AtomicOp::Inc,
+                "dec" => AtomicOp::Dec,
+                "and" => AtomicOp::And,
+                "or" => AtomicOp::Or,
+                "xor" => AtomicOp::Xor,
+                "exch" => AtomicOp::Exch,
+                "cas" => AtomicOp::Cas,
+                _ => return None,
+            })
+        }),
+        _ => None,
+    };
     Op {
         kind,
         ty,
@@ -658,8 +705,9 @@ pub fn decode(inst: &Instruction) -> Op {
         full,
         sat,
         part,
-        combine,
+        combine: if atomic.is_some() { None } else { combine },
         vector,
+        atomic,
         writes,
     }
 }
@@ -822,6 +870,8 @@ mod tests {
              setp.ltu.and.f64 %p1, %fd1, %fd2, %p2;\n\
              ld.shared.v4.f32 {%f1, %f2, %f3, %f4}, [%r1];\n\
              mul.wide.s32 %rd1, %r1, 4;\n\
+             mul.hi.u32 %r1, %r2, %r3;\n\
+             setp.hi.u32 %p1, %r2, %r3;\n\
              mov.b64 %rd1, {%r1, %r2};\n\
              mov.b64 %rd1, %fd1;\n\
              st.global.f64 [%rd1], %fd1;\n\
@@ -843,6 +893,8 @@ mod tests {
                 &OpKind::Compare(Cmp::Ltu),
                 &OpKind::Load(Space::Shared),
                 &OpKind::Arith(Arith::Mul),
+                &OpKind::Arith(Arith::Mul),
+                &OpKind::Compare(Cmp::Hi),
                 &OpKind::Move { reinterpret: true },
                 &OpKind::Move { reinterpret: false },
                 &OpKind::Store(Space::Global),
@@ -863,10 +915,11 @@ mod tests {
         assert_eq!(got[6].1.combine, Some(BoolOp::And));
         assert_eq!(got[7].1.vector, 4);
         assert_eq!(got[8].1.part, Some(Part::Wide));
-        assert!(got[9].1.is_terminal() && !got[10].1.is_terminal());
-        assert_eq!(got[11].1.writes, Writes::Nothing);
-        assert!(got[12].1.approx && !got[12].1.is_ieee());
-        assert_eq!(got[13].1.writes, Writes::First);
+        assert_eq!((got[9].1.part, got[10].1.part), (Some(Part::Hi), None));
+        assert!(got[11].1.is_terminal() && !got[12].1.is_terminal());
+        assert_eq!(got[13].1.writes, Writes::Nothing);
+        assert!(got[14].1.approx && !got[14].1.is_ieee());
+        assert_eq!(got[15].1.writes, Writes::First);
     }
 
     #[test]

@@ -148,8 +148,10 @@ pub fn function_sites(f: &Function, files: &HashMap<u32, &str>) -> Vec<(InstId, 
     // for call sites whose column differs.
     let mut at_col: HashMap<(u32, u32, u32), Vec<(u32, u32)>> = HashMap::new();
     let mut at_line: HashMap<(u32, u32), Vec<(u32, u32)>> = HashMap::new();
-    let mut current: Option<(u32, u32, Vec<(u32, u32)>)> = None;
-    let mut ordinals: HashMap<(u32, u32, Vec<(u32, u32)>), u32> = HashMap::new();
+    // (file index, line, chain of (file index, line)): what an ordinal counts within.
+    type Key = (u32, u32, Vec<(u32, u32)>);
+    let mut current: Option<Key> = None;
+    let mut ordinals: HashMap<Key, u32> = HashMap::new();
     let mut out = Vec::new();
     for s in f.body.iter().flatten() {
         match s {
@@ -214,10 +216,13 @@ mod tests {
             assert_eq!(idx.site(*id), Some(s));
         }
         // Ordinals count every instruction of a (function, file, line, chain) from 0.
-        let mut next: HashMap<(String, String, u32, Vec<(String, u32)>), u32> = HashMap::new();
+        let mut next: HashMap<Site, u32> = HashMap::new();
         for (_, s) in idx.iter() {
             let n = next
-                .entry((s.function.clone(), s.file.clone(), s.line, s.inlined.clone()))
+                .entry(Site {
+                    ordinal: 0,
+                    ..s.clone()
+                })
                 .or_default();
             assert_eq!(s.ordinal, *n, "{s}");
             *n += 1;

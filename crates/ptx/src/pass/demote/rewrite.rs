@@ -57,8 +57,8 @@ pub(super) fn rewrite(
     let mut regs = vec![RegUse::default(); d.regs.len()];
     // Twins are numbered in order of first appearance in a demoted instruction.
     let mut order: Vec<RegId> = Vec::new();
-    for k in 0..d.len() {
-        match &chosen[k] {
+    for (k, plan) in chosen.iter().enumerate() {
+        match plan {
             Some(p) => {
                 for &j in &p.f64_operands {
                     let Some(Operand::Reg(r)) = d.insts[k].operands.get(j) else {

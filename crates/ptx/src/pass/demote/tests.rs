@@ -5,7 +5,6 @@
 use crate::census::located;
 use crate::demote::*;
 use crate::site::Site;
-use crate::op::{Arith, Cmp, Control, OpKind, ValueType};
 use crate::units::*;
 use crate::*;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -504,214 +503,53 @@ fn stale_and_ineligible_requests_are_reported() {
     assert!(same_code(&d.module, &m));
 }
 
-// ---- A tiny evaluator for f32/f64 PTX: registers, immediates, global f64 loads/stores at
-// ---- constant offsets (the two pointer parameters both read as address 0), branches to
-// ---- labels, and the few integer instructions the test kernels use.
-
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Val {
-    F32(f32),
-    F64(f64),
-    Int(i64),
-    Pred(bool),
-}
-
-struct Eval<'a> {
-    input: &'a [f64],
-    output: BTreeMap<i64, f64>,
-    regs: HashMap<String, Val>,
-    int_param: i64,
-    /// Reference mode: these instructions of the *original* program compute in f32 (their
-    /// f64 inputs rounded to f32, their f64 result the exact extension of the f32 one).
-    narrow: HashSet<InstId>,
-}
-
-impl Eval<'_> {
-    fn get(&self, o: &Operand, narrow: bool) -> Val {
-        let v = match o {
-            Operand::Reg(r) => *self
-                .regs
-                .get(r)
-                .unwrap_or_else(|| panic!("{r} read before written")),
-            Operand::Imm(Imm::F32(b)) => Val::F32(f32::from_bits(*b)),
-            Operand::Imm(Imm::F64(b)) => Val::F64(f64::from_bits(*b)),
-            Operand::Imm(Imm::Int { value, .. }) => Val::Int(*value as i64),
-            other => panic!("operand {other:?}"),
-        };
-        match v {
-            Val::F64(x) if narrow => Val::F32(x as f32),
-            v => v,
-        }
-    }
-    fn f32(&self, o: &Operand, narrow: bool) -> f32 {
-        match self.get(o, narrow) {
-            Val::F32(x) => x,
-            v => panic!("{o:?} is {v:?}, not f32"),
-        }
-    }
-    fn f64(&self, o: &Operand) -> f64 {
-        match self.get(o, false) {
-            Val::F64(x) => x,
-            v => panic!("{o:?} is {v:?}, not f64"),
-        }
-    }
-    fn int(&self, o: &Operand) -> i64 {
-        match self.get(o, false) {
-            Val::Int(x) => x,
-            v => panic!("{o:?} is {v:?}, not an integer"),
-        }
-    }
-    fn run(&mut self, f: &Function) {
-        let body = f.body.as_deref().unwrap_or(&[]);
-        let labels: HashMap<&str, usize> = body
-            .iter()
-            .enumerate()
-            .filter_map(|(k, s)| match s {
-                Statement::Label(l, _) => Some((l.as_str(), k)),
-                _ => None,
-            })
-            .collect();
-        let mut pc = 0;
-        let mut steps = 0;
-        while pc < body.len() {
-            steps += 1;
-            assert!(steps < 100_000, "runaway loop");
-            let Statement::Inst(i) = &body[pc] else {
-                pc += 1;
-                continue;
-            };
-            pc += 1;
-            if let Some(g) = &i.guard {
-                let Val::Pred(p) = self.get(&Operand::Reg(g.reg.clone()), false) else {
-                    panic!()
-                };
-                if p == g.negated {
-                    continue;
-                }
-            }
-            let op = &i.operands;
-            let dst = match op.first() {
-                Some(Operand::Reg(r)) => r.clone(),
-                _ => String::new(),
-            };
-            let n = self.narrow.contains(&i.id);
-            let d = i.decode();
-            // In reference mode an f64 instruction is read as its f32 form.
-            let narrowed = |t: Option<ValueType>| match t {
-                Some(ValueType::F64) if n => Some(ValueType::F32),
-                t => t,
-            };
-            let ty = narrowed(d.ty);
-            use ValueType::{F32, F64, S32, U32, U64};
-            let v = match (&d.kind, ty) {
-                (OpKind::Load(_), Some(U64)) | (OpKind::Cvta, _) => Val::Int(0),
-                (OpKind::Load(_), Some(U32)) => Val::Int(self.int_param),
-                (OpKind::Load(_), Some(F64)) => match &op[1] {
-                    Operand::Addr { offset, .. } => Val::F64(self.input[(*offset / 8) as usize]),
-                    o => panic!("{o:?}"),
-                },
-                (OpKind::Store(_), Some(F64)) => {
-                    let Operand::Addr { offset, .. } = &op[0] else {
-                        panic!()
-                    };
-                    let x = self.f64(&op[1]);
-                    self.output.insert(*offset / 8, x);
-                    continue;
-                }
-                (OpKind::Control(Control::Ret), _) => break,
-                (OpKind::Control(Control::Bra), _) => {
-                    let Some(Operand::Symbol(l)) = op.first() else {
-                        panic!()
-                    };
-                    pc = labels[l.as_str()];
-                    continue;
-                }
-                (OpKind::Move { .. }, Some(U32)) => Val::Int(self.int(&op[1])),
-                (OpKind::Arith(Arith::Add), Some(S32)) => {
-                    Val::Int(self.int(&op[1]) + self.int(&op[2]))
-                }
-                (OpKind::Compare(Cmp::Lt), Some(U32 | S32)) => {
-                    Val::Pred(self.int(&op[1]) < self.int(&op[2]))
-                }
-                (OpKind::Arith(Arith::Add), Some(F32)) => {
-                    Val::F32(self.f32(&op[1], n) + self.f32(&op[2], n))
-                }
-                (OpKind::Arith(Arith::Sub), Some(F32)) => {
-                    Val::F32(self.f32(&op[1], n) - self.f32(&op[2], n))
-                }
-                (OpKind::Arith(Arith::Mul), Some(F32)) => {
-                    Val::F32(self.f32(&op[1], n) * self.f32(&op[2], n))
-                }
-                (OpKind::Div, Some(F32)) => Val::F32(self.f32(&op[1], n) / self.f32(&op[2], n)),
-                (OpKind::Fma, Some(F32)) => Val::F32(
-                    self.f32(&op[1], n)
-                        .mul_add(self.f32(&op[2], n), self.f32(&op[3], n)),
-                ),
-                (OpKind::Arith(Arith::Add), Some(F64)) => {
-                    Val::F64(self.f64(&op[1]) + self.f64(&op[2]))
-                }
-                (OpKind::Arith(Arith::Sub), Some(F64)) => {
-                    Val::F64(self.f64(&op[1]) - self.f64(&op[2]))
-                }
-                (OpKind::Arith(Arith::Mul), Some(F64)) => {
-                    Val::F64(self.f64(&op[1]) * self.f64(&op[2]))
-                }
-                (OpKind::Div, Some(F64)) => Val::F64(self.f64(&op[1]) / self.f64(&op[2])),
-                (OpKind::Fma, Some(F64)) => {
-                    Val::F64(self.f64(&op[1]).mul_add(self.f64(&op[2]), self.f64(&op[3])))
-                }
-                (OpKind::Move { .. }, Some(F32)) => Val::F32(self.f32(&op[1], n)),
-                (OpKind::Move { .. }, Some(F64)) => Val::F64(self.f64(&op[1])),
-                (OpKind::Compare(Cmp::Gt), Some(F32)) => {
-                    Val::Pred(self.f32(&op[1], n) > self.f32(&op[2], n))
-                }
-                (OpKind::Compare(Cmp::Gt), Some(F64)) => {
-                    Val::Pred(self.f64(&op[1]) > self.f64(&op[2]))
-                }
-                (OpKind::Select, _) => {
-                    let Val::Pred(p) = self.get(&op[3], false) else {
-                        panic!()
-                    };
-                    self.get(if p { &op[1] } else { &op[2] }, n)
-                }
-                // Reference mode reads cvt.rn.f32.f64 and cvt.f64.f32 as f32 → f32: a copy.
-                (OpKind::Convert { from, to }, _) => match (narrowed(Some(*to)), narrowed(Some(*from))) {
-                    (Some(F32), Some(F32)) => Val::F32(self.f32(&op[1], n)),
-                    (Some(F32), Some(F64)) => Val::F32(self.f64(&op[1]) as f32),
-                    (Some(F64), Some(F32)) => Val::F64(self.f32(&op[1], false) as f64),
-                    (Some(F32), Some(S32)) => Val::F32(self.int(&op[1]) as i32 as f32),
-                    (Some(F64), Some(S32)) => Val::F64(self.int(&op[1]) as i32 as f64),
-                    _ => panic!("evaluator: {}", i.full_opcode()),
-                },
-                _ => panic!("evaluator: {}", i.full_opcode()),
-            };
-            // Reference mode: an f64 register receives the exact extension of the f32 result.
-            let v = match v {
-                Val::F32(x) if n && dst.starts_with("%fd") => Val::F64(x as f64),
-                v => v,
-            };
-            self.regs.insert(dst, v);
-        }
-    }
-}
-
+/// Runs the module's kernel in the interpreter ([`crate::interp`]) on one thread: the first
+/// pointer parameter holds `input` (padded to three doubles), the second (or the first again,
+/// for one-pointer kernels) receives the outputs, an integer parameter is `int_param`. `narrow`
+/// evaluates those f64 instructions as their f32 forms ([`crate::interp::Options::in_f32`]):
+/// what per-instruction demotion means. Returns the three output doubles by index.
 fn eval_with(
     m: &Module,
     input: &[f64],
     int_param: i64,
     narrow: HashSet<InstId>,
 ) -> BTreeMap<i64, f64> {
-    let mut e = Eval {
-        input,
-        output: BTreeMap::new(),
-        regs: HashMap::new(),
-        int_param,
-        narrow,
+    use crate::interp::{run_with, Arg, Launch, Memory, Options};
+    let f = m.kernels().next().unwrap_or_else(|| panic!("no kernel"));
+    let mut mem = Memory::new();
+    let mut padded = input.to_vec();
+    padded.resize(3, 0.0);
+    let mut pointers: Vec<u64> = Vec::new();
+    let args: Vec<Arg> = f
+        .params
+        .iter()
+        .map(|p| {
+            if p.attrs.iter().any(|a| a == ".u64") {
+                let a = if pointers.is_empty() {
+                    mem.f64s(&padded)
+                } else {
+                    mem.f64s(&[0.0; 3])
+                };
+                pointers.push(a);
+                Arg::u64(a)
+            } else {
+                Arg::i32(int_param as i32)
+            }
+        })
+        .collect();
+    let options = Options {
+        in_f32: narrow,
+        ..Options::default()
     };
-    if let Some(f) = m.kernels().next() {
-        e.run(f);
-    }
-    e.output
+    run_with(m, &f.name, Launch::single(), &args, &mut mem, &options)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let out = *pointers.last().unwrap_or_else(|| panic!("no pointer"));
+    mem.read_f64s(out, 3)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .into_iter()
+        .enumerate()
+        .map(|(k, v)| (k as i64, v))
+        .collect()
 }
 
 fn eval(m: &Module, input: &[f64], int_param: i64) -> BTreeMap<i64, f64> {

@@ -1,0 +1,423 @@
+//! Tests of the interpreter: real NVRTC kernels against the same computation in Rust, every
+//! rounding mode against exact integer arithmetic, integer semantics, and the typed errors.
+
+use super::round::{self, Mode};
+use super::*;
+use crate::parse;
+use crate::tests::fixture;
+use dashu_int::IBig;
+
+/// A seeded generator (xorshift64*).
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    /// A float in ±[2^-30, 2^30), sign and exponent random, significand random.
+    fn f64(&mut self) -> f64 {
+        let e = (self.next() % 61) as i32 - 30;
+        let m = 1.0 + (self.next() >> 11) as f64 / (1u64 << 53) as f64;
+        let s = if self.next() & 1 == 1 { -1.0 } else { 1.0 };
+        s * m * 2f64.powi(e)
+    }
+    fn f32(&mut self) -> f32 {
+        let e = (self.next() % 41) as i32 - 20;
+        let m = 1.0 + (self.next() >> 40) as f32 / (1u64 << 24) as f32;
+        let s = if self.next() & 1 == 1 { -1.0 } else { 1.0 };
+        s * m * 2f32.powi(e)
+    }
+}
+
+/// Runs `kernel` of `ptx` on `launch`, with arguments from the memory builder.
+fn go(
+    ptx: &str,
+    kernel: &str,
+    launch: Launch,
+    setup: impl FnOnce(&mut Memory) -> Vec<Arg>,
+) -> (Memory, Result<Run, InterpError>) {
+    let p = parse(ptx);
+    assert!(p.diagnostics.is_empty(), "{:?}", p.diagnostics);
+    let mut mem = Memory::new();
+    let args = setup(&mut mem);
+    let r = run(&p.module, kernel, launch, &args, &mut mem);
+    (mem, r)
+}
+
+/// loop_sum.cu on 2 blocks of 64 threads: each thread's strided sum of squares (an fma in the
+/// default build, a multiply and an add in the strict one), then thread 0's ordered sum of the
+/// block's partial sums from shared memory after a barrier. Bit for bit what Rust computes in
+/// the same order.
+#[test]
+fn loop_sum_matches_rust_bit_for_bit_in_both_builds() {
+    let mut rng = Rng(7);
+    let n = 300usize;
+    let x: Vec<f32> = (0..n).map(|_| rng.f32()).collect();
+    let threads = 64usize;
+    for (build, fused) in [("loop_sum.default", true), ("loop_sum.strict", false)] {
+        let m = fixture(build);
+        let mut mem = Memory::new();
+        let xa = mem.f32s(&x);
+        let out = mem.f32s(&[0.0; 2]);
+        let args = [Arg::u64(xa), Arg::u64(out), Arg::i32(n as i32)];
+        let r = run(&m, "loop_sum", Launch::linear(2, threads as u32), &args, &mut mem)
+            .unwrap_or_else(|e| panic!("{build}: {e}"));
+        assert!(r.steps > 1000);
+        let part: Vec<f32> = (0..threads)
+            .map(|t| {
+                (t..n).step_by(threads).fold(0.0f32, |acc, i| {
+                    if fused {
+                        x[i].mul_add(x[i], acc)
+                    } else {
+                        acc + x[i] * x[i]
+                    }
+                })
+            })
+            .collect();
+        let s = part.iter().fold(0.0f32, |s, p| s + p);
+        let got = mem.read_f32s(out, 2).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            [s.to_bits(), s.to_bits()],
+            "{build}"
+        );
+    }
+}
+
+/// An exact dyadic number m · 2^e.
+#[derive(Clone)]
+struct Dyadic(IBig, i32);
+
+impl Dyadic {
+    fn of(x: f64) -> Dyadic {
+        assert!(x.is_finite());
+        if x == 0.0 {
+            return Dyadic(IBig::ZERO, 0);
+        }
+        let b = x.to_bits();
+        let exp = ((b >> 52) & 0x7ff) as i32;
+        let frac = b & ((1 << 52) - 1);
+        let (m, e) = if exp == 0 {
+            (frac, -1074)
+        } else {
+            (frac | (1 << 52), exp - 1075)
+        };
+        let m = IBig::from(m);
+        Dyadic(if x < 0.0 { -m } else { m }, e)
+    }
+    fn align(&self, e: i32) -> IBig {
+        &self.0 << (self.1 - e) as usize
+    }
+    fn add(&self, o: &Dyadic) -> Dyadic {
+        let e = self.1.min(o.1);
+        Dyadic(self.align(e) + o.align(e), e)
+    }
+    fn mul(&self, o: &Dyadic) -> Dyadic {
+        Dyadic(&self.0 * &o.0, self.1 + o.1)
+    }
+    fn neg(&self) -> Dyadic {
+        Dyadic(-self.0.clone(), self.1)
+    }
+    /// The sign of self − o.
+    fn cmp(&self, o: &Dyadic) -> std::cmp::Ordering {
+        let d = self.add(&o.neg());
+        d.0.cmp(&IBig::ZERO)
+    }
+    fn half(&self) -> Dyadic {
+        Dyadic(self.0.clone(), self.1 - 1)
+    }
+}
+
+/// The operations checked, with the exact comparison `sign(y − exact)` for a candidate y.
+#[derive(Debug, Clone, Copy)]
+enum Exact {
+    Add(f64, f64),
+    Mul(f64, f64),
+    Fma(f64, f64, f64),
+    Div(f64, f64),
+    Sqrt(f64),
+}
+
+impl Exact {
+    /// The sign of y − (exact result), by integer arithmetic only.
+    fn sign(self, y: f64) -> std::cmp::Ordering {
+        use std::cmp::Ordering;
+        let d = Dyadic::of;
+        let y = d(y);
+        match self {
+            Exact::Add(a, b) => y.cmp(&d(a).add(&d(b))),
+            Exact::Mul(a, b) => y.cmp(&d(a).mul(&d(b))),
+            Exact::Fma(a, b, c) => y.cmp(&d(a).mul(&d(b)).add(&d(c))),
+            // y − a/b has the sign of (y·b − a)·sign(b).
+            Exact::Div(a, b) => {
+                let s = y.mul(&d(b)).cmp(&d(a));
+                if b < 0.0 {
+                    s.reverse()
+                } else {
+                    s
+                }
+            }
+            // For y ≥ 0: y − √a has the sign of y² − a.
+            Exact::Sqrt(a) => {
+                if y.0 < IBig::ZERO {
+                    Ordering::Less
+                } else {
+                    y.mul(&y).cmp(&d(a))
+                }
+            }
+        }
+    }
+
+    /// Whether `y` (a value of a format whose neighbours are `down`, `up`) is the exact result
+    /// rounded in `mode`.
+    fn holds(self, y: f64, down: f64, up: f64, even: bool, mode: Mode) -> bool {
+        use std::cmp::Ordering::*;
+        let s = self.sign(y);
+        let below = self.sign(down) == Less; // down < exact
+        let above = self.sign(up) == Greater; // up > exact
+        match mode {
+            Mode::Down => s != Greater && above,
+            Mode::Up => s != Less && below,
+            Mode::Zero => {
+                if y > 0.0 || (y == 0.0 && self.sign(0.0) != Greater) {
+                    s != Greater && above
+                } else {
+                    s != Less && below
+                }
+            }
+            Mode::Nearest => {
+                // Between the midpoints to each neighbour, a tie going to the even one.
+                let lo = Dyadic::of(down).add(&Dyadic::of(y)).half();
+                let hi = Dyadic::of(y).add(&Dyadic::of(up)).half();
+                let m_lo = self.sign_of_dyadic(&lo);
+                let m_hi = self.sign_of_dyadic(&hi);
+                (m_lo == Less || (m_lo == Equal && even)) && (m_hi == Greater || (m_hi == Equal && even))
+            }
+        }
+    }
+
+    /// The sign of a dyadic midpoint minus the exact result (sums, products and fmas only, or
+    /// via the same identities for quotients and roots).
+    fn sign_of_dyadic(self, m: &Dyadic) -> std::cmp::Ordering {
+        use std::cmp::Ordering;
+        let d = Dyadic::of;
+        match self {
+            Exact::Add(a, b) => m.cmp(&d(a).add(&d(b))),
+            Exact::Mul(a, b) => m.cmp(&d(a).mul(&d(b))),
+            Exact::Fma(a, b, c) => m.cmp(&d(a).mul(&d(b)).add(&d(c))),
+            Exact::Div(a, b) => {
+                let s = m.mul(&d(b)).cmp(&d(a));
+                if b < 0.0 {
+                    s.reverse()
+                } else {
+                    s
+                }
+            }
+            Exact::Sqrt(a) => {
+                if m.0 < IBig::ZERO {
+                    Ordering::Less
+                } else {
+                    m.mul(m).cmp(&d(a))
+                }
+            }
+        }
+    }
+}
+
+const MODES: [Mode; 4] = [Mode::Nearest, Mode::Zero, Mode::Down, Mode::Up];
+
+/// Every operation in every mode, f64 and f32, on 3,000 random operand sets each (and exact
+/// cases: sums that cancel, products of powers of two), checked against integer arithmetic.
+#[test]
+fn every_rounding_mode_is_correct_by_exact_arithmetic() {
+    let mut rng = Rng(0x0123_4567_89ab_cdef);
+    for round_no in 0..3000 {
+        let (a, b, c) = (rng.f64(), rng.f64(), rng.f64());
+        let b = if round_no % 50 == 0 { -a } else { b };
+        let cases = [
+            (Exact::Add(a, b), round::add(a, b)),
+            (Exact::Mul(a, b), round::mul(a, b)),
+            (Exact::Fma(a, b, c), round::fma(a, b, c)),
+            (Exact::Div(a, b), round::div(a, b)),
+            (Exact::Sqrt(a.abs()), round::sqrt(a.abs())),
+        ];
+        for (exact, r) in cases {
+            for mode in MODES {
+                let y = round::to_f64(r, mode, true);
+                let (down, up) = (round::next_down_f64(y), round::next_up_f64(y));
+                let even = y.to_bits() & 1 == 0;
+                assert!(
+                    exact.holds(y, down, up, even, mode),
+                    "f64 {exact:?} {mode:?} gave {y:e}"
+                );
+            }
+        }
+        let (x, y, z) = (rng.f32(), rng.f32(), rng.f32());
+        let (xd, yd, zd) = (f64::from(x), f64::from(y), f64::from(z));
+        let cases = [
+            (Exact::Add(xd, yd), round::add(xd, yd)),
+            (Exact::Mul(xd, yd), round::mul(xd, yd)),
+            (Exact::Fma(xd, yd, zd), round::add(xd * yd, zd)),
+            (Exact::Div(xd, yd), round::div(xd, yd)),
+            (Exact::Sqrt(xd.abs()), round::sqrt(xd.abs())),
+        ];
+        for (exact, r) in cases {
+            for mode in MODES {
+                let v = round::to_f32(r, mode);
+                let (down, up) = (round::next_down_f32(v), round::next_up_f32(v));
+                let even = v.to_bits() & 1 == 0;
+                assert!(
+                    exact.holds(f64::from(v), f64::from(down), f64::from(up), even, mode),
+                    "f32 {exact:?} {mode:?} gave {v:e}"
+                );
+            }
+        }
+    }
+}
+
+/// Overflow in the directed modes stops at the largest finite value; ties go to even.
+#[test]
+fn overflow_and_ties() {
+    let big = round::mul(f64::MAX, 2.0);
+    assert_eq!(round::to_f64(big, Mode::Nearest, true), f64::INFINITY);
+    assert_eq!(round::to_f64(big, Mode::Zero, true), f64::MAX);
+    assert_eq!(round::to_f64(big, Mode::Down, true), f64::MAX);
+    assert_eq!(round::to_f64(big, Mode::Up, true), f64::INFINITY);
+    let neg = round::mul(-f64::MAX, 2.0);
+    assert_eq!(round::to_f64(neg, Mode::Up, true), -f64::MAX);
+    // Infinite operands are exact.
+    let inf = round::add(f64::INFINITY, 1.0);
+    assert_eq!(round::to_f64(inf, Mode::Zero, false), f64::INFINITY);
+    let m = f64::from(f32::MAX);
+    let over = round::mul(m, 2.0);
+    assert_eq!(round::to_f32(over, Mode::Zero), f32::MAX);
+    assert_eq!(round::to_f32(over, Mode::Nearest), f32::INFINITY);
+    // 1 + 2^-24 is a tie in f32: to even (1); one more bit below breaks it upwards.
+    let tie = round::add(1.0, 2f64.powi(-24));
+    assert_eq!(round::to_f32(tie, Mode::Nearest), 1.0);
+    let above = round::add(1.0 + 2f64.powi(-24), 2f64.powi(-80));
+    assert_eq!(round::to_f32(above, Mode::Nearest), 1.0 + 2f32.powi(-23));
+    let below = round::add(1.0 + 2f64.powi(-24), -(2f64.powi(-80)));
+    assert_eq!(round::to_f32(below, Mode::Nearest), 1.0);
+}
+
+const HEADER: &str = ".version 8.0\n.target sm_90\n.address_size 64\n";
+
+fn kernel(body: &str, regs: &str) -> String {
+    format!(
+        "{HEADER}.visible .entry k(\n\t.param .u64 k_param_0\n)\n{{\n{regs}\n\tld.param.u64 %rd1, [k_param_0];\n\tcvta.to.global.u64 %rd2, %rd1;\n{body}\n\tret;\n}}\n"
+    )
+}
+
+/// Rounding modifiers reach the arithmetic: `add.rz/rm/rp.f32` of 1 and 2^-30.
+#[test]
+fn rounding_modifiers_in_ptx() {
+    let body = "\tld.global.f32 %f1, [%rd2];\n\tld.global.f32 %f2, [%rd2+4];\n\
+        \tadd.rn.f32 %f3, %f1, %f2;\n\tadd.rz.f32 %f4, %f1, %f2;\n\
+        \tadd.rm.f32 %f5, %f1, %f2;\n\tadd.rp.f32 %f6, %f1, %f2;\n\
+        \tst.global.v4.f32 [%rd2+8], {%f3, %f4, %f5, %f6};";
+    let ptx = kernel(body, "\t.reg .f32 %f<8>;\n\t.reg .b64 %rd<3>;");
+    let (mem, r) = go(&ptx, "k", Launch::single(), |m| {
+        vec![Arg::u64(m.f32s(&[1.0, -(2f32.powi(-30)), 0., 0., 0., 0.]))]
+    });
+    r.unwrap_or_else(|e| panic!("{e}"));
+    let got = mem
+        .read_f32s(GLOBAL_BASE + 8, 4)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let below = round::next_down_f32(1.0);
+    assert_eq!(got, [1.0, below, below, 1.0]);
+}
+
+/// Integer semantics at width: wide and high products, arithmetic shifts, saturating and
+/// rounding conversions, NaN to integer.
+#[test]
+fn integer_and_conversion_semantics() {
+    let body = "\tmov.u32 %r1, -7;\n\tmov.u32 %r2, 3;\n\
+        \tmul.wide.s32 %rd3, %r1, %r2;\n\tst.global.u64 [%rd2], %rd3;\n\
+        \tmul.hi.u32 %r3, %r1, %r2;\n\tst.global.u32 [%rd2+8], %r3;\n\
+        \tshr.s32 %r4, %r1, 1;\n\tst.global.u32 [%rd2+12], %r4;\n\
+        \tmov.f32 %f1, 0f501502F9;\n\tcvt.rzi.s32.f32 %r5, %f1;\n\tst.global.u32 [%rd2+16], %r5;\n\
+        \tmov.f32 %f2, 0f40200000;\n\tcvt.rni.s32.f32 %r6, %f2;\n\tst.global.u32 [%rd2+20], %r6;\n\
+        \tmov.f32 %f3, 0f7FC00000;\n\tcvt.rzi.u32.f32 %r7, %f3;\n\tst.global.u32 [%rd2+24], %r7;\n\
+        \tmov.f32 %f4, 0fC0200000;\n\tcvt.rzi.u32.f32 %r8, %f4;\n\tst.global.u32 [%rd2+28], %r8;\n\
+        \tmov.u64 %rd4, 9007199254740993;\n\tcvt.rn.f64.u64 %fd1, %rd4;\n\tst.global.f64 [%rd2+32], %fd1;\n\
+        \tcvt.rp.f64.u64 %fd2, %rd4;\n\tst.global.f64 [%rd2+40], %fd2;\n\
+        \tmad.lo.s32 %r9, %r1, %r2, 100;\n\tst.global.u32 [%rd2+48], %r9;\n\
+        \trem.s32 %r10, %r1, %r2;\n\tst.global.u32 [%rd2+52], %r10;";
+    let ptx = kernel(
+        body,
+        "\t.reg .b32 %r<12>;\n\t.reg .f32 %f<6>;\n\t.reg .f64 %fd<4>;\n\t.reg .b64 %rd<6>;",
+    );
+    let (mem, r) = go(&ptx, "k", Launch::single(), |m| {
+        vec![Arg::u64(m.f64s(&[0.0; 7]))]
+    });
+    r.unwrap_or_else(|e| panic!("{e}"));
+    let raw = mem.read(GLOBAL_BASE, 56).unwrap_or_else(|e| panic!("{e}"));
+    let u32_at = |o: usize| u32::from_le_bytes(raw[o..o + 4].try_into().unwrap_or_default());
+    let u64_at = |o: usize| u64::from_le_bytes(raw[o..o + 8].try_into().unwrap_or_default());
+    assert_eq!(u64_at(0) as i64, -21);
+    assert_eq!(u32_at(8), ((u64::from(-7i32 as u32) * 3) >> 32) as u32);
+    assert_eq!(u32_at(12) as i32, -4);
+    assert_eq!(u32_at(16) as i32, i32::MAX, "1e10 saturates");
+    assert_eq!(u32_at(20), 2, "2.5 rounds to even");
+    assert_eq!(u32_at(24), 0, "NaN converts to 0");
+    assert_eq!(u32_at(28), 0, "-2.5 saturates at 0 for unsigned");
+    assert_eq!(f64::from_bits(u64_at(32)), 9007199254740992.0);
+    assert_eq!(f64::from_bits(u64_at(40)), 9007199254740994.0);
+    assert_eq!(u32_at(48) as i32, 79);
+    assert_eq!(u32_at(52) as i32, -1);
+}
+
+/// What the interpreter does not model, and faults, are typed errors naming the instruction.
+#[test]
+fn unknown_and_approximate_instructions_are_refused_by_name() {
+    let regs = "\t.reg .f32 %f<4>;\n\t.reg .b32 %r<4>;\n\t.reg .b64 %rd<3>;";
+    for (body, want) in [
+        ("\tmov.f32 %f1, 0f3F800000;\n\tsin.approx.f32 %f2, %f1;", "sin.approx.f32"),
+        (
+            "\tmov.b32 %r1, 1;\n\tshfl.sync.idx.b32 %r2, %r1, 0, 31, -1;",
+            "shfl.sync.idx.b32",
+        ),
+        ("\tadd.f32 %f2, %f1, %f1;", "read before any instruction writes it"),
+        ("\tld.global.f32 %f1, [%rd2+4096];", "not allocated"),
+    ] {
+        let ptx = kernel(body, regs);
+        let (_, r) = go(&ptx, "k", Launch::single(), |m| vec![Arg::u64(m.f32s(&[0.0]))]);
+        let e = r.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.contains(want), "{e}");
+        assert!(e.starts_with("k: `"), "{e}");
+    }
+    // An endless loop stops at the step limit.
+    let ptx = kernel("$L:\n\tbra $L;", regs);
+    let p = parse(&ptx).module;
+    let mut mem = Memory::new();
+    let a = mem.f32s(&[0.0]);
+    let options = Options {
+        steps: 1000,
+        ..Options::default()
+    };
+    let e = run_with(&p, "k", Launch::single(), &[Arg::u64(a)], &mut mem, &options);
+    assert!(matches!(e, Err(InterpError::StepLimit { limit: 1000, .. })));
+    let e = run(&p, "nope", Launch::single(), &[], &mut mem);
+    assert_eq!(e, Err(InterpError::NoKernel("nope".into())));
+    let e = run(&p, "k", Launch::single(), &[], &mut mem);
+    assert!(matches!(e, Err(InterpError::Arguments { .. })));
+}
+
+/// Module variables with initialisers are read through their symbols (`__constant__` tables).
+#[test]
+fn constant_tables_are_initialised() {
+    let ptx = format!(
+        "{HEADER}.const .align 8 .b8 pad[3];\n.const .align 8 .f64 table[3] = {{0d3FB999999999999A, 0d3FD0000000000000, 0d3FF8000000000000}};\n\
+         .visible .entry k(\n\t.param .u64 k_param_0\n)\n{{\n\t.reg .f64 %fd<3>;\n\t.reg .b64 %rd<4>;\n\
+         \tld.param.u64 %rd1, [k_param_0];\n\tcvta.to.global.u64 %rd2, %rd1;\n\
+         \tmov.u64 %rd3, table;\n\tld.const.f64 %fd1, [%rd3+16];\n\tld.const.f64 %fd2, [table+8];\n\
+         \tadd.rn.f64 %fd1, %fd1, %fd2;\n\tst.global.f64 [%rd2], %fd1;\n\tret;\n}}\n"
+    );
+    let (mem, r) = go(&ptx, "k", Launch::single(), |m| vec![Arg::u64(m.f64s(&[0.0]))]);
+    r.unwrap_or_else(|e| panic!("{e}"));
+    let out = mem.read_f64s(GLOBAL_BASE, 1).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(out, [1.75]);
+}
