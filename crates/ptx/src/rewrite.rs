@@ -170,11 +170,6 @@ impl Rewriter {
         })
     }
 
-    /// The function being rewritten.
-    pub fn function(&self) -> &str {
-        &self.function
-    }
-
     /// A new register of type `ty` (`f64` or `.f64`), declared when the rewrite is applied.
     pub fn reg(&mut self, ty: &str) -> Result<String, RewriteError> {
         let ty = ty.trim_start_matches('.');
