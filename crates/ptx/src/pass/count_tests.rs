@@ -205,28 +205,58 @@ fn each_site_gets_its_counter_right_before_it_under_its_guard() {
     }
 }
 
+/// The committed NVRTC fixtures (device functions, call sequences, DWARF `.debug_str`, inlined
+/// `.loc`s, fast-math approximations) and the hand-written ones, counted both ways.
+const FIXTURES: [(&str, &str); 5] = [
+    ("profile", PROFILE),
+    ("loop_sum", LOOP_SUM),
+    (
+        "calls.default",
+        include_str!("../../tests/fixtures/calls.default.ptx"),
+    ),
+    (
+        "ray_step.fast",
+        include_str!("../../tests/fixtures/ray_step.fast.ptx"),
+    ),
+    (
+        "hand_written",
+        include_str!("../../tests/fixtures/hand_written.ptx"),
+    ),
+];
+
 #[test]
 fn inline_counters_assemble_alone_and_runtime_calls_once_merged() {
     let m = parse_clean("profile", PROFILE);
     let inline = count(&m, EVERY_INLINE).unwrap();
     let printed = assert_sound("profile inline", &inline.module);
     assert!(printed.contains(&format!(".global .align 8 .u64 {COUNTS_GLOBAL}[23];")));
-    let Some(runtime) = count_runtime() else {
-        return;
-    };
-    let called = count(&m, EVERY_CALL).unwrap();
-    let merged = merge_runtime(&called.module, &runtime).unwrap_or_else(|e| panic!("{e}"));
-    let printed = assert_sound("profile merged", &merged);
-    assert!(
-        printed.contains(".visible .func mantissa_count_hit("),
-        "{printed}"
-    );
-    assert!(!printed.contains(".extern"), "{printed}");
-    // The pass's report still names the merged module's instructions.
-    for site in &called.report.sites {
-        let f = merged.function(&site.function).unwrap();
-        let inst = f.instructions().find(|i| i.id == site.inst).unwrap();
-        assert_eq!(inst.full_opcode(), site.opcode);
+    let runtime = count_runtime();
+    for (what, ptx) in FIXTURES {
+        let m = parse_clean(what, ptx);
+        assert_sound(
+            &format!("{what} inline"),
+            &count(&m, EVERY_INLINE).unwrap().module,
+        );
+        let Some(runtime) = &runtime else {
+            continue;
+        };
+        let called = count(&m, EVERY_CALL).unwrap();
+        let merged =
+            merge_runtime(&called.module, runtime).unwrap_or_else(|e| panic!("{what}: {e}"));
+        let printed = assert_sound(&format!("{what} merged"), &merged);
+        assert!(
+            printed.contains(".visible .func mantissa_count_hit("),
+            "{printed}"
+        );
+        assert!(
+            !printed.contains("mantissa_count_hit(\n\t.param .b32 mantissa_count_hit_param_0\n);")
+        );
+        // The pass's report still names the merged module's instructions.
+        for site in &called.report.sites {
+            let f = merged.function(&site.function).unwrap();
+            let inst = f.instructions().find(|i| i.id == site.inst).unwrap();
+            assert_eq!(inst.full_opcode(), site.opcode, "{what}");
+        }
     }
 }
 
