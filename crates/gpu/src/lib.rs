@@ -41,6 +41,9 @@
 //!   and [`visit_device_type`] to run generic code with it.
 //! - [`twin`]: the CUDA twin of `mantissa-num` (header text, the list of its operations, and a
 //!   generator of element-wise kernels for them), bit-identical to the Rust code.
+//! - [`runtime`]: device runtimes, CUDA headers whose functions rewritten PTX calls
+//!   (`cuda/mantissa_count.cuh`), compiled to PTX with relocatable device code for
+//!   `mantissa_ptx::link::merge_runtime`.
 //! - [`testing`]: `require_gpu_or_skip()`, `require_nvrtc_or_skip()` and `require_nvcc_or_skip()`
 //!   for tests here and in the crates above (skip with a printed reason; fail under
 //!   `MANTISSA_REQUIRE_GPU=1`, `MANTISSA_REQUIRE_NVRTC=1`, `MANTISSA_REQUIRE_NVCC=1`).
@@ -65,6 +68,7 @@ pub mod launch;
 pub mod locate;
 pub mod nvcc;
 pub mod nvrtc;
+pub mod runtime;
 pub mod testing;
 pub mod timing;
 // The study helper rewrites twin.rs into the precision registry (issue 12); it documents it there.

@@ -32,6 +32,14 @@
 //!   register and conversions only where values enter or leave the set, and reports what it did
 //!   ([`demote::DemoteReport`]); [`demote::same_code`] checks a marked build against the
 //!   unmarked one.
+//! - [`rewrite`]: the toolkit passes use. A [`rewrite::Rewriter`] batches edits to one function
+//!   (code before/after an instruction, keeping its guard and `.loc`; new registers, one range
+//!   per type; kernel parameters) and applies them in one walk; [`rewrite::add_global`] adds a
+//!   module global under a unique name.
+//! - [`link`]: [`link::merge_runtime`] merges a device runtime (a CUDA header compiled to PTX
+//!   with relocatable device code) into a module that the driver loads as one.
+//! - [`pass`]: passes; [`pass::count`] counts executions per instruction into a global array,
+//!   through a runtime function call or an inline atomic.
 //!
 //! Why a hand-written parser rather than the `ptx-syntax` crate (0.5.0, which round-trips NVRTC
 //! 13 output): (1) build time — it takes about 2.5 minutes to build, longer than this whole
@@ -52,6 +60,7 @@ pub mod entry;
 pub mod graph;
 pub mod interp;
 pub mod lex;
+pub mod link;
 pub mod model;
 pub mod op;
 pub mod parse;
@@ -59,6 +68,7 @@ pub mod pass;
 mod print;
 pub mod ptxas;
 pub mod regs;
+pub mod rewrite;
 pub mod site;
 pub mod units;
 
@@ -67,5 +77,7 @@ pub use parse::{parse, Diagnostic, Parsed};
 /// The demotion pass, where it was before passes had a directory.
 pub use pass::demote;
 
+#[cfg(test)]
+mod test_support;
 #[cfg(test)]
 mod tests;

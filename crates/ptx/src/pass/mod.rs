@@ -13,8 +13,10 @@
 //! ([`Module::fresh_inst_id`]), and never prints, compiles or touches a device. Which
 //! instructions a pass may change is its own filter over sites ([`crate::site::Site`]).
 //!
-//! The passes: [`demote`] (f64 → f32 per instruction).
+//! The passes: [`demote`] (f64 → f32 per instruction), [`count`] (executions per
+//! instruction into a module global, through a merged device runtime).
 
+pub mod count;
 pub mod demote;
 
 use crate::model::Module;

@@ -1,0 +1,85 @@
+//! Device runtimes: CUDA headers (in `cuda/`) whose functions rewritten PTX calls, compiled to
+//! PTX for `mantissa_ptx::link::merge_runtime`, which merges them into the user's module.
+//!
+//! Each header states its contract at the top (what it provides, what the rewriter must pass and
+//! add to the module, its invariants). They compile with relocatable device code (`-rdc=true`):
+//! NVRTC 13 otherwise drops every `__device__` function the file itself does not call, and with
+//! it `extern "C"` functions keep their plain names and `extern __device__` variables become
+//! `.extern` declarations for the merge to resolve. PTX only (no cubin): the PTX is merged, then
+//! JIT-compiled with the user's code by `Gpu::load_ptx`. Compiles go through the compiler's
+//! [`crate::CompileCache`] like any other.
+
+use crate::error::CompileError;
+use crate::flags::FlagSet;
+use crate::nvrtc::{Compiler, Source, Target};
+use crate::version::Arch;
+
+/// A runtime header: its name (NVRTC's source name, which its `.file` shows) and text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RuntimeHeader {
+    /// The file name under `crates/gpu/cuda/`.
+    pub name: &'static str,
+    /// The CUDA source.
+    pub text: &'static str,
+}
+
+/// The counting pass's runtime (`mantissa_count_hit`), for `mantissa_ptx::pass::count`.
+pub const COUNT: RuntimeHeader = RuntimeHeader {
+    name: "mantissa_count.cuh",
+    text: include_str!("../cuda/mantissa_count.cuh"),
+};
+
+/// The NVRTC option that keeps a runtime's functions (see the module docs).
+pub const RDC_OPTION: &str = "-rdc=true";
+
+/// Compiles `header` to PTX for `arch` (the user's module's `.target`: a runtime must not be
+/// newer than the code it joins). The strict flag set: runtime arithmetic is spelt with explicit
+/// `_rn` intrinsics anyway, and anything else in it then stays IEEE too.
+pub fn compile(
+    compiler: &Compiler,
+    header: &RuntimeHeader,
+    arch: Arch,
+) -> Result<String, CompileError> {
+    let source = Source::new(header.name, header.text).with_option(RDC_OPTION);
+    let compiled = compiler.compile(&source, FlagSet::STRICT, Target::Ptx(arch))?;
+    Ok(compiled.ptx.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::require_nvrtc_or_skip;
+
+    /// The count runtime keeps its function under its plain name and declares the counter array
+    /// extern, which is what the counting pass and the merge rely on.
+    #[test]
+    fn the_count_runtime_compiles_to_what_the_merge_expects() {
+        let Some(nvrtc) = require_nvrtc_or_skip() else {
+            return;
+        };
+        let ptx = compile(&nvrtc, &COUNT, Arch::new(9, 0)).unwrap_or_else(|e| panic!("{e}"));
+        let parsed = mantissa_ptx::parse(&ptx);
+        assert!(parsed.diagnostics.is_empty(), "{:?}", parsed.diagnostics);
+        let m = parsed.module;
+        let hit = m
+            .function("mantissa_count_hit")
+            .unwrap_or_else(|| panic!("no mantissa_count_hit in\n{ptx}"));
+        assert!(hit.body.is_some());
+        assert_eq!(hit.params.len(), 1);
+        assert_eq!(hit.params[0].attrs, [".param", ".b32"]);
+        assert!(
+            m.items.iter().any(|i| matches!(i,
+                mantissa_ptx::Item::Var(v) if v.name == "__mantissa_counts"
+                    && v.attrs.iter().any(|a| a == ".extern"))),
+            "{ptx}"
+        );
+        assert!(ptx.contains(".target sm_90"), "{ptx}");
+        // One atomic add and nothing else that touches memory.
+        let memory: Vec<String> = hit
+            .instructions()
+            .filter(|i| matches!(i.opcode.as_str(), "ld" | "st" | "atom" | "red"))
+            .map(|i| i.full_opcode())
+            .collect();
+        assert_eq!(memory, ["ld.param.u32", "atom.global.add.u64"], "{ptx}");
+    }
+}
