@@ -141,7 +141,8 @@ pub fn call_tree<'m>(m: &'m Module, kernel: &str) -> Vec<&'m Function> {
     let mut out: Vec<&Function> = Vec::new();
     let mut todo = vec![kernel.to_string()];
     while let Some(name) = todo.pop() {
-        let Some(f) = m.function(&name).filter(|f| f.body.is_some()) else {
+        // A `.func` may be declared (prototype) before it is defined: take the definition.
+        let Some(f) = m.functions().find(|f| f.name == name && f.body.is_some()) else {
             continue;
         };
         if out.iter().any(|g| g.name == f.name) {
