@@ -250,13 +250,9 @@ fn venv_site_dirs(venv: &Path) -> Vec<PathBuf> {
 /// `nvidia/cu13/bin` (where `nvidia-cuda-nvcc`, `nvidia-cuda-nvdisasm` and
 /// `nvidia-cuda-cuobjdump` put them). The same places, in the same order, as nvcc is looked for.
 pub fn cuda_tool(name: &str) -> Option<PathBuf> {
-    tool_candidates(
-        name,
-        &|var| std::env::var_os(var),
-        &wheel_subdirs(&["bin"]),
-    )
-    .into_iter()
-    .find(|p| is_executable(p))
+    tool_candidates(name, &|var| std::env::var_os(var), &wheel_subdirs(&["bin"]))
+        .into_iter()
+        .find(|p| is_executable(p))
 }
 
 /// Where [`cuda_tool`] looks for `name`, in order (the environment read through `env`).

@@ -224,11 +224,21 @@ mod tests {
         assert_eq!("sm_120".parse::<Arch>(), Ok(Arch::new(12, 0)));
         assert_eq!("8.6".parse::<Arch>().map(Arch::sm), Ok("sm_86".to_string()));
         for s in [
-            "", "sm_", "9", "sm_9x", "9.10", "hopper", "sm_1000", "sm_91", "compute_99", "4.0",
+            "",
+            "sm_",
+            "9",
+            "sm_9x",
+            "9.10",
+            "hopper",
+            "sm_1000",
+            "sm_91",
+            "compute_99",
+            "4.0",
         ] {
             let err = s.parse::<Arch>().unwrap_err().to_string();
             assert!(
-                err.contains(&format!("'{s}'")) && err.contains("accepted: sm_50, sm_52, sm_53, sm_60"),
+                err.contains(&format!("'{s}'"))
+                    && err.contains("accepted: sm_50, sm_52, sm_53, sm_60"),
                 "{s}: {err}"
             );
             assert!(err.contains("sm_90, sm_100, sm_101, sm_103, sm_110, sm_120, sm_121 (also written compute_90, 90 or 9.0)"), "{err}");

@@ -118,11 +118,57 @@ pub fn is_library(name: &str) -> bool {
 
 /// Double-precision math functions whose float versions end in `f` (`exp` → `expf`).
 pub const MATH_FUNCTIONS: &[&str] = &[
-    "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cbrt", "ceil", "cos", "cosh",
-    "cospi", "erf", "erfc", "erfcinv", "erfinv", "exp", "exp10", "exp2", "expm1", "fabs", "fdim",
-    "floor", "fma", "fmax", "fmin", "fmod", "hypot", "lgamma", "log", "log10", "log1p", "log2",
-    "logb", "norm3d", "pow", "rcbrt", "remainder", "rhypot", "rint", "round", "rsqrt", "sin",
-    "sincos", "sinh", "sinpi", "sqrt", "tan", "tanh", "tgamma", "trunc",
+    "acos",
+    "acosh",
+    "asin",
+    "asinh",
+    "atan",
+    "atan2",
+    "atanh",
+    "cbrt",
+    "ceil",
+    "cos",
+    "cosh",
+    "cospi",
+    "erf",
+    "erfc",
+    "erfcinv",
+    "erfinv",
+    "exp",
+    "exp10",
+    "exp2",
+    "expm1",
+    "fabs",
+    "fdim",
+    "floor",
+    "fma",
+    "fmax",
+    "fmin",
+    "fmod",
+    "hypot",
+    "lgamma",
+    "log",
+    "log10",
+    "log1p",
+    "log2",
+    "logb",
+    "norm3d",
+    "pow",
+    "rcbrt",
+    "remainder",
+    "rhypot",
+    "rint",
+    "round",
+    "rsqrt",
+    "sin",
+    "sincos",
+    "sinh",
+    "sinpi",
+    "sqrt",
+    "tan",
+    "tanh",
+    "tgamma",
+    "trunc",
 ];
 
 /// The math function a symbol stands for: `pow` for `_ZSt3powIfiEN9__gnu_cxx...`, `exp` for
@@ -213,7 +259,11 @@ fn function_promotions(
     let regs = RegTypes::of(f);
     let graph = Graph::build(f);
     let insts = located(f);
-    let index: HashMap<InstId, usize> = insts.iter().enumerate().map(|(k, (i, _))| (i.id, k)).collect();
+    let index: HashMap<InstId, usize> = insts
+        .iter()
+        .enumerate()
+        .map(|(k, (i, _))| (i.id, k))
+        .collect();
     let touches = |i: &Instruction| {
         i.has_mod("f64")
             || i.defs()
@@ -383,7 +433,12 @@ impl Context<'_> {
     }
 
     /// The promotion made of instructions `ks`, reported at `at` (or its busiest line).
-    fn summary(&self, ks: &[usize], at: Option<SourceLine>, carried: Vec<Carried>) -> Option<Promotion> {
+    fn summary(
+        &self,
+        ks: &[usize],
+        at: Option<SourceLine>,
+        carried: Vec<Carried>,
+    ) -> Option<Promotion> {
         let mut p = Promotion {
             function: self.f.name.clone(),
             at: SourceLine { file: 0, line: 0 },

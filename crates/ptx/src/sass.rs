@@ -58,11 +58,9 @@ impl Sass {
     /// Opcode counts at `file:line` over the given functions (a kernel and its callees).
     pub fn at(&self, functions: &[&str], file: &str, line: u32) -> BTreeMap<String, u32> {
         let mut out = BTreeMap::new();
-        for l in self
-            .lines
-            .iter()
-            .filter(|l| l.line == line && l.file == file && functions.contains(&l.function.as_str()))
-        {
+        for l in self.lines.iter().filter(|l| {
+            l.line == line && l.file == file && functions.contains(&l.function.as_str())
+        }) {
             for (op, n) in &l.ops {
                 *out.entry(op.clone()).or_default() += n;
             }
@@ -123,11 +121,7 @@ pub fn parse_nvdisasm(text: &str) -> Sass {
         if opcode.starts_with('@') {
             opcode = words.next().unwrap_or("");
         }
-        let base = opcode
-            .trim_end_matches(';')
-            .split('.')
-            .next()
-            .unwrap_or("");
+        let base = opcode.trim_end_matches(';').split('.').next().unwrap_or("");
         if base.is_empty() {
             continue;
         }
@@ -154,7 +148,12 @@ pub fn parse_nvdisasm(text: &str) -> Sass {
 
 /// Assembles `ptx` for `arch` (`sm_90`) with `ptxas -lineinfo` and disassembles the cubin with
 /// `nvdisasm -g -c`: the SASS that runs, per source line.
-pub fn disassemble(ptxas: &Path, nvdisasm: &Path, ptx: &str, arch: &str) -> Result<Sass, SassError> {
+pub fn disassemble(
+    ptxas: &Path,
+    nvdisasm: &Path,
+    ptx: &str,
+    arch: &str,
+) -> Result<Sass, SassError> {
     static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let (cubin, _) = cubin_with(ptxas, ptx, arch, &["-lineinfo"])?;
     let fail = |message: String| SassError::Disassembler {
@@ -181,12 +180,7 @@ pub fn disassemble(ptxas: &Path, nvdisasm: &Path, ptx: &str, arch: &str) -> Resu
     let out = out?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
-        return Err(fail(
-            err.lines()
-                .next()
-                .unwrap_or("no message")
-                .to_string(),
-        ));
+        return Err(fail(err.lines().next().unwrap_or("no message").to_string()));
     }
     Ok(parse_nvdisasm(&String::from_utf8_lossy(&out.stdout)))
 }
@@ -203,6 +197,7 @@ mod tests {
         let s = parse_nvdisasm(FAN2);
         let file = "/src/fan2.cu";
         assert_eq!(s.at(&["fan2"], file, 7).get("FFMA"), Some(&1));
+        assert_eq!(s.at(&["fan2"], "/other.cu", 7).get("FFMA"), None);
         assert_eq!(s.at(&["fan2"], file, 9).get("FFMA"), Some(&1));
         assert_eq!(s.total(&["fan2"], "FFMA"), 2);
         assert_eq!(s.total(&["fan2"], "FMUL"), 0);
@@ -211,6 +206,77 @@ mod tests {
         assert_eq!(s.total(&["fan2"], "EXIT"), 3, "{s:?}");
         assert_eq!(s.total(&["fan2"], "LDG"), 6, "{s:?}");
         assert_eq!(s.total(&["fan2"], "NOP"), 14);
+    }
+
+    const CONTRACT_DEFAULT: &str = include_str!("../tests/fixtures/sass/contract.default.ptx");
+    const CONTRACT_STRICT: &str = include_str!("../tests/fixtures/sass/contract.strict.ptx");
+
+    /// ptxas and nvdisasm from the toolkit, PATH or the pip wheels; `None` (with the reason
+    /// printed) when either is missing, unless `MANTISSA_REQUIRE_NVDISASM=1` (set by CI).
+    fn tools_or_skip() -> Option<(std::path::PathBuf, std::path::PathBuf)> {
+        let found = (
+            mantissa_gpu::cuda_tool("ptxas"),
+            mantissa_gpu::cuda_tool("nvdisasm"),
+        );
+        match found {
+            (Some(p), Some(d)) => Some((p, d)),
+            (p, d) => {
+                let missing = if p.is_none() { "ptxas" } else { "nvdisasm" };
+                assert!(
+                    std::env::var("MANTISSA_REQUIRE_NVDISASM").as_deref() != Ok("1"),
+                    "{missing} not found but MANTISSA_REQUIRE_NVDISASM=1"
+                );
+                let _ = d;
+                eprintln!("skipped: no {missing} (pip install nvidia-cuda-nvcc==13.0.88 nvidia-cuda-nvdisasm)");
+                None
+            }
+        }
+    }
+
+    fn line_ops(s: &Sass, kernel: &str, line: u32) -> Vec<(String, u32)> {
+        let file = s
+            .lines
+            .iter()
+            .find(|l| l.function == kernel && l.line == line)
+            .map(|l| l.file.clone())
+            .unwrap_or_default();
+        s.at(&[kernel], &file, line)
+            .into_iter()
+            .filter(|(op, _)| op.starts_with('F'))
+            .collect()
+    }
+
+    #[test]
+    fn ptxas_fuses_what_the_ptx_leaves_contractible() {
+        let Some((ptxas, nvdisasm)) = tools_or_skip() else {
+            return;
+        };
+        let d = disassemble(&ptxas, &nvdisasm, CONTRACT_DEFAULT, "sm_90").unwrap();
+        let ffma = |n: u32| vec![("FFMA".to_string(), n)];
+        // a*b + c: fma.rn.f32 in the PTX, FFMA in the SASS.
+        assert_eq!(line_ops(&d, "muladd", 6), ffma(1));
+        // __fmul_rn(a, b) + c: mul.rn.f32 + add.f32, never fused.
+        assert_eq!(
+            line_ops(&d, "rounded", 12),
+            [("FADD".to_string(), 1), ("FMUL".to_string(), 1)]
+        );
+        // x -= m*a: mul.f32 + sub.f32 in the PTX, one FFMA in the SASS.
+        assert_eq!(line_ops(&d, "update", 18), ffma(1));
+        // strict: no FFMA anywhere.
+        let s = disassemble(&ptxas, &nvdisasm, CONTRACT_STRICT, "sm_90").unwrap();
+        for k in ["muladd", "rounded", "update"] {
+            assert_eq!(s.total(&[k], "FFMA"), 0, "{k}");
+            assert_eq!(
+                (s.total(&[k], "FMUL"), s.total(&[k], "FADD")),
+                (1, 1),
+                "{k}"
+            );
+        }
+        // A bad architecture is ptxas's refusal, not a panic.
+        assert!(matches!(
+            disassemble(&ptxas, &nvdisasm, CONTRACT_DEFAULT, "sm_1"),
+            Err(SassError::Ptxas(_))
+        ));
     }
 
     #[test]
@@ -225,10 +291,15 @@ mod tests {
         let s = parse_nvdisasm(text);
         assert_eq!(s.lines.len(), 1, "{s:?}");
         let l = &s.lines[0];
-        assert_eq!((l.function.as_str(), l.file.as_str(), l.line), ("k", "/a b/k.cu", 12));
+        assert_eq!(
+            (l.function.as_str(), l.file.as_str(), l.line),
+            ("k", "/a b/k.cu", 12)
+        );
         assert_eq!(
             l.ops,
-            [("FFMA".to_string(), 1), ("FMUL".to_string(), 1)].into_iter().collect()
+            [("FFMA".to_string(), 1), ("FMUL".to_string(), 1)]
+                .into_iter()
+                .collect()
         );
     }
 }

@@ -132,8 +132,10 @@ pub fn double_literals(code: &str) -> Vec<(String, f64)> {
     let mut k = 0;
     while k < b.len() {
         let c = b[k];
-        let starts = c.is_ascii_digit() || (c == b'.' && b.get(k + 1).is_some_and(u8::is_ascii_digit));
-        let after_ident = k > 0 && (b[k - 1].is_ascii_alphanumeric() || b[k - 1] == b'_' || b[k - 1] == b'.');
+        let starts =
+            c.is_ascii_digit() || (c == b'.' && b.get(k + 1).is_some_and(u8::is_ascii_digit));
+        let after_ident =
+            k > 0 && (b[k - 1].is_ascii_alphanumeric() || b[k - 1] == b'_' || b[k - 1] == b'.');
         if !starts || after_ident {
             k += 1;
             continue;
@@ -146,7 +148,11 @@ pub fn double_literals(code: &str) -> Vec<(String, f64)> {
         let mut float = false;
         while k < b.len() {
             let d = b[k];
-            let exp = if hex { matches!(d, b'p' | b'P') } else { matches!(d, b'e' | b'E') };
+            let exp = if hex {
+                matches!(d, b'p' | b'P')
+            } else {
+                matches!(d, b'e' | b'E')
+            };
             if exp {
                 float = true;
                 k += 1;
@@ -262,7 +268,11 @@ pub fn culprits(p: &Promotion, line: Option<&str>, defines: &[(String, String)])
             continue;
         };
         let lits = double_literals(&strip_comments(value));
-        if lits.is_empty() || out.iter().any(|c| matches!(c, Culprit::Macro { name: n, .. } if n == name)) {
+        if lits.is_empty()
+            || out
+                .iter()
+                .any(|c| matches!(c, Culprit::Macro { name: n, .. } if n == name))
+        {
             continue;
         }
         let mut fixed = value.clone();
@@ -365,7 +375,9 @@ mod tests {
     #[test]
     fn math_calls_are_double_functions_only() {
         assert_eq!(
-            math_calls("y = exp(-0.1 * x) + expf(x) + __expf(x) + std::pow (x, 2) + p.sqrt(x) + sqrtf(x)"),
+            math_calls(
+                "y = exp(-0.1 * x) + expf(x) + __expf(x) + std::pow (x, 2) + p.sqrt(x) + sqrtf(x)"
+            ),
             ["exp", "pow"]
         );
     }
@@ -392,7 +404,11 @@ mod tests {
     fn culprits_name_literals_macros_calls_and_unexplained_constants() {
         let defines = defines_in("#define DAMPING 0.3\n#define A 0.75f\n");
         // The macro: named with its float definition.
-        let c = culprits(&promotion(&[0.3], &[]), Some("y[i] = x[i] * DAMPING * A;"), &defines);
+        let c = culprits(
+            &promotion(&[0.3], &[]),
+            Some("y[i] = x[i] * DAMPING * A;"),
+            &defines,
+        );
         assert_eq!(
             c,
             [Culprit::Macro {
@@ -403,7 +419,11 @@ mod tests {
         );
         assert_eq!(fix(&c), "write #define DAMPING 0.3f");
         // exp(-0.1 * x): the literal (the PTX has -0.1) and the call.
-        let c = culprits(&promotion(&[-0.1], &[]), Some("y[i] = exp(-0.1 * x[i]); // 2.0"), &[]);
+        let c = culprits(
+            &promotion(&[-0.1], &[]),
+            Some("y[i] = exp(-0.1 * x[i]); // 2.0"),
+            &[],
+        );
         assert_eq!(
             c,
             [
@@ -421,8 +441,20 @@ mod tests {
         assert_eq!(fix(&c), "write 0.1f, expf()");
         // A constant the text does not show, and a math function only the PTX names.
         let c = culprits(&promotion(&[0.3], &["pow"]), Some("y = f(x);"), &[]);
-        assert_eq!(c[0], Culprit::Call { function: "pow".into(), fix: "powf".into() });
-        assert_eq!(c[1], Culprit::Constant { value: 0.3, fix: "0.3f".into() });
+        assert_eq!(
+            c[0],
+            Culprit::Call {
+                function: "pow".into(),
+                fix: "powf".into()
+            }
+        );
+        assert_eq!(
+            c[1],
+            Culprit::Constant {
+                value: 0.3,
+                fix: "0.3f".into()
+            }
+        );
         assert_eq!(c[1].describe(), "constant 0.3 → 0.3f");
         assert!(fix(&[]).starts_with("keep the expression in float"));
         assert_eq!(decimal(2.0), "2");

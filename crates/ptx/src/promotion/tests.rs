@@ -37,15 +37,30 @@ fn summary(p: &[Promotion]) -> Vec<(u32, u32, Vec<f64>, Vec<String>, u32, bool)>
 #[test]
 fn each_accident_is_found_on_its_line_with_its_constant() {
     // 2.0 * x * x: x + x and a multiply in f64 (the 2.0 became an add).
-    assert_eq!(summary(&of(NVRTC, "literal")), [(8, 1, vec![], vec![], 2, true)]);
+    assert_eq!(
+        summary(&of(NVRTC, "literal")),
+        [(8, 1, vec![], vec![], 2, true)]
+    );
     // x * DAMPING (0.3): one f64 multiply by 0d3FD3333333333333.
-    assert_eq!(summary(&of(NVRTC, "macro_constant")), [(14, 1, vec![0.3], vec![], 1, true)]);
+    assert_eq!(
+        summary(&of(NVRTC, "macro_constant")),
+        [(14, 1, vec![0.3], vec![], 1, true)]
+    );
     // 1.0 / (1.0 + d): add.f64 and rcp.rn.f64.
-    assert_eq!(summary(&of(NVRTC, "reciprocal")), [(20, 1, vec![1.0], vec![], 2, true)]);
+    assert_eq!(
+        summary(&of(NVRTC, "reciprocal")),
+        [(20, 1, vec![1.0], vec![], 2, true)]
+    );
     // exp(-0.1 * x): libdevice's exp inlined on the line, 18 f64 instructions.
-    assert_eq!(summary(&of(NVRTC, "exponential")), [(36, 1, vec![-0.1], vec![], 18, true)]);
+    assert_eq!(
+        summary(&of(NVRTC, "exponential")),
+        [(36, 1, vec![-0.1], vec![], 18, true)]
+    );
     let e = &of(NVRTC, "exponential")[0];
-    assert_eq!((e.promoted.as_slice(), e.to_f32, e.copies), (&["%f2".to_string()][..], 1, 1));
+    assert_eq!(
+        (e.promoted.as_slice(), e.to_f32, e.copies),
+        (&["%f2".to_string()][..], 1, 1)
+    );
     // The float kernel has no f64 at all.
     assert!(of(NVRTC, "all_float").is_empty());
 }
@@ -55,7 +70,10 @@ fn pow_of_a_float_is_double_under_nvcc_and_float_under_nvrtc() {
     // NVRTC's pow(float, int) stays float (line 27); pow(x + 1.0, 1.5) calls
     // __internal_accurate_pow, whose 92 f64 instructions count at line 28.
     let nvrtc = of(NVRTC, "power");
-    assert_eq!(summary(&nvrtc), [(28, 1, vec![1.0], vec!["pow".into()], 97, true)]);
+    assert_eq!(
+        summary(&nvrtc),
+        [(28, 1, vec![1.0], vec!["pow".into()], 97, true)]
+    );
     let callee = parse(NVRTC).module;
     let cost = crate::compare::call_tree(&callee, "__internal_accurate_pow")
         .into_iter()
@@ -68,8 +86,13 @@ fn pow_of_a_float_is_double_under_nvcc_and_float_under_nvrtc() {
     // std::pow): one region for both lines, since they share the promoted x.
     let nvcc = of(NVCC, "power");
     assert_eq!(
-        nvcc.iter().map(|p| (p.at, p.math.clone(), p.accidental())).collect::<Vec<_>>(),
-        [(line(27), vec!["pow".to_string()], true), (line(28), vec!["pow".to_string()], true)]
+        nvcc.iter()
+            .map(|p| (p.at, p.math.clone(), p.accidental()))
+            .collect::<Vec<_>>(),
+        [
+            (line(27), vec!["pow".to_string()], true),
+            (line(28), vec!["pow".to_string()], true)
+        ]
     );
     assert_eq!(nvcc[0].constants, [2.0, 1.0]);
     assert!(nvcc[0].lines.contains(&SourceLine { file: 2, line: 418 }));
@@ -81,9 +104,17 @@ fn a_double_accumulator_is_intentional() {
         let p = of(ptx, "double_accumulator");
         assert_eq!(p.len(), 1, "{p:?}");
         assert!(!p[0].accidental());
-        assert_eq!(p[0].carried, [Carried::LoopCarried { register: "%fd23".into() }]);
+        assert_eq!(
+            p[0].carried,
+            [Carried::LoopCarried {
+                register: "%fd23".into()
+            }]
+        );
         // Unrolled by 4 plus a remainder loop: 5 promotions, 5 f64 adds, 1 rounding.
-        assert_eq!((p[0].promotions, p[0].f64_instructions, p[0].to_f32), (5, 5, 1));
+        assert_eq!(
+            (p[0].promotions, p[0].f64_instructions, p[0].to_f32),
+            (5, 5, 1)
+        );
         assert_eq!(p[0].lines, [line(42), line(43)]);
     }
 }
@@ -105,11 +136,21 @@ fn float_literal_is_one_accident_unrolled_five_times() {
 
 #[test]
 fn strict_builds_agree_on_what_is_promoted() {
-    for k in ["literal", "macro_constant", "reciprocal", "exponential", "power"] {
+    for k in [
+        "literal",
+        "macro_constant",
+        "reciprocal",
+        "exponential",
+        "power",
+    ] {
         let (d, s) = (of(NVRTC, k), of(NVRTC_STRICT, k));
         assert_eq!(
-            d.iter().map(|p| (p.at, p.promotions, p.constants.clone())).collect::<Vec<_>>(),
-            s.iter().map(|p| (p.at, p.promotions, p.constants.clone())).collect::<Vec<_>>(),
+            d.iter()
+                .map(|p| (p.at, p.promotions, p.constants.clone()))
+                .collect::<Vec<_>>(),
+            s.iter()
+                .map(|p| (p.at, p.promotions, p.constants.clone()))
+                .collect::<Vec<_>>(),
             "{k}"
         );
     }
@@ -133,7 +174,12 @@ st.param.f64 [r], %fd3;\nret;\n}\n";
     assert_eq!(
         carried,
         [
-            vec![Carried::Parameter { name: "scale_param_0".into() }, Carried::Returned],
+            vec![
+                Carried::Parameter {
+                    name: "scale_param_0".into()
+                },
+                Carried::Returned
+            ],
             vec![Carried::Loaded]
         ]
     );
