@@ -300,6 +300,11 @@ fn build_lines(m: &Module, kernel: &str) -> BuildLines {
     b
 }
 
+/// Whether two highlights are of the same kind (approximate division, square root, ...).
+fn same_kind(a: &Highlight, b: &Highlight) -> bool {
+    std::mem::discriminant(a) == std::mem::discriminant(b)
+}
+
 /// Whether `inst` is an unrounded float `mul` whose every use is an unrounded `add`/`sub` of
 /// the same type (see [`Highlight::Contractible`]).
 fn contractible(f: &Function, g: &Graph, inst: &Instruction) -> bool {
@@ -408,7 +413,31 @@ pub fn compare(
                     if let Some(&pairs) = b.contractible.get(&at).filter(|&&n| n > 0) {
                         highlights.push(Highlight::Contractible { pairs });
                     }
-                    for h in b.other.get(&at).into_iter().flatten() {
+                    let others = b.other.get(&at).map(Vec::as_slice).unwrap_or_default();
+                    let ref_others = reference.map(|(_, r)| r.other.get(&at).map(Vec::as_slice).unwrap_or_default());
+                    for h in others {
+                        // An approximation the reference has as often on this line is not the
+                        // flag set's doing: library code (expf's rcp.approx) or an intrinsic.
+                        let same = |v: &[Highlight]| v.iter().filter(|x| same_kind(x, h)).count();
+                        let ieee = |ops: Option<&Vec<(String, u32)>>| -> u32 {
+                            let prefixes: &[&str] = match h {
+                                Highlight::ApproxSqrt { .. } => &["sqrt.rn."],
+                                _ => &["div.rn.", "rcp.rn."],
+                            };
+                            ops.into_iter()
+                                .flatten()
+                                .filter(|(o, _)| prefixes.iter().any(|p| o.starts_with(p)))
+                                .map(|(_, n)| n)
+                                .sum()
+                        };
+                        let approx = matches!(h, Highlight::ApproxDiv { .. } | Highlight::ApproxSqrt { .. });
+                        let as_in_reference = reference.is_some_and(|(_, r)| {
+                            ref_others.is_some_and(|ro| same(ro) >= same(others))
+                                && ieee(r.ops.get(&at)) <= ieee(b.ops.get(&at))
+                        });
+                        if approx && as_in_reference {
+                            continue;
+                        }
                         // One finding per kind of instruction and line, however often unrolled.
                         if !highlights.contains(h) {
                             highlights.push(h.clone());
