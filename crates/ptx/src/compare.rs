@@ -414,7 +414,8 @@ pub fn compare(
                         highlights.push(Highlight::Contractible { pairs });
                     }
                     let others = b.other.get(&at).map(Vec::as_slice).unwrap_or_default();
-                    let ref_others = reference.map(|(_, r)| r.other.get(&at).map(Vec::as_slice).unwrap_or_default());
+                    let ref_others = reference
+                        .map(|(_, r)| r.other.get(&at).map(Vec::as_slice).unwrap_or_default());
                     for h in others {
                         // An approximation the reference has as often on this line is not the
                         // flag set's doing: library code (expf's rcp.approx) or an intrinsic.
@@ -430,7 +431,10 @@ pub fn compare(
                                 .map(|(_, n)| n)
                                 .sum()
                         };
-                        let approx = matches!(h, Highlight::ApproxDiv { .. } | Highlight::ApproxSqrt { .. });
+                        let approx = matches!(
+                            h,
+                            Highlight::ApproxDiv { .. } | Highlight::ApproxSqrt { .. }
+                        );
                         let as_in_reference = reference.is_some_and(|(_, r)| {
                             ref_others.is_some_and(|ro| same(ro) >= same(others))
                                 && ieee(r.ops.get(&at)) <= ieee(b.ops.get(&at))

@@ -48,6 +48,7 @@ pub(crate) fn print(i: &Inputs) -> anyhow::Result<()> {
                 x["label"] = json!(i.source.label(l.at));
                 x["rank"] = serde_json::to_value(v.rank(l))?;
                 x["significant"] = json!(l.significant());
+                x["reference_sass"] = json!(v.reference_sass.get(&l.at));
                 Ok(x)
             })
             .collect::<Result<_, serde_json::Error>>()?;

@@ -23,6 +23,7 @@ use mantissa_ptx::promotion::{promotions, Promotion};
 use mantissa_ptx::sass::{disassemble, Sass};
 use mantissa_ptx::{census::SourceLine, parse, ptxas, Module};
 use source::SourceLines;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// The options of `mantissa inspect` (see docs/COMMANDS.md).
@@ -231,21 +232,35 @@ pub fn run(args: InspectArgs) -> anyhow::Result<()> {
     }
     let tools = Tools::find();
     let resources = resources(&builds, source.as_ref(), &kernels, args.arch, &tools);
-    let sass = sass_of(&shown, &tools, args.arch);
+    // Every build's SASS, the hidden reference's too: a line's FFMA count means something
+    // only beside strict's (a double division or square root is itself a DFMA sequence).
+    let all: Vec<&Build> = builds.iter().collect();
+    let sass = sass_of(&all, &tools, args.arch);
     let source_lines = SourceLines::new(&args.file, &text, &builds[0].module, &args.define);
     let mut views = Vec::new();
     for k in &kernels {
         let Some(mut report) = compare(k, &refs, reference.as_deref()) else {
             continue;
         };
-        // The hidden reference build is compared against but not shown.
-        for l in &mut report.lines {
-            l.builds.retain(|b| !b.build.starts_with('('));
-        }
-        for (b, s) in shown.iter().zip(&sass) {
+        for (b, s) in all.iter().zip(&sass) {
             if let Ok(s) = s {
                 attach_sass(&mut report, &b.name, s, &b.module.files());
             }
+        }
+        let reference_sass = report
+            .lines
+            .iter()
+            .filter_map(|l| {
+                let r = l
+                    .builds
+                    .iter()
+                    .find(|b| Some(&b.build) == reference.as_ref())?;
+                Some((l.at, r.sass.clone()?))
+            })
+            .collect();
+        // The hidden reference build is compared against but not shown.
+        for l in &mut report.lines {
+            l.builds.retain(|b| !b.build.starts_with('('));
         }
         let promotions = promotions(&shown[0].module, k)
             .into_iter()
@@ -263,6 +278,7 @@ pub fn run(args: InspectArgs) -> anyhow::Result<()> {
             report,
             promotions,
             promotion_build: shown[0].name.clone(),
+            reference_sass,
         });
     }
     let sass_note = sass_note(&tools, &sass);
@@ -305,6 +321,8 @@ pub(crate) struct KernelView {
     pub(crate) promotions: Vec<Found>,
     /// The build the promotions were found in.
     pub(crate) promotion_build: String,
+    /// The reference build's (strict's) SASS per line, shown or not.
+    pub(crate) reference_sass: BTreeMap<SourceLine, BTreeMap<String, u32>>,
 }
 
 impl KernelView {
@@ -324,7 +342,12 @@ impl KernelView {
         let any = |f: &dyn Fn(&Highlight) -> bool| {
             l.builds.iter().any(|b| b.highlights.iter().any(|h| f(h)))
         };
-        if any(&|h| matches!(h, Highlight::Contraction { .. } | Highlight::Contractible { .. })) {
+        if any(&|h| {
+            matches!(
+                h,
+                Highlight::Contraction { .. } | Highlight::Contractible { .. }
+            )
+        }) {
             Some(Rank::Contraction)
         } else if any(&|h| {
             matches!(
@@ -335,7 +358,15 @@ impl KernelView {
             )
         }) {
             Some(Rank::Approximate)
-        } else if any(&|h| matches!(h, Highlight::FloatToUnsigned { may_be_negative: true, .. })) {
+        } else if any(&|h| {
+            matches!(
+                h,
+                Highlight::FloatToUnsigned {
+                    may_be_negative: true,
+                    ..
+                }
+            )
+        }) {
             Some(Rank::FloatToUnsigned)
         } else if l.significant() {
             Some(Rank::Other)

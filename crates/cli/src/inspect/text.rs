@@ -123,7 +123,11 @@ fn print_loops(kernel: &str, builds: &[&Build], src: &SourceLines, width: usize)
         return;
     }
     if rows.len() == builds.len() && rows.windows(2).all(|w| w[0].1 == w[1].1) {
-        let which = if rows.len() > 1 { ", every flag set" } else { "" };
+        let which = if rows.len() > 1 {
+            ", every flag set"
+        } else {
+            ""
+        };
         println!("  loops (static arithmetic intensity of one iteration{which}):");
         println!("    {}", rows[0].1);
         return;
@@ -138,7 +142,13 @@ fn ops_text(b: &LineBuild) -> String {
     let ops: Vec<String> = b
         .ops
         .iter()
-        .map(|(o, n)| if *n > 1 { format!("{o}×{n}") } else { o.clone() })
+        .map(|(o, n)| {
+            if *n > 1 {
+                format!("{o}×{n}")
+            } else {
+                o.clone()
+            }
+        })
         .collect();
     if ops.is_empty() {
         "-".to_string()
@@ -186,11 +196,9 @@ fn print_line(
             )
         });
         if contracts || rank == Some(Rank::Contraction) {
-            let strict = l
-                .builds
-                .iter()
-                .find(|s| s.build == "strict" && s.build != b.build)
-                .and_then(|s| s.sass.as_ref());
+            let strict = Some(b.build.as_str())
+                .filter(|name| *name != "strict")
+                .and_then(|_| v.reference_sass.get(&l.at));
             if let Some(s) = sass_line(b, contracts, strict) {
                 println!("    {:width$}    {s}", "");
             }
@@ -207,9 +215,11 @@ fn sass_line(
     let sass = b.sass.as_ref()?;
     let count = |op: &str| sass.get(op).copied().unwrap_or(0);
     let in_strict = |op: &str| strict.map(|s| s.get(op).copied().unwrap_or(0));
+    // Fused instructions beyond strict's: a double division or square root is a DFMA
+    // sequence under every flag set, so only the excess is the contraction.
     let fused: Vec<String> = ["FFMA", "DFMA"]
         .iter()
-        .filter(|op| count(op) > 0)
+        .filter(|op| count(op) > in_strict(op).unwrap_or(0))
         .map(|op| match in_strict(op) {
             Some(n) => format!("{} {op} (strict: {n})", count(op)),
             None => format!("{} {op}", count(op)),
@@ -228,6 +238,9 @@ fn sass_line(
         .collect();
     match (contracts, fused.is_empty()) {
         (true, false) => Some(format!("✓ confirmed by SASS: {}", fused.join(", "))),
+        (true, true) if strict.is_some() => {
+            Some("SASS: no more FFMA/DFMA here than strict (ptxas did not fuse it)".into())
+        }
         (true, true) => Some("SASS: no FFMA on this line (ptxas did not fuse it)".into()),
         (false, _) if !arithmetic.is_empty() => Some(format!("SASS: {}", arithmetic.join(" "))),
         _ => None,
@@ -267,7 +280,10 @@ fn print_promotion(f: &Found, build: &str, src: &SourceLines) {
         if p.per_execution == 1 { "" } else { "s" }
     );
     if p.copies > 1 {
-        cost.push_str(&format!(" (its code appears {}× after unrolling)", p.copies));
+        cost.push_str(&format!(
+            " (its code appears {}× after unrolling)",
+            p.copies
+        ));
     }
     let others: Vec<String> = p
         .lines

@@ -256,7 +256,10 @@ pub fn culprits(p: &Promotion, line: Option<&str>, defines: &[(String, String)])
     let in_ptx = |v: f64| p.constants.iter().any(|c| *c == v || *c == -v);
     let mut explained: Vec<f64> = Vec::new();
     for (text, v) in double_literals(&code) {
-        if out.iter().any(|c| matches!(c, Culprit::Literal { text: t, .. } if *t == text)) {
+        if out
+            .iter()
+            .any(|c| matches!(c, Culprit::Literal { text: t, .. } if *t == text))
+        {
             continue;
         }
         explained.push(v);
