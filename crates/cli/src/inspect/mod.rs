@@ -339,9 +339,8 @@ impl KernelView {
         if l.at.line != 0 && self.accidents_at(l.at).next().is_some() {
             return Some(Rank::AccidentalDouble);
         }
-        let any = |f: &dyn Fn(&Highlight) -> bool| {
-            l.builds.iter().any(|b| b.highlights.iter().any(|h| f(h)))
-        };
+        let any =
+            |f: &dyn Fn(&Highlight) -> bool| l.builds.iter().any(|b| b.highlights.iter().any(f));
         if any(&|h| {
             matches!(
                 h,

@@ -18,8 +18,10 @@ fn line(n: u32) -> SourceLine {
     SourceLine { file: 1, line: n }
 }
 
-/// (line, promoted f32 values, constants, math, per execution, accidental) of each promotion.
-fn summary(p: &[Promotion]) -> Vec<(u32, u32, Vec<f64>, Vec<String>, u32, bool)> {
+/// (line, promoted f32 values, constants, math, per execution, accidental) of a promotion.
+type Summary = (u32, u32, Vec<f64>, Vec<String>, u32, bool);
+
+fn summary(p: &[Promotion]) -> Vec<Summary> {
     p.iter()
         .map(|p| {
             (
