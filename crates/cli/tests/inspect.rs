@@ -58,7 +58,8 @@ fn ptx_file_json_flags_the_unsafe_cast_and_the_contraction() {
             .map(|h| h["kind"].as_str().unwrap().to_string())
             .collect()
     };
-    assert_eq!(kinds(&line(8)), ["contraction"]);
+    // An fma, and a mul.f32 feeding sub.f32 that ptxas fuses too.
+    assert_eq!(kinds(&line(8)), ["contraction", "contractible"]);
     assert_eq!(kinds(&line(10)), ["float_to_unsigned"]);
     assert_eq!(
         line(10)["builds"][0]["highlights"][0]["may_be_negative"],
@@ -80,7 +81,9 @@ fn ptx_file_text_output_names_lines() {
         ),
         "{text}"
     );
-    assert!(text.contains("  line 8"), "{text}");
+    // Every line is named by its file; code without line info is never a "line 0".
+    assert!(text.contains("\n  ray_step.cu:8:\n"), "{text}");
+    assert!(!text.contains("line 0"), "{text}");
     assert!(text.contains("fma.rn.f32"), "{text}");
     assert!(text.contains("float→unsigned cvt.rzi.u32.f32"), "{text}");
 }
@@ -331,4 +334,224 @@ fn front_ends_that_cannot_read_the_file_are_refused() {
     let out = mantissa(&["inspect", path.to_str().unwrap(), "-D", "1BAD"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("bad define '1BAD'"));
+}
+
+/// `inspect --json` of a scratch copy of `text` named `name`, with `extra` options; `None`
+/// (skipped) without NVRTC.
+fn inspect_json(name: &str, text: &str, extra: &[&str]) -> Option<serde_json::Value> {
+    mantissa_gpu::testing::require_nvrtc_or_skip()?;
+    let path = scratch(name, text);
+    let out = mantissa(&[&["inspect", path.to_str().unwrap(), "--json"], extra].concat());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(serde_json::from_slice(&out.stdout).unwrap())
+}
+
+fn kernel<'a>(v: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    v["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["kernel"] == name)
+        .unwrap_or_else(|| panic!("no kernel {name}"))
+}
+
+const PROMOTION: &str = include_str!("../../../examples/inspect/promotion.cu");
+
+#[test]
+fn accidental_double_is_flagged_per_line_with_its_fix() {
+    let Some(v) = inspect_json("promotion.cu", PROMOTION, &[]) else {
+        return;
+    };
+    // (kernel, label, constants, per execution, fix) of each accident, known from the PTX.
+    let expect = [
+        ("literal", "promotion.cu:8", vec![], 2, "write 2.0f"),
+        (
+            "macro_constant",
+            "promotion.cu:14",
+            vec![0.3],
+            1,
+            "write #define DAMPING 0.3f",
+        ),
+        ("reciprocal", "promotion.cu:20", vec![1.0], 2, "write 1.0f"),
+        (
+            "power",
+            "promotion.cu:28",
+            vec![1.0],
+            97,
+            "write 1.0f, 1.5f, powf()",
+        ),
+        (
+            "exponential",
+            "promotion.cu:36",
+            vec![-0.1],
+            18,
+            "write 0.1f, expf()",
+        ),
+    ];
+    for (k, label, constants, per, fix) in expect {
+        let p = kernel(&v, k)["promotions"].as_array().unwrap();
+        assert_eq!(p.len(), 1, "{k}: {p:?}");
+        let p = &p[0];
+        assert_eq!(p["accidental"], true, "{k}");
+        assert_eq!(p["label"], label, "{k}");
+        assert_eq!(p["constants"], serde_json::json!(constants), "{k}");
+        assert_eq!(p["per_execution"], per, "{k}");
+        assert_eq!(p["fix"], fix, "{k}");
+        assert_eq!(p["promotions"], 1, "{k}");
+        assert_eq!(p["to_f32"], 1, "{k}");
+        assert_eq!(p["build"], "default", "{k}");
+    }
+    // The double accumulator is intentional: carried around the loop.
+    let acc = &kernel(&v, "double_accumulator")["promotions"][0];
+    assert_eq!(acc["accidental"], false);
+    assert_eq!(acc["carried"][0]["kind"], "loop_carried");
+    // Ranked first on its line; an all-float kernel has none.
+    let line = kernel(&v, "exponential")["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["label"] == "promotion.cu:36")
+        .cloned()
+        .unwrap();
+    assert_eq!(line["rank"], "accidental_double");
+    assert_eq!(line["file"], "promotion.cu");
+    assert!(kernel(&v, "all_float")["promotions"]
+        .as_array()
+        .unwrap()
+        .is_empty());
+
+    // The text: the finding under its file:line, intentional double in the summary, no line 0.
+    let path = scratch("promotion_text.cu", PROMOTION);
+    let out = mantissa(&["inspect", path.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("  promotion_text.cu:14: if (i < n) y[i] = x[i] * DAMPING;\n    ! accidental double precision (default): 1 float→double conversion (%f1), rounded back to float once; 1 f64 instruction per execution of this line\n      f64 constants: 0.3\n      from: DAMPING (0.3) → #define DAMPING 0.3f\n      fix: write #define DAMPING 0.3f\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("intentional double, not flagged (an f64 value outlives the expression): promotion_text.cu:42 (f64 %fd23 carried across loop iterations)"),
+        "{text}"
+    );
+    assert!(!text.contains("line 0"), "{text}");
+    assert!(
+        text.contains("floating-point instructions with no line info"),
+        "{text}"
+    );
+}
+
+const FLOAT_LITERAL: &str =
+    include_str!("../../../examples/kernels/float_literal/float_literal.cu");
+
+#[test]
+fn float_literal_shows_its_accident() {
+    let path = scratch("float_literal.cu", FLOAT_LITERAL);
+    let out = mantissa(&["inspect", path.to_str().unwrap(), "--flags", "default"]);
+    if mantissa_gpu::testing::require_nvcc_or_skip().is_none() {
+        return;
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("  float_literal.cu:51: yi = yi + a * (2.0 * xi * xi / sqrt(yi * yi + 1.0) - yi);\n    ! accidental double precision (default): 12 float→double conversions"), "{text}");
+    assert!(text.contains("5 f64 instructions per execution of this line (its code appears 5× after unrolling); 27 in all, with float_literal.cu:48"), "{text}");
+    assert!(
+        text.contains("      fix: write 2.0f, 1.0f, sqrtf()\n"),
+        "{text}"
+    );
+}
+
+const CONTRACT: &str = include_str!("../../ptx/tests/fixtures/sass/contract.cu");
+
+#[test]
+fn contraction_is_confirmed_from_the_sass() {
+    let Some(v) = inspect_json("contract.cu", CONTRACT, &["--flags", "default,strict"]) else {
+        return;
+    };
+    let line = |k: &str, n: u64| {
+        kernel(&v, k)["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["at"]["line"] == n)
+            .cloned()
+            .unwrap()
+    };
+    let update = line("update", 18);
+    assert_eq!(update["rank"], "contraction");
+    assert_eq!(update["builds"][0]["highlights"][0]["kind"], "contractible");
+    assert_eq!(update["builds"][0]["highlights"][0]["pairs"], 1);
+    assert!(update["builds"][1]["highlights"]
+        .as_array()
+        .unwrap()
+        .is_empty());
+    if mantissa_gpu::cuda_tool("nvdisasm").is_none() {
+        assert!(
+            std::env::var("MANTISSA_REQUIRE_NVDISASM").as_deref() != Ok("1"),
+            "nvdisasm not found but MANTISSA_REQUIRE_NVDISASM=1"
+        );
+        assert_eq!(v["sass"]["checked"], false);
+        eprintln!("SASS part skipped: no nvdisasm");
+        return;
+    }
+    assert_eq!(v["sass"]["checked"], true);
+    // x -= m*a: one FFMA by default, FMUL + FADD under strict.
+    assert_eq!(update["builds"][0]["sass"]["FFMA"], 1);
+    assert_eq!(update["builds"][1]["sass"]["FMUL"], 1);
+    assert_eq!(update["builds"][1]["sass"]["FADD"], 1);
+    assert!(update["builds"][1]["sass"].get("FFMA").is_none());
+    // __fmul_rn: never fused.
+    let rounded = line("rounded", 12);
+    assert!(rounded["builds"][0]["sass"].get("FFMA").is_none());
+    assert_eq!(rounded["rank"], serde_json::Value::Null);
+}
+
+#[test]
+fn file_problems_are_one_line_each() {
+    let Some(_) = mantissa_gpu::testing::require_nvrtc_or_skip() else {
+        return;
+    };
+    // A Latin-1 byte in a comment: read, compiled, lines labelled.
+    let mut bytes = b"// caf".to_vec();
+    bytes.push(0xE9);
+    bytes.extend_from_slice(b"\nextern \"C\" __global__ void k(float* x) { x[0] = x[1] * 0.3; }\n");
+    let path = scratch("latin1.cu", "");
+    std::fs::write(&path, &bytes).unwrap();
+    let out = mantissa(&["inspect", path.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("latin1.cu:2: extern"), "{text}");
+    assert!(text.contains("accidental double precision"), "{text}");
+    // No kernels: exit 1, one line saying what to check.
+    let path = scratch("nokernel.cu", "__device__ float f(float x) { return x; }\n");
+    let out = mantissa(&["inspect", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("no kernels in") && err.contains("__global__"),
+        "{err}"
+    );
+}
+
+#[test]
+fn unknown_architectures_are_usage_errors() {
+    let out = mantissa(&["inspect", "k.cu", "--arch", "sm_1000"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("'sm_1000'") && err.contains("accepted: sm_50") && err.contains("sm_90"),
+        "{err}"
+    );
 }

@@ -41,7 +41,7 @@ use crate::nvrtc::{source_hash, BuildFacts, Compiled, Compiler, Source, Target};
 use crate::version::{Arch, PtxIsa};
 use serde::{Deserialize, Serialize};
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::{Arc, OnceLock};
 
@@ -200,7 +200,7 @@ impl BuildRequest {
     pub fn read_text(&self) -> Result<String, BuildError> {
         match &self.text {
             Some(t) => Ok(t.clone()),
-            None => std::fs::read_to_string(&self.file).map_err(|e| BuildError::Read {
+            None => read_source(&self.file).map_err(|e| BuildError::Read {
                 file: self.file_name(),
                 message: e.to_string(),
             }),
@@ -254,6 +254,18 @@ impl BuildRequest {
         }
         Ok(src)
     }
+}
+
+/// Reads a source file as text. Bytes that are not UTF-8 (a Latin-1 `é` in a comment, which
+/// nvcc accepts) become U+FFFD instead of failing the read: no newline is added or removed, so
+/// line numbers stay those of the file. nvcc compiles the file itself and sees its bytes; NVRTC
+/// and the analyses see this text.
+pub fn read_source(path: &Path) -> std::io::Result<String> {
+    let bytes = std::fs::read(path)?;
+    Ok(match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    })
 }
 
 /// The generated header naming the demoted call lines. One `#define` in a header rather than a
@@ -521,7 +533,7 @@ pub fn find_host_code(name: &str, text: &str, dirs: &[PathBuf]) -> Option<HostCo
         let IncludeOrigin::File(path) = &inc.origin else {
             continue;
         };
-        let Ok(inc_text) = std::fs::read_to_string(path) else {
+        let Ok(inc_text) = read_source(path) else {
             continue;
         };
         if let Some((what, header, line)) = host_code_in(&inc_text, &angle_ok) {

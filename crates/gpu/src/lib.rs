@@ -87,12 +87,12 @@ pub use error::{
 };
 pub use flags::{FlagSet, UnknownFlagSet};
 pub use frontend::{
-    BuildRequest, Builder, Built, Define, FrontEnd, FrontEndChoice, HostCode, Reason,
+    read_source, BuildRequest, Builder, Built, Define, FrontEnd, FrontEndChoice, HostCode, Reason,
     UnknownFrontEnd,
 };
 pub use gpu::{device_count, symbols_of_ptx, Gpu, KernelResources, Module, Symbol};
 pub use launch::{DType, DeviceBuffer, HostData, KernelArg, LaunchDims, Scalar};
-pub use locate::{nvrtc_library, NvrtcLibrary, NvrtcOrigin};
+pub use locate::{cuda_tool, nvrtc_library, NvrtcLibrary, NvrtcOrigin};
 pub use mantissa_ptx::entry::{EntryParam, EntrySignature};
 pub use nvcc::{Nvcc, NvccOrigin, NVCC_ENV, NVCC_PIP_INSTALL};
 pub use nvrtc::{source_hash, BuildFacts, Compiled, Compiler, Source, Target};

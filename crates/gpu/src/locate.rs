@@ -245,6 +245,49 @@ fn venv_site_dirs(venv: &Path) -> Vec<PathBuf> {
     dirs
 }
 
+/// A CUDA command-line tool (`ptxas`, `nvdisasm`, `cuobjdump`) by name: `$CUDA_HOME/bin`,
+/// `$CUDA_PATH/bin`, `/usr/local/cuda/bin`, each directory of `PATH`, then the pip wheels'
+/// `nvidia/cu13/bin` (where `nvidia-cuda-nvcc`, `nvidia-cuda-nvdisasm` and
+/// `nvidia-cuda-cuobjdump` put them). The same places, in the same order, as nvcc is looked for.
+pub fn cuda_tool(name: &str) -> Option<PathBuf> {
+    tool_candidates(name, &|var| std::env::var_os(var), &wheel_subdirs(&["bin"]))
+        .into_iter()
+        .find(|p| is_executable(p))
+}
+
+/// Where [`cuda_tool`] looks for `name`, in order (the environment read through `env`).
+fn tool_candidates(
+    name: &str,
+    env: &dyn Fn(&str) -> Option<std::ffi::OsString>,
+    wheel_bins: &[PathBuf],
+) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = ["CUDA_HOME", "CUDA_PATH"]
+        .iter()
+        .filter_map(|v| env(v))
+        .filter(|v| !v.is_empty())
+        .map(|root| PathBuf::from(root).join("bin"))
+        .collect();
+    dirs.push(PathBuf::from("/usr/local/cuda/bin"));
+    if let Some(path) = env("PATH") {
+        dirs.extend(std::env::split_paths(&path).filter(|d| !d.as_os_str().is_empty()));
+    }
+    dirs.extend(wheel_bins.iter().cloned());
+    let mut out: Vec<PathBuf> = Vec::new();
+    for d in dirs {
+        let p = d.join(name);
+        if !out.contains(&p) {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// A file this process may run.
+pub(crate) fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
 /// The toolkit library directories, in search order.
 fn toolkit_dirs() -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = ["CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"]
@@ -300,6 +343,35 @@ mod tests {
             [venv.join("lib/python3.11/site-packages")]
         );
         std::fs::remove_dir_all(&venv).unwrap();
+    }
+
+    #[test]
+    fn tools_are_looked_for_in_the_toolkit_then_path_then_the_wheels() {
+        let env = |var: &str| match var {
+            "CUDA_HOME" => Some("/opt/cuda".into()),
+            "PATH" => Some("/usr/bin::/opt/cuda/bin".into()),
+            _ => None,
+        };
+        let wheels = [PathBuf::from("/site/nvidia/cu13/bin")];
+        assert_eq!(
+            tool_candidates("nvdisasm", &env, &wheels),
+            [
+                "/opt/cuda/bin/nvdisasm",
+                "/usr/local/cuda/bin/nvdisasm",
+                "/usr/bin/nvdisasm",
+                "/site/nvidia/cu13/bin/nvdisasm"
+            ]
+            .map(PathBuf::from)
+        );
+        let dir = scratch_dir("tool");
+        let tool = dir.join("nvdisasm");
+        std::fs::write(&tool, b"#!/bin/sh\n").unwrap();
+        assert!(!is_executable(&tool), "not executable yet");
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert!(is_executable(&tool));
+        assert!(!is_executable(&dir));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -21,6 +21,7 @@ use crate::cache::{cache_root, CacheHit, CacheKey, CompileCache};
 use crate::error::{BuildError, NvccUnavailable};
 use crate::flags::FlagSet;
 use crate::frontend::FrontEnd;
+use crate::locate::is_executable;
 use crate::nvrtc::{source_hash, Compiled, Source, Target};
 use crate::version::{Arch, CudaVersion};
 use std::collections::BTreeMap;
@@ -115,11 +116,6 @@ fn candidates_with(
         push(dir.join("nvcc"), NvccOrigin::PipWheel);
     }
     out
-}
-
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 /// Reads `nvcc --version`'s `release 13.0, V13.0.88` line: the version and the full release.

@@ -118,9 +118,45 @@ impl fmt::Display for Arch {
     }
 }
 
-/// An architecture name that is not `sm_XY`, `compute_XY`, `XY` or `X.Y`.
+/// Every compute capability NVIDIA has shipped (Maxwell to Blackwell): what `--arch` and a
+/// spec's `arch` accept. A well-formed number outside this list (`sm_1000`) is a typo, refused
+/// before any compiler sees it.
+pub const KNOWN_ARCHS: [Arch; 21] = [
+    Arch::new(5, 0),
+    Arch::new(5, 2),
+    Arch::new(5, 3),
+    Arch::new(6, 0),
+    Arch::new(6, 1),
+    Arch::new(6, 2),
+    Arch::new(7, 0),
+    Arch::new(7, 2),
+    Arch::new(7, 5),
+    Arch::new(8, 0),
+    Arch::new(8, 6),
+    Arch::new(8, 7),
+    Arch::new(8, 8),
+    Arch::new(8, 9),
+    Arch::new(9, 0),
+    Arch::new(10, 0),
+    Arch::new(10, 1),
+    Arch::new(10, 3),
+    Arch::new(11, 0),
+    Arch::new(12, 0),
+    Arch::new(12, 1),
+];
+
+/// The accepted names, `sm_50, sm_52, ..., sm_121`, for messages.
+pub fn known_arch_names() -> String {
+    KNOWN_ARCHS
+        .iter()
+        .map(|a| a.sm())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// An architecture name that is not `sm_XY`, `compute_XY`, `XY` or `X.Y` of a known GPU.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown GPU architecture '{0}'; write it as sm_90, compute_90, 90 or 9.0")]
+#[error("unknown GPU architecture '{0}'; accepted: {known} (also written compute_90, 90 or 9.0)", known = known_arch_names())]
 pub struct BadArch(pub String);
 
 impl FromStr for Arch {
@@ -133,22 +169,25 @@ impl FromStr for Arch {
             .strip_prefix("sm_")
             .or_else(|| t.strip_prefix("compute_"))
             .unwrap_or(t);
-        if let Some((major, minor)) = digits.split_once('.') {
+        let arch = if let Some((major, minor)) = digits.split_once('.') {
             let major = major.parse().map_err(|_| bad())?;
             let minor: u32 = minor.parse().map_err(|_| bad())?;
             if minor > 9 {
                 return Err(bad());
             }
-            return Ok(Arch::new(major, minor));
+            Arch::new(major, minor)
+        } else {
+            if digits.len() < 2 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(bad());
+            }
+            let n: u32 = digits.parse().map_err(|_| bad())?;
+            Arch::new(n / 10, n % 10)
+        };
+        if KNOWN_ARCHS.contains(&arch) {
+            Ok(arch)
+        } else {
+            Err(bad())
         }
-        if digits.len() < 2 || !digits.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(bad());
-        }
-        let n: u32 = digits.parse().map_err(|_| bad())?;
-        if n < 10 {
-            return Err(bad());
-        }
-        Ok(Arch::new(n / 10, n % 10))
     }
 }
 
@@ -184,9 +223,29 @@ mod tests {
         }
         assert_eq!("sm_120".parse::<Arch>(), Ok(Arch::new(12, 0)));
         assert_eq!("8.6".parse::<Arch>().map(Arch::sm), Ok("sm_86".to_string()));
-        for s in ["", "sm_", "9", "sm_9x", "9.10", "hopper"] {
+        for s in [
+            "",
+            "sm_",
+            "9",
+            "sm_9x",
+            "9.10",
+            "hopper",
+            "sm_1000",
+            "sm_91",
+            "compute_99",
+            "4.0",
+        ] {
             let err = s.parse::<Arch>().unwrap_err().to_string();
-            assert!(err.contains("sm_90, compute_90, 90 or 9.0"), "{s}: {err}");
+            assert!(
+                err.contains(&format!("'{s}'"))
+                    && err.contains("accepted: sm_50, sm_52, sm_53, sm_60"),
+                "{s}: {err}"
+            );
+            assert!(err.contains("sm_90, sm_100, sm_101, sm_103, sm_110, sm_120, sm_121 (also written compute_90, 90 or 9.0)"), "{err}");
+        }
+        for a in KNOWN_ARCHS {
+            assert_eq!(a.sm().parse::<Arch>(), Ok(a));
+            assert_eq!(a.to_string().parse::<Arch>(), Ok(a));
         }
     }
 }

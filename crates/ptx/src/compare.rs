@@ -9,6 +9,7 @@ use crate::decode::Decoded;
 use crate::graph::Graph;
 use crate::model::*;
 use crate::op::{Arith, MathFn, Op, OpKind};
+use crate::promotion::{is_library, math_function};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -24,6 +25,13 @@ pub enum Highlight {
         fused: u32,
         /// Fused multiply-adds in the reference build on this line.
         reference: Option<u32>,
+    },
+    /// Unrounded `mul` whose result feeds only unrounded `add`/`sub` of the same type: ptxas
+    /// fuses each such pair into one FFMA/DFMA (its `--fmad` defaults to true), so the line
+    /// contracts although its PTX shows no `fma`. `.rn` on either forbids it.
+    Contractible {
+        /// How many mul→add/sub pairs.
+        pairs: u32,
     },
     /// `div.full` or `div.approx` (or an approximate `rcp` standing for a division).
     ApproxDiv {
@@ -67,6 +75,12 @@ impl Highlight {
             Highlight::Contraction { fused, reference: None } => {
                 format!("{fused} fused multiply-add (a contraction unless the source calls fma)")
             }
+            Highlight::Contractible { pairs: 1 } => {
+                "contractible: an unrounded mul feeds an add/sub, which ptxas fuses into an FMA".into()
+            }
+            Highlight::Contractible { pairs } => format!(
+                "contractible: {pairs} unrounded mul→add/sub pairs, which ptxas fuses into FMAs"
+            ),
             Highlight::ApproxDiv { op } => format!("approximate division ({op}, not IEEE)"),
             Highlight::ApproxSqrt { op } => format!("approximate square root ({op}, not IEEE)"),
             Highlight::ApproxFunction { ops } => {
@@ -97,6 +111,10 @@ pub struct LineBuild {
     pub ops: Vec<(String, u32)>,
     /// What in this build makes the line's results differ from strict IEEE evaluation.
     pub highlights: Vec<Highlight>,
+    /// The SASS ptxas made of this line (base opcode → count; see [`attach_sass`]), when a
+    /// disassembler was available.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sass: Option<BTreeMap<String, u32>>,
 }
 
 /// One source line across builds.
@@ -115,6 +133,54 @@ impl LineReport {
     pub fn notable(&self) -> bool {
         self.builds.iter().any(|b| !b.highlights.is_empty())
             || self.builds.windows(2).any(|w| w[0].ops != w[1].ops)
+    }
+
+    /// Whether the line matters beyond `.ftz` and `.rn`: a highlight other than flush-to-zero
+    /// in some build, or builds whose ops differ once `.ftz` and `.rn` are ignored.
+    pub fn significant(&self) -> bool {
+        self.builds.iter().any(|b| {
+            b.highlights
+                .iter()
+                .any(|h| !matches!(h, Highlight::Ftz { .. }))
+        }) || self
+            .builds
+            .windows(2)
+            .any(|w| without_ftz_and_rn(&w[0].ops) != without_ftz_and_rn(&w[1].ops))
+    }
+}
+
+/// Ops with the `.ftz` and `.rn` modifiers removed and counts merged: what is left when a line
+/// differs between builds only by flushing (`fast`) or by strict's explicit rounding.
+pub fn without_ftz_and_rn(ops: &[(String, u32)]) -> BTreeMap<String, u32> {
+    let mut out = BTreeMap::new();
+    for (op, n) in ops {
+        let key: Vec<&str> = op
+            .split('.')
+            .filter(|m| *m != "ftz" && *m != "rn")
+            .collect();
+        *out.entry(key.join(".")).or_default() += n;
+    }
+    out
+}
+
+/// Attaches the SASS of `build` to each line of `report` (`sass` is the disassembly of that
+/// build's PTX, `files` the PTX's `.file` table, so that line-info paths map to indices).
+pub fn attach_sass(
+    report: &mut KernelReport,
+    build: &str,
+    sass: &crate::sass::Sass,
+    files: &[(u32, &str)],
+) {
+    let mut functions: Vec<&str> = vec![report.kernel.as_str()];
+    functions.extend(report.callees.iter().map(String::as_str));
+    for line in &mut report.lines {
+        let Some((_, path)) = files.iter().find(|(i, _)| *i == line.at.file) else {
+            continue;
+        };
+        let ops = sass.at(&functions, path, line.at.line);
+        for b in line.builds.iter_mut().filter(|b| b.build == build) {
+            b.sass = Some(ops.clone());
+        }
     }
 }
 
@@ -137,6 +203,7 @@ struct BuildLines {
     special: BTreeMap<SourceLine, Vec<String>>,
     other: BTreeMap<SourceLine, Vec<Highlight>>,
     ftz: BTreeMap<SourceLine, u32>,
+    contractible: BTreeMap<SourceLine, u32>,
 }
 
 /// The kernel and every device function it reaches through calls.
@@ -144,7 +211,8 @@ pub fn call_tree<'m>(m: &'m Module, kernel: &str) -> Vec<&'m Function> {
     let mut out: Vec<&Function> = Vec::new();
     let mut todo = vec![kernel.to_string()];
     while let Some(name) = todo.pop() {
-        let Some(f) = m.function(&name).filter(|f| f.body.is_some()) else {
+        // A `.func` may be declared (prototype) before it is defined: take the definition.
+        let Some(f) = m.functions().find(|f| f.name == name && f.body.is_some()) else {
             continue;
         };
         if out.iter().any(|g| g.name == f.name) {
@@ -170,10 +238,13 @@ fn build_lines(m: &Module, kernel: &str) -> BuildLines {
         special: BTreeMap::new(),
         other: BTreeMap::new(),
         ftz: BTreeMap::new(),
+        contractible: BTreeMap::new(),
     };
+    let names = crate::units::debug_strings(m);
     for f in call_tree(m, kernel) {
         let d = Decoded::of(f);
         let graph = Graph::of(&d, &Cfg::build(&d));
+        let in_library = is_library(&f.name);
         for k in 0..d.len() {
             let (inst, loc, op) = (d.insts[k], d.locs[k], &d.ops[k]);
             let Some(fp) = classify_op(inst, op) else {
@@ -200,8 +271,20 @@ fn build_lines(m: &Module, kernel: &str) -> BuildLines {
             }
             *b.fused.entry(at).or_default() += u32::from(fp.fused);
             *b.ftz.entry(at).or_default() += u32::from(fp.ftz);
+            if contractible(&d, &graph, inst) {
+                *b.contractible.entry(at).or_default() += 1;
+            }
             let other = b.other.entry(at).or_default();
+            // Approximations inside a math library's code (libdevice's `log` seeds its division
+            // with `rcp.approx.ftz.f64`) are the library's, refined there: not the user's.
+            let library = in_library
+                || loc
+                    .and_then(|l| l.inlined.as_ref())
+                    .and_then(|i| names.get(&i.function_name))
+                    .is_some_and(|n| is_library(n) || math_function(n).is_some())
+                || (op.kind == OpKind::Rcp && fp.ty == "f64" && fp.accuracy == Accuracy::Approx);
             match (&op.kind, fp.accuracy) {
+                _ if library => {}
                 (OpKind::Div | OpKind::Rcp, Accuracy::Full | Accuracy::Approx) => {
                     other.push(Highlight::ApproxDiv {
                         op: fp.name.clone(),
@@ -222,6 +305,34 @@ fn build_lines(m: &Module, kernel: &str) -> BuildLines {
         }
     }
     b
+}
+
+/// Whether two highlights are of the same kind (approximate division, square root, ...).
+fn same_kind(a: &Highlight, b: &Highlight) -> bool {
+    std::mem::discriminant(a) == std::mem::discriminant(b)
+}
+
+/// Whether `inst` is an unrounded float `mul` whose every use is an unrounded `add`/`sub` of
+/// the same type (see [`Highlight::Contractible`]).
+fn contractible(d: &Decoded, g: &Graph, inst: &Instruction) -> bool {
+    let unrounded = |i: &Instruction, ops: &[&str]| {
+        ops.contains(&i.opcode.as_str())
+            && !i.has_mod("rn")
+            && !i.has_mod("sat")
+            && (i.has_mod("f32") || i.has_mod("f64"))
+    };
+    if !unrounded(inst, &["mul"]) {
+        return false;
+    }
+    let ty = inst.types();
+    let mut users = g.uses_of(inst.id).peekable();
+    if users.peek().is_none() {
+        return false;
+    }
+    users.all(|e| {
+        g.index_of(e.user)
+            .is_some_and(|k| unrounded(d.insts[k], &["add", "sub"]) && d.insts[k].types() == ty)
+    })
 }
 
 /// Whether the converted value may be negative, from its definitions (see
@@ -307,7 +418,43 @@ pub fn compare(
                             reference: ref_fused,
                         });
                     }
-                    highlights.extend(b.other.get(&at).into_iter().flatten().cloned());
+                    if let Some(&pairs) = b.contractible.get(&at).filter(|&&n| n > 0) {
+                        highlights.push(Highlight::Contractible { pairs });
+                    }
+                    let others = b.other.get(&at).map(Vec::as_slice).unwrap_or_default();
+                    let ref_others = reference
+                        .map(|(_, r)| r.other.get(&at).map(Vec::as_slice).unwrap_or_default());
+                    for h in others {
+                        // An approximation the reference has as often on this line is not the
+                        // flag set's doing: library code (expf's rcp.approx) or an intrinsic.
+                        let same = |v: &[Highlight]| v.iter().filter(|x| same_kind(x, h)).count();
+                        let ieee = |ops: Option<&Vec<(String, u32)>>| -> u32 {
+                            let prefixes: &[&str] = match h {
+                                Highlight::ApproxSqrt { .. } => &["sqrt.rn."],
+                                _ => &["div.rn.", "rcp.rn."],
+                            };
+                            ops.into_iter()
+                                .flatten()
+                                .filter(|(o, _)| prefixes.iter().any(|p| o.starts_with(p)))
+                                .map(|(_, n)| n)
+                                .sum()
+                        };
+                        let approx = matches!(
+                            h,
+                            Highlight::ApproxDiv { .. } | Highlight::ApproxSqrt { .. }
+                        );
+                        let as_in_reference = reference.is_some_and(|(_, r)| {
+                            ref_others.is_some_and(|ro| same(ro) >= same(others))
+                                && ieee(r.ops.get(&at)) <= ieee(b.ops.get(&at))
+                        });
+                        if approx && as_in_reference {
+                            continue;
+                        }
+                        // One finding per kind of instruction and line, however often unrolled.
+                        if !highlights.contains(h) {
+                            highlights.push(h.clone());
+                        }
+                    }
                     let special = b.special.get(&at).cloned().unwrap_or_default();
                     let ref_special = reference
                         .map(|(_, r)| r.special.get(&at).map_or(0, Vec::len))
@@ -323,6 +470,7 @@ pub fn compare(
                         build: name.to_string(),
                         ops: b.ops.get(&at).cloned().unwrap_or_default(),
                         highlights,
+                        sass: None,
                     }
                 })
                 .collect();
@@ -359,12 +507,16 @@ mod tests {
         let builds = [("default", &d), ("strict", &s), ("fast", &f)];
         let r = compare("ray_step", &builds, Some("strict")).unwrap();
         let l8 = line(&r, 8);
+        // `img_shift_x - (...) * reci_pix_d` is mul.f32 + sub.f32: contractible by ptxas.
         assert_eq!(
             l8.builds[0].highlights,
-            [Highlight::Contraction {
-                fused: 1,
-                reference: Some(0)
-            }]
+            [
+                Highlight::Contraction {
+                    fused: 1,
+                    reference: Some(0)
+                },
+                Highlight::Contractible { pairs: 1 }
+            ]
         );
         assert!(l8.builds[1].highlights.is_empty());
         assert_eq!(
@@ -441,6 +593,7 @@ mod tests {
                 Highlight::ApproxFunction { .. } => "fn",
                 Highlight::Ftz { .. } => "ftz",
                 Highlight::Contraction { .. } => "fma",
+                Highlight::Contractible { .. } => "mul+add",
                 Highlight::FloatToUnsigned { .. } => "cvt",
             })
             .collect();
@@ -448,6 +601,120 @@ mod tests {
         // are approximate under strict too, so they are not flagged as a difference.
         assert_eq!(fast, ["div", "sqrt", "div", "ftz"]);
         assert_eq!(l8.builds[1].highlights[3], Highlight::Ftz { count: 10 });
+    }
+
+    #[test]
+    fn contractible_pairs_and_attached_sass() {
+        let d = crate::parse(include_str!("../tests/fixtures/sass/contract.default.ptx")).module;
+        let s = crate::parse(include_str!("../tests/fixtures/sass/contract.strict.ptx")).module;
+        let builds = [("default", &d), ("strict", &s)];
+        let kinds = |k: &str, n: u32| -> Vec<Vec<Highlight>> {
+            let r = compare(k, &builds, Some("strict")).unwrap();
+            line(&r, n)
+                .builds
+                .iter()
+                .map(|b| b.highlights.clone())
+                .collect()
+        };
+        // x -= m*a: mul.f32 feeding sub.f32 in default; mul.rn/sub.rn in strict.
+        assert_eq!(
+            kinds("update", 18),
+            [vec![Highlight::Contractible { pairs: 1 }], vec![]]
+        );
+        // __fmul_rn: the mul is rounded, so nothing is contractible.
+        assert_eq!(kinds("rounded", 12), [vec![], vec![]]);
+        assert_eq!(
+            kinds("muladd", 6),
+            [
+                vec![Highlight::Contraction {
+                    fused: 1,
+                    reference: Some(0)
+                }],
+                vec![]
+            ]
+        );
+        // SASS is attached by path: the fixture's line 18 has one FFMA.
+        let mut r = compare("update", &builds, Some("strict")).unwrap();
+        let path = d.files()[0].1.to_string();
+        let sass = crate::sass::Sass {
+            lines: vec![crate::sass::SassLine {
+                function: "update".into(),
+                file: path,
+                line: 18,
+                ops: [("FFMA".to_string(), 1)].into_iter().collect(),
+            }],
+        };
+        attach_sass(&mut r, "default", &sass, &d.files());
+        let l18 = line(&r, 18);
+        assert_eq!(
+            l18.builds[0].sass.as_ref().and_then(|o| o.get("FFMA")),
+            Some(&1)
+        );
+        assert_eq!(l18.builds[1].sass, None);
+    }
+
+    #[test]
+    fn ftz_and_rn_only_lines_are_not_significant() {
+        let (d, s, f) = (
+            fixture("loop_sum.default"),
+            fixture("loop_sum.strict"),
+            fixture("loop_sum.fast"),
+        );
+        let r = compare(
+            "loop_sum",
+            &[("default", &d), ("strict", &s), ("fast", &f)],
+            Some("strict"),
+        )
+        .unwrap();
+        let significant: Vec<u32> = r
+            .lines
+            .iter()
+            .filter(|l| l.significant())
+            .map(|l| l.at.line)
+            .collect();
+        let minor: Vec<u32> = r
+            .lines
+            .iter()
+            .filter(|l| l.notable() && !l.significant())
+            .map(|l| l.at.line)
+            .collect();
+        // Line 7 contracts (fma vs mul.rn + add.rn); the shared-memory adds differ by .rn/.ftz only.
+        assert!(significant.contains(&7), "{significant:?}");
+        assert!(
+            !minor.is_empty() && minor.iter().all(|n| !significant.contains(n)),
+            "{minor:?}"
+        );
+        assert_eq!(
+            without_ftz_and_rn(&[
+                ("add.rn.ftz.f32".into(), 2),
+                ("add.f32".into(), 1),
+                ("div.rn.f32".into(), 1)
+            ]),
+            [("add.f32".to_string(), 3), ("div.f32".to_string(), 1)]
+                .into_iter()
+                .collect()
+        );
+    }
+
+    #[test]
+    fn approximations_inside_libdevice_are_not_the_users() {
+        // nvcc's promotion.cu: pow's __internal_accurate_pow seeds with rcp.approx.ftz.f64.
+        let m = crate::parse(include_str!(
+            "../tests/fixtures/promotion/promotion.nvcc.ptx"
+        ))
+        .module;
+        assert!(m
+            .functions()
+            .flat_map(|f| f.instructions())
+            .any(|i| i.full_opcode() == "rcp.approx.ftz.f64"));
+        let r = compare("power", &[("default", &m)], None).unwrap();
+        let approx: Vec<&Highlight> = r
+            .lines
+            .iter()
+            .flat_map(|l| &l.builds[0].highlights)
+            .filter(|h| matches!(h, Highlight::ApproxDiv { .. }))
+            .collect();
+        assert!(approx.is_empty(), "{approx:?}");
     }
 
     #[test]

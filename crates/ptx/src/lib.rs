@@ -22,6 +22,11 @@
 //! - [`compare`]: one kernel across builds (flag sets), per source line, with what changes
 //!   results highlighted (contraction, approximate div/sqrt, ftz, float→unsigned casts).
 //! - [`ptxas`]: optional ptxas (assemble check, register use and spills from `-v`).
+//! - [`sass`]: what runs — the PTX assembled with `ptxas -lineinfo`, disassembled with
+//!   `nvdisasm -g -c`, SASS opcodes counted per source line (FFMA confirms a contraction).
+//! - [`promotion`]: accidental double precision — f64 regions entered from f32 and rounded
+//!   back, per source line, with the literal or call responsible and the fix; f64 values that
+//!   are carried (loops, memory, parameters) are told apart as intentional.
 //! - [`units`]: math-function units — the instructions of one `exp(x)` call, found from the
 //!   `function_name` of `.loc`s in a build with `crates/gpu/cuda/mantissa_units.cuh`
 //!   pre-included ([`units::units`] gives [`units::Unit`]s per function) — and, for PTX without
@@ -66,9 +71,11 @@ pub mod op;
 pub mod parse;
 pub mod pass;
 mod print;
+pub mod promotion;
 pub mod ptxas;
 pub mod regs;
 pub mod rewrite;
+pub mod sass;
 pub mod site;
 pub mod units;
 

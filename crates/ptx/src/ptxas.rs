@@ -76,40 +76,57 @@ pub fn assemble(ptx: &str, arch: &str) -> Result<Vec<Resources>, PtxasError> {
 
 /// As [`assemble`], with an explicit ptxas.
 pub fn assemble_with(ptxas: &Path, ptx: &str, arch: &str) -> Result<Vec<Resources>, PtxasError> {
+    let (_, log) = cubin_with(ptxas, ptx, arch, &["-v"])?;
+    Ok(parse_verbose(&log))
+}
+
+/// Assembles `ptx` for `arch` with `ptxas`, passing `extra` options (`-v`, `-lineinfo`), and
+/// returns the cubin's bytes and everything ptxas printed.
+pub fn cubin_with(
+    ptxas: &Path,
+    ptx: &str,
+    arch: &str,
+    extra: &[&str],
+) -> Result<(Vec<u8>, String), PtxasError> {
+    static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let run_err = |message: String| PtxasError::Run {
         path: ptxas.display().to_string(),
         message,
     };
     // A unique scratch directory: concurrent tests and runs must not share the input file.
     let dir = std::env::temp_dir().join(format!(
-        "mantissa-ptxas-{}-{:?}",
+        "mantissa-ptxas-{}-{}",
         std::process::id(),
-        std::thread::current().id()
+        RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     ));
     std::fs::create_dir_all(&dir).map_err(|e| run_err(e.to_string()))?;
     let input = dir.join("in.ptx");
     let output = dir.join("out.cubin");
-    std::fs::write(&input, ptx).map_err(|e| run_err(e.to_string()))?;
-    let out = Command::new(ptxas)
-        .arg("-v")
-        .arg(format!("-arch={arch}"))
-        .arg(&input)
-        .arg("-o")
-        .arg(&output)
-        .output();
+    let outcome = (|| {
+        std::fs::write(&input, ptx).map_err(|e| run_err(e.to_string()))?;
+        let out = Command::new(ptxas)
+            .args(extra)
+            .arg(format!("-arch={arch}"))
+            .arg(&input)
+            .arg("-o")
+            .arg(&output)
+            .output()
+            .map_err(|e| run_err(e.to_string()))?;
+        let log = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if !out.status.success() {
+            // The scratch file's name means nothing to the user; its line numbers do.
+            let log = log.replace(&input.display().to_string(), "<ptx>");
+            return Err(PtxasError::Rejected { log });
+        }
+        let cubin = std::fs::read(&output).map_err(|e| run_err(e.to_string()))?;
+        Ok((cubin, log))
+    })();
     let _ = std::fs::remove_dir_all(&dir);
-    let out = out.map_err(|e| run_err(e.to_string()))?;
-    let log = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    if !out.status.success() {
-        // The scratch file's name means nothing to the user; its line numbers do.
-        let log = log.replace(&input.display().to_string(), "<ptx>");
-        return Err(PtxasError::Rejected { log });
-    }
-    Ok(parse_verbose(&log))
+    outcome
 }
 
 /// Reads `ptxas -v` output ("Function properties for NAME", then the stack/spill line and,

@@ -3,12 +3,28 @@
 //! or read a PTX file, and print per source line the floating-point instructions each flag set
 //! produced, with what changes results highlighted. Which front end was used, and why, is the
 //! first line of the output (the `front_end` field in JSON).
+//!
+//! Per kernel it adds what the PTX alone does not say: accidental double precision
+//! ([`mantissa_ptx::promotion`], with the literal or call responsible read from the source),
+//! and, where ptxas and nvdisasm are installed, the SASS of each line
+//! ([`mantissa_ptx::sass`]), which confirms contraction. Lines are ranked by what changes
+//! results or costs time ([`Rank`]); lines that differ only by `.ftz` or `.rn` fold into one
+//! summary line per kernel unless `--all`. Printing is in `text.rs` and `json.rs`.
+
+mod json;
+mod source;
+mod text;
 
 use clap::Args;
 use mantissa_gpu::{Arch, BuildRequest, Builder, Define, FlagSet, FrontEnd, Gpu, Source};
-use mantissa_ptx::compare::{compare, KernelReport};
-use mantissa_ptx::{census, parse, ptxas, Module};
-use std::path::{Path, PathBuf};
+use mantissa_ptx::compare::{attach_sass, compare, Highlight, KernelReport, LineReport};
+use mantissa_ptx::promotion::source::{culprits, fix, Culprit};
+use mantissa_ptx::promotion::{promotions, Promotion};
+use mantissa_ptx::sass::{disassemble, Sass};
+use mantissa_ptx::{census::SourceLine, parse, ptxas, Module};
+use source::SourceLines;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 /// The options of `mantissa inspect` (see docs/COMMANDS.md).
 #[derive(Args)]
@@ -39,8 +55,8 @@ pub struct InspectArgs {
     /// Target architecture of the compile (NVRTC or nvcc) and of ptxas.
     #[arg(long, default_value = "sm_90", value_parser = parse_arch)]
     arch: Arch,
-    /// Show every line with floating-point instructions, not only those that differ or are
-    /// highlighted.
+    /// Show every line with floating-point instructions in source order, not only the ranked
+    /// findings (lines differing only by .ftz or .rn, intentional double, no-line-info code).
     #[arg(long)]
     all: bool,
     /// Print JSON (per kernel: lines with ops and highlights per flag set, census, resources).
@@ -99,18 +115,18 @@ fn parse_arch(s: &str) -> Result<Arch, String> {
 pub struct InspectUsage(pub String);
 
 /// One build to compare: its name (a flag set, or `ptx` for a PTX file), its PTX and model.
-struct Build {
-    name: String,
-    flags: Option<FlagSet>,
-    ptx: String,
-    module: Module,
-    diagnostics: Vec<mantissa_ptx::Diagnostic>,
+pub(crate) struct Build {
+    pub(crate) name: String,
+    pub(crate) flags: Option<FlagSet>,
+    pub(crate) ptx: String,
+    pub(crate) module: Module,
+    pub(crate) diagnostics: Vec<mantissa_ptx::Diagnostic>,
 }
 
 /// Builds or reads the file, compares the builds per source line and prints the result as
 /// text or JSON; an unreadable file or unknown kernel is an [`InspectUsage`] error (exit 2).
 pub fn run(args: InspectArgs) -> anyhow::Result<()> {
-    let text = std::fs::read_to_string(&args.file)
+    let text = mantissa_gpu::read_source(&args.file)
         .map_err(|e| InspectUsage(format!("cannot read {}: {e}", args.file.display())))?;
     let file_name = args.file.display().to_string();
     let mut request = BuildRequest::new(&args.file).with_text(text.clone());
@@ -163,9 +179,6 @@ pub fn run(args: InspectArgs) -> anyhow::Result<()> {
             source = Some(request.nvrtc_source(&text));
         }
     }
-    if !args.json {
-        println!("front end: {choice}\n");
-    }
     // PTX the parser did not understand is kept and analysed around; say where it is.
     for b in &builds {
         for d in &b.diagnostics {
@@ -177,6 +190,17 @@ pub fn run(args: InspectArgs) -> anyhow::Result<()> {
     }
     // Kernels: from the first build (every flag set compiles the same kernels).
     let found: Vec<String> = builds[0].module.kernels().map(|k| k.name.clone()).collect();
+    if found.is_empty() {
+        // A result about the file, not a bad command line: exit 1.
+        anyhow::bail!(
+            "no kernels in {file_name}: {}",
+            if front_end == FrontEnd::Ptx {
+                "the PTX has no .entry".to_string()
+            } else {
+                "nothing marked __global__ was compiled (is each kernel declared __global__? a template kernel exists only once instantiated, by a launch or `template __global__ void k<float>(...)`)".to_string()
+            }
+        );
+    }
     let kernels: Vec<String> = match &args.kernel {
         None => found.clone(),
         Some(want) => {
@@ -189,11 +213,7 @@ pub fn run(args: InspectArgs) -> anyhow::Result<()> {
                 None => {
                     return Err(InspectUsage(format!(
                         "no kernel '{want}' in {file_name}; kernels found: {}",
-                        if found.is_empty() {
-                            "none".to_string()
-                        } else {
-                            found.join(", ")
-                        }
+                        found.join(", ")
                     ))
                     .into())
                 }
@@ -205,79 +225,219 @@ pub fn run(args: InspectArgs) -> anyhow::Result<()> {
         .find(|b| b.flags == Some(FlagSet::STRICT))
         .map(|b| b.name.clone());
     let shown: Vec<&Build> = builds.iter().filter(|b| !b.name.starts_with('(')).collect();
-    let pairs: Vec<(&str, &Module)> = shown.iter().map(|b| (b.name.as_str(), &b.module)).collect();
-    let mut refs = pairs.clone();
+    let mut refs: Vec<(&str, &Module)> =
+        shown.iter().map(|b| (b.name.as_str(), &b.module)).collect();
     if let Some(r) = builds.iter().find(|b| b.name.starts_with('(')) {
         refs.push((r.name.as_str(), &r.module));
     }
-    let resources = resources(&builds, source.as_ref(), &kernels, args.arch);
-    let source_lines = SourceLines::new(&args.file, &text, &builds[0].module);
-    let mut json_kernels = Vec::new();
+    let tools = Tools::find();
+    let resources = resources(&builds, source.as_ref(), &kernels, args.arch, &tools);
+    // Every build's SASS, the hidden reference's too: a line's FFMA count means something
+    // only beside strict's (a double division or square root is itself a DFMA sequence).
+    let all: Vec<&Build> = builds.iter().collect();
+    let sass = sass_of(&all, &tools, args.arch);
+    let source_lines = SourceLines::new(&args.file, &text, &builds[0].module, &args.define);
+    let mut views = Vec::new();
     for k in &kernels {
-        let Some(report) = compare(k, &refs, reference.as_deref()) else {
+        let Some(mut report) = compare(k, &refs, reference.as_deref()) else {
             continue;
         };
+        for (b, s) in all.iter().zip(&sass) {
+            if let Ok(s) = s {
+                attach_sass(&mut report, &b.name, s, &b.module.files());
+            }
+        }
+        let reference_sass = report
+            .lines
+            .iter()
+            .filter_map(|l| {
+                let r = l
+                    .builds
+                    .iter()
+                    .find(|b| Some(&b.build) == reference.as_ref())?;
+                Some((l.at, r.sass.clone()?))
+            })
+            .collect();
         // The hidden reference build is compared against but not shown.
-        let report = KernelReport {
-            lines: report
-                .lines
-                .into_iter()
-                .map(|mut l| {
-                    l.builds.retain(|b| !b.build.starts_with('('));
-                    l
-                })
-                .collect(),
-            ..report
-        };
-        if args.json {
-            let census: serde_json::Map<String, serde_json::Value> = shown
-                .iter()
-                .map(|b| {
-                    let c: Vec<_> = mantissa_ptx::compare::call_tree(&b.module, k)
-                        .into_iter()
-                        .map(census::function_census)
-                        .collect();
-                    Ok((b.name.clone(), serde_json::to_value(c)?))
-                })
-                .collect::<Result<_, serde_json::Error>>()?;
-            let lines: Vec<serde_json::Value> = report
-                .lines
-                .iter()
-                .map(|l| {
-                    let mut v = serde_json::to_value(l)?;
-                    v["text"] = serde_json::json!(source_lines.get(l.at.file, l.at.line));
-                    Ok(v)
-                })
-                .collect::<Result<_, serde_json::Error>>()?;
-            json_kernels.push(serde_json::json!({
-                "kernel": k,
-                "callees": report.callees,
-                "resources": resources.iter().filter(|r| &r.kernel == k).collect::<Vec<_>>(),
-                "lines": lines,
-                "census": census,
-            }));
+        for l in &mut report.lines {
+            l.builds.retain(|b| !b.build.starts_with('('));
+        }
+        let promotions = promotions(&shown[0].module, k)
+            .into_iter()
+            .map(|p| {
+                let c = culprits(&p, source_lines.text(p.at), source_lines.defines());
+                let fix = fix(&c);
+                Found {
+                    promotion: p,
+                    culprits: c,
+                    fix,
+                }
+            })
+            .collect();
+        views.push(KernelView {
+            report,
+            promotions,
+            promotion_build: shown[0].name.clone(),
+            reference_sass,
+        });
+    }
+    let sass_note = sass_note(&tools, &sass);
+    if args.json {
+        json::print(&json::Inputs {
+            file_name: &file_name,
+            choice: &choice,
+            facts: &facts,
+            arch: args.arch,
+            shown: &shown,
+            views: &views,
+            resources: &resources,
+            source: &source_lines,
+            sass_note: sass_note.as_deref(),
+        })
+    } else {
+        println!("front end: {choice}");
+        if let Some(n) = &sass_note {
+            println!("SASS: {n}");
+        }
+        println!();
+        for v in &views {
+            text::print_kernel(v, &shown, &resources, &source_lines, args.all);
+        }
+        Ok(())
+    }
+}
+
+/// One accidental (or intentional) double region with what the source says about it.
+pub(crate) struct Found {
+    pub(crate) promotion: Promotion,
+    pub(crate) culprits: Vec<Culprit>,
+    pub(crate) fix: String,
+}
+
+/// Everything shown about one kernel.
+pub(crate) struct KernelView {
+    pub(crate) report: KernelReport,
+    /// Promotions of the first shown build.
+    pub(crate) promotions: Vec<Found>,
+    /// The build the promotions were found in.
+    pub(crate) promotion_build: String,
+    /// The reference build's (strict's) SASS per line, shown or not.
+    pub(crate) reference_sass: BTreeMap<SourceLine, BTreeMap<String, u32>>,
+}
+
+impl KernelView {
+    /// The accidental promotions reported at `at`.
+    pub(crate) fn accidents_at(&self, at: SourceLine) -> impl Iterator<Item = &Found> {
+        self.promotions
+            .iter()
+            .filter(move |f| f.promotion.accidental() && f.promotion.at == at)
+    }
+
+    /// Where a line ranks among the kernel's findings; `None` for a line that is not one (no
+    /// difference beyond `.ftz`/`.rn`, nothing flagged but flush-to-zero).
+    pub(crate) fn rank(&self, l: &LineReport) -> Option<Rank> {
+        if l.at.line != 0 && self.accidents_at(l.at).next().is_some() {
+            return Some(Rank::AccidentalDouble);
+        }
+        let any =
+            |f: &dyn Fn(&Highlight) -> bool| l.builds.iter().any(|b| b.highlights.iter().any(f));
+        if any(&|h| {
+            matches!(
+                h,
+                Highlight::Contraction { .. } | Highlight::Contractible { .. }
+            )
+        }) {
+            Some(Rank::Contraction)
+        } else if any(&|h| {
+            matches!(
+                h,
+                Highlight::ApproxDiv { .. }
+                    | Highlight::ApproxSqrt { .. }
+                    | Highlight::ApproxFunction { .. }
+            )
+        }) {
+            Some(Rank::Approximate)
+        } else if any(&|h| {
+            matches!(
+                h,
+                Highlight::FloatToUnsigned {
+                    may_be_negative: true,
+                    ..
+                }
+            )
+        }) {
+            Some(Rank::FloatToUnsigned)
+        } else if l.significant() {
+            Some(Rank::Other)
         } else {
-            print_kernel(&report, &shown, &resources, &source_lines, args.all);
+            None
         }
     }
-    if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&serde_json::json!({
-                "file": file_name,
-                "front_end": choice,
-                "builds": facts
-                    .iter()
-                    .map(|(name, f)| Ok(serde_json::json!({"name": name, "facts": serde_json::to_value(f)?})))
-                    .collect::<Result<Vec<_>, serde_json::Error>>()?,
-                "arch": args.arch.sm(),
-                "flag_sets": shown.iter().map(|b| b.name.clone()).collect::<Vec<_>>(),
-                "kernels": json_kernels,
-            }))?
-        );
-    }
-    Ok(())
 }
+
+/// What a line's finding is, most consequential first: the order lines are printed in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Rank {
+    /// Float code computing in double: slower (1/2 to 1/64 of the f32 rate) and different.
+    AccidentalDouble,
+    /// An FMA where strict has mul and add (or a pair ptxas will fuse): different results.
+    Contraction,
+    /// Approximate division, square root or special function: different results.
+    Approximate,
+    /// A cast to unsigned of a value that may be negative: undefined behaviour.
+    FloatToUnsigned,
+    /// Builds differ otherwise (beyond `.ftz` and `.rn`), or an unsafe-looking cast.
+    Other,
+}
+
+/// ptxas and nvdisasm, where installed.
+pub(crate) struct Tools {
+    ptxas: Option<PathBuf>,
+    nvdisasm: Option<PathBuf>,
+}
+
+impl Tools {
+    fn find() -> Tools {
+        Tools {
+            ptxas: ptxas::find().or_else(|| mantissa_gpu::cuda_tool("ptxas")),
+            nvdisasm: mantissa_gpu::cuda_tool("nvdisasm"),
+        }
+    }
+}
+
+/// Each shown build's SASS per line, or why there is none.
+fn sass_of(shown: &[&Build], tools: &Tools, arch: Arch) -> Vec<Result<Sass, String>> {
+    shown
+        .iter()
+        .map(|b| match (&tools.ptxas, &tools.nvdisasm) {
+            (Some(p), Some(d)) => disassemble(p, d, &b.ptx, &arch.sm()).map_err(|e| e.to_string()),
+            (None, _) => Err("no ptxas".into()),
+            (_, None) => Err("no nvdisasm".into()),
+        })
+        .collect()
+}
+
+/// One line about the SASS check when it could not be made (`None` when it was).
+fn sass_note(tools: &Tools, sass: &[Result<Sass, String>]) -> Option<String> {
+    if tools.ptxas.is_none() || tools.nvdisasm.is_none() {
+        let missing = match (&tools.ptxas, &tools.nvdisasm) {
+            (None, None) => "ptxas and nvdisasm",
+            (None, _) => "ptxas",
+            _ => "nvdisasm",
+        };
+        return Some(format!(
+            "not checked: no {missing} (pip install nvidia-cuda-nvcc==13.0.88 nvidia-cuda-nvdisasm=={}, or a CUDA toolkit); contractible pairs are judged on the PTX alone",
+            NVDISASM_VERSION
+        ));
+    }
+    sass.iter()
+        .find_map(|s| s.as_ref().err())
+        .map(|e| format!("not checked: {e}"))
+}
+
+/// The nvdisasm wheel CI installs (`.ci/run`).
+const NVDISASM_VERSION: &str = "13.5.37";
 
 fn read_build(name: &str, flags: Option<FlagSet>, ptx: String) -> Build {
     let parsed = parse(&ptx);
@@ -291,7 +451,7 @@ fn read_build(name: &str, flags: Option<FlagSet>, ptx: String) -> Build {
 }
 
 /// `ray_step` for `_Z8ray_stepPKfS0_Ptfffffi`; other names unchanged.
-fn demangled(name: &str) -> &str {
+pub(crate) fn demangled(name: &str) -> &str {
     let Some(rest) = name.strip_prefix("_Z") else {
         return name;
     };
@@ -304,16 +464,16 @@ fn demangled(name: &str) -> &str {
 
 /// Register use of one kernel in one build.
 #[derive(serde::Serialize)]
-struct Usage {
-    kernel: String,
-    build: String,
+pub(crate) struct Usage {
+    pub(crate) kernel: String,
+    pub(crate) build: String,
     /// `driver` (loaded on the GPU) or `ptxas`.
-    from: &'static str,
-    registers: Option<u32>,
-    spill_store_bytes: Option<u32>,
-    spill_load_bytes: Option<u32>,
-    local_bytes: Option<u32>,
-    note: Option<String>,
+    pub(crate) from: &'static str,
+    pub(crate) registers: Option<u32>,
+    pub(crate) spill_store_bytes: Option<u32>,
+    pub(crate) spill_load_bytes: Option<u32>,
+    pub(crate) local_bytes: Option<u32>,
+    pub(crate) note: Option<String>,
 }
 
 /// Registers and spills: from the driver when a GPU is present (the source is compiled for
@@ -323,6 +483,7 @@ fn resources(
     source: Option<&Source>,
     kernels: &[String],
     arch: Arch,
+    tools: &Tools,
 ) -> Vec<Usage> {
     let mut out = Vec::new();
     let gpu = match mantissa_gpu::device_count() {
@@ -338,7 +499,10 @@ fn resources(
             Some((g.arch(), module))
         });
         let assembled = if driver.is_none() {
-            Some(ptxas::assemble(&b.ptx, &arch.sm()))
+            Some(match &tools.ptxas {
+                Some(p) => ptxas::assemble_with(p, &b.ptx, &arch.sm()),
+                None => Err(ptxas::PtxasError::NotFound),
+            })
         } else {
             None
         };
@@ -381,175 +545,6 @@ fn resources(
         }
     }
     out
-}
-
-/// Source text by `.file` index and line, for showing each line beside its instructions.
-struct SourceLines {
-    files: Vec<(u32, Vec<String>)>,
-}
-
-impl SourceLines {
-    fn new(input: &Path, input_text: &str, m: &Module) -> SourceLines {
-        let input_name = input.file_name();
-        let files = m
-            .files()
-            .into_iter()
-            .filter_map(|(index, path)| {
-                let p = Path::new(path);
-                // NVRTC records the name it was given (made absolute): match the input by name
-                // first, then try the path itself (headers, or a PTX file's sources).
-                let text =
-                    if p.file_name() == input_name && !input_text.starts_with("//\n// Generated") {
-                        Some(input_text.to_string())
-                    } else {
-                        std::fs::read_to_string(p).ok()
-                    }?;
-                Some((index, text.lines().map(str::to_string).collect()))
-            })
-            .collect();
-        SourceLines { files }
-    }
-
-    fn get(&self, file: u32, line: u32) -> Option<&str> {
-        let (_, lines) = self.files.iter().find(|(i, _)| *i == file)?;
-        lines.get((line as usize).checked_sub(1)?).map(|s| s.trim())
-    }
-}
-
-fn print_kernel(
-    r: &KernelReport,
-    builds: &[&Build],
-    resources: &[Usage],
-    src: &SourceLines,
-    all: bool,
-) {
-    match demangled(&r.kernel) {
-        plain if plain != r.kernel => println!("kernel {} ({plain})", r.kernel),
-        _ => println!("kernel {}", r.kernel),
-    }
-    if !r.callees.is_empty() {
-        println!("  calls {}", r.callees.join(", "));
-    }
-    let width = builds
-        .iter()
-        .map(|b| b.name.len())
-        .max()
-        .unwrap_or(4)
-        .max(4);
-    for u in resources.iter().filter(|u| u.kernel == r.kernel) {
-        let mut parts = Vec::new();
-        if let Some(n) = u.registers {
-            parts.push(format!("{n} registers"));
-        }
-        if let (Some(s), Some(l)) = (u.spill_store_bytes, u.spill_load_bytes) {
-            parts.push(format!("spills {s} B stored / {l} B loaded"));
-        }
-        if let Some(b) = u.local_bytes {
-            parts.push(format!("{b} B local"));
-        }
-        if let Some(n) = &u.note {
-            parts.push(n.clone());
-        }
-        let from = if u.registers.is_some() {
-            format!(" (from {})", u.from)
-        } else {
-            String::new()
-        };
-        println!("  {:width$}  {}{from}", u.build, parts.join(", "));
-    }
-    print_loops(r, builds, width);
-    let mut shown = 0;
-    for l in &r.lines {
-        if !all && !l.notable() {
-            continue;
-        }
-        shown += 1;
-        let text = src.get(l.at.file, l.at.line).unwrap_or("");
-        let inl = if l.inlined_at.is_empty() {
-            String::new()
-        } else {
-            format!(
-                " (inlined at line {})",
-                l.inlined_at
-                    .iter()
-                    .map(|s| s.line.to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        };
-        println!("\n  line {}{inl}: {text}", l.at.line);
-        for b in &l.builds {
-            let ops: Vec<String> = b
-                .ops
-                .iter()
-                .map(|(o, n)| {
-                    if *n > 1 {
-                        format!("{o}×{n}")
-                    } else {
-                        o.clone()
-                    }
-                })
-                .collect();
-            let ops = if ops.is_empty() {
-                "-".to_string()
-            } else {
-                ops.join(" ")
-            };
-            println!("    {:width$}  {ops}", b.build);
-            for h in &b.highlights {
-                println!("    {:width$}    ! {}", "", h.describe("strict"));
-            }
-        }
-    }
-    if shown == 0 {
-        println!(
-            "\n  no differences between flag sets and nothing flagged (--all lists every line)"
-        );
-    }
-    println!();
-}
-
-/// Static arithmetic intensity of each loop, per build: flops per off-chip byte of one pass
-/// through the loop's instructions.
-fn print_loops(r: &KernelReport, builds: &[&Build], width: usize) {
-    let mut rows = Vec::new();
-    for b in builds {
-        let mut loops = Vec::new();
-        for f in mantissa_ptx::compare::call_tree(&b.module, &r.kernel) {
-            for l in census::function_census(f).loops {
-                let lines: Vec<u32> = l.lines.iter().map(|s| s.line).filter(|&n| n > 0).collect();
-                let span = match (lines.iter().min(), lines.iter().max()) {
-                    (Some(a), Some(z)) if a != z => format!("lines {a}-{z}"),
-                    (Some(a), _) => format!("line {a}"),
-                    _ => "no line info".to_string(),
-                };
-                let what = match l.intensity {
-                    Some(i) => format!(
-                        "{} flop / {} B = {i:.2} flop/B",
-                        l.counts.flops(),
-                        l.counts.offchip_bytes
-                    ),
-                    None => format!("{} flop, nothing off chip", l.counts.flops()),
-                };
-                let nest = if l.depth > 1 {
-                    format!(" (depth {})", l.depth)
-                } else {
-                    String::new()
-                };
-                loops.push(format!("{span}{nest}: {what}"));
-            }
-        }
-        if !loops.is_empty() {
-            rows.push((b.name.clone(), loops));
-        }
-    }
-    if rows.is_empty() {
-        return;
-    }
-    println!("  loops (static arithmetic intensity of one iteration):");
-    for (name, loops) in rows {
-        println!("    {name:width$}  {}", loops.join("; "));
-    }
 }
 
 #[cfg(test)]
