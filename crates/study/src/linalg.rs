@@ -74,6 +74,7 @@ use mantissa_report::{Backend, ErrorMetrics, Status};
 use rayon::prelude::*;
 use rayon::ThreadPool;
 
+use crate::cost::{all_cores, generation, significand_bits, value_bytes, Cost, Pace, Work, F64, F64X2};
 use crate::inputs::InputClass;
 use crate::measurement::{time_stats, Measurement};
 use crate::study::{CpuTiming, Data, Point, StudyConfig, StudyPrecision, Suite};
@@ -976,6 +977,9 @@ impl Workload for Solver {
     fn device_bytes(&self, point: &Point) -> u64 {
         device_bytes(point)
     }
+    fn host_cost(&self, point: &Point, _suite: Suite) -> Cost {
+        host_cost(point)
+    }
     fn quantities(&self) -> &'static [(&'static str, &'static str)] {
         match self {
             Solver::Ge => &[GFLOPS],
@@ -1019,7 +1023,7 @@ struct CpuRun<'a> {
     point: &'a Point,
     class: &'a InputClass,
     pool: Option<&'a ThreadPool>,
-    timing: CpuTiming,
+    timing: CpuTiming<'a>,
 }
 
 impl PrecisionVisitor for CpuRun<'_> {
@@ -1073,6 +1077,60 @@ impl PrecisionVisitor for CpuRun<'_> {
             .insert("gflops".into(), gflops(n, time.median_ms.max(1e-9)));
         m.time = Some(time);
         m
+    }
+}
+
+// ---- The cost ----------------------------------------------------------------------------------
+
+/// Refinement steps the GE reference is counted with: each adds about 50 bits to the solution's
+/// f64 start, so 2·p + 8 bits need (2·p + 8) / 50 of them, at least 2.
+fn refinement_steps(precision: StudyPrecision) -> f64 {
+    let bits = (2 * significand_bits(precision) + 8).max(220);
+    f64::from(bits.div_ceil(50)).max(2.0)
+}
+
+/// What a GE or LU point costs the host. Both: the system (n² + n f64 values) and its f64 copy.
+/// GE: the reference (a pivoted f64 LU, then k refinement steps of n² exact products per part, so
+/// about k²/2 · n²); LU: the factors and A as f64x2, the f64x2 residual (n³/3 products and
+/// subtractions; the GPU computes its own) and the reference factorization (f64x2, or mp512 up to
+/// [`MP_REFERENCE_MAX`]). On the CPU, the converted A, the factors kept from the first run and
+/// the copy each repetition makes, and the timed elimination: 2n³/3 operations in the precision.
+pub fn host_cost(point: &Point) -> Cost {
+    let (n, p) = (point.size as f64, point.precision);
+    let (nn, cube) = (n * n, 2.0 / 3.0 * n * n * n);
+    let big_pool = if point.size >= 256 { all_cores() } else { 1 };
+    let mut work = vec![generation(nn + n)];
+    let mut bytes = 8.0 * (nn + n) + 8.0 * nn;
+    if point.workload == "ge" {
+        bytes += 8.0 * nn;
+        work.push(Work::new(F64, cube, Pace::Independent).on(big_pool));
+        let k = refinement_steps(p);
+        let pool = if point.size >= 128 { all_cores() } else { 1 };
+        work.push(Work::new(StudyPrecision::Exact, k * k / 2.0 * nn, Pace::Dependent).on(pool));
+    } else {
+        bytes += 40.0 * nn;
+        if !point.backend.is_gpu() {
+            // The GPU computes its points' residual itself.
+            let pool = if point.size >= 128 { all_cores() } else { 1 };
+            work.push(Work::new(F64X2, cube, Pace::Independent).on(pool));
+        }
+        let bits = significand_bits(p);
+        let mp512 = StudyPrecision::Real(Precision::Mp(512));
+        if bits > 53 && point.size as usize <= MP_REFERENCE_MAX {
+            bytes += 2.0 * value_bytes(mp512) as f64 * nn;
+            work.push(Work::new(mp512, cube, Pace::Independent).on(big_pool));
+        } else if p != F64X2 || bits <= 53 {
+            bytes += 16.0 * nn;
+            work.push(Work::new(F64X2, cube, Pace::Independent).on(big_pool));
+        }
+    }
+    if let Backend::Cpu { threads } = point.backend {
+        bytes += 3.0 * value_bytes(p) as f64 * (nn + n);
+        work.push(Work::new(p, cube, Pace::Independent).on(threads).timed());
+    }
+    Cost {
+        bytes: bytes as u64,
+        work,
     }
 }
 

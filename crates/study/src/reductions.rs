@@ -14,6 +14,7 @@ use mantissa_num::{ExactDot, ExactSum, Mp, Real};
 use mantissa_report::{Backend, Status, TimeStats};
 use rayon::ThreadPool;
 
+use crate::cost::{generation, value_bytes, Cost, Pace, Work};
 use crate::gpu_reduce::{GpuReducer, Shape};
 use crate::inputs::{uniform_vectors, InputClass, WHITE_PAPER_A, WHITE_PAPER_B};
 use crate::measurement::{error_metrics, reference_f64, time_stats, Measurement};
@@ -116,6 +117,9 @@ impl Workload for Reduction {
     }
     fn device_bytes(&self, point: &Point) -> u64 {
         device_bytes(point)
+    }
+    fn host_cost(&self, point: &Point, _suite: Suite) -> Cost {
+        host_cost(point)
     }
     fn quantities(&self) -> &'static [(&'static str, &'static str)] {
         // One scalar against one exact value: everything is in the record's own fields.
@@ -608,6 +612,67 @@ pub fn score(inputs: &Inputs, outcome: &Outcome) -> Measurement {
     }
 }
 
+// ---- The cost ----------------------------------------------------------------------------------
+
+/// Operations per π term: Leibniz's division, conversion and addition; the midpoint rule's
+/// conversion, two additions, two multiplications, a division and the accumulation.
+const LEIBNIZ_OPS: f64 = 3.0;
+const MIDPOINT_OPS: f64 = 7.0;
+
+/// What a point costs the host: the f64 inputs, their exact reference (a superaccumulator pass)
+/// and, on the CPU, the converted copy and the timed reduction (n additions, or n products and n
+/// additions); on the GPU, the host's converted copies.
+pub fn host_cost(point: &Point) -> Cost {
+    let n = point.size as f64;
+    let p = point.precision;
+    let cpu_threads = match point.backend {
+        Backend::Cpu { threads } => Some(threads),
+        _ => None,
+    };
+    let mut cost = Cost::default();
+    match point.workload {
+        "sum" | "dot" => {
+            let vectors = if point.workload == "dot" { 2.0 } else { 1.0 };
+            let mut bytes = 8.0 * n * vectors;
+            cost.work.push(generation(n * vectors));
+            cost.work.push(Work::new(StudyPrecision::Exact, n, Pace::Dependent));
+            match cpu_threads {
+                Some(threads) => {
+                    if p != StudyPrecision::Exact {
+                        bytes += value_bytes(p) as f64 * n * vectors;
+                        cost.work.push(Work::new(p, n * vectors, Pace::Independent));
+                    }
+                    let ops = n * vectors;
+                    cost.work
+                        .push(Work::new(p, ops, Pace::Dependent).on(threads).timed());
+                }
+                None => bytes += device_bytes(point) as f64,
+            }
+            cost.bytes = bytes as u64;
+        }
+        "pi-leibniz" => {
+            // Scored against the same series in mp1024.
+            let reference = StudyPrecision::Real(mantissa_num::precision::Precision::Mp(1024));
+            cost.work
+                .push(Work::new(reference, LEIBNIZ_OPS * n, Pace::Dependent));
+            if cpu_threads.is_some() {
+                cost.work
+                    .push(Work::new(p, LEIBNIZ_OPS * n, Pace::Dependent).timed());
+            }
+        }
+        _ => {
+            if let Some(threads) = cpu_threads {
+                cost.work.push(
+                    Work::new(p, MIDPOINT_OPS * n, Pace::Dependent)
+                        .on(threads)
+                        .timed(),
+                );
+            }
+        }
+    }
+    cost
+}
+
 // ---- The CPU run --------------------------------------------------------------------------------
 
 /// The CPU runner of the three reductions.
@@ -651,7 +716,7 @@ struct CpuPoint<'a> {
     point: &'a Point,
     inputs: &'a Inputs,
     pool: Option<&'a ThreadPool>,
-    timing: CpuTiming,
+    timing: CpuTiming<'a>,
 }
 
 impl PrecisionVisitor for CpuPoint<'_> {

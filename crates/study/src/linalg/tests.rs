@@ -454,6 +454,7 @@ fn cpu_points_measure_in_the_expected_order() {
         budget: std::time::Duration::from_millis(1),
         min_reps: 1,
         max_reps: 1,
+        stop: Default::default(),
     };
     let err = |w, class: InputClass, p: &str| {
         let m = measure_cpu(&cpu_point(w, class, 48, p), None, timing);
