@@ -80,6 +80,7 @@ use rayon::ThreadPool;
 
 use crate::cost::{generation, significand_bits, value_bytes, Cost, Pace, Work};
 use crate::inputs::InputClass;
+use crate::stop::{Stop, CHECK_EVERY};
 use crate::measurement::{error_metrics, reference_f64, time_stats, Measurement};
 use crate::study::{CpuTiming, Data, Point, StudyConfig, StudyPrecision, Suite};
 use crate::workload::{CpuMeasure, GpuMeasure, Workload};
@@ -295,16 +296,40 @@ pub fn gpu_points(cfg: &StudyConfig, w: Experiment, full: (u32, u32)) -> Vec<Poi
 
 /// x_0 · x_1 · … · x_{n−1}, left to right from the first factor (one for no factors).
 pub fn chain_product<T: Real>(xs: &[T]) -> T {
-    let mut it = xs.iter();
-    let Some(first) = it.next() else {
+    chain_product_until(xs, Stop::NEVER)
+}
+
+/// [`chain_product`], checking `stop` every block of factors (the same products in the same
+/// order; a meaningless value once it is set).
+pub fn chain_product_until<T: Real>(xs: &[T], stop: Stop) -> T {
+    let Some((first, rest)) = xs.split_first() else {
         return T::one();
     };
-    it.fold(first.clone(), |acc, x| acc * x.clone())
+    let mut acc = first.clone();
+    for block in rest.chunks(CHECK_EVERY) {
+        if stop.requested() {
+            break;
+        }
+        acc = block.iter().fold(acc, |acc, x| acc * x.clone());
+    }
+    acc
 }
 
 /// x ← (x·y)/y for each y in order, from `x0`.
 pub fn doundo<T: Real>(x0: T, ys: &[T]) -> T {
-    ys.iter().fold(x0, |x, y| (x * y.clone()) / y.clone())
+    doundo_until(x0, ys, Stop::NEVER)
+}
+
+/// [`doundo`], checking `stop` every block of steps.
+pub fn doundo_until<T: Real>(x0: T, ys: &[T], stop: Stop) -> T {
+    let mut x = x0;
+    for block in ys.chunks(CHECK_EVERY) {
+        if stop.requested() {
+            break;
+        }
+        x = block.iter().fold(x, |x, y| (x * y.clone()) / y.clone());
+    }
+    x
 }
 
 /// The exact product of exact values, by a balanced tree of integer products (the significands
@@ -602,7 +627,8 @@ impl PrecisionVisitor for ChainCpu<'_> {
     fn visit<T: Real>(self) -> Measurement {
         let xs: Vec<T> = self.factors.iter().map(|&x| T::from_f64(x)).collect();
         let reference = chain_reference(&xs);
-        let (value, time) = self.timing.measure(|| chain_product(&xs));
+        let stop = self.timing.stop;
+        let (value, time) = self.timing.measure(|| chain_product_until(&xs, stop));
         let computed = Reference::of(&value);
         let mut extra = BTreeMap::new();
         let mults = xs.len().saturating_sub(1) as f64;
@@ -624,7 +650,10 @@ impl PrecisionVisitor for DoUndoCpu<'_> {
         let x0 = T::from_f64(self.x0);
         let ys: Vec<T> = self.ys.iter().map(|&y| T::from_f64(y)).collect();
         let reference = Reference::of(&x0);
-        let (value, time) = self.timing.measure(|| doundo(x0.clone(), &ys));
+        let stop = self.timing.stop;
+        let (value, time) = self
+            .timing
+            .measure(|| doundo_until(x0.clone(), &ys, stop));
         let computed = Reference::of(&value);
         let mut extra = BTreeMap::new();
         extra.insert(

@@ -761,10 +761,19 @@ impl PrecisionVisitor for CpuRun<'_> {
     fn visit<T: Real>(self) -> Measurement {
         let (op, n) = (self.op, self.point.size);
         let xs: Vec<T> = inputs(op, self.elements, self.point.seed);
+        let stop = self.timing.stop;
+        // An element is at most 10^6 operations (a few ms): the check goes before each.
+        let one = |x: &T| {
+            if stop.requested() {
+                T::zero()
+            } else {
+                model(x, op, n)
+            }
+        };
         let run = || -> Vec<T> {
             match self.pool {
-                Some(pool) => pool.install(|| xs.par_iter().map(|x| model(x, op, n)).collect()),
-                None => xs.iter().map(|x| model(x, op, n)).collect(),
+                Some(pool) => pool.install(|| xs.par_iter().map(one).collect()),
+                None => xs.iter().map(one).collect(),
             }
         };
         let (results, time) = self.timing.measure(run);

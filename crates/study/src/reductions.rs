@@ -19,6 +19,7 @@ use crate::gpu_reduce::{GpuReducer, Shape};
 use crate::inputs::{uniform_vectors, InputClass, WHITE_PAPER_A, WHITE_PAPER_B};
 use crate::measurement::{error_metrics, reference_f64, time_stats, Measurement};
 use crate::reduce;
+use crate::stop::CHECK_EVERY;
 use crate::study::{CpuTiming, Data, Point, StudyConfig, StudyPrecision, Suite};
 use crate::workload::{CpuMeasure, GpuMeasure, Workload};
 
@@ -87,7 +88,8 @@ impl Workload for Reduction {
     }
     fn size_limit(&self) -> (u64, &'static str) {
         match self {
-            Reduction::Sum | Reduction::Dot => (1 << 31, "elements"),
+            // Memory decides first: the guard refuses a point that does not fit (crate::guard).
+            Reduction::Sum | Reduction::Dot => (1 << 40, "elements"),
             // π's step counts are fixed (10^2 … 10^9); --size does not apply.
             Reduction::Pi => (u64::MAX, "steps"),
         }
@@ -562,6 +564,8 @@ impl InputCache {
             workload: point.workload,
         };
         if self.last.as_ref().map(|(k, _)| k) != Some(&id) {
+            // Dropped first, so that two datasets are never held at once (the cost model's peak).
+            self.last = None;
             self.last = Some((id.clone(), Inputs::of(point)));
         }
         &self.last.as_ref().expect("just filled").1
@@ -725,26 +729,38 @@ impl PrecisionVisitor for CpuPoint<'_> {
         let p = self.point;
         let convert = |v: &[f64]| v.iter().map(|&x| T::from_f64(x)).collect::<Vec<T>>();
         let (xs, ys) = (convert(&self.inputs.xs), convert(&self.inputs.ys));
-        let pool = self.pool;
+        let (pool, stop) = (self.pool, self.timing.stop);
+        let chunked = || pool.expect("chunked points have a pool");
         let (value, time) = match (p.workload, p.algorithm) {
-            ("sum", "serial") => self.timing.measure(|| reduce::serial_sum(&xs)),
-            ("sum", "pairwise") => self.timing.measure(|| reduce::pairwise_sum(&xs)),
+            ("sum", "serial") => self
+                .timing
+                .measure(|| reduce::serial_sum_until(&xs, stop)),
+            ("sum", "pairwise") => self
+                .timing
+                .measure(|| reduce::pairwise_sum_until(&xs, stop)),
             ("sum", "chunked") => self
                 .timing
-                .measure(|| reduce::chunked_sum(&xs, pool.expect("chunked points have a pool"))),
-            ("dot", "serial") => self.timing.measure(|| reduce::serial_dot(&xs, &ys, false)),
-            ("dot", "fma-serial") => self.timing.measure(|| reduce::serial_dot(&xs, &ys, true)),
-            ("dot", "pairwise") => self.timing.measure(|| reduce::pairwise_dot(&xs, &ys)),
+                .measure(|| reduce::chunked_sum_until(&xs, chunked(), stop)),
+            ("dot", "serial") => self
+                .timing
+                .measure(|| reduce::serial_dot_until(&xs, &ys, false, stop)),
+            ("dot", "fma-serial") => self
+                .timing
+                .measure(|| reduce::serial_dot_until(&xs, &ys, true, stop)),
+            ("dot", "pairwise") => self
+                .timing
+                .measure(|| reduce::pairwise_dot_until(&xs, &ys, stop)),
+            // 2000 terms: no check needed.
             ("pi-leibniz", _) => self.timing.measure(|| reduce::leibniz::<T>(p.size)),
             ("pi-midpoint", "serial") => self
                 .timing
-                .measure(|| reduce::pi_midpoint_serial::<T>(p.size)),
+                .measure(|| reduce::pi_midpoint_serial_until::<T>(p.size, stop)),
             ("pi-midpoint", "pairwise") => self
                 .timing
-                .measure(|| reduce::pi_midpoint_pairwise::<T>(p.size)),
-            ("pi-midpoint", "chunked") => self.timing.measure(|| {
-                reduce::pi_midpoint_chunked::<T>(p.size, pool.expect("chunked points have a pool"))
-            }),
+                .measure(|| reduce::pi_midpoint_pairwise_until::<T>(p.size, stop)),
+            ("pi-midpoint", "chunked") => self
+                .timing
+                .measure(|| reduce::pi_midpoint_chunked_until::<T>(p.size, chunked(), stop)),
             (w, a) => unreachable!("no CPU algorithm {a} for {w}: the planner never makes one"),
         };
         Outcome {
@@ -772,7 +788,12 @@ fn exact_point(
                     .into_par_iter()
                     .map(|k| {
                         let mut acc = ExactSum::new();
-                        acc.add_slice(&inputs.xs[n * k / t..n * (k + 1) / t]);
+                        for block in inputs.xs[n * k / t..n * (k + 1) / t].chunks(CHECK_EVERY) {
+                            if timing.stop.requested() {
+                                break;
+                            }
+                            acc.add_slice(block);
+                        }
                         acc
                     })
                     .reduce(ExactSum::new, |mut a, b| {
@@ -784,12 +805,20 @@ fn exact_point(
         }),
         ("sum", None) => timing.measure(|| {
             let mut acc = ExactSum::new();
-            acc.add_slice(&inputs.xs);
+            for block in inputs.xs.chunks(CHECK_EVERY) {
+                if timing.stop.requested() {
+                    break;
+                }
+                acc.add_slice(block);
+            }
             acc.round()
         }),
         _ => timing.measure(|| {
             let mut acc = ExactDot::new();
-            for (a, b) in inputs.xs.iter().zip(&inputs.ys) {
+            for (k, (a, b)) in inputs.xs.iter().zip(&inputs.ys).enumerate() {
+                if k % CHECK_EVERY == 0 && timing.stop.requested() {
+                    break;
+                }
                 acc.add_product(*a, *b);
             }
             acc.round()
