@@ -34,9 +34,10 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
             ("lines", "are")
         };
         eprintln!(
-            "note: skipped {count} {lines} of {} that {are} not a record ({lines} {}; first: {problem}); reporting the {} records that read",
+            "note: skipped {count} {lines} of {} that {are} not a record ({lines} {}; line {}: {problem}); reporting the {} records that read",
             args.out_dir.join(RESULTS_FILE).display(),
             notes.skipped_lines(5),
+            notes.skipped[0],
             records.len(),
         );
     }

@@ -9,10 +9,10 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 use mantissa_gpu::Gpu;
 use mantissa_report::ResultsLog;
+use mantissa_study::guard::{self, Length};
 use mantissa_study::inputs::InputClass;
 use mantissa_study::registry;
 use mantissa_study::runner;
-use mantissa_study::guard::{self, Length};
 use mantissa_study::study::{
     cpu_name, Plan, Point, RunSummary, StudyConfig, StudyError, StudyPrecision, Suite,
 };
@@ -215,7 +215,9 @@ pub fn run(args: StudyArgs, max_threads: Option<usize>) -> anyhow::Result<()> {
             } else {
                 &cpu_device
             };
-            resumed.as_ref().is_some_and(|log| log.contains(&p.key(device)))
+            resumed
+                .as_ref()
+                .is_some_and(|log| log.contains(&p.key(device)))
         },
         args.force,
     )?;
@@ -403,9 +405,20 @@ mod tests {
 
     #[test]
     fn the_resume_command_is_the_command_with_resume_quoted_for_a_shell() {
-        let args = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>().into_iter();
+        let args = |v: &[&str]| {
+            v.iter()
+                .map(|s| s.to_string())
+                .collect::<Vec<_>>()
+                .into_iter()
+        };
         assert_eq!(
-            resume_command(args(&["/x/target/release/mantissa", "study", "lu", "--size", "2^10"])),
+            resume_command(args(&[
+                "/x/target/release/mantissa",
+                "study",
+                "lu",
+                "--size",
+                "2^10"
+            ])),
             "mantissa study lu --size 2^10 --resume"
         );
         assert_eq!(

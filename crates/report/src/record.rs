@@ -501,9 +501,7 @@ pub fn read_records(path: &Path) -> Result<(Vec<Record>, ReadNotes), RecordError
     loop {
         line.clear();
         // Bytes, not a String: a line that is not UTF-8 is one bad line, not an unreadable file.
-        let n = reader
-            .read_until(b'\n', &mut line)
-            .map_err(io_err(path))?;
+        let n = reader.read_until(b'\n', &mut line).map_err(io_err(path))?;
         if n == 0 {
             break;
         }
@@ -515,7 +513,7 @@ pub fn read_records(path: &Path) -> Result<(Vec<Record>, ReadNotes), RecordError
         if parsed.as_ref().is_ok_and(|t| t.is_empty()) {
             continue;
         }
-        match parsed.and_then(|text| Record::from_json_line(text).map_err(|e| e.to_string())) {
+        match parsed.and_then(|text| Record::from_json_line(text).map_err(|e| within_line(&e))) {
             Ok(r) => records.push(r),
             Err(_) if !terminated => notes.truncated_tail = true,
             Err(message) => {
@@ -534,6 +532,18 @@ pub fn read_records(path: &Path) -> Result<(Vec<Record>, ReadNotes), RecordError
         }
     }
     Ok((records, notes))
+}
+
+/// What the JSON parser said about one line, placed by column only (serde's "line 1" is the line's
+/// own first line, not the file's).
+fn within_line(e: &serde_json::Error) -> String {
+    let full = e.to_string();
+    let position = format!(" at line {} column {}", e.line(), e.column());
+    match full.strip_suffix(&position) {
+        Some(what) if e.column() > 0 => format!("{what} at column {}", e.column()),
+        Some(what) => what.to_string(),
+        None => full,
+    }
 }
 
 /// The append-only `results.jsonl` of one output directory.
@@ -923,7 +933,10 @@ mod tests {
         assert_eq!(records.len(), 3);
         assert_eq!(notes.skipped, [3]);
         assert!(!notes.truncated_tail);
-        assert!(notes.first_problem.is_some());
+        assert_eq!(
+            notes.first_problem.as_deref(),
+            Some("key must be a string at column 21")
+        );
     }
 
     #[test]

@@ -80,8 +80,8 @@ use rayon::ThreadPool;
 
 use crate::cost::{generation, significand_bits, value_bytes, Cost, Pace, Work};
 use crate::inputs::InputClass;
-use crate::stop::{Stop, CHECK_EVERY};
 use crate::measurement::{error_metrics, reference_f64, time_stats, Measurement};
+use crate::stop::{Stop, CHECK_EVERY};
 use crate::study::{CpuTiming, Data, Point, StudyConfig, StudyPrecision, Suite};
 use crate::workload::{CpuMeasure, GpuMeasure, Workload};
 
@@ -651,9 +651,7 @@ impl PrecisionVisitor for DoUndoCpu<'_> {
         let ys: Vec<T> = self.ys.iter().map(|&y| T::from_f64(y)).collect();
         let reference = Reference::of(&x0);
         let stop = self.timing.stop;
-        let (value, time) = self
-            .timing
-            .measure(|| doundo_until(x0.clone(), &ys, stop));
+        let (value, time) = self.timing.measure(|| doundo_until(x0.clone(), &ys, stop));
         let computed = Reference::of(&value);
         let mut extra = BTreeMap::new();
         extra.insert(
@@ -854,7 +852,11 @@ pub fn host_cost(point: &Point) -> Cost {
         ));
     }
     if !point.backend.is_gpu() {
-        let ops = if point.workload == "chain" { n - 1.0 } else { 2.0 * n };
+        let ops = if point.workload == "chain" {
+            n - 1.0
+        } else {
+            2.0 * n
+        };
         cost.work
             .push(Work::new(p, ops.max(0.0), Pace::Dependent).timed());
     }

@@ -235,12 +235,23 @@ mod tests {
         let free = 24u64 << 30;
         let msg = check_memory(&e, cfg.suite, free).unwrap_err().to_string();
         assert!(!msg.contains('\n'), "{msg}");
-        assert!(msg.contains(&bytes(need)) && msg.contains("24.0 GiB is free"), "{msg}");
+        assert!(
+            msg.contains(&bytes(need)) && msg.contains("24.0 GiB is free"),
+            "{msg}"
+        );
         // Half of 24 GiB at 16 bytes an element: 2^30 elements fit.
         assert!(msg.contains("at most --size 2^30 fits"), "{msg}");
-        assert!(msg.contains("--precision") && msg.contains("--force"), "{msg}");
+        assert!(
+            msg.contains("--precision") && msg.contains("--force"),
+            "{msg}"
+        );
         // What fits passes.
-        check_memory(&estimate_of(&config("sum", 1 << 20, "f64")), cfg.suite, free).unwrap();
+        check_memory(
+            &estimate_of(&config("sum", 1 << 20, "f64")),
+            cfg.suite,
+            free,
+        )
+        .unwrap();
     }
 
     #[test]
@@ -272,7 +283,10 @@ mod tests {
         // 2/3 · 16384³ = 2.93e12 mp256 operations at 428 ns: about 350 hours on one core.
         let ops = 2.0 / 3.0 * 16_384f64.powi(3);
         let want = ops * ns_per_op(point.precision, Pace::Independent) * 1e-9;
-        assert!(seconds >= want && seconds < 2.0 * want, "{seconds} vs {want}");
+        assert!(
+            seconds >= want && seconds < 2.0 * want,
+            "{seconds} vs {want}"
+        );
         assert!(duration(seconds).ends_with("days"), "{}", duration(seconds));
         assert_eq!(Length::of(seconds), Length::TooLong);
     }
@@ -291,7 +305,11 @@ mod tests {
         let once = n * 0.81e-9;
         let want = 16.0 * once + n * 12.0 * 0.81e-9 + n * 1e-9 + n * 0.15e-9;
         let timing = crate::study::CpuTiming::for_suite(cfg.suite);
-        assert!((cost.seconds(&timing) - want).abs() < 1e-12, "{}", cost.seconds(&timing));
+        assert!(
+            (cost.seconds(&timing) - want).abs() < 1e-12,
+            "{}",
+            cost.seconds(&timing)
+        );
     }
 
     #[test]
@@ -319,7 +337,8 @@ mod tests {
 
     #[test]
     fn meminfo_and_units_read_and_print() {
-        let text = "MemTotal:       24000000 kB\nMemFree:         1000 kB\nMemAvailable:   22000000 kB\n";
+        let text =
+            "MemTotal:       24000000 kB\nMemFree:         1000 kB\nMemAvailable:   22000000 kB\n";
         assert_eq!(parse_mem_available(text), Some(22_000_000 * 1024));
         assert_eq!(parse_mem_available("MemTotal: 1 kB\n"), None);
         assert_eq!(bytes(16 << 30), "16.0 GiB");

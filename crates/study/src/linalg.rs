@@ -74,10 +74,12 @@ use mantissa_report::{Backend, ErrorMetrics, Status};
 use rayon::prelude::*;
 use rayon::ThreadPool;
 
-use crate::cost::{all_cores, generation, significand_bits, value_bytes, Cost, Pace, Work, F64, F64X2};
+use crate::cost::{
+    all_cores, generation, significand_bits, value_bytes, Cost, Pace, Work, F64, F64X2,
+};
 use crate::inputs::InputClass;
-use crate::stop::Stop;
 use crate::measurement::{time_stats, Measurement};
+use crate::stop::Stop;
 use crate::study::{CpuTiming, Data, Point, StudyConfig, StudyPrecision, Suite};
 use crate::workload::{CpuMeasure, GpuMeasure, Workload};
 
@@ -517,12 +519,7 @@ fn data_key(label: &str, parts: &[&[f64]]) -> u64 {
 static CPU_GE_REFS: Mutex<RefCache<GeReference>> = Mutex::new(RefCache::new());
 static CPU_LU_REFS: Mutex<RefCache<LuReference>> = Mutex::new(RefCache::new());
 
-fn cached<V>(
-    cache: &Mutex<RefCache<V>>,
-    key: u64,
-    stop: Stop,
-    make: impl FnOnce() -> V,
-) -> Arc<V> {
+fn cached<V>(cache: &Mutex<RefCache<V>>, key: u64, stop: Stop, make: impl FnOnce() -> V) -> Arc<V> {
     // A poisoned cache only means another point panicked while filling it; the entries are whole.
     let mut c = cache.lock().unwrap_or_else(|e| e.into_inner());
     c.get_or(key, stop, make)
@@ -1125,12 +1122,11 @@ impl PrecisionVisitor for CpuRun<'_> {
                 LuRefKind::Mp => Some(cached(&CPU_LU_REFS, data_key("mp", &[&a64]), stop, || {
                     lu_reference_mp(&a64, n, stop)
                 })),
-                LuRefKind::Pairs | LuRefKind::PairsShort => Some(cached(
-                    &CPU_LU_REFS,
-                    data_key("dd", &[&a64]),
-                    stop,
-                    || lu_reference_pairs(&a64, n, stop),
-                )),
+                LuRefKind::Pairs | LuRefKind::PairsShort => {
+                    Some(cached(&CPU_LU_REFS, data_key("dd", &[&a64]), stop, || {
+                        lu_reference_pairs(&a64, n, stop)
+                    }))
+                }
                 LuRefKind::Nothing => None,
             };
             let scored = score_factors(&f, &pairs, n, &kind, &residual, a_max, reference);
@@ -1701,12 +1697,11 @@ impl<'g> GpuRunner<'g> {
         let residual = self.residual_gpu(&pairs, &a_pairs, n)?;
         let kind = lu_ref_kind::<T>(n);
         let reference = match kind {
-            LuRefKind::Mp => Some(
-                self.lu_refs
-                    .get_or(data_key("mp", &[&a64]), Stop::NEVER, || {
-                        lu_reference_mp(&a64, n, Stop::NEVER)
-                    }),
-            ),
+            LuRefKind::Mp => Some(self.lu_refs.get_or(
+                data_key("mp", &[&a64]),
+                Stop::NEVER,
+                || lu_reference_mp(&a64, n, Stop::NEVER),
+            )),
             LuRefKind::Pairs | LuRefKind::PairsShort => {
                 let key = data_key("dd", &[&a64]);
                 if let Some((_, r)) = self.lu_refs.entries.iter().find(|(k, _)| *k == key) {

@@ -252,13 +252,19 @@ mod tests {
         let ys: Vec<f32> = xs.iter().rev().copied().collect();
         let fold = xs.iter().fold(0.0f32, |a, &x| a + x);
         assert_eq!(serial_sum(&xs).to_bits(), fold.to_bits());
-        let fused = xs.iter().zip(&ys).fold(0.0f32, |a, (x, y)| x.mul_add(*y, a));
+        let fused = xs
+            .iter()
+            .zip(&ys)
+            .fold(0.0f32, |a, (x, y)| f32::mul_add(*x, *y, a));
         assert_eq!(serial_dot(&xs, &ys, true).to_bits(), fused.to_bits());
         let midpoint = {
             let m = Midpoint::<f32>::new(n as u64);
             m.h * (0..n as u64).fold(0.0f32, |a, i| a + m.term(i))
         };
-        assert_eq!(pi_midpoint_serial::<f32>(n as u64).to_bits(), midpoint.to_bits());
+        assert_eq!(
+            pi_midpoint_serial::<f32>(n as u64).to_bits(),
+            midpoint.to_bits()
+        );
         // A stop already requested: nothing is computed.
         let flag = AtomicBool::new(true);
         let stop = Stop::on(&flag);
@@ -269,7 +275,10 @@ mod tests {
         assert_eq!(pairwise_dot_until(&xs, &ys, stop), 0.0);
         assert_eq!(pi_midpoint_serial_until::<f32>(1 << 30, stop), 0.0);
         assert_eq!(pi_midpoint_pairwise_until::<f32>(1 << 30, stop), 0.0);
-        assert_eq!(pi_midpoint_chunked_until::<f32>(1 << 30, &pool(2), stop), 0.0);
+        assert_eq!(
+            pi_midpoint_chunked_until::<f32>(1 << 30, &pool(2), stop),
+            0.0
+        );
     }
 
     #[test]

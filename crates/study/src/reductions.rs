@@ -639,7 +639,8 @@ pub fn host_cost(point: &Point) -> Cost {
             let vectors = if point.workload == "dot" { 2.0 } else { 1.0 };
             let mut bytes = 8.0 * n * vectors;
             cost.work.push(generation(n * vectors));
-            cost.work.push(Work::new(StudyPrecision::Exact, n, Pace::Dependent));
+            cost.work
+                .push(Work::new(StudyPrecision::Exact, n, Pace::Dependent));
             match cpu_threads {
                 Some(threads) => {
                     if p != StudyPrecision::Exact {
@@ -732,9 +733,7 @@ impl PrecisionVisitor for CpuPoint<'_> {
         let (pool, stop) = (self.pool, self.timing.stop);
         let chunked = || pool.expect("chunked points have a pool");
         let (value, time) = match (p.workload, p.algorithm) {
-            ("sum", "serial") => self
-                .timing
-                .measure(|| reduce::serial_sum_until(&xs, stop)),
+            ("sum", "serial") => self.timing.measure(|| reduce::serial_sum_until(&xs, stop)),
             ("sum", "pairwise") => self
                 .timing
                 .measure(|| reduce::pairwise_sum_until(&xs, stop)),

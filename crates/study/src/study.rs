@@ -366,7 +366,10 @@ impl<'a> CpuTiming<'a> {
         let t1 = start.elapsed();
         let first_ms = [t1.as_secs_f64() * 1e3];
         if t1 >= self.budget {
-            return (first, TimeStats::from_samples(&first_ms).expect("one sample"));
+            return (
+                first,
+                TimeStats::from_samples(&first_ms).expect("one sample"),
+            );
         }
         let reps = self.reps_after(t1.as_secs_f64());
         let mut samples = Vec::with_capacity(reps as usize);
