@@ -362,7 +362,7 @@ pub fn ge_reference(a: &[f64], b: &[f64], n: usize, bits: u32) -> GeReference {
 }
 
 /// [`ge_reference`], checking `stop` every elimination step and refinement (a stopped reference
-/// is meaningless: the point is dropped, and [`cached`] does not keep it).
+/// is meaningless: the point is dropped, and the reference cache does not keep it).
 pub fn ge_reference_until(a: &[f64], b: &[f64], n: usize, bits: u32, stop: Stop) -> GeReference {
     let lu = PivotedLu::new(a, n, stop);
     let first = lu.solve(b);
