@@ -5,7 +5,8 @@
 //! [`crate::workload::Workload`]) becomes a [`Plan`] (a list of [`Point`]s), each point runs on
 //! its backend ([`crate::runner`]) and becomes one record, appended to `results.jsonl` as soon as
 //! it completes. Points already in the log are skipped (`--resume`); a stop request (Ctrl-C) is
-//! honoured between points, so the file always holds whole records.
+//! checked inside the CPU points' loops ([`CpuTiming::stop`]) and the interrupted point is
+//! dropped, so the file always holds whole records of finished points.
 //!
 //! This module imports no workload: the workloads import it, and [`crate::registry`] lists them.
 
