@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use mantissa_report::{load, markdown, write_csv, write_html, PLOTS_DIR};
+use mantissa_report::{load, markdown, write_csv, write_html, PLOTS_DIR, RESULTS_FILE};
 
 /// The options of `mantissa report` (see docs/COMMANDS.md).
 #[derive(Args)]
@@ -24,6 +24,22 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
     if notes.truncated_tail {
         // The study was killed mid-line; that point is simply missing (a resumed run redoes it).
         eprintln!("note: the last line of results.jsonl was incomplete and is skipped");
+    }
+    if let Some(problem) = &notes.first_problem {
+        // Damaged lines cost only themselves: the report covers every record that reads.
+        let count = notes.skipped.len();
+        let (lines, are) = if count == 1 {
+            ("line", "is")
+        } else {
+            ("lines", "are")
+        };
+        eprintln!(
+            "note: skipped {count} {lines} of {} that {are} not a record ({lines} {}; line {}: {problem}); reporting the {} records that read",
+            args.out_dir.join(RESULTS_FILE).display(),
+            notes.skipped_lines(5),
+            notes.skipped[0],
+            records.len(),
+        );
     }
     print!("{}", markdown(&records));
     let csv = write_csv(&args.out_dir, &records)?;

@@ -9,10 +9,13 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 use mantissa_gpu::Gpu;
 use mantissa_report::ResultsLog;
+use mantissa_study::guard::{self, Length};
 use mantissa_study::inputs::InputClass;
 use mantissa_study::registry;
 use mantissa_study::runner;
-use mantissa_study::study::{Plan, RunSummary, StudyConfig, StudyError, StudyPrecision, Suite};
+use mantissa_study::study::{
+    cpu_name, Plan, Point, RunSummary, StudyConfig, StudyError, StudyPrecision, Suite,
+};
 use mantissa_study::workload::Workload;
 
 use crate::progress::Bar;
@@ -57,6 +60,10 @@ pub struct StudyArgs {
     /// file is moved aside, never overwritten).
     #[arg(long)]
     resume: bool,
+    /// Start even when a point needs more memory than is free, or the run is estimated at more
+    /// than 4 hours of CPU time.
+    #[arg(long)]
+    force: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -86,14 +93,15 @@ fn parse_class(s: &str) -> Result<InputClass, String> {
         .map_err(|e: mantissa_study::inputs::InputError| e.to_string())
 }
 
-/// Largest size accepted: 2^31 elements (16 GiB of f64 data per vector).
-const MAX_SIZE: u64 = 1 << 31;
+/// Largest size the parser accepts: 2^40. Each workload has its own limit
+/// (`StudyConfig::check_sizes`), and the memory guard refuses a point that does not fit.
+const MAX_SIZE: u64 = 1 << 40;
 
 fn parse_sizes(s: &str) -> Result<Sizes, String> {
     let mut out = Vec::new();
     for item in s.split(',').map(str::trim).filter(|t| !t.is_empty()) {
         let bad = || {
-            format!("size {item:?}: expected a whole number from 1 to 2^31, like 1048576 or 2^20")
+            format!("size {item:?}: expected a whole number from 1 to 2^40, like 1048576 or 2^20")
         };
         let n = match item.split_once('^') {
             Some((b, e)) => {
@@ -189,8 +197,34 @@ pub fn run(args: StudyArgs, max_threads: Option<usize>) -> anyhow::Result<()> {
         .into());
     }
 
-    let mut log = ResultsLog::open(&args.out, args.resume)
-        .with_context(|| format!("cannot use output directory {}", args.out.display()))?;
+    // A resumed log is opened before the guard, which counts only the points it lacks; a fresh
+    // one after it, so that a refused run moves no earlier results aside.
+    let open_log = || {
+        ResultsLog::open(&args.out, args.resume)
+            .with_context(|| format!("cannot use output directory {}", args.out.display()))
+    };
+    let resumed = if args.resume { Some(open_log()?) } else { None };
+    let (cpu_device, gpu_device) = (cpu_name(), gpu.as_ref().map(|g| g.info().name.clone()));
+    check_before_running(
+        &cfg,
+        &cpu_plan,
+        gpu_plan.as_ref(),
+        &|p: &Point| {
+            let device = if p.backend.is_gpu() {
+                gpu_device.as_deref().unwrap_or_default()
+            } else {
+                &cpu_device
+            };
+            resumed
+                .as_ref()
+                .is_some_and(|log| log.contains(&p.key(device)))
+        },
+        args.force,
+    )?;
+    let mut log = match resumed {
+        Some(log) => log,
+        None => open_log()?,
+    };
     if let Some(old) = log.moved_aside() {
         eprintln!(
             "note: the previous results were moved to {} (use --resume to continue them)",
@@ -219,9 +253,84 @@ pub fn run(args: StudyArgs, max_threads: Option<usize>) -> anyhow::Result<()> {
     if stop.load(Ordering::Relaxed) {
         // Interrupted: the report covers what was measured, and the exit status says the run is
         // incomplete (130, as a shell reports SIGINT), so scripts do not mistake it for done.
+        eprintln!(
+            "stopped: every finished point is in {}; the point running was not recorded. To finish: {}",
+            args.out.join(mantissa_report::RESULTS_FILE).display(),
+            resume_command(std::env::args())
+        );
         std::process::exit(130);
     }
     Ok(())
+}
+
+/// The estimate and the refusals before a run (`mantissa_study::guard`): a point that needs
+/// more memory than is free is refused, a run over the warning threshold is announced with its
+/// estimate per workload, and one over the `--force` threshold is refused unless forced.
+fn check_before_running(
+    cfg: &StudyConfig,
+    cpu_plan: &Plan,
+    gpu_plan: Option<&Plan>,
+    done: &dyn Fn(&Point) -> bool,
+    force: bool,
+) -> anyhow::Result<()> {
+    let plans: Vec<&Plan> = std::iter::once(cpu_plan).chain(gpu_plan).collect();
+    let estimate = guard::estimate(&plans, cfg.suite, done);
+    if let Some(free) = guard::memory_available() {
+        if let Err(refusal) = guard::check_memory(&estimate, cfg.suite, free) {
+            if !force {
+                return Err(refusal.into());
+            }
+            eprintln!("warning (--force): {refusal}");
+        }
+    }
+    let seconds = estimate.seconds();
+    let said = format!(
+        "estimated ~{} of CPU work ({})",
+        guard::duration(seconds),
+        estimate.summary()
+    );
+    match estimate.length() {
+        Length::Short => {}
+        Length::Long => eprintln!("note: {said}; Ctrl-C stops it and --resume goes on later"),
+        Length::TooLong if force => eprintln!("warning (--force): {said}"),
+        Length::TooLong => {
+            return Err(StudyError::Usage(format!(
+                "{said}, over the {} that starts only with --force: choose a smaller --size or fewer --precision, or add --force",
+                guard::duration(guard::FORCE_SECONDS)
+            ))
+            .into())
+        }
+    }
+    Ok(())
+}
+
+/// The command line that finishes an interrupted run: this one, with `--resume` (once), each
+/// word quoted for a POSIX shell where it needs it.
+fn resume_command(args: impl Iterator<Item = String>) -> String {
+    let mut words: Vec<String> = args.collect();
+    if !words.iter().any(|w| w == "--resume") {
+        words.push("--resume".into());
+    }
+    if let Some(program) = words.first_mut() {
+        // The name it was started by, not a path a reader would have to retype.
+        if let Some(name) = std::path::Path::new(program.as_str()).file_name() {
+            *program = name.to_string_lossy().into_owned();
+        }
+    }
+    words
+        .iter()
+        .map(|w| {
+            let plain = !w.is_empty()
+                && w.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,^+@%".contains(c));
+            if plain {
+                w.clone()
+            } else {
+                format!("'{}'", w.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn summarize(backend: &str, s: &RunSummary, log: &ResultsLog) {
@@ -263,14 +372,15 @@ fn write_report(out: &std::path::Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// First Ctrl-C: finish the current point, then stop (results.jsonl stays whole). Second:
-/// leave at once.
+/// First Ctrl-C: stop at the next check inside the current point (CPU points check every
+/// block of work; a GPU point finishes), keep every finished point (results.jsonl stays whole)
+/// and write the report. Second: leave at once.
 fn install_interrupt_handler(stop: Arc<AtomicBool>) {
     let result = ctrlc::set_handler(move || {
         if stop.swap(true, Ordering::SeqCst) {
             std::process::exit(130);
         }
-        eprintln!("\nstopping after the current point (Ctrl-C again to quit now)");
+        eprintln!("\nstopping: the current point is dropped, finished ones are kept (Ctrl-C again to quit now)");
     });
     if let Err(e) = result {
         eprintln!("note: Ctrl-C will stop the run immediately ({e})");
@@ -287,9 +397,37 @@ mod tests {
             parse_sizes("1024, 2^20,1_000").unwrap().0,
             vec![1024, 1 << 20, 1000]
         );
-        for bad in ["0", "-1", "2^40", "x", "1.5", ","] {
+        for bad in ["0", "-1", "2^41", "x", "1.5", ","] {
             assert!(parse_sizes(bad).is_err(), "{bad}");
         }
         assert!(parse_sizes("0").unwrap_err().contains("\"0\""));
+    }
+
+    #[test]
+    fn the_resume_command_is_the_command_with_resume_quoted_for_a_shell() {
+        let args = |v: &[&str]| {
+            v.iter()
+                .map(|s| s.to_string())
+                .collect::<Vec<_>>()
+                .into_iter()
+        };
+        assert_eq!(
+            resume_command(args(&[
+                "/x/target/release/mantissa",
+                "study",
+                "lu",
+                "--size",
+                "2^10"
+            ])),
+            "mantissa study lu --size 2^10 --resume"
+        );
+        assert_eq!(
+            resume_command(args(&["mantissa", "study", "--out", "my dir", "--resume"])),
+            "mantissa study --out 'my dir' --resume"
+        );
+        assert_eq!(
+            resume_command(args(&["mantissa", "study", "--out", "it's"])),
+            "mantissa study --out 'it'\\''s' --resume"
+        );
     }
 }

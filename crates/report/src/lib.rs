@@ -129,6 +129,7 @@ pub(crate) mod tests {
             let (records, notes) = load(dir.path()).unwrap_or_else(|e| panic!("{name}: {e}"));
             assert_eq!(records.len(), text.lines().count(), "{name}");
             assert!(!notes.truncated_tail, "{name}");
+            assert!(notes.skipped.is_empty(), "{name}");
             let schema = records[0].schema;
             assert!(records.iter().all(|r| r.schema == schema), "{name}");
             // Every quantity is described: by the migration table in schema-1 files, by the

@@ -453,10 +453,36 @@ pub struct ReadNotes {
     /// A last line without its newline that did not parse: the run was killed while writing it.
     /// The point is simply missing (a resumed run measures it again).
     pub truncated_tail: bool,
+    /// Whole lines that are not records (1-based line numbers, in order), skipped so that one
+    /// damaged line (an edit, a disk error, two writers) does not cost every other record.
+    pub skipped: Vec<usize>,
+    /// What the parser said about the first skipped line.
+    pub first_problem: Option<String>,
 }
 
-/// Reads every record of a results file. A malformed line is an error naming its line number,
-/// except an unterminated last line, which a killed run can leave and which is skipped.
+impl ReadNotes {
+    /// The skipped lines as a short list for a one-line message: the first `shown` line
+    /// numbers, then how many more (`2, 5, 9 and 4 more`).
+    pub fn skipped_lines(&self, shown: usize) -> String {
+        let list: Vec<String> = self
+            .skipped
+            .iter()
+            .take(shown)
+            .map(usize::to_string)
+            .collect();
+        let more = self.skipped.len().saturating_sub(shown);
+        if more > 0 {
+            format!("{} and {more} more", list.join(", "))
+        } else {
+            list.join(", ")
+        }
+    }
+}
+
+/// Reads every record of a results file. A line that is not a record is skipped and listed in
+/// the notes ([`ReadNotes::skipped`]; an unterminated last line, which a killed run leaves, is
+/// [`ReadNotes::truncated_tail`] instead), unless no line at all is a record: then the file is not
+/// a results file and the error names its first bad line.
 pub fn read_records(path: &Path) -> Result<(Vec<Record>, ReadNotes), RecordError> {
     let file = File::open(path).map_err(|e| {
         if e.kind() == io::ErrorKind::NotFound {
@@ -470,33 +496,54 @@ pub fn read_records(path: &Path) -> Result<(Vec<Record>, ReadNotes), RecordError
     let mut reader = BufReader::new(file);
     let mut records = Vec::new();
     let mut notes = ReadNotes::default();
-    let mut line = String::new();
+    let mut line = Vec::new();
     let mut number = 0;
     loop {
         line.clear();
-        let n = reader.read_line(&mut line).map_err(io_err(path))?;
+        // Bytes, not a String: a line that is not UTF-8 is one bad line, not an unreadable file.
+        let n = reader.read_until(b'\n', &mut line).map_err(io_err(path))?;
         if n == 0 {
             break;
         }
         number += 1;
-        let terminated = line.ends_with('\n');
-        let text = line.trim();
-        if text.is_empty() {
+        let terminated = line.ends_with(b"\n");
+        let parsed = std::str::from_utf8(&line)
+            .map_err(|e| format!("not UTF-8 ({e})"))
+            .map(str::trim);
+        if parsed.as_ref().is_ok_and(|t| t.is_empty()) {
             continue;
         }
-        match Record::from_json_line(text) {
+        match parsed.and_then(|text| Record::from_json_line(text).map_err(|e| within_line(&e))) {
             Ok(r) => records.push(r),
             Err(_) if !terminated => notes.truncated_tail = true,
-            Err(e) => {
-                return Err(RecordError::Parse {
-                    path: path.to_path_buf(),
-                    line: number,
-                    message: e.to_string(),
-                })
+            Err(message) => {
+                notes.skipped.push(number);
+                notes.first_problem.get_or_insert(message);
             }
         }
     }
+    if records.is_empty() {
+        if let (Some(&line), Some(message)) = (notes.skipped.first(), notes.first_problem.take()) {
+            return Err(RecordError::Parse {
+                path: path.to_path_buf(),
+                line,
+                message,
+            });
+        }
+    }
     Ok((records, notes))
+}
+
+/// What the JSON parser said about one line, placed by column only (serde's "line 1" is the line's
+/// own first line, not the file's).
+fn within_line(e: &serde_json::Error) -> String {
+    let full = e.to_string();
+    let position = format!(" at line {} column {}", e.line(), e.column());
+    match full.strip_suffix(&position) {
+        Some(what) if e.column() > 0 => format!("{what} at column {}", e.column()),
+        Some(what) => what.to_string(),
+        None => full,
+    }
 }
 
 /// The append-only `results.jsonl` of one output directory.
@@ -870,16 +917,64 @@ mod tests {
         assert_eq!(read_records(log.path()).unwrap().0.len(), 0);
     }
 
-    #[test]
-    fn a_malformed_line_in_the_middle_names_its_line_number() {
+    /// Writes `bytes` as a results file in a fresh directory.
+    fn results_file(bytes: &[u8]) -> (tempfile::TempDir, PathBuf) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(RESULTS_FILE);
-        let good = serde_json::to_string(&sample()).unwrap();
-        std::fs::write(&path, format!("{good}\nnot json\n{good}\n")).unwrap();
+        std::fs::write(&path, bytes).unwrap();
+        (dir, path)
+    }
+
+    #[test]
+    fn one_bad_line_in_the_middle_costs_only_that_line() {
+        // Lines 1, 2 and 4 are records of a real run; line 3 is a damaged one.
+        let (_dir, path) = results_file(include_bytes!("fixtures/one-bad-line.jsonl"));
+        let (records, notes) = read_records(&path).unwrap();
+        assert_eq!(records.len(), 3);
+        assert_eq!(notes.skipped, [3]);
+        assert!(!notes.truncated_tail);
+        assert_eq!(
+            notes.first_problem.as_deref(),
+            Some("key must be a string at column 21")
+        );
+    }
+
+    #[test]
+    fn several_bad_lines_are_skipped_and_listed_and_the_torn_tail_stays_a_tail() {
+        // Good records on lines 1, 2, 4, 6 and 9; line 3 is not JSON, 5 is half a record, 7 a
+        // record without its fields, 8 not UTF-8, and line 10 is torn (no newline).
+        let (_dir, path) = results_file(include_bytes!("fixtures/damaged.jsonl"));
+        let (records, notes) = read_records(&path).unwrap();
+        assert_eq!(records.len(), 5);
+        assert_eq!(notes.skipped, [3, 5, 7, 8]);
+        assert!(notes.truncated_tail);
+        assert_eq!(notes.skipped_lines(3), "3, 5, 7 and 1 more");
+        assert_eq!(notes.skipped_lines(4), "3, 5, 7, 8");
+        // The records kept are the good lines, in order.
+        let sizes: Vec<u64> = records.iter().map(|r| r.size).collect();
+        let text = include_str!("../../../docs/results/cpu-sum-full/results.jsonl");
+        let want: Vec<u64> = text
+            .lines()
+            .take(6)
+            .enumerate()
+            .filter(|(i, _)| *i != 3)
+            .map(|(_, l)| Record::from_json_line(l).unwrap().size)
+            .collect();
+        assert_eq!(sizes, want);
+    }
+
+    #[test]
+    fn a_file_of_no_record_names_its_first_bad_line() {
+        let (_dir, path) = results_file(b"\nnot json\nneither\n");
         let err = read_records(&path).unwrap_err().to_string();
         assert!(err.contains(":2: not a mantissa record"), "{err}");
-        let missing = read_records(&dir.path().join("nope.jsonl")).unwrap_err();
+        assert!(!err.contains('\n'), "{err}");
+        let missing = read_records(&path.with_file_name("nope.jsonl")).unwrap_err();
         assert!(matches!(missing, RecordError::Missing { .. }));
+        // A resumed run over a damaged file keeps going, and its points count as done.
+        let (dir, _path) = results_file(include_bytes!("fixtures/one-bad-line.jsonl"));
+        let log = ResultsLog::open(dir.path(), true).unwrap();
+        assert_eq!(log.previous_records(), 3);
     }
 
     #[test]

@@ -78,8 +78,10 @@ use mantissa_ptx::census::{census, Counts};
 use mantissa_report::{Backend, Status, TimeStats};
 use rayon::ThreadPool;
 
+use crate::cost::{generation, significand_bits, value_bytes, Cost, Pace, Work};
 use crate::inputs::InputClass;
 use crate::measurement::{error_metrics, reference_f64, time_stats, Measurement};
+use crate::stop::{Stop, CHECK_EVERY};
 use crate::study::{CpuTiming, Data, Point, StudyConfig, StudyPrecision, Suite};
 use crate::workload::{CpuMeasure, GpuMeasure, Workload};
 
@@ -294,16 +296,40 @@ pub fn gpu_points(cfg: &StudyConfig, w: Experiment, full: (u32, u32)) -> Vec<Poi
 
 /// x_0 · x_1 · … · x_{n−1}, left to right from the first factor (one for no factors).
 pub fn chain_product<T: Real>(xs: &[T]) -> T {
-    let mut it = xs.iter();
-    let Some(first) = it.next() else {
+    chain_product_until(xs, Stop::NEVER)
+}
+
+/// [`chain_product`], checking `stop` every block of factors (the same products in the same
+/// order; a meaningless value once it is set).
+pub fn chain_product_until<T: Real>(xs: &[T], stop: Stop) -> T {
+    let Some((first, rest)) = xs.split_first() else {
         return T::one();
     };
-    it.fold(first.clone(), |acc, x| acc * x.clone())
+    let mut acc = first.clone();
+    for block in rest.chunks(CHECK_EVERY) {
+        if stop.requested() {
+            break;
+        }
+        acc = block.iter().fold(acc, |acc, x| acc * x.clone());
+    }
+    acc
 }
 
 /// x ← (x·y)/y for each y in order, from `x0`.
 pub fn doundo<T: Real>(x0: T, ys: &[T]) -> T {
-    ys.iter().fold(x0, |x, y| (x * y.clone()) / y.clone())
+    doundo_until(x0, ys, Stop::NEVER)
+}
+
+/// [`doundo`], checking `stop` every block of steps.
+pub fn doundo_until<T: Real>(x0: T, ys: &[T], stop: Stop) -> T {
+    let mut x = x0;
+    for block in ys.chunks(CHECK_EVERY) {
+        if stop.requested() {
+            break;
+        }
+        x = block.iter().fold(x, |x, y| (x * y.clone()) / y.clone());
+    }
+    x
 }
 
 /// The exact product of exact values, by a balanced tree of integer products (the significands
@@ -511,6 +537,9 @@ impl Workload for Experiment {
     fn device_bytes(&self, point: &Point) -> u64 {
         device_bytes(point)
     }
+    fn host_cost(&self, point: &Point, _suite: Suite) -> Cost {
+        host_cost(point)
+    }
     fn quantities(&self) -> &'static [(&'static str, &'static str)] {
         match self {
             Experiment::Chain => CHAIN_QUANTITIES,
@@ -588,17 +617,18 @@ pub fn measure_cpu(point: &Point, _pool: Option<&ThreadPool>, timing: CpuTiming)
     }
 }
 
-struct ChainCpu {
+struct ChainCpu<'a> {
     factors: Vec<f64>,
-    timing: CpuTiming,
+    timing: CpuTiming<'a>,
 }
 
-impl PrecisionVisitor for ChainCpu {
+impl PrecisionVisitor for ChainCpu<'_> {
     type Output = Measurement;
     fn visit<T: Real>(self) -> Measurement {
         let xs: Vec<T> = self.factors.iter().map(|&x| T::from_f64(x)).collect();
         let reference = chain_reference(&xs);
-        let (value, time) = self.timing.measure(|| chain_product(&xs));
+        let stop = self.timing.stop;
+        let (value, time) = self.timing.measure(|| chain_product_until(&xs, stop));
         let computed = Reference::of(&value);
         let mut extra = BTreeMap::new();
         let mults = xs.len().saturating_sub(1) as f64;
@@ -608,19 +638,20 @@ impl PrecisionVisitor for ChainCpu {
     }
 }
 
-struct DoUndoCpu {
+struct DoUndoCpu<'a> {
     x0: f64,
     ys: Vec<f64>,
-    timing: CpuTiming,
+    timing: CpuTiming<'a>,
 }
 
-impl PrecisionVisitor for DoUndoCpu {
+impl PrecisionVisitor for DoUndoCpu<'_> {
     type Output = Measurement;
     fn visit<T: Real>(self) -> Measurement {
         let x0 = T::from_f64(self.x0);
         let ys: Vec<T> = self.ys.iter().map(|&y| T::from_f64(y)).collect();
         let reference = Reference::of(&x0);
-        let (value, time) = self.timing.measure(|| doundo(x0.clone(), &ys));
+        let stop = self.timing.stop;
+        let (value, time) = self.timing.measure(|| doundo_until(x0.clone(), &ys, stop));
         let computed = Reference::of(&value);
         let mut extra = BTreeMap::new();
         extra.insert(
@@ -794,6 +825,42 @@ pub fn device_bytes(point: &Point) -> u64 {
     let threads = point.backend.gpu_threads().unwrap_or(1);
     // Factors or y's, and per thread a start value (do/undo) and a result.
     point.size * value + 2 * threads * value
+}
+
+/// What a point costs the host: the f64 operands and their converted copy; for chains, the exact
+/// values of the factors and the exact reference ([`chain_reference`]), counted from two
+/// measurements of whole f64 chain points on the development VM (2^20 factors 35 s, 2^22 169 s,
+/// 2026-11-25: n^1.13, almost all of it the reference) and scaled with the significand's bits; on
+/// the CPU, the timed left fold (n − 1 products) or do/undo's n products and n divisions.
+pub fn host_cost(point: &Point) -> Cost {
+    let (n, p) = (point.size as f64, point.precision);
+    // Do/undo's GPU points draw a start value per thread.
+    let threads = point.backend.gpu_threads().unwrap_or(1) as f64;
+    let mut cost = Cost {
+        bytes: ((8 + value_bytes(p)) as f64 * n) as u64,
+        work: vec![generation(n + threads), Work::new(p, n, Pace::Independent)],
+    };
+    if point.workload == "chain" {
+        // A Big per factor (its struct and digits), then the product's digits.
+        let bits = f64::from(significand_bits(p));
+        cost.bytes += (64.0 * n + n * bits / 8.0) as u64;
+        let reference_ns = 33_000.0 * n * (n / 1_048_576.0).powf(0.13) * bits / 53.0;
+        cost.work.push(Work::new(
+            StudyPrecision::Exact,
+            reference_ns,
+            Pace::Dependent,
+        ));
+    }
+    if !point.backend.is_gpu() {
+        let ops = if point.workload == "chain" {
+            n - 1.0
+        } else {
+            2.0 * n
+        };
+        cost.work
+            .push(Work::new(p, ops.max(0.0), Pace::Dependent).timed());
+    }
+    cost
 }
 
 /// A compiled do/undo module and its kernels' census.
@@ -1122,10 +1189,11 @@ mod tests {
         }
     }
 
-    const QUICK: CpuTiming = CpuTiming {
+    const QUICK: CpuTiming<'static> = CpuTiming {
         budget: std::time::Duration::from_millis(1),
         min_reps: 1,
         max_reps: 1,
+        stop: crate::stop::Stop::NEVER,
     };
 
     fn point(workload: &'static str, class: InputClass, size: u64, p: &str) -> Point {

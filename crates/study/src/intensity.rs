@@ -94,6 +94,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use rayon::prelude::*;
 use rayon::ThreadPool;
 
+use crate::cost::{generation, value_bytes, Cost, Pace, Work};
 use crate::measurement::{record_metrics, time_stats, Measurement};
 use crate::study::{CpuTiming, Data, Point, StudyConfig, StudyPrecision, Suite};
 use crate::workload::{CpuMeasure, GpuMeasure, Workload};
@@ -695,6 +696,9 @@ impl Workload for Intensity {
     fn device_bytes(&self, point: &Point) -> u64 {
         device_bytes(point)
     }
+    fn host_cost(&self, point: &Point, suite: Suite) -> Cost {
+        host_cost(point, suite)
+    }
     fn quantities(&self) -> &'static [(&'static str, &'static str)] {
         QUANTITIES
     }
@@ -748,7 +752,7 @@ struct CpuRun<'a> {
     point: &'a Point,
     op: Op,
     pool: Option<&'a ThreadPool>,
-    timing: CpuTiming,
+    timing: CpuTiming<'a>,
     elements: usize,
 }
 
@@ -757,10 +761,19 @@ impl PrecisionVisitor for CpuRun<'_> {
     fn visit<T: Real>(self) -> Measurement {
         let (op, n) = (self.op, self.point.size);
         let xs: Vec<T> = inputs(op, self.elements, self.point.seed);
+        let stop = self.timing.stop;
+        // An element is at most 10^6 operations (a few ms): the check goes before each.
+        let one = |x: &T| {
+            if stop.requested() {
+                T::zero()
+            } else {
+                model(x, op, n)
+            }
+        };
         let run = || -> Vec<T> {
             match self.pool {
-                Some(pool) => pool.install(|| xs.par_iter().map(|x| model(x, op, n)).collect()),
-                None => xs.iter().map(|x| model(x, op, n)).collect(),
+                Some(pool) => pool.install(|| xs.par_iter().map(one).collect()),
+                None => xs.iter().map(one).collect(),
             }
         };
         let (results, time) = self.timing.measure(run);
@@ -804,6 +817,28 @@ pub fn measure_cpu(point: &Point, pool: Option<&ThreadPool>, timing: CpuTiming) 
 }
 
 // ---- The GPU run --------------------------------------------------------------------------------
+
+/// What a point costs the host: on the CPU, the suite's elements, each running 16 setup
+/// operations, N on 16 independent chains and the final sum (the exact scoring of a few sampled
+/// elements is negligible), the input and result arrays; on the GPU, the host copies of the
+/// inputs and outputs.
+pub fn host_cost(point: &Point, suite: Suite) -> Cost {
+    let p = point.precision;
+    let elements = match point.backend {
+        Backend::Cpu { .. } => cpu_elements(suite) as f64,
+        _ => point.backend.gpu_threads().unwrap_or(1) as f64,
+    };
+    let mut cost = Cost {
+        bytes: (2.0 * value_bytes(p) as f64 * elements) as u64,
+        work: vec![generation(elements)],
+    };
+    if let Backend::Cpu { threads } = point.backend {
+        let ops = elements * (point.size as f64 + 32.0);
+        cost.work
+            .push(Work::new(p, ops, Pace::Independent).on(threads).timed());
+    }
+    cost
+}
 
 /// Device bytes a GPU point of this module allocates (checked against device memory first): one
 /// input and one output value per thread (input copies rotated for timing are bounded by free

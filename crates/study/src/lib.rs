@@ -23,8 +23,10 @@
 //! [`registry::WORKLOADS`].
 
 pub mod chains;
+pub mod cost;
 pub mod gpu_ops;
 pub mod gpu_reduce;
+pub mod guard;
 pub mod inputs;
 pub mod intensity;
 pub mod linalg;
@@ -35,6 +37,7 @@ pub mod reduce;
 pub mod reductions;
 pub mod registry;
 pub mod runner;
+pub mod stop;
 pub mod study;
 pub mod workload;
 

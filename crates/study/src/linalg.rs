@@ -74,8 +74,12 @@ use mantissa_report::{Backend, ErrorMetrics, Status};
 use rayon::prelude::*;
 use rayon::ThreadPool;
 
+use crate::cost::{
+    all_cores, generation, significand_bits, value_bytes, Cost, Pace, Work, F64, F64X2,
+};
 use crate::inputs::InputClass;
 use crate::measurement::{time_stats, Measurement};
+use crate::stop::Stop;
 use crate::study::{CpuTiming, Data, Point, StudyConfig, StudyPrecision, Suite};
 use crate::workload::{CpuMeasure, GpuMeasure, Workload};
 
@@ -130,14 +134,22 @@ fn convert<T: Real>(xs: &[f64]) -> Vec<T> {
 
 // ---- CPU algorithms (generic over the precision) -----------------------------------------------
 
-/// Runs `f` on every row chunk of `rest` (rows of length n), in parallel on `pool` if given.
+/// Runs `f` on every row chunk of `rest` (rows of length n), in parallel on `pool` if given;
+/// rows after a stop request are left alone (a row is at most n operations: an mp256 row of
+/// order 16,384 is about 15 ms).
 fn for_rows<T: Real>(
     rest: &mut [T],
     extra: Option<&mut [T]>,
     n: usize,
     pool: Option<&ThreadPool>,
+    stop: Stop,
     f: &(dyn Fn(&mut [T], Option<&mut T>) + Sync),
 ) {
+    let f = &|row: &mut [T], bi: Option<&mut T>| {
+        if !stop.requested() {
+            f(row, bi)
+        }
+    };
     match (pool, extra) {
         (Some(pool), Some(b)) => pool.install(|| {
             rest.par_chunks_mut(n)
@@ -157,7 +169,22 @@ fn for_rows<T: Real>(
 /// m_i = a_it / a_tt stored in a_it, a_ij ← a_ij − m_i·a_tj for j > t, b_i ← b_i − m_i·b_t.
 /// With a pool, the rows of each step are updated in parallel (same operations, same bits).
 pub fn ge_forward<T: Real>(a: &mut [T], b: &mut [T], n: usize, pool: Option<&ThreadPool>) {
+    ge_forward_until(a, b, n, pool, Stop::NEVER)
+}
+
+/// [`ge_forward`], checking `stop` every row (and leaving the system half-eliminated when it is
+/// set: the point is dropped).
+pub fn ge_forward_until<T: Real>(
+    a: &mut [T],
+    b: &mut [T],
+    n: usize,
+    pool: Option<&ThreadPool>,
+    stop: Stop,
+) {
     for t in 0..n.saturating_sub(1) {
+        if stop.requested() {
+            return;
+        }
         let (top, rest) = a.split_at_mut((t + 1) * n);
         let pivot_row = &top[t * n..];
         let (b_top, b_rest) = b.split_at_mut(t + 1);
@@ -172,7 +199,7 @@ pub fn ge_forward<T: Real>(a: &mut [T], b: &mut [T], n: usize, pool: Option<&Thr
             }
             row[t] = m;
         };
-        for_rows(rest, Some(b_rest), n, pool, &update);
+        for_rows(rest, Some(b_rest), n, pool, stop, &update);
     }
 }
 
@@ -194,7 +221,16 @@ pub fn back_substitute<T: Real>(a: &[T], b: &[T], n: usize) -> Vec<T> {
 /// k = 0..n−1, a_ik ← a_ik / a_kk, then a_ij ← a_ij − a_ik·a_kj for i, j > k. The GPU's blocked
 /// kernels apply exactly these operations to each element in the same order.
 pub fn lu_factor<T: Real>(a: &mut [T], n: usize, pool: Option<&ThreadPool>) {
+    lu_factor_until(a, n, pool, Stop::NEVER)
+}
+
+/// [`lu_factor`], checking `stop` every row (and leaving the factors incomplete when it is set:
+/// the point is dropped).
+pub fn lu_factor_until<T: Real>(a: &mut [T], n: usize, pool: Option<&ThreadPool>, stop: Stop) {
     for k in 0..n.saturating_sub(1) {
+        if stop.requested() {
+            return;
+        }
         let (top, rest) = a.split_at_mut((k + 1) * n);
         let pivot_row = &top[k * n..];
         let update = |row: &mut [T], _: Option<&mut T>| {
@@ -204,7 +240,7 @@ pub fn lu_factor<T: Real>(a: &mut [T], n: usize, pool: Option<&ThreadPool>) {
             }
             row[k] = l;
         };
-        for_rows(rest, None, n, pool, &update);
+        for_rows(rest, None, n, pool, stop, &update);
     }
 }
 
@@ -212,7 +248,16 @@ pub fn lu_factor<T: Real>(a: &mut [T], n: usize, pool: Option<&ThreadPool>) {
 /// arithmetic, as the GPU kernel `lu_residual_f64x2` computes it: products for k < min(i, j) in
 /// increasing k, then U_ij (i ≤ j) or L_ij·U_jj (i > j); the high word of each entry.
 pub fn lu_residual_model(f: &[f64x2], a: &[f64x2], n: usize) -> Vec<f64> {
+    lu_residual_model_until(f, a, n, Stop::NEVER)
+}
+
+/// [`lu_residual_model`], checking `stop` every row (rows after it are NaN: the point is
+/// dropped).
+pub fn lu_residual_model_until(f: &[f64x2], a: &[f64x2], n: usize, stop: Stop) -> Vec<f64> {
     let row = |i: usize| -> Vec<f64> {
+        if stop.requested() {
+            return vec![f64::NAN; n];
+        }
         (0..n)
             .map(|j| {
                 let mut acc = a[i * n + j];
@@ -246,10 +291,13 @@ struct PivotedLu {
 }
 
 impl PivotedLu {
-    fn new(a: &[f64], n: usize) -> PivotedLu {
+    fn new(a: &[f64], n: usize, stop: Stop) -> PivotedLu {
         let mut lu = a.to_vec();
         let mut perm: Vec<usize> = (0..n).collect();
         for k in 0..n {
+            if stop.requested() {
+                break;
+            }
             let p = (k..n)
                 .max_by(|&x, &y| lu[x * n + k].abs().total_cmp(&lu[y * n + k].abs()))
                 .unwrap_or(k);
@@ -310,7 +358,13 @@ pub struct GeReference {
 
 /// Iterative refinement to `bits` bits (see the module doc).
 pub fn ge_reference(a: &[f64], b: &[f64], n: usize, bits: u32) -> GeReference {
-    let lu = PivotedLu::new(a, n);
+    ge_reference_until(a, b, n, bits, Stop::NEVER)
+}
+
+/// [`ge_reference`], checking `stop` every elimination step and refinement (a stopped reference
+/// is meaningless: the point is dropped, and the reference cache does not keep it).
+pub fn ge_reference_until(a: &[f64], b: &[f64], n: usize, bits: u32, stop: Stop) -> GeReference {
+    let lu = PivotedLu::new(a, n, stop);
     let first = lu.solve(b);
     let scale = first.iter().fold(0.0f64, |m, x| m.max(x.abs()));
     let mut parts = vec![first];
@@ -319,7 +373,7 @@ pub fn ge_reference(a: &[f64], b: &[f64], n: usize, bits: u32) -> GeReference {
     let finite = |v: &[f64]| v.iter().all(|x| x.is_finite());
     if finite(&parts[0]) {
         let tolerance = scale * 2f64.powi(-(bits as i32));
-        while iterations < MAX_REFINEMENTS {
+        while iterations < MAX_REFINEMENTS && !stop.requested() {
             iterations += 1;
             let residual_row = |i: usize| {
                 let mut acc = ExactDot::new();
@@ -391,16 +445,16 @@ fn reference_pool(n: usize) -> Option<ThreadPool> {
 }
 
 /// The mp512 right-looking factorization of `a` (f64 data).
-fn lu_reference_mp(a: &[f64], n: usize) -> LuReference {
+fn lu_reference_mp(a: &[f64], n: usize, stop: Stop) -> LuReference {
     let mut m: Vec<Mp<512>> = convert(a);
-    lu_factor(&mut m, n, reference_pool(n).as_ref());
+    lu_factor_until(&mut m, n, reference_pool(n).as_ref(), stop);
     LuReference::Exact(m.iter().map(|x| x.to_big()).collect())
 }
 
 /// The f64x2 right-looking factorization of `a` on the CPU.
-fn lu_reference_pairs(a: &[f64], n: usize) -> LuReference {
+fn lu_reference_pairs(a: &[f64], n: usize, stop: Stop) -> LuReference {
     let mut m: Vec<f64x2> = convert(a);
-    lu_factor(&mut m, n, reference_pool(n).as_ref());
+    lu_factor_until(&mut m, n, reference_pool(n).as_ref(), stop);
     LuReference::Pairs(m)
 }
 
@@ -417,11 +471,15 @@ impl<V> RefCache<V> {
             entries: Vec::new(),
         }
     }
-    fn get_or(&mut self, key: u64, make: impl FnOnce() -> V) -> Arc<V> {
+    fn get_or(&mut self, key: u64, stop: Stop, make: impl FnOnce() -> V) -> Arc<V> {
         if let Some((_, v)) = self.entries.iter().find(|(k, _)| *k == key) {
             return v.clone();
         }
         let v = Arc::new(make());
+        if stop.requested() {
+            // Made in part: good for nothing, least of all for the next run's points.
+            return v;
+        }
         if self.entries.len() >= Self::KEEP {
             self.entries.remove(0);
         }
@@ -461,10 +519,10 @@ fn data_key(label: &str, parts: &[&[f64]]) -> u64 {
 static CPU_GE_REFS: Mutex<RefCache<GeReference>> = Mutex::new(RefCache::new());
 static CPU_LU_REFS: Mutex<RefCache<LuReference>> = Mutex::new(RefCache::new());
 
-fn cached<V>(cache: &Mutex<RefCache<V>>, key: u64, make: impl FnOnce() -> V) -> Arc<V> {
+fn cached<V>(cache: &Mutex<RefCache<V>>, key: u64, stop: Stop, make: impl FnOnce() -> V) -> Arc<V> {
     // A poisoned cache only means another point panicked while filling it; the entries are whole.
     let mut c = cache.lock().unwrap_or_else(|e| e.into_inner());
-    c.get_or(key, make)
+    c.get_or(key, stop, make)
 }
 
 // ---- Scoring -----------------------------------------------------------------------------------
@@ -976,6 +1034,9 @@ impl Workload for Solver {
     fn device_bytes(&self, point: &Point) -> u64 {
         device_bytes(point)
     }
+    fn host_cost(&self, point: &Point, _suite: Suite) -> Cost {
+        host_cost(point)
+    }
     fn quantities(&self) -> &'static [(&'static str, &'static str)] {
         match self {
             Solver::Ge => &[GFLOPS],
@@ -1019,7 +1080,7 @@ struct CpuRun<'a> {
     point: &'a Point,
     class: &'a InputClass,
     pool: Option<&'a ThreadPool>,
-    timing: CpuTiming,
+    timing: CpuTiming<'a>,
 }
 
 impl PrecisionVisitor for CpuRun<'_> {
@@ -1031,37 +1092,39 @@ impl PrecisionVisitor for CpuRun<'_> {
         // The converted system as f64 (exact: see the module doc).
         let a64: Vec<f64> = a.iter().map(|v| v.to_f64()).collect();
         let a_max = max_abs(&a64);
-        let pool = self.pool;
+        let (pool, stop) = (self.pool, self.timing.stop);
         let (mut m, time) = if self.point.workload == "ge" {
             let b: Vec<T> = convert(&sys.b);
             let b64: Vec<f64> = b.iter().map(|v| v.to_f64()).collect();
             let ((ua, ub), time) = self.timing.measure(|| {
                 let (mut a, mut b) = (a.clone(), b.clone());
-                ge_forward(&mut a, &mut b, n, pool);
+                ge_forward_until(&mut a, &mut b, n, pool, stop);
                 (a, b)
             });
             let x = back_substitute(&ua, &ub, n);
             let bits = reference_bits::<T>();
             let key = data_key(&format!("ge{bits}"), &[&a64, &b64]);
-            let reference = cached(&CPU_GE_REFS, key, || ge_reference(&a64, &b64, n, bits));
+            let reference = cached(&CPU_GE_REFS, key, stop, || {
+                ge_reference_until(&a64, &b64, n, bits, stop)
+            });
             (score_ge(&x, &ua, n, a_max, &reference), time)
         } else {
             let (f, time) = self.timing.measure(|| {
                 let mut a = a.clone();
-                lu_factor(&mut a, n, pool);
+                lu_factor_until(&mut a, n, pool, stop);
                 a
             });
             let pairs = factor_pairs(&f, n, pair_of);
             let a_pairs: Vec<f64x2> = a64.iter().map(|&x| f64x2::from_base(x)).collect();
-            let residual = lu_residual_model(&pairs, &a_pairs, n);
+            let residual = lu_residual_model_until(&pairs, &a_pairs, n, stop);
             let kind = lu_ref_kind::<T>(n);
             let reference = match kind {
-                LuRefKind::Mp => Some(cached(&CPU_LU_REFS, data_key("mp", &[&a64]), || {
-                    lu_reference_mp(&a64, n)
+                LuRefKind::Mp => Some(cached(&CPU_LU_REFS, data_key("mp", &[&a64]), stop, || {
+                    lu_reference_mp(&a64, n, stop)
                 })),
                 LuRefKind::Pairs | LuRefKind::PairsShort => {
-                    Some(cached(&CPU_LU_REFS, data_key("dd", &[&a64]), || {
-                        lu_reference_pairs(&a64, n)
+                    Some(cached(&CPU_LU_REFS, data_key("dd", &[&a64]), stop, || {
+                        lu_reference_pairs(&a64, n, stop)
                     }))
                 }
                 LuRefKind::Nothing => None,
@@ -1073,6 +1136,60 @@ impl PrecisionVisitor for CpuRun<'_> {
             .insert("gflops".into(), gflops(n, time.median_ms.max(1e-9)));
         m.time = Some(time);
         m
+    }
+}
+
+// ---- The cost ----------------------------------------------------------------------------------
+
+/// Refinement steps the GE reference is counted with: each adds about 50 bits to the solution's
+/// f64 start, so 2·p + 8 bits need (2·p + 8) / 50 of them, at least 2.
+fn refinement_steps(precision: StudyPrecision) -> f64 {
+    let bits = (2 * significand_bits(precision) + 8).max(220);
+    f64::from(bits.div_ceil(50)).max(2.0)
+}
+
+/// What a GE or LU point costs the host. Both: the system (n² + n f64 values) and its f64 copy.
+/// GE: the reference (a pivoted f64 LU, then k refinement steps of n² exact products per part, so
+/// about k²/2 · n²); LU: the factors and A as f64x2, the f64x2 residual (n³/3 products and
+/// subtractions; the GPU computes its own) and the reference factorization (f64x2, or mp512 up to
+/// [`MP_REFERENCE_MAX`]). On the CPU, the converted A, the factors kept from the first run and
+/// the copy each repetition makes, and the timed elimination: 2n³/3 operations in the precision.
+pub fn host_cost(point: &Point) -> Cost {
+    let (n, p) = (point.size as f64, point.precision);
+    let (nn, cube) = (n * n, 2.0 / 3.0 * n * n * n);
+    let big_pool = if point.size >= 256 { all_cores() } else { 1 };
+    let mut work = vec![generation(nn + n)];
+    let mut bytes = 8.0 * (nn + n) + 8.0 * nn;
+    if point.workload == "ge" {
+        bytes += 8.0 * nn;
+        work.push(Work::new(F64, cube, Pace::Independent).on(big_pool));
+        let k = refinement_steps(p);
+        let pool = if point.size >= 128 { all_cores() } else { 1 };
+        work.push(Work::new(StudyPrecision::Exact, k * k / 2.0 * nn, Pace::Dependent).on(pool));
+    } else {
+        bytes += 40.0 * nn;
+        if !point.backend.is_gpu() {
+            // The GPU computes its points' residual itself.
+            let pool = if point.size >= 128 { all_cores() } else { 1 };
+            work.push(Work::new(F64X2, cube, Pace::Independent).on(pool));
+        }
+        let bits = significand_bits(p);
+        let mp512 = StudyPrecision::Real(Precision::Mp(512));
+        if bits > 53 && point.size as usize <= MP_REFERENCE_MAX {
+            bytes += 2.0 * value_bytes(mp512) as f64 * nn;
+            work.push(Work::new(mp512, cube, Pace::Independent).on(big_pool));
+        } else if p != F64X2 || bits <= 53 {
+            bytes += 16.0 * nn;
+            work.push(Work::new(F64X2, cube, Pace::Independent).on(big_pool));
+        }
+    }
+    if let Backend::Cpu { threads } = point.backend {
+        bytes += 3.0 * value_bytes(p) as f64 * (nn + n);
+        work.push(Work::new(p, cube, Pace::Independent).on(threads).timed());
+    }
+    Cost {
+        bytes: bytes as u64,
+        work,
     }
 }
 
@@ -1514,7 +1631,7 @@ impl<'g> GpuRunner<'g> {
         let key = data_key(&format!("ge{bits}"), &[&a64, &b64]);
         let reference = self
             .ge_refs
-            .get_or(key, || ge_reference(&a64, &b64, n, bits));
+            .get_or(key, Stop::NEVER, || ge_reference(&a64, &b64, n, bits));
         let mut m = score_ge(&x, &ua, n, max_abs(&a64), &reference);
         let time = time_stats(&t);
         m.extra
@@ -1580,10 +1697,11 @@ impl<'g> GpuRunner<'g> {
         let residual = self.residual_gpu(&pairs, &a_pairs, n)?;
         let kind = lu_ref_kind::<T>(n);
         let reference = match kind {
-            LuRefKind::Mp => Some(
-                self.lu_refs
-                    .get_or(data_key("mp", &[&a64]), || lu_reference_mp(&a64, n)),
-            ),
+            LuRefKind::Mp => Some(self.lu_refs.get_or(
+                data_key("mp", &[&a64]),
+                Stop::NEVER,
+                || lu_reference_mp(&a64, n, Stop::NEVER),
+            )),
             LuRefKind::Pairs | LuRefKind::PairsShort => {
                 let key = data_key("dd", &[&a64]);
                 if let Some((_, r)) = self.lu_refs.entries.iter().find(|(k, _)| *k == key) {
@@ -1593,7 +1711,10 @@ impl<'g> GpuRunner<'g> {
                     // (or the point's smaller tile) keeps f64x2 within any register budget.
                     let once = TimingOptions { warmup: 0, reps: 1 };
                     let (r, _) = self.lu_gpu(&a_pairs, n, tile.min(16), once)?;
-                    Some(self.lu_refs.get_or(key, || LuReference::Pairs(r)))
+                    Some(
+                        self.lu_refs
+                            .get_or(key, Stop::NEVER, || LuReference::Pairs(r)),
+                    )
                 }
             }
             LuRefKind::Nothing => None,

@@ -3,30 +3,54 @@
 //!
 //! Every algorithm fixes its order of operations, so a result depends only on the data, the
 //! precision and (for the chunked ones) the thread count, never on scheduling.
+//!
+//! The `_until` forms check a [`Stop`] every [`CHECK_EVERY`] values (the same operations in the
+//! same order, so the same bits) and return early, with a meaningless value, once it is set: the
+//! study's runner drops such a point. The plain forms never stop.
 
 use mantissa_num::Real;
 use rayon::prelude::*;
 use rayon::ThreadPool;
 
+use crate::stop::{Stop, CHECK_EVERY};
+
 /// Σ xs, left to right: ((x0 + x1) + x2) + …
 pub fn serial_sum<T: Real>(xs: &[T]) -> T {
-    xs.iter().fold(T::zero(), |acc, x| acc + x.clone())
+    serial_sum_until(xs, Stop::NEVER)
+}
+
+/// [`serial_sum`], checking `stop` every block.
+pub fn serial_sum_until<T: Real>(xs: &[T], stop: Stop) -> T {
+    let mut acc = T::zero();
+    for block in xs.chunks(CHECK_EVERY) {
+        if stop.requested() {
+            break;
+        }
+        acc = block.iter().fold(acc, |acc, x| acc + x.clone());
+    }
+    acc
 }
 
 /// Σ xs by recursive halving (seed 004's "parallel" algorithm run on one thread): the sum of
 /// the first ⌊n/2⌋ values plus the sum of the rest, down to single values.
 pub fn pairwise_sum<T: Real>(xs: &[T]) -> T {
-    pairwise(xs.len(), &|i| xs[i].clone(), 0)
+    pairwise_sum_until(xs, Stop::NEVER)
+}
+
+/// [`pairwise_sum`], checking `stop` at every subtree of more than a block.
+pub fn pairwise_sum_until<T: Real>(xs: &[T], stop: Stop) -> T {
+    pairwise(xs.len(), &|i| xs[i].clone(), 0, stop)
 }
 
 /// The pairwise sum of `f(offset) … f(offset + n − 1)`.
-fn pairwise<T: Real>(n: usize, f: &(impl Fn(usize) -> T + Sync), offset: usize) -> T {
+fn pairwise<T: Real>(n: usize, f: &(impl Fn(usize) -> T + Sync), offset: usize, stop: Stop) -> T {
     match n {
         0 => T::zero(),
         1 => f(offset),
+        _ if n > CHECK_EVERY && stop.requested() => T::zero(),
         _ => {
             let h = n / 2;
-            pairwise(h, f, offset) + pairwise(n - h, f, offset + h)
+            pairwise(h, f, offset, stop) + pairwise(n - h, f, offset + h, stop)
         }
     }
 }
@@ -42,11 +66,16 @@ fn chunks(n: usize, parts: usize) -> Vec<(usize, usize)> {
 /// Σ xs on the pool's threads: one contiguous chunk per thread summed serially, then the
 /// partial sums added serially in chunk order.
 pub fn chunked_sum<T: Real>(xs: &[T], pool: &ThreadPool) -> T {
+    chunked_sum_until(xs, pool, Stop::NEVER)
+}
+
+/// [`chunked_sum`], each thread checking `stop` every block.
+pub fn chunked_sum_until<T: Real>(xs: &[T], pool: &ThreadPool, stop: Stop) -> T {
     let parts = chunks(xs.len(), pool.current_num_threads());
     let partials: Vec<T> = pool.install(|| {
         parts
             .par_iter()
-            .map(|&(a, b)| serial_sum(&xs[a..b]))
+            .map(|&(a, b)| serial_sum_until(&xs[a..b], stop))
             .collect()
     });
     serial_sum(&partials)
@@ -55,19 +84,36 @@ pub fn chunked_sum<T: Real>(xs: &[T], pool: &ThreadPool) -> T {
 /// Σ a_i·b_i, left to right. `fused`: acc = a_i·b_i + acc with [`Real::mul_add`] (one rounding
 /// for f32/f64); otherwise the product and the sum round separately.
 pub fn serial_dot<T: Real>(a: &[T], b: &[T], fused: bool) -> T {
-    a.iter().zip(b).fold(T::zero(), |acc, (x, y)| {
-        if fused {
-            x.mul_add(y, &acc)
-        } else {
-            acc + x.clone() * y.clone()
+    serial_dot_until(a, b, fused, Stop::NEVER)
+}
+
+/// [`serial_dot`], checking `stop` every block.
+pub fn serial_dot_until<T: Real>(a: &[T], b: &[T], fused: bool, stop: Stop) -> T {
+    let mut acc = T::zero();
+    for (xs, ys) in a.chunks(CHECK_EVERY).zip(b.chunks(CHECK_EVERY)) {
+        if stop.requested() {
+            break;
         }
-    })
+        acc = xs.iter().zip(ys).fold(acc, |acc, (x, y)| {
+            if fused {
+                x.mul_add(y, &acc)
+            } else {
+                acc + x.clone() * y.clone()
+            }
+        });
+    }
+    acc
 }
 
 /// Σ a_i·b_i by recursive halving of the products (seed 004 Fig. 4).
 pub fn pairwise_dot<T: Real>(a: &[T], b: &[T]) -> T {
+    pairwise_dot_until(a, b, Stop::NEVER)
+}
+
+/// [`pairwise_dot`], checking `stop` at every subtree of more than a block.
+pub fn pairwise_dot_until<T: Real>(a: &[T], b: &[T], stop: Stop) -> T {
     let n = a.len().min(b.len());
-    pairwise(n, &|i| a[i].clone() * b[i].clone(), 0)
+    pairwise(n, &|i| a[i].clone() * b[i].clone(), 0, stop)
 }
 
 /// Leibniz's series on one thread (seed 001): 4 · (1 − 1/3 + 1/5 − …) over `terms` terms, each
@@ -112,27 +158,54 @@ impl<T: Real> Midpoint<T> {
 
 /// π by the midpoint rule, accumulating the terms serially, then h · Σ.
 pub fn pi_midpoint_serial<T: Real>(steps: u64) -> T {
+    pi_midpoint_serial_until(steps, Stop::NEVER)
+}
+
+/// [`pi_midpoint_serial`], checking `stop` every block of steps.
+pub fn pi_midpoint_serial_until<T: Real>(steps: u64, stop: Stop) -> T {
     let m = Midpoint::<T>::new(steps);
-    let sum = (0..steps).fold(T::zero(), |acc, i| acc + m.term(i));
+    let sum = midpoint_fold(&m, 0, steps, stop);
     m.h.clone() * sum
+}
+
+/// The terms a..b of `m` accumulated serially, checking `stop` every block.
+fn midpoint_fold<T: Real>(m: &Midpoint<T>, a: u64, b: u64, stop: Stop) -> T {
+    let mut acc = T::zero();
+    let mut start = a;
+    while start < b && !stop.requested() {
+        let end = b.min(start + CHECK_EVERY as u64);
+        acc = (start..end).fold(acc, |acc, i| acc + m.term(i));
+        start = end;
+    }
+    acc
 }
 
 /// π by the midpoint rule with a pairwise (tree) sum of the terms.
 pub fn pi_midpoint_pairwise<T: Real>(steps: u64) -> T {
+    pi_midpoint_pairwise_until(steps, Stop::NEVER)
+}
+
+/// [`pi_midpoint_pairwise`], checking `stop` at every subtree of more than a block.
+pub fn pi_midpoint_pairwise_until<T: Real>(steps: u64, stop: Stop) -> T {
     let m = Midpoint::<T>::new(steps);
-    let sum = pairwise(steps as usize, &|i| m.term(i as u64), 0);
+    let sum = pairwise(steps as usize, &|i| m.term(i as u64), 0, stop);
     m.h.clone() * sum
 }
 
 /// π by the midpoint rule on the pool's threads: contiguous chunks of steps accumulated
 /// serially, partials added in chunk order, then h · Σ.
 pub fn pi_midpoint_chunked<T: Real>(steps: u64, pool: &ThreadPool) -> T {
+    pi_midpoint_chunked_until(steps, pool, Stop::NEVER)
+}
+
+/// [`pi_midpoint_chunked`], each thread checking `stop` every block of steps.
+pub fn pi_midpoint_chunked_until<T: Real>(steps: u64, pool: &ThreadPool, stop: Stop) -> T {
     let m = Midpoint::<T>::new(steps);
     let parts = chunks(steps as usize, pool.current_num_threads());
     let partials: Vec<T> = pool.install(|| {
         parts
             .par_iter()
-            .map(|&(a, b)| (a as u64..b as u64).fold(T::zero(), |acc, i| acc + m.term(i)))
+            .map(|&(a, b)| midpoint_fold(&m, a as u64, b as u64, stop))
             .collect()
     });
     m.h.clone() * serial_sum(&partials)
@@ -166,6 +239,46 @@ mod tests {
         assert_eq!(chunked_sum(&xs, &pool(2)), 1.0);
         // With 3 chunks the tiny terms land in different chunks: same.
         assert_eq!(chunked_sum(&xs, &pool(3)), 1.0);
+    }
+
+    #[test]
+    fn checked_forms_give_the_same_bits_and_stop_at_a_check() {
+        use std::sync::atomic::AtomicBool;
+        // Three blocks and a bit, values whose f32 sum depends on the order.
+        let n = 3 * CHECK_EVERY + 5;
+        let xs: Vec<f32> = (0..n)
+            .map(|i| (1.0 + i as f32 * 1e-3).powi(if i % 2 == 0 { 3 } else { -3 }))
+            .collect();
+        let ys: Vec<f32> = xs.iter().rev().copied().collect();
+        let fold = xs.iter().fold(0.0f32, |a, &x| a + x);
+        assert_eq!(serial_sum(&xs).to_bits(), fold.to_bits());
+        let fused = xs
+            .iter()
+            .zip(&ys)
+            .fold(0.0f32, |a, (x, y)| f32::mul_add(*x, *y, a));
+        assert_eq!(serial_dot(&xs, &ys, true).to_bits(), fused.to_bits());
+        let midpoint = {
+            let m = Midpoint::<f32>::new(n as u64);
+            m.h * (0..n as u64).fold(0.0f32, |a, i| a + m.term(i))
+        };
+        assert_eq!(
+            pi_midpoint_serial::<f32>(n as u64).to_bits(),
+            midpoint.to_bits()
+        );
+        // A stop already requested: nothing is computed.
+        let flag = AtomicBool::new(true);
+        let stop = Stop::on(&flag);
+        assert_eq!(serial_sum_until(&xs, stop), 0.0);
+        assert_eq!(pairwise_sum_until(&xs, stop), 0.0);
+        assert_eq!(chunked_sum_until(&xs, &pool(2), stop), 0.0);
+        assert_eq!(serial_dot_until(&xs, &ys, false, stop), 0.0);
+        assert_eq!(pairwise_dot_until(&xs, &ys, stop), 0.0);
+        assert_eq!(pi_midpoint_serial_until::<f32>(1 << 30, stop), 0.0);
+        assert_eq!(pi_midpoint_pairwise_until::<f32>(1 << 30, stop), 0.0);
+        assert_eq!(
+            pi_midpoint_chunked_until::<f32>(1 << 30, &pool(2), stop),
+            0.0
+        );
     }
 
     #[test]

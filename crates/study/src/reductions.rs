@@ -14,10 +14,12 @@ use mantissa_num::{ExactDot, ExactSum, Mp, Real};
 use mantissa_report::{Backend, Status, TimeStats};
 use rayon::ThreadPool;
 
+use crate::cost::{generation, value_bytes, Cost, Pace, Work};
 use crate::gpu_reduce::{GpuReducer, Shape};
 use crate::inputs::{uniform_vectors, InputClass, WHITE_PAPER_A, WHITE_PAPER_B};
 use crate::measurement::{error_metrics, reference_f64, time_stats, Measurement};
 use crate::reduce;
+use crate::stop::CHECK_EVERY;
 use crate::study::{CpuTiming, Data, Point, StudyConfig, StudyPrecision, Suite};
 use crate::workload::{CpuMeasure, GpuMeasure, Workload};
 
@@ -86,7 +88,8 @@ impl Workload for Reduction {
     }
     fn size_limit(&self) -> (u64, &'static str) {
         match self {
-            Reduction::Sum | Reduction::Dot => (1 << 31, "elements"),
+            // Memory decides first: the guard refuses a point that does not fit (crate::guard).
+            Reduction::Sum | Reduction::Dot => (1 << 40, "elements"),
             // π's step counts are fixed (10^2 … 10^9); --size does not apply.
             Reduction::Pi => (u64::MAX, "steps"),
         }
@@ -116,6 +119,9 @@ impl Workload for Reduction {
     }
     fn device_bytes(&self, point: &Point) -> u64 {
         device_bytes(point)
+    }
+    fn host_cost(&self, point: &Point, _suite: Suite) -> Cost {
+        host_cost(point)
     }
     fn quantities(&self) -> &'static [(&'static str, &'static str)] {
         // One scalar against one exact value: everything is in the record's own fields.
@@ -558,6 +564,8 @@ impl InputCache {
             workload: point.workload,
         };
         if self.last.as_ref().map(|(k, _)| k) != Some(&id) {
+            // Dropped first, so that two datasets are never held at once (the cost model's peak).
+            self.last = None;
             self.last = Some((id.clone(), Inputs::of(point)));
         }
         &self.last.as_ref().expect("just filled").1
@@ -608,6 +616,68 @@ pub fn score(inputs: &Inputs, outcome: &Outcome) -> Measurement {
     }
 }
 
+// ---- The cost ----------------------------------------------------------------------------------
+
+/// Operations per π term: Leibniz's division, conversion and addition; the midpoint rule's
+/// conversion, two additions, two multiplications, a division and the accumulation.
+const LEIBNIZ_OPS: f64 = 3.0;
+const MIDPOINT_OPS: f64 = 7.0;
+
+/// What a point costs the host: the f64 inputs, their exact reference (a superaccumulator pass)
+/// and, on the CPU, the converted copy and the timed reduction (n additions, or n products and n
+/// additions); on the GPU, the host's converted copies.
+pub fn host_cost(point: &Point) -> Cost {
+    let n = point.size as f64;
+    let p = point.precision;
+    let cpu_threads = match point.backend {
+        Backend::Cpu { threads } => Some(threads),
+        _ => None,
+    };
+    let mut cost = Cost::default();
+    match point.workload {
+        "sum" | "dot" => {
+            let vectors = if point.workload == "dot" { 2.0 } else { 1.0 };
+            let mut bytes = 8.0 * n * vectors;
+            cost.work.push(generation(n * vectors));
+            cost.work
+                .push(Work::new(StudyPrecision::Exact, n, Pace::Dependent));
+            match cpu_threads {
+                Some(threads) => {
+                    if p != StudyPrecision::Exact {
+                        bytes += value_bytes(p) as f64 * n * vectors;
+                        cost.work.push(Work::new(p, n * vectors, Pace::Independent));
+                    }
+                    let ops = n * vectors;
+                    cost.work
+                        .push(Work::new(p, ops, Pace::Dependent).on(threads).timed());
+                }
+                None => bytes += device_bytes(point) as f64,
+            }
+            cost.bytes = bytes as u64;
+        }
+        "pi-leibniz" => {
+            // Scored against the same series in mp1024.
+            let reference = StudyPrecision::Real(mantissa_num::precision::Precision::Mp(1024));
+            cost.work
+                .push(Work::new(reference, LEIBNIZ_OPS * n, Pace::Dependent));
+            if cpu_threads.is_some() {
+                cost.work
+                    .push(Work::new(p, LEIBNIZ_OPS * n, Pace::Dependent).timed());
+            }
+        }
+        _ => {
+            if let Some(threads) = cpu_threads {
+                cost.work.push(
+                    Work::new(p, MIDPOINT_OPS * n, Pace::Dependent)
+                        .on(threads)
+                        .timed(),
+                );
+            }
+        }
+    }
+    cost
+}
+
 // ---- The CPU run --------------------------------------------------------------------------------
 
 /// The CPU runner of the three reductions.
@@ -651,7 +721,7 @@ struct CpuPoint<'a> {
     point: &'a Point,
     inputs: &'a Inputs,
     pool: Option<&'a ThreadPool>,
-    timing: CpuTiming,
+    timing: CpuTiming<'a>,
 }
 
 impl PrecisionVisitor for CpuPoint<'_> {
@@ -660,26 +730,36 @@ impl PrecisionVisitor for CpuPoint<'_> {
         let p = self.point;
         let convert = |v: &[f64]| v.iter().map(|&x| T::from_f64(x)).collect::<Vec<T>>();
         let (xs, ys) = (convert(&self.inputs.xs), convert(&self.inputs.ys));
-        let pool = self.pool;
+        let (pool, stop) = (self.pool, self.timing.stop);
+        let chunked = || pool.expect("chunked points have a pool");
         let (value, time) = match (p.workload, p.algorithm) {
-            ("sum", "serial") => self.timing.measure(|| reduce::serial_sum(&xs)),
-            ("sum", "pairwise") => self.timing.measure(|| reduce::pairwise_sum(&xs)),
+            ("sum", "serial") => self.timing.measure(|| reduce::serial_sum_until(&xs, stop)),
+            ("sum", "pairwise") => self
+                .timing
+                .measure(|| reduce::pairwise_sum_until(&xs, stop)),
             ("sum", "chunked") => self
                 .timing
-                .measure(|| reduce::chunked_sum(&xs, pool.expect("chunked points have a pool"))),
-            ("dot", "serial") => self.timing.measure(|| reduce::serial_dot(&xs, &ys, false)),
-            ("dot", "fma-serial") => self.timing.measure(|| reduce::serial_dot(&xs, &ys, true)),
-            ("dot", "pairwise") => self.timing.measure(|| reduce::pairwise_dot(&xs, &ys)),
+                .measure(|| reduce::chunked_sum_until(&xs, chunked(), stop)),
+            ("dot", "serial") => self
+                .timing
+                .measure(|| reduce::serial_dot_until(&xs, &ys, false, stop)),
+            ("dot", "fma-serial") => self
+                .timing
+                .measure(|| reduce::serial_dot_until(&xs, &ys, true, stop)),
+            ("dot", "pairwise") => self
+                .timing
+                .measure(|| reduce::pairwise_dot_until(&xs, &ys, stop)),
+            // 2000 terms: no check needed.
             ("pi-leibniz", _) => self.timing.measure(|| reduce::leibniz::<T>(p.size)),
             ("pi-midpoint", "serial") => self
                 .timing
-                .measure(|| reduce::pi_midpoint_serial::<T>(p.size)),
+                .measure(|| reduce::pi_midpoint_serial_until::<T>(p.size, stop)),
             ("pi-midpoint", "pairwise") => self
                 .timing
-                .measure(|| reduce::pi_midpoint_pairwise::<T>(p.size)),
-            ("pi-midpoint", "chunked") => self.timing.measure(|| {
-                reduce::pi_midpoint_chunked::<T>(p.size, pool.expect("chunked points have a pool"))
-            }),
+                .measure(|| reduce::pi_midpoint_pairwise_until::<T>(p.size, stop)),
+            ("pi-midpoint", "chunked") => self
+                .timing
+                .measure(|| reduce::pi_midpoint_chunked_until::<T>(p.size, chunked(), stop)),
             (w, a) => unreachable!("no CPU algorithm {a} for {w}: the planner never makes one"),
         };
         Outcome {
@@ -707,7 +787,12 @@ fn exact_point(
                     .into_par_iter()
                     .map(|k| {
                         let mut acc = ExactSum::new();
-                        acc.add_slice(&inputs.xs[n * k / t..n * (k + 1) / t]);
+                        for block in inputs.xs[n * k / t..n * (k + 1) / t].chunks(CHECK_EVERY) {
+                            if timing.stop.requested() {
+                                break;
+                            }
+                            acc.add_slice(block);
+                        }
                         acc
                     })
                     .reduce(ExactSum::new, |mut a, b| {
@@ -719,12 +804,20 @@ fn exact_point(
         }),
         ("sum", None) => timing.measure(|| {
             let mut acc = ExactSum::new();
-            acc.add_slice(&inputs.xs);
+            for block in inputs.xs.chunks(CHECK_EVERY) {
+                if timing.stop.requested() {
+                    break;
+                }
+                acc.add_slice(block);
+            }
             acc.round()
         }),
         _ => timing.measure(|| {
             let mut acc = ExactDot::new();
-            for (a, b) in inputs.xs.iter().zip(&inputs.ys) {
+            for (k, (a, b)) in inputs.xs.iter().zip(&inputs.ys).enumerate() {
+                if k % CHECK_EVERY == 0 && timing.stop.requested() {
+                    break;
+                }
                 acc.add_product(*a, *b);
             }
             acc.round()

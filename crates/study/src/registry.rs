@@ -133,6 +133,7 @@ mod tests {
             budget: std::time::Duration::from_millis(1),
             min_reps: 1,
             max_reps: 1,
+            stop: Default::default(),
         };
         let mut seen = HashSet::new();
         for point in Plan::cpu(&cfg).points {

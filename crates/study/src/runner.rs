@@ -1,6 +1,7 @@
 //! Runs a [`Plan`]'s points into a [`ResultsLog`], on the CPU ([`run_cpu`]) or the GPU
 //! ([`run_gpu`]), through one point loop: points already in the log are skipped, a stop request
-//! (Ctrl-C) ends the run between points, progress advances per point, a point that fails
+//! (Ctrl-C) ends the run (CPU points check it inside their loops and the interrupted point is
+//! dropped, never recorded; a GPU point finishes first), progress advances per point, a point that fails
 //! becomes a `failed` record with the reason, and a sticky device error ends the GPU part. Each
 //! point is measured by its workload's runner ([`crate::registry::of_point`]), one runner per
 //! runner group, made when the group's first point runs (so a run without a workload compiles
@@ -16,6 +17,7 @@ use rayon::ThreadPool;
 use crate::gpu_reduce::Shape;
 use crate::measurement::Measurement;
 use crate::registry;
+use crate::stop::Stop;
 use crate::study::{cpu_name, CpuTiming, Plan, Point, RunSummary, StudyError, Suite};
 use crate::workload::{descriptions, CpuMeasure, GpuMeasure, Workload};
 use crate::Progress;
@@ -86,7 +88,7 @@ pub fn run_cpu(
     progress: &dyn Progress,
     stop: &AtomicBool,
 ) -> Result<RunSummary, StudyError> {
-    let timing = CpuTiming::for_suite(suite);
+    let timing = CpuTiming::for_suite(suite).stopping_on(Stop::on(stop));
     let mut pools: HashMap<u32, ThreadPool> = HashMap::new();
     let mut runners: HashMap<&'static str, Box<dyn CpuMeasure>> = HashMap::new();
     let backend = Loop {
@@ -193,7 +195,13 @@ impl Loop {
                 continue;
             }
             let workload = workload_of(point)?;
-            match measure(workload, point)? {
+            let measured = measure(workload, point)?;
+            if !self.gpu && stop.load(Ordering::Relaxed) {
+                // The point's loops returned early: its numbers mean nothing.
+                summary.interrupted = true;
+                break;
+            }
+            match measured {
                 Ok(m) => {
                     let described = descriptions(workload, &m.extra);
                     log.append(&m.record(point, device, described))?;
@@ -319,6 +327,53 @@ mod tests {
         let s = run_cpu(&plan, Suite::Quick, &mut log, &crate::NoProgress, &stop).unwrap();
         assert!(s.interrupted);
         assert_eq!(s.measured, 0);
+    }
+
+    #[test]
+    fn a_stop_inside_a_long_point_drops_it_and_keeps_the_points_before() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = config(&["sum"]);
+        cfg.classes = Some(vec![InputClass::range(5)]);
+        cfg.sizes = Some(vec![1024]);
+        cfg.precisions = vec![StudyPrecision::Real(Precision::F64)];
+        let quick = Plan::cpu(&cfg).points[0].clone();
+        // An mp256 LU of order 512: 2/3 · 512³ operations at about 0.4 µs, a minute or more.
+        let long = Point {
+            workload: "lu",
+            algorithm: "blocked",
+            data: Data::Intervals(InputClass::range(1)),
+            size: 512,
+            seed: 1,
+            precision: StudyPrecision::Real(Precision::Mp(256)),
+            backend: Backend::Cpu { threads: 1 },
+            flags: None,
+        };
+        let plan = Plan {
+            points: vec![quick, long],
+        };
+        let stop = AtomicBool::new(false);
+        let path = dir.path().join("results.jsonl");
+        let mut log = ResultsLog::open(dir.path(), false).unwrap();
+        let (summary, stopped_after) = std::thread::scope(|s| {
+            let run = s.spawn(|| run_cpu(&plan, Suite::Quick, &mut log, &crate::NoProgress, &stop));
+            // Once the first point is on disk the long one is running: stop it.
+            while std::fs::read_to_string(&path).map_or(0, |t| t.lines().count()) < 1 {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            stop.store(true, Ordering::Relaxed);
+            let asked = std::time::Instant::now();
+            let summary = run.join().unwrap().unwrap();
+            (summary, asked.elapsed())
+        });
+        assert!(summary.interrupted);
+        assert_eq!(summary.measured, 1);
+        let (records, notes) = mantissa_report::read_records(&path).unwrap();
+        assert_eq!(records.len(), 1, "the interrupted point is not recorded");
+        assert_eq!(records[0].workload, "sum");
+        assert!(notes.skipped.is_empty() && !notes.truncated_tail);
+        // Not a timing assertion: the point would take a minute or more; it stopped at a check.
+        assert!(stopped_after.as_secs() < 20, "{stopped_after:?}");
     }
 
     #[test]

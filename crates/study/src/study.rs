@@ -5,7 +5,8 @@
 //! [`crate::workload::Workload`]) becomes a [`Plan`] (a list of [`Point`]s), each point runs on
 //! its backend ([`crate::runner`]) and becomes one record, appended to `results.jsonl` as soon as
 //! it completes. Points already in the log are skipped (`--resume`); a stop request (Ctrl-C) is
-//! honoured between points, so the file always holds whole records.
+//! checked inside the CPU points' loops ([`CpuTiming::stop`]) and the interrupted point is
+//! dropped, so the file always holds whole records of finished points.
 //!
 //! This module imports no workload: the workloads import it, and [`crate::registry`] lists them.
 
@@ -17,6 +18,7 @@ use mantissa_num::precision::Precision;
 use mantissa_report::{point_key, Backend, RecordError, TimeStats};
 
 use crate::inputs::InputClass;
+use crate::stop::Stop;
 use crate::workload::Workload;
 
 /// A precision of the study: one of the arithmetic types, or the exact (superaccumulator)
@@ -292,48 +294,90 @@ impl Plan {
     }
 }
 
-/// How long CPU points repeat: enough repetitions for a median, bounded in time.
+/// How long CPU points repeat: enough repetitions for a median, bounded in time, and the stop
+/// request their loops check.
 #[derive(Debug, Clone, Copy)]
-pub struct CpuTiming {
+pub struct CpuTiming<'a> {
     /// Target total time of the timed repetitions.
     pub budget: Duration,
     /// Fewest timed repetitions.
     pub min_reps: u32,
     /// Most timed repetitions.
     pub max_reps: u32,
+    /// The run's stop request: no repetition starts once it is set, and the workloads' loops
+    /// check it every block of work.
+    pub stop: Stop<'a>,
 }
 
-impl CpuTiming {
-    /// The timing of `suite`: a longer budget for the full suite.
-    pub fn for_suite(suite: Suite) -> CpuTiming {
+impl CpuTiming<'static> {
+    /// The timing of `suite`: a longer budget for the full suite. It never stops; the runner
+    /// gives it the run's request with [`CpuTiming::stopping_on`].
+    pub fn for_suite(suite: Suite) -> CpuTiming<'static> {
         match suite {
             Suite::Quick => CpuTiming {
                 budget: Duration::from_millis(60),
                 min_reps: 3,
                 max_reps: 15,
+                stop: Stop::NEVER,
             },
             Suite::Full => CpuTiming {
                 budget: Duration::from_millis(500),
                 min_reps: 5,
                 max_reps: 51,
+                stop: Stop::NEVER,
             },
+        }
+    }
+}
+
+impl<'a> CpuTiming<'a> {
+    /// The same timing, stopping when `stop` is set.
+    pub fn stopping_on<'b>(self, stop: Stop<'b>) -> CpuTiming<'b> {
+        CpuTiming {
+            budget: self.budget,
+            min_reps: self.min_reps,
+            max_reps: self.max_reps,
+            stop,
+        }
+    }
+
+    /// The repetitions after a first run of `first` seconds (see [`CpuTiming::measure`]).
+    fn reps_after(&self, first: f64) -> u32 {
+        let reps = (self.budget.as_secs_f64() / first.max(1e-9)) as u32;
+        reps.clamp(self.min_reps, self.max_reps)
+    }
+
+    /// The seconds [`CpuTiming::measure`] spends on a closure that takes `once` seconds: the
+    /// first run, and the repetitions when it was shorter than the budget (the cost model's
+    /// count of the timed work).
+    pub fn total_seconds(&self, once: f64) -> f64 {
+        if once >= self.budget.as_secs_f64() {
+            once
+        } else {
+            once * f64::from(1 + self.reps_after(once))
         }
     }
 
     /// Runs `f` once to warm up and size the repetitions, then times it. A first run longer
-    /// than the budget is the only sample (rerunning a multi-second point buys little).
+    /// than the budget is the only sample (rerunning a multi-second point buys little). No
+    /// repetition starts after a stop request (the point is dropped anyway).
     pub fn measure<R>(&self, mut f: impl FnMut() -> R) -> (R, TimeStats) {
         let start = Instant::now();
         let first = f();
         let t1 = start.elapsed();
+        let first_ms = [t1.as_secs_f64() * 1e3];
         if t1 >= self.budget {
-            let ms = t1.as_secs_f64() * 1e3;
-            return (first, TimeStats::from_samples(&[ms]).expect("one sample"));
+            return (
+                first,
+                TimeStats::from_samples(&first_ms).expect("one sample"),
+            );
         }
-        let reps = (self.budget.as_secs_f64() / t1.as_secs_f64().max(1e-9)) as u32;
-        let reps = reps.clamp(self.min_reps, self.max_reps);
+        let reps = self.reps_after(t1.as_secs_f64());
         let mut samples = Vec::with_capacity(reps as usize);
         for _ in 0..reps {
+            if self.stop.requested() {
+                break;
+            }
             let s = Instant::now();
             // The closure is passed through black_box each time: a pure, fully inlined `f` (an
             // f64x2 quadrature of a fixed step count) would otherwise be hoisted out of the loop
@@ -341,9 +385,14 @@ impl CpuTiming {
             std::hint::black_box(std::hint::black_box(&mut f)());
             samples.push(s.elapsed().as_secs_f64() * 1e3);
         }
+        let samples = if samples.is_empty() {
+            &first_ms[..]
+        } else {
+            &samples[..]
+        };
         (
             first,
-            TimeStats::from_samples(&samples).expect("at least one sample"),
+            TimeStats::from_samples(samples).expect("at least one sample"),
         )
     }
 }

@@ -11,8 +11,9 @@ use std::fmt;
 use mantissa_gpu::{Gpu, GpuError, TimingOptions};
 use rayon::ThreadPool;
 
+use crate::cost::Cost;
 use crate::measurement::Measurement;
-use crate::study::{CpuTiming, Point, StudyConfig};
+use crate::study::{CpuTiming, Point, StudyConfig, Suite};
 
 /// One workload of `mantissa study` (one command-line name).
 ///
@@ -52,6 +53,12 @@ pub trait Workload: Sync {
     fn gpu_runner<'g>(&self, gpu: &'g Gpu) -> Box<dyn GpuMeasure + 'g>;
     /// The device memory a GPU point allocates, checked against the device before a run starts.
     fn device_bytes(&self, point: &Point) -> u64;
+    /// What `point` costs the host (CPU points: everything; GPU points: the host's share, the
+    /// inputs and the references they are scored against), from the workload's own operation
+    /// counts: the guard refuses a run whose point cannot fit in memory and warns before hours
+    /// of work ([`crate::guard`]).
+    /// `suite` sizes what the point does beyond its key (intensity's CPU element count).
+    fn host_cost(&self, point: &Point, suite: Suite) -> Cost;
     /// The quantities its records carry in `extra`, each with what it means (thresholds such as
     /// LU's mismatch tolerance are part of the description). A name ending in `.` describes a
     /// family: every quantity whose name starts with it (`ptx.` for `ptx.add.f64`, ...).

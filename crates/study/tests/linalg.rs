@@ -220,6 +220,7 @@ fn gpu_points_score_like_cpu_points() {
         budget: std::time::Duration::from_millis(1),
         min_reps: 1,
         max_reps: 1,
+        stop: Default::default(),
     };
     for (w, n, p, tile) in [
         ("ge", 64, "f32", 8),

@@ -185,7 +185,7 @@ fn singular_systems_are_reported_not_silent() {
         exact: &exact,
         bits: 53,
     };
-    let reference = lu_reference_pairs(&a, n);
+    let reference = lu_reference_pairs(&a, n, Stop::NEVER);
     let m = score_lu(&factors, &residual, 7.0, Some(&reference), None);
     let note = m.note.unwrap();
     assert!(note.contains("near-singular") && note.contains("NaN or infinite"));
@@ -298,8 +298,8 @@ fn lu_references_agree() {
     let n = 40;
     let sys = system(&InputClass::gmp_range(1), n, 4);
     let (LuReference::Pairs(dd), LuReference::Exact(mp)) = (
-        lu_reference_pairs(&sys.a[..n * n], n),
-        lu_reference_mp(&sys.a[..n * n], n),
+        lu_reference_pairs(&sys.a[..n * n], n, Stop::NEVER),
+        lu_reference_mp(&sys.a[..n * n], n, Stop::NEVER),
     ) else {
         panic!("reference kinds")
     };
@@ -454,6 +454,7 @@ fn cpu_points_measure_in_the_expected_order() {
         budget: std::time::Duration::from_millis(1),
         min_reps: 1,
         max_reps: 1,
+        stop: Default::default(),
     };
     let err = |w, class: InputClass, p: &str| {
         let m = measure_cpu(&cpu_point(w, class, 48, p), None, timing);
