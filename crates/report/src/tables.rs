@@ -1041,13 +1041,9 @@ pub(crate) fn render_markdown(t: &Table) -> String {
     out
 }
 
-/// The Markdown tables of a set of records: a header line, then per workload and algorithm its
-/// accuracy tables and time tables. Never fails; no records gives a one-line message.
-pub fn markdown(records: &[Record]) -> String {
-    if records.is_empty() {
-        return "No records: nothing to report (has the study completed a point yet?)\n".into();
-    }
-    let naming = Naming::of(records);
+/// The Markdown report's title and its line of provenance: how many records, which versions,
+/// when, on which devices.
+pub(crate) fn header(records: &[Record]) -> String {
     let prov = Provenance::of(records);
     let mut out = String::from("# mantissa report\n\n");
     let _ = writeln!(
@@ -1059,6 +1055,17 @@ pub fn markdown(records: &[Record]) -> String {
         prov.devices.join(", ")
     );
     out.push('\n');
+    out
+}
+
+/// The Markdown tables of a set of records: a header line, then per workload and algorithm its
+/// accuracy tables and time tables. Never fails; no records gives a one-line message.
+pub fn markdown(records: &[Record]) -> String {
+    if records.is_empty() {
+        return "No records: nothing to report (has the study completed a point yet?)\n".into();
+    }
+    let naming = Naming::of(records);
+    let mut out = header(records);
     out += &crate::summary::markdown(&crate::summary::summary(records));
     for g in groups(records) {
         let _ = write!(out, "\n## {}\n", g.title());
