@@ -278,7 +278,7 @@ mod tests {
         assert!(html.contains("<h3>Time, median ms (n = 2^20)</h3>"));
         assert!(html.contains("<td class=\"num status\">oor</td>"));
         assert!(html.contains("<th>(f64x2−f32)/f32</th>"));
-        assert!(html.contains("<li>f32 range5: sum overflowed to inf</li>"));
+        assert!(html.contains("<title>f32 · range5: sum overflowed to inf</title>"));
         // Tags balance well enough for a browser and a parser.
         for tag in ["table", "tr", "section", "figure", "figcaption", "ul"] {
             assert_eq!(

@@ -15,8 +15,9 @@
 //! - `cheapest`: how that precision is chosen: costs against f64, and ties in time where the
 //!   measured spread cannot tell two precisions apart;
 //! - `tables`: accuracy and time tables grouped by workload, as [`markdown`] for a terminal;
-//! - `plots`: SVG plots of error, time and accuracy-versus-time on log axes (plotters' SVG
-//!   backend, no fonts needed);
+//! - `plots`: SVG plots of time and accuracy-versus-time on log axes (plotters' SVG backend, no
+//!   fonts needed), and `heatmap`: the error of each precision per input class as a heat map,
+//!   exact results as cells of their own;
 //! - `html`: [`write_html`], a self-contained `report.html` — the summary, a table of contents,
 //!   then those tables and plots — and each plot again under `plots/`;
 //! - `csv`: [`write_csv`], one spreadsheet row per record;
@@ -30,6 +31,7 @@
 mod cheapest;
 mod csv;
 mod error;
+mod heatmap;
 mod html;
 mod plots;
 pub mod record;

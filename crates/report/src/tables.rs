@@ -280,6 +280,20 @@ impl Cell<'_> {
         self.shown(|r| r.time.as_ref().map(|t| t.median_ms))
     }
 
+    /// The fastest and the slowest repetition over the records that ran and were timed.
+    pub fn time_range(&self) -> Option<(f64, f64)> {
+        let times = self
+            .records
+            .iter()
+            .filter(|r| r.status == Status::Ok)
+            .filter_map(|r| r.time.as_ref())
+            .filter(|t| t.min_ms.is_finite() && t.max_ms.is_finite() && t.min_ms > 0.0);
+        times.fold(None, |acc, t| {
+            let (lo, hi) = acc.unwrap_or((f64::INFINITY, 0.0));
+            Some((lo.min(t.min_ms), hi.max(t.max_ms)))
+        })
+    }
+
     /// A record whose result is not finite, to say why a point is missing from a plot.
     pub fn non_finite_result(&self) -> Option<f64> {
         self.records
