@@ -20,6 +20,7 @@
 //!   exact results as cells of their own;
 //! - `html`: [`write_html`], a self-contained `report.html` — the summary, a table of contents,
 //!   then those tables and plots — and each plot again under `plots/`;
+//! - `glossary`: docs/GLOSSARY.md, embedded and rendered as the last section of `report.html`;
 //! - `csv`: [`write_csv`], one spreadsheet row per record;
 //! - `error`: [`ReportError`].
 //!
@@ -31,6 +32,7 @@
 mod cheapest;
 mod csv;
 mod error;
+mod glossary;
 mod heatmap;
 mod html;
 mod plots;
