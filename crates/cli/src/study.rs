@@ -1,14 +1,15 @@
 //! `mantissa study`: wiring for [`mantissa_study::runner`] — parse, plan, run each backend into
-//! OUT/results.jsonl, then print the tables and write the report from that file.
+//! OUT/results.jsonl, then write the report from that file and print its summary (every table
+//! with `--tables`) and where the rest is.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use mantissa_gpu::Gpu;
-use mantissa_report::ResultsLog;
+use mantissa_report::{Record, ResultsLog};
 use mantissa_study::guard::{self, Length};
 use mantissa_study::inputs::InputClass;
 use mantissa_study::registry;
@@ -64,6 +65,9 @@ pub struct StudyArgs {
     /// than 4 hours of CPU time.
     #[arg(long)]
     force: bool,
+    /// Print every table at the end, not only the summary (`mantissa report OUT` prints them too).
+    #[arg(long)]
+    tables: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -249,7 +253,7 @@ pub fn run(args: StudyArgs, max_threads: Option<usize>) -> anyhow::Result<()> {
         }
     }
     drop(log);
-    write_report(&args.out)?;
+    write_report(&args.out, args.tables)?;
     if stop.load(Ordering::Relaxed) {
         // Interrupted: the report covers what was measured, and the exit status says the run is
         // incomplete (130, as a shell reports SIGINT), so scripts do not mistake it for done.
@@ -356,20 +360,57 @@ fn summarize(backend: &str, s: &RunSummary, log: &ResultsLog) {
     );
 }
 
-/// The tables on stdout and the report files, rebuilt from results.jsonl alone (so a resumed or
-/// interrupted run reports everything measured so far).
-fn write_report(out: &std::path::Path) -> anyhow::Result<()> {
+/// The report files, rebuilt from results.jsonl alone (so a resumed or interrupted run reports
+/// everything measured so far), then on stdout the summary, or every table with `tables`, and
+/// where the rest is.
+fn write_report(out: &Path, tables: bool) -> anyhow::Result<()> {
     let (records, _) = mantissa_report::load(out)?;
-    print!("{}", mantissa_report::markdown(&records));
-    let html = mantissa_report::write_html(out, &records)?;
-    let csv = mantissa_report::write_csv(out, &records)?;
-    eprintln!(
-        "report: {}, {} and {}/",
-        html.display(),
-        csv.display(),
-        out.join(mantissa_report::PLOTS_DIR).display()
-    );
+    mantissa_report::write_html(out, &records)?;
+    mantissa_report::write_csv(out, &records)?;
+    print!("{}", printed_report(&records, out, tables));
     Ok(())
+}
+
+/// What the terminal shows when a run ends: a summary a screen or two long rather than the
+/// hundreds of lines of every table, and the files that hold the rest.
+fn printed_report(records: &[Record], out: &Path, tables: bool) -> String {
+    let all = mantissa_report::markdown(records);
+    let mut text = if tables {
+        all.clone()
+    } else {
+        mantissa_report::summary_markdown(records)
+    };
+    let file = |name: &str| out.join(name).display().to_string();
+    let rows = [
+        (
+            file(mantissa_report::HTML_FILE),
+            "every table and plot, and a glossary of the terms",
+        ),
+        (file(mantissa_report::CSV_FILE), "one row per point"),
+        (
+            format!("{}/", file(mantissa_report::PLOTS_DIR)),
+            "the plots as SVG files",
+        ),
+        (
+            file(mantissa_report::RESULTS_FILE),
+            "the records everything else is rebuilt from",
+        ),
+    ];
+    let width = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(0);
+    text += "\nThe report:\n";
+    for (path, what) in &rows {
+        let pad = " ".repeat(width - path.chars().count());
+        text += &format!("  {path}{pad}  {what}\n");
+    }
+    if !tables {
+        text += &format!(
+            "Every table ({} lines of Markdown): `mantissa report {}` prints them without \
+             re-running anything (or pass --tables to study).\n",
+            all.lines().count(),
+            out.display()
+        );
+    }
+    text
 }
 
 /// First Ctrl-C: stop at the next check inside the current point (CPU points check every

@@ -5,6 +5,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use crate::glossary::{glossary_html, GLOSSARY_ID};
 use crate::plots::{all_plots, slug, Plot};
 use crate::record::{write_atomically, Record};
 use crate::summary::{summary, Summary};
@@ -41,8 +42,20 @@ table { border-collapse: collapse; margin: 0.5em 0 0.3em; font-size: 0.9em; }
 th, td { border: 1px solid #ccc; padding: 0.2em 0.6em; }
 th { background: #f2f2f2; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; font-family: ui-monospace, monospace; }
+td.num, td.label, span.nw { white-space: nowrap; }
 td.status { color: #a33; }
-.scroll { overflow-x: auto; }
+/* A table wider than the page scrolls inside its box; shadows at the edges show that more is
+   hidden there (the white covers scroll with the content, the shadows stay put). */
+.scroll { overflow-x: auto;
+  background-image: linear-gradient(to right, #fff 30%, rgba(255,255,255,0)),
+    linear-gradient(to left, #fff 30%, rgba(255,255,255,0)),
+    radial-gradient(farthest-side at 0 50%, rgba(0,0,0,0.3), rgba(0,0,0,0)),
+    radial-gradient(farthest-side at 100% 50%, rgba(0,0,0,0.3), rgba(0,0,0,0));
+  background-position: left center, right center, left center, right center;
+  background-repeat: no-repeat;
+  background-size: 40px 100%, 40px 100%, 16px 100%, 16px 100%;
+  background-attachment: local, local, scroll, scroll; }
+p.scroll-hint { font-size: 0.8em; color: #666; text-align: right; margin: 0.2em 0 -0.3em; }
 .note { font-size: 0.85em; color: #555; margin: 0.1em 0; }
 figure { margin: 1.2em 0; }
 figcaption { font-size: 0.9em; color: #444; }
@@ -54,6 +67,8 @@ dl.measured dd { margin: 0; }
 #findings td { min-width: 9em; }
 nav.toc ol { columns: 2; font-size: 0.9em; }
 nav.toc ul { margin: 0; }
+section.glossary { font-size: 0.92em; border-top: 1px solid #ccc; margin-top: 2em; }
+section.glossary li { margin: 0.25em 0; }
 ";
 
 /// The ids of the summary's parts, which the table of contents links to.
@@ -86,6 +101,7 @@ fn render_toc(sections: &[(String, String)]) -> String {
     for (id, title) in sections {
         let _ = writeln!(out, "<li><a href=\"#{id}\">{}</a></li>", escape(title));
     }
+    let _ = writeln!(out, "<li><a href=\"#{GLOSSARY_ID}\">Glossary</a></li>");
     out.push_str("</ol>\n</nav>\n");
     out
 }
@@ -96,6 +112,7 @@ fn section_ids(titles: &[String]) -> Vec<String> {
         SUMMARY_ID.to_string(),
         MEASURED_ID.to_string(),
         FINDINGS_ID.to_string(),
+        GLOSSARY_ID.to_string(),
         "contents".to_string(),
     ]);
     titles
@@ -113,11 +130,64 @@ fn section_ids(titles: &[String]) -> Vec<String> {
         .collect()
 }
 
+/// The page's content width (the body's `max-width`), in pixels.
+const PAGE_PX: f64 = 1100.0;
+/// A table cell's character advance (0.9em of 16 px, monospace 0.6 em) and its padding and
+/// border, in pixels: enough to tell a table that fits from one that does not.
+const CHAR_PX: f64 = 8.64;
+const CELL_PAD_PX: f64 = 19.0;
+
+/// Whether column `c` of `t` holds words that may wrap at their spaces: the columns of a table
+/// made of words only (the findings, the PTX counts). Numbers and the row labels of number
+/// tables (`general-range1`, `gpu 64×32`) stay on one line.
+fn wraps(t: &Table, c: usize) -> bool {
+    c < t.text_columns && t.text_columns == t.headers.len()
+}
+
+/// The width `t` needs, in pixels, with its unbreakable parts on one line.
+fn estimated_width(t: &Table) -> f64 {
+    let longest_word = |s: &str| s.split(' ').map(|w| w.chars().count()).max().unwrap_or(0);
+    (0..t.headers.len())
+        .map(|c| {
+            let cells = t.rows.iter().filter_map(|r| r.get(c));
+            let chars = cells
+                .map(|s| {
+                    if wraps(t, c) {
+                        longest_word(s)
+                    } else {
+                        s.chars().count()
+                    }
+                })
+                .chain([longest_word(&t.headers[c])])
+                .max()
+                .unwrap_or(0);
+            chars as f64 * CHAR_PX + CELL_PAD_PX
+        })
+        .sum()
+}
+
+/// A cell's text as HTML: escaped, with each word that holds a digit kept on one line, since a
+/// browser may break `1.14e-10` after its hyphen or `(0.16…2.63)` inside.
+fn cell_html(text: &str) -> String {
+    let words: Vec<String> = text
+        .split(' ')
+        .map(|w| {
+            if w.chars().any(|c| c.is_ascii_digit()) {
+                format!("<span class=\"nw\">{}</span>", escape(w))
+            } else {
+                escape(w)
+            }
+        })
+        .collect();
+    words.join(" ")
+}
+
 fn render_table(t: &Table) -> String {
-    let mut out = format!(
-        "<h3>{}</h3>\n<div class=\"scroll\"><table>\n<tr>",
-        escape(&t.title)
-    );
+    let mut out = format!("<h3>{}</h3>\n", escape(&t.title));
+    if estimated_width(t) > PAGE_PX {
+        out.push_str("<p class=\"scroll-hint\">wider than the page: scroll sideways →</p>\n");
+    }
+    out.push_str("<div class=\"scroll\"><table>\n<tr>");
     for h in &t.headers {
         let _ = write!(out, "<th>{}</th>", escape(h));
     }
@@ -125,14 +195,16 @@ fn render_table(t: &Table) -> String {
     for row in &t.rows {
         out.push_str("<tr>");
         for (c, cell) in row.iter().enumerate() {
-            let class = if c < t.text_columns {
+            let class = if wraps(t, c) {
                 ""
+            } else if c < t.text_columns {
+                " class=\"label\""
             } else if matches!(cell.as_str(), "oor" | "failed" | "n/a") {
                 " class=\"num status\""
             } else {
                 " class=\"num\""
             };
-            let _ = write!(out, "<td{class}>{}</td>", escape(cell));
+            let _ = write!(out, "<td{class}>{}</td>", cell_html(cell));
         }
         out.push_str("</tr>\n");
     }
@@ -188,6 +260,12 @@ pub(crate) fn render(records: &[Record]) -> Result<(String, Vec<Plot>), ReportEr
         escape(&prov.dates()),
         escape(&prov.devices.join(", "))
     );
+    let _ = writeln!(
+        out,
+        "<p class=\"meta\">The precisions, input classes, measures and references used here \
+         (comp32n, gmp-range3, ulp, \"seed 000 Table 11\" …) are explained in the \
+         <a href=\"#{GLOSSARY_ID}\">glossary</a> at the end.</p>"
+    );
     if records.is_empty() {
         out.push_str("<p>No records: nothing to report.</p>\n");
     } else {
@@ -219,6 +297,7 @@ pub(crate) fn render(records: &[Record]) -> Result<(String, Vec<Plot>), ReportEr
         }
         out.push_str("</section>\n");
     }
+    out.push_str(&glossary_html());
     out.push_str(
         "<p class=\"note\">Rebuilt from results.jsonl by <code>mantissa report</code>; \
          every point is also in results.csv.</p>\n</body>\n</html>\n",
@@ -278,7 +357,7 @@ mod tests {
         assert!(html.contains("<h3>Time, median ms (n = 2^20)</h3>"));
         assert!(html.contains("<td class=\"num status\">oor</td>"));
         assert!(html.contains("<th>(f64x2−f32)/f32</th>"));
-        assert!(html.contains("<li>f32 range5: sum overflowed to inf</li>"));
+        assert!(html.contains("<title>f32 · range5: sum overflowed to inf</title>"));
         // Tags balance well enough for a browser and a parser.
         for tag in ["table", "tr", "section", "figure", "figcaption", "ul"] {
             assert_eq!(
@@ -366,6 +445,79 @@ mod tests {
         let e = write_html(dir.path(), &[]).unwrap_err().to_string();
         assert!(e.contains("no records yet"), "{e}");
         assert!(!dir.path().join("report.html").exists());
+    }
+
+    fn table(headers: &[&str], rows: &[&[&str]], text_columns: usize) -> Table {
+        Table {
+            title: "t".into(),
+            headers: headers.iter().map(|h| h.to_string()).collect(),
+            rows: rows
+                .iter()
+                .map(|r| r.iter().map(|c| c.to_string()).collect())
+                .collect(),
+            text_columns,
+            notes: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn numbers_never_wrap_inside_and_wide_tables_say_they_scroll() {
+        // A number table: labels and numbers stay on one line (by their class, which the style
+        // sheet keeps unwrapped).
+        let t = table(&["input", "f32"], &[&["general-range1", "1.14e-10"]], 1);
+        let html = render_table(&t);
+        assert!(html.contains("<td class=\"label\"><span class=\"nw\">general-range1</span></td>"));
+        assert!(html.contains("<td class=\"num\"><span class=\"nw\">1.14e-10</span></td>"));
+        for rule in [
+            "td.num, td.label, span.nw { white-space: nowrap; }",
+            ".scroll { overflow-x: auto;",
+        ] {
+            assert!(STYLE.contains(rule), "{rule}");
+        }
+        // A table of words wraps at spaces only: every word holding a digit is kept whole.
+        let t = table(
+            &["workload", "error ≤ 1e-6"],
+            &[&[
+                "sum / serial",
+                "f32 or f64 (tied in time) · 1.00× f64 (0.16…2.63)",
+            ]],
+            2,
+        );
+        let html = render_table(&t);
+        assert!(html.contains(
+            "<td><span class=\"nw\">f32</span> or <span class=\"nw\">f64</span> (tied in time) · \
+             <span class=\"nw\">1.00×</span> <span class=\"nw\">f64</span> \
+             <span class=\"nw\">(0.16…2.63)</span></td>"
+        ), "{html}");
+        assert!(html.contains("<td>sum / serial</td>"));
+        assert!(!html.contains("scroll-hint"));
+        // Fourteen precision columns of 8-character numbers are wider than the page: the hint
+        // shows; the same table with three columns does not get it.
+        let headers: Vec<String> = (0..14).map(|k| format!("p{k}")).collect();
+        let mut h: Vec<&str> = vec!["input", "n"];
+        h.extend(headers.iter().map(String::as_str));
+        let row: Vec<&str> = ["gmp-range5", "2^20"]
+            .into_iter()
+            .chain(std::iter::repeat_n("1.14e-10", 14))
+            .collect();
+        let wide = table(&h, &[&row], 2);
+        assert!(estimated_width(&wide) > PAGE_PX);
+        assert!(render_table(&wide)
+            .contains("<p class=\"scroll-hint\">wider than the page: scroll sideways →</p>"));
+        let narrow = table(&h[..5], &[&row[..5]], 2);
+        assert!(estimated_width(&narrow) < PAGE_PX);
+        assert!(!render_table(&narrow).contains("scroll-hint"));
+    }
+
+    #[test]
+    fn the_page_links_its_glossary() {
+        let (html, _) = render(&fixture()).unwrap();
+        assert!(html.contains("<section id=\"glossary\" class=\"glossary\">"));
+        assert!(html.contains("<li><a href=\"#glossary\">Glossary</a></li>"));
+        assert!(html.contains("explained in the <a href=\"#glossary\">glossary</a>"));
+        // The glossary comes last, after every workload section.
+        assert!(html.find("id=\"glossary\"") > html.rfind("<section id=\"w-"));
+        assert!(html.contains("<strong>comp32n</strong>"));
     }
 
     #[test]

@@ -8,13 +8,19 @@
 //!   atomic file writes;
 //! - `schema1`: the migration table that gives schema-1 lines (every file written before schema
 //!   2) the current shape — the only place the old quantity names are known;
-//! - `summary`: what a report opens with: what was measured, and per workload the cheapest
-//!   precision reaching relative error 1e-6, 1e-12 and 2^-53 with its cost against f64;
+//! - `summary`: what a report opens with (and `mantissa study` prints, [`summary_markdown`]):
+//!   what was measured, and per workload the cheapest precision reaching an error of 1e-6,
+//!   1e-12 and 2^-53 with its cost against f64 (relative error; absolute where the exact result
+//!   is 0);
+//! - `cheapest`: how that precision is chosen: costs against f64, and ties in time where the
+//!   measured spread cannot tell two precisions apart;
 //! - `tables`: accuracy and time tables grouped by workload, as [`markdown`] for a terminal;
-//! - `plots`: SVG plots of error, time and accuracy-versus-time on log axes (plotters' SVG
-//!   backend, no fonts needed);
+//! - `plots`: SVG plots of time and accuracy-versus-time on log axes (plotters' SVG backend, no
+//!   fonts needed), and `heatmap`: the error of each precision per input class as a heat map,
+//!   exact results as cells of their own;
 //! - `html`: [`write_html`], a self-contained `report.html` — the summary, a table of contents,
 //!   then those tables and plots — and each plot again under `plots/`;
+//! - `glossary`: docs/GLOSSARY.md, embedded and rendered as the last section of `report.html`;
 //! - `csv`: [`write_csv`], one spreadsheet row per record;
 //! - `error`: [`ReportError`].
 //!
@@ -23,8 +29,11 @@
 
 #![deny(missing_docs)]
 
+mod cheapest;
 mod csv;
 mod error;
+mod glossary;
+mod heatmap;
 mod html;
 mod plots;
 pub mod record;
@@ -42,6 +51,7 @@ pub use record::{
     point_key, read_records, write_atomically, Backend, Build, ErrorMetrics, ReadNotes, Record,
     RecordError, ResultsLog, Status, TimeStats, DEFAULT_FLAGS, RESULTS_FILE, SCHEMA,
 };
+pub use summary::summary_markdown;
 pub use tables::markdown;
 
 /// Reads `out_dir/results.jsonl` for a report: a missing directory or file, or a file with no

@@ -16,6 +16,7 @@ use std::fmt::Write as _;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
+use crate::heatmap::{Heat, HeatMap};
 use crate::record::{fmt_dim3, Record};
 use crate::tables::{
     fmt_size, natural_cmp, precision_index, precision_rank, Accuracy, Cell, Config, Group, Naming,
@@ -140,15 +141,20 @@ fn zero_label(floor: f64) -> String {
     format!("exact 0, drawn at {floor:.0e}")
 }
 
-/// One series over categories: `values[i]` is the value at category i, if any.
+/// One series over categories: `values[i]` is the value at category i, if any, and
+/// `ranges[i]` the smallest and largest measurement behind it (drawn by [`Style::Dots`]).
 struct CatSeries {
     name: String,
     values: Vec<Option<f64>>,
+    ranges: Vec<Option<(f64, f64)>>,
 }
 
 #[derive(Clone, Copy, PartialEq)]
 enum Style {
-    Bars,
+    /// A dot per value with a bar over its range; the categories name the series, so there is
+    /// no colour legend.
+    Dots,
+    /// A line per series through its values, with a dot at each.
     Lines,
 }
 
@@ -164,6 +170,8 @@ enum Key {
     Line(RGBColor),
     Circle,
     Triangle,
+    /// A vertical bar: the range of the repetitions.
+    Whisker,
 }
 
 fn legend(area: &DrawingArea<SVGBackend, Shift>, entries: &[(Key, String)]) -> DrawResult {
@@ -181,6 +189,10 @@ fn legend(area: &DrawingArea<SVGBackend, Shift>, entries: &[(Key, String)]) -> D
             Key::Line(c) => area.draw(&PathElement::new(vec![(6, y), (24, y)], c.stroke_width(2))),
             Key::Circle => area.draw(&Circle::new((15, y), 5, BLACK.filled())),
             Key::Triangle => area.draw(&TriangleMarker::new((15, y), 6, BLACK.filled())),
+            Key::Whisker => area.draw(&PathElement::new(
+                vec![(15, y - 7), (15, y + 7)],
+                BLACK.stroke_width(2),
+            )),
         }
         .map_err(err)?;
         area.draw(&Text::new(label.clone(), (30, y - 4), font.clone()))
@@ -223,7 +235,7 @@ struct XLabels {
 
 /// Shortens `s` to at most `max` characters by replacing its middle with `…`, keeping both
 /// ends (where category names differ: `general-range1 n=2^16`).
-fn shorten(s: &str, max: usize) -> String {
+pub(crate) fn shorten(s: &str, max: usize) -> String {
     let chars: Vec<char> = s.chars().collect();
     if chars.len() <= max || max < 3 {
         return s.to_string();
@@ -312,8 +324,7 @@ impl XLabels {
     }
 }
 
-/// Draws `series` over `categories` with a log y axis; `zero` is the floor drawn for exact
-/// zeros, if any value was one.
+/// Draws `series` over `categories` with a log y axis.
 fn categorical(
     title: &str,
     x_desc: &str,
@@ -321,14 +332,11 @@ fn categorical(
     categories: &[String],
     series: &[CatSeries],
     style: Style,
-    zero: Option<f64>,
 ) -> Result<String, String> {
-    let axis = LogAxis::of(
-        series
-            .iter()
-            .flat_map(|s| s.values.iter().flatten().copied())
-            .chain(zero),
-    );
+    let axis = LogAxis::of(series.iter().flat_map(|s| {
+        let ranges = s.ranges.iter().flatten().flat_map(|&(lo, hi)| [lo, hi]);
+        s.values.iter().flatten().copied().chain(ranges)
+    }));
     let n = categories.len().max(1);
     // The plot spans n category widths between the y label area and the legend.
     let spacing = f64::from(WIDTH - LEGEND_WIDTH - PLOT_LEFT - 10) / n as f64;
@@ -373,19 +381,23 @@ fn categorical(
             label_y = f64::from(y) + 8.0;
         }
         let mut keys = Vec::new();
-        let m = series.len().max(1) as f64;
-        for (k, s) in series.iter().enumerate() {
+        for s in series {
             let c = colour(&s.name);
             match style {
-                Style::Bars => {
-                    let w = 0.8 / m;
-                    let bars = s.values.iter().enumerate().filter_map(|(i, v)| {
-                        let v = (*v)?;
-                        let x0 = i as f64 - 0.4 + w * k as f64;
-                        Some(Rectangle::new([(x0, axis.lo), (x0 + w, lg(v))], c.filled()))
+                Style::Dots => {
+                    let whiskers = s.ranges.iter().enumerate().filter_map(|(i, r)| {
+                        let (lo, hi) = (*r)?;
+                        let x = i as f64;
+                        Some(PathElement::new(
+                            vec![(x, lg(lo)), (x, lg(hi))],
+                            c.mix(0.8).stroke_width(2),
+                        ))
                     });
-                    chart.draw_series(bars).map_err(err)?;
-                    keys.push((Key::Swatch(c), s.name.clone()));
+                    chart.draw_series(whiskers).map_err(err)?;
+                    let dots = s.values.iter().enumerate().filter_map(|(i, v)| {
+                        Some(Circle::new((i as f64, lg((*v)?)), 5, c.filled()))
+                    });
+                    chart.draw_series(dots).map_err(err)?;
                 }
                 Style::Lines => {
                     // A missing point (out of resources) breaks the line rather than bridging it.
@@ -411,15 +423,11 @@ fn categorical(
                 }
             }
         }
-        if let Some(z) = zero {
-            let y = lg(z);
-            chart
-                .draw_series([PathElement::new(
-                    vec![(-0.5, y), (x_max, y)],
-                    BLACK.mix(0.6).stroke_width(1),
-                )])
-                .map_err(err)?;
-            keys.push((Key::Line(BLACK), zero_label(z)));
+        if style == Style::Dots {
+            keys.push((Key::Circle, "median".into()));
+            if series.iter().any(|s| s.ranges.iter().any(Option::is_some)) {
+                keys.push((Key::Whisker, "fastest … slowest".into()));
+            }
         }
         legend(&right, &keys)?;
         root.present().map_err(err)?;
@@ -544,16 +552,22 @@ fn scatter(
 
 /// Why a cell's error is not on the plot: `f32 range5: sum overflowed to inf`.
 fn non_finite_line(workload: &str, precision: &str, row: &str, cell: &Cell, error: f64) -> String {
+    format!(
+        "{precision} {row}: {}",
+        non_finite_reason(workload, cell, error)
+    )
+}
+
+/// Why a cell's error is not finite: `sum overflowed to inf`, `sum result is nan`, `error is
+/// inf`. Lower-case `nan`, as the tables print it.
+fn non_finite_reason(workload: &str, cell: &Cell, error: f64) -> String {
     match cell.non_finite_result() {
-        Some(v) if v.is_nan() => format!("{precision} {row}: {workload} result is NaN"),
+        Some(v) if v.is_nan() => format!("{workload} result is nan"),
         Some(v) => format!(
-            "{precision} {row}: {workload} overflowed to {}",
+            "{workload} overflowed to {}",
             if v > 0.0 { "inf" } else { "-inf" }
         ),
-        None => format!(
-            "{precision} {row}: error is {}",
-            if error.is_nan() { "NaN" } else { "inf" }
-        ),
+        None => format!("error is {}", if error.is_nan() { "nan" } else { "inf" }),
     }
 }
 
@@ -583,11 +597,12 @@ fn backend_slug(c: &Config) -> String {
     }
 }
 
-/// (a) Errors by precision and input class for one accuracy table, as grouped bars.
-/// `None` when nothing in the table ran or was finite: an empty frame tells nothing.
+/// (a) Errors by precision and input class for one accuracy table, as a heat map (why a heat
+/// map: see [`crate::heatmap`]). `None` when nothing in the table ran: an empty grid tells
+/// nothing.
 fn error_plot(g: &Group, a: &Accuracy, naming: &Naming) -> Result<Option<Plot>, String> {
     let one_size = a.sizes().len() == 1;
-    let categories: Vec<String> = a
+    let rows: Vec<String> = a
         .rows
         .iter()
         .map(|r| {
@@ -598,28 +613,39 @@ fn error_plot(g: &Group, a: &Accuracy, naming: &Naming) -> Result<Option<Plot>, 
             }
         })
         .collect();
-    let mut not_plotted = Vec::new();
-    let mut raw: Vec<(String, Vec<Option<f64>>)> = Vec::new();
-    for (j, p) in a.precisions.iter().enumerate() {
-        let mut values = Vec::new();
-        for (i, cat) in categories.iter().enumerate() {
-            let v = match a.cells.get(&(i, j)) {
-                Some(cell) => match cell.error() {
-                    Some(Shown::Value(e)) if e.is_finite() => Some(e.abs()),
-                    Some(Shown::Value(e)) => {
-                        not_plotted.push(non_finite_line(&g.workload, p, cat, cell, e));
-                        None
+    let mut any_ran = false;
+    let cells: Vec<Vec<Heat>> = (0..rows.len())
+        .map(|i| {
+            (0..a.precisions.len())
+                .map(|j| {
+                    let Some(cell) = a.cells.get(&(i, j)) else {
+                        return Heat::Missing("-");
+                    };
+                    match cell.error() {
+                        Some(Shown::Value(e)) => {
+                            any_ran = true;
+                            let e = e.abs();
+                            if e == 0.0 {
+                                Heat::Exact
+                            } else if e.is_finite() {
+                                Heat::Error(e)
+                            } else {
+                                Heat::NotFinite {
+                                    text: if e.is_nan() { "nan" } else { "inf" },
+                                    why: non_finite_reason(&g.workload, cell, e),
+                                }
+                            }
+                        }
+                        Some(Shown::NotMeasured) => Heat::Missing("n/a"),
+                        Some(Shown::OutOfResources) => Heat::Missing("oor"),
+                        Some(Shown::Failed) => Heat::Missing("failed"),
+                        None => Heat::Missing("-"),
                     }
-                    _ => None,
-                },
-                None => None,
-            };
-            values.push(v);
-        }
-        raw.push((p.clone(), values));
-    }
-    let (series, zero) = with_zero_floor(raw);
-    if !has_values(&series) && not_plotted.is_empty() {
+                })
+                .collect()
+        })
+        .collect();
+    if !any_ran {
         return Ok(None);
     }
     let configs = a.configs_label(naming);
@@ -632,15 +658,13 @@ fn error_plot(g: &Group, a: &Accuracy, naming: &Naming) -> Result<Option<Plot>, 
         String::new()
     };
     let title = format!("{} — absolute error, {configs}{size}", g.title());
-    let svg = categorical(
-        &title,
-        "input class",
-        "absolute error (log scale)",
-        &categories,
-        &series,
-        Style::Bars,
-        zero,
-    )?;
+    let svg = HeatMap {
+        title: &title,
+        rows: &rows,
+        columns: &a.precisions,
+        cells: &cells,
+    }
+    .svg();
     let stem: Vec<String> = a.configs.iter().map(backend_slug).collect();
     Ok(Some(Plot {
         name: slug(&format!(
@@ -650,12 +674,13 @@ fn error_plot(g: &Group, a: &Accuracy, naming: &Naming) -> Result<Option<Plot>, 
             stem.join(" ")
         )),
         title,
-        caption: caption_zero(
-            "Median absolute error of each precision per input class (one bar each)",
-            zero,
-        ),
+        caption: "Median absolute error of each precision (column) per input class (row): the \
+                  colour on a log scale, the value printed in the cell (hover for three digits); \
+                  \"exact\" marks an error of exactly 0."
+            .into(),
         svg,
-        not_plotted,
+        // Non-finite errors are cells of their own (hover says why), not gaps.
+        not_plotted: Vec::new(),
     }))
 }
 
@@ -670,47 +695,20 @@ fn has_values(series: &[CatSeries]) -> bool {
     series.iter().any(|s| s.values.iter().any(Option::is_some))
 }
 
-/// Replaces exact zeros by the plot's zero floor; returns the floor if any zero was present.
-fn with_zero_floor(raw: Vec<(String, Vec<Option<f64>>)>) -> (Vec<CatSeries>, Option<f64>) {
-    let min_nonzero = raw
-        .iter()
-        .flat_map(|(_, v)| v.iter().flatten().copied())
-        .filter(|v| *v > 0.0)
-        .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.min(v))));
-    let floor = zero_floor(min_nonzero);
-    let mut any_zero = false;
-    let series = raw
-        .into_iter()
-        .map(|(name, values)| CatSeries {
-            name,
-            values: values
-                .into_iter()
-                .map(|v| {
-                    v.map(|v| {
-                        if v == 0.0 {
-                            any_zero = true;
-                            floor
-                        } else {
-                            v
-                        }
-                    })
-                })
-                .collect(),
-        })
-        .collect();
-    (series, any_zero.then_some(floor))
-}
-
-/// (b) Time by launch configuration, one line per precision.
+/// (b) Time by launch configuration, one line per precision; with a single configuration (a
+/// serial CPU algorithm) a dot per precision along the x axis instead, with the range of its
+/// repetitions, since lines over one category would stack every dot in one column.
 /// `None` when nothing was timed.
 fn time_plot(g: &Group, t: &Timing, naming: &Naming) -> Result<Option<Plot>, String> {
-    let categories: Vec<String> = t.configs.iter().map(|c| naming.label(c)).collect();
+    let configs: Vec<String> = t.configs.iter().map(|c| naming.label(c)).collect();
     let mut not_plotted = Vec::new();
-    let mut series = Vec::new();
+    // (value, range) per precision and configuration.
+    let mut measured: Vec<Vec<(Option<f64>, Option<(f64, f64)>)>> = Vec::new();
     for (j, p) in t.precisions.iter().enumerate() {
-        let mut values = Vec::new();
-        for (i, cat) in categories.iter().enumerate() {
-            let v = match t.cells.get(&(i, j)).and_then(Cell::time) {
+        let mut row = Vec::new();
+        for (i, cat) in configs.iter().enumerate() {
+            let cell = t.cells.get(&(i, j));
+            let v = match cell.and_then(Cell::time) {
                 Some(Shown::Value(ms)) if ms.is_finite() && ms > 0.0 => Some(ms),
                 Some(Shown::Value(ms)) => {
                     not_plotted.push(format!("{p} {cat}: time {ms} ms"));
@@ -718,32 +716,78 @@ fn time_plot(g: &Group, t: &Timing, naming: &Naming) -> Result<Option<Plot>, Str
                 }
                 _ => None,
             };
-            values.push(v);
+            let range = v.and(cell.and_then(Cell::time_range));
+            row.push((v, range));
         }
-        series.push(CatSeries {
-            name: p.clone(),
-            values,
-        });
+        measured.push(row);
     }
+    let one_config = configs.len() == 1;
+    let series: Vec<CatSeries> = t
+        .precisions
+        .iter()
+        .zip(&measured)
+        .enumerate()
+        .map(|(j, (p, row))| {
+            if one_config {
+                // The precision's own category holds its one value.
+                let at = |k: usize| if k == j { row[0] } else { (None, None) };
+                CatSeries {
+                    name: p.clone(),
+                    values: (0..t.precisions.len()).map(|k| at(k).0).collect(),
+                    ranges: (0..t.precisions.len()).map(|k| at(k).1).collect(),
+                }
+            } else {
+                CatSeries {
+                    name: p.clone(),
+                    values: row.iter().map(|m| m.0).collect(),
+                    ranges: vec![None; row.len()],
+                }
+            }
+        })
+        .collect();
     if !has_values(&series) && not_plotted.is_empty() {
         return Ok(None);
     }
-    let title = format!("{} — time, n = {}", g.title(), fmt_size(t.size));
-    let svg = categorical(
-        &title,
-        "backend configuration (CPU threads, GPU grid × block)",
-        "median time (ms, log scale)",
-        &categories,
-        &series,
-        Style::Lines,
-        None,
-    )?;
+    let (title, svg, caption) = if one_config {
+        let title = format!(
+            "{} — time, n = {}, {}",
+            g.title(),
+            fmt_size(t.size),
+            configs[0]
+        );
+        let svg = categorical(
+            &title,
+            "precision",
+            "time (ms, log scale)",
+            &t.precisions,
+            &series,
+            Style::Dots,
+        )?;
+        let caption = format!(
+            "Median run time of each precision on {}; the bar spans its fastest and slowest \
+             repetition. Missing dots did not run (see the table).",
+            configs[0]
+        );
+        (title, svg, caption)
+    } else {
+        let title = format!("{} — time, n = {}", g.title(), fmt_size(t.size));
+        let svg = categorical(
+            &title,
+            "backend configuration (CPU threads, GPU grid × block)",
+            "median time (ms, log scale)",
+            &configs,
+            &series,
+            Style::Lines,
+        )?;
+        let caption = "Median run time of each precision per backend configuration; gaps are \
+                       configurations that did not run (see the table)."
+            .to_string();
+        (title, svg, caption)
+    };
     Ok(Some(Plot {
         name: slug(&format!("time {} {} n{}", g.workload, g.algorithm, t.size)),
         title,
-        caption: "Median run time of each precision per backend configuration; gaps are \
-                  configurations that did not run (see the table)."
-            .into(),
+        caption,
         svg,
         not_plotted,
     }))
@@ -996,10 +1040,11 @@ pub(crate) fn all_plots(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+    use crate::record::Backend;
     use crate::tables::groups;
-    use crate::tables::tests::{fixture, rec, CPU1, G1, G64};
+    use crate::tables::tests::{fixture, rec, CPU1, CPU2, G1, G64};
 
     /// Every number in SVG path data and coordinates parses and is finite.
     pub fn assert_clean_svg(svg: &str) {
@@ -1067,38 +1112,116 @@ mod tests {
                 "{}",
                 p.name
             );
-            assert!(p.svg.contains("legend"), "{}", p.name);
             assert!(p.svg.contains("log scale"), "{}", p.name);
         }
+        // The error plots are heat maps: every precision and input class named, exact results
+        // as "exact" cells, the overflowed f32 sum as an "inf" cell that says why on hover.
         let cpu = &plots[0];
         for label in [
             "input class",
-            "range1",
-            "range5",
-            "f32",
-            "f64x2",
-            "mp256",
-            "1e-30",
+            "precision",
+            ">range1</text>",
+            ">range5</text>",
+            ">f32</text>",
+            ">f64x2</text>",
+            ">mp256</text>",
+            ">exact result (error 0)</text>",
         ] {
             assert!(cpu.svg.contains(label), "{label} missing in {}", cpu.svg);
         }
-        // mp256 errors of 1e-30 push the zero floor below them; the GPU plots keep 1e-25.
-        assert!(cpu.svg.contains("exact 0, drawn at 1e-32"));
-        assert!(cpu.caption.contains("drawn at 1e-32"), "{}", cpu.caption);
-        assert!(plots[1].svg.contains("exact 0, drawn at 1e-25"));
-        assert!(
-            plots[1].caption.contains("drawn at 1e-25"),
-            "{}",
-            plots[1].caption
+        assert_eq!(
+            cpu.svg.matches("class=\"cell exact\"").count(),
+            2,
+            "f64x2 on both inputs"
         );
-        // The overflowed f32 sum is listed, not drawn.
-        assert_eq!(cpu.not_plotted, ["f32 range5: sum overflowed to inf"]);
+        assert!(cpu
+            .svg
+            .contains("<title>f32 · range5: sum overflowed to inf</title>"));
+        assert!(cpu.not_plotted.is_empty());
+        assert!(!cpu.svg.contains("drawn at"));
+        // f64x2 ran out of resources at 64 blocks on range5: a "not measured" cell.
+        assert!(plots[2]
+            .svg
+            .contains("<title>f64x2 · range5: did not fit the device (out of resources)</title>"));
+        // The other plots keep their legends; scatter plots draw an exact 0 below the errors.
+        for p in &plots[3..] {
+            assert!(p.svg.contains("legend"), "{}", p.name);
+        }
         let time = &plots[3];
         for label in ["cpu×1", "gpu 64×32", "median time (ms, log scale)"] {
             assert!(time.svg.contains(label), "{label} missing");
         }
+        // mp256 errors of 1e-30 push the zero floor below them.
+        assert!(plots[4].svg.contains("exact 0, drawn at 1e-32"));
+        assert!(
+            plots[4].caption.contains("drawn at 1e-32"),
+            "{}",
+            plots[4].caption
+        );
         assert!(plots[5].svg.contains("GPU launch"));
         assert_eq!(plots[5].not_plotted.len(), 2, "{:?}", plots[5].not_plotted);
+    }
+
+    #[test]
+    fn one_configuration_times_are_a_dot_per_precision_with_its_spread() {
+        let mut v = Vec::new();
+        for (p, samples) in [
+            ("f32", [0.9, 1.0, 1.4]),
+            ("f64", [1.0, 1.1, 1.2]),
+            ("mp256", [40.0, 41.0, 45.0]),
+        ] {
+            let mut r = rec(p, "range1", CPU1, 1e-9, 1.0);
+            r.time = crate::record::TimeStats::from_samples(&samples);
+            v.push(r);
+        }
+        let plots = plots_of(&v);
+        let time = plots
+            .iter()
+            .find(|p| p.name.starts_with("time"))
+            .expect("a time plot");
+        assert_clean_svg(&time.svg);
+        // Precisions along the x axis, one dot each, and a legend of what the marks mean rather
+        // than a legend of lines that are not drawn.
+        assert_eq!(
+            time.svg.matches("class=\"x-label\"").count(),
+            3,
+            "{}",
+            time.svg
+        );
+        for p in [">f32</text>", ">f64</text>", ">mp256</text>", "precision"] {
+            assert!(time.svg.contains(p), "{p}");
+        }
+        assert_eq!(
+            time.svg.matches("<circle").count(),
+            3 + 1,
+            "three dots and the key"
+        );
+        // (plotters writes a text's content on a line of its own)
+        assert!(time.svg.contains("\nmedian\n") && time.svg.contains("\nfastest … slowest\n"));
+        assert!(
+            !time.svg.contains("\nf32\n"),
+            "no legend entry per precision"
+        );
+        assert!(time.title.ends_with("cpu×1"), "{}", time.title);
+        // One whisker per dot, from the fastest to the slowest repetition: f32's spans 0.9…1.4.
+        assert!(time.caption.contains("fastest and slowest"));
+        let whiskers = time
+            .svg
+            .lines()
+            .filter(|l| l.starts_with("<polyline") && l.contains("stroke-width=\"2\""))
+            .count();
+        assert_eq!(whiskers, 3 + 1, "three bars and the key");
+        // With several configurations the plot keeps a line per precision.
+        let mut w = v.clone();
+        for r in &v {
+            let mut g = r.clone();
+            g.backend = CPU2;
+            w.push(g);
+        }
+        let plots = plots_of(&w);
+        let time = plots.iter().find(|p| p.name.starts_with("time")).unwrap();
+        assert!(time.svg.contains(">cpu×2</text>"));
+        assert!(time.caption.contains("per backend configuration"));
     }
 
     /// A text's box on the page: (left, top, right, bottom), in pixels.
@@ -1190,34 +1313,30 @@ mod tests {
             }
         }
         assert!(
-            most >= 40,
+            most >= 10,
             "the committed runs' largest plot has {most} categories"
         );
-        // Far beyond: 150 long names are thinned, shortened and still apart.
-        let records: Vec<_> = (0..150)
+        // Far beyond: 150 launches on devices with long names are thinned, shortened and still
+        // apart.
+        let records: Vec<_> = (0..150u32)
             .map(|i| {
-                let mut r = rec(
-                    "f64",
-                    &format!("a-very-long-input-class-name-{i}"),
-                    CPU1,
-                    1e-9,
-                    1.0,
-                );
-                r.size = 1 << 20;
+                let mut r = rec("f64", "range1", Backend::gpu(i + 1, 32), 1e-9, 1.0);
+                r.device = format!("a-very-long-device-name-{i}");
                 r
             })
             .collect();
         let plots = plots_of(&records);
-        assert_labels_apart("150 categories", &plots[0].svg);
-        let (labels, _) = x_text_boxes(&plots[0].svg);
+        let time = plots.iter().find(|p| p.name.starts_with("time")).unwrap();
+        assert_labels_apart("150 categories", &time.svg);
+        let (labels, _) = x_text_boxes(&time.svg);
         assert!(labels.len() < 150 && labels.len() > 10, "{}", labels.len());
         assert!(labels.iter().any(|(t, _)| t.contains('…')));
         // A few short names stay horizontal at the largest font.
         let few = plots_of(&fixture());
-        assert!(few[0]
+        assert!(few[3]
             .svg
-            .contains("font-size=\"11\" class=\"x-label\">range1</text>"));
-        assert_labels_apart("fixture", &few[0].svg);
+            .contains("font-size=\"11\" class=\"x-label\">cpu×1</text>"));
+        assert_labels_apart("fixture", &few[3].svg);
     }
 
     #[test]
@@ -1286,6 +1405,7 @@ mod tests {
     fn a_single_point_plots() {
         let plots = plots_of(&[rec("f64", "range1", CPU1, 3e-10, 2.0)]);
         assert_eq!(plots.len(), 3);
+        assert!(plots[0].svg.contains(">3.0e-10</text>"));
         for p in &plots {
             assert_clean_svg(&p.svg);
             assert!(p.not_plotted.is_empty());
@@ -1299,7 +1419,12 @@ mod tests {
             .map(|p| rec(p, "range1", G1, 0.0, 1.0))
             .collect();
         let plots = plots_of(&records);
-        assert!(plots[0].svg.contains("exact 0, drawn at 1e-25"));
+        assert_eq!(plots[0].svg.matches("class=\"cell exact\"").count(), 3);
+        let tradeoff = plots
+            .iter()
+            .find(|p| p.name.starts_with("tradeoff"))
+            .unwrap();
+        assert!(tradeoff.svg.contains("exact 0, drawn at 1e-25"));
         for p in &plots {
             assert_clean_svg(&p.svg);
         }
@@ -1319,20 +1444,40 @@ mod tests {
             assert_clean_svg(&p.svg);
         }
         // Zero goes below the smallest real error, not above it.
-        assert!(!plots[0].svg.contains("drawn at 1e-25"));
-        assert!(plots[0].caption.contains("drawn at"));
+        let tradeoff = plots
+            .iter()
+            .find(|p| p.name.starts_with("tradeoff"))
+            .unwrap();
+        assert!(!tradeoff.svg.contains("drawn at 1e-25"));
+        assert!(tradeoff.caption.contains("drawn at"));
+        // The heat map's scale spans every decade, 1e-324 to 1e309.
+        assert!(plots[0].svg.contains(">1e-324</text>"), "{}", plots[0].svg);
     }
 
     #[test]
-    fn non_finite_errors_are_listed_not_drawn() {
+    fn non_finite_errors_are_cells_in_the_heat_map_and_listed_under_scatter_plots() {
         let mut nan = rec("f32", "range2", G1, f64::NAN, 1.0);
         nan.value = Some(f64::NAN);
         let mut inf_err = rec("f64", "range2", G1, f64::INFINITY, 1.0);
         inf_err.value = Some(1.0);
         let plots = plots_of(&[nan, inf_err]);
+        assert!(plots[0]
+            .svg
+            .contains("<title>f32 · range2: sum result is nan</title>"));
+        assert!(plots[0]
+            .svg
+            .contains("<title>f64 · range2: error is inf</title>"));
+        assert_eq!(plots[0].svg.matches("class=\"cell nonfinite\"").count(), 2);
+        let tradeoff = plots
+            .iter()
+            .find(|p| p.name.starts_with("tradeoff"))
+            .unwrap();
         assert_eq!(
-            plots[0].not_plotted,
-            ["f32 range2: sum result is NaN", "f64 range2: error is inf"]
+            tradeoff.not_plotted,
+            [
+                "f32 range2 gpu 1×32: sum result is nan",
+                "f64 range2 gpu 1×32: error is inf"
+            ]
         );
         for p in &plots {
             assert_clean_svg(&p.svg);

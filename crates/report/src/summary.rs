@@ -1,65 +1,75 @@
 //! The answer first: what a set of records measured, and per workload the cheapest precision
-//! that reaches a relative error of 10^-6, 10^-12 and "exact to f64", with its cost against f64
-//! on each backend. [`crate::html`] and [`crate::tables::markdown`] open with it.
+//! that reaches an error of 10^-6, 10^-12 and "exact to f64", with its cost against f64 on each
+//! backend. [`crate::html`] and [`crate::tables::markdown`] open with it, and `mantissa study`
+//! prints it ([`summary_markdown`]).
 //!
 //! Definitions (the page states them too):
-//! - A point's relative error is its record's `error.rel` (|value − reference| / |reference|,
-//!   computed exactly, rounded once). A point whose reference is 0 has none; such points are left
-//!   out and counted in a note (their absolute errors are in the tables). A non-finite error
-//!   counts as infinitely large.
-//! - A precision *reaches* a target on a backend when its largest relative error over every point
-//!   of that workload and algorithm it ran there (all inputs, sizes, seeds and configurations) is
-//!   at most the target. "Exact to f64" is a relative error of at most 2^-53, the unit roundoff of
-//!   f64: what the correctly rounded f64 of the exact result is guaranteed to reach.
-//! - Its *cost* is the median, over the points where it and f64 both ran and were timed (same
-//!   algorithm, input, size, seed, configuration, device and flag set), of the ratio of their
-//!   median times. "Cheapest" is the smallest such ratio; a precision that never ran beside f64
-//!   has no cost and is chosen only when no costed one reaches the target.
+//! - A point's error is its record's relative error `error.rel` (|value − reference| /
+//!   |reference|, computed exactly, rounded once). A point whose exact result is 0 has none: it
+//!   is judged by its absolute error instead, in rows of its own, as seed 000 reports such points
+//!   (ch. 5, Tables 7 and 11: for its zero-sum arrays the table entry is the computed sum itself,
+//!   the absolute error, unscaled). A non-finite error counts as infinitely large.
+//! - A precision *reaches* a target on a backend when its largest error over every point of that
+//!   workload and algorithm it ran there (all inputs, sizes, seeds and configurations) is at most
+//!   the target. "Exact to f64" is an error of at most 2^-53, the unit roundoff of f64: what the
+//!   correctly rounded f64 of the exact result is guaranteed to reach.
+//! - Costs, "cheapest" and ties in time: see [`crate::cheapest`].
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
+use crate::cheapest::{and_list, candidates, cell, plural, BASELINE};
 use crate::record::{Record, Status};
-use crate::tables::{
-    fmt_err, groups, median, precision_rank, Config, Group, Naming, Provenance, Table,
-};
+use crate::tables::{groups, precision_rank, Config, Group, Naming, Provenance, Table};
 
-/// The accuracy targets, as (column header, largest admissible relative error).
+/// The accuracy targets, as (column header, largest admissible error).
 pub(crate) const TARGETS: [(&str, f64); 3] = [
-    ("rel. error ≤ 1e-6", 1e-6),
-    ("rel. error ≤ 1e-12", 1e-12),
+    ("error ≤ 1e-6", 1e-6),
+    ("error ≤ 1e-12", 1e-12),
     // 2^-53: the unit roundoff of f64.
-    ("exact to f64 (rel. ≤ 2^-53)", 1.1102230246251565e-16),
+    ("exact to f64 (error ≤ 2^-53)", 1.1102230246251565e-16),
 ];
-
-/// The precision every cost is measured against.
-const BASELINE: &str = "f64";
 
 /// What the report opens with.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Summary {
     /// "What was measured", one line per fact: (label, text).
     pub measured: Vec<(String, String)>,
-    /// The findings: a row per workload, algorithm and backend; a column per target.
+    /// The findings: a row per workload, algorithm, backend and error measure; a column per
+    /// target.
     pub findings: Table,
 }
 
-/// The relative error of a record that ran, if it has one (see the module docs).
-fn rel_error(r: &Record) -> Option<f64> {
+/// Which error a row judges its points by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Measure {
+    /// |value − exact| / |exact|.
+    Relative,
+    /// |value − exact| where the exact result is 0 (seed 000's zero-sum arrays).
+    AbsoluteAtZero,
+}
+
+impl Measure {
+    /// The row's text in the table's "error" column.
+    fn label(self) -> &'static str {
+        match self {
+            Measure::Relative => "relative",
+            Measure::AbsoluteAtZero => "absolute (exact result 0)",
+        }
+    }
+}
+
+/// The error a record that ran is judged by, and by which measure (see the module docs).
+fn scored(r: &Record) -> Option<(Measure, f64)> {
     if r.status != Status::Ok {
         return None;
     }
-    let rel = r.error.as_ref()?.rel?;
-    Some(if rel.is_nan() {
-        f64::INFINITY
-    } else {
-        rel.abs()
-    })
-}
-
-/// A record's median time, if it ran and was timed.
-fn time_ms(r: &Record) -> Option<f64> {
-    let t = r.time.as_ref()?.median_ms;
-    (r.status == Status::Ok && t.is_finite() && t > 0.0).then_some(t)
+    let e = r.error.as_ref()?;
+    let (measure, x) = match e.rel {
+        Some(rel) => (Measure::Relative, rel),
+        None if r.reference == Some(0.0) => (Measure::AbsoluteAtZero, e.abs),
+        None => return None,
+    };
+    Some((measure, if x.is_nan() { f64::INFINITY } else { x.abs() }))
 }
 
 /// What a backend row stands for: CPU or GPU, on one device, under one flag set. Another flag
@@ -95,172 +105,6 @@ impl Side {
     }
 }
 
-/// One precision of one group on one side: its relative errors by point and its cost.
-#[derive(Debug, Clone)]
-struct Candidate {
-    precision: String,
-    /// The largest relative error at each comparable point it ran.
-    errors: HashMap<PointKey, f64>,
-    /// Its time over f64's at the same points: the median ratio, the smallest and the largest.
-    cost: Option<Cost>,
-}
-
-/// A precision's time over f64's at the points where both ran.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Cost {
-    median: f64,
-    min: f64,
-    max: f64,
-    /// How many points were compared.
-    points: usize,
-}
-
-/// A point less its precision: records with equal keys are comparable.
-type PointKey = (String, u64, u64, Config, Option<String>);
-
-fn comparable_key(r: &Record) -> PointKey {
-    (
-        r.input.clone(),
-        r.size,
-        r.seed,
-        Config::of(r),
-        r.flags.clone().filter(|f| f != crate::DEFAULT_FLAGS),
-    )
-}
-
-fn candidates(records: &[&Record]) -> Vec<Candidate> {
-    let mut errors: BTreeMap<&str, HashMap<PointKey, f64>> = BTreeMap::new();
-    for r in records {
-        if let Some(e) = rel_error(r) {
-            let w = errors
-                .entry(r.precision.as_str())
-                .or_default()
-                .entry(comparable_key(r))
-                .or_insert(0.0);
-            *w = w.max(e);
-        }
-    }
-    // f64's times by comparable point (median over repeated records of the same point).
-    let mut base: HashMap<PointKey, Vec<f64>> = HashMap::new();
-    for r in records.iter().filter(|r| r.precision == BASELINE) {
-        if let Some(t) = time_ms(r) {
-            base.entry(comparable_key(r)).or_default().push(t);
-        }
-    }
-    let base: HashMap<PointKey, f64> = base
-        .into_iter()
-        .filter_map(|(k, v)| median(&v).map(|m| (k, m)))
-        .collect();
-    let mut out: Vec<Candidate> = errors
-        .into_iter()
-        .map(|(p, errors)| {
-            let ratios: Vec<f64> = records
-                .iter()
-                .filter(|r| r.precision == p)
-                .filter_map(|r| Some(time_ms(r)? / base.get(&comparable_key(r))?))
-                .collect();
-            let cost = median(&ratios).map(|median| Cost {
-                median,
-                min: ratios.iter().copied().fold(f64::INFINITY, f64::min),
-                max: ratios.iter().copied().fold(0.0, f64::max),
-                points: ratios.len(),
-            });
-            Candidate {
-                precision: p.to_string(),
-                errors,
-                cost,
-            }
-        })
-        .collect();
-    // Cheapest first; precisions without a cost after those with one, narrow before wide.
-    out.sort_by(|a, b| {
-        let key = |c: &Candidate| c.cost.map_or(f64::INFINITY, |c| c.median);
-        key(a)
-            .total_cmp(&key(b))
-            .then_with(|| precision_rank(&a.precision).cmp(&precision_rank(&b.precision)))
-    });
-    out
-}
-
-/// A ratio in three significant digits at most: `1.63`, `0.52`, `37.1`, `1180`, `2.0e-4`.
-fn fmt_ratio(x: f64) -> String {
-    if x < 0.01 {
-        format!("{x:.1e}")
-    } else if x >= 100.0 {
-        format!("{x:.0}")
-    } else if x >= 10.0 {
-        format!("{x:.1}")
-    } else {
-        format!("{x:.2}")
-    }
-}
-
-/// Ratios that spread wider than this (largest over smallest) show their range: a median alone
-/// would hide that the precision costs very different amounts at different points.
-const SPREAD_SHOWN: f64 = 1.5;
-
-/// Fewer compared points than this are named in the cell: one timing is a weak basis.
-const FEW_POINTS: usize = 3;
-
-/// `1.63× f64`, `0.02× f64 (0.02…56)` when the ratios spread widely, `0.75× f64 (1 point)`
-/// when few points were compared.
-fn fmt_cost(c: Cost) -> String {
-    let mut s = format!("{}× {BASELINE}", fmt_ratio(c.median));
-    if c.points < FEW_POINTS {
-        s += &format!(" ({})", plural(c.points, "point"));
-    } else if c.max > SPREAD_SHOWN * c.min {
-        s += &format!(" ({}…{})", fmt_ratio(c.min), fmt_ratio(c.max));
-    }
-    s
-}
-
-/// The findings cell of one target: the cheapest precision reaching it and its cost, or the
-/// precision that came closest when none does. Points where no precision reaches the target
-/// (an error that is the method's, not the arithmetic's, such as a quadrature's at few steps)
-/// do not count against any precision; the cell says how many there were.
-fn cell(cands: &[Candidate], target: f64) -> String {
-    let mut best_at: HashMap<&PointKey, f64> = HashMap::new();
-    for c in cands {
-        for (k, e) in &c.errors {
-            let b = best_at.entry(k).or_insert(f64::INFINITY);
-            *b = b.min(*e);
-        }
-    }
-    let total = best_at.len();
-    let out_of_reach = best_at.values().filter(|b| **b > target).count();
-    let reaches = |c: &Candidate| {
-        let judged: Vec<f64> = c
-            .errors
-            .iter()
-            .filter(|(k, _)| best_at[k] <= target)
-            .map(|(_, e)| *e)
-            .collect();
-        !judged.is_empty() && judged.iter().all(|e| *e <= target)
-    };
-    let mut text = match cands.iter().find(|c| reaches(c)) {
-        Some(c) => match (c.precision.as_str(), c.cost) {
-            (BASELINE, _) => BASELINE.to_string(),
-            (p, Some(c)) => format!("{p} · {}", fmt_cost(c)),
-            (p, None) => format!("{p} · no {BASELINE} timed beside it"),
-        },
-        None => {
-            // The best single result anywhere says how far the target is.
-            let best = cands
-                .iter()
-                .flat_map(|c| c.errors.values().map(move |e| (*e, &c.precision)))
-                .min_by(|a, b| a.0.total_cmp(&b.0));
-            return match best {
-                Some((e, p)) => format!("none (best: {p}, {})", fmt_err(e)),
-                None => "-".into(),
-            };
-        }
-    };
-    if out_of_reach > 0 {
-        text += &format!("; out of reach at {out_of_reach} of {total} points");
-    }
-    text
-}
-
 fn findings(groups: &[Group], naming: &Naming) -> Table {
     let mut rows = Vec::new();
     // Per workload: points with an exact result of 0, and points that ran.
@@ -275,52 +119,75 @@ fn findings(groups: &[Group], naming: &Naming) -> Table {
                 .filter(|r| Side::of(r) == side)
                 .collect();
             let ran = mine.iter().filter(|r| r.status == Status::Ok).count();
-            let unscored = mine
-                .iter()
-                .filter(|r| r.status == Status::Ok && r.reference == Some(0.0))
-                .filter(|r| rel_error(r).is_none())
-                .count();
-            if unscored > 0 {
+            let measures: BTreeMap<Measure, usize> = mine.iter().filter_map(|r| scored(r)).fold(
+                BTreeMap::new(),
+                |mut m, (measure, _)| {
+                    *m.entry(measure).or_default() += 1;
+                    m
+                },
+            );
+            if let Some(&zero) = measures.get(&Measure::AbsoluteAtZero) {
                 let z = zero_refs.entry(g.workload.clone()).or_default();
-                z.0 += unscored;
+                z.0 += zero;
                 z.1 += ran;
             }
-            let cands = candidates(&mine);
-            if cands.is_empty() {
-                continue;
+            for &measure in measures.keys() {
+                // Every record of the side stays in, so f64's times are there to cost against.
+                let cands =
+                    candidates(&mine, |r| scored(r).filter(|s| s.0 == measure).map(|s| s.1));
+                let mut row = vec![g.title(), side.label(naming), measure.label().to_string()];
+                row.extend(TARGETS.iter().map(|&(_, t)| cell(&cands, t)));
+                rows.push(row);
             }
-            let mut row = vec![g.title(), side.label(naming)];
-            row.extend(TARGETS.iter().map(|&(_, t)| cell(&cands, t)));
-            rows.push(row);
         }
     }
-    let mut headers = vec!["workload / algorithm".to_string(), "backend".to_string()];
+    let mut headers = vec![
+        "workload / algorithm".to_string(),
+        "backend".to_string(),
+        "error".to_string(),
+    ];
     headers.extend(TARGETS.iter().map(|(h, _)| h.to_string()));
     let mut notes = vec![
-        "Each cell: the cheapest precision whose largest relative error, over every point it ran \
-         on that backend (all inputs, sizes, seeds and configurations), is at most the target; \
-         then its cost against f64. A point is out of reach when no precision reaches the target \
-         there (the error is the method's, e.g. a quadrature's with few steps): it counts \
-         against none, and the cell says how many there were."
+        "Each cell: the cheapest precision whose largest error, over every point it ran on that \
+         backend (all inputs, sizes, seeds and configurations), is at most the target; then its \
+         cost against f64. A point is out of reach when no precision reaches the target there \
+         (the error is the method's, e.g. a quadrature's with few steps): it counts against \
+         none, and the cell says how many there were."
             .to_string(),
         "Relative error = |value − exact| / |exact|, computed exactly and rounded once. Exact to \
          f64 means at most 2^-53 ≈ 1.11e-16, the unit roundoff of f64: what the correctly rounded \
          f64 of the exact result reaches."
             .to_string(),
-        "Cost = the median, over the points where the precision and f64 both ran and were timed \
-         (same algorithm, input, size, seed, configuration, device and flag set), of the ratio of \
-         their median times; below 1 is faster than f64. Cheapest = the smallest such ratio. \
-         (a…b): the smallest and largest ratio, where they differ by more than 1.5×; \
-         (1 point), (2 points): the ratio rests on that few."
+        format!(
+            "Cost = the median, over the points where the precision and {BASELINE} both ran and \
+             were timed (same algorithm, input, size, seed, configuration, device and flag set), \
+             of the ratio of their median times; below 1 is faster than {BASELINE}. Cheapest = \
+             the smallest such ratio. (a…b): the smallest and largest ratio, where they differ \
+             by more than 1.5×; (1 point), (2 points): the ratio rests on that few."
+        ),
+        "\"A or B (tied in time)\": both reach the target and the measurements cannot tell their \
+         times apart: at no more than half of the points where both ran was one's slowest \
+         repetition faster than the other's fastest. Tied precisions are named narrowest first, \
+         so timing noise cannot flip the answer between them."
             .to_string(),
         "\"none (best: P, E)\": no precision reaches the target everywhere it is reachable; \
-         the smallest relative error measured at any point was E, by P."
+         the smallest error measured at any point was E, by P."
             .to_string(),
     ];
-    for (w, (unscored, ran)) in zero_refs {
+    if !zero_refs.is_empty() {
+        notes.push(
+            "Error \"absolute (exact result 0)\": a point whose exact result is 0 (the zero-sum \
+             arrays of seed 000, ch. 5) has no relative error. It is judged by its absolute \
+             error, unscaled, against the same targets, as seed 000 reports these points \
+             (Table 11, and Table 7 for the GMP ranges, list the computed sum itself); such \
+             points have rows of their own so the two measures never mix."
+                .to_string(),
+        );
+    }
+    for (w, (zero, ran)) in zero_refs {
         notes.push(format!(
-            "{w}: {unscored} of {ran} points have an exact result of 0, hence no relative error; \
-             they are left out here (their absolute errors are in the tables)."
+            "{w}: {zero} of {ran} points have an exact result of 0 and are judged by their \
+             absolute error."
         ));
     }
     Table {
@@ -330,24 +197,6 @@ fn findings(groups: &[Group], naming: &Naming) -> Table {
         headers,
         rows,
         notes,
-    }
-}
-
-/// `1 record`, `2 records`.
-fn plural(n: usize, what: &str) -> String {
-    if n == 1 {
-        format!("1 {what}")
-    } else {
-        format!("{n} {what}s")
-    }
-}
-
-/// A list of names as `a, b and c`.
-fn and_list(items: &[String]) -> String {
-    match items {
-        [] => String::new(),
-        [one] => one.clone(),
-        [init @ .., last] => format!("{} and {last}", init.join(", ")),
     }
 }
 
@@ -451,6 +300,17 @@ pub(crate) fn markdown(s: &Summary) -> String {
     out
 }
 
+/// What `mantissa study` prints when a run ends: the report's header line and its summary in
+/// Markdown, without the per-workload tables ([`crate::markdown`] has everything).
+pub fn summary_markdown(records: &[Record]) -> String {
+    if records.is_empty() {
+        return crate::tables::markdown(records);
+    }
+    let mut out = crate::tables::header(records);
+    out += &markdown(&summary(records));
+    out
+}
+
 /// The summary of `records` (which must not be empty to say anything useful).
 pub(crate) fn summary(records: &[Record]) -> Summary {
     let naming = Naming::of(records);
@@ -464,6 +324,7 @@ pub(crate) fn summary(records: &[Record]) -> Summary {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cheapest::{fmt_cost, Cost};
     use crate::record::{Backend, ErrorMetrics};
     use crate::tables::tests::{rec, CPU1, G1};
 
@@ -504,14 +365,15 @@ mod tests {
         }
         let s = summary(&v);
         let t = &s.findings;
-        assert_eq!(t.headers.len(), 5);
+        assert_eq!(t.headers.len(), 6);
         // f32 fails 1e-6 at range2 (1.2e-6), so f64 is the cheapest there; f32x2 costs 1.5 and
-        // 6 times f64 on the two inputs: the median of the ratios is 3.75.
+        // 6 times f64 on the two inputs: the median of the ratios is 3.75. f64x2 (4× f64) also
+        // reaches 1e-12, and f32x2 is faster than it at one of the two points only: a tie.
         assert_eq!(
-            row(t, "CPU")[2..],
+            row(t, "CPU")[3..],
             [
                 "f64",
-                "f32x2 · 3.75× f64 (2 points)",
+                "f32x2 or f64x2 (tied in time) · 3.75× f64 (2 points)",
                 "f64x2 · 4.00× f64 (2 points)"
             ]
         );
@@ -529,7 +391,7 @@ mod tests {
         );
         // On the GPU f32x2 (half f64's time) is the cheapest for 1e-6; nothing reaches 2^-53.
         assert_eq!(
-            row(t, "GPU")[2..],
+            row(t, "GPU")[3..],
             [
                 "f32x2 · 0.50× f64 (2 points)",
                 "f32x2 · 0.50× f64 (2 points)",
@@ -552,7 +414,7 @@ mod tests {
         }
         let t = summary(&v).findings;
         assert_eq!(
-            row(&t, "CPU")[2..],
+            row(&t, "CPU")[3..],
             [
                 "f32 · 0.50× f64 (2 points); out of reach at 1 of 2 points",
                 "none (best: f64, 2.70e-10)",
@@ -569,10 +431,7 @@ mod tests {
         assert!(summary_at < md.find("## sum / serial").expect("section"));
         assert!(md.contains("- **Workloads**: sum (serial)"), "{md}");
         assert!(md.contains("### Cheapest precision per accuracy target"));
-        assert!(
-            md.contains("| exact to f64 (rel. ≤ 2^-53) |")
-                || md.contains("exact to f64 (rel. ≤ 2^-53)")
-        );
+        assert!(md.contains("exact to f64 (error ≤ 2^-53)"));
     }
 
     #[test]
@@ -585,31 +444,93 @@ mod tests {
         fast.flags = Some("fast".into());
         v.push(fast);
         let t = summary(&v).findings;
-        assert_eq!(row(&t, "GPU")[2], "f32 · 0.50× f64 (1 point)");
+        assert_eq!(row(&t, "GPU")[3], "f32 · 0.50× f64 (1 point)");
         // No f64 was built with `fast`: nothing to compare its f32 with, nor anything reaching.
-        assert_eq!(row(&t, "GPU, flags fast")[2], "none (best: f32, 1.00e-3)");
+        assert_eq!(row(&t, "GPU, flags fast")[3], "none (best: f32, 1.00e-3)");
+    }
+
+    fn row_of<'t>(t: &'t Table, backend: &str, measure: &str) -> &'t [String] {
+        t.rows
+            .iter()
+            .find(|r| r[1] == backend && r[2] == measure)
+            .unwrap_or_else(|| panic!("no row {backend} {measure}: {t:?}"))
     }
 
     #[test]
-    fn zero_references_are_left_out_and_counted() {
+    fn zero_results_are_judged_by_their_absolute_error_in_rows_of_their_own() {
         let mut v = vec![
-            point("f64", "range1", CPU1, 1e-15, 1.0),
-            point("f32", "range1", CPU1, 1e-3, 1.0),
+            point("f64", "general-range1", CPU1, 1e-15, 1.0),
+            point("f32", "general-range1", CPU1, 1e-3, 0.5),
         ];
-        // Exact sum 0: absolute error only.
-        let mut z = rec("f32", "range5", CPU1, 0.5, 1.0);
-        z.reference = Some(0.0);
-        v.push(z);
+        // Seed 000's zero-sum arrays: the exact sum is 0, the error is the computed sum (Table
+        // 11's f32, double, double2 and CUMP entries for range 1 at 8M elements, and a 1e-9).
+        for (p, abs, ms) in [
+            ("f32", 1.38e-1, 0.5),
+            ("f64", 3.18e-10, 1.0),
+            ("f64x2", 0.0, 2.0),
+            ("mp256", 0.0, 40.0),
+        ] {
+            let mut z = rec(p, "range1", CPU1, abs, ms);
+            z.reference = Some(0.0);
+            v.push(z);
+        }
         let s = summary(&v);
-        assert_eq!(row(&s.findings, "CPU")[2..4], ["f64", "f64"]);
-        assert!(
-            s.findings
-                .notes
-                .iter()
-                .any(|n| n.starts_with("sum: 1 of 3 points have an exact result of 0")),
-            "{:?}",
-            s.findings.notes
+        let rel = row_of(&s.findings, "CPU", "relative");
+        assert_eq!(rel[3..5], ["f64", "f64"]);
+        let zero = row_of(&s.findings, "CPU", "absolute (exact result 0)");
+        // f64's absolute error 3.18e-10 reaches 1e-6 but not 1e-12; f64x2 sums exactly.
+        assert_eq!(
+            zero[3..],
+            [
+                "f64",
+                "f64x2 · 2.00× f64 (1 point)",
+                "f64x2 · 2.00× f64 (1 point)"
+            ]
         );
+        let notes = &s.findings.notes;
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.starts_with("sum: 4 of 6 points have an exact result of 0")),
+            "{notes:?}"
+        );
+        assert!(notes.iter().any(|n| n.contains("Table 11")), "{notes:?}");
+        // The page says it in its table too: the error column names the measure of each row.
+        assert!(s.findings.headers.contains(&"error".to_string()));
+        // A zero-result point that failed, or has no error, is not judged at all.
+        let mut failed = rec("f32", "range2", CPU1, 0.0, 1.0);
+        failed.reference = Some(0.0);
+        failed.status = Status::Failed;
+        assert_eq!(scored(&failed), None);
+        let mut nan = rec("f32", "range2", CPU1, f64::NAN, 1.0);
+        nan.reference = Some(0.0);
+        assert_eq!(scored(&nan), Some((Measure::AbsoluteAtZero, f64::INFINITY)));
+        // Without a zero point the note is absent.
+        let t = summary(&v[..2]).findings;
+        assert!(!t.notes.iter().any(|n| n.contains("Table 11")));
+        assert_eq!(t.rows.len(), 1);
+    }
+
+    #[test]
+    fn f32_and_f64_within_their_timing_spread_tie_in_the_table() {
+        // The CPU sum of seed 000 at two sizes: f32 a hair faster by its median, well inside
+        // the repetitions' spread.
+        let mut v = Vec::new();
+        for (n, f32_ms, f64_ms) in [
+            (1024u64, [0.9, 1.0, 1.3], [0.95, 1.02, 1.2]),
+            (4096, [3.8, 4.0, 4.5], [3.9, 4.1, 4.4]),
+        ] {
+            for (p, rel, samples) in [("f32", 3e-7, f32_ms), ("f64", 1e-15, f64_ms)] {
+                let mut r = point(p, "general-range1", CPU1, rel, 1.0);
+                r.size = n;
+                r.time = crate::record::TimeStats::from_samples(&samples);
+                v.push(r);
+            }
+        }
+        let t = summary(&v).findings;
+        assert_eq!(row(&t, "CPU")[3], "f32 or f64 (tied in time)");
+        assert_eq!(row(&t, "CPU")[4], "f64");
+        assert!(t.notes.iter().any(|n| n.contains("tied in time")));
     }
 
     #[test]

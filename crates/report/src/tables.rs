@@ -280,6 +280,20 @@ impl Cell<'_> {
         self.shown(|r| r.time.as_ref().map(|t| t.median_ms))
     }
 
+    /// The fastest and the slowest repetition over the records that ran and were timed.
+    pub fn time_range(&self) -> Option<(f64, f64)> {
+        let times = self
+            .records
+            .iter()
+            .filter(|r| r.status == Status::Ok)
+            .filter_map(|r| r.time.as_ref())
+            .filter(|t| t.min_ms.is_finite() && t.max_ms.is_finite() && t.min_ms > 0.0);
+        times.fold(None, |acc, t| {
+            let (lo, hi) = acc.unwrap_or((f64::INFINITY, 0.0));
+            Some((lo.min(t.min_ms), hi.max(t.max_ms)))
+        })
+    }
+
     /// A record whose result is not finite, to say why a point is missing from a plot.
     pub fn non_finite_result(&self) -> Option<f64> {
         self.records
@@ -1041,13 +1055,9 @@ pub(crate) fn render_markdown(t: &Table) -> String {
     out
 }
 
-/// The Markdown tables of a set of records: a header line, then per workload and algorithm its
-/// accuracy tables and time tables. Never fails; no records gives a one-line message.
-pub fn markdown(records: &[Record]) -> String {
-    if records.is_empty() {
-        return "No records: nothing to report (has the study completed a point yet?)\n".into();
-    }
-    let naming = Naming::of(records);
+/// The Markdown report's title and its line of provenance: how many records, which versions,
+/// when, on which devices.
+pub(crate) fn header(records: &[Record]) -> String {
     let prov = Provenance::of(records);
     let mut out = String::from("# mantissa report\n\n");
     let _ = writeln!(
@@ -1059,6 +1069,17 @@ pub fn markdown(records: &[Record]) -> String {
         prov.devices.join(", ")
     );
     out.push('\n');
+    out
+}
+
+/// The Markdown tables of a set of records: a header line, then per workload and algorithm its
+/// accuracy tables and time tables. Never fails; no records gives a one-line message.
+pub fn markdown(records: &[Record]) -> String {
+    if records.is_empty() {
+        return "No records: nothing to report (has the study completed a point yet?)\n".into();
+    }
+    let naming = Naming::of(records);
+    let mut out = header(records);
     out += &crate::summary::markdown(&crate::summary::summary(records));
     for g in groups(records) {
         let _ = write!(out, "\n## {}\n", g.title());
