@@ -12,7 +12,7 @@
 //! relative error so that one NaN does not hide the size of the other errors.
 
 use crate::data::to_f64;
-use crate::spec::{Reduce, Tolerance};
+use crate::spec::{Reduce, Tolerance, View};
 use mantissa_gpu::{DType, HostData};
 use mantissa_num::big;
 use mantissa_num::metrics::{measure_values, ulps_in_format, Reference};
@@ -46,13 +46,15 @@ pub struct Comparison {
 
 impl Comparison {
     /// Whether `tol` is met: no non-finite mismatch, and digits, max relative or max absolute
-    /// error within it.
+    /// error within it; for [`Tolerance::Exact`], no element whose bits differ (a NaN with
+    /// another payload differs too).
     pub fn meets(&self, tol: &Tolerance) -> bool {
         self.nonfinite_mismatches == 0
             && match *tol {
                 Tolerance::Digits(d) => self.digits >= d,
                 Tolerance::Rel(r) => self.max_rel <= r,
                 Tolerance::Abs(a) => self.max_abs <= a,
+                Tolerance::Exact => self.differing == 0,
             }
     }
 }
@@ -163,9 +165,14 @@ pub fn reduce(r: Reduce, values: &[f64]) -> f64 {
     }
 }
 
-/// An output's values as compared: the whole buffer, or its reduction as one value.
-pub fn output_values(data: &HostData, reduce_by: Option<Reduce>) -> Vec<f64> {
-    let v = to_f64(data);
+/// An output's values as compared: the buffer's elements, or its view's (`view`), or their
+/// reduction as one value.
+pub fn output_values(data: &HostData, view: Option<&View>, reduce_by: Option<Reduce>) -> Vec<f64> {
+    let all = to_f64(data);
+    let v = match view {
+        Some(view) => view.select(&all),
+        None => all,
+    };
     match reduce_by {
         Some(r) => vec![reduce(r, &v)],
         None => v,
@@ -290,7 +297,7 @@ mod tests {
         // The exact mean of the three doubles, rounded once (a float sum / 3 gives 0.20000000000000004).
         assert_eq!(reduce(Reduce::Mean, &[0.1, 0.2, 0.3]), 0.2);
         let data = HostData::F32(vec![1.0, 2.0, 3.5]);
-        assert_eq!(output_values(&data, Some(Reduce::Sum)), vec![6.5]);
-        assert_eq!(output_values(&data, None), vec![1.0, 2.0, 3.5]);
+        assert_eq!(output_values(&data, None, Some(Reduce::Sum)), vec![6.5]);
+        assert_eq!(output_values(&data, None, None), vec![1.0, 2.0, 3.5]);
     }
 }

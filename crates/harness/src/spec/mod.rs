@@ -9,6 +9,7 @@
 //! [`crate::validate`]; buffer contents are made in [`crate::data`].
 
 mod buffers;
+mod copy;
 mod outputs;
 mod reader;
 mod source;
@@ -16,8 +17,9 @@ mod steps;
 mod symbols;
 
 pub use buffers::{BufferSpec, Init, Random};
-pub use outputs::{OutputSpec, Reduce, Tolerance};
-pub use source::{FrontEnd, SourceSpec};
+pub use copy::{CopyRange, CopyRangeError, CopySide};
+pub use outputs::{OutputSpec, Reduce, Tolerance, View};
+pub use source::{FrontEnd, SizeOverride, SourceSpec};
 pub use steps::{Arg, ArgSpec, Launch, Step, StepKind};
 pub use symbols::{SymbolLayout, SymbolSpec, SymbolValue};
 
@@ -109,15 +111,25 @@ pub struct Spec {
     pub buffers: Vec<BufferSpec>,
     /// Symbols, in file order.
     pub symbols: Vec<SymbolSpec>,
-    /// The program.
+    /// Steps run once before the program (`[[setup]]`), untimed: launches that initialise state.
+    /// Each timed repeat starts from the state they leave.
+    pub setup: Vec<Step>,
+    /// The program: the timed step sequence.
     pub steps: Vec<Step>,
     /// Outputs.
     pub outputs: Vec<OutputSpec>,
+    /// The `--set` overrides the sizes were evaluated with.
+    pub overrides: Vec<SizeOverride>,
 }
 
 impl Spec {
     /// Reads and parses a spec file.
     pub fn load(path: &Path) -> Result<Spec, SpecError> {
+        Spec::load_with(path, &[])
+    }
+
+    /// Reads and parses a spec file with `[sizes]` entries replaced (`--set n=4096`).
+    pub fn load_with(path: &Path, overrides: &[SizeOverride]) -> Result<Spec, SpecError> {
         let text = std::fs::read_to_string(path).map_err(|e| SpecError {
             file: path.display().to_string(),
             loc: Loc { line: 1, col: 1 },
@@ -125,11 +137,20 @@ impl Spec {
             found: format!("an unreadable file ({e})"),
             accepted: "a readable UTF-8 TOML file".into(),
         })?;
-        Spec::parse(&text, path)
+        Spec::parse_with(&text, path, overrides)
     }
 
     /// Parses spec text as if read from `path` (relative paths resolve against its directory).
     pub fn parse(text: &str, path: &Path) -> Result<Spec, SpecError> {
+        Spec::parse_with(text, path, &[])
+    }
+
+    /// [`Spec::parse`] with `[sizes]` entries replaced.
+    pub fn parse_with(
+        text: &str,
+        path: &Path,
+        overrides: &[SizeOverride],
+    ) -> Result<Spec, SpecError> {
         let cx = Ctx {
             file: path.display().to_string(),
             text,
@@ -148,7 +169,7 @@ impl Spec {
             .map(Path::to_path_buf)
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or_else(|| PathBuf::from("."));
-        cx.spec(doc.as_table(), path, dir)
+        cx.spec(doc.as_table(), path, dir, overrides)
     }
 
     /// The buffer called `name`.
@@ -184,7 +205,8 @@ impl Spec {
         }
     }
 
-    /// Every step, depth first, with the loop counters in scope at it.
+    /// Every step, setup first, then the program, depth first, with the loop counters in scope
+    /// at it.
     pub fn walk(&self) -> Vec<(&Step, Vec<String>)> {
         fn go<'a>(
             steps: &'a [Step],
@@ -206,20 +228,27 @@ impl Spec {
             }
         }
         let mut out = Vec::new();
+        go(&self.setup, &mut Vec::new(), &mut out);
         go(&self.steps, &mut Vec::new(), &mut out);
         out
     }
 }
 
 impl Ctx<'_> {
-    fn spec(&self, root: &Table, path: &Path, dir: PathBuf) -> Result<Spec, SpecError> {
+    fn spec(
+        &self,
+        root: &Table,
+        path: &Path,
+        dir: PathBuf,
+        overrides: &[SizeOverride],
+    ) -> Result<Spec, SpecError> {
         let start = Loc { line: 1, col: 1 };
         let top = self.fields(
             Node::Table(root),
             "",
             start,
             &[
-                "name", "source", "sizes", "buffers", "symbols", "steps", "outputs",
+                "name", "source", "sizes", "buffers", "symbols", "setup", "steps", "outputs",
             ],
         )?;
         let name = match top.get("name") {
@@ -244,10 +273,7 @@ impl Ctx<'_> {
             ));
         };
         let source = self.source(src, src_kl, &dir)?;
-        let sizes = match top.get("sizes") {
-            Some((n, kl)) => self.sizes(n, kl)?,
-            None => Vec::new(),
-        };
+        let sizes = self.sizes(top.get("sizes"), overrides)?;
         let buffers = match top.get("buffers") {
             Some((n, kl)) => self.buffers(n, kl, &sizes, &dir)?,
             None => Vec::new(),
@@ -263,6 +289,10 @@ impl Ctx<'_> {
         let Some((st, st_kl)) = top.get("steps") else {
             return Err(self.err(start, "steps", "no steps", "[[steps]] tables, run in order"));
         };
+        let setup = match top.get("setup") {
+            Some((n, kl)) => self.steps(n, kl, "setup", &names, &mut Vec::new())?,
+            None => Vec::new(),
+        };
         let steps = self.steps(st, st_kl, "steps", &names, &mut Vec::new())?;
         let Some((out, out_kl)) = top.get("outputs") else {
             return Err(self.err(
@@ -272,7 +302,7 @@ impl Ctx<'_> {
                 "[[outputs]] tables naming the buffers that are the program's result",
             ));
         };
-        let outputs = self.outputs(out, out_kl, &buffers, &dir)?;
+        let outputs = self.outputs(out, out_kl, &sizes, &buffers, &dir)?;
         Ok(Spec {
             path: path.to_path_buf(),
             dir,
@@ -281,8 +311,10 @@ impl Ctx<'_> {
             sizes,
             buffers,
             symbols,
+            setup,
             steps,
             outputs,
+            overrides: overrides.to_vec(),
         })
     }
 }

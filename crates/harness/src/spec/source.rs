@@ -1,8 +1,8 @@
 //! `[source]` and `[sizes]`.
 
 use super::reader::{is_identifier, Ctx, Node};
-use super::{Loc, SpecError};
-use crate::expr::Val;
+use super::{lookup, Loc, SpecError};
+use crate::expr::{self, Val};
 use std::path::{Path, PathBuf};
 use toml_edit::Value;
 
@@ -27,6 +27,35 @@ impl FrontEnd {
             FrontEnd::Nvrtc => "nvrtc",
             FrontEnd::Nvcc => "nvcc",
             FrontEnd::Ptx => "ptx",
+        }
+    }
+}
+
+/// `--set NAME=VALUE`: a `[sizes]` entry replaced from the command line. The value is read as
+/// the file's would be (a number or an expression of the sizes above it), and every size,
+/// length, count and argument that depends on it follows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SizeOverride {
+    /// The size's name.
+    pub name: String,
+    /// The value as given (a number or an expression).
+    pub text: String,
+}
+
+impl std::str::FromStr for SizeOverride {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.split_once('=') {
+            Some((name, text)) if is_identifier(name.trim()) && !text.trim().is_empty() => {
+                Ok(SizeOverride {
+                    name: name.trim().to_string(),
+                    text: text.trim().to_string(),
+                })
+            }
+            _ => Err(format!(
+                "--set {s}: found no NAME=VALUE; accepted a size's name, '=', and a number or expression (n=4096)"
+            )),
         }
     }
 }
@@ -188,39 +217,95 @@ impl Ctx<'_> {
         })
     }
 
-    pub(super) fn sizes(&self, node: Node, kl: Loc) -> Result<Vec<(String, Val)>, SpecError> {
-        let l = self.node_loc(node, kl);
-        let t = node.table().ok_or_else(|| {
-            self.err(
-                l,
-                "sizes",
-                node.describe(),
-                "a table of NAME = number or expression",
-            )
-        })?;
+    /// `[sizes]`, in file order, with `--set` overrides replacing the values written (the sizes
+    /// below an overridden one are evaluated with its new value). `node` is `None` when the spec
+    /// has no `[sizes]`; an override naming no size is then an error too.
+    pub(super) fn sizes(
+        &self,
+        node: Option<(Node, Loc)>,
+        overrides: &[SizeOverride],
+    ) -> Result<Vec<(String, Val)>, SpecError> {
         let mut sizes: Vec<(String, Val)> = Vec::new();
-        for (k, ks, v) in t.entries() {
-            let kloc = self.span_loc(ks, l);
-            let field = format!("sizes.{k}");
-            if !is_identifier(k) {
-                return Err(self.err(
-                    kloc,
-                    field,
-                    format!("the name '{k}'"),
-                    "names of letters, digits and _ (not starting with a digit)",
-                ));
+        let mut table_loc = Loc { line: 1, col: 1 };
+        if let Some((node, kl)) = node {
+            let l = self.node_loc(node, kl);
+            table_loc = l;
+            let t = node.table().ok_or_else(|| {
+                self.err(
+                    l,
+                    "sizes",
+                    node.describe(),
+                    "a table of NAME = number or expression",
+                )
+            })?;
+            for (k, ks, v) in t.entries() {
+                let kloc = self.span_loc(ks, l);
+                let field = format!("sizes.{k}");
+                if !is_identifier(k) {
+                    return Err(self.err(
+                        kloc,
+                        field,
+                        format!("the name '{k}'"),
+                        "names of letters, digits and _ (not starting with a digit)",
+                    ));
+                }
+                let known: Vec<&str> = sizes.iter().map(|s| s.0.as_str()).collect();
+                let val = match overrides.iter().rev().find(|o| o.name == k) {
+                    Some(o) => self.overridden(o, kloc, &known, &sizes)?,
+                    None => {
+                        let q = self.quantity(v, kloc, &field, &known, "sizes defined above it")?;
+                        self.eval(&q, &sizes, &[])?
+                    }
+                };
+                sizes.push((k.to_string(), val));
             }
-            let known: Vec<String> = sizes.iter().map(|s| s.0.clone()).collect();
-            let q = self.quantity(
-                v,
-                kloc,
-                &field,
-                &known.iter().map(String::as_str).collect::<Vec<_>>(),
-                "sizes defined above it",
-            )?;
-            let val = self.eval(&q, &sizes, &[])?;
-            sizes.push((k.to_string(), val));
+        }
+        if let Some(o) = overrides
+            .iter()
+            .find(|o| !sizes.iter().any(|s| s.0 == o.name))
+        {
+            let names: Vec<&str> = sizes.iter().map(|s| s.0.as_str()).collect();
+            return Err(self.err(
+                table_loc,
+                format!("--set {}", o.name),
+                format!("unknown size '{}'", o.name),
+                if names.is_empty() {
+                    "a size of [sizes]; the spec has none".to_string()
+                } else {
+                    format!("a size of [sizes]: {}", names.join(", "))
+                },
+            ));
         }
         Ok(sizes)
+    }
+
+    /// The value `--set NAME=TEXT` gives the size `NAME` written at `at`: an expression of the
+    /// sizes above it, as in the file.
+    fn overridden(
+        &self,
+        o: &SizeOverride,
+        at: Loc,
+        known: &[&str],
+        sizes: &[(String, Val)],
+    ) -> Result<Val, SpecError> {
+        let field = format!("sizes.{} (--set {}={})", o.name, o.name, o.text);
+        let expr = expr::parse(&o.text).map_err(|e| self.err(at, &field, e.found, e.accepted))?;
+        if let Some((name, _)) = expr.unknown_name(&|n| known.contains(&n)) {
+            return Err(self.err(
+                at,
+                &field,
+                format!("unknown name '{name}'"),
+                format!(
+                    "sizes defined above it: {}",
+                    if known.is_empty() {
+                        "none".to_string()
+                    } else {
+                        known.join(", ")
+                    }
+                ),
+            ));
+        }
+        expr.eval(&|n| lookup(sizes, n))
+            .map_err(|e| self.err(at, &field, e.found, e.accepted))
     }
 }

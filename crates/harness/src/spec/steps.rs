@@ -1,6 +1,7 @@
 //! `[[steps]]`: launches, copies, fills and loops, with their names checked against the sizes,
 //! buffers and enclosing loop counters.
 
+use super::copy::{CopyRange, CopySide};
 use super::reader::{is_identifier, Ctx, Fields, Names, Node};
 use super::{Loc, Quantity, SpecError};
 use crate::expr::{Expr, Val};
@@ -56,8 +57,12 @@ pub enum StepKind {
         from: String,
         /// Destination buffer.
         to: String,
-        /// Elements, when not the shorter buffer's length.
+        /// Elements, when not what fits in both buffers from their offsets.
         len: Option<Quantity>,
+        /// First element read from `from` (elements; 0 when absent).
+        src_offset: Option<Quantity>,
+        /// First element written in `to` (elements; 0 when absent).
+        dst_offset: Option<Quantity>,
     },
     /// Set every element of a buffer.
     Fill {
@@ -217,7 +222,12 @@ impl Ctx<'_> {
                 let (cn, ckl) = f
                     .get("copy")
                     .ok_or_else(|| self.err(l, path, "nothing", "copy"))?;
-                let c = self.fields(cn, &f.field("copy"), ckl, &["from", "to", "len"])?;
+                let c = self.fields(
+                    cn,
+                    &f.field("copy"),
+                    ckl,
+                    &["from", "to", "len", "src_offset", "dst_offset"],
+                )?;
                 let from = self.buffer_name(&c, "from", names)?;
                 let to = self.buffer_name(&c, "to", names)?;
                 let (fb, tb) = (names.buffer(&from), names.buffer(&to));
@@ -231,31 +241,60 @@ impl Ctx<'_> {
                         ));
                     }
                 }
-                let len = match c.get("len") {
-                    None => None,
-                    Some((n, kl)) => {
-                        let q = self.quantity(
-                            n,
-                            kl,
-                            &c.field("len"),
-                            &names.scope(counters),
-                            "sizes and loop counters",
-                        )?;
-                        if let (Some(v), Some(fb), Some(tb)) = (q.constant(names.sizes), fb, tb) {
-                            let max = fb.len.min(tb.len);
-                            if !v.as_integer().is_some_and(|v| v >= 0 && v as usize <= max) {
-                                return Err(self.err(
-                                    q.loc,
-                                    c.field("len"),
-                                    format!("{} = {v}", q.text),
-                                    format!("an integer from 0 to {max} (the shorter buffer)"),
-                                ));
-                            }
-                        }
-                        Some(q)
-                    }
+                let scope = names.scope(counters);
+                let part = |key: &str| -> Result<Option<Quantity>, SpecError> {
+                    c.get(key)
+                        .map(|(n, kl)| {
+                            self.quantity(n, kl, &c.field(key), &scope, "sizes and loop counters")
+                        })
+                        .transpose()
                 };
-                StepKind::Copy { from, to, len }
+                let (len, src_offset, dst_offset) =
+                    (part("len")?, part("src_offset")?, part("dst_offset")?);
+                // A copy whose numbers are all constant is checked now; one that uses a loop
+                // counter is checked by the same rule at each iteration.
+                let constant = |q: &Option<Quantity>| match q {
+                    None => Some(None),
+                    Some(q) => q.constant(names.sizes).map(Some),
+                };
+                if let (Some(fb), Some(tb), Some(so), Some(d), Some(n)) = (
+                    fb,
+                    tb,
+                    constant(&src_offset),
+                    constant(&dst_offset),
+                    constant(&len),
+                ) {
+                    let (src, dst) = (
+                        CopySide {
+                            name: &fb.name,
+                            len: fb.len,
+                        },
+                        CopySide {
+                            name: &tb.name,
+                            len: tb.len,
+                        },
+                    );
+                    CopyRange::resolve(src, dst, so, d, n).map_err(|e| {
+                        let at = match e.key {
+                            "len" => &len,
+                            "src_offset" => &src_offset,
+                            _ => &dst_offset,
+                        };
+                        self.err(
+                            at.as_ref().map_or(c.loc, |q| q.loc),
+                            c.field(e.key),
+                            e.found,
+                            e.accepted,
+                        )
+                    })?;
+                }
+                StepKind::Copy {
+                    from,
+                    to,
+                    len,
+                    src_offset,
+                    dst_offset,
+                }
             }
             ["fill"] => {
                 let f = self.fields(node, path, l, &["fill"])?;
