@@ -88,7 +88,12 @@ pub fn check(
     };
     for flags in sets {
         let mut request = build_request(spec, flags, None).map_err(|e| {
-            spec.error(spec.source.loc, "source.arch", e, "an architecture such as \"sm_90\"")
+            spec.error(
+                spec.source.loc,
+                "source.arch",
+                e,
+                "an architecture such as \"sm_90\"",
+            )
         })?;
         if request.arch.is_none() {
             request.arch = arch;
