@@ -300,4 +300,67 @@ mod tests {
         assert_eq!(output_values(&data, None, Some(Reduce::Sum)), vec![6.5]);
         assert_eq!(output_values(&data, None, None), vec![1.0, 2.0, 3.5]);
     }
+
+    #[test]
+    fn reductions_apply_to_the_view_only() {
+        // A structure of arrays of 3 variables x 4 elements; variable 1 is elements 4..8. Its exact
+        // total is 2; the other variables would change it if they leaked in.
+        let data = HostData::F64(vec![
+            7.0, 7.0, 7.0, 7.0, //
+            1e16, 1.0, -1e16, 1.0, //
+            -5.0, 1e300, 3.0, 3.0,
+        ]);
+        let var1 = View {
+            offset: 4,
+            len: 4,
+            stride: 1,
+        };
+        assert_eq!(output_values(&data, Some(&var1), Some(Reduce::Sum)), [2.0]);
+        assert_eq!(output_values(&data, Some(&var1), Some(Reduce::Mean)), [0.5]);
+        assert_eq!(
+            output_values(&data, Some(&var1), None),
+            [1e16, 1.0, -1e16, 1.0]
+        );
+        // The same numbers as an array of structures: element i's variable 1 at 1 + 3i.
+        let aos = HostData::F32(vec![
+            9.0, 1.5, 9.0, //
+            9.0, -2.0, 9.0, //
+            9.0, 4.0, 9.0,
+        ]);
+        let strided = View {
+            offset: 1,
+            len: 3,
+            stride: 3,
+        };
+        assert_eq!(output_values(&aos, Some(&strided), None), [1.5, -2.0, 4.0]);
+        assert_eq!(
+            output_values(&aos, Some(&strided), Some(Reduce::Min)),
+            [-2.0]
+        );
+        assert_eq!(
+            output_values(&aos, Some(&strided), Some(Reduce::Norm2)),
+            [(1.5f64 * 1.5 + 4.0 + 16.0).sqrt()]
+        );
+    }
+
+    #[test]
+    fn exact_means_no_bit_differs() {
+        let exact = Tolerance::Exact;
+        let v = [1.0, -0.0, f64::NAN, f64::INFINITY];
+        assert!(compare(DType::F64, &v, &v).meets(&exact));
+        // One ulp anywhere fails it, although every other tolerance would pass.
+        let mut w = v;
+        w[0] = f64::from_bits(1.0f64.to_bits() + 1);
+        let c = compare(DType::F64, &w, &v);
+        assert!(!c.meets(&exact) && c.meets(&Tolerance::Digits(15.0)));
+        // -0 against +0 and a NaN with another payload differ in their bits.
+        let c = compare(DType::F64, &[0.0], &[-0.0]);
+        assert!(!c.meets(&exact) && c.meets(&Tolerance::Abs(0.0)));
+        let other_nan = f64::from_bits(f64::NAN.to_bits() | 1);
+        let c = compare(DType::F64, &[other_nan], &[f64::NAN]);
+        assert_eq!((c.differing, c.nonfinite_mismatches), (1, 0));
+        assert!(!c.meets(&exact));
+        // A NaN where a number was is a mismatch for every tolerance.
+        assert!(!compare(DType::F64, &[f64::NAN], &[1.0]).meets(&exact));
+    }
 }
