@@ -370,28 +370,6 @@ fn symbols_must_exist_with_their_size() {
     assert_eq!(e, "t.toml:11:1: symbols.table: found no variable 'table' in the PTX; accepted a __constant__ or __device__ variable of the program: coef (.const, 24 bytes), _ZN2ns6paramsE (.global, 24 bytes)");
 }
 
-/// The walkthrough of docs/SPEC.md parses (and its stencil kernel's spec keeps doing so as the
-/// format changes). Embedded, so the test does not depend on where the tree is.
-#[test]
-fn the_spec_documentation_example_parses() {
-    let doc = include_str!("../../../docs/SPEC.md");
-    let start = doc
-        .find("```toml\n# heat.toml")
-        .expect("the walkthrough's spec")
-        + "```toml\n".len();
-    let toml = &doc[start..start + doc[start..].find("```").unwrap()];
-    let d = workdir();
-    std::fs::write(d.join("heat.cu"), "// kernels\n").unwrap();
-    let p = d.join("heat.toml");
-    std::fs::write(&p, toml).unwrap();
-    let s = Spec::load(&p).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(
-        (s.name.as_str(), s.steps.len(), s.outputs.len()),
-        ("heat", 2, 2)
-    );
-    assert_eq!(materialize(&s).unwrap().symbols[0].1.len(), 24);
-}
-
 // ---- --set, setup, copies with offsets, output views, exact tolerance
 
 const SIZED: &str = "[source]\nfile = \"kernel.cu\"\n[sizes]\nnx = 4\nny = 2\nn = \"nx * ny\"\nhalf = \"n / 2\"\n[buffers.u]\ntype = \"f64\"\nlen = \"n\"\n[buffers.v]\ntype = \"f64\"\nlen = \"half\"\n[[steps]]\nlaunch = \"k\"\ngrid = \"ceil(n / 4)\"\nblock = 4\nargs = [\"u\", \"n\"]\n[[outputs]]\nbuffer = \"u\"\n";
