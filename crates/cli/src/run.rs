@@ -6,8 +6,11 @@ use crate::inspect::{parse_flag_list, FlagList};
 use crate::table::{markdown, num};
 use anyhow::anyhow;
 use clap::Args;
-use mantissa_gpu::Gpu;
+use mantissa_gpu::{Builder, Gpu};
+use mantissa_harness::check::{check, CheckError, CheckReport};
 use mantissa_harness::exec::ExecOptions;
+use mantissa_harness::spec::SizeOverride;
+use mantissa_harness::validate::demangled_base;
 use mantissa_harness::{
     run_spec, Configuration, HarnessError, RunEvent, RunRequest, RunResult, Spec,
 };
@@ -47,6 +50,22 @@ pub struct RunArgs {
     /// Print the records as JSON instead of tables.
     #[arg(long)]
     json: bool,
+    /// Check the spec without running it, and without a GPU: build the program under each flag
+    /// set (NVRTC or nvcc), then check kernels, arguments, symbols, inputs and references
+    /// against it, as a run does before anything runs.
+    #[arg(long)]
+    check: bool,
+    /// Replace a [sizes] entry, e.g. `--set n=4096` (repeatable); what depends on it follows.
+    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_override)]
+    set: Vec<SizeOverride>,
+    /// Print the compiler's whole log when a build fails (it is always written to a file, which
+    /// the error names); checks the spec first.
+    #[arg(long)]
+    verbose: bool,
+}
+
+fn parse_override(s: &str) -> Result<SizeOverride, String> {
+    s.parse()
 }
 
 /// A spec error (one line with FILE:LINE:COL): exit code 2.
@@ -56,12 +75,19 @@ pub struct RunUsage(pub String);
 
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
     // The spec is read before the GPU is probed, so a wrong spec says so on any machine.
-    let spec = Spec::load(&args.spec).map_err(|e| RunUsage(e.to_string()))?;
+    let spec = Spec::load_with(&args.spec, &args.set).map_err(|e| RunUsage(e.to_string()))?;
     let mut configurations = vec![Configuration::AsWritten];
     for d in &args.demote {
         configurations.push(Configuration::parse(d.trim()).map_err(RunUsage)?);
     }
+    if args.check {
+        let report = checked(&spec, &args, None)?;
+        print!("{}", summary(&args.spec, &report));
+        return Ok(());
+    }
     if let Some(path) = &args.write_config {
+        // A configuration of a spec that cannot run would name instructions of nothing useful.
+        checked(&spec, &args, None)?;
         let config = mantissa_harness::run::full_configuration(&spec).map_err(|e| anyhow!(e))?;
         let text = serde_json::to_string_pretty(&config)? + "\n";
         mantissa_report::write_atomically(path, text.as_bytes())?;
@@ -81,7 +107,21 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         );
         return Ok(());
     }
-    let gpu = Gpu::probe().map_err(|why| anyhow!("mantissa run needs a GPU: {why}"))?;
+    let gpu = match Gpu::probe() {
+        Ok(gpu) => gpu,
+        Err(why) => {
+            // Everything that can be checked without a GPU is, so that a wrong spec says so here.
+            let checked = match checked(&spec, &args, None) {
+                Ok(_) => "the spec checks (see --check)".to_string(),
+                Err(e) if e.is::<NoCompiler>() => format!("the spec could not be checked: {e}"),
+                Err(e) => return Err(e),
+            };
+            return Err(anyhow!("mantissa run needs a GPU: {why}; {checked}"));
+        }
+    };
+    if args.verbose {
+        checked(&spec, &args, Some(gpu.arch()))?;
+    }
     let mut log = match &args.out {
         Some(dir) => Some(ResultsLog::open(dir, true)?),
         None => None,
@@ -155,6 +195,77 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         )),
         None => Ok(()),
     }
+}
+
+/// No compiler to check with (no NVRTC, or no nvcc for a file that needs it): exit code 1.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct NoCompiler(String);
+
+/// [`check`]s the spec under the flag sets asked for, for `arch` (default: the spec's, else
+/// sm_90). A spec error is a [`RunUsage`] (exit 2); a build failure prints the compiler's log
+/// with `--verbose` and is a failure (exit 1).
+fn checked(
+    spec: &Spec,
+    args: &RunArgs,
+    arch: Option<mantissa_gpu::Arch>,
+) -> anyhow::Result<CheckReport> {
+    match check(spec, &args.flags.0, &Builder::new(), arch) {
+        Ok(report) => Ok(report),
+        Err(CheckError::Spec(e)) => Err(RunUsage(e.to_string()).into()),
+        Err(e) if e.no_compiler() => Err(NoCompiler(e.to_string()).into()),
+        Err(CheckError::Build(e)) => {
+            if let (true, Some(log)) = (args.verbose, e.log()) {
+                eprintln!("{}", log.trim_end_matches('\0').trim_end());
+            }
+            Err(e.into())
+        }
+    }
+}
+
+/// What `--check` prints: what was built and what was checked against it.
+fn summary(path: &std::path::Path, r: &CheckReport) -> String {
+    let plural = |n: usize, one: &str| match (n, one) {
+        (1, _) => format!("{n} {one}"),
+        (_, "launch") => format!("{n} launches"),
+        _ => format!("{n} {one}s"),
+    };
+    let kernels: Vec<String> = r
+        .kernels
+        .iter()
+        .map(|k| match demangled_base(k) {
+            Some(d) => format!("{d} ({k})"),
+            None => k.clone(),
+        })
+        .collect();
+    let flags: Vec<String> = r.flag_sets.iter().map(|f| f.name()).collect();
+    let mut out = format!(
+        "{}: checked without a GPU (flag sets {}; {})\n  front end: {}\n  {} of {}: {}\n",
+        path.display(),
+        flags.join(", "),
+        r.arch.sm(),
+        r.front_end,
+        plural(r.launches, "launch"),
+        plural(r.kernels.len(), "kernel"),
+        kernels.join(", "),
+    );
+    if !r.symbols.is_empty() {
+        out += &format!(
+            "  symbols: {}\n",
+            r.symbols
+                .iter()
+                .map(|(n, space, bytes)| format!("{n} ({space}, {bytes} bytes)"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    out += &format!(
+        "  {}, {}, {} read\n",
+        plural(r.buffers, "buffer"),
+        plural(r.outputs, "output"),
+        plural(r.references, "reference")
+    );
+    out
 }
 
 fn digits(d: f64) -> String {

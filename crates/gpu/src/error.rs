@@ -409,6 +409,17 @@ pub enum BuildError {
         /// Why, and what to use instead.
         problem: String,
     },
+    /// A compile failure whose whole log was written to a file ([`crate::build_log`]), with a
+    /// hint when the log shows APIs the toolkit removed.
+    #[error("{error}{}; {}", .hint.as_ref().map_or(String::new(), |h| format!("; hint: {h}")), match .log_file { Ok(p) => format!("whole log: {}", p.display()), Err(e) => format!("the log could not be written ({e})") })]
+    Logged {
+        /// The failure itself.
+        error: Box<BuildError>,
+        /// The file holding the compiler's whole log, or why it could not be written.
+        log_file: Result<PathBuf, String>,
+        /// What to do about it, when the log says.
+        hint: Option<String>,
+    },
 }
 
 impl BuildError {
@@ -417,7 +428,26 @@ impl BuildError {
         match self {
             BuildError::NvrtcMissingHeader { log, .. } | BuildError::Nvcc { log, .. } => Some(log),
             BuildError::Compile(e) => e.log(),
+            BuildError::Logged { error, .. } => error.log(),
             _ => None,
+        }
+    }
+
+    /// The file holding the compiler's whole log, when it was written.
+    pub fn log_file(&self) -> Option<&std::path::Path> {
+        match self {
+            BuildError::Logged {
+                log_file: Ok(p), ..
+            } => Some(p),
+            _ => None,
+        }
+    }
+
+    /// The failure without its log file and hint.
+    pub fn inner(&self) -> &BuildError {
+        match self {
+            BuildError::Logged { error, .. } => error.inner(),
+            e => e,
         }
     }
 }

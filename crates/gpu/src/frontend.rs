@@ -767,6 +767,12 @@ impl Builder {
     /// Builds `request`; with `cubin`, NVRTC builds for `sm_XY` and keeps the cubin too (nvcc
     /// and ready PTX give PTX only, which the driver JIT-compiles).
     pub fn build_for(&self, request: &BuildRequest, cubin: bool) -> Result<Built, BuildError> {
+        self.build_unlogged(request, cubin)
+            .map_err(|e| crate::build_log::logged(e, &request.file_name()))
+    }
+
+    /// [`Builder::build_for`] without the log written to a file.
+    fn build_unlogged(&self, request: &BuildRequest, cubin: bool) -> Result<Built, BuildError> {
         let text = request.read_text()?;
         let (front_end, reason) = self.choose(request, &text)?;
         let arch = self.arch_of(request);
@@ -1312,7 +1318,15 @@ extern "C" __global__ void k(double* y, int n) {
         let mut local = request("k.cu", "#include \"nowhere.h\"\n__global__ void k() {}\n");
         local.front_end = Some(FrontEnd::Nvrtc);
         let err = b.build(&local).unwrap_err();
-        assert!(matches!(err, BuildError::Compile(_)), "{err}");
+        assert!(matches!(err.inner(), BuildError::Compile(_)), "{err}");
+        // The whole log is kept in a file the message names.
+        let log_file = err.log_file().expect("a log file");
+        assert!(
+            err.to_string()
+                .ends_with(&format!("; whole log: {}", log_file.display())),
+            "{err}"
+        );
+        assert_eq!(std::fs::read_to_string(log_file).ok().as_deref(), err.log());
         assert!(err.to_string().contains("nowhere.h"), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -56,6 +56,7 @@
 
 #![deny(missing_docs)]
 
+pub mod build_log;
 pub mod cache;
 pub mod device;
 pub mod device_types;

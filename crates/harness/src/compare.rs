@@ -12,7 +12,7 @@
 //! relative error so that one NaN does not hide the size of the other errors.
 
 use crate::data::to_f64;
-use crate::spec::{Reduce, Tolerance};
+use crate::spec::{Reduce, Tolerance, View};
 use mantissa_gpu::{DType, HostData};
 use mantissa_num::big;
 use mantissa_num::metrics::{measure_values, ulps_in_format, Reference};
@@ -46,13 +46,15 @@ pub struct Comparison {
 
 impl Comparison {
     /// Whether `tol` is met: no non-finite mismatch, and digits, max relative or max absolute
-    /// error within it.
+    /// error within it; for [`Tolerance::Exact`], no element whose bits differ (a NaN with
+    /// another payload differs too).
     pub fn meets(&self, tol: &Tolerance) -> bool {
         self.nonfinite_mismatches == 0
             && match *tol {
                 Tolerance::Digits(d) => self.digits >= d,
                 Tolerance::Rel(r) => self.max_rel <= r,
                 Tolerance::Abs(a) => self.max_abs <= a,
+                Tolerance::Exact => self.differing == 0,
             }
     }
 }
@@ -163,9 +165,14 @@ pub fn reduce(r: Reduce, values: &[f64]) -> f64 {
     }
 }
 
-/// An output's values as compared: the whole buffer, or its reduction as one value.
-pub fn output_values(data: &HostData, reduce_by: Option<Reduce>) -> Vec<f64> {
-    let v = to_f64(data);
+/// An output's values as compared: the buffer's elements, or its view's (`view`), or their
+/// reduction as one value.
+pub fn output_values(data: &HostData, view: Option<&View>, reduce_by: Option<Reduce>) -> Vec<f64> {
+    let all = to_f64(data);
+    let v = match view {
+        Some(view) => view.select(&all),
+        None => all,
+    };
     match reduce_by {
         Some(r) => vec![reduce(r, &v)],
         None => v,
@@ -290,7 +297,70 @@ mod tests {
         // The exact mean of the three doubles, rounded once (a float sum / 3 gives 0.20000000000000004).
         assert_eq!(reduce(Reduce::Mean, &[0.1, 0.2, 0.3]), 0.2);
         let data = HostData::F32(vec![1.0, 2.0, 3.5]);
-        assert_eq!(output_values(&data, Some(Reduce::Sum)), vec![6.5]);
-        assert_eq!(output_values(&data, None), vec![1.0, 2.0, 3.5]);
+        assert_eq!(output_values(&data, None, Some(Reduce::Sum)), vec![6.5]);
+        assert_eq!(output_values(&data, None, None), vec![1.0, 2.0, 3.5]);
+    }
+
+    #[test]
+    fn reductions_apply_to_the_view_only() {
+        // A structure of arrays of 3 variables x 4 elements; variable 1 is elements 4..8. Its exact
+        // total is 2; the other variables would change it if they leaked in.
+        let data = HostData::F64(vec![
+            7.0, 7.0, 7.0, 7.0, //
+            1e16, 1.0, -1e16, 1.0, //
+            -5.0, 1e300, 3.0, 3.0,
+        ]);
+        let var1 = View {
+            offset: 4,
+            len: 4,
+            stride: 1,
+        };
+        assert_eq!(output_values(&data, Some(&var1), Some(Reduce::Sum)), [2.0]);
+        assert_eq!(output_values(&data, Some(&var1), Some(Reduce::Mean)), [0.5]);
+        assert_eq!(
+            output_values(&data, Some(&var1), None),
+            [1e16, 1.0, -1e16, 1.0]
+        );
+        // The same numbers as an array of structures: element i's variable 1 at 1 + 3i.
+        let aos = HostData::F32(vec![
+            9.0, 1.5, 9.0, //
+            9.0, -2.0, 9.0, //
+            9.0, 4.0, 9.0,
+        ]);
+        let strided = View {
+            offset: 1,
+            len: 3,
+            stride: 3,
+        };
+        assert_eq!(output_values(&aos, Some(&strided), None), [1.5, -2.0, 4.0]);
+        assert_eq!(
+            output_values(&aos, Some(&strided), Some(Reduce::Min)),
+            [-2.0]
+        );
+        assert_eq!(
+            output_values(&aos, Some(&strided), Some(Reduce::Norm2)),
+            [(1.5f64 * 1.5 + 4.0 + 16.0).sqrt()]
+        );
+    }
+
+    #[test]
+    fn exact_means_no_bit_differs() {
+        let exact = Tolerance::Exact;
+        let v = [1.0, -0.0, f64::NAN, f64::INFINITY];
+        assert!(compare(DType::F64, &v, &v).meets(&exact));
+        // One ulp anywhere fails it, although every other tolerance would pass.
+        let mut w = v;
+        w[0] = f64::from_bits(1.0f64.to_bits() + 1);
+        let c = compare(DType::F64, &w, &v);
+        assert!(!c.meets(&exact) && c.meets(&Tolerance::Digits(15.0)));
+        // -0 against +0 and a NaN with another payload differ in their bits.
+        let c = compare(DType::F64, &[0.0], &[-0.0]);
+        assert!(!c.meets(&exact) && c.meets(&Tolerance::Abs(0.0)));
+        let other_nan = f64::from_bits(f64::NAN.to_bits() | 1);
+        let c = compare(DType::F64, &[other_nan], &[f64::NAN]);
+        assert_eq!((c.differing, c.nonfinite_mismatches), (1, 0));
+        assert!(!c.meets(&exact));
+        // A NaN where a number was is a mismatch for every tolerance.
+        assert!(!compare(DType::F64, &[f64::NAN], &[1.0]).meets(&exact));
     }
 }

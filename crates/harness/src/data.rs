@@ -56,6 +56,42 @@ pub fn materialize(spec: &Spec) -> Result<Inputs, SpecError> {
     Ok(Inputs { buffers, symbols })
 }
 
+/// Every output's reference values (`reference = "ref.npy"`), as f64, in spec order (`None`
+/// where an output has none). A reference holds the output's type or f64, and as many values as
+/// are compared: the buffer's length, its view's, or 1 for a reduced output.
+pub fn references(spec: &Spec) -> Result<Vec<Option<Vec<f64>>>, SpecError> {
+    let mut out = Vec::new();
+    for o in &spec.outputs {
+        let Some((path, written)) = &o.reference else {
+            out.push(None);
+            continue;
+        };
+        let (dtype, len) = spec
+            .buffer(&o.buffer)
+            .map_or((DType::F64, 0), |b| (b.dtype, b.len));
+        let field = format!("outputs.{}.reference", o.name());
+        let want = o.compared_len(len);
+        let data = npy::read_any(path).map_err(|e| {
+            spec.error(
+                o.reference_loc,
+                &field,
+                format!("{written}: {e}"),
+                format!("a .npy of {want} values of {dtype} or f64"),
+            )
+        })?;
+        if data.len() != want || !(data.dtype() == dtype || data.dtype() == DType::F64) {
+            return Err(spec.error(
+                o.reference_loc,
+                field,
+                format!("{written}: {} elements of {}", data.len(), data.dtype()),
+                format!("{want} elements of {dtype} or f64"),
+            ));
+        }
+        out.push(Some(to_f64(&data)));
+    }
+    Ok(out)
+}
+
 /// A buffer's initial contents.
 pub fn buffer_data(b: &BufferSpec) -> Result<HostData, String> {
     let n = b.len;

@@ -11,7 +11,7 @@
 
 use crate::data::{from_f64, Inputs};
 use crate::expr::Val;
-use crate::spec::{lookup, ArgSpec, Quantity, Spec, Step, StepKind};
+use crate::spec::{lookup, ArgSpec, CopyRange, CopySide, Quantity, Spec, Step, StepKind};
 use crate::validate::{Plan, PlannedArg, ScalarKind};
 use mantissa_gpu::{
     DeviceBuffer, Gpu, GpuError, HostData, KernelArg, LaunchDims, Module, Timing, TimingOptions,
@@ -226,12 +226,38 @@ impl Runner<'_> {
                     };
                     launched.map_err(|e| fail(c, e.to_string()))?;
                 }
-                StepKind::Copy { from, to, len } => {
-                    let n = match len {
-                        Some(q) => Some(self.dim(q, c, 0).map_err(|e| fail(c, e))? as usize),
-                        None => None,
+                StepKind::Copy {
+                    from,
+                    to,
+                    len,
+                    src_offset,
+                    dst_offset,
+                } => {
+                    let value = |q: &Option<Quantity>| -> Result<Option<Val>, ExecError> {
+                        q.as_ref()
+                            .map(|q| self.eval(q, c).map_err(|e| fail(c, e)))
+                            .transpose()
                     };
-                    copy(self.gpu, bufs, from, to, n).map_err(|e| fail(c, e))?;
+                    let side = |name: &str| -> Result<usize, ExecError> {
+                        self.spec.buffer(name).map(|b| b.len).ok_or_else(|| {
+                            fail(c, format!("buffer '{name}' is missing (an internal error)"))
+                        })
+                    };
+                    let range = CopyRange::resolve(
+                        CopySide {
+                            name: from,
+                            len: side(from)?,
+                        },
+                        CopySide {
+                            name: to,
+                            len: side(to)?,
+                        },
+                        value(src_offset)?,
+                        value(dst_offset)?,
+                        value(len)?,
+                    )
+                    .map_err(|e| fail(c, e.to_string()))?;
+                    copy(self.gpu, bufs, from, to, range).map_err(|e| fail(c, e))?;
                 }
                 StepKind::Fill { buffer, .. } => {
                     let (Some(src), Some(mut dst)) = (self.fills.get(&s.path), bufs.remove(buffer))
@@ -267,7 +293,7 @@ impl Runner<'_> {
     }
 }
 
-/// Device-to-device copy of `len` elements (default: the shorter buffer).
+/// Device-to-device copy of `range`.
 ///
 /// STAND-IN: `mantissa-gpu` copies whole buffers of equal length only ([`Gpu::copy`]); a copy of
 /// part of a buffer goes through the host (download both, splice, upload) until gpu has a
@@ -277,25 +303,30 @@ fn copy(
     bufs: &mut HashMap<String, DeviceBuffer>,
     from: &str,
     to: &str,
-    len: Option<usize>,
+    range: CopyRange,
 ) -> Result<(), String> {
-    if from == to {
+    if range.len == 0 || (from == to && range.src_offset == range.dst_offset) {
         return Ok(());
     }
     let mut dst = bufs
         .remove(to)
         .ok_or_else(|| format!("buffer '{to}' is missing"))?;
     let result = (|| {
-        let src = bufs
-            .get(from)
-            .ok_or_else(|| format!("buffer '{from}' is missing"))?;
-        let n = len.unwrap_or(src.len().min(dst.len()));
-        if n == src.len() && n == dst.len() {
-            return gpu.copy(src, &mut dst).map_err(|e| e.to_string());
-        }
-        let s = crate::data::to_f64(&gpu.download(src).map_err(|e| e.to_string())?);
+        let src = match bufs.get(from) {
+            Some(src) if range.len == src.len() && range.len == dst.len() => {
+                return gpu.copy(src, &mut dst).map_err(|e| e.to_string());
+            }
+            Some(src) => Some(crate::data::to_f64(
+                &gpu.download(src).map_err(|e| e.to_string())?,
+            )),
+            None if from == to => None,
+            None => return Err(format!("buffer '{from}' is missing")),
+        };
         let mut d = crate::data::to_f64(&gpu.download(&dst).map_err(|e| e.to_string())?);
-        d[..n].copy_from_slice(&s[..n]);
+        match src {
+            Some(s) => range.apply(&s, &mut d),
+            None => range.apply_within(&mut d),
+        }
         let data = from_f64(dst.dtype(), &d)?;
         dst = gpu.upload(to, &data).map_err(|e| e.to_string())?;
         Ok(())
@@ -378,6 +409,15 @@ pub fn execute(
         first_launch: None,
     };
     let mut bufs = upload_all(gpu, inputs)?;
+    // STAND-IN for the trial runner's restore point: setup steps run before every run, untimed,
+    // after the inputs are uploaded and the `.global` variables restored.
+    runner.steps(
+        &spec.setup,
+        &mut bufs,
+        &module,
+        &mut Counters::default(),
+        true,
+    )?;
     runner.steps(
         &spec.steps,
         &mut bufs,
@@ -413,6 +453,13 @@ pub fn execute(
             gpu.write_symbol(&module, name, bytes)
                 .map_err(gpu_err(format!("restoring symbol '{name}'")))?;
         }
+        runner.steps(
+            &spec.setup,
+            &mut bufs,
+            &module,
+            &mut Counters::default(),
+            false,
+        )?;
         let failure: RefCell<Option<ExecError>> = RefCell::new(None);
         let timed = gpu.time_with(TimingOptions { warmup: 0, reps: 1 }, 1, |_| {
             runner

@@ -14,6 +14,7 @@
 //!   and f64 instructions run in f32, from `none`, `all` or a JSON file.
 //! - [`data`] and [`npy`]: buffer contents (zeros, constants, sequences, seeded random,
 //!   `.npy`), symbol bytes in C layout, `.npy` read and write.
+//! - [`check`]: every check made before anything runs, without a GPU (`mantissa run --check`).
 //! - [`validate`]: the spec checked against the program's PTX (kernel names and signatures,
 //!   symbols and their sizes) into a [`validate::Plan`], before anything runs.
 //! - [`exec`]: a plan run on a [`mantissa_gpu::Gpu`]: buffers, symbols, steps, loops, timing.
@@ -24,6 +25,7 @@
 
 #![deny(missing_docs)]
 
+pub mod check;
 pub mod compare;
 pub mod config;
 pub mod data;

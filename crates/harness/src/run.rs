@@ -9,7 +9,7 @@
 
 use crate::compare::{compare, output_values, Comparison, OutputResult};
 use crate::config::{self, Configuration};
-use crate::data::{materialize, to_f64};
+use crate::data::materialize;
 use crate::exec::{execute, ExecError, ExecOptions, Execution};
 use crate::npy;
 use crate::spec::{FrontEnd, Spec, SpecError};
@@ -391,47 +391,7 @@ pub fn run_spec(
 ) -> Result<RunResult, HarnessError> {
     let inputs = materialize(spec)?;
     // References are read before anything runs, so that a bad one is a spec error.
-    let mut references: Vec<Option<Vec<f64>>> = Vec::new();
-    for o in &spec.outputs {
-        references.push(match &o.reference {
-            None => None,
-            Some((path, written)) => {
-                let b = spec.buffer(&o.buffer).map(|b| (b.dtype, b.len));
-                let want = if o.reduce.is_some() {
-                    1
-                } else {
-                    b.map_or(0, |b| b.1)
-                };
-                let data = npy::read_any(path).map_err(|e| {
-                    spec.error(
-                        o.reference_loc,
-                        "reference",
-                        format!("{written}: {e}"),
-                        "a .npy",
-                    )
-                })?;
-                if data.len() != want
-                    || !(Some(data.dtype()) == b.map(|b| b.0)
-                        || data.dtype() == mantissa_gpu::DType::F64)
-                {
-                    let found = format!("{written}: {} elements of {}", data.len(), data.dtype());
-                    let accepted = format!(
-                        "{want} elements of {} or f64",
-                        b.map_or("?".into(), |b| b.0.to_string())
-                    );
-                    return Err(spec
-                        .error(
-                            o.reference_loc,
-                            format!("outputs.{}.reference", o.name()),
-                            found,
-                            accepted,
-                        )
-                        .into());
-                }
-                Some(to_f64(&data))
-            }
-        });
-    }
+    let references = crate::data::references(spec)?;
     let mut flag_sets = vec![FlagSet::DEFAULT];
     flag_sets.extend(
         request
@@ -502,7 +462,7 @@ pub fn run_spec(
                             ex.outputs
                                 .iter()
                                 .find(|(n, _)| *n == o.buffer)
-                                .map(|(_, d)| output_values(d, o.reduce))
+                                .map(|(_, d)| output_values(d, o.view.as_ref(), o.reduce))
                                 .unwrap_or_default()
                         })
                         .collect();

@@ -4,7 +4,9 @@
 use mantissa_gpu::{DType, HostData};
 use mantissa_harness::data::materialize;
 use mantissa_harness::expr::Val;
-use mantissa_harness::spec::{FrontEnd, Init, Random, Reduce, StepKind, Tolerance};
+use mantissa_harness::spec::{
+    FrontEnd, Init, Random, Reduce, SizeOverride, StepKind, Tolerance, View,
+};
 use mantissa_harness::validate::plan;
 use mantissa_harness::Spec;
 use std::collections::BTreeMap;
@@ -38,6 +40,15 @@ fn parse(text: &str) -> Result<Spec, String> {
     let p = d.join("t.toml");
     std::fs::write(&p, text).unwrap();
     Spec::load(&p).map_err(|e| e.to_string().replace(&format!("{}/", d.display()), ""))
+}
+
+fn parse_set(text: &str, set: &[&str]) -> Result<Spec, String> {
+    let d = workdir();
+    let p = d.join("t.toml");
+    std::fs::write(&p, text).unwrap();
+    let overrides: Vec<SizeOverride> = set.iter().map(|s| s.parse().unwrap()).collect();
+    Spec::load_with(&p, &overrides)
+        .map_err(|e| e.to_string().replace(&format!("{}/", d.display()), ""))
 }
 
 fn err(text: &str) -> String {
@@ -170,7 +181,7 @@ fn unknown_keys_list_the_accepted_ones() {
     );
     assert_eq!(
         err("nmae = \"x\"\n"),
-        "t.toml:1:1: nmae: found unknown key 'nmae'; accepted the keys name, source, sizes, buffers, symbols, steps, outputs"
+        "t.toml:1:1: nmae: found unknown key 'nmae'; accepted the keys name, source, sizes, buffers, symbols, setup, steps, outputs"
     );
     let e = err(&format!("{HEAD}[buffers.u]\ntype = \"f64\"\nlen = 4\n[[steps]]\nlaunch = \"k\"\ngrid = 1\nblock = 1\nthreads = 4\n{TAIL}"));
     assert_eq!(e, "t.toml:10:1: steps[0].threads: found unknown key 'threads'; accepted the keys launch, grid, block, shared, args");
@@ -359,24 +370,189 @@ fn symbols_must_exist_with_their_size() {
     assert_eq!(e, "t.toml:11:1: symbols.table: found no variable 'table' in the PTX; accepted a __constant__ or __device__ variable of the program: coef (.const, 24 bytes), _ZN2ns6paramsE (.global, 24 bytes)");
 }
 
-/// The walkthrough of docs/SPEC.md parses (and its stencil kernel's spec keeps doing so as the
-/// format changes). Embedded, so the test does not depend on where the tree is.
+// ---- --set, setup, copies with offsets, output views, exact tolerance
+
+const SIZED: &str = "[source]\nfile = \"kernel.cu\"\n[sizes]\nnx = 4\nny = 2\nn = \"nx * ny\"\nhalf = \"n / 2\"\n[buffers.u]\ntype = \"f64\"\nlen = \"n\"\n[buffers.v]\ntype = \"f64\"\nlen = \"half\"\n[[steps]]\nlaunch = \"k\"\ngrid = \"ceil(n / 4)\"\nblock = 4\nargs = [\"u\", \"n\"]\n[[outputs]]\nbuffer = \"u\"\n";
+
 #[test]
-fn the_spec_documentation_example_parses() {
-    let doc = include_str!("../../../docs/SPEC.md");
-    let start = doc
-        .find("```toml\n# heat.toml")
-        .expect("the walkthrough's spec")
-        + "```toml\n".len();
-    let toml = &doc[start..start + doc[start..].find("```").unwrap()];
-    let d = workdir();
-    std::fs::write(d.join("heat.cu"), "// kernels\n").unwrap();
-    let p = d.join("heat.toml");
-    std::fs::write(&p, toml).unwrap();
-    let s = Spec::load(&p).unwrap_or_else(|e| panic!("{e}"));
+fn set_overrides_a_size_and_everything_that_depends_on_it() {
+    let s = parse_set(SIZED, &[]).unwrap();
     assert_eq!(
-        (s.name.as_str(), s.steps.len(), s.outputs.len()),
-        ("heat", 2, 2)
+        (s.buffer("u").unwrap().len, s.buffer("v").unwrap().len),
+        (8, 4)
     );
-    assert_eq!(materialize(&s).unwrap().symbols[0].1.len(), 24);
+    let s = parse_set(SIZED, &["nx=4096"]).unwrap();
+    assert_eq!(
+        s.sizes,
+        [
+            ("nx".to_string(), Val::Int(4096)),
+            ("ny".to_string(), Val::Int(2)),
+            ("n".to_string(), Val::Int(8192)),
+            ("half".to_string(), Val::Int(4096)),
+        ]
+    );
+    assert_eq!(
+        (s.buffer("u").unwrap().len, s.buffer("v").unwrap().len),
+        (8192, 4096)
+    );
+    // A derived size may be set too (an expression of the sizes above it), and the last --set
+    // of a name wins.
+    let s = parse_set(SIZED, &["n=3 * nx", "n=2 * nx"]).unwrap();
+    assert_eq!(s.buffer("u").unwrap().len, 8);
+    assert_eq!(s.overrides.len(), 2);
+    assert_eq!(
+        parse_set(SIZED, &["nz=4"]).unwrap_err(),
+        "t.toml:3:1: --set nz: found unknown size 'nz'; accepted a size of [sizes]: nx, ny, n, half"
+    );
+    assert_eq!(
+        parse_set(SIZED, &["nx=half"]).unwrap_err(),
+        "t.toml:4:1: sizes.nx (--set nx=half): found unknown name 'half'; accepted sizes defined above it: none"
+    );
+    assert_eq!(
+        parse_set(SIZED, &["nx=4 $ 2"]).unwrap_err(),
+        "t.toml:4:1: sizes.nx (--set nx=4 $ 2): found '$'; accepted numbers, names, + - * / %, parentheses and function calls"
+    );
+    // A value that makes a length wrong is reported where the length is written.
+    assert_eq!(
+        parse_set(SIZED, &["nx=3", "ny=1"]).unwrap_err(),
+        "t.toml:13:7: buffers.v.len: found half = 1.5; accepted a non-negative integer"
+    );
+    assert!(parse_set(
+        &format!("{HEAD}[buffers.u]\ntype = \"f32\"\nlen = 4\n"),
+        &["n=1"]
+    )
+    .unwrap_err()
+    .ends_with("--set n: found unknown size 'n'; accepted a size of [sizes]; the spec has none"));
+    assert!("n"
+        .parse::<SizeOverride>()
+        .unwrap_err()
+        .starts_with("--set n: found no NAME=VALUE"));
+    assert!("1n=4".parse::<SizeOverride>().is_err());
+}
+
+#[test]
+fn setup_steps_parse_like_steps_and_come_first_in_the_walk() {
+    let text = format!("{HEAD}[buffers.u]\ntype = \"f64\"\nlen = 4\n[[setup]]\nlaunch = \"init\"\ngrid = 1\nblock = 4\nargs = [\"u\"]\n[[setup]]\nrepeat = 2\ncounter = \"s\"\nsteps = [{{ launch = \"warm\", grid = 1, block = 4, args = [\"u\", \"s\"] }}]\n[[steps]]\nlaunch = \"k\"\ngrid = 1\nblock = 4\n{TAIL}");
+    let s = parse(&text).unwrap();
+    assert_eq!(s.setup.len(), 2);
+    let paths: Vec<String> = s.walk().iter().map(|(st, _)| st.describe()).collect();
+    assert_eq!(
+        paths,
+        [
+            "setup[0] (launch init)",
+            "setup[1] (repeat)",
+            "setup[1].steps[0] (launch warm)",
+            "steps[0] (launch k)"
+        ]
+    );
+    assert_eq!(s.walk()[2].1, ["s"]);
+    // Inline `setup = [...]` is the same thing; its errors name setup[i].
+    let e = err(&format!("setup = [{{ launch = \"init\", grid = 1 }}]\n{HEAD}[buffers.u]\ntype = \"f64\"\nlen = 4\n[[steps]]\nlaunch = \"k\"\ngrid = 1\nblock = 4\n{TAIL}"));
+    assert_eq!(e, "t.toml:1:10: setup[0].block: found nothing; accepted block = an integer, expression, or a list of 1 to 3 of them");
+}
+
+#[test]
+fn copies_with_offsets_are_checked_against_both_buffers() {
+    let copy = |c: &str| {
+        parse(&format!("{HEAD}[sizes]\nn = 4\n[buffers.u]\ntype = \"f64\"\nlen = 12\n[buffers.v]\ntype = \"f64\"\nlen = 4\n[[steps]]\ncopy = {{ {c} }}\n[[outputs]]\nbuffer = \"u\"\n"))
+    };
+    let s = copy("from = \"u\", to = \"v\", src_offset = \"2 * n\"").unwrap();
+    let StepKind::Copy {
+        src_offset,
+        dst_offset,
+        len,
+        ..
+    } = &s.steps[0].kind
+    else {
+        panic!()
+    };
+    assert_eq!(src_offset.as_ref().map(|q| q.text.as_str()), Some("2 * n"));
+    assert!(dst_offset.is_none() && len.is_none());
+    assert_eq!(
+        copy("from = \"u\", to = \"v\", src_offset = 10, len = \"n\"").unwrap_err(),
+        "t.toml:12:55: steps[0].copy.len: found len = 4; accepted an integer from 0 to 2 (what fits in u (12) from element 10 and in v (4) from element 0)"
+    );
+    assert_eq!(
+        copy("from = \"v\", to = \"u\", dst_offset = 13").unwrap_err(),
+        "t.toml:12:45: steps[0].copy.dst_offset: found dst_offset = 13; accepted an integer from 0 to 12 (the length of u)"
+    );
+    assert_eq!(
+        copy("from = \"u\", to = \"u\", src_offset = 0, dst_offset = 2, len = 4").unwrap_err(),
+        "t.toml:12:61: steps[0].copy.dst_offset: found a copy within u from elements 0..4 to the overlapping 2..6; accepted ranges of one buffer that do not overlap (or a second buffer)"
+    );
+    // Structure of arrays: variable 0 of u (4 elements each) copied over variable 2.
+    copy("from = \"u\", to = \"u\", src_offset = 0, dst_offset = \"2 * n\", len = \"n\"").unwrap();
+    // Offsets that use a loop counter are checked when the copy runs.
+    parse(&format!("{HEAD}[buffers.u]\ntype = \"f64\"\nlen = 12\n[[steps]]\nrepeat = 3\ncounter = \"t\"\nsteps = [{{ copy = {{ from = \"u\", to = \"u\", src_offset = 0, dst_offset = \"4 * t\", len = 4 }} }}]\n{TAIL}")).unwrap();
+    assert!(copy("from = \"u\", to = \"v\", offset = 1")
+        .unwrap_err()
+        .contains("accepted the keys from, to, len, src_offset, dst_offset"));
+}
+
+#[test]
+fn output_views_select_part_of_a_buffer() {
+    let out = |o: &str| {
+        parse(&format!("{HEAD}[sizes]\nn = 4\n[buffers.state]\ntype = \"f64\"\nlen = 12\n[[steps]]\nlaunch = \"k\"\ngrid = 1\nblock = 4\n[[outputs]]\nbuffer = \"state\"\n{o}\n"))
+    };
+    // Variable 1 of a structure of arrays: elements 4..8, and its total.
+    let s = out("offset = \"n\"\nlen = \"n\"\nreduce = \"sum\"").unwrap();
+    let o = &s.outputs[0];
+    assert_eq!(
+        o.view,
+        Some(View {
+            offset: 4,
+            len: 4,
+            stride: 1
+        })
+    );
+    assert_eq!(o.name(), "state[4:8].sum");
+    assert_eq!(o.compared_len(12), 1);
+    // Variable 2 of an array of structures of 3 variables: 2, 5, 8, 11 (len defaults to what fits).
+    let s = out("offset = 2\nstride = 3\nname = \"energy\"").unwrap();
+    let v = s.outputs[0].view.unwrap();
+    assert_eq!(v.indices().collect::<Vec<_>>(), [2, 5, 8, 11]);
+    assert_eq!(
+        (v.slice(), s.outputs[0].name()),
+        ("[2:12:3]".to_string(), "energy".to_string())
+    );
+    assert_eq!(s.outputs[0].compared_len(12), 4);
+    assert_eq!(v.select(&(0..12).collect::<Vec<i32>>()), [2, 5, 8, 11]);
+    assert_eq!(
+        out("offset = 2\nstride = 3\nlen = 5").unwrap_err(),
+        "t.toml:16:7: outputs[0].len: found len = 5 (elements 2 to 14 in steps of 3); accepted at most 4 elements: state has 12 (0 to 11)"
+    );
+    assert_eq!(
+        out("offset = \"3 * n\"").unwrap_err(),
+        "t.toml:14:10: outputs[0].offset: found offset = 12; accepted an element of state: 0 to 11"
+    );
+    assert_eq!(
+        out("stride = 0").unwrap_err(),
+        "t.toml:14:10: outputs[0].stride: found 0 = 0; accepted at least 1"
+    );
+    // Two outputs may not share a name: records tell them apart by it.
+    let e = out("[[outputs]]\nbuffer = \"state\"").unwrap_err();
+    assert_eq!(e, "t.toml:14:1: outputs[1].name: found the output name 'state', which outputs[0] has; accepted a name no other output has (name = \"...\")");
+    out("[[outputs]]\nbuffer = \"state\"\noffset = 4").unwrap();
+}
+
+#[test]
+fn exact_tolerance_has_two_spellings() {
+    let tol = |t: &str| {
+        parse(&format!("{HEAD}[buffers.u]\ntype = \"f64\"\nlen = 4\n[[steps]]\nlaunch = \"k\"\ngrid = 1\nblock = 4\n[[outputs]]\nbuffer = \"u\"\ntolerance = {{ {t} }}\n"))
+            .map(|s| s.outputs[0].tolerance)
+    };
+    assert_eq!(tol("exact = true"), Ok(Some(Tolerance::Exact)));
+    assert_eq!(tol("digits = \"all\""), Ok(Some(Tolerance::Exact)));
+    assert_eq!(Tolerance::Exact.to_string(), "exact (all digits)");
+    assert_eq!(
+        tol("exact = false").unwrap_err(),
+        "t.toml:12:23: outputs[0].tolerance.exact: found the boolean false; accepted exact = true (bit-identical); leave the tolerance out for none"
+    );
+    assert_eq!(
+        tol("digits = \"most\"").unwrap_err(),
+        "t.toml:12:24: outputs[0].tolerance.digits: found the string \"most\"; accepted a non-negative number, or \"all\" (bit-identical)"
+    );
+    assert!(tol("exact = true, rel = 1e-6")
+        .unwrap_err()
+        .ends_with("found 2 keys; accepted exactly one of { digits = 6 }, { rel = 1e-6 }, { abs = 1e-9 }, { exact = true }"));
 }

@@ -7,7 +7,7 @@ use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Names the ptxas binary explicitly; otherwise it is looked up on `PATH` and beside NVRTC.
+/// Names the ptxas binary explicitly; otherwise it is looked up beside nvcc ([`find`]).
 pub const PTXAS_ENV: &str = "MANTISSA_PTXAS";
 
 /// Why ptxas gave no answer.
@@ -15,7 +15,7 @@ pub const PTXAS_ENV: &str = "MANTISSA_PTXAS";
 pub enum PtxasError {
     /// No ptxas in any place looked at: register counts are then unavailable, not an error of
     /// the analysis.
-    #[error("ptxas not found (set {PTXAS_ENV}, put it on PATH, or `pip install nvidia-cuda-nvcc==13.0.88` beside the NVRTC wheel)")]
+    #[error("ptxas not found beside an nvcc (searched $MANTISSA_NVCC's directory, $CUDA_HOME/bin, $CUDA_PATH/bin, /usr/local/cuda/bin, PATH and the pip wheel's nvidia/cu13/bin): set {PTXAS_ENV}, or `pip install nvidia-cuda-nvcc==13.0.88`")]
     NotFound,
     /// ptxas was found but could not be started or waited for.
     #[error("cannot run {path}: {message}")]
@@ -48,24 +48,88 @@ pub struct Resources {
     pub spill_load_bytes: u32,
 }
 
-/// Finds ptxas: `$MANTISSA_PTXAS`, then `PATH`, then `../bin/ptxas` of each `LD_LIBRARY_PATH`
-/// entry (the pip wheels put `nvidia/cu13/bin/ptxas` beside `nvidia/cu13/lib/libnvrtc.so`),
-/// then `$CUDA_HOME/bin` and `/usr/local/cuda/bin` (a toolkit install).
+/// Finds ptxas: `$MANTISSA_PTXAS` when set (that file only); otherwise beside the nvcc that
+/// `mantissa-gpu` uses, searched in the same order: the directory of `$MANTISSA_NVCC`, then
+/// `$CUDA_HOME/bin`, `$CUDA_PATH/bin`, `/usr/local/cuda/bin`, each directory of `PATH`, then the
+/// pip wheel (`nvidia/cu13/bin` under the active Python's site-packages and `$VIRTUAL_ENV`,
+/// where `pip install nvidia-cuda-nvcc` puts ptxas beside nvcc); last `../bin` of each
+/// `LD_LIBRARY_PATH` entry (the wheel's `nvidia/cu13/lib` holding libnvrtc).
 pub fn find() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os(PTXAS_ENV) {
+    find_with(&|name| std::env::var_os(name), &wheel_bins)
+}
+
+/// [`find`] with the environment read through `env` and the wheels' `bin` directories given by
+/// `wheel_bins` (asked only when nothing before them has ptxas: it runs Python).
+fn find_with(
+    env: &dyn Fn(&str) -> Option<std::ffi::OsString>,
+    wheel_bins: &dyn Fn() -> Vec<PathBuf>,
+) -> Option<PathBuf> {
+    let var = |name: &str| env(name).filter(|v| !v.is_empty());
+    if let Some(p) = var(PTXAS_ENV) {
         let p = PathBuf::from(p);
         return p.is_file().then_some(p);
     }
-    let on = |var: &str, rel: &str| -> Option<PathBuf> {
-        let paths = std::env::var_os(var)?;
-        std::env::split_paths(&paths)
-            .map(|d| d.join(rel))
-            .find(|p| p.is_file())
-    };
-    on("PATH", "ptxas")
-        .or_else(|| on("LD_LIBRARY_PATH", "../bin/ptxas"))
-        .or_else(|| on("CUDA_HOME", "bin/ptxas"))
-        .or_else(|| Some(PathBuf::from("/usr/local/cuda/bin/ptxas")).filter(|p| p.is_file()))
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    if let Some(nvcc) = var("MANTISSA_NVCC") {
+        dirs.extend(Path::new(&nvcc).parent().map(Path::to_path_buf));
+    }
+    for root in ["CUDA_HOME", "CUDA_PATH"].iter().filter_map(|v| var(v)) {
+        dirs.push(PathBuf::from(root).join("bin"));
+    }
+    dirs.push(PathBuf::from("/usr/local/cuda/bin"));
+    if let Some(path) = var("PATH") {
+        dirs.extend(std::env::split_paths(&path));
+    }
+    let found = |dirs: &[PathBuf]| dirs.iter().map(|d| d.join("ptxas")).find(|p| p.is_file());
+    found(&dirs).or_else(|| found(&wheel_bins())).or_else(|| {
+        let libs: Vec<PathBuf> = var("LD_LIBRARY_PATH")
+            .map(|p| {
+                std::env::split_paths(&p)
+                    .map(|d| d.join("../bin"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        found(&libs)
+    })
+}
+
+/// `nvidia/cu13/bin` under the site-packages of `python3` (system and user) and of
+/// `$VIRTUAL_ENV`: where the `nvidia-cuda-nvcc` wheel installs nvcc and ptxas. The same places
+/// `mantissa-gpu` searches for that wheel's nvcc (`locate::wheel_subdirs`, which this crate
+/// cannot call: gpu depends on ptx).
+fn wheel_bins() -> Vec<PathBuf> {
+    const SCRIPT: &str =
+        "import site\nfor d in site.getsitepackages() + [site.getusersitepackages()]: print(d)";
+    let mut sites: Vec<PathBuf> = Command::new("python3")
+        .args(["-c", SCRIPT])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .map(PathBuf::from)
+                .collect()
+        })
+        .unwrap_or_default();
+    if let Some(venv) = std::env::var_os("VIRTUAL_ENV").filter(|v| !v.is_empty()) {
+        if let Ok(entries) = std::fs::read_dir(Path::new(&venv).join("lib")) {
+            sites.extend(
+                entries
+                    .flatten()
+                    .filter(|e| e.file_name().to_string_lossy().starts_with("python"))
+                    .map(|e| e.path().join("site-packages")),
+            );
+        }
+    }
+    sites
+        .into_iter()
+        .map(|s| s.join("nvidia").join("cu13").join("bin"))
+        .collect()
 }
 
 /// Assembles `ptx` for `arch` (`sm_90`) with `-v`, returning its per-function resources.
@@ -194,5 +258,100 @@ ptxas info    : Function properties for _Z6scaleddd\n    16 bytes stack frame, 0
                 }
             ]
         );
+    }
+
+    /// `<tmp>/<tag>/bin` holding an `nvcc` and a `ptxas` (empty files: `find` only looks for the
+    /// file); its parent is the toolkit's root.
+    fn toolkit(tag: &str) -> PathBuf {
+        let dir = std::env::temp_dir()
+            .join(format!("mantissa-ptxas-find-{tag}-{}", std::process::id()))
+            .join("bin");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("nvcc"), "").unwrap();
+        std::fs::write(dir.join("ptxas"), "").unwrap();
+        dir
+    }
+
+    fn remove(bin: &Path) {
+        std::fs::remove_dir_all(bin.parent().unwrap()).ok();
+    }
+
+    /// A toolkit in `/usr/local/cuda` comes before `PATH` and the wheel, as for nvcc.
+    fn system_toolkit() -> bool {
+        Path::new("/usr/local/cuda/bin/ptxas").is_file()
+    }
+
+    /// The reported bug: the wheel's nvcc is found and used while ptxas, beside it, was not.
+    #[test]
+    fn ptxas_is_found_beside_the_wheels_nvcc() {
+        if system_toolkit() {
+            return;
+        }
+        let wheel = toolkit("wheel");
+        let none = |_: &str| -> Option<std::ffi::OsString> { None };
+        let only_path =
+            |name: &str| (name == "PATH").then(|| "/nonexistent-a:/nonexistent-b".into());
+        assert_eq!(
+            find_with(&only_path, &|| vec![wheel.clone()]),
+            Some(wheel.join("ptxas"))
+        );
+        assert_eq!(
+            find_with(&none, &|| vec![wheel.clone()]),
+            Some(wheel.join("ptxas"))
+        );
+        remove(&wheel);
+    }
+
+    #[test]
+    fn ptxas_follows_the_nvcc_search_order() {
+        let pinned = toolkit("pinned");
+        let home = toolkit("home");
+        let on_path = toolkit("path");
+        let wheel = toolkit("wheel2");
+        let env = |name: &str| -> Option<std::ffi::OsString> {
+            match name {
+                "MANTISSA_NVCC" => Some(pinned.join("nvcc").into()),
+                "CUDA_HOME" => Some(home.parent().unwrap().into()),
+                "PATH" => Some(on_path.clone().into()),
+                _ => None,
+            }
+        };
+        let wheels = || vec![wheel.clone()];
+        // $MANTISSA_NVCC's directory first, then $CUDA_HOME/bin.
+        assert_eq!(find_with(&env, &wheels), Some(pinned.join("ptxas")));
+        let no_pin = |name: &str| {
+            if name == "MANTISSA_NVCC" {
+                None
+            } else {
+                env(name)
+            }
+        };
+        assert_eq!(find_with(&no_pin, &wheels), Some(home.join("ptxas")));
+        // Without a toolkit, PATH before the wheel.
+        let path_only = |name: &str| if name == "PATH" { env(name) } else { None };
+        if !system_toolkit() {
+            assert_eq!(find_with(&path_only, &wheels), Some(on_path.join("ptxas")));
+        }
+        // $MANTISSA_PTXAS names the file and nothing else.
+        let explicit = |name: &str| -> Option<std::ffi::OsString> {
+            (name == PTXAS_ENV).then(|| "/nonexistent/ptxas".into())
+        };
+        assert_eq!(find_with(&explicit, &wheels), None);
+        for d in [pinned, home, on_path, wheel] {
+            remove(&d);
+        }
+    }
+
+    /// On a machine with the nvcc wheel (CI installs it), ptxas is found with no variable set.
+    #[test]
+    fn the_installed_wheels_ptxas_is_found() {
+        if wheel_bins().iter().any(|d| d.join("nvcc").is_file()) {
+            let found = find_with(&|_| None, &wheel_bins).expect("ptxas beside the wheel's nvcc");
+            assert!(
+                system_toolkit() || found.ends_with("nvidia/cu13/bin/ptxas"),
+                "{}",
+                found.display()
+            );
+        }
     }
 }

@@ -1,0 +1,129 @@
+//! `mantissa run SPEC --check`: every check a run makes before anything runs, without a GPU.
+//!
+//! The inputs are made (so a `.npy` of the wrong dtype or shape, or a symbol value that does not
+//! fit its type, is found), the references read, and the program built under each flag set by
+//! NVRTC, nvcc or as ready PTX, for the spec's architecture or [`mantissa_gpu::frontend::DEFAULT_ARCH`].
+//! Each build's PTX is then checked as a run checks it ([`crate::validate::plan`]): every
+//! launch's kernel exists, its arguments match the kernel's parameters in count, kind and value,
+//! and every symbol is a variable of the program with the size its value has. Copies and output
+//! views were checked against the buffers' lengths when the spec was read.
+
+use crate::data::{materialize, references};
+use crate::run::build_request;
+use crate::spec::{Spec, SpecError, StepKind};
+use crate::validate::plan;
+use mantissa_gpu::{Arch, BuildError, Builder, FlagSet};
+
+/// What a check found: enough to say in a few lines what was checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckReport {
+    /// The front end that built the baseline, and why (`NVRTC 13.0 (...): device code only`).
+    pub front_end: String,
+    /// The architecture built for.
+    pub arch: Arch,
+    /// The flag sets built, baseline first.
+    pub flag_sets: Vec<FlagSet>,
+    /// Launch steps (setup and program, loops counted once).
+    pub launches: usize,
+    /// The distinct kernels launched, by PTX name.
+    pub kernels: Vec<String>,
+    /// Symbols set, with their PTX name, state space and bytes.
+    pub symbols: Vec<(String, String, usize)>,
+    /// Buffers made.
+    pub buffers: usize,
+    /// Outputs, and how many have a reference.
+    pub outputs: usize,
+    /// References read.
+    pub references: usize,
+}
+
+/// Why a check failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckError {
+    /// The spec is wrong for its inputs or its program: one line with its position (exit 2).
+    #[error(transparent)]
+    Spec(#[from] SpecError),
+    /// The program did not build under a flag set (one line; the compiler's whole log is in
+    /// [`BuildError::log`] and, for compile errors, in the file the message names).
+    #[error("{0}")]
+    Build(BuildError),
+}
+
+impl CheckError {
+    /// Whether the check could not build because no compiler is available (no NVRTC, no nvcc
+    /// for a file that needs it), as opposed to the program failing to compile.
+    pub fn no_compiler(&self) -> bool {
+        matches!(
+            self,
+            CheckError::Build(BuildError::Nvrtc(_) | BuildError::NeedsNvcc { .. })
+        )
+    }
+}
+
+/// Checks `spec` as a run would before anything runs, building it under `flag_sets` (the
+/// baseline `default` first, added when missing) with `builder`, for `arch` unless the spec
+/// names one (`None`: the spec's, else the builder's default). Needs no GPU.
+pub fn check(
+    spec: &Spec,
+    flag_sets: &[FlagSet],
+    builder: &Builder,
+    arch: Option<Arch>,
+) -> Result<CheckReport, CheckError> {
+    let inputs = materialize(spec)?;
+    let refs = references(spec)?;
+    let mut sets = vec![FlagSet::DEFAULT];
+    sets.extend(flag_sets.iter().filter(|f| **f != FlagSet::DEFAULT));
+    sets.dedup();
+    let mut report = CheckReport {
+        front_end: String::new(),
+        // Set by each build below (the spec's architecture wins over `arch`).
+        arch: arch.unwrap_or(mantissa_gpu::frontend::DEFAULT_ARCH),
+        flag_sets: sets.clone(),
+        launches: 0,
+        kernels: Vec::new(),
+        symbols: Vec::new(),
+        buffers: inputs.buffers.len(),
+        outputs: spec.outputs.len(),
+        references: refs.iter().flatten().count(),
+    };
+    for flags in sets {
+        let mut request = build_request(spec, flags, None).map_err(|e| {
+            spec.error(
+                spec.source.loc,
+                "source.arch",
+                e,
+                "an architecture such as \"sm_90\"",
+            )
+        })?;
+        if request.arch.is_none() {
+            request.arch = arch;
+        }
+        report.arch = builder.arch_of(&request);
+        let built = builder.build(&request).map_err(CheckError::Build)?;
+        let lowered = built
+            .compiled
+            .as_ref()
+            .map(|c| c.lowered_names.clone())
+            .unwrap_or_default();
+        let planned = plan(spec, &built.ptx, &lowered, &inputs.symbols)?;
+        if flags == FlagSet::DEFAULT {
+            report.front_end = built.choice.to_string();
+            for (step, _) in spec.walk() {
+                if let (StepKind::Launch(_), Some(l)) =
+                    (&step.kind, planned.launches.get(&step.path))
+                {
+                    report.launches += 1;
+                    if !report.kernels.contains(&l.entry) {
+                        report.kernels.push(l.entry.clone());
+                    }
+                }
+            }
+            report.symbols = planned
+                .symbols
+                .iter()
+                .map(|s| (s.ptx_name.clone(), s.space.clone(), s.bytes))
+                .collect();
+        }
+    }
+    Ok(report)
+}

@@ -1,0 +1,199 @@
+//! `mantissa run --check` without a GPU: the program is built by NVRTC and every check a run
+//! makes before anything runs is made against its PTX. One test per error kind of
+//! docs/SPEC.md's lists; the messages are the ones printed there.
+
+use mantissa_gpu::{Builder, FlagSet, HostData};
+use mantissa_harness::check::{check, CheckError, CheckReport};
+use mantissa_harness::Spec;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+const KERNEL: &str = include_str!("fixtures/check/kernel.cu");
+
+/// A fresh directory with the fixture program and a few `.npy` files.
+fn workdir() -> PathBuf {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let d = std::env::temp_dir().join(format!(
+        "mantissa-check-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(d.join("data")).unwrap();
+    std::fs::write(d.join("kernel.cu"), KERNEL).unwrap();
+    let npy = |name: &str, data: HostData| {
+        mantissa_harness::npy::write(&d.join("data").join(name), &data).unwrap()
+    };
+    npy("x_f8.npy", HostData::F64(vec![1.0, 2.0, 3.0, 4.0]));
+    npy("x_f4.npy", HostData::F32(vec![1.0, 2.0, 3.0, 4.0]));
+    npy("y3.npy", HostData::F32(vec![1.0, 2.0, 3.0]));
+    d
+}
+
+/// Checks the spec `[source]` + `[sizes] n = 4` + buffers x, y (f32, 4) + `body` + an output y,
+/// laid out as in docs/SPEC.md's examples (so the line numbers are those printed there).
+fn run_check(body: &str) -> Option<Result<CheckReport, String>> {
+    mantissa_gpu::testing::require_nvrtc_or_skip()?;
+    let d = workdir();
+    let p = d.join("t.toml");
+    let text = format!("[source]\nfile = \"kernel.cu\"\n[sizes]\nn = 4\n[buffers.x]\ntype = \"f32\"\nlen = 4\n[buffers.y]\ntype = \"f32\"\nlen = 4\n{body}\n[[outputs]]\nbuffer = \"y\"\n");
+    std::fs::write(&p, text).unwrap();
+    let strip = |e: String| e.replace(&format!("{}/", d.display()), "");
+    let spec = match Spec::load(&p) {
+        Ok(s) => s,
+        Err(e) => return Some(Err(strip(e.to_string()))),
+    };
+    let result = check(
+        &spec,
+        &[FlagSet::DEFAULT, FlagSet::FAST],
+        &Builder::new(),
+        None,
+    );
+    Some(result.map_err(|e| strip(e.to_string())))
+}
+
+fn error(body: &str) -> Option<String> {
+    run_check(body).map(|r| r.expect_err("the check should fail"))
+}
+
+const SAXPY: &str = "[[steps]]\nlaunch = \"saxpy\"\ngrid = 1\nblock = 4\n";
+
+#[test]
+fn a_good_spec_checks_under_every_flag_set() {
+    let Some(r) = run_check(&format!("[symbols.coef]\ntype = \"f64\"\nvalue = [1.0, 2.0, 3.0]\n[symbols.params]\ntype = \"f64\"\nvalue = [0.0, 0.5, 1.0]\n{SAXPY}args = [\"x\", 2.0, \"y\", \"n\"]\n[[steps]]\nrepeat = 3\ncounter = \"t\"\nsteps = [{{ launch = \"stencil\", grid = 1, block = 4, args = [\"x\", \"y\", \"n\", \"t\"] }}]\n")) else {
+        return;
+    };
+    let r = r.unwrap();
+    assert_eq!(r.flag_sets, [FlagSet::DEFAULT, FlagSet::FAST]);
+    assert_eq!(
+        (r.launches, r.kernels.as_slice()),
+        (
+            2,
+            ["saxpy".to_string(), "_Z7stencilPdS_ii".to_string()].as_slice()
+        )
+    );
+    assert_eq!(
+        r.symbols,
+        [
+            ("coef".to_string(), ".const".to_string(), 24),
+            ("_ZN2ns6paramsE".to_string(), ".global".to_string(), 24)
+        ]
+    );
+    assert!(r.front_end.starts_with("NVRTC"), "{}", r.front_end);
+    assert_eq!((r.buffers, r.outputs, r.references), (2, 1, 0));
+}
+
+#[test]
+fn an_unknown_kernel_lists_the_kernels() {
+    let Some(e) = error(SAXPY.replace("saxpy", "saxpi").as_str()) else {
+        return;
+    };
+    assert_eq!(e, "t.toml:12:10: steps[0].launch: found unknown kernel 'saxpi'; accepted a kernel of the program: saxpy, stencil (_Z7stencilPdS_ii)");
+}
+
+#[test]
+fn the_argument_count_must_be_the_parameters() {
+    let Some(e) = error(&format!("{SAXPY}args = [\"x\", 2.0, \"y\"]\n")) else {
+        return;
+    };
+    assert_eq!(e, "t.toml:15:19: steps[0].args: found 3 arguments; accepted 4 arguments, the parameters of saxpy (.u64, .f32, .u64, .u32)");
+}
+
+#[test]
+fn a_buffer_for_a_scalar_parameter_is_refused() {
+    let Some(e) = error(&format!("{SAXPY}args = [\"x\", \"y\", \"y\", \"n\"]\n")) else {
+        return;
+    };
+    assert_eq!(e, "t.toml:15:14: steps[0].args[1]: found buffer 'y' for parameter 2 (.f32); accepted a scalar for .f32 (a buffer needs a .u64/.b64 pointer parameter)");
+    // A buffer for the `int n`: the example.
+    let Some(e) = error(&format!("{SAXPY}args = [\"x\", 2.0, \"y\", \"x\"]\n")) else {
+        return;
+    };
+    assert_eq!(e, "t.toml:15:24: steps[0].args[3]: found buffer 'x' for parameter 4 (.u32); accepted a scalar for .u32 (a buffer needs a .u64/.b64 pointer parameter)");
+}
+
+#[test]
+fn a_non_integer_for_an_integer_parameter_is_refused() {
+    let Some(e) = error(&format!("{SAXPY}args = [\"x\", 2.0, \"y\", 2.5]\n")) else {
+        return;
+    };
+    assert_eq!(e, "t.toml:15:24: steps[0].args[3]: found 2.5 = 2.5, not an integer, for a 32-bit integer parameter; accepted a value of the parameter's type (.u32; integers must be integral and in range)");
+}
+
+#[test]
+fn an_explicit_type_must_be_the_parameters() {
+    let Some(e) = error(&format!(
+        "{SAXPY}args = [\"x\", {{ f64 = 2.0 }}, \"y\", 4]\n"
+    )) else {
+        return;
+    };
+    assert_eq!(e, "t.toml:15:14: steps[0].args[1]: found an explicit f64 for parameter 2 (.f32); accepted a value of the parameter's type (.f32)");
+}
+
+#[test]
+fn a_symbol_must_have_its_size_in_the_ptx() {
+    let Some(e) = error(&format!("[symbols.coef]\ntype = \"f32\"\nvalue = [1.0, 2.0, 3.0]\n{SAXPY}args = [\"x\", 2.0, \"y\", \"n\"]\n")) else {
+        return;
+    };
+    assert_eq!(e, "t.toml:13:9: symbols.coef.value: found 12 bytes of values; accepted 24 bytes, the size of .const coef in the PTX");
+}
+
+#[test]
+fn a_symbol_must_exist_in_the_ptx() {
+    let Some(e) = error(&format!("[symbols.table]\ntype = \"f64\"\nvalue = [1.0]\n{SAXPY}args = [\"x\", 2.0, \"y\", \"n\"]\n")) else {
+        return;
+    };
+    assert_eq!(e, "t.toml:11:1: symbols.table: found no variable 'table' in the PTX; accepted a __constant__ or __device__ variable of the program: coef (.const, 24 bytes), _ZN2ns6paramsE (.global, 24 bytes)");
+}
+
+/// The third example: an f64 `.npy` for an f32 buffer, found before any build.
+#[test]
+fn an_npy_of_another_dtype_is_refused() {
+    let Some(e) = error(&format!("[buffers.z]\ntype = \"f32\"\nlen = 4\ninit = {{ npy = \"data/x_f8.npy\" }}\n{SAXPY}args = [\"x\", 2.0, \"y\", \"n\"]\n")) else {
+        return;
+    };
+    assert_eq!(e, "t.toml:14:8: buffers.z.init: found data/x_f8.npy: dtype <f8, expected <f4 (f32); accepted 4 values of f32");
+}
+
+#[test]
+fn a_reference_must_have_the_compared_length() {
+    let body = format!("{SAXPY}args = [\"x\", 2.0, \"y\", \"n\"]\n[[outputs]]\nbuffer = \"x\"\nreference = \"data/y3.npy\"");
+    let Some(e) = error(&body) else {
+        return;
+    };
+    assert_eq!(e, "t.toml:18:13: outputs.x.reference: found data/y3.npy: 3 elements of f32; accepted 4 elements of f32 or f64");
+    // Three values are right for a view of three elements.
+    let body = format!("{SAXPY}args = [\"x\", 2.0, \"y\", \"n\"]\n[[outputs]]\nbuffer = \"x\"\noffset = 1\nreference = \"data/y3.npy\"");
+    let Some(r) = run_check(&body) else {
+        return;
+    };
+    assert_eq!(r.unwrap().references, 1);
+}
+
+/// A program that does not compile is a build error (exit 1 in the CLI), with the log in a file.
+#[test]
+fn a_compile_error_names_the_log_file() {
+    if mantissa_gpu::testing::require_nvrtc_or_skip().is_none() {
+        return;
+    }
+    let d = workdir();
+    std::fs::write(
+        d.join("kernel.cu"),
+        "__global__ void k(double* u) { u[0] = undefined_thing; }\n",
+    )
+    .unwrap();
+    let p = d.join("t.toml");
+    std::fs::write(&p, "[source]\nfile = \"kernel.cu\"\n[buffers.u]\ntype = \"f64\"\nlen = 1\n[[steps]]\nlaunch = \"k\"\ngrid = 1\nblock = 1\nargs = [\"u\"]\n[[outputs]]\nbuffer = \"u\"\n").unwrap();
+    let spec = Spec::load(&p).unwrap();
+    let e = check(&spec, &[], &Builder::new(), None).unwrap_err();
+    let CheckError::Build(b) = &e else {
+        panic!("{e}")
+    };
+    assert!(!e.no_compiler());
+    assert!(
+        e.to_string()
+            .contains("identifier \"undefined_thing\" is undefined"),
+        "{e}"
+    );
+    let log = std::fs::read_to_string(b.log_file().expect("a log file")).unwrap();
+    assert!(log.contains("undefined_thing"), "{log}");
+}
