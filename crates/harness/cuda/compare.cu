@@ -54,13 +54,18 @@ __device__ __forceinline__ mc_u64 mc_warp_max(mc_u64 x) {
     return x;
 }
 
-// Element k of the comparison is values[voff + k*vstride] against refs[roff + k*rstride].
-// Launch with MC_BLOCK threads per block, any number of blocks.
+// Element k of the comparison is values[voff + k*vstride] against refs[roff + k*rstride]; its
+// summary is words slot*MC_WORDS.. of `summaries` (reset by mc_reset), its undecided elements go
+// to triples slot*capacity.. of `undecided_all`. Launch with MC_BLOCK threads per block, any
+// number of blocks.
 extern "C" __global__ void __launch_bounds__(MC_BLOCK) mc_compare(
     const void* values, int vtype, mc_u64 voff, mc_u64 vstride,
     const void* refs, int rtype, mc_u64 roff, mc_u64 rstride,
     mc_u64 n, int p, int emin, const double* tab,
-    mc_u64* summary, double* undecided, mc_u64 capacity) {
+    mc_u64* summaries, double* undecided_all, unsigned slot, mc_u64 capacity) {
+    // This comparison's summary and undecided list: slot `slot` of the arrays.
+    mc_u64* summary = summaries + (mc_u64)slot * MC_WORDS;
+    double* undecided = undecided_all + (mc_u64)slot * 3 * capacity;
     __shared__ mc_u64 sl[EXACT_LIMBS];
     __shared__ mc_u64 sw[MC_W_LIMBS];
     __shared__ unsigned sflags;

@@ -297,8 +297,12 @@ pub enum StepKind {
         from: String,
         /// Destination buffer.
         to: String,
-        /// Elements, when not the shorter buffer's length.
+        /// Elements, when not the shorter buffer's length (from the offsets on).
         len: Option<Quantity>,
+        /// First element read from `from` (default 0).
+        src_offset: Option<Quantity>,
+        /// First element written in `to` (default 0).
+        dst_offset: Option<Quantity>,
     },
     /// Set every element of a buffer.
     Fill {
@@ -406,6 +410,20 @@ pub struct OutputSpec {
     pub loc: Loc,
     /// Where `reference` is.
     pub reference_loc: Loc,
+    /// The part of the buffer that is the output (default: all of it).
+    pub view: Option<View>,
+}
+
+/// Part of a buffer: elements `offset + k*stride` for `k < len` (one variable of a structure of
+/// arrays, say).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct View {
+    /// The first element.
+    pub offset: usize,
+    /// How many elements.
+    pub len: usize,
+    /// Elements from one to the next.
+    pub stride: usize,
 }
 
 impl OutputSpec {
@@ -435,6 +453,9 @@ pub struct Spec {
     pub buffers: Vec<BufferSpec>,
     /// Symbols, in file order.
     pub symbols: Vec<SymbolSpec>,
+    /// Steps run once per run before the timed `steps`; each repeat starts from the state they
+    /// leave.
+    pub setup: Vec<Step>,
     /// The program.
     pub steps: Vec<Step>,
     /// Outputs.
@@ -510,7 +531,7 @@ impl Spec {
         }
     }
 
-    /// Every step, depth first, with the loop counters in scope at it.
+    /// Every step (setup first), depth first, with the loop counters in scope at it.
     pub fn walk(&self) -> Vec<(&Step, Vec<String>)> {
         fn go<'a>(
             steps: &'a [Step],
@@ -532,6 +553,7 @@ impl Spec {
             }
         }
         let mut out = Vec::new();
+        go(&self.setup, &mut Vec::new(), &mut out);
         go(&self.steps, &mut Vec::new(), &mut out);
         out
     }
@@ -851,6 +873,7 @@ impl Ctx<'_> {
             sizes,
             buffers,
             symbols,
+            setup: Vec::new(),
             steps,
             outputs,
         })
@@ -1775,7 +1798,13 @@ impl Ctx<'_> {
                         Some(q)
                     }
                 };
-                StepKind::Copy { from, to, len }
+                StepKind::Copy {
+                    from,
+                    to,
+                    len,
+                    src_offset: None,
+                    dst_offset: None,
+                }
             }
             ["fill"] => {
                 let f = self.fields(node, path, l, &["fill"])?;
@@ -2095,6 +2124,7 @@ impl Ctx<'_> {
                 reference,
                 loc: f.loc,
                 reference_loc,
+                view: None,
             });
         }
         Ok(out)
