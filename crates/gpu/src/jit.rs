@@ -306,3 +306,42 @@ mod tests {
         assert!(cache.contains("t", &format!("p{}", JIT_MEMORY_CAPACITY + 4)));
     }
 }
+
+#[cfg(test)]
+mod gpu_tests {
+    use crate::testing::require_gpu_or_skip;
+    use crate::{FlagSet, HostData, KernelArg, LaunchDims, Source};
+    use std::sync::Arc;
+
+    #[test]
+    fn a_jitted_module_is_cached_and_computes_what_the_ptx_load_does() {
+        let Some(gpu) = require_gpu_or_skip() else {
+            return;
+        };
+        let src = Source::new(
+            "jit_test.cu",
+            r#"extern "C" __global__ void k(double* x) { x[threadIdx.x] = x[threadIdx.x] * 1.1 + 0.3; }"#,
+        );
+        let ptx = gpu.compile(&src, FlagSet::DEFAULT).unwrap().ptx.clone();
+        // Unique per run so that the disk cache cannot answer the first call.
+        let ptx = format!("{ptx}\n// {}\n", std::process::id());
+        let first = gpu.jit("jit_test", &ptx).unwrap();
+        let second = gpu.jit("jit_test", &ptx).unwrap();
+        assert!(Arc::ptr_eq(&first, &second), "the second JIT is a memory hit");
+        let both = gpu.jit_many(&[("a", &ptx), ("b", &ptx)], 4);
+        assert!(both.iter().all(|r| r.as_ref().is_ok_and(|c| Arc::ptr_eq(c, &first))));
+        let run = |m: &crate::Module| {
+            let x = gpu
+                .upload("x", &HostData::F64((0..64).map(f64::from).collect()))
+                .unwrap();
+            gpu.launch_sync(m, "k", LaunchDims::new((1, 1, 1), (64, 1, 1)), &[KernelArg::Buffer(&x)])
+                .unwrap();
+            gpu.download(&x).unwrap()
+        };
+        let jitted = gpu.load_jitted("jit_test", &ptx).unwrap();
+        let loaded = gpu.load_ptx("jit_test", &ptx).unwrap();
+        assert_eq!(run(&jitted), run(&loaded));
+        let bad = gpu.jit("bad", ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry e() { nonsense; }\n");
+        assert!(matches!(bad, Err(crate::GpuError::Jit { .. })), "{bad:?}");
+    }
+}

@@ -128,3 +128,45 @@ impl Gpu {
         out.map_err(|e| self.async_error(e, &format!("copying part of buffer '{}' to the host", buf.name)))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::testing::require_gpu_or_skip;
+    use crate::HostData;
+
+    #[test]
+    fn ranges_copy_and_download_on_the_device() {
+        let Some(gpu) = require_gpu_or_skip() else {
+            return;
+        };
+        let a = gpu
+            .upload("a", &HostData::F64((0..10).map(f64::from).collect()))
+            .unwrap();
+        let mut b = gpu.upload("b", &HostData::F64(vec![-1.0; 6])).unwrap();
+        gpu.copy_range(&a, 7, &mut b, 1, 3).unwrap();
+        assert_eq!(
+            gpu.download(&b).unwrap(),
+            HostData::F64(vec![-1.0, 7.0, 8.0, 9.0, -1.0, -1.0])
+        );
+        assert_eq!(
+            gpu.download_range(&a, 2, 3).unwrap(),
+            HostData::F64(vec![2.0, 3.0, 4.0])
+        );
+        // Out of range, other types, overlap: refused before the driver is asked.
+        assert!(gpu.copy_range(&a, 8, &mut b, 0, 3).is_err());
+        assert!(gpu.copy_range(&a, 0, &mut b, 4, 3).is_err());
+        let c = gpu.upload("c", &HostData::F32(vec![1.0; 6])).unwrap();
+        assert!(gpu.copy_range(&c, 0, &mut b, 0, 2).is_err());
+        assert!(gpu.download_range(&a, 9, 2).is_err());
+        let mut w = gpu
+            .upload("w", &HostData::I32((0..8).collect()))
+            .unwrap();
+        assert!(gpu.copy_within(&mut w, 0, 2, 3).is_err(), "overlap");
+        gpu.copy_within(&mut w, 5, 0, 3).unwrap();
+        gpu.copy_within(&mut w, 1, 4, 1).unwrap();
+        assert_eq!(
+            gpu.download(&w).unwrap(),
+            HostData::I32(vec![5, 6, 7, 3, 6, 5, 6, 7])
+        );
+    }
+}

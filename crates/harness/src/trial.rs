@@ -233,7 +233,8 @@ pub struct TrialRunner<'g> {
     fills: HashMap<String, DeviceBuffer>,
     comparer: DeviceComparer,
     marked: MarkedBuilds,
-    prepared: Vec<(Configuration, Result<Prepared, String>)>,
+    /// Each configuration's PTX and notes, or why it has none (refused: true; a build: false).
+    prepared: Vec<(Configuration, Result<Prepared, (bool, String)>)>,
     baseline_module: Loaded,
     /// Loaded rewrites by the hash of their PTX, oldest first.
     loaded: Vec<(u64, Loaded)>,
@@ -274,11 +275,16 @@ impl<'g> TrialRunner<'g> {
             .map(|s| s.ptx_name.clone())
             .zip(symbols.iter().map(|s| s.1.clone()))
             .collect();
+        // The program as written that does not load is a failed run, not a build error (which
+        // would stop a spec run before anything is recorded).
         let module = match &built.compiled {
             Some(c) => gpu.load(c),
             None => gpu.load_jitted(&spec.name, &built.ptx),
         }
-        .map_err(|e| load_error(&e))?;
+        .map_err(|e| match load_error(&e) {
+            TrialError::Build { message } => TrialError::Failed(message),
+            other => other,
+        })?;
         let baseline_module = loaded(gpu, module, &spec_symbols)?;
         let shared_given = opts.shared.clone();
         let pristine = match (&shared_given, &inputs) {
@@ -428,7 +434,10 @@ impl<'g> TrialRunner<'g> {
     /// The configuration's PTX and notes, made once.
     fn prepared_ptx(&mut self, configuration: &Configuration) -> Result<Prepared, TrialError> {
         if let Some((_, p)) = self.prepared.iter().find(|(c, _)| c == configuration) {
-            return p.clone().map_err(|message| TrialError::Build { message });
+            return p.clone().map_err(|(refused, message)| match refused {
+                true => TrialError::Refused(message),
+                false => TrialError::Build { message },
+            });
         }
         let p = prepare(
             self.gpu,
@@ -440,10 +449,15 @@ impl<'g> TrialRunner<'g> {
         );
         let kept = match &p {
             Ok(p) => Ok(p.clone()),
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err((matches!(e, TrialError::Refused(_)), e.to_string())),
         };
         self.prepared.push((configuration.clone(), kept));
         p
+    }
+
+    /// The PTX `configuration` runs (`None`: the baseline build as it is), made once.
+    pub fn ptx_of(&mut self, configuration: &Configuration) -> Result<Option<String>, TrialError> {
+        self.prepared_ptx(configuration).map(|p| p.ptx)
     }
 
     /// Runs `configuration`: restores, runs, compares on the GPU, and times as asked.

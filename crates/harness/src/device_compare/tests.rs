@@ -408,3 +408,118 @@ fn the_cuda_loads_read_values_as_data_rs_does() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `xs` in type `d`: floats rounded, integers rounded and clamped (NaN to 0).
+fn in_type(d: DType, xs: &[f64]) -> HostData {
+    fn int<T: TryFrom<i128> + Default>(x: f64, lo: f64, hi: f64) -> T {
+        let x = if x.is_nan() { 0.0 } else { x.round().clamp(lo, hi) };
+        T::try_from(x as i128).unwrap_or_default()
+    }
+    match d {
+        DType::F64 => HostData::F64(xs.to_vec()),
+        DType::F32 => HostData::F32(xs.iter().map(|&x| x as f32).collect()),
+        DType::F16 => HostData::F16(xs.iter().map(|&x| half::f16::from_f64(x)).collect()),
+        DType::BF16 => HostData::BF16(xs.iter().map(|&x| half::bf16::from_f64(x)).collect()),
+        DType::I32 => HostData::I32(xs.iter().map(|&x| int(x, -2147483648.0, 2147483647.0)).collect()),
+        DType::I64 => HostData::I64(xs.iter().map(|&x| int(x, -9.2e18, 9.2e18)).collect()),
+        DType::U8 => HostData::U8(xs.iter().map(|&x| int(x, 0.0, 255.0)).collect()),
+        DType::U32 => HostData::U32(xs.iter().map(|&x| int(x, 0.0, 4294967295.0)).collect()),
+        DType::U64 => HostData::U64(xs.iter().map(|&x| int(x, 0.0, 1.8e19)).collect()),
+    }
+}
+
+fn viewed(xs: &[f64], v: View) -> Vec<f64> {
+    (0..v.len).map(|k| xs[v.offset + k * v.stride]).collect()
+}
+
+#[test]
+fn the_gpu_comparison_equals_compare_rs_in_every_type() {
+    let Some(gpu) = mantissa_gpu::testing::require_gpu_or_skip() else {
+        return;
+    };
+    let mut comparer = DeviceComparer::new(&gpu).unwrap();
+    let all = cases(20_000);
+    let types = [
+        DType::F64,
+        DType::F32,
+        DType::F16,
+        DType::BF16,
+        DType::I32,
+        DType::I64,
+        DType::U8,
+        DType::U32,
+        DType::U64,
+    ];
+    for d in types {
+        // Integer types get integer-valued data scaled into their range as well.
+        let (v, r): (Vec<f64>, Vec<f64>) = all
+            .iter()
+            .map(|&(v, r, _)| match d {
+                DType::F64 | DType::F32 | DType::F16 | DType::BF16 => (v, r),
+                _ => ((v * 1e3).clamp(-1e15, 1e15), (r * 1e3).clamp(-1e15, 1e15)),
+            })
+            .unzip();
+        let (vd, rd) = (in_type(d, &v), in_type(d, &r));
+        let (vb, rb) = (gpu.upload("v", &vd).unwrap(), gpu.upload("r", &rd).unwrap());
+        let r64 = gpu.upload("r64", &HostData::F64(r.clone())).unwrap();
+        let n = v.len();
+        let strided = |offset| View {
+            offset,
+            len: (n - 2) / 3,
+            stride: 3,
+        };
+        let jobs = [
+            Job {
+                values: Side::whole(&vb),
+                reference: Side::whole(&rb),
+            },
+            Job {
+                values: Side::whole(&vb),
+                reference: Side::whole(&r64),
+            },
+            Job {
+                values: Side {
+                    buffer: &vb,
+                    view: strided(1),
+                },
+                reference: Side {
+                    buffer: &rb,
+                    view: strided(2),
+                },
+            },
+        ];
+        let got = comparer.compare(&gpu, &jobs).unwrap();
+        let (vh, rh) = (to_f64(&vd), to_f64(&rd));
+        let want = [
+            compare(d, &vh, &rh),
+            compare(d, &vh, &r),
+            compare(d, &viewed(&vh, strided(1)), &viewed(&rh, strided(2))),
+        ];
+        for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(format!("{g:?}"), format!("{w:?}"), "{d}, comparison {k}");
+        }
+        println!("{d}: {:?}", got[1]);
+    }
+    // Many blocks: 2^22 + 7 f32 results against f64 references, and a NaN every 1000.
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(5);
+    let n = (1 << 22) + 7;
+    let r: Vec<f64> = (0..n).map(|_| rng.random_range(-1.0..1.0) * 10f64.powi(rng.random_range(-30..30))).collect();
+    let v: Vec<f32> = r
+        .iter()
+        .enumerate()
+        .map(|(i, &x)| if i % 1000 == 999 { f32::NAN } else { (x * (1.0 + 1e-7)) as f32 })
+        .collect();
+    let vb = gpu.upload("v", &HostData::F32(v.clone())).unwrap();
+    let rb = gpu.upload("r", &HostData::F64(r.clone())).unwrap();
+    let got = comparer
+        .compare(
+            &gpu,
+            &[Job {
+                values: Side::whole(&vb),
+                reference: Side::whole(&rb),
+            }],
+        )
+        .unwrap();
+    let want = compare(DType::F32, &to_f64(&HostData::F32(v)), &r);
+    assert_eq!(format!("{:?}", got[0]), format!("{want:?}"));
+}
