@@ -5,6 +5,7 @@
 
 use super::*;
 use crate::compare::compare;
+use dashu_int::ops::UnsignedAbs;
 use mantissa_gpu::testing::{require_nvcc_or_skip, require_nvrtc_or_skip};
 use mantissa_gpu::{Arch, Target};
 use rand::{Rng, SeedableRng};
@@ -169,7 +170,7 @@ pub(super) fn cases(n: usize) -> Vec<(f64, f64, DType)> {
     out
 }
 
-/// The host driver: `compare.cuh` compiled by nvcc as host code. Mode `pair` reads
+/// The host driver: `compare.cuh` compiled as host C++ through nvcc. Mode `pair` reads
 /// "v_bits r_bits p emin" lines and prints the element's McPair; mode `load` reads
 /// "dtype bits" lines and prints mc_load's f64 bits.
 const DRIVER: &str = r#"
@@ -209,7 +210,9 @@ fn driver(tag: &str) -> Option<(std::path::PathBuf, std::path::PathBuf)> {
     std::fs::write(dir.join("tab.txt"), table.join("\n")).unwrap();
     let exe = dir.join("driver");
     let out = std::process::Command::new(nvcc.path())
-        .args(["-O2", "-Xcompiler", "-ffp-contract=off", "-o"])
+        // Host code only (`-x c++`: nvcc hands the file to its host compiler), so that no CUDA
+        // runtime library is needed to link; no contraction, as on the device.
+        .args(["-x", "c++", "--cudart", "none", "-O2", "-Xcompiler", "-ffp-contract=off", "-o"])
         .arg(&exe)
         .arg(dir.join("driver.cu"))
         .output()
@@ -226,8 +229,13 @@ fn run_driver(exe: &std::path::Path, args: &[&std::ffi::OsStr], input: &str) -> 
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    // Written from another thread: the driver answers line by line, and a full output pipe
+    // would otherwise stop it while this side is still writing.
+    let mut stdin = child.stdin.take().unwrap();
+    let input = input.to_string();
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
     let out = child.wait_with_output().unwrap();
+    writer.join().unwrap().unwrap();
     assert!(out.status.success());
     String::from_utf8(out.stdout).unwrap()
 }
