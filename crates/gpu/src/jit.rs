@@ -27,10 +27,13 @@ pub const JIT_MEMORY_CAPACITY: usize = 64;
 
 const MAGIC: &str = "mantissa-jit 1";
 
+/// Cubins by key, and the keys from least to most recently used.
+type Memory = (HashMap<String, Arc<Vec<u8>>>, VecDeque<String>);
+
 /// Compiled PTX by key, in memory (bounded) and optionally under a directory.
 #[derive(Debug)]
 pub struct JitCache {
-    memory: Mutex<(HashMap<String, Arc<Vec<u8>>>, VecDeque<String>)>,
+    memory: Mutex<Memory>,
     dir: Option<PathBuf>,
 }
 
@@ -50,7 +53,11 @@ impl JitCache {
 
     /// The key of `ptx` compiled for `target` (device and driver, in words).
     pub fn key(target: &str, ptx: &str) -> String {
-        format!("{:016x}-{:016x}", fnv1a64(target.as_bytes()), fnv1a64(ptx.as_bytes()))
+        format!(
+            "{:016x}-{:016x}",
+            fnv1a64(target.as_bytes()),
+            fnv1a64(ptx.as_bytes())
+        )
     }
 
     fn file(&self, key: &str) -> Option<PathBuf> {
@@ -198,7 +205,12 @@ fn link_ptx(ctx: &CudaContext, name: &str, ptx: &str) -> Result<Vec<u8>, GpuErro
 impl Gpu {
     /// What a cubin of this device's JIT depends on besides the PTX: device and driver.
     fn jit_target(&self) -> String {
-        format!("{} {} driver {}", self.info().name, self.arch(), self.info().driver)
+        format!(
+            "{} {} driver {}",
+            self.info().name,
+            self.arch(),
+            self.info().driver
+        )
     }
 
     /// The cubin of `ptx` for this device: from the JIT cache, or JIT-compiled now.
@@ -211,7 +223,11 @@ impl Gpu {
     /// [`Gpu::jit`] of several PTX texts, compiled on up to `threads` CPU threads at once (each
     /// with the context bound); results in the order given. Texts already cached are not
     /// compiled again, and equal texts are compiled once.
-    pub fn jit_many(&self, items: &[(&str, &str)], threads: usize) -> Vec<Result<Arc<Vec<u8>>, GpuError>> {
+    pub fn jit_many(
+        &self,
+        items: &[(&str, &str)],
+        threads: usize,
+    ) -> Vec<Result<Arc<Vec<u8>>, GpuError>> {
         let target = self.jit_target();
         let todo: Vec<usize> = {
             let mut seen = std::collections::HashSet::new();
@@ -231,7 +247,10 @@ impl Gpu {
                 });
             }
         });
-        items.iter().map(|(name, ptx)| self.jit(name, ptx)).collect()
+        items
+            .iter()
+            .map(|(name, ptx)| self.jit(name, ptx))
+            .collect()
     }
 
     /// Loads `ptx` through the JIT cache: a cubin (compiled once per PTX text, device and
@@ -263,26 +282,42 @@ mod tests {
             Ok(elf(tag))
         };
         let cache = JitCache::new(Some(dir.clone()));
-        let a = cache.get_or_compile("sm_90 driver 13.0", ".entry a", || compile(1)).unwrap();
-        let again = cache.get_or_compile("sm_90 driver 13.0", ".entry a", || compile(9)).unwrap();
-        assert_eq!((a.as_slice(), again.as_slice(), calls.get()), (&elf(1)[..], &elf(1)[..], 1));
+        let a = cache
+            .get_or_compile("sm_90 driver 13.0", ".entry a", || compile(1))
+            .unwrap();
+        let again = cache
+            .get_or_compile("sm_90 driver 13.0", ".entry a", || compile(9))
+            .unwrap();
+        assert_eq!(
+            (a.as_slice(), again.as_slice(), calls.get()),
+            (&elf(1)[..], &elf(1)[..], 1)
+        );
         // Another target or another text is another entry.
-        cache.get_or_compile("sm_80 driver 13.0", ".entry a", || compile(2)).unwrap();
-        cache.get_or_compile("sm_90 driver 13.0", ".entry b", || compile(3)).unwrap();
+        cache
+            .get_or_compile("sm_80 driver 13.0", ".entry a", || compile(2))
+            .unwrap();
+        cache
+            .get_or_compile("sm_90 driver 13.0", ".entry b", || compile(3))
+            .unwrap();
         assert_eq!(calls.get(), 3);
         // A fresh cache (a new process) reads the disk entries.
         let fresh = JitCache::new(Some(dir.clone()));
         assert!(fresh.contains("sm_90 driver 13.0", ".entry b"));
-        let b = fresh.get_or_compile("sm_90 driver 13.0", ".entry b", || compile(7)).unwrap();
+        let b = fresh
+            .get_or_compile("sm_90 driver 13.0", ".entry b", || compile(7))
+            .unwrap();
         assert_eq!((b.as_slice(), calls.get()), (&elf(3)[..], 3));
         // A damaged file, or one whose PTX differs (a hash collision), is a miss.
-        let file = fresh.file(&JitCache::key("sm_90 driver 13.0", ".entry a")).unwrap();
+        let file = fresh
+            .file(&JitCache::key("sm_90 driver 13.0", ".entry a"))
+            .unwrap();
         std::fs::write(&file, b"garbage").unwrap();
         let fresh = JitCache::new(Some(dir.clone()));
-        let a2 = fresh.get_or_compile("sm_90 driver 13.0", ".entry a", || compile(4)).unwrap();
+        let a2 = fresh
+            .get_or_compile("sm_90 driver 13.0", ".entry a", || compile(4))
+            .unwrap();
         assert_eq!((a2.as_slice(), calls.get()), (&elf(4)[..], 4));
-        let mut wrong = entry_bytes("sm_90 driver 13.0", ".entry z", &elf(5));
-        wrong.truncate(wrong.len());
+        let wrong = entry_bytes("sm_90 driver 13.0", ".entry z", &elf(5));
         std::fs::write(&file, wrong).unwrap();
         assert_eq!(read_entry(&file, "sm_90 driver 13.0", ".entry a"), None);
         std::fs::remove_dir_all(&dir).ok();
@@ -300,9 +335,14 @@ mod tests {
         assert!(err.is_err());
         assert!(!cache.contains("t", "p"));
         for i in 0..JIT_MEMORY_CAPACITY + 5 {
-            cache.get_or_compile("t", &format!("p{i}"), || Ok(elf(0))).unwrap();
+            cache
+                .get_or_compile("t", &format!("p{i}"), || Ok(elf(0)))
+                .unwrap();
         }
-        assert!(!cache.contains("t", "p0"), "the least recently used went out");
+        assert!(
+            !cache.contains("t", "p0"),
+            "the least recently used went out"
+        );
         assert!(cache.contains("t", &format!("p{}", JIT_MEMORY_CAPACITY + 4)));
     }
 }
@@ -327,21 +367,34 @@ mod gpu_tests {
         let ptx = format!("{ptx}\n// {}\n", std::process::id());
         let first = gpu.jit("jit_test", &ptx).unwrap();
         let second = gpu.jit("jit_test", &ptx).unwrap();
-        assert!(Arc::ptr_eq(&first, &second), "the second JIT is a memory hit");
+        assert!(
+            Arc::ptr_eq(&first, &second),
+            "the second JIT is a memory hit"
+        );
         let both = gpu.jit_many(&[("a", &ptx), ("b", &ptx)], 4);
-        assert!(both.iter().all(|r| r.as_ref().is_ok_and(|c| Arc::ptr_eq(c, &first))));
+        assert!(both
+            .iter()
+            .all(|r| r.as_ref().is_ok_and(|c| Arc::ptr_eq(c, &first))));
         let run = |m: &crate::Module| {
             let x = gpu
                 .upload("x", &HostData::F64((0..64).map(f64::from).collect()))
                 .unwrap();
-            gpu.launch_sync(m, "k", LaunchDims::new((1, 1, 1), (64, 1, 1)), &[KernelArg::Buffer(&x)])
-                .unwrap();
+            gpu.launch_sync(
+                m,
+                "k",
+                LaunchDims::new((1, 1, 1), (64, 1, 1)),
+                &[KernelArg::Buffer(&x)],
+            )
+            .unwrap();
             gpu.download(&x).unwrap()
         };
         let jitted = gpu.load_jitted("jit_test", &ptx).unwrap();
         let loaded = gpu.load_ptx("jit_test", &ptx).unwrap();
         assert_eq!(run(&jitted), run(&loaded));
-        let bad = gpu.jit("bad", ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry e() { nonsense; }\n");
+        let bad = gpu.jit(
+            "bad",
+            ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry e() { nonsense; }\n",
+        );
         assert!(matches!(bad, Err(crate::GpuError::Jit { .. })), "{bad:?}");
     }
 }

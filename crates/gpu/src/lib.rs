@@ -92,8 +92,8 @@ pub use frontend::{
     BuildRequest, Builder, Built, Define, FrontEnd, FrontEndChoice, HostCode, Reason,
     UnknownFrontEnd,
 };
-pub use jit::JitCache;
 pub use gpu::{device_count, symbols_of_ptx, Gpu, KernelResources, Module, Symbol};
+pub use jit::JitCache;
 pub use launch::{DType, DeviceBuffer, HostData, KernelArg, LaunchDims, Scalar};
 pub use locate::{nvrtc_library, NvrtcLibrary, NvrtcOrigin};
 pub use mantissa_ptx::entry::{EntryParam, EntrySignature};

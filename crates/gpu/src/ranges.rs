@@ -7,7 +7,13 @@ use crate::gpu::Gpu;
 use crate::launch::{map_dtype, DeviceBuffer, DeviceData, HostData};
 
 /// `offset .. offset + len` of a buffer of `size` elements, or why it does not fit.
-fn check_range(what: &str, buffer: &str, size: usize, offset: usize, len: usize) -> Result<(), GpuError> {
+fn check_range(
+    what: &str,
+    buffer: &str,
+    size: usize,
+    offset: usize,
+    len: usize,
+) -> Result<(), GpuError> {
     match offset.checked_add(len) {
         Some(end) if end <= size => Ok(()),
         _ => Err(GpuError::BadBuffer {
@@ -35,7 +41,11 @@ impl Gpu {
         if src.dtype() != dst.dtype() {
             return Err(GpuError::BadBuffer {
                 what,
-                problem: format!("{} into {}: element types must match", src.dtype(), dst.dtype()),
+                problem: format!(
+                    "{} into {}: element types must match",
+                    src.dtype(),
+                    dst.dtype()
+                ),
             });
         }
         check_range("copy from", &src.name, src.len(), src_offset, len)?;
@@ -46,15 +56,33 @@ impl Gpu {
         let s = &self.stream;
         let (a, b) = (src_offset..src_offset + len, dst_offset..dst_offset + len);
         let r = match (&src.data, &mut dst.data) {
-            (DeviceData::F32(x), DeviceData::F32(y)) => s.memcpy_dtod(&x.slice(a), &mut y.slice_mut(b)),
-            (DeviceData::F64(x), DeviceData::F64(y)) => s.memcpy_dtod(&x.slice(a), &mut y.slice_mut(b)),
-            (DeviceData::F16(x), DeviceData::F16(y)) => s.memcpy_dtod(&x.slice(a), &mut y.slice_mut(b)),
-            (DeviceData::BF16(x), DeviceData::BF16(y)) => s.memcpy_dtod(&x.slice(a), &mut y.slice_mut(b)),
-            (DeviceData::I32(x), DeviceData::I32(y)) => s.memcpy_dtod(&x.slice(a), &mut y.slice_mut(b)),
-            (DeviceData::I64(x), DeviceData::I64(y)) => s.memcpy_dtod(&x.slice(a), &mut y.slice_mut(b)),
-            (DeviceData::U8(x), DeviceData::U8(y)) => s.memcpy_dtod(&x.slice(a), &mut y.slice_mut(b)),
-            (DeviceData::U32(x), DeviceData::U32(y)) => s.memcpy_dtod(&x.slice(a), &mut y.slice_mut(b)),
-            (DeviceData::U64(x), DeviceData::U64(y)) => s.memcpy_dtod(&x.slice(a), &mut y.slice_mut(b)),
+            (DeviceData::F32(x), DeviceData::F32(y)) => {
+                s.memcpy_dtod(&x.slice(a), &mut y.slice_mut(b))
+            }
+            (DeviceData::F64(x), DeviceData::F64(y)) => {
+                s.memcpy_dtod(&x.slice(a), &mut y.slice_mut(b))
+            }
+            (DeviceData::F16(x), DeviceData::F16(y)) => {
+                s.memcpy_dtod(&x.slice(a), &mut y.slice_mut(b))
+            }
+            (DeviceData::BF16(x), DeviceData::BF16(y)) => {
+                s.memcpy_dtod(&x.slice(a), &mut y.slice_mut(b))
+            }
+            (DeviceData::I32(x), DeviceData::I32(y)) => {
+                s.memcpy_dtod(&x.slice(a), &mut y.slice_mut(b))
+            }
+            (DeviceData::I64(x), DeviceData::I64(y)) => {
+                s.memcpy_dtod(&x.slice(a), &mut y.slice_mut(b))
+            }
+            (DeviceData::U8(x), DeviceData::U8(y)) => {
+                s.memcpy_dtod(&x.slice(a), &mut y.slice_mut(b))
+            }
+            (DeviceData::U32(x), DeviceData::U32(y)) => {
+                s.memcpy_dtod(&x.slice(a), &mut y.slice_mut(b))
+            }
+            (DeviceData::U64(x), DeviceData::U64(y)) => {
+                s.memcpy_dtod(&x.slice(a), &mut y.slice_mut(b))
+            }
             // Types were checked equal above.
             _ => Ok(()),
         };
@@ -125,7 +153,12 @@ impl Gpu {
         let s = &self.stream;
         let range = offset..offset + len;
         let out = map_dtype!(&buf.data, DeviceData => HostData, d => s.clone_dtoh(&d.slice(range.clone())));
-        out.map_err(|e| self.async_error(e, &format!("copying part of buffer '{}' to the host", buf.name)))
+        out.map_err(|e| {
+            self.async_error(
+                e,
+                &format!("copying part of buffer '{}' to the host", buf.name),
+            )
+        })
     }
 }
 
@@ -158,9 +191,7 @@ mod tests {
         let c = gpu.upload("c", &HostData::F32(vec![1.0; 6])).unwrap();
         assert!(gpu.copy_range(&c, 0, &mut b, 0, 2).is_err());
         assert!(gpu.download_range(&a, 9, 2).is_err());
-        let mut w = gpu
-            .upload("w", &HostData::I32((0..8).collect()))
-            .unwrap();
+        let mut w = gpu.upload("w", &HostData::I32((0..8).collect())).unwrap();
         assert!(gpu.copy_within(&mut w, 0, 2, 3).is_err(), "overlap");
         gpu.copy_within(&mut w, 5, 0, 3).unwrap();
         gpu.copy_within(&mut w, 1, 4, 1).unwrap();

@@ -128,7 +128,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
 
-    println!("\n2. device comparison of 10^8 elements (median of 7, wall incl. summary download)\n");
+    println!(
+        "\n2. device comparison of 10^8 elements (median of 7, wall incl. summary download)\n"
+    );
     println!("| values | reference | ms |");
     println!("|---|---|---:|");
     let n = 100_000_000usize;
@@ -187,10 +189,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     math: Selection::Only(Vec::new()),
                     instructions: Selection::Only(chosen),
                 };
-                let demoted = mantissa_ptx::demote::demote(&module, &d.demote_set())
+                mantissa_ptx::demote::demote(&module, &d.demote_set())
                     .map(|r| r.module.to_string())
-                    .unwrap_or_default();
-                demoted
+                    .unwrap_or_default()
             })
             .collect()
     };
@@ -205,14 +206,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let failed = results.iter().filter(|r| r.is_err()).count();
         println!(
             "| {threads} | {count}{} | {wall:.2} | {:.2} |",
-            if failed > 0 { format!(" ({failed} failed)") } else { String::new() },
+            if failed > 0 {
+                format!(" ({failed} failed)")
+            } else {
+                String::new()
+            },
             count as f64 / wall
         );
         if threads > 1 {
             let t = Instant::now();
             gpu.jit_many(&items, threads);
             let again = t.elapsed().as_secs_f64();
-            println!("| {threads} (cached) | {count} | {again:.3} | {:.0} |", count as f64 / again);
+            println!(
+                "| {threads} (cached) | {count} | {again:.3} | {:.0} |",
+                count as f64 / again
+            );
         }
     }
     std::fs::remove_dir_all(&cache).ok();

@@ -110,7 +110,11 @@ pub fn pow10_table() -> Vec<f64> {
         } else if b == 1 {
             (IBig::ONE, 0, 0)
         } else {
-            ((IBig::ONE << (b as usize + EXTRA)) / &p, -b, b + EXTRA as isize + (-b))
+            (
+                (IBig::ONE << (b as usize + EXTRA)) / &p,
+                -b,
+                b + EXTRA as isize + (-b),
+            )
         };
         let mh = round_scaled_to_f64(&s, -scale);
         let mh_scaled = big_scaled(mh, scale);
@@ -167,7 +171,9 @@ impl Summary {
         let mut limbs = w[W_LIMBS..W_LIMBS + LIMBS]
             .iter()
             .enumerate()
-            .fold(IBig::ZERO, |m, (k, &l)| m + (IBig::from(l as i64) << (32 * k)));
+            .fold(IBig::ZERO, |m, (k, &l)| {
+                m + (IBig::from(l as i64) << (32 * k))
+            });
         let mut infinite = w[W_EXACT_FLAGS] & EXACT_POS_INF != 0;
         for &(i, v, r) in &undecided {
             let p = pair(dtype, v, r);
@@ -191,8 +197,7 @@ impl Summary {
         let from_bits = f64::from_bits;
         let index = |x: u64| (x != u64::MAX).then_some(x as usize);
         // The worst element: fewest digits, then lowest index, across both.
-        let device_worst = index(w[W_WORST])
-            .map(|key| ((key >> 40) as f64, (key & ((1 << 40) - 1)) as usize));
+        let device_worst = index(w[W_WORST]).map(|key| ((key >> 40) as f64, key & ((1 << 40) - 1)));
         let host_worst = h.worst.map(|i| (h.digits, i));
         let worst = match (device_worst, host_worst) {
             (Some(a), Some(b)) => Some(if (b.0, b.1) < (a.0, a.1) { b } else { a }),
@@ -292,7 +297,8 @@ impl DeviceComparer {
             return Ok(());
         }
         let slots = n.max(4);
-        self.summaries = Some(gpu.alloc_zeros("mantissa-compare#summaries", DType::U64, slots * WORDS)?);
+        self.summaries =
+            Some(gpu.alloc_zeros("mantissa-compare#summaries", DType::U64, slots * WORDS)?);
         self.undecided = Some(gpu.alloc_zeros(
             "mantissa-compare#undecided",
             DType::F64,
@@ -308,7 +314,8 @@ impl DeviceComparer {
     /// waits for them all.
     pub fn compare(&mut self, gpu: &Gpu, jobs: &[Job]) -> Result<Vec<Comparison>, GpuError> {
         for (i, j) in jobs.iter().enumerate() {
-            if j.values.view.len != j.reference.view.len || !j.values.fits() || !j.reference.fits() {
+            if j.values.view.len != j.reference.view.len || !j.values.fits() || !j.reference.fits()
+            {
                 return Err(GpuError::BadBuffer {
                     what: format!(
                         "comparison {} ('{}' against '{}')",
@@ -339,7 +346,10 @@ impl DeviceComparer {
             &self.module,
             "mc_reset",
             LaunchDims::linear(u64::from(count) * WORDS as u64, 256),
-            &[KernelArg::Buffer(summaries), KernelArg::Scalar(Scalar::U32(count))],
+            &[
+                KernelArg::Buffer(summaries),
+                KernelArg::Scalar(Scalar::U32(count)),
+            ],
         )?;
         for (slot, j) in jobs.iter().enumerate() {
             let n = j.values.view.len;

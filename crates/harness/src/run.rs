@@ -183,12 +183,12 @@ pub fn run_spec(
     let mut shared = None;
     let mut lost: Option<String> = None;
     let failed = |result: &mut RunResult,
-                      progress: &mut dyn FnMut(RunEvent),
-                      flags: FlagSet,
-                      configuration: &Configuration,
-                      build: Option<BuildFacts>,
-                      notes: Vec<String>,
-                      why: String| {
+                  progress: &mut dyn FnMut(RunEvent),
+                  flags: FlagSet,
+                  configuration: &Configuration,
+                  build: Option<BuildFacts>,
+                  notes: Vec<String>,
+                  why: String| {
         let run = ConfigRun {
             flags,
             configuration: configuration.clone(),
@@ -204,7 +204,15 @@ pub fn run_spec(
         if let Some(why) = &lost {
             for configuration in &configurations {
                 let why = format!("not run: {why}");
-                failed(&mut result, progress, flags, configuration, None, Vec::new(), why);
+                failed(
+                    &mut result,
+                    progress,
+                    flags,
+                    configuration,
+                    None,
+                    Vec::new(),
+                    why,
+                );
             }
             continue;
         }
@@ -229,10 +237,26 @@ pub fn run_spec(
                     lost = Some(e.to_string());
                 }
                 let why = e.to_string();
-                failed(&mut result, progress, flags, &configurations[0], None, Vec::new(), why.clone());
+                failed(
+                    &mut result,
+                    progress,
+                    flags,
+                    &configurations[0],
+                    None,
+                    Vec::new(),
+                    why.clone(),
+                );
                 for configuration in &configurations[1..] {
                     let why = format!("not run: the program as written failed: {why}");
-                    failed(&mut result, progress, flags, configuration, None, Vec::new(), why);
+                    failed(
+                        &mut result,
+                        progress,
+                        flags,
+                        configuration,
+                        None,
+                        Vec::new(),
+                        why,
+                    );
                 }
                 continue;
             }
@@ -242,7 +266,12 @@ pub fn run_spec(
             result.front_end = runner.built().front_end.clone();
         }
         let build = runner.built().facts.clone();
-        let (outcome, dims) = as_run(Ok(runner.baseline().clone()), save_dir, flags, &configurations[0]);
+        let (outcome, dims) = as_run(
+            Ok(runner.baseline().clone()),
+            save_dir,
+            flags,
+            &configurations[0],
+        );
         let run = ConfigRun {
             flags,
             configuration: configurations[0].clone(),
@@ -261,7 +290,15 @@ pub fn run_spec(
             });
             if let Some(why) = &lost {
                 let why = format!("not run: {why}");
-                failed(&mut result, progress, flags, configuration, build.clone(), Vec::new(), why);
+                failed(
+                    &mut result,
+                    progress,
+                    flags,
+                    configuration,
+                    build.clone(),
+                    Vec::new(),
+                    why,
+                );
                 continue;
             }
             let trial = runner.trial(configuration, timing);
@@ -457,6 +494,5 @@ fn push_records(
         result.records.push(record);
     }
 }
-
 
 pub use crate::trial::build::{build_module, build_request, full_configuration, Built};

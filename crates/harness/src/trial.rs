@@ -214,6 +214,9 @@ pub struct Program<'m> {
     writes: &'m [(String, Vec<u8>)],
 }
 
+/// Why a configuration has no PTX: refused (true) or a failed build (false), and the message.
+type Unprepared = (bool, String);
+
 /// Loaded modules kept per runner (least recently used out).
 const LOADED_CAPACITY: usize = 8;
 
@@ -233,8 +236,8 @@ pub struct TrialRunner<'g> {
     fills: HashMap<String, DeviceBuffer>,
     comparer: DeviceComparer,
     marked: MarkedBuilds,
-    /// Each configuration's PTX and notes, or why it has none (refused: true; a build: false).
-    prepared: Vec<(Configuration, Result<Prepared, (bool, String)>)>,
+    /// Each configuration's PTX and notes, or why it has none.
+    prepared: Vec<(Configuration, Result<Prepared, Unprepared>)>,
     baseline_module: Loaded,
     /// Loaded rewrites by the hash of their PTX, oldest first.
     loaded: Vec<(u64, Loaded)>,
@@ -262,7 +265,8 @@ impl<'g> TrialRunner<'g> {
                 (Some(inputs), references)
             }
         };
-        let built = build_module(gpu, spec, flags).map_err(|message| TrialError::Build { message })?;
+        let built =
+            build_module(gpu, spec, flags).map_err(|message| TrialError::Build { message })?;
         let symbols = match (&opts.shared, &inputs) {
             (Some(s), _) => s.symbols.clone(),
             (None, Some(i)) => i.symbols.clone(),
@@ -356,8 +360,8 @@ impl<'g> TrialRunner<'g> {
                 &mut runner.setup_globals,
                 runner.opts.wait_after_each_launch,
             )?;
-            let (baseline, baseline_reduced) =
-                outputs::capture(gpu, &runner.spec, &runner.work).map_err(device_error("keeping the baseline's outputs"))?;
+            let (baseline, baseline_reduced) = outputs::capture(gpu, &runner.spec, &runner.work)
+                .map_err(device_error("keeping the baseline's outputs"))?;
             runner.shared = Arc::new(Shared {
                 pristine,
                 symbols,
@@ -379,7 +383,9 @@ impl<'g> TrialRunner<'g> {
     /// The baseline's (as written) outcome under this runner's flags.
     pub fn baseline(&self) -> &TrialOutcome {
         // Set by `new` before the runner is returned.
-        self.baseline.as_ref().unwrap_or_else(|| unreachable!("new() runs the baseline"))
+        self.baseline
+            .as_ref()
+            .unwrap_or_else(|| unreachable!("new() runs the baseline"))
     }
 
     /// What runners of this spec under other flag sets can share ([`RunnerOptions::shared`]).
@@ -421,7 +427,10 @@ impl<'g> TrialRunner<'g> {
             .filter(|ptx| !self.jit_failed.contains_key(&fnv1a64(ptx.as_bytes())))
             .map(|ptx| (self.spec.name.clone(), ptx))
             .collect();
-        let items: Vec<(&str, &str)> = texts.iter().map(|(n, p)| (n.as_str(), p.as_str())).collect();
+        let items: Vec<(&str, &str)> = texts
+            .iter()
+            .map(|(n, p)| (n.as_str(), p.as_str()))
+            .collect();
         let results = self.gpu.jit_many(&items, self.opts.jit_threads);
         for ((_, ptx), r) in texts.iter().zip(results) {
             if let Err(e) = r {
@@ -563,8 +572,14 @@ impl<'g> TrialRunner<'g> {
         notes: Vec<String>,
     ) -> Result<TrialOutcome, TrialError> {
         let shared = self.shared.clone();
-        let outputs = outputs::compare_all(self.gpu, &self.spec, &mut self.comparer, &self.work, &shared)
-            .map_err(device_error("comparing the outputs"))?;
+        let outputs = outputs::compare_all(
+            self.gpu,
+            &self.spec,
+            &mut self.comparer,
+            &self.work,
+            &shared,
+        )
+        .map_err(device_error("comparing the outputs"))?;
         let downloaded = if self.opts.download_outputs {
             outputs::download(self.gpu, &self.spec, &self.work)
                 .map_err(device_error("downloading the outputs"))?
@@ -609,14 +624,16 @@ impl<'g> TrialRunner<'g> {
             let failure: RefCell<Option<ExecError>> = RefCell::new(None);
             let mut steps = Steps::new(gpu, spec, plan, fills);
             let timed = gpu.time_with(TimingOptions { warmup: 0, reps: 1 }, 1, |_| {
-                steps.run(&spec.steps, work, &loaded.module, false).map_err(|e| {
-                    let problem = e.to_string();
-                    *failure.borrow_mut() = Some(e);
-                    GpuError::BadLaunch {
-                        kernel: "(spec steps)".into(),
-                        problem,
-                    }
-                })
+                steps
+                    .run(&spec.steps, work, &loaded.module, false)
+                    .map_err(|e| {
+                        let problem = e.to_string();
+                        *failure.borrow_mut() = Some(e);
+                        GpuError::BadLaunch {
+                            kernel: "(spec steps)".into(),
+                            problem,
+                        }
+                    })
             });
             if let Some(e) = failure.into_inner() {
                 return Err(e.into());
@@ -673,11 +690,7 @@ fn read_globals(gpu: &Gpu, module: &Module) -> Result<Vec<(String, Vec<u8>)>, Tr
 
 /// `module` with the spec's symbols written and its `.global` variables read back: the state
 /// every trial of it starts from.
-fn loaded(
-    gpu: &Gpu,
-    module: Module,
-    symbols: &[(String, Vec<u8>)],
-) -> Result<Loaded, TrialError> {
+fn loaded(gpu: &Gpu, module: Module, symbols: &[(String, Vec<u8>)]) -> Result<Loaded, TrialError> {
     for (name, bytes) in symbols {
         gpu.write_symbol(&module, name, bytes)
             .map_err(device_error(&format!("setting symbol '{name}'")))?;
@@ -729,12 +742,15 @@ fn run_checked(
             if !snapshot.contains_key(name) {
                 let copy = gpu
                     .alloc_zeros(&format!("{name}#setup"), buf.dtype(), buf.len())
-                    .map_err(device_error(&format!("allocating the restore point of '{name}'")))?;
+                    .map_err(device_error(&format!(
+                        "allocating the restore point of '{name}'"
+                    )))?;
                 snapshot.insert(name.clone(), copy);
             }
             if let Some(dst) = snapshot.get_mut(name) {
-                gpu.copy(buf, dst)
-                    .map_err(device_error(&format!("keeping the restore point of '{name}'")))?;
+                gpu.copy(buf, dst).map_err(device_error(&format!(
+                    "keeping the restore point of '{name}'"
+                )))?;
             }
         }
         *setup_globals = read_globals(gpu, module)?;

@@ -44,7 +44,9 @@ fn one_shot(
         .zip(inputs.symbols.iter().map(|s| s.1.clone()))
         .collect();
     let module = gpu.load_ptx(&spec.name, ptx).unwrap();
-    execute(gpu, &module, &symbols, spec, &p, &inputs).unwrap().outputs
+    execute(gpu, &module, &symbols, spec, &p, &inputs)
+        .unwrap()
+        .outputs
 }
 
 #[test]
@@ -223,7 +225,9 @@ fn setup_steps_copies_with_offsets_and_views() {
         ..RunnerOptions::default()
     };
     let mut runner = TrialRunner::new(&gpu, &spec, FlagSet::DEFAULT, opts).unwrap();
-    let want_b = [-1.0, -1.0, -1.0, -1.0, -1.0, 20.0, 30.0, 40.0, 50.0, -1.0, -1.0, -1.0];
+    let want_b = [
+        -1.0, -1.0, -1.0, -1.0, -1.0, 20.0, 30.0, 40.0, 50.0, -1.0, -1.0, -1.0,
+    ];
     let want_a: Vec<f64> = (0..8).map(|i| 10.0 * f64::from(i) + 1.0).collect();
     for round in 0..3 {
         let outcome = if round == 0 {
@@ -240,7 +244,14 @@ fn setup_steps_copies_with_offsets_and_views() {
                 .unwrap()
         };
         let got = |name: &str| {
-            to_f64(&outcome.downloaded.iter().find(|(n, _)| n == name).unwrap().1)
+            to_f64(
+                &outcome
+                    .downloaded
+                    .iter()
+                    .find(|(n, _)| n == name)
+                    .unwrap()
+                    .1,
+            )
         };
         assert_eq!(got("b"), want_b, "round {round}");
         assert_eq!(got("a"), want_a, "round {round}");
@@ -263,7 +274,8 @@ fn a_configuration_that_cannot_apply_is_refused_and_the_runner_goes_on() {
     };
     let dir = scratch("refused");
     let spec = setup_spec(&dir);
-    let mut runner = TrialRunner::new(&gpu, &spec, FlagSet::DEFAULT, RunnerOptions::default()).unwrap();
+    let mut runner =
+        TrialRunner::new(&gpu, &spec, FlagSet::DEFAULT, RunnerOptions::default()).unwrap();
     // A configuration file naming the wrong kind of thing is refused by the rewrite or gives
     // notes; either way the next trial runs.
     let none = Configuration::Demote(Demotion::none());

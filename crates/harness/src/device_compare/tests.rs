@@ -1,7 +1,7 @@
 //! The device comparison checked on the CPU: its table exactly, its CUDA element code compiled
 //! by nvcc as host code and run against `compare.rs` element by element, the summary merge against
 //! `compare::compare` (the kernel's reductions modelled here), and the module compiled by NVRTC.
-//! The kernel itself runs in `tests/gpu_trial.rs`.
+//! The kernel itself runs in `the_gpu_comparison_equals_compare_rs_in_every_type` (GPU).
 
 use super::*;
 use crate::compare::compare;
@@ -26,7 +26,12 @@ fn the_table_is_ten_to_the_q_within_2_to_the_minus_105() {
             assert!(ml != 0.0, "q={q}");
         }
         // |(mh + ml) 2^k - 10^q| <= 2^-105 10^q, in integers scaled by 2^200.
-        let x = big_scaled(mh, 200) + if ml < 0.0 { -big_scaled(ml, 200) } else { big_scaled(ml, 200) };
+        let x = big_scaled(mh, 200)
+            + if ml < 0.0 {
+                -big_scaled(ml, 200)
+            } else {
+                big_scaled(ml, 200)
+            };
         let p = IBig::from(10u8).pow(q.unsigned_abs() as usize);
         let (lhs, rhs) = if q >= 0 {
             // x 2^(k-200) vs 10^q  <=>  x 2^k vs 10^q 2^200
@@ -68,7 +73,11 @@ fn constants_match_the_cuda_sources() {
         (DType::U32, "MC_U32"),
         (DType::U64, "MC_U64"),
     ] {
-        assert_eq!(define(COMPARE_CUH, code), i64::from(dtype_code(d)), "{code}");
+        assert_eq!(
+            define(COMPARE_CUH, code),
+            i64::from(dtype_code(d)),
+            "{code}"
+        );
     }
 }
 
@@ -87,8 +96,9 @@ fn the_module_compiles_with_nvrtc() {
     assert!(!c.ptx.contains("mad.rn.f64") && !c.ptx.contains("fma.rn.ftz"));
 }
 
-/// Adversarial pairs (v, r) and the output type: specials against each other in every type, and
+/// Adversarial pairs (v, r) and the output type (3.1415 is seed 002's example, not pi): specials against each other in every type, and
 /// random pairs of the kinds that decide digits and relative errors near their boundaries.
+#[allow(clippy::approx_constant, clippy::excessive_precision)]
 pub(super) fn cases(n: usize) -> Vec<(f64, f64, DType)> {
     let specials = [
         0.0,
@@ -146,7 +156,9 @@ pub(super) fn cases(n: usize) -> Vec<(f64, f64, DType)> {
             1 => x * (1.0 + rng.random_range(-1e-6..1e-6)),
             2 if x.abs() < 3e38 => x as f32 as f64,
             3 => rng.random_range(-1.0..1.0) * 10f64.powi(rng.random_range(-20..20)),
-            4 => format!("{:.*e}", rng.random_range(0..16usize), x).parse().unwrap(),
+            4 => format!("{:.*e}", rng.random_range(0..16usize), x)
+                .parse()
+                .unwrap(),
             5 => {
                 x = f64::from(rng.random_range(-1_000_000..1_000_000));
                 f64::from(rng.random_range(-1_000_000..1_000_000))
@@ -154,7 +166,9 @@ pub(super) fn cases(n: usize) -> Vec<(f64, f64, DType)> {
             6 => x * 10f64.powi(rng.random_range(-3..4)),
             7 => f64::from_bits(x.to_bits() ^ (1 << rng.random_range(0..63))),
             8 => {
-                x = format!("{:.*e}", rng.random_range(0..16usize), x).parse().unwrap();
+                x = format!("{:.*e}", rng.random_range(0..16usize), x)
+                    .parse()
+                    .unwrap();
                 f64::from_bits(x.to_bits().wrapping_add_signed(rng.random_range(-2..3)))
             }
             _ => -x,
@@ -206,18 +220,34 @@ fn driver(tag: &str) -> Option<(std::path::PathBuf, std::path::PathBuf)> {
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("compare.cuh"), COMPARE_CUH).unwrap();
     std::fs::write(dir.join("driver.cu"), DRIVER).unwrap();
-    let table: Vec<String> = pow10_table().iter().map(|x| format!("{:x}", x.to_bits())).collect();
+    let table: Vec<String> = pow10_table()
+        .iter()
+        .map(|x| format!("{:x}", x.to_bits()))
+        .collect();
     std::fs::write(dir.join("tab.txt"), table.join("\n")).unwrap();
     let exe = dir.join("driver");
     let out = std::process::Command::new(nvcc.path())
         // Host code only (`-x c++`: nvcc hands the file to its host compiler), so that no CUDA
         // runtime library is needed to link; no contraction, as on the device.
-        .args(["-x", "c++", "--cudart", "none", "-O2", "-Xcompiler", "-ffp-contract=off", "-o"])
+        .args([
+            "-x",
+            "c++",
+            "--cudart",
+            "none",
+            "-O2",
+            "-Xcompiler",
+            "-ffp-contract=off",
+            "-o",
+        ])
         .arg(&exe)
         .arg(dir.join("driver.cu"))
         .output()
         .unwrap();
-    assert!(out.status.success(), "nvcc: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "nvcc: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     Some((dir, exe))
 }
 
@@ -278,16 +308,28 @@ fn the_cuda_element_equals_compare_rs_on_adversarial_pairs() {
             format!("{:x} {:x} {p} {emin}\n", v.to_bits(), r.to_bits())
         })
         .collect();
-    let out = run_driver(&exe, &["pair".as_ref(), dir.join("tab.txt").as_os_str()], &input);
+    let out = run_driver(
+        &exe,
+        &["pair".as_ref(), dir.join("tab.txt").as_os_str()],
+        &input,
+    );
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines.len(), cases.len());
     let mut undecided = 0;
     for (&(v, r, d), line) in cases.iter().zip(&lines) {
         let e = parse_element(line);
-        let ctx = format!("v={v:e} ({:#x}) r={r:e} ({:#x}) {d}: {line}", v.to_bits(), r.to_bits());
+        let ctx = format!(
+            "v={v:e} ({:#x}) r={r:e} ({:#x}) {d}: {line}",
+            v.to_bits(),
+            r.to_bits()
+        );
         match pair(d, v, r) {
             Pair::Same { differing, counted } => {
-                assert_eq!((e.kind, e.differing, e.counted), (0, differing, counted), "{ctx}");
+                assert_eq!(
+                    (e.kind, e.differing, e.counted),
+                    (0, differing, counted),
+                    "{ctx}"
+                );
             }
             Pair::NonFinite => {
                 assert_eq!((e.kind, e.digits), (2, 0), "{ctx}");
@@ -299,7 +341,11 @@ fn the_cuda_element_equals_compare_rs_on_adversarial_pairs() {
                     continue;
                 }
                 assert_eq!(e.kind, 1, "{ctx}");
-                let digits = if m.digits.is_infinite() { 1000 } else { m.digits as u32 };
+                let digits = if m.digits.is_infinite() {
+                    1000
+                } else {
+                    m.digits as u32
+                };
                 assert_eq!((e.digits, e.counted), (digits, m.counted), "{ctx}");
                 assert_eq!(
                     (e.rel.to_bits(), e.abs.to_bits(), e.ulps.to_bits()),
@@ -319,8 +365,17 @@ fn the_cuda_element_equals_compare_rs_on_adversarial_pairs() {
     // (a third of the decided ones handed back as undecided, to exercise the merge), against
     // compare::compare.
     for d in [DType::F64, DType::F32, DType::I64] {
-        let picked: Vec<(f64, f64)> = cases.iter().filter(|c| c.2 == d).map(|c| (c.0, c.1)).collect();
-        let idx: Vec<usize> = cases.iter().enumerate().filter(|c| c.1 .2 == d).map(|c| c.0).collect();
+        let picked: Vec<(f64, f64)> = cases
+            .iter()
+            .filter(|c| c.2 == d)
+            .map(|c| (c.0, c.1))
+            .collect();
+        let idx: Vec<usize> = cases
+            .iter()
+            .enumerate()
+            .filter(|c| c.1 .2 == d)
+            .map(|c| c.0)
+            .collect();
         let mut words = vec![0u64; WORDS];
         words[W_FIRST_NONFINITE] = u64::MAX;
         words[W_WORST] = u64::MAX;
@@ -384,22 +439,48 @@ fn the_cuda_loads_read_values_as_data_rs_does() {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(3);
     let mut input = String::new();
     let mut want = Vec::new();
-    let mut bits16: Vec<u16> = vec![0, 0x8000, 0x7c00, 0xfc00, 0x7c01, 0x7e00, 0xfd55, 0x0001, 0x03ff, 0x7f80, 0x7f81, 0xff80];
+    let mut bits16: Vec<u16> = vec![
+        0, 0x8000, 0x7c00, 0xfc00, 0x7c01, 0x7e00, 0xfd55, 0x0001, 0x03ff, 0x7f80, 0x7f81, 0xff80,
+    ];
     bits16.extend((0..2000).map(|_| rng.random::<u16>()));
-    let mut bits32: Vec<u32> = vec![0, 0x8000_0000, 0x7f80_0000, 0x7f80_0001, 0x7fc0_0000, 0xffc0_1234, 1, 0x007f_ffff];
+    let mut bits32: Vec<u32> = vec![
+        0,
+        0x8000_0000,
+        0x7f80_0000,
+        0x7f80_0001,
+        0x7fc0_0000,
+        0xffc0_1234,
+        1,
+        0x007f_ffff,
+    ];
     bits32.extend((0..2000).map(|_| rng.random::<u32>()));
-    let bits64: Vec<u64> = (0..2000).map(|_| rng.random::<u64>()).chain([u64::MAX, 1 << 63, (1 << 53) + 1]).collect();
+    let bits64: Vec<u64> = (0..2000)
+        .map(|_| rng.random::<u64>())
+        .chain([u64::MAX, 1 << 63, (1 << 53) + 1])
+        .collect();
     let mut add = |d: DType, raw: u64, data: HostData| {
         input.push_str(&format!("{} {raw:x}\n", dtype_code(d)));
         want.push(to_f64(&data)[0].to_bits());
     };
     for &b in &bits16 {
-        add(DType::F16, u64::from(b), HostData::F16(vec![half::f16::from_bits(b)]));
-        add(DType::BF16, u64::from(b), HostData::BF16(vec![half::bf16::from_bits(b)]));
+        add(
+            DType::F16,
+            u64::from(b),
+            HostData::F16(vec![half::f16::from_bits(b)]),
+        );
+        add(
+            DType::BF16,
+            u64::from(b),
+            HostData::BF16(vec![half::bf16::from_bits(b)]),
+        );
         add(DType::U8, u64::from(b as u8), HostData::U8(vec![b as u8]));
     }
     for &b in &bits32 {
-        add(DType::F32, u64::from(b), HostData::F32(vec![f32::from_bits(b)]));
+        add(
+            DType::F32,
+            u64::from(b),
+            HostData::F32(vec![f32::from_bits(b)]),
+        );
         add(DType::I32, u64::from(b), HostData::I32(vec![b as i32]));
         add(DType::U32, u64::from(b), HostData::U32(vec![b]));
     }
@@ -409,7 +490,10 @@ fn the_cuda_loads_read_values_as_data_rs_does() {
         add(DType::U64, b, HostData::U64(vec![b]));
     }
     let out = run_driver(&exe, &["load".as_ref()], &input);
-    let got: Vec<u64> = out.lines().map(|l| u64::from_str_radix(l, 16).unwrap()).collect();
+    let got: Vec<u64> = out
+        .lines()
+        .map(|l| u64::from_str_radix(l, 16).unwrap())
+        .collect();
     assert_eq!(got.len(), want.len());
     for (k, (g, w)) in got.iter().zip(&want).enumerate() {
         assert_eq!(g, w, "{}", input.lines().nth(k).unwrap());
@@ -420,7 +504,11 @@ fn the_cuda_loads_read_values_as_data_rs_does() {
 /// `xs` in type `d`: floats rounded, integers rounded and clamped (NaN to 0).
 fn in_type(d: DType, xs: &[f64]) -> HostData {
     fn int<T: TryFrom<i128> + Default>(x: f64, lo: f64, hi: f64) -> T {
-        let x = if x.is_nan() { 0.0 } else { x.round().clamp(lo, hi) };
+        let x = if x.is_nan() {
+            0.0
+        } else {
+            x.round().clamp(lo, hi)
+        };
         T::try_from(x as i128).unwrap_or_default()
     }
     match d {
@@ -428,7 +516,11 @@ fn in_type(d: DType, xs: &[f64]) -> HostData {
         DType::F32 => HostData::F32(xs.iter().map(|&x| x as f32).collect()),
         DType::F16 => HostData::F16(xs.iter().map(|&x| half::f16::from_f64(x)).collect()),
         DType::BF16 => HostData::BF16(xs.iter().map(|&x| half::bf16::from_f64(x)).collect()),
-        DType::I32 => HostData::I32(xs.iter().map(|&x| int(x, -2147483648.0, 2147483647.0)).collect()),
+        DType::I32 => HostData::I32(
+            xs.iter()
+                .map(|&x| int(x, -2147483648.0, 2147483647.0))
+                .collect(),
+        ),
         DType::I64 => HostData::I64(xs.iter().map(|&x| int(x, -9.2e18, 9.2e18)).collect()),
         DType::U8 => HostData::U8(xs.iter().map(|&x| int(x, 0.0, 255.0)).collect()),
         DType::U32 => HostData::U32(xs.iter().map(|&x| int(x, 0.0, 4294967295.0)).collect()),
@@ -511,11 +603,19 @@ fn the_gpu_comparison_equals_compare_rs_in_every_type() {
     // Many blocks: 2^22 + 7 f32 results against f64 references, and a NaN every 1000.
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(5);
     let n = (1 << 22) + 7;
-    let r: Vec<f64> = (0..n).map(|_| rng.random_range(-1.0..1.0) * 10f64.powi(rng.random_range(-30..30))).collect();
+    let r: Vec<f64> = (0..n)
+        .map(|_| rng.random_range(-1.0..1.0) * 10f64.powi(rng.random_range(-30..30)))
+        .collect();
     let v: Vec<f32> = r
         .iter()
         .enumerate()
-        .map(|(i, &x)| if i % 1000 == 999 { f32::NAN } else { (x * (1.0 + 1e-7)) as f32 })
+        .map(|(i, &x)| {
+            if i % 1000 == 999 {
+                f32::NAN
+            } else {
+                (x * (1.0 + 1e-7)) as f32
+            }
+        })
         .collect();
     let vb = gpu.upload("v", &HostData::F32(v.clone())).unwrap();
     let rb = gpu.upload("r", &HostData::F64(r.clone())).unwrap();

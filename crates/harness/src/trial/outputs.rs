@@ -52,7 +52,8 @@ pub fn read_references(spec: &Spec) -> Result<Vec<Option<Vec<f64>>>, SpecError> 
                         "a .npy",
                     )
                 })?;
-                if data.len() != want || !(Some(data.dtype()) == dtype || data.dtype() == DType::F64)
+                if data.len() != want
+                    || !(Some(data.dtype()) == dtype || data.dtype() == DType::F64)
                 {
                     let found = format!("{written}: {} elements of {}", data.len(), data.dtype());
                     let accepted = format!(
@@ -85,7 +86,9 @@ pub fn upload_references(
         .zip(references)
         .map(|(o, r)| match r {
             None => Ok(Reference::None),
-            Some(v) if o.reduce.is_some() => Ok(Reference::Value(v.first().copied().unwrap_or(f64::NAN))),
+            Some(v) if o.reduce.is_some() => {
+                Ok(Reference::Value(v.first().copied().unwrap_or(f64::NAN)))
+            }
             Some(v) => gpu
                 .upload(&format!("{}#reference", o.name()), &HostData::F64(v))
                 .map(Reference::Device),
@@ -102,16 +105,26 @@ fn gather(gpu: &Gpu, buf: &DeviceBuffer, view: View) -> Result<Vec<f64>, GpuErro
         return Ok(to_f64(&gpu.download_range(buf, view.offset, view.len)?));
     }
     let all = to_f64(&gpu.download(buf)?);
-    Ok((0..view.len).map(|k| all[view.offset + k * view.stride]).collect())
+    Ok((0..view.len)
+        .map(|k| all[view.offset + k * view.stride])
+        .collect())
 }
 
 /// A reduced output's value: its view downloaded and reduced exactly.
-fn reduced(gpu: &Gpu, spec: &Spec, o: &OutputSpec, work: &HashMap<String, DeviceBuffer>) -> Result<f64, GpuError> {
+fn reduced(
+    gpu: &Gpu,
+    spec: &Spec,
+    o: &OutputSpec,
+    work: &HashMap<String, DeviceBuffer>,
+) -> Result<f64, GpuError> {
     let (Some(r), Some(buf)) = (o.reduce, work.get(&o.buffer)) else {
         return Ok(f64::NAN);
     };
     Ok(reduce(r, &gather(gpu, buf, view_of(spec, o))?))
 }
+
+/// Device copies of output buffers by name, and each output's reduced value (reduced outputs).
+pub type Captured = (HashMap<String, DeviceBuffer>, Vec<Option<f64>>);
 
 /// The baseline's outputs, kept: a device copy of each output buffer, and each reduced
 /// output's value.
@@ -119,7 +132,7 @@ pub fn capture(
     gpu: &Gpu,
     spec: &Spec,
     work: &HashMap<String, DeviceBuffer>,
-) -> Result<(HashMap<String, DeviceBuffer>, Vec<Option<f64>>), GpuError> {
+) -> Result<Captured, GpuError> {
     let mut copies = HashMap::new();
     let mut values = Vec::new();
     for o in &spec.outputs {
@@ -132,7 +145,8 @@ pub fn capture(
             continue;
         }
         if let Some(b) = work.get(&o.buffer) {
-            let mut copy = gpu.alloc_zeros(&format!("{}#baseline", o.buffer), b.dtype(), b.len())?;
+            let mut copy =
+                gpu.alloc_zeros(&format!("{}#baseline", o.buffer), b.dtype(), b.len())?;
             gpu.copy(b, &mut copy)?;
             copies.insert(o.buffer.clone(), copy);
         }
@@ -166,7 +180,10 @@ pub fn compare_all(
             view,
         };
         let base = Side {
-            buffer: shared.baseline.get(&o.buffer).ok_or_else(|| missing(&o.buffer))?,
+            buffer: shared
+                .baseline
+                .get(&o.buffer)
+                .ok_or_else(|| missing(&o.buffer))?,
             view,
         };
         jobs.push(Job {
@@ -198,7 +215,12 @@ pub fn compare_all(
         let (value, vs_baseline, vs_reference) = match o.reduce {
             Some(_) => {
                 let v = reduced(gpu, spec, o, work)?;
-                let base = shared.baseline_reduced.get(i).copied().flatten().unwrap_or(f64::NAN);
+                let base = shared
+                    .baseline_reduced
+                    .get(i)
+                    .copied()
+                    .flatten()
+                    .unwrap_or(f64::NAN);
                 let reference = match shared.references.get(i) {
                     Some(Reference::Value(r)) => Some(compare(dtype, &[v], &[*r])),
                     _ => None,
