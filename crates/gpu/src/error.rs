@@ -510,6 +510,16 @@ pub enum GpuError {
         /// The CUDA version the driver supports.
         driver: CudaVersion,
     },
+    /// The driver's JIT linker refused PTX (its log says where).
+    #[error("cannot JIT-compile module {module} ({status}): {}", if .log.is_empty() { "the driver gave no log" } else { .log.as_str() })]
+    Jit {
+        /// The module name.
+        module: String,
+        /// The driver status.
+        status: DriverStatus,
+        /// The JIT's error log (may be several lines).
+        log: String,
+    },
     /// An image that is not what it claims to be (not ELF, a NUL in PTX).
     #[error("cannot load module {module}: {problem}")]
     BadImage {
@@ -658,6 +668,7 @@ impl GpuError {
     pub fn driver_status(&self) -> Option<DriverStatus> {
         match self {
             GpuError::ModuleLoad { status, .. }
+            | GpuError::Jit { status, .. }
             | GpuError::Launch { status, .. }
             | GpuError::Driver { status, .. } => Some(*status),
             GpuError::Unavailable(GpuUnavailable::DriverInit { status })

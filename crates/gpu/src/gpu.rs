@@ -54,6 +54,8 @@ pub struct Gpu {
     sync_timeout: Mutex<Duration>,
     /// The kernel an asynchronous failure is blamed on.
     last_kernel: Mutex<Option<String>>,
+    /// Cubins the driver's JIT made from PTX (see [`crate::jit`]).
+    pub(crate) jit: crate::jit::JitCache,
 }
 
 /// Checks that the driver library is there, starts, and is new enough; returns its CUDA version.
@@ -175,6 +177,7 @@ impl Gpu {
             notes,
             sync_timeout: Mutex::new(DEFAULT_SYNC_TIMEOUT),
             last_kernel: Mutex::new(None),
+            jit: crate::jit::JitCache::default_location(),
         })
     }
 
@@ -257,8 +260,9 @@ impl Gpu {
         Ok(module)
     }
 
-    /// Loads PTX text (e.g. PTX we rewrote); the driver JIT-compiles it for this device.
-    pub fn load_ptx(&self, name: &str, ptx: &str) -> Result<Module, GpuError> {
+    /// Refuses PTX the driver cannot take before the driver is asked: a NUL byte, or a
+    /// `.version` newer than the driver accepts.
+    pub(crate) fn check_ptx(&self, name: &str, ptx: &str) -> Result<(), GpuError> {
         if ptx.contains('\0') {
             return Err(GpuError::BadImage {
                 module: name.to_string(),
@@ -277,6 +281,12 @@ impl Gpu {
                 });
             }
         }
+        Ok(())
+    }
+
+    /// Loads PTX text (e.g. PTX we rewrote); the driver JIT-compiles it for this device.
+    pub fn load_ptx(&self, name: &str, ptx: &str) -> Result<Module, GpuError> {
+        self.check_ptx(name, ptx)?;
         // The driver reads PTX up to a NUL; passing bytes avoids cudarc's CString unwrap.
         let mut image = ptx.as_bytes().to_vec();
         image.push(0);
@@ -667,7 +677,7 @@ impl Gpu {
 
     /// An error reported by a wait belongs to the work before it: blame the last kernel if the
     /// status is a kernel fault.
-    fn async_error(&self, e: DriverError, what: &str) -> GpuError {
+    pub(crate) fn async_error(&self, e: DriverError, what: &str) -> GpuError {
         let status = DriverStatus::from(e);
         match lock(&self.last_kernel).clone() {
             Some(kernel) if status.is_sticky() => GpuError::Launch { kernel, status },

@@ -29,6 +29,10 @@
 //!   toolkit, `PATH` or the pip wheel) or is read as ready PTX; the automatic choice and its
 //!   reason are a [`FrontEndChoice`], the record's facts a [`BuildFacts`]. [`Gpu::build_file`]
 //!   builds and loads in one step.
+//! - [`JitCache`] (in `jit.rs`): PTX JIT-compiled by the driver's linker into cubins, cached by
+//!   the PTX's hash in memory and on disk; [`Gpu::load_jitted`], [`Gpu::jit_many`] (several CPU
+//!   threads at once). [`Gpu::copy_range`], [`Gpu::copy_within`] and [`Gpu::download_range`]
+//!   (in `ranges.rs`): parts of buffers, on the device.
 //! - [`Module::symbols`], [`Gpu::write_symbol`], [`Gpu::read_symbol`]: `__constant__` and
 //!   `__device__` variables, sized from the PTX and checked before every copy.
 //! - [`DeviceReport`] (in `device.rs`): [`DeviceInfo`] plus [`Ceilings`] (copy bandwidth, FP32 and
@@ -65,10 +69,12 @@ pub mod flags;
 pub mod frontend;
 pub mod gpu;
 pub mod includes;
+pub mod jit;
 pub mod launch;
 pub mod locate;
 pub mod nvcc;
 pub mod nvrtc;
+mod ranges;
 pub mod runtime;
 pub mod testing;
 pub mod timing;
@@ -92,6 +98,7 @@ pub use frontend::{
     UnknownFrontEnd,
 };
 pub use gpu::{device_count, symbols_of_ptx, Gpu, KernelResources, Module, Symbol};
+pub use jit::JitCache;
 pub use launch::{DType, DeviceBuffer, HostData, KernelArg, LaunchDims, Scalar};
 pub use locate::{cuda_tool, nvrtc_library, NvrtcLibrary, NvrtcOrigin};
 pub use mantissa_ptx::entry::{EntryParam, EntrySignature};

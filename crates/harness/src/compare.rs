@@ -27,7 +27,8 @@ pub struct Comparison {
     /// Largest relative error (+inf for a non-finite mismatch or a nonzero value against 0).
     pub max_rel: f64,
     /// Mean relative error over the elements where both values are finite and the reference
-    /// nonzero.
+    /// nonzero: their exact sum rounded once, divided by their number (no summation order is
+    /// part of it, so a comparison on the GPU gives the same value).
     pub mean_rel: f64,
     /// Largest absolute error over finite pairs.
     pub max_abs: f64,
@@ -60,7 +61,7 @@ impl Comparison {
 }
 
 /// Precision p (implicit bit included) and minimum normal exponent of a float type.
-fn format_of(d: DType) -> Option<(u32, i32)> {
+pub(crate) fn format_of(d: DType) -> Option<(u32, i32)> {
     match d {
         DType::F64 => Some((53, -1022)),
         DType::F32 => Some((24, -126)),
@@ -70,34 +71,107 @@ fn format_of(d: DType) -> Option<(u32, i32)> {
     }
 }
 
-/// Compares `values` (of type `dtype`) with `reference` element by element; both as f64, which
-/// holds every supported type exactly (integers up to 2^53).
-pub fn compare(dtype: DType, values: &[f64], reference: &[f64]) -> Comparison {
-    let mut c = Comparison {
-        elements: values.len().min(reference.len()),
-        digits: f64::INFINITY,
-        max_rel: 0.0,
-        mean_rel: 0.0,
-        max_abs: 0.0,
-        max_ulps: 0.0,
-        differing: 0,
-        nonfinite_mismatches: 0,
-        first_nonfinite: None,
-        worst: None,
+/// What one element contributes to a [`Comparison`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Pair {
+    /// Bits equal, or both NaN: no error. `counted`: the element counts in the mean's n.
+    Same {
+        /// The bits differ (two NaNs, or +0 against -0 never: those are `Finite`).
+        differing: bool,
+        /// Counts in the mean relative error's n (finite, reference nonzero).
+        counted: bool,
+    },
+    /// NaN or an infinity against something else.
+    NonFinite,
+    /// A finite pair whose bits differ, measured exactly.
+    Finite(PairMetrics),
+}
+
+/// The metrics of one finite pair whose bits differ.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct PairMetrics {
+    /// Correct decimal digits (+inf for +0 against -0).
+    pub digits: f64,
+    /// Relative error (+inf against a zero reference).
+    pub rel: f64,
+    /// Absolute error.
+    pub abs: f64,
+    /// Ulps in the output's format (integers: the difference).
+    pub ulps: f64,
+    /// Counts in the mean relative error (reference nonzero).
+    pub counted: bool,
+}
+
+/// One element of [`compare`]: `v` of type `dtype` against `r`.
+pub(crate) fn pair(dtype: DType, v: f64, r: f64) -> Pair {
+    if v.to_bits() == r.to_bits() || (v.is_nan() && r.is_nan()) {
+        return Pair::Same {
+            differing: v.to_bits() != r.to_bits(),
+            counted: v.is_finite() && r != 0.0,
+        };
+    }
+    if !(v.is_finite() && r.is_finite()) {
+        return Pair::NonFinite;
+    }
+    let m = measure_values(&Reference::from_f64(v), &Reference::from_f64(r));
+    let ulps = match format_of(dtype) {
+        Some((p, emin)) => ulps_in_format(&big::exact(v), &big::exact(r), p, emin),
+        None => (v - r).abs(),
     };
-    let (mut rel_sum, mut rel_n) = (0.0, 0usize);
-    for (i, (&v, &r)) in values.iter().zip(reference).enumerate() {
-        if v.to_bits() == r.to_bits() || (v.is_nan() && r.is_nan()) {
-            if v.is_finite() && r != 0.0 {
-                rel_n += 1;
-            }
-            c.differing += usize::from(v.to_bits() != r.to_bits());
-            continue;
+    Pair::Finite(PairMetrics {
+        digits: m.digits,
+        rel: m.rel,
+        abs: m.abs,
+        ulps,
+        counted: r != 0.0,
+    })
+}
+
+/// A comparison under way: elements pushed in index order, then [`Tally::finish`]. The mean
+/// relative error is the exact sum of the counted elements' relative errors rounded once, over
+/// their number: no order of summation is part of the result, so the GPU (which sums exactly in
+/// limbs, `cuda/compare.cu`) gets the same mean.
+pub(crate) struct Tally {
+    /// The comparison so far (its mean is made by `finish`).
+    pub c: Comparison,
+    /// The relative errors that count in the mean, summed exactly.
+    pub rels: mantissa_num::ExactSum,
+    /// How many count in the mean.
+    pub rel_n: usize,
+}
+
+impl Tally {
+    /// An empty tally of a comparison of `elements` elements.
+    pub fn new(elements: usize) -> Self {
+        Tally {
+            c: Comparison {
+                elements,
+                digits: f64::INFINITY,
+                max_rel: 0.0,
+                mean_rel: 0.0,
+                max_abs: 0.0,
+                max_ulps: 0.0,
+                differing: 0,
+                nonfinite_mismatches: 0,
+                first_nonfinite: None,
+                worst: None,
+            },
+            rels: mantissa_num::ExactSum::new(),
+            rel_n: 0,
         }
-        c.differing += 1;
-        let m = measure_values(&Reference::from_f64(v), &Reference::from_f64(r));
-        if !(v.is_finite() && r.is_finite()) {
-            if !(v == r) {
+    }
+
+    /// Adds element `i` (indices must grow): what [`pair`] says of it, without its `differing`
+    /// count when `count_differing` is false (the GPU counted it already).
+    pub fn push(&mut self, i: usize, p: Pair, count_differing: bool) {
+        let c = &mut self.c;
+        match p {
+            Pair::Same { differing, counted } => {
+                c.differing += usize::from(differing && count_differing);
+                self.rel_n += usize::from(counted);
+            }
+            Pair::NonFinite => {
+                c.differing += usize::from(count_differing);
                 c.nonfinite_mismatches += 1;
                 c.first_nonfinite.get_or_insert(i);
                 c.max_rel = f64::INFINITY;
@@ -107,30 +181,48 @@ pub fn compare(dtype: DType, values: &[f64], reference: &[f64]) -> Comparison {
                     c.worst = Some(i);
                 }
             }
-            continue;
+            Pair::Finite(m) => {
+                c.differing += usize::from(count_differing);
+                if m.digits < c.digits {
+                    c.digits = m.digits;
+                    c.worst = Some(i);
+                }
+                c.max_rel = c.max_rel.max(m.rel);
+                c.max_abs = c.max_abs.max(m.abs);
+                if m.counted {
+                    self.rels.add(m.rel);
+                    self.rel_n += 1;
+                }
+                c.max_ulps = c.max_ulps.max(m.ulps);
+            }
         }
-        if m.digits < c.digits {
-            c.digits = m.digits;
-            c.worst = Some(i);
-        }
-        c.max_rel = c.max_rel.max(m.rel);
-        c.max_abs = c.max_abs.max(m.abs);
-        if r != 0.0 {
-            rel_sum += m.rel;
-            rel_n += 1;
-        }
-        let ulps = match format_of(dtype) {
-            Some((p, emin)) => ulps_in_format(&big::exact(v), &big::exact(r), p, emin),
-            None => (v - r).abs(),
-        };
-        c.max_ulps = c.max_ulps.max(ulps);
     }
-    c.mean_rel = if rel_n > 0 {
-        rel_sum / rel_n as f64
+
+    /// The comparison, its mean made from the exact sum.
+    pub fn finish(self) -> Comparison {
+        let mut c = self.c;
+        c.mean_rel = mean(self.rels.round(), self.rel_n);
+        c
+    }
+}
+
+/// The mean relative error from the (rounded) exact sum and the count.
+pub(crate) fn mean(sum: f64, n: usize) -> f64 {
+    if n > 0 {
+        sum / n as f64
     } else {
         0.0
-    };
-    c
+    }
+}
+
+/// Compares `values` (of type `dtype`) with `reference` element by element; both as f64, which
+/// holds every supported type exactly (integers up to 2^53).
+pub fn compare(dtype: DType, values: &[f64], reference: &[f64]) -> Comparison {
+    let mut t = Tally::new(values.len().min(reference.len()));
+    for (i, (&v, &r)) in values.iter().zip(reference).enumerate() {
+        t.push(i, pair(dtype, v, r), true);
+    }
+    t.finish()
 }
 
 /// The one-number summary of `values`: sums exactly (rounded once), so that the reduction adds

@@ -1,22 +1,21 @@
-//! Running a planned spec on a GPU: buffers uploaded, symbols set, steps executed in order with
-//! nested loops and their counters, outputs downloaded, and the whole step sequence timed.
+//! Running a planned spec's steps on a GPU: launches with arguments evaluated per iteration,
+//! copies (whole buffers or element ranges, on the device) and fills, nested loops with their
+//! counters.
 //!
-//! The first run is checked: it waits after every launch, so a fault is blamed on the step that
-//! caused it, with its loop counters (`steps[1].steps[2] (launch stencil), iteration t=17:
-//! ...`); its outputs are the result. Then, for each warm-up and timed repeat, every buffer is
-//! uploaded afresh from its initial contents and every `.global` variable restored to what it held
-//! before the first run, so that each repeat computes the same thing;
-//! only the steps are between the CUDA events ([`Gpu::time_with`] with one repetition per call,
-//! so the uploads stay outside), and the time is the median over repeats.
+//! [`Steps`] runs a step list against a set of device buffers; the trial runner
+//! ([`crate::trial`]) owns the buffers, restores them between runs and times the sequence. A
+//! checked run waits after every launch, so a fault is blamed on the step that caused it, with its
+//! loop counters (`steps[1].steps[2] (launch stencil), iteration t=17: ...`).
+//!
+//! [`execute`] is the one-shot path: fresh buffers, the module loaded as given, one checked run,
+//! the outputs downloaded. It is what the trial runner is tested against (the same results, bit
+//! for bit), not what `mantissa run` uses.
 
 use crate::data::{from_f64, Inputs};
 use crate::expr::Val;
 use crate::spec::{lookup, ArgSpec, CopyRange, CopySide, Quantity, Spec, Step, StepKind};
 use crate::validate::{Plan, PlannedArg, ScalarKind};
-use mantissa_gpu::{
-    DeviceBuffer, Gpu, GpuError, HostData, KernelArg, LaunchDims, Module, Timing, TimingOptions,
-};
-use std::cell::RefCell;
+use mantissa_gpu::{DeviceBuffer, Gpu, GpuError, HostData, KernelArg, LaunchDims, Module};
 use std::collections::HashMap;
 
 /// How often to run.
@@ -37,13 +36,11 @@ impl Default for ExecOptions {
     }
 }
 
-/// What a run produced.
+/// What a one-shot run produced.
 #[derive(Debug, Clone)]
 pub struct Execution {
-    /// Each output buffer's contents after the checked run, by buffer name.
+    /// Each output buffer's contents after the run, by buffer name.
     pub outputs: Vec<(String, HostData)>,
-    /// Device time of the step sequence (absent with 0 repeats).
-    pub timing: Option<Timing>,
     /// The first launch's shape.
     pub first_launch: Option<LaunchDims>,
 }
@@ -60,8 +57,10 @@ pub enum ExecError {
         iterations: String,
         /// What went wrong.
         cause: String,
+        /// The failure left the CUDA context unusable (an illegal address, a hang).
+        context_lost: bool,
     },
-    /// Setting up (uploads, module load) or downloading failed.
+    /// Setting up (uploads, module load, symbols) or downloading failed.
     #[error("{what}: {source}")]
     Gpu {
         /// What was being done.
@@ -71,7 +70,23 @@ pub enum ExecError {
     },
 }
 
-fn gpu_err(what: impl Into<String>) -> impl FnOnce(GpuError) -> ExecError {
+/// Whether `e` leaves the context unusable: a sticky fault, or a kernel that does not end.
+pub fn context_lost(e: &GpuError) -> bool {
+    matches!(e, GpuError::Timeout { .. }) || e.driver_status().is_some_and(|s| s.is_sticky())
+}
+
+impl ExecError {
+    /// Whether the failure left the CUDA context unusable.
+    pub fn context_lost(&self) -> bool {
+        match self {
+            ExecError::Step { context_lost, .. } => *context_lost,
+            ExecError::Gpu { source, .. } => context_lost(source),
+        }
+    }
+}
+
+/// `map_err` for a GPU call made while doing `what`.
+pub fn gpu_err(what: impl Into<String>) -> impl FnOnce(GpuError) -> ExecError {
     let what = what.into();
     move |source| ExecError::Gpu {
         what,
@@ -113,16 +128,70 @@ impl Counters {
     }
 }
 
-struct Runner<'a> {
+/// Each fill step's source buffer (the fill value in every element), by step path: a fill is a
+/// device-to-device copy of it.
+pub fn make_fills(gpu: &Gpu, spec: &Spec) -> Result<HashMap<String, DeviceBuffer>, ExecError> {
+    let mut fills = HashMap::new();
+    for (step, _) in spec.walk() {
+        if let StepKind::Fill { buffer, value } = &step.kind {
+            let fail = |cause: String| ExecError::Step {
+                step: step.describe(),
+                iterations: String::new(),
+                cause,
+                context_lost: false,
+            };
+            let b = spec
+                .buffer(buffer)
+                .ok_or_else(|| fail("unknown buffer".into()))?;
+            let data = from_f64(b.dtype, &vec![value.as_f64(); b.len]).map_err(fail)?;
+            let fb = gpu
+                .upload(&format!("{buffer}#fill"), &data)
+                .map_err(gpu_err(format!("making the fill of '{buffer}'")))?;
+            fills.insert(step.path.clone(), fb);
+        }
+    }
+    Ok(fills)
+}
+
+/// Runs step lists of one spec on one GPU.
+pub struct Steps<'a> {
     gpu: &'a Gpu,
     spec: &'a Spec,
     plan: &'a Plan,
-    /// Fill sources, by step path: a buffer holding the fill value, copied over the target.
-    fills: HashMap<String, DeviceBuffer>,
-    first_launch: Option<LaunchDims>,
+    fills: &'a HashMap<String, DeviceBuffer>,
+    /// The first launch's shape, once one ran.
+    pub first_launch: Option<LaunchDims>,
 }
 
-impl Runner<'_> {
+impl<'a> Steps<'a> {
+    /// A runner of `spec`'s steps as `plan` resolved them; `fills` from [`make_fills`].
+    pub fn new(
+        gpu: &'a Gpu,
+        spec: &'a Spec,
+        plan: &'a Plan,
+        fills: &'a HashMap<String, DeviceBuffer>,
+    ) -> Self {
+        Steps {
+            gpu,
+            spec,
+            plan,
+            fills,
+            first_launch: None,
+        }
+    }
+
+    /// Queues `steps` on `module` with `bufs`; `checked` waits after every launch so that a
+    /// fault names its step and iteration.
+    pub fn run(
+        &mut self,
+        steps: &[Step],
+        bufs: &mut HashMap<String, DeviceBuffer>,
+        module: &Module,
+        checked: bool,
+    ) -> Result<(), ExecError> {
+        self.steps(steps, bufs, module, &mut Counters::default(), checked)
+    }
+
     fn eval(&self, q: &Quantity, c: &Counters) -> Result<Val, String> {
         let counters = c.values();
         q.expr
@@ -169,6 +238,13 @@ impl Runner<'_> {
                 step: s.describe(),
                 iterations: c.describe(),
                 cause,
+                context_lost: false,
+            };
+            let gpu_fail = |c: &Counters, e: GpuError| ExecError::Step {
+                step: s.describe(),
+                iterations: c.describe(),
+                cause: e.to_string(),
+                context_lost: context_lost(&e),
             };
             match &s.kind {
                 StepKind::Launch(l) => {
@@ -224,7 +300,7 @@ impl Runner<'_> {
                     } else {
                         launched
                     };
-                    launched.map_err(|e| fail(c, e.to_string()))?;
+                    launched.map_err(|e| gpu_fail(c, e))?;
                 }
                 StepKind::Copy {
                     from,
@@ -243,6 +319,8 @@ impl Runner<'_> {
                             fail(c, format!("buffer '{name}' is missing (an internal error)"))
                         })
                     };
+                    // The spec's one rule for offsets and lengths (checked again here because
+                    // expressions may depend on loop counters).
                     let range = CopyRange::resolve(
                         CopySide {
                             name: from,
@@ -257,16 +335,17 @@ impl Runner<'_> {
                         value(len)?,
                     )
                     .map_err(|e| fail(c, e.to_string()))?;
-                    copy(self.gpu, bufs, from, to, range).map_err(|e| fail(c, e))?;
+                    copy(self.gpu, bufs, from, to, range).map_err(|e| match e {
+                        CopyError::Gpu(e) => gpu_fail(c, e),
+                        CopyError::Missing(m) => fail(c, m),
+                    })?;
                 }
                 StepKind::Fill { buffer, .. } => {
-                    let (Some(src), Some(mut dst)) = (self.fills.get(&s.path), bufs.remove(buffer))
+                    let (Some(src), Some(dst)) = (self.fills.get(&s.path), bufs.get_mut(buffer))
                     else {
                         return Err(fail(c, "fill buffer missing (an internal error)".into()));
                     };
-                    let r = self.gpu.copy(src, &mut dst);
-                    bufs.insert(buffer.clone(), dst);
-                    r.map_err(|e| fail(c, e.to_string()))?;
+                    self.gpu.copy(src, dst).map_err(|e| gpu_fail(c, e))?;
                 }
                 StepKind::Repeat {
                     count,
@@ -293,49 +372,45 @@ impl Runner<'_> {
     }
 }
 
-/// Device-to-device copy of `range`.
-///
-/// STAND-IN: `mantissa-gpu` copies whole buffers of equal length only ([`Gpu::copy`]); a copy of
-/// part of a buffer goes through the host (download both, splice, upload) until gpu has a
-/// sub-range copy. It is correct but slow, and inside the timed region.
+enum CopyError {
+    Missing(String),
+    Gpu(GpuError),
+}
+
+/// Device-to-device copy of `range` (resolved by [`CopyRange::resolve`]).
 fn copy(
     gpu: &Gpu,
     bufs: &mut HashMap<String, DeviceBuffer>,
     from: &str,
     to: &str,
     range: CopyRange,
-) -> Result<(), String> {
-    if range.len == 0 || (from == to && range.src_offset == range.dst_offset) {
+) -> Result<(), CopyError> {
+    let (src, dst, n) = (range.src_offset, range.dst_offset, range.len);
+    if n == 0 || (from == to && src == dst) {
         return Ok(());
     }
-    let mut dst = bufs
-        .remove(to)
-        .ok_or_else(|| format!("buffer '{to}' is missing"))?;
-    let result = (|| {
-        let src = match bufs.get(from) {
-            Some(src) if range.len == src.len() && range.len == dst.len() => {
-                return gpu.copy(src, &mut dst).map_err(|e| e.to_string());
-            }
-            Some(src) => Some(crate::data::to_f64(
-                &gpu.download(src).map_err(|e| e.to_string())?,
-            )),
-            None if from == to => None,
-            None => return Err(format!("buffer '{from}' is missing")),
+    if from == to {
+        let Some(buf) = bufs.get_mut(to) else {
+            return Err(CopyError::Missing(format!("buffer '{to}' is missing")));
         };
-        let mut d = crate::data::to_f64(&gpu.download(&dst).map_err(|e| e.to_string())?);
-        match src {
-            Some(s) => range.apply(&s, &mut d),
-            None => range.apply_within(&mut d),
-        }
-        let data = from_f64(dst.dtype(), &d)?;
-        dst = gpu.upload(to, &data).map_err(|e| e.to_string())?;
-        Ok(())
-    })();
-    bufs.insert(to.to_string(), dst);
+        return gpu.copy_within(buf, src, dst, n).map_err(CopyError::Gpu);
+    }
+    // Take the destination out of the map to borrow the source beside it.
+    let Some(mut target) = bufs.remove(to) else {
+        return Err(CopyError::Missing(format!("buffer '{to}' is missing")));
+    };
+    let result = match bufs.get(from) {
+        Some(source) => gpu
+            .copy_range(source, src, &mut target, dst, n)
+            .map_err(CopyError::Gpu),
+        None => Err(CopyError::Missing(format!("buffer '{from}' is missing"))),
+    };
+    bufs.insert(to.to_string(), target);
     result
 }
 
-fn upload_all(gpu: &Gpu, inputs: &Inputs) -> Result<HashMap<String, DeviceBuffer>, ExecError> {
+/// Uploads every buffer's initial contents.
+pub fn upload_all(gpu: &Gpu, inputs: &Inputs) -> Result<HashMap<String, DeviceBuffer>, ExecError> {
     inputs
         .buffers
         .iter()
@@ -349,94 +424,35 @@ fn upload_all(gpu: &Gpu, inputs: &Inputs) -> Result<HashMap<String, DeviceBuffer
         .collect()
 }
 
-/// Runs the spec's steps on `gpu`. `load` loads the module; `symbols` (PTX name, bytes) are
-/// written into it before the first run.
-///
-/// Every repeat must compute the same thing, so before each timed repeat the buffers are
-/// uploaded again and every `.global` variable of the module (the spec's and the program's own
-/// `__device__` state, which kernels may change) is restored to what it held before the first
-/// run; `__constant__` memory cannot change while kernels run.
+/// The one-shot path: `module` as given (the caller loaded it), `symbols` (PTX name, bytes)
+/// written, fresh buffers, setup and steps run once, checked; every output buffer downloaded.
 pub fn execute(
     gpu: &Gpu,
-    load: &dyn Fn() -> Result<Module, GpuError>,
+    module: &Module,
     symbols: &[(String, Vec<u8>)],
     spec: &Spec,
     plan: &Plan,
     inputs: &Inputs,
-    opts: ExecOptions,
 ) -> Result<Execution, ExecError> {
-    let module = load().map_err(gpu_err("loading the module"))?;
     for (name, bytes) in symbols {
-        gpu.write_symbol(&module, name, bytes)
+        gpu.write_symbol(module, name, bytes)
             .map_err(gpu_err(format!("setting symbol '{name}'")))?;
     }
-    let globals: Vec<(String, Vec<u8>)> = module
-        .symbols()
-        .iter()
-        .filter(|s| s.space == "global" && s.bytes.is_some_and(|b| b > 0))
-        .map(|s| {
-            gpu.read_symbol(&module, &s.name)
-                .map(|bytes| (s.name.clone(), bytes))
-                .map_err(gpu_err(format!("reading symbol '{}'", s.name)))
-        })
-        .collect::<Result<_, _>>()?;
-    let mut fills = HashMap::new();
-    for (step, _) in spec.walk() {
-        if let StepKind::Fill { buffer, value } = &step.kind {
-            let b = spec.buffer(buffer).ok_or_else(|| ExecError::Step {
-                step: step.describe(),
-                iterations: String::new(),
-                cause: "unknown buffer".into(),
-            })?;
-            let data = from_f64(b.dtype, &vec![value.as_f64(); b.len]).map_err(|cause| {
-                ExecError::Step {
-                    step: step.describe(),
-                    iterations: String::new(),
-                    cause,
-                }
-            })?;
-            let fb = gpu
-                .upload(&format!("{buffer}#fill"), &data)
-                .map_err(gpu_err(format!("making the fill of '{buffer}'")))?;
-            fills.insert(step.path.clone(), fb);
-        }
-    }
-    let mut runner = Runner {
-        gpu,
-        spec,
-        plan,
-        fills,
-        first_launch: None,
-    };
+    let fills = make_fills(gpu, spec)?;
+    let mut steps = Steps::new(gpu, spec, plan, &fills);
     let mut bufs = upload_all(gpu, inputs)?;
-    // STAND-IN for the trial runner's restore point: setup steps run before every run, untimed,
-    // after the inputs are uploaded and the `.global` variables restored.
-    runner.steps(
-        &spec.setup,
-        &mut bufs,
-        &module,
-        &mut Counters::default(),
-        true,
-    )?;
-    runner.steps(
-        &spec.steps,
-        &mut bufs,
-        &module,
-        &mut Counters::default(),
-        true,
-    )?;
-    let mut outputs = Vec::new();
+    steps.run(&spec.setup, &mut bufs, module, true)?;
+    steps.run(&spec.steps, &mut bufs, module, true)?;
+    let mut outputs: Vec<(String, HostData)> = Vec::new();
     for o in &spec.outputs {
-        if outputs
-            .iter()
-            .any(|(n, _): &(String, HostData)| *n == o.buffer)
-        {
+        if outputs.iter().any(|(n, _)| *n == o.buffer) {
             continue;
         }
         let b = bufs.get(&o.buffer).ok_or_else(|| ExecError::Step {
             step: "outputs".into(),
             iterations: String::new(),
             cause: format!("buffer '{}' is missing", o.buffer),
+            context_lost: false,
         })?;
         outputs.push((
             o.buffer.clone(),
@@ -444,53 +460,8 @@ pub fn execute(
                 .map_err(gpu_err(format!("downloading output '{}'", o.buffer)))?,
         ));
     }
-    let first_launch = runner.first_launch;
-    let mut samples = Vec::new();
-    for r in 0..opts.warmup + opts.repeats {
-        drop(bufs);
-        bufs = upload_all(gpu, inputs)?;
-        for (name, bytes) in &globals {
-            gpu.write_symbol(&module, name, bytes)
-                .map_err(gpu_err(format!("restoring symbol '{name}'")))?;
-        }
-        runner.steps(
-            &spec.setup,
-            &mut bufs,
-            &module,
-            &mut Counters::default(),
-            false,
-        )?;
-        let failure: RefCell<Option<ExecError>> = RefCell::new(None);
-        let timed = gpu.time_with(TimingOptions { warmup: 0, reps: 1 }, 1, |_| {
-            runner
-                .steps(
-                    &spec.steps,
-                    &mut bufs,
-                    &module,
-                    &mut Counters::default(),
-                    false,
-                )
-                .map_err(|e| {
-                    let problem = e.to_string();
-                    *failure.borrow_mut() = Some(e);
-                    GpuError::BadLaunch {
-                        kernel: "(spec steps)".into(),
-                        problem,
-                    }
-                })
-        });
-        if let Some(e) = failure.into_inner() {
-            return Err(e);
-        }
-        let t = timed.map_err(gpu_err(format!("timed run {}", r + 1)))?;
-        if r >= opts.warmup {
-            samples.extend(t.samples_ms);
-        }
-    }
-    let timing = Timing::from_samples(samples, opts.warmup, 1);
     Ok(Execution {
         outputs,
-        timing,
-        first_launch,
+        first_launch: steps.first_launch,
     })
 }

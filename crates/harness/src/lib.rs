@@ -17,11 +17,16 @@
 //! - [`check`]: every check made before anything runs, without a GPU (`mantissa run --check`).
 //! - [`validate`]: the spec checked against the program's PTX (kernel names and signatures,
 //!   symbols and their sizes) into a [`validate::Plan`], before anything runs.
-//! - [`exec`]: a plan run on a [`mantissa_gpu::Gpu`]: buffers, symbols, steps, loops, timing.
+//! - [`exec`]: a plan's steps run on a [`mantissa_gpu::Gpu`]: launches, copies (ranges on the
+//!   device), fills, loops.
+//! - [`trial`]: [`TrialRunner`], a spec under one flag set set up once (build, plan, inputs and
+//!   baseline on the device) and run per configuration: restored device to device, compared on
+//!   the GPU, timed; typed [`TrialError`]s say whether to go on.
+//! - [`device_compare`]: outputs compared on the GPU, equal to [`compare`]'s result.
 //! - [`compare`]: an output against the baseline or a reference: digits, relative error, ulps,
 //!   differing elements, NaN handling, tolerance.
-//! - [`run`]: [`run_spec`], the entry point: every (flag set x [`Configuration`]) built, run,
-//!   compared, timed and recorded.
+//! - [`run`]: [`run_spec`], the entry point: a loop over trials of every (flag set x
+//!   [`Configuration`]), recorded.
 
 #![deny(missing_docs)]
 
@@ -29,14 +34,17 @@ pub mod check;
 pub mod compare;
 pub mod config;
 pub mod data;
+pub mod device_compare;
 pub mod exec;
 pub mod expr;
 pub mod npy;
 pub mod run;
 pub mod spec;
+pub mod trial;
 pub mod validate;
 
 pub use compare::{Comparison, OutputResult};
 pub use config::{Configuration, Demotion};
 pub use run::{run_spec, ConfigRun, HarnessError, RunEvent, RunRequest, RunResult};
 pub use spec::{Spec, SpecError};
+pub use trial::{RunnerOptions, TrialError, TrialOutcome, TrialRunner, TrialTiming};

@@ -2,21 +2,22 @@
 //! compared with the baseline (default flags, as written) and the user's references, timed, and
 //! recorded.
 //!
+//! Each flag set is one [`TrialRunner`] (built, planned, inputs uploaded and baseline run once)
+//! and each configuration one trial of it; the runners share the inputs, references and the
+//! baseline's outputs on the device.
+//!
 //! Spec errors come back as `Err` before anything runs. A build or run that fails later does not:
 //! it becomes a [`ConfigRun`] whose outcome is the error (and a failed record), so the
 //! configurations that finished are kept, and the caller is told of each record as it is made
 //! ([`RunEvent::Record`]) to append it at once.
 
-use crate::compare::{compare, output_values, Comparison, OutputResult};
-use crate::config::{self, Configuration};
-use crate::data::materialize;
-use crate::exec::{execute, ExecError, ExecOptions, Execution};
+use crate::compare::{Comparison, OutputResult};
+use crate::config::Configuration;
+use crate::exec::ExecOptions;
 use crate::npy;
-use crate::spec::{FrontEnd, Spec, SpecError};
-use crate::validate::{plan, Plan};
-use mantissa_gpu::{
-    BuildFacts, BuildRequest, Define, FlagSet, FrontEnd as GpuFrontEnd, Gpu, GpuError, Timing,
-};
+use crate::spec::{Spec, SpecError};
+use crate::trial::{RunnerOptions, TrialError, TrialOutcome, TrialRunner, TrialTiming};
+use mantissa_gpu::{BuildFacts, FlagSet, Gpu, Timing};
 use mantissa_report::{Backend, Build, ErrorMetrics, Record, Status, TimeStats, SCHEMA};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -113,285 +114,43 @@ pub struct RunResult {
     pub records: Vec<Record>,
 }
 
-/// A built program: its PTX, and what to load.
-pub struct Built {
-    /// The PTX (kernel signatures and symbols are read from it).
-    pub ptx: String,
-    /// Name expressions mapped to lowered names.
-    pub lowered: BTreeMap<String, String>,
-    /// Build facts for records.
-    pub facts: Option<BuildFacts>,
-    /// The compilation, for loading its cubin when the PTX is not changed.
-    pub compiled: Option<std::sync::Arc<mantissa_gpu::Compiled>>,
-    /// Front end in words, with why it was chosen.
-    pub front_end: String,
-    /// Which front end built it.
-    pub kind: GpuFrontEnd,
-}
-
-/// The build request of the spec's program under `flags`; `units` marks math calls (see
-/// [`mantissa_gpu::BuildRequest::units`]).
-pub fn build_request(
-    spec: &Spec,
+/// What a trial gave, as a run of the result: its outcome (saved outputs included) and the
+/// first launch's shape.
+fn as_run(
+    trial: Result<TrialOutcome, TrialError>,
+    save_dir: Option<&std::path::Path>,
     flags: FlagSet,
-    units: Option<Vec<u32>>,
-) -> Result<BuildRequest, String> {
-    let src = &spec.source;
-    let mut request = BuildRequest::new(&src.file);
-    request.include_dirs = src.include.clone();
-    for (name, value) in &src.define {
-        request.defines.push(Define {
-            name: name.clone(),
-            value: value.clone(),
-        });
-    }
-    request.arch = match &src.arch {
-        Some(a) => Some(a.parse().map_err(|e| format!("{e}"))?),
-        None => None,
-    };
-    request.flags = flags;
-    request.units = units;
-    request.front_end = match src.front_end {
-        FrontEnd::Auto => None,
-        FrontEnd::Nvrtc => Some(GpuFrontEnd::Nvrtc),
-        FrontEnd::Nvcc => Some(GpuFrontEnd::Nvcc),
-        FrontEnd::Ptx => Some(GpuFrontEnd::Ptx),
-    };
-    // Templated kernels are found through NVRTC name expressions.
-    for (step, _) in spec.walk() {
-        if let crate::spec::StepKind::Launch(l) = &step.kind {
-            if l.kernel.contains('<') && !request.name_expressions.contains(&l.kernel) {
-                request.name_expressions.push(l.kernel.clone());
-            }
-        }
-    }
-    Ok(request)
-}
-
-/// Builds the spec's program under `flags` through the front end the spec names or the one
-/// chosen for the file (nvcc for host code, NVRTC for device-only code, ready PTX as is).
-pub fn build_module(gpu: &Gpu, spec: &Spec, flags: FlagSet) -> Result<Built, String> {
-    let request = build_request(spec, flags, None)?;
-    let built = gpu
-        .builder()
-        .build_for(&arch_defaulted(gpu, request), true)
-        .map_err(|e| e.to_string())?;
-    Ok(Built {
-        lowered: built
-            .compiled
-            .as_ref()
-            .map(|c| c.lowered_names.clone())
-            .unwrap_or_default(),
-        front_end: built.choice.to_string(),
-        kind: built.choice.front_end,
-        ptx: built.ptx,
-        facts: Some(built.facts),
-        compiled: built.compiled,
-    })
-}
-
-/// The request for the device's own architecture unless the spec names one.
-fn arch_defaulted(gpu: &Gpu, mut request: BuildRequest) -> BuildRequest {
-    if request.arch.is_none() {
-        request.arch = Some(gpu.arch());
-    }
-    request
-}
-
-/// The PTX of one configuration, and what was done to make it.
-struct Prepared {
-    /// PTX to load, or `None` to load the baseline build as it is (its cubin).
-    ptx: Option<String>,
-    /// What the rewrite did, for the record's note.
-    notes: Vec<String>,
-}
-
-/// Marked builds of one flag set, by the list of call lines replaced: a configuration file run
-/// with several flag sets, or `none` and `all` together, build each at most once.
-#[derive(Default)]
-struct MarkedBuilds {
-    builds: BTreeMap<Vec<u32>, Result<String, String>>,
-    /// The math calls of the marked build (no call replaced) when it has the baseline's code, or
-    /// why it cannot be used; `None` until checked.
-    calls: Option<Result<Vec<config::MathCall>, String>>,
-}
-
-impl MarkedBuilds {
-    fn ptx(
-        &mut self,
-        gpu: &Gpu,
-        spec: &Spec,
-        flags: FlagSet,
-        lines: &[u32],
-    ) -> Result<String, String> {
-        self.builds
-            .entry(lines.to_vec())
-            .or_insert_with(|| {
-                let request = build_request(spec, flags, Some(lines.to_vec()))?;
-                gpu.builder()
-                    .build_for(&arch_defaulted(gpu, request), false)
-                    .map(|b| b.ptx)
-                    .map_err(|e| format!("marked build: {e}"))
-            })
-            .clone()
-    }
-
-    /// The math calls a configuration can replace, once the marked build is checked against the
-    /// baseline's PTX.
-    fn calls(
-        &mut self,
-        gpu: &Gpu,
-        spec: &Spec,
-        flags: FlagSet,
-        baseline: &str,
-    ) -> Result<Vec<config::MathCall>, String> {
-        if let Some(checked) = &self.calls {
-            return checked.clone();
-        }
-        let checked = self
-            .ptx(gpu, spec, flags, &[])
-            .and_then(|marked| marked_calls(baseline, &marked));
-        self.calls = Some(checked.clone());
-        checked
-    }
-}
-
-/// The math calls of `marked` when it has the same instructions as `plain` (the marking header
-/// must not change the code), or why it cannot stand in for `plain`.
-fn marked_calls(plain: &str, marked: &str) -> Result<Vec<config::MathCall>, String> {
-    let marked = mantissa_ptx::parse(marked).module;
-    if mantissa_ptx::demote::same_code(&mantissa_ptx::parse(plain).module, &marked) {
-        Ok(config::math_calls(&marked))
-    } else {
-        Err("the build with math calls marked differs from the program as written".into())
-    }
-}
-
-/// Makes the PTX of `configuration` from the baseline build `built` (see [`crate::config`]).
-fn prepare(
-    gpu: &Gpu,
-    spec: &Spec,
-    flags: FlagSet,
-    built: &Built,
     configuration: &Configuration,
-    marked: &mut MarkedBuilds,
-) -> Result<Prepared, String> {
-    let demotion = match configuration {
-        Configuration::AsWritten => {
-            return Ok(Prepared {
-                ptx: None,
-                notes: Vec::new(),
-            })
-        }
-        Configuration::Demote(d) => d,
-    };
-    let mut notes = Vec::new();
-    // The PTX the rewrite starts from: a marked build (math calls are units, the listed ones
-    // replaced by their f32 functions), or the baseline itself where marking is impossible
-    // (ready PTX) or would change the code.
-    let base = if built.kind == GpuFrontEnd::Ptx {
-        if !demotion.math_lines(&[]).is_empty() || demotion.math.is_all() {
-            notes.push("ready PTX: math calls cannot be marked, so they stay f64 (f64 code that manipulates bits is kept whole)".into());
-        }
-        built.ptx.clone()
-    } else {
-        match marked.calls(gpu, spec, flags, &built.ptx) {
-            Ok(calls) => {
-                let lines = demotion.math_lines(&calls);
-                if !lines.is_empty() {
-                    notes.push(format!(
-                        "math calls in f32: {}",
-                        calls
-                            .iter()
-                            .filter(|c| lines.contains(&c.line))
-                            .map(|c| format!("{} (line {})", c.function, c.line))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ));
+) -> (Result<RunOutcome, String>, Option<mantissa_gpu::LaunchDims>) {
+    match trial {
+        Ok(t) => {
+            if let Some(dir) = save_dir {
+                if let Err(e) = save(dir, flags, configuration, &t.downloaded) {
+                    return (Err(e), None);
                 }
-                marked.ptx(gpu, spec, flags, &lines)?
             }
-            Err(why) => {
-                notes.push(format!(
-                    "{why}: math calls stay f64, and f64 code that manipulates bits is kept whole"
-                ));
-                built.ptx.clone()
-            }
+            (
+                Ok(RunOutcome {
+                    outputs: t.outputs,
+                    timing: t.timing,
+                }),
+                t.first_launch,
+            )
         }
-    };
-    let parsed = mantissa_ptx::parse(&base).module;
-    let demoted = mantissa_ptx::demote::demote(&parsed, &demotion.demote_set())
-        .map_err(|e| format!("demoting: {e}"))?;
-    let r = &demoted.report;
-    let (to32, to64) = r
-        .functions
-        .iter()
-        .fold((0, 0), |(a, b), f| (a + f.cvt_to_f32, b + f.cvt_to_f64));
-    notes.push(format!(
-        "{} f64 instructions in f32, {} conversions in, {} out",
-        r.demoted(),
-        to32,
-        to64
-    ));
-    if !r.unmatched.is_empty() {
-        notes.push(format!(
-            "{} selectors name no instruction of this build (first: {})",
-            r.unmatched.len(),
-            r.unmatched[0]
-        ));
+        Err(e) => (Err(e.to_string()), None),
     }
-    if !r.refused.is_empty() {
-        notes.push(format!(
-            "{} instructions not demotable (first: {}: {})",
-            r.refused.len(),
-            r.refused[0].requested,
-            r.refused[0].reason
-        ));
-    }
-    notes.extend(r.notes.iter().cloned());
-    Ok(Prepared {
-        ptx: Some(demoted.module.to_string()),
-        notes,
-    })
-}
-
-fn run_one(
-    gpu: &Gpu,
-    spec: &Spec,
-    built: &Built,
-    plan: &Plan,
-    inputs: &crate::data::Inputs,
-    prepared: &Prepared,
-    exec: ExecOptions,
-) -> Result<Execution, String> {
-    let symbols: Vec<(String, Vec<u8>)> = plan
-        .symbols
-        .iter()
-        .map(|s| s.ptx_name.clone())
-        .zip(inputs.symbols.iter().map(|s| s.1.clone()))
-        .collect();
-    let name = spec.name.clone();
-    let load = || -> Result<mantissa_gpu::Module, GpuError> {
-        match (&built.compiled, &prepared.ptx) {
-            (Some(c), None) => gpu.load(c),
-            (_, Some(ptx)) => gpu.load_ptx(&name, ptx),
-            (None, None) => gpu.load_ptx(&name, &built.ptx),
-        }
-    };
-    execute(gpu, &load, &symbols, spec, plan, inputs, exec).map_err(|e: ExecError| e.to_string())
 }
 
 /// Runs a spec: the baseline first (default flags, as written), then every other (flag set,
-/// configuration); see the module docs for what is an error and what is a failed run.
+/// configuration), each a trial of one [`TrialRunner`] per flag set; see the module docs for
+/// what is an error and what is a failed run. After a failure that loses the device, the runs
+/// left are recorded as not run, with why.
 pub fn run_spec(
     gpu: &Gpu,
     spec: &Spec,
     request: &RunRequest,
     progress: &mut dyn FnMut(RunEvent),
 ) -> Result<RunResult, HarnessError> {
-    let inputs = materialize(spec)?;
-    // References are read before anything runs, so that a bad one is a spec error.
-    let references = crate::data::references(spec)?;
     let mut flag_sets = vec![FlagSet::DEFAULT];
     flag_sets.extend(
         request
@@ -409,6 +168,11 @@ pub fn run_spec(
             .filter(|c| **c != Configuration::AsWritten)
             .cloned(),
     );
+    let timing = TrialTiming::Timed {
+        warmup: request.exec.warmup,
+        repeats: request.exec.repeats,
+    };
+    let save_dir = request.save_dir.as_deref();
 
     let mut result = RunResult {
         name: spec.name.clone(),
@@ -416,101 +180,142 @@ pub fn run_spec(
         runs: Vec::new(),
         records: Vec::new(),
     };
-    let mut baseline: Option<Vec<Vec<f64>>> = None;
+    let mut shared = None;
+    let mut lost: Option<String> = None;
+    let failed = |result: &mut RunResult,
+                  progress: &mut dyn FnMut(RunEvent),
+                  flags: FlagSet,
+                  configuration: &Configuration,
+                  build: Option<BuildFacts>,
+                  notes: Vec<String>,
+                  why: String| {
+        let run = ConfigRun {
+            flags,
+            configuration: configuration.clone(),
+            build,
+            notes,
+            outcome: Err(why),
+        };
+        push_records(gpu, spec, &run, None, result, progress);
+        result.runs.push(run);
+    };
     for flags in flag_sets {
         progress(RunEvent::Building { flags });
-        let built = build_module(gpu, spec, flags);
-        let (built, plan) = match built {
-            Ok(b) => {
-                let p = plan(spec, &b.ptx, &b.lowered, &inputs.symbols)?;
-                (b, p)
+        if let Some(why) = &lost {
+            for configuration in &configurations {
+                let why = format!("not run: {why}");
+                failed(
+                    &mut result,
+                    progress,
+                    flags,
+                    configuration,
+                    None,
+                    Vec::new(),
+                    why,
+                );
             }
-            Err(e) if flags == FlagSet::DEFAULT => return Err(HarnessError::Build(e)),
+            continue;
+        }
+        progress(RunEvent::Running {
+            flags,
+            configuration: &configurations[0],
+        });
+        let opts = RunnerOptions {
+            baseline_timing: timing,
+            shared: shared.clone(),
+            download_outputs: save_dir.is_some(),
+            ..RunnerOptions::default()
+        };
+        let mut runner = match TrialRunner::new(gpu, spec, flags, opts) {
+            Ok(r) => r,
+            Err(TrialError::Spec(e)) => return Err(e.into()),
+            Err(TrialError::Build { message }) if flags == FlagSet::DEFAULT => {
+                return Err(HarnessError::Build(message))
+            }
             Err(e) => {
-                for configuration in &configurations {
-                    let run = ConfigRun {
+                if e.is_fatal() {
+                    lost = Some(e.to_string());
+                }
+                let why = e.to_string();
+                failed(
+                    &mut result,
+                    progress,
+                    flags,
+                    &configurations[0],
+                    None,
+                    Vec::new(),
+                    why.clone(),
+                );
+                for configuration in &configurations[1..] {
+                    let why = format!("not run: the program as written failed: {why}");
+                    failed(
+                        &mut result,
+                        progress,
                         flags,
-                        configuration: configuration.clone(),
-                        build: None,
-                        notes: Vec::new(),
-                        outcome: Err(e.clone()),
-                    };
-                    push_records(gpu, spec, &run, None, &mut result, progress);
-                    result.runs.push(run);
+                        configuration,
+                        None,
+                        Vec::new(),
+                        why,
+                    );
                 }
                 continue;
             }
         };
+        shared.get_or_insert_with(|| runner.shared());
         if result.front_end.is_empty() {
-            result.front_end = built.front_end.clone();
+            result.front_end = runner.built().front_end.clone();
         }
-        let mut marked = MarkedBuilds::default();
-        for configuration in &configurations {
+        let build = runner.built().facts.clone();
+        let (outcome, dims) = as_run(
+            Ok(runner.baseline().clone()),
+            save_dir,
+            flags,
+            &configurations[0],
+        );
+        let run = ConfigRun {
+            flags,
+            configuration: configurations[0].clone(),
+            build: build.clone(),
+            notes: Vec::new(),
+            outcome,
+        };
+        push_records(gpu, spec, &run, dims, &mut result, progress);
+        result.runs.push(run);
+        // Every configuration's JIT at once, on several CPU threads.
+        runner.prepare(&configurations[1..]);
+        for configuration in &configurations[1..] {
             progress(RunEvent::Running {
                 flags,
                 configuration,
             });
-            let prepared = prepare(gpu, spec, flags, &built, configuration, &mut marked);
-            let notes = prepared.as_ref().map_or(Vec::new(), |p| p.notes.clone());
-            let outcome = prepared
-                .and_then(|p| run_one(gpu, spec, &built, &plan, &inputs, &p, request.exec))
-                .and_then(|ex| {
-                    let values: Vec<Vec<f64>> = spec
-                        .outputs
-                        .iter()
-                        .map(|o| {
-                            ex.outputs
-                                .iter()
-                                .find(|(n, _)| *n == o.buffer)
-                                .map(|(_, d)| output_values(d, o.view.as_ref(), o.reduce))
-                                .unwrap_or_default()
-                        })
-                        .collect();
-                    if let Some(dir) = &request.save_dir {
-                        save(dir, flags, configuration, &ex)?;
-                    }
-                    let base = baseline.get_or_insert_with(|| values.clone());
-                    let outputs = spec
-                        .outputs
-                        .iter()
-                        .enumerate()
-                        .map(|(i, o)| {
-                            let dtype = spec
-                                .buffer(&o.buffer)
-                                .map_or(mantissa_gpu::DType::F64, |b| b.dtype);
-                            let vs_baseline = compare(dtype, &values[i], &base[i]);
-                            let vs_reference = references[i]
-                                .as_ref()
-                                .map(|r| compare(dtype, &values[i], r));
-                            let met = o
-                                .tolerance
-                                .map(|t| vs_reference.as_ref().unwrap_or(&vs_baseline).meets(&t));
-                            OutputResult {
-                                name: o.name(),
-                                value: o.reduce.map(|_| values[i][0]),
-                                vs_baseline,
-                                vs_reference,
-                                tolerance: o.tolerance,
-                                met,
-                            }
-                        })
-                        .collect();
-                    Ok((
-                        RunOutcome {
-                            outputs,
-                            timing: ex.timing.clone(),
-                        },
-                        ex.first_launch,
-                    ))
-                });
-            let (outcome, dims) = match outcome {
-                Ok((o, d)) => (Ok(o), d),
-                Err(e) => (Err(e), None),
+            if let Some(why) = &lost {
+                let why = format!("not run: {why}");
+                failed(
+                    &mut result,
+                    progress,
+                    flags,
+                    configuration,
+                    build.clone(),
+                    Vec::new(),
+                    why,
+                );
+                continue;
+            }
+            let trial = runner.trial(configuration, timing);
+            if let Err(e) = &trial {
+                if e.is_fatal() {
+                    lost = Some(e.to_string());
+                }
+            }
+            let notes = match &trial {
+                Ok(t) => t.notes.clone(),
+                Err(_) => runner.notes(configuration),
             };
+            let (outcome, dims) = as_run(trial, save_dir, flags, configuration);
             let run = ConfigRun {
                 flags,
                 configuration: configuration.clone(),
-                build: built.facts.clone(),
+                build: build.clone(),
                 notes,
                 outcome,
             };
@@ -525,7 +330,7 @@ fn save(
     dir: &std::path::Path,
     flags: FlagSet,
     configuration: &Configuration,
-    ex: &Execution,
+    outputs: &[(String, mantissa_gpu::HostData)],
 ) -> Result<(), String> {
     let sub = if flags == FlagSet::DEFAULT && *configuration == Configuration::AsWritten {
         dir.to_path_buf()
@@ -533,7 +338,7 @@ fn save(
         dir.join(format!("{}.{}", flags.name(), configuration.name()))
     };
     std::fs::create_dir_all(&sub).map_err(|e| format!("{}: {e}", sub.display()))?;
-    for (name, data) in &ex.outputs {
+    for (name, data) in outputs {
         npy::write(&sub.join(format!("{name}.npy")), data).map_err(|e| e.to_string())?;
     }
     Ok(())
@@ -690,24 +495,4 @@ fn push_records(
     }
 }
 
-/// The configuration naming every math call and every eligible f64 instruction of the spec's
-/// program built with the default flags (see [`config::full_configuration`]). Builds only: no
-/// GPU is needed (the architecture is the spec's, or the front end's default).
-pub fn full_configuration(spec: &Spec) -> Result<config::Demotion, String> {
-    let builder = mantissa_gpu::Builder::new();
-    let plain = builder
-        .build(&build_request(spec, FlagSet::DEFAULT, None)?)
-        .map_err(|e| e.to_string())?;
-    if plain.choice.front_end == GpuFrontEnd::Ptx {
-        return Ok(config::full_configuration(&plain.ptx));
-    }
-    let marked = builder
-        .build(&build_request(spec, FlagSet::DEFAULT, Some(Vec::new()))?)
-        .map_err(|e| format!("marked build: {e}"))?;
-    let usable = marked_calls(&plain.ptx, &marked.ptx).is_ok();
-    Ok(config::full_configuration(if usable {
-        &marked.ptx
-    } else {
-        &plain.ptx
-    }))
-}
+pub use crate::trial::build::{build_module, build_request, full_configuration, Built};

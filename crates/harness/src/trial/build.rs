@@ -1,0 +1,276 @@
+//! Building a spec's program and the PTX of each configuration: the baseline build under a
+//! flag set, the marked builds (math calls as units, some replaced by their f32 functions) and
+//! the demotion rewrite, with what each rewrite did as notes.
+
+use crate::config::{self, Configuration};
+use crate::spec::{FrontEnd, Spec};
+use crate::trial::TrialError;
+use mantissa_gpu::{BuildFacts, BuildRequest, Define, FlagSet, FrontEnd as GpuFrontEnd, Gpu};
+use std::collections::BTreeMap;
+
+/// A built program: its PTX, and what to load.
+pub struct Built {
+    /// The PTX (kernel signatures and symbols are read from it).
+    pub ptx: String,
+    /// Name expressions mapped to lowered names.
+    pub lowered: BTreeMap<String, String>,
+    /// Build facts for records.
+    pub facts: Option<BuildFacts>,
+    /// The compilation, for loading its cubin when the PTX is not changed.
+    pub compiled: Option<std::sync::Arc<mantissa_gpu::Compiled>>,
+    /// Front end in words, with why it was chosen.
+    pub front_end: String,
+    /// Which front end built it.
+    pub kind: GpuFrontEnd,
+}
+
+/// The build request of the spec's program under `flags`; `units` marks math calls (see
+/// [`mantissa_gpu::BuildRequest::units`]).
+pub fn build_request(
+    spec: &Spec,
+    flags: FlagSet,
+    units: Option<Vec<u32>>,
+) -> Result<BuildRequest, String> {
+    let src = &spec.source;
+    let mut request = BuildRequest::new(&src.file);
+    request.include_dirs = src.include.clone();
+    for (name, value) in &src.define {
+        request.defines.push(Define {
+            name: name.clone(),
+            value: value.clone(),
+        });
+    }
+    request.arch = match &src.arch {
+        Some(a) => Some(a.parse().map_err(|e| format!("{e}"))?),
+        None => None,
+    };
+    request.flags = flags;
+    request.units = units;
+    request.front_end = match src.front_end {
+        FrontEnd::Auto => None,
+        FrontEnd::Nvrtc => Some(GpuFrontEnd::Nvrtc),
+        FrontEnd::Nvcc => Some(GpuFrontEnd::Nvcc),
+        FrontEnd::Ptx => Some(GpuFrontEnd::Ptx),
+    };
+    // Templated kernels are found through NVRTC name expressions.
+    for (step, _) in spec.walk() {
+        if let crate::spec::StepKind::Launch(l) = &step.kind {
+            if l.kernel.contains('<') && !request.name_expressions.contains(&l.kernel) {
+                request.name_expressions.push(l.kernel.clone());
+            }
+        }
+    }
+    Ok(request)
+}
+
+/// Builds the spec's program under `flags` through the front end the spec names or the one
+/// chosen for the file (nvcc for host code, NVRTC for device-only code, ready PTX as is).
+pub fn build_module(gpu: &Gpu, spec: &Spec, flags: FlagSet) -> Result<Built, String> {
+    let request = build_request(spec, flags, None)?;
+    let built = gpu
+        .builder()
+        .build_for(&arch_defaulted(gpu, request), true)
+        .map_err(|e| e.to_string())?;
+    Ok(Built {
+        lowered: built
+            .compiled
+            .as_ref()
+            .map(|c| c.lowered_names.clone())
+            .unwrap_or_default(),
+        front_end: built.choice.to_string(),
+        kind: built.choice.front_end,
+        ptx: built.ptx,
+        facts: Some(built.facts),
+        compiled: built.compiled,
+    })
+}
+
+/// The request for the device's own architecture unless the spec names one.
+fn arch_defaulted(gpu: &Gpu, mut request: BuildRequest) -> BuildRequest {
+    if request.arch.is_none() {
+        request.arch = Some(gpu.arch());
+    }
+    request
+}
+
+/// The PTX of one configuration, and what was done to make it.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    /// PTX to load, or `None` to load the baseline build as it is (its cubin).
+    pub ptx: Option<String>,
+    /// What the rewrite did, for the record's note.
+    pub notes: Vec<String>,
+}
+
+/// Marked builds of one flag set, by the list of call lines replaced: a configuration file run
+/// with several flag sets, or `none` and `all` together, build each at most once.
+#[derive(Default)]
+pub struct MarkedBuilds {
+    builds: BTreeMap<Vec<u32>, Result<String, String>>,
+    /// The math calls of the marked build (no call replaced) when it has the baseline's code, or
+    /// why it cannot be used; `None` until checked.
+    calls: Option<Result<Vec<config::MathCall>, String>>,
+}
+
+impl MarkedBuilds {
+    fn ptx(
+        &mut self,
+        gpu: &Gpu,
+        spec: &Spec,
+        flags: FlagSet,
+        lines: &[u32],
+    ) -> Result<String, String> {
+        self.builds
+            .entry(lines.to_vec())
+            .or_insert_with(|| {
+                let request = build_request(spec, flags, Some(lines.to_vec()))?;
+                gpu.builder()
+                    .build_for(&arch_defaulted(gpu, request), false)
+                    .map(|b| b.ptx)
+                    .map_err(|e| format!("marked build: {e}"))
+            })
+            .clone()
+    }
+
+    /// The math calls a configuration can replace, once the marked build is checked against the
+    /// baseline's PTX.
+    fn calls(
+        &mut self,
+        gpu: &Gpu,
+        spec: &Spec,
+        flags: FlagSet,
+        baseline: &str,
+    ) -> Result<Vec<config::MathCall>, String> {
+        if let Some(checked) = &self.calls {
+            return checked.clone();
+        }
+        let checked = self
+            .ptx(gpu, spec, flags, &[])
+            .and_then(|marked| marked_calls(baseline, &marked));
+        self.calls = Some(checked.clone());
+        checked
+    }
+}
+
+/// The math calls of `marked` when it has the same instructions as `plain` (the marking header
+/// must not change the code), or why it cannot stand in for `plain`.
+fn marked_calls(plain: &str, marked: &str) -> Result<Vec<config::MathCall>, String> {
+    let marked = mantissa_ptx::parse(marked).module;
+    if mantissa_ptx::demote::same_code(&mantissa_ptx::parse(plain).module, &marked) {
+        Ok(config::math_calls(&marked))
+    } else {
+        Err("the build with math calls marked differs from the program as written".into())
+    }
+}
+
+/// Makes the PTX of `configuration` from the baseline build `built` (see [`crate::config`]).
+pub fn prepare(
+    gpu: &Gpu,
+    spec: &Spec,
+    flags: FlagSet,
+    built: &Built,
+    configuration: &Configuration,
+    marked: &mut MarkedBuilds,
+) -> Result<Prepared, TrialError> {
+    let demotion = match configuration {
+        Configuration::AsWritten => {
+            return Ok(Prepared {
+                ptx: None,
+                notes: Vec::new(),
+            })
+        }
+        Configuration::Demote(d) => d,
+    };
+    let mut notes = Vec::new();
+    // The PTX the rewrite starts from: a marked build (math calls are units, the listed ones
+    // replaced by their f32 functions), or the baseline itself where marking is impossible
+    // (ready PTX) or would change the code.
+    let base = if built.kind == GpuFrontEnd::Ptx {
+        if !demotion.math_lines(&[]).is_empty() || demotion.math.is_all() {
+            notes.push("ready PTX: math calls cannot be marked, so they stay f64 (f64 code that manipulates bits is kept whole)".into());
+        }
+        built.ptx.clone()
+    } else {
+        match marked.calls(gpu, spec, flags, &built.ptx) {
+            Ok(calls) => {
+                let lines = demotion.math_lines(&calls);
+                if !lines.is_empty() {
+                    notes.push(format!(
+                        "math calls in f32: {}",
+                        calls
+                            .iter()
+                            .filter(|c| lines.contains(&c.line))
+                            .map(|c| format!("{} (line {})", c.function, c.line))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ));
+                }
+                marked
+                    .ptx(gpu, spec, flags, &lines)
+                    .map_err(|message| TrialError::Build { message })?
+            }
+            Err(why) => {
+                notes.push(format!(
+                    "{why}: math calls stay f64, and f64 code that manipulates bits is kept whole"
+                ));
+                built.ptx.clone()
+            }
+        }
+    };
+    let parsed = mantissa_ptx::parse(&base).module;
+    let demoted = mantissa_ptx::demote::demote(&parsed, &demotion.demote_set())
+        .map_err(|e| TrialError::Refused(format!("demoting: {e}")))?;
+    let r = &demoted.report;
+    let (to32, to64) = r
+        .functions
+        .iter()
+        .fold((0, 0), |(a, b), f| (a + f.cvt_to_f32, b + f.cvt_to_f64));
+    notes.push(format!(
+        "{} f64 instructions in f32, {} conversions in, {} out",
+        r.demoted(),
+        to32,
+        to64
+    ));
+    if !r.unmatched.is_empty() {
+        notes.push(format!(
+            "{} selectors name no instruction of this build (first: {})",
+            r.unmatched.len(),
+            r.unmatched[0]
+        ));
+    }
+    if !r.refused.is_empty() {
+        notes.push(format!(
+            "{} instructions not demotable (first: {}: {})",
+            r.refused.len(),
+            r.refused[0].requested,
+            r.refused[0].reason
+        ));
+    }
+    notes.extend(r.notes.iter().cloned());
+    Ok(Prepared {
+        ptx: Some(demoted.module.to_string()),
+        notes,
+    })
+}
+
+/// The configuration naming every math call and every eligible f64 instruction of the spec's
+/// program built with the default flags (see [`config::full_configuration`]). Builds only: no
+/// GPU is needed (the architecture is the spec's, or the front end's default).
+pub fn full_configuration(spec: &Spec) -> Result<config::Demotion, String> {
+    let builder = mantissa_gpu::Builder::new();
+    let plain = builder
+        .build(&build_request(spec, FlagSet::DEFAULT, None)?)
+        .map_err(|e| e.to_string())?;
+    if plain.choice.front_end == GpuFrontEnd::Ptx {
+        return Ok(config::full_configuration(&plain.ptx));
+    }
+    let marked = builder
+        .build(&build_request(spec, FlagSet::DEFAULT, Some(Vec::new()))?)
+        .map_err(|e| format!("marked build: {e}"))?;
+    let usable = marked_calls(&plain.ptx, &marked.ptx).is_ok();
+    Ok(config::full_configuration(if usable {
+        &marked.ptx
+    } else {
+        &plain.ptx
+    }))
+}
