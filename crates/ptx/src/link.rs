@@ -91,8 +91,11 @@ pub enum LinkError {
     /// A name both modules define.
     #[error("'{0}' is defined by both the module and the runtime; rename one (runtime names start with mantissa_)")]
     Clash(String),
-    /// A runtime `.extern` that nothing defines.
-    #[error("the runtime needs '{0}' (.extern) but the module does not define it")]
+    /// A runtime `.extern` that the module does not define as a global variable (runtimes
+    /// may use the module's globals, never call its functions).
+    #[error(
+        "the runtime needs '{0}' (.extern) but the module does not define it as a global variable"
+    )]
     Unresolved(String),
     /// A user prototype of a runtime function whose parameters differ from the definition.
     #[error("the module declares '{name}' as {user} but the runtime defines it as {runtime}")]

@@ -111,8 +111,9 @@ pub struct Rewriter {
     /// New registers per type, in the order types were first asked for.
     regs: Vec<(String, u32)>,
     params: Vec<Param>,
-    /// Names a new parameter must not take: the function's parameters and every module-scope
-    /// name (a parameter would shadow a global of the same name in the body).
+    /// Names a new parameter must not take: the function's parameters and variables, and every
+    /// module-scope name (a parameter would shadow a global of the same name in the body, and a
+    /// local would shadow the parameter).
     taken_names: HashSet<String>,
 }
 
@@ -125,8 +126,13 @@ impl Rewriter {
             .ok_or_else(|| RewriteError::NoFunction(function.to_string()))?;
         let mut declared: Vec<&str> = Vec::new();
         let mut anchors = HashMap::new();
+        let mut taken_names: HashSet<String> = f.params.iter().map(|p| p.name.clone()).collect();
+        taken_names.extend(module_scope_names(module));
         for s in f.body.iter().flatten() {
             match s {
+                Statement::Var(v) => {
+                    taken_names.insert(v.name.clone());
+                }
                 Statement::Reg(d) => declared.extend(d.names.iter().map(|n| match n {
                     RegName::Range { prefix, .. } => prefix.as_str(),
                     RegName::Single(name) => name.as_str(),
@@ -155,8 +161,6 @@ impl Rewriter {
                 .chain(f.returns.iter().flatten())
                 .map(|p| p.name.as_str()),
         );
-        let mut taken_names: HashSet<String> = f.params.iter().map(|p| p.name.clone()).collect();
-        taken_names.extend(module_scope_names(module));
         Ok(Rewriter {
             function: function.to_string(),
             is_kernel: f.kind == FunctionKind::Entry,

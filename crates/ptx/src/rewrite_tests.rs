@@ -291,6 +291,11 @@ fn new_names_avoid_every_name_they_could_shadow() {
         "loop_sum_param_1_1"
     );
     assert_eq!(rw.add_param(".u32", "n").unwrap(), "n");
+    assert_eq!(
+        rw.add_param("u64", "_ZZ8loop_sumE4part").unwrap(),
+        "_ZZ8loop_sumE4part_2",
+        "the kernel's .shared variable and the global named after it"
+    );
     assert_eq!(rw.add_param("u32", "n").unwrap(), "n_1");
     rw.apply(&mut m).unwrap();
     let printed = assert_sound("loop_sum names", &m);
@@ -319,6 +324,7 @@ fn new_names_avoid_every_name_they_could_shadow() {
             "fresh_2",
             "loop_sum_param_1_1",
             "n",
+            "_ZZ8loop_sumE4part_2",
             "n_1"
         ]
     );
