@@ -654,6 +654,39 @@ mod tests {
     }
 
     #[test]
+    fn gaussian_elimination_fan2_is_contractible_though_its_ptx_has_no_fma() {
+        // The case: Fan2 reported "no contraction" while its SASS has FFMA (fan2.sass).
+        let m = crate::parse(include_str!("../tests/fixtures/sass/fan2.nvcc.ptx")).module;
+        let r = compare("fan2", &[("default", &m)], None).unwrap();
+        let flagged: Vec<(u32, Vec<Highlight>)> = r
+            .lines
+            .iter()
+            .filter(|l| !l.builds[0].highlights.is_empty())
+            .map(|l| (l.at.line, l.builds[0].highlights.clone()))
+            .collect();
+        assert_eq!(
+            flagged,
+            [
+                (7, vec![Highlight::Contractible { pairs: 1 }]),
+                (9, vec![Highlight::Contractible { pairs: 1 }])
+            ]
+        );
+        let sass = crate::sass::parse_nvdisasm(include_str!("../tests/fixtures/sass/fan2.sass"));
+        let mut r = r;
+        let files = m.files();
+        attach_sass(&mut r, "default", &sass, &files);
+        for n in [7, 9] {
+            assert_eq!(
+                line(&r, n).builds[0]
+                    .sass
+                    .as_ref()
+                    .and_then(|o| o.get("FFMA")),
+                Some(&1)
+            );
+        }
+    }
+
+    #[test]
     fn ftz_and_rn_only_lines_are_not_significant() {
         let (d, s, f) = (
             fixture("loop_sum.default"),
