@@ -182,7 +182,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
                         (z ^ (z >> 31)) & 1 == 0
                     })
-                    .map(|(_, s)| s.clone())
+                    .map(|(_, s)| mantissa_ptx::demote::Request::Selector(s.clone()))
                     .collect();
                 let d = Demotion {
                     name: format!("half{seed}"),

@@ -385,7 +385,9 @@ fn push_records(
         )
     };
     for (i, o) in spec.outputs.iter().enumerate() {
-        let size = spec.buffer(&o.buffer).map_or(0, |b| b.len) as u64;
+        let size = spec
+            .buffer(&o.buffer)
+            .map_or(0, |b| o.view.map_or(b.len, |v| v.len)) as u64;
         let mut extra = BTreeMap::new();
         let mut descriptions = BTreeMap::new();
         let mut note = run.notes.clone();
