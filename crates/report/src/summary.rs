@@ -166,9 +166,9 @@ fn findings(groups: &[Group], naming: &Naming) -> Table {
              by more than 1.5×; (1 point), (2 points): the ratio rests on that few."
         ),
         "\"A or B (tied in time)\": both reach the target and the measurements cannot tell their \
-         times apart: at no more than half of the points where both ran was one's slowest \
-         repetition faster than the other's fastest. Tied precisions are named narrowest first, \
-         so timing noise cannot flip the answer between them."
+         times apart: at no more than half of the points where both ran was one's median time \
+         below the other's fastest repetition. Tied precisions are named narrowest first, so \
+         timing noise cannot flip the answer between them."
             .to_string(),
         "\"none (best: P, E)\": no precision reaches the target everywhere it is reachable; \
          the smallest error measured at any point was E, by P."
