@@ -151,7 +151,7 @@ impl HeatMap<'_> {
         let bar_w = 320.0_f64.max(grid_w.min(520.0));
         let keys_w = 520.0;
         let width = (grid_x + grid_w + MARGIN)
-            .max(MARGIN * 2.0 + bar_w)
+            .max(MARGIN * 2.0 + bar_w + 48.0)
             .max(MARGIN * 2.0 + keys_w)
             .max(self.title.chars().count() as f64 * CHAR_EM * 16.0 + 2.0 * MARGIN)
             .ceil();
@@ -219,7 +219,8 @@ impl HeatMap<'_> {
                 );
             }
         }
-        out += &legend(lo, hi, MARGIN, legend_y, bar_w);
+        // Indented so that the first decade's label, centred on the bar's end, stays inside.
+        out += &legend(lo, hi, MARGIN + 24.0, legend_y, bar_w);
         out.push_str("</svg>\n");
         out
     }
