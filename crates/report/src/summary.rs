@@ -147,6 +147,14 @@ fn findings(groups: &[Group], naming: &Naming) -> Table {
         "error".to_string(),
     ];
     headers.extend(TARGETS.iter().map(|(h, _)| h.to_string()));
+    // The error column says which rows are judged by the absolute error; without such rows
+    // every row would say "relative", which the notes already do.
+    if zero_refs.is_empty() {
+        headers.remove(2);
+        for row in &mut rows {
+            row.remove(2);
+        }
+    }
     let mut notes = vec![
         "Each cell: the cheapest precision whose largest error, over every point it ran on that \
          backend (all inputs, sizes, seeds and configurations), is at most the target; then its \
@@ -365,12 +373,12 @@ mod tests {
         }
         let s = summary(&v);
         let t = &s.findings;
-        assert_eq!(t.headers.len(), 6);
+        assert_eq!(t.headers.len(), 5);
         // f32 fails 1e-6 at range2 (1.2e-6), so f64 is the cheapest there; f32x2 costs 1.5 and
         // 6 times f64 on the two inputs: the median of the ratios is 3.75. f64x2 (4× f64) also
         // reaches 1e-12, and f32x2 is faster than it at one of the two points only: a tie.
         assert_eq!(
-            row(t, "CPU")[3..],
+            row(t, "CPU")[2..],
             [
                 "f64",
                 "f32x2 or f64x2 (tied in time) · 3.75× f64 (2 points)",
@@ -391,7 +399,7 @@ mod tests {
         );
         // On the GPU f32x2 (half f64's time) is the cheapest for 1e-6; nothing reaches 2^-53.
         assert_eq!(
-            row(t, "GPU")[3..],
+            row(t, "GPU")[2..],
             [
                 "f32x2 · 0.50× f64 (2 points)",
                 "f32x2 · 0.50× f64 (2 points)",
@@ -414,7 +422,7 @@ mod tests {
         }
         let t = summary(&v).findings;
         assert_eq!(
-            row(&t, "CPU")[3..],
+            row(&t, "CPU")[2..],
             [
                 "f32 · 0.50× f64 (2 points); out of reach at 1 of 2 points",
                 "none (best: f64, 2.70e-10)",
@@ -444,9 +452,9 @@ mod tests {
         fast.flags = Some("fast".into());
         v.push(fast);
         let t = summary(&v).findings;
-        assert_eq!(row(&t, "GPU")[3], "f32 · 0.50× f64 (1 point)");
+        assert_eq!(row(&t, "GPU")[2], "f32 · 0.50× f64 (1 point)");
         // No f64 was built with `fast`: nothing to compare its f32 with, nor anything reaching.
-        assert_eq!(row(&t, "GPU, flags fast")[3], "none (best: f32, 1.00e-3)");
+        assert_eq!(row(&t, "GPU, flags fast")[2], "none (best: f32, 1.00e-3)");
     }
 
     fn row_of<'t>(t: &'t Table, backend: &str, measure: &str) -> &'t [String] {
@@ -505,10 +513,12 @@ mod tests {
         let mut nan = rec("f32", "range2", CPU1, f64::NAN, 1.0);
         nan.reference = Some(0.0);
         assert_eq!(scored(&nan), Some((Measure::AbsoluteAtZero, f64::INFINITY)));
-        // Without a zero point the note is absent.
+        // Without a zero point the note and the error column are absent.
         let t = summary(&v[..2]).findings;
         assert!(!t.notes.iter().any(|n| n.contains("Table 11")));
         assert_eq!(t.rows.len(), 1);
+        assert!(!t.headers.contains(&"error".to_string()));
+        assert_eq!(t.rows[0].len(), t.headers.len());
     }
 
     #[test]
@@ -528,8 +538,8 @@ mod tests {
             }
         }
         let t = summary(&v).findings;
-        assert_eq!(row(&t, "CPU")[3], "f32 or f64 (tied in time)");
-        assert_eq!(row(&t, "CPU")[4], "f64");
+        assert_eq!(row(&t, "CPU")[2], "f32 or f64 (tied in time)");
+        assert_eq!(row(&t, "CPU")[3], "f64");
         assert!(t.notes.iter().any(|n| n.contains("tied in time")));
     }
 
