@@ -16,7 +16,7 @@
 use std::fmt::Write as _;
 
 use crate::html::escape;
-use crate::plots::shorten;
+use crate::labels::shorten;
 use crate::tables::fmt_err;
 
 /// What one cell of the heat map shows.
@@ -51,8 +51,8 @@ const HEADER_H: f64 = 40.0;
 const MAX_ROW_CHARS: usize = 28;
 /// Column names are at most this many characters: a cell's width at the header font.
 const MAX_COLUMN_CHARS: usize = 8;
-/// Average advance of a character, in em (as in [`crate::plots`]).
-const CHAR_EM: f64 = crate::plots::CHAR_EM;
+/// Average advance of a character, in em (as in [`crate::labels`]).
+const CHAR_EM: f64 = crate::labels::CHAR_EM;
 const LABEL_FONT: f64 = 11.0;
 const VALUE_FONT: f64 = 10.0;
 

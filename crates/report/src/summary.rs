@@ -1,6 +1,6 @@
 //! The answer first: what a set of records measured, and per workload the cheapest precision
 //! that reaches an error of 10^-6, 10^-12 and "exact to f64", with its cost against f64 on each
-//! backend. [`crate::html`] and [`crate::tables::markdown`] open with it, and `mantissa study`
+//! backend. [`crate::html`] and [`crate::markdown::markdown`] open with it, and `mantissa study`
 //! prints it ([`summary_markdown`]).
 //!
 //! Definitions (the page states them too):
@@ -304,7 +304,7 @@ pub(crate) fn markdown(s: &Summary) -> String {
         out += &format!("- **{label}**: {text}\n");
     }
     out.push('\n');
-    out += &crate::tables::render_markdown(&s.findings);
+    out += &crate::markdown::render_markdown(&s.findings);
     out
 }
 
@@ -312,9 +312,9 @@ pub(crate) fn markdown(s: &Summary) -> String {
 /// Markdown, without the per-workload tables ([`crate::markdown`] has everything).
 pub fn summary_markdown(records: &[Record]) -> String {
     if records.is_empty() {
-        return crate::tables::markdown(records);
+        return crate::markdown::markdown(records);
     }
-    let mut out = crate::tables::header(records);
+    let mut out = crate::markdown::header(records);
     out += &markdown(&summary(records));
     out
 }
