@@ -8,10 +8,13 @@
 //!   their median times. "Cheapest" is the smallest such ratio; a precision that never ran beside
 //!   f64 has no cost and is chosen only when no costed one reaches the target.
 //! - Two precisions that both reach a target are *tied in time* unless one is faster beyond the
-//!   measured spread at most of the points where both ran: faster there means its slowest
+//!   measured spread at most of the points where both ran: faster there means its median
 //!   repetition took less time than the other's fastest. A median ratio of 0.98 or 1.02 is noise
 //!   on a shared CPU, and the answer must not flip between f32 and f64 on it; tied precisions
-//!   are all named, narrowest first, so the cell reads the same on every run.
+//!   are all named, narrowest first, so the cell reads the same on every run. The spread is
+//!   taken from the fastest repetition to the median, not to the slowest: interference only
+//!   ever adds time, so a shared machine's slowest repetitions are outliers (one preempted run
+//!   would otherwise tie everything), while its fastest and median ones are stable.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -40,43 +43,33 @@ fn time_ms(r: &Record) -> Option<f64> {
     (r.status == Status::Ok && t.is_finite() && t > 0.0).then_some(t)
 }
 
-/// A precision's times at one point: the median repetition, the fastest and the slowest.
+/// A precision's times at one point: the median repetition and the fastest.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Spread {
     pub median: f64,
     pub min: f64,
-    pub max: f64,
 }
 
 impl Spread {
-    /// The record's times; a record whose fastest and slowest repetitions do not bracket its
-    /// median (none was written that way, but the file is input) spreads over its median alone.
+    /// The record's times; a record whose fastest repetition is not at most its median (none
+    /// was written that way, but the file is input) spreads over its median alone.
     fn of(r: &Record) -> Option<Spread> {
         let median = time_ms(r)?;
-        let t = r.time.as_ref()?;
-        let bracketed = t.min_ms.is_finite() && t.max_ms.is_finite();
-        Some(if bracketed && t.min_ms <= median && median <= t.max_ms {
-            Spread {
-                median,
-                min: t.min_ms,
-                max: t.max_ms,
-            }
+        let min = r.time.as_ref()?.min_ms;
+        let min = if min.is_finite() && min > 0.0 && min <= median {
+            min
         } else {
-            Spread {
-                median,
-                min: median,
-                max: median,
-            }
-        })
+            median
+        };
+        Some(Spread { median, min })
     }
 
-    /// Several records of one point: the median of their medians, the widest range.
+    /// Several records of one point: the median of their medians, the fastest of all.
     fn merge(spreads: &[Spread]) -> Option<Spread> {
         let medians: Vec<f64> = spreads.iter().map(|s| s.median).collect();
         Some(Spread {
             median: median(&medians)?,
             min: spreads.iter().map(|s| s.min).fold(f64::INFINITY, f64::min),
-            max: spreads.iter().map(|s| s.max).fold(0.0, f64::max),
         })
     }
 }
@@ -179,7 +172,7 @@ pub(crate) fn candidates(
 }
 
 /// Whether `a` is faster than `b` beyond the measured spread: at more than half of the points
-/// where both were timed, `a`'s slowest repetition beat `b`'s fastest. `None` when they were
+/// where both were timed, `a`'s median repetition beat `b`'s fastest. `None` when they were
 /// never timed at the same point, so the measurements cannot say.
 pub(crate) fn clearly_faster(a: &Candidate, b: &Candidate) -> Option<bool> {
     let common: Vec<(&Spread, &Spread)> = a
@@ -190,7 +183,7 @@ pub(crate) fn clearly_faster(a: &Candidate, b: &Candidate) -> Option<bool> {
     if common.is_empty() {
         return None;
     }
-    let faster = common.iter().filter(|(sa, sb)| sa.max < sb.min).count();
+    let faster = common.iter().filter(|(sa, sb)| sa.median < sb.min).count();
     Some(2 * faster > common.len())
 }
 
@@ -347,8 +340,8 @@ mod tests {
 
     #[test]
     fn overlapping_time_ranges_are_a_tie_named_narrowest_first() {
-        // f32's median is 2% below f64's at both points, but each repetition range overlaps the
-        // other's: noise, not a cost difference.
+        // f32's median is 2% below f64's at both points, but not below f64's fastest
+        // repetition: noise, not a cost difference.
         let v = vec![
             timed("f64", "range1", 1e-9, &[0.95, 1.00, 1.10]),
             timed("f32", "range1", 1e-7, &[0.93, 0.98, 1.08]),
@@ -367,19 +360,20 @@ mod tests {
 
     #[test]
     fn a_difference_beyond_the_spread_at_most_points_is_not_a_tie() {
-        // f32 is faster beyond the spread at two of three points.
+        // f32 is faster beyond the spread at two of three points (its median 0.5 below f64's
+        // fastest 1.0); at the third its median 1.02 is not below f64's fastest 1.0.
         let v = vec![
             timed("f64", "range1", 1e-9, &[1.0, 1.0, 1.1]),
             timed("f32", "range1", 1e-7, &[0.5, 0.5, 0.6]),
             timed("f64", "range2", 1e-9, &[1.0, 1.0, 1.1]),
             timed("f32", "range2", 1e-7, &[0.5, 0.5, 0.6]),
             timed("f64", "range3", 1e-9, &[1.0, 1.0, 1.1]),
-            timed("f32", "range3", 1e-7, &[0.9, 0.95, 1.05]),
+            timed("f32", "range3", 1e-7, &[0.98, 1.02, 1.1]),
         ];
-        assert_eq!(cell_of(&v, 1e-6), "f32 · 0.50× f64 (0.50…0.95)");
+        assert_eq!(cell_of(&v, 1e-6), "f32 · 0.50× f64 (0.50…1.02)");
         // Beyond the spread at one of three points only: a tie.
         let mut w = v.clone();
-        w[3] = timed("f32", "range2", 1e-7, &[0.9, 0.95, 1.05]);
+        w[3] = timed("f32", "range2", 1e-7, &[0.98, 1.02, 1.1]);
         assert_eq!(cell_of(&w, 1e-6), "f32 or f64 (tied in time)");
     }
 
@@ -419,21 +413,19 @@ mod tests {
     }
 
     #[test]
-    fn repeated_records_of_a_point_merge_to_the_widest_range() {
+    fn repeated_records_of_a_point_merge_and_the_slowest_repetition_is_ignored() {
         let s = Spread::merge(&[
             Spread {
                 median: 1.0,
                 min: 0.9,
-                max: 1.2,
             },
             Spread {
                 median: 3.0,
                 min: 0.8,
-                max: 3.5,
             },
         ])
         .unwrap();
-        assert_eq!((s.median, s.min, s.max), (2.0, 0.8, 3.5));
+        assert_eq!((s.median, s.min), (2.0, 0.8));
         let mut r = timed("f32", "range1", 1e-7, &[1.0]);
         r.time = Some(TimeStats {
             median_ms: 1.0,
@@ -441,14 +433,19 @@ mod tests {
             max_ms: 0.5,
             reps: 3,
         });
-        // Min and max that do not bracket the median are not trusted.
+        // A fastest repetition above the median is not trusted.
         assert_eq!(
             Spread::of(&r),
             Some(Spread {
                 median: 1.0,
-                min: 1.0,
-                max: 1.0
+                min: 1.0
             })
         );
+        // One preempted repetition (50 ms) does not make 1 ms and 2 ms a tie.
+        let v = vec![
+            timed("f64", "range1", 1e-9, &[2.0, 2.0, 2.1, 50.0]),
+            timed("f32", "range1", 1e-7, &[1.0, 1.0, 1.05, 50.0]),
+        ];
+        assert_eq!(cell_of(&v, 1e-6), "f32 · 0.50× f64 (1 point)");
     }
 }

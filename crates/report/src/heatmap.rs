@@ -16,7 +16,7 @@
 use std::fmt::Write as _;
 
 use crate::html::escape;
-use crate::plots::shorten;
+use crate::labels::shorten;
 use crate::tables::fmt_err;
 
 /// What one cell of the heat map shows.
@@ -51,8 +51,8 @@ const HEADER_H: f64 = 40.0;
 const MAX_ROW_CHARS: usize = 28;
 /// Column names are at most this many characters: a cell's width at the header font.
 const MAX_COLUMN_CHARS: usize = 8;
-/// Average advance of a character, in em (as in [`crate::plots`]).
-const CHAR_EM: f64 = crate::plots::CHAR_EM;
+/// Average advance of a character, in em (as in [`crate::labels`]).
+const CHAR_EM: f64 = crate::labels::CHAR_EM;
 const LABEL_FONT: f64 = 11.0;
 const VALUE_FONT: f64 = 10.0;
 
@@ -151,7 +151,7 @@ impl HeatMap<'_> {
         let bar_w = 320.0_f64.max(grid_w.min(520.0));
         let keys_w = 520.0;
         let width = (grid_x + grid_w + MARGIN)
-            .max(MARGIN * 2.0 + bar_w)
+            .max(MARGIN * 2.0 + bar_w + 48.0)
             .max(MARGIN * 2.0 + keys_w)
             .max(self.title.chars().count() as f64 * CHAR_EM * 16.0 + 2.0 * MARGIN)
             .ceil();
@@ -219,7 +219,8 @@ impl HeatMap<'_> {
                 );
             }
         }
-        out += &legend(lo, hi, MARGIN, legend_y, bar_w);
+        // Indented so that the first decade's label, centred on the bar's end, stays inside.
+        out += &legend(lo, hi, MARGIN + 24.0, legend_y, bar_w);
         out.push_str("</svg>\n");
         out
     }

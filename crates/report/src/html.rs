@@ -49,11 +49,11 @@ td.status { color: #a33; }
 .scroll { overflow-x: auto;
   background-image: linear-gradient(to right, #fff 30%, rgba(255,255,255,0)),
     linear-gradient(to left, #fff 30%, rgba(255,255,255,0)),
-    radial-gradient(farthest-side at 0 50%, rgba(0,0,0,0.3), rgba(0,0,0,0)),
-    radial-gradient(farthest-side at 100% 50%, rgba(0,0,0,0.3), rgba(0,0,0,0));
+    radial-gradient(farthest-side at 0 50%, rgba(0,0,0,0.45), rgba(0,0,0,0)),
+    radial-gradient(farthest-side at 100% 50%, rgba(0,0,0,0.45), rgba(0,0,0,0));
   background-position: left center, right center, left center, right center;
   background-repeat: no-repeat;
-  background-size: 40px 100%, 40px 100%, 16px 100%, 16px 100%;
+  background-size: 40px 100%, 40px 100%, 20px 100%, 20px 100%;
   background-attachment: local, local, scroll, scroll; }
 p.scroll-hint { font-size: 0.8em; color: #666; text-align: right; margin: 0.2em 0 -0.3em; }
 .note { font-size: 0.85em; color: #555; margin: 0.1em 0; }

@@ -14,7 +14,8 @@
 //!   is 0);
 //! - `cheapest`: how that precision is chosen: costs against f64, and ties in time where the
 //!   measured spread cannot tell two precisions apart;
-//! - `tables`: accuracy and time tables grouped by workload, as [`markdown`] for a terminal;
+//! - `tables`: accuracy and time tables grouped by workload, and `markdown`: all of it as
+//!   [`markdown`] for a terminal;
 //! - `plots`: SVG plots of time and accuracy-versus-time on log axes (plotters' SVG backend, no
 //!   fonts needed), and `heatmap`: the error of each precision per input class as a heat map,
 //!   exact results as cells of their own;
@@ -35,6 +36,8 @@ mod error;
 mod glossary;
 mod heatmap;
 mod html;
+mod labels;
+mod markdown;
 mod plots;
 pub mod record;
 mod schema1;
@@ -46,13 +49,13 @@ use std::path::Path;
 pub use csv::{csv, write_csv, CSV_FILE};
 pub use error::ReportError;
 pub use html::{escape, write_html, HTML_FILE, PLOTS_DIR};
+pub use markdown::markdown;
 pub use plots::ZERO_AT;
 pub use record::{
     point_key, read_records, write_atomically, Backend, Build, ErrorMetrics, ReadNotes, Record,
     RecordError, ResultsLog, Status, TimeStats, DEFAULT_FLAGS, RESULTS_FILE, SCHEMA,
 };
 pub use summary::summary_markdown;
-pub use tables::markdown;
 
 /// Reads `out_dir/results.jsonl` for a report: a missing directory or file, or a file with no
 /// record yet, is an error whose message says what to do.

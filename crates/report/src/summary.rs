@@ -1,6 +1,6 @@
 //! The answer first: what a set of records measured, and per workload the cheapest precision
 //! that reaches an error of 10^-6, 10^-12 and "exact to f64", with its cost against f64 on each
-//! backend. [`crate::html`] and [`crate::tables::markdown`] open with it, and `mantissa study`
+//! backend. [`crate::html`] and [`crate::markdown::markdown`] open with it, and `mantissa study`
 //! prints it ([`summary_markdown`]).
 //!
 //! Definitions (the page states them too):
@@ -147,6 +147,14 @@ fn findings(groups: &[Group], naming: &Naming) -> Table {
         "error".to_string(),
     ];
     headers.extend(TARGETS.iter().map(|(h, _)| h.to_string()));
+    // The error column says which rows are judged by the absolute error; without such rows
+    // every row would say "relative", which the notes already do.
+    if zero_refs.is_empty() {
+        headers.remove(2);
+        for row in &mut rows {
+            row.remove(2);
+        }
+    }
     let mut notes = vec![
         "Each cell: the cheapest precision whose largest error, over every point it ran on that \
          backend (all inputs, sizes, seeds and configurations), is at most the target; then its \
@@ -166,9 +174,9 @@ fn findings(groups: &[Group], naming: &Naming) -> Table {
              by more than 1.5×; (1 point), (2 points): the ratio rests on that few."
         ),
         "\"A or B (tied in time)\": both reach the target and the measurements cannot tell their \
-         times apart: at no more than half of the points where both ran was one's slowest \
-         repetition faster than the other's fastest. Tied precisions are named narrowest first, \
-         so timing noise cannot flip the answer between them."
+         times apart: at no more than half of the points where both ran was one's median time \
+         below the other's fastest repetition. Tied precisions are named narrowest first, so \
+         timing noise cannot flip the answer between them."
             .to_string(),
         "\"none (best: P, E)\": no precision reaches the target everywhere it is reachable; \
          the smallest error measured at any point was E, by P."
@@ -296,7 +304,7 @@ pub(crate) fn markdown(s: &Summary) -> String {
         out += &format!("- **{label}**: {text}\n");
     }
     out.push('\n');
-    out += &crate::tables::render_markdown(&s.findings);
+    out += &crate::markdown::render_markdown(&s.findings);
     out
 }
 
@@ -304,9 +312,9 @@ pub(crate) fn markdown(s: &Summary) -> String {
 /// Markdown, without the per-workload tables ([`crate::markdown`] has everything).
 pub fn summary_markdown(records: &[Record]) -> String {
     if records.is_empty() {
-        return crate::tables::markdown(records);
+        return crate::markdown::markdown(records);
     }
-    let mut out = crate::tables::header(records);
+    let mut out = crate::markdown::header(records);
     out += &markdown(&summary(records));
     out
 }
@@ -365,12 +373,12 @@ mod tests {
         }
         let s = summary(&v);
         let t = &s.findings;
-        assert_eq!(t.headers.len(), 6);
+        assert_eq!(t.headers.len(), 5);
         // f32 fails 1e-6 at range2 (1.2e-6), so f64 is the cheapest there; f32x2 costs 1.5 and
         // 6 times f64 on the two inputs: the median of the ratios is 3.75. f64x2 (4× f64) also
         // reaches 1e-12, and f32x2 is faster than it at one of the two points only: a tie.
         assert_eq!(
-            row(t, "CPU")[3..],
+            row(t, "CPU")[2..],
             [
                 "f64",
                 "f32x2 or f64x2 (tied in time) · 3.75× f64 (2 points)",
@@ -391,7 +399,7 @@ mod tests {
         );
         // On the GPU f32x2 (half f64's time) is the cheapest for 1e-6; nothing reaches 2^-53.
         assert_eq!(
-            row(t, "GPU")[3..],
+            row(t, "GPU")[2..],
             [
                 "f32x2 · 0.50× f64 (2 points)",
                 "f32x2 · 0.50× f64 (2 points)",
@@ -414,7 +422,7 @@ mod tests {
         }
         let t = summary(&v).findings;
         assert_eq!(
-            row(&t, "CPU")[3..],
+            row(&t, "CPU")[2..],
             [
                 "f32 · 0.50× f64 (2 points); out of reach at 1 of 2 points",
                 "none (best: f64, 2.70e-10)",
@@ -444,9 +452,9 @@ mod tests {
         fast.flags = Some("fast".into());
         v.push(fast);
         let t = summary(&v).findings;
-        assert_eq!(row(&t, "GPU")[3], "f32 · 0.50× f64 (1 point)");
+        assert_eq!(row(&t, "GPU")[2], "f32 · 0.50× f64 (1 point)");
         // No f64 was built with `fast`: nothing to compare its f32 with, nor anything reaching.
-        assert_eq!(row(&t, "GPU, flags fast")[3], "none (best: f32, 1.00e-3)");
+        assert_eq!(row(&t, "GPU, flags fast")[2], "none (best: f32, 1.00e-3)");
     }
 
     fn row_of<'t>(t: &'t Table, backend: &str, measure: &str) -> &'t [String] {
@@ -505,10 +513,12 @@ mod tests {
         let mut nan = rec("f32", "range2", CPU1, f64::NAN, 1.0);
         nan.reference = Some(0.0);
         assert_eq!(scored(&nan), Some((Measure::AbsoluteAtZero, f64::INFINITY)));
-        // Without a zero point the note is absent.
+        // Without a zero point the note and the error column are absent.
         let t = summary(&v[..2]).findings;
         assert!(!t.notes.iter().any(|n| n.contains("Table 11")));
         assert_eq!(t.rows.len(), 1);
+        assert!(!t.headers.contains(&"error".to_string()));
+        assert_eq!(t.rows[0].len(), t.headers.len());
     }
 
     #[test]
@@ -528,8 +538,8 @@ mod tests {
             }
         }
         let t = summary(&v).findings;
-        assert_eq!(row(&t, "CPU")[3], "f32 or f64 (tied in time)");
-        assert_eq!(row(&t, "CPU")[4], "f64");
+        assert_eq!(row(&t, "CPU")[2], "f32 or f64 (tied in time)");
+        assert_eq!(row(&t, "CPU")[3], "f64");
         assert!(t.notes.iter().any(|n| n.contains("tied in time")));
     }
 
