@@ -1,6 +1,6 @@
 // compare.cuh: one element of crates/harness/src/compare.rs's `compare`, decided on the GPU
-// (crates/harness/src/device_compare.rs) and, compiled by nvcc as host code, on the CPU by the
-// test that checks it against compare.rs element by element.
+// (crates/harness/src/device_compare.rs) and, compiled as host C++, on the CPU by the test that
+// checks it against compare.rs element by element.
 //
 // compare.rs measures a differing finite pair exactly (big floats): the absolute error |v - r|
 // rounded once, the relative error |v - r| / |r| rounded to 128 bits and then to f64, the

@@ -4,7 +4,8 @@
 //!   buffers, the driver's own PTX load), as written and with `--demote all`;
 //! - setup steps, copies with offsets and output views: values computed here, the restore point
 //!   taken after setup (a `__device__` counter the setup bumps reads 1 in every trial);
-//! - a configuration that cannot be applied is `Refused`, and the runner goes on.
+//! - trials of several configurations follow each other on one runner, and only a lost device
+//!   or a wrong spec is fatal.
 
 use mantissa_gpu::testing::require_gpu_or_skip;
 use mantissa_gpu::{FlagSet, HostData};
@@ -268,7 +269,7 @@ fn setup_steps_copies_with_offsets_and_views() {
 }
 
 #[test]
-fn a_configuration_that_cannot_apply_is_refused_and_the_runner_goes_on() {
+fn trials_follow_each_other_on_one_runner_and_errors_say_whether_to_go_on() {
     let Some(gpu) = require_gpu_or_skip() else {
         return;
     };
@@ -276,8 +277,7 @@ fn a_configuration_that_cannot_apply_is_refused_and_the_runner_goes_on() {
     let spec = setup_spec(&dir);
     let mut runner =
         TrialRunner::new(&gpu, &spec, FlagSet::DEFAULT, RunnerOptions::default()).unwrap();
-    // A configuration file naming the wrong kind of thing is refused by the rewrite or gives
-    // notes; either way the next trial runs.
+    // The empty demotion (marked build, rewrite, JIT) gives the baseline's bits.
     let none = Configuration::Demote(Demotion::none());
     let t = runner.trial(&none, TrialTiming::AccuracyOnly).unwrap();
     assert!(t.outputs.iter().all(|o| o.vs_baseline.differing == 0));
