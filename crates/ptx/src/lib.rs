@@ -60,6 +60,7 @@ mod print;
 pub mod ptxas;
 pub mod regs;
 pub mod site;
+pub mod symbols;
 pub mod units;
 
 pub use model::*;
