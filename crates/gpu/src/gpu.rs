@@ -29,7 +29,6 @@ use cudarc::driver::{
 };
 use cudarc::nvrtc::Ptx;
 use mantissa_ptx::entry::{entry_signatures_of_ptx, EntrySignature};
-use mantissa_ptx::{Item, VarDecl};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -802,61 +801,16 @@ impl std::fmt::Display for Symbol {
     }
 }
 
-/// The bytes of a PTX element type (`.f64` is 8), with its vector width (`.v2`, `.v4`).
-fn element_bytes(attrs: &[String]) -> Option<u64> {
-    let mut lanes = 1;
-    let mut bytes = None;
-    for a in attrs {
-        match a.as_str() {
-            ".v2" => lanes = 2,
-            ".v4" => lanes = 4,
-            ".v8" => lanes = 8,
-            ".b8" | ".u8" | ".s8" => bytes = Some(1),
-            ".b16" | ".u16" | ".s16" | ".f16" | ".bf16" => bytes = Some(2),
-            ".b32" | ".u32" | ".s32" | ".f32" | ".f16x2" | ".bf16x2" => bytes = Some(4),
-            ".b64" | ".u64" | ".s64" | ".f64" => bytes = Some(8),
-            ".b128" => bytes = Some(16),
-            _ => {}
-        }
-    }
-    bytes.map(|b| b * lanes)
-}
-
-/// The `.const`/`.global` variable a declaration defines (not an `.extern` one: its storage is
-/// another module's).
-pub(crate) fn symbol_of(v: &VarDecl) -> Option<Symbol> {
-    let has = |d: &str| v.attrs.iter().any(|a| a == d);
-    if has(".extern") {
-        return None;
-    }
-    let space = if has(".const") {
-        "const"
-    } else if has(".global") {
-        "global"
-    } else {
-        return None;
-    };
-    let bytes = element_bytes(&v.attrs).and_then(|e| {
-        v.dims
-            .iter()
-            .try_fold(e, |acc, d| d.and_then(|n| acc.checked_mul(n)))
-    });
-    Some(Symbol {
-        name: v.name.clone(),
-        space: space.into(),
-        bytes,
-    })
-}
-
-/// The module-scope `.const`/`.global` variables of PTX text, in text order.
+/// The module-scope `.const`/`.global` variables of PTX text that this module defines (not
+/// `.extern` ones: their storage is another module's), in text order, with the sizes
+/// `mantissa_ptx::symbols` computes.
 pub fn symbols_of_ptx(ptx: &str) -> Vec<Symbol> {
-    mantissa_ptx::parse(ptx)
-        .module
-        .items
-        .iter()
-        .filter_map(|i| match i {
-            Item::Var(v) => symbol_of(v),
-            _ => None,
+    mantissa_ptx::symbols::symbols(&mantissa_ptx::parse(ptx).module)
+        .into_iter()
+        .map(|v| Symbol {
+            name: v.name,
+            space: v.space.name().into(),
+            bytes: v.bytes,
         })
         .collect()
 }

@@ -62,16 +62,12 @@ pub struct PtxIsa {
 }
 
 impl PtxIsa {
-    /// Reads the `.version X.Y` directive of PTX text (the first one; comments before it are skipped).
+    /// Reads the `.version X.Y` directive of PTX text (`mantissa_ptx::symbols::header`: the
+    /// header before the first declaration, comments skipped).
     pub fn of_ptx(ptx: &str) -> Option<PtxIsa> {
-        ptx.lines().find_map(|line| {
-            let rest = line.trim().strip_prefix(".version")?;
-            let (major, minor) = rest.trim().split_once('.')?;
-            Some(PtxIsa {
-                major: major.trim().parse().ok()?,
-                minor: minor.trim().parse().ok()?,
-            })
-        })
+        mantissa_ptx::symbols::header(ptx)
+            .version
+            .map(|(major, minor)| PtxIsa { major, minor })
     }
 }
 

@@ -8,7 +8,6 @@ use crate::expr::Val;
 use crate::spec::{lookup, Arg, ArgSpec, Launch, Spec, SpecError, StepKind};
 use half::{bf16, f16};
 use mantissa_gpu::{DType, EntryParam, EntrySignature, Scalar};
-use mantissa_ptx::{Item, VarDecl};
 use std::collections::{BTreeMap, HashMap};
 
 /// How a scalar argument is passed: the kernel parameter's type decides.
@@ -156,32 +155,9 @@ pub struct Plan {
     pub symbols: Vec<ResolvedSymbol>,
 }
 
-/// The name of an Itanium-mangled function or variable without its parameter types
-/// (`_Z7stencilPdS_ii` → `stencil`, `_ZN2ns4coefE` → `ns::coef`, `_Z4axpyIdEvPT_` → `axpy`), or
-/// `None` for a name that is not mangled. Only the leading name is read: that is all a spec names.
-pub fn demangled_base(mangled: &str) -> Option<String> {
-    let mut s = mangled.strip_prefix("_Z")?;
-    s = s.strip_prefix('L').unwrap_or(s);
-    let nested = s.starts_with('N');
-    if nested {
-        s = &s[1..];
-    }
-    let mut parts = Vec::new();
-    loop {
-        let digits = s.len() - s.trim_start_matches(|c: char| c.is_ascii_digit()).len();
-        if digits == 0 {
-            break;
-        }
-        let n: usize = s[..digits].parse().ok()?;
-        let id = s.get(digits..digits + n)?;
-        parts.push(id);
-        s = &s[digits + n..];
-        if !nested {
-            break;
-        }
-    }
-    (!parts.is_empty()).then(|| parts.join("::"))
-}
+/// The name of an Itanium-mangled name without its parameter types
+/// ([`mantissa_ptx::symbols::demangled_base`]).
+pub use mantissa_ptx::symbols::demangled_base;
 
 /// Finds the entry a spec's kernel name means. Errors are (found, accepted).
 pub fn resolve_kernel<'e>(
@@ -238,37 +214,20 @@ pub fn resolve_kernel<'e>(
     }
 }
 
-/// Module-scope `.const` and `.global` variables of the PTX: name, space, bytes (`None` when a
-/// dimension is unsized).
+/// Module-scope `.const` and `.global` variables the PTX defines (`.extern` ones are another
+/// module's): name, space (`.const`/`.global`), bytes (`None` when a dimension is unsized), as
+/// [`mantissa_ptx::symbols::symbols`] reads them.
 pub fn module_variables(ptx: &str) -> Vec<(String, String, Option<usize>)> {
-    mantissa_ptx::parse(ptx)
-        .module
-        .items
-        .iter()
-        .filter_map(|it| match it {
-            Item::Var(v) => variable(v),
-            _ => None,
+    mantissa_ptx::symbols::symbols(&mantissa_ptx::parse(ptx).module)
+        .into_iter()
+        .map(|v| {
+            (
+                v.name,
+                format!(".{}", v.space.name()),
+                v.bytes.and_then(|b| usize::try_from(b).ok()),
+            )
         })
         .collect()
-}
-
-fn variable(v: &VarDecl) -> Option<(String, String, Option<usize>)> {
-    let space = v
-        .attrs
-        .iter()
-        .find(|a| *a == ".const" || *a == ".global")?
-        .clone();
-    let ty = v
-        .attrs
-        .iter()
-        .filter_map(|a| a.strip_prefix('.'))
-        .find(|a| mantissa_ptx::is_type(a))?;
-    let width = mantissa_ptx::type_bytes(ty)? as usize;
-    let count = v
-        .dims
-        .iter()
-        .try_fold(1usize, |n, d| d.map(|d| n * d as usize));
-    Some((v.name.clone(), space, count.map(|c| c * width)))
 }
 
 /// Checks the spec against a build: kernel names and signatures, symbols and their sizes.
@@ -455,22 +414,6 @@ fn plan_arg(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn demangling_reads_the_leading_name() {
-        assert_eq!(
-            demangled_base("_Z7stencilPdS_ii").as_deref(),
-            Some("stencil")
-        );
-        assert_eq!(demangled_base("_ZN2ns4coefE").as_deref(), Some("ns::coef"));
-        assert_eq!(
-            demangled_base("_ZN2ns6detail4stepEPd").as_deref(),
-            Some("ns::detail::step")
-        );
-        assert_eq!(demangled_base("_Z4axpyIdEvPT_").as_deref(), Some("axpy"));
-        assert_eq!(demangled_base("_ZL5tablePd").as_deref(), Some("table"));
-        assert_eq!(demangled_base("saxpy"), None);
-    }
 
     #[test]
     fn conversions_follow_the_contract() {

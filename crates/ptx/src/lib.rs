@@ -77,6 +77,7 @@ pub mod regs;
 pub mod rewrite;
 pub mod sass;
 pub mod site;
+pub mod symbols;
 pub mod units;
 
 pub use model::*;

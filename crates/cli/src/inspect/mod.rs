@@ -206,7 +206,7 @@ pub fn run(args: InspectArgs) -> anyhow::Result<()> {
         Some(want) => {
             let hit = found
                 .iter()
-                .find(|k| *k == want || demangled(k) == want.as_str())
+                .find(|k| *k == want || demangled(k) == *want)
                 .cloned();
             match hit {
                 Some(k) => vec![k],
@@ -450,16 +450,10 @@ fn read_build(name: &str, flags: Option<FlagSet>, ptx: String) -> Build {
     }
 }
 
-/// `ray_step` for `_Z8ray_stepPKfS0_Ptfffffi`; other names unchanged.
-pub(crate) fn demangled(name: &str) -> &str {
-    let Some(rest) = name.strip_prefix("_Z") else {
-        return name;
-    };
-    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-    match rest[..digits].parse::<usize>() {
-        Ok(n) if rest.len() >= digits + n => &rest[digits..digits + n],
-        _ => name,
-    }
+/// `ray_step` for `_Z8ray_stepPKfS0_Ptfffffi` ([`mantissa_ptx::symbols::demangled_base`]);
+/// other names unchanged.
+pub(crate) fn demangled(name: &str) -> String {
+    mantissa_ptx::symbols::demangled_base(name).unwrap_or_else(|| name.to_string())
 }
 
 /// Register use of one kernel in one build.
