@@ -105,7 +105,7 @@ fn write_config_lists_the_math_calls_and_instructions_of_an_example() {
     let instructions = json["instructions"].as_array().unwrap();
     assert!(!instructions.is_empty());
     assert!(instructions.iter().all(
-        |i| i["kernel"] == "_Z13black_scholesPKdS0_S0_PdS1_idd" && i["line"].as_u64() > Some(0)
+        |i| i["function"] == "_Z13black_scholesPKdS0_S0_PdS1_idd" && i["line"].as_u64() > Some(0)
     ));
     std::fs::remove_dir_all(&d).ok();
 }
