@@ -104,9 +104,10 @@ fn write_config_lists_the_math_calls_and_instructions_of_an_example() {
     assert_eq!(functions, ["erfc", "exp", "log"]);
     let instructions = json["instructions"].as_array().unwrap();
     assert!(!instructions.is_empty());
-    assert!(instructions.iter().all(
-        |i| i["function"] == "_Z13black_scholesPKdS0_S0_PdS1_idd" && i["line"].as_u64() > Some(0)
-    ));
+    assert!(instructions
+        .iter()
+        .all(|i| i["function"] == "_Z13black_scholesPKdS0_S0_PdS1_idd"
+            && i["line"].as_u64() > Some(0)));
     std::fs::remove_dir_all(&d).ok();
 }
 

@@ -5,7 +5,7 @@
 //! opcode or looks a register name up a second time.
 
 use crate::model::{Function, Instruction, Loc, Statement};
-use crate::op::{defs_uses, decode, Op};
+use crate::op::{decode, defs_uses, Op};
 use crate::regs::{RegId, RegTable};
 use std::collections::HashMap;
 

@@ -274,7 +274,11 @@ fn function_promotions(
     };
     let member: Vec<bool> = insts.iter().map(|(i, _)| touches(i)).collect();
     let mut sets = Sets((0..insts.len()).collect());
-    for e in graph.edges.iter().filter(|e| regs.is_f64(&graph.name(e.reg))) {
+    for e in graph
+        .edges
+        .iter()
+        .filter(|e| regs.is_f64(&graph.name(e.reg)))
+    {
         if let (Some(&a), Some(&b)) = (index.get(&e.def), index.get(&e.user)) {
             if member[a] && member[b] {
                 sets.union(a, b);

@@ -313,7 +313,13 @@ fn plan(inst: &Instruction, op: &Op, regs: &RegTable) -> Result<Plan, (String, b
         OpKind::Bits(BitOp::Testp | BitOp::Copysign) => return known("f64 bit manipulation"),
         _ if !inst.has_mod("f64") => return known("f64 bit reinterpretation"),
         OpKind::Arith(
-            Arith::Add | Arith::Sub | Arith::Mul | Arith::Neg | Arith::Abs | Arith::Min | Arith::Max,
+            Arith::Add
+            | Arith::Sub
+            | Arith::Mul
+            | Arith::Neg
+            | Arith::Abs
+            | Arith::Min
+            | Arith::Max,
         )
         | OpKind::Fma
         | OpKind::Div
@@ -373,9 +379,7 @@ fn plan(inst: &Instruction, op: &Op, regs: &RegTable) -> Result<Plan, (String, b
                     defines: true,
                 },
                 // Between f32 and f64 a demoted value is already f32: a copy.
-                (F64, F32) | (F32, F64) if others => {
-                    return known("a conversion with .ftz/.sat")
-                }
+                (F64, F32) | (F32, F64) if others => return known("a conversion with .ftz/.sat"),
                 (F64, F32) => mov(true, 0),
                 (F32, F64) => mov(false, 1),
                 (F64, t) if t.is_int() => {

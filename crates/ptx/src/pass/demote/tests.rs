@@ -11,10 +11,12 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 const MARKED_NVRTC: &str = include_str!("../../../tests/fixtures/units/units.nvrtc.marked.ptx");
 const PLAIN_NVRTC: &str = include_str!("../../../tests/fixtures/units/units.nvrtc.plain.ptx");
-const DEMOTED_LINES_NVRTC: &str = include_str!("../../../tests/fixtures/units/units.nvrtc.demoted.ptx");
+const DEMOTED_LINES_NVRTC: &str =
+    include_str!("../../../tests/fixtures/units/units.nvrtc.demoted.ptx");
 const MARKED_NVCC: &str = include_str!("../../../tests/fixtures/units/units.nvcc.marked.ptx");
 const PLAIN_NVCC: &str = include_str!("../../../tests/fixtures/units/units.nvcc.plain.ptx");
-const DEMOTED_LINES_NVCC: &str = include_str!("../../../tests/fixtures/units/units.nvcc.demoted.ptx");
+const DEMOTED_LINES_NVCC: &str =
+    include_str!("../../../tests/fixtures/units/units.nvcc.demoted.ptx");
 const BENCH: &str = include_str!("../../../tests/fixtures/units/bench.nvrtc.ptx");
 const TWICE: &str = include_str!("../../../tests/fixtures/units/twice.nvrtc.marked.ptx");
 const STRAIGHT: &str = include_str!("../../../tests/fixtures/units/straight.nvrtc.ptx");
@@ -1096,7 +1098,11 @@ fn sites_select_what_selectors_select() {
             reason: "a load".into()
         }]
     );
-    assert!(d.report.notes.iter().any(|n| n.contains("1 sites name no instruction")));
+    assert!(d
+        .report
+        .notes
+        .iter()
+        .any(|n| n.contains("1 sites name no instruction")));
 }
 
 /// Configuration files written by the code before sites (tests/fixtures/configs) still load:
