@@ -953,6 +953,7 @@ impl Provenance {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::markdown::markdown;
     use crate::record::{ErrorMetrics, TimeStats};
 
     /// A record of the summation study; tests change what they need.
