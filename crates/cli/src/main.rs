@@ -49,7 +49,7 @@ enum Command {
     /// The precision study (mantissa's main job): global summation, dot products, π, arithmetic
     /// intensity, Gaussian elimination, LU, multiplication chains and do/undo division in every
     /// precision, on the CPU (sequential and threaded) and the GPU (launch grids and tiles),
-    /// written to OUT/results.jsonl as it goes, then tables and OUT/report.html.
+    /// written to OUT/results.jsonl as it goes, then OUT/report.html and a printed summary.
     Study(study::StudyArgs),
     /// Rebuild the tables (printed as Markdown), report.html, results.csv and plots/ of a study's
     /// output directory from its results.jsonl alone; nothing is re-run.

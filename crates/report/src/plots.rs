@@ -577,6 +577,9 @@ fn has_values(series: &[CatSeries]) -> bool {
     series.iter().any(|s| s.values.iter().any(Option::is_some))
 }
 
+/// A time plot's mark at one category: the median time and the fastest and slowest repetition.
+type TimeMark = (Option<f64>, Option<(f64, f64)>);
+
 /// (b) Time by launch configuration, one line per precision; with a single configuration (a
 /// serial CPU algorithm) a dot per precision along the x axis instead, with the range of its
 /// repetitions, since lines over one category would stack every dot in one column.
@@ -585,7 +588,7 @@ fn time_plot(g: &Group, t: &Timing, naming: &Naming) -> Result<Option<Plot>, Str
     let configs: Vec<String> = t.configs.iter().map(|c| naming.label(c)).collect();
     let mut not_plotted = Vec::new();
     // (value, range) per precision and configuration.
-    let mut measured: Vec<Vec<(Option<f64>, Option<(f64, f64)>)>> = Vec::new();
+    let mut measured: Vec<Vec<TimeMark>> = Vec::new();
     for (j, p) in t.precisions.iter().enumerate() {
         let mut row = Vec::new();
         for (i, cat) in configs.iter().enumerate() {
