@@ -4,8 +4,8 @@
 //! the passes are built from a [`Decoded`] rather than from the text, so no analysis decodes an
 //! opcode or looks a register name up a second time.
 
-use crate::model::{Function, Instruction, Loc, Statement};
-use crate::op::{defs_uses, decode, Op};
+use crate::model::{Function, Instruction, Loc, Operand, Statement};
+use crate::op::{decode, defs_uses_into, Op};
 use crate::regs::{RegId, RegTable};
 use std::collections::HashMap;
 
@@ -31,6 +31,8 @@ pub struct Decoded<'f> {
     def_start: Vec<u32>,
     use_ids: Vec<RegId>,
     use_start: Vec<u32>,
+    operand_regs: Vec<Option<RegId>>,
+    operand_start: Vec<u32>,
 }
 
 impl<'f> Decoded<'f> {
@@ -50,6 +52,8 @@ impl<'f> Decoded<'f> {
             def_start: vec![0],
             use_ids: Vec::new(),
             use_start: vec![0],
+            operand_regs: Vec::new(),
+            operand_start: vec![0],
         };
         let mut loc = None;
         for (k, s) in body.iter().enumerate() {
@@ -60,9 +64,21 @@ impl<'f> Decoded<'f> {
                 }
                 Statement::Inst(i) => {
                     let op = decode(i);
-                    let (defs, uses) = defs_uses(i, &op);
-                    d.def_ids.extend(defs.into_iter().map(|r| regs.intern(r)));
-                    d.use_ids.extend(uses.into_iter().map(|r| regs.intern(r)));
+                    defs_uses_into(i, &op, &mut |r, def| {
+                        let id = regs.intern(r);
+                        if def {
+                            d.def_ids.push(id);
+                        } else {
+                            d.use_ids.push(id);
+                        }
+                    });
+                    for o in &i.operands {
+                        d.operand_regs.push(match o {
+                            Operand::Reg(r) => regs.lookup(r),
+                            _ => None,
+                        });
+                    }
+                    d.operand_start.push(d.operand_regs.len() as u32);
                     d.def_start.push(d.def_ids.len() as u32);
                     d.use_start.push(d.use_ids.len() as u32);
                     d.insts.push(i);
@@ -95,6 +111,16 @@ impl<'f> Decoded<'f> {
     /// Registers instruction `k` reads (its guard included).
     pub fn uses(&self, k: usize) -> &[RegId] {
         &self.use_ids[self.use_start[k] as usize..self.use_start[k + 1] as usize]
+    }
+
+    /// The register of operand `j` of instruction `k`, when that operand is a register.
+    pub fn operand_reg(&self, k: usize, j: usize) -> Option<RegId> {
+        let at = self.operand_start[k] as usize + j;
+        if at < self.operand_start[k + 1] as usize {
+            self.operand_regs[at]
+        } else {
+            None
+        }
     }
 
     /// The instruction a branch at `k` goes to (`bra LABEL`), if it names a label of the

@@ -795,8 +795,25 @@ impl Op {
 pub(crate) fn defs_uses<'a>(inst: &'a Instruction, op: &Op) -> (Vec<&'a str>, Vec<&'a str>) {
     let mut defs = Vec::new();
     let mut uses = Vec::new();
+    defs_uses_into(inst, op, &mut |r, def| {
+        if def {
+            defs.push(r)
+        } else {
+            uses.push(r)
+        }
+    });
+    (defs, uses)
+}
+
+/// [`defs_uses`] without allocating: `f(register, is_def)` for each, defs and uses in operand
+/// order (the guard first).
+pub(crate) fn defs_uses_into<'a>(
+    inst: &'a Instruction,
+    op: &Op,
+    f: &mut impl FnMut(&'a str, bool),
+) {
     if let Some(g) = &inst.guard {
-        uses.push(g.reg.as_str());
+        f(g.reg.as_str(), false);
     }
     match op.writes {
         Writes::CallReturns => {
@@ -806,11 +823,7 @@ pub(crate) fn defs_uses<'a>(inst: &'a Instruction, op: &Op) -> (Vec<&'a str>, Ve
                 && matches!(inst.operands.first(), Some(Operand::List(_)))
                 && !matches!(inst.operands.get(1), Some(Operand::List(_)));
             for (k, o) in inst.operands.iter().enumerate() {
-                if k == 0 && has_returns {
-                    regs_into(o, &mut defs);
-                } else {
-                    regs_into(o, &mut uses);
-                }
+                regs_into(o, k == 0 && has_returns, f);
             }
         }
         Writes::First => {
@@ -818,25 +831,23 @@ pub(crate) fn defs_uses<'a>(inst: &'a Instruction, op: &Op) -> (Vec<&'a str>, Ve
                 match o {
                     Operand::Addr { base, .. } if k == 0 => {
                         if base.starts_with('%') {
-                            uses.push(base.as_str());
+                            f(base.as_str(), false);
                         }
                     }
-                    _ if k == 0 => regs_into(o, &mut defs),
-                    _ => regs_into(o, &mut uses),
+                    _ => regs_into(o, k == 0, f),
                 }
             }
         }
-        Writes::Nothing => inst.operands.iter().for_each(|o| regs_into(o, &mut uses)),
+        Writes::Nothing => inst.operands.iter().for_each(|o| regs_into(o, false, f)),
     }
-    (defs, uses)
 }
 
-fn regs_into<'a>(o: &'a Operand, out: &mut Vec<&'a str>) {
+fn regs_into<'a>(o: &'a Operand, def: bool, f: &mut impl FnMut(&'a str, bool)) {
     match o {
-        Operand::Reg(r) => out.push(r),
-        Operand::Addr { base, .. } if base.starts_with('%') => out.push(base),
-        Operand::Vector(v) | Operand::List(v) => v.iter().for_each(|o| regs_into(o, out)),
-        Operand::Not(o) => regs_into(o, out),
+        Operand::Reg(r) => f(r, def),
+        Operand::Addr { base, .. } if base.starts_with('%') => f(base, false),
+        Operand::Vector(v) | Operand::List(v) => v.iter().for_each(|o| regs_into(o, def, f)),
+        Operand::Not(o) => regs_into(o, def, f),
         _ => {}
     }
 }
