@@ -13,8 +13,8 @@ use std::collections::HashMap;
 use std::fmt;
 use std::hash::{BuildHasherDefault, Hasher};
 
-/// FxHash (rustc's): register names are short and not attacker-chosen, and SipHash dominated
-/// the decode of large functions.
+/// FxHash (rustc's) with a final mix: register names are short and not attacker-chosen, and
+/// SipHash dominated the decode of large functions.
 #[derive(Default, Clone, Copy)]
 pub(crate) struct FxHasher(u64);
 
@@ -28,11 +28,17 @@ impl Hasher for FxHasher {
         }
     }
     fn finish(&self) -> u64 {
-        self.0
+        // The multiply leaves the low bits (which pick the bucket) depending on the low input
+        // bytes only, and register names share their first bytes: mix (splitmix64's finaliser).
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
     }
 }
 
-type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+/// A hash map with [`FxHasher`].
+pub(crate) type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
 /// A register of one function, dense from 0: declared registers first (in declaration order,
 /// ranges expanded), then undeclared ones in order of first appearance.
