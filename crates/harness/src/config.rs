@@ -275,8 +275,7 @@ mod tests {
     /// demoted; a file written now names sites and demotes the same set.
     #[test]
     fn files_written_before_sites_still_demote_the_same_instructions() {
-        const MARKED: &str =
-            include_str!("../../ptx/tests/fixtures/units/units.nvrtc.marked.ptx");
+        const MARKED: &str = include_str!("../../ptx/tests/fixtures/units/units.nvrtc.marked.ptx");
         let old = parse(include_str!(
             "../../ptx/tests/fixtures/configs/units.selectors.json"
         ))

@@ -350,7 +350,12 @@ mod tests {
         );
         let p = parse(&text);
         assert!(p.diagnostics.is_empty(), "{:?}", p.diagnostics);
-        let f = p.module.kernels().next().cloned().unwrap_or_else(|| panic!("no kernel"));
+        let f = p
+            .module
+            .kernels()
+            .next()
+            .cloned()
+            .unwrap_or_else(|| panic!("no kernel"));
         let d = Decoded::of(&f);
         let names = d.insts.iter().map(|i| i.to_string()).collect();
         (Cfg::build(&d), names)
@@ -440,11 +445,16 @@ mod tests {
     #[test]
     fn loop_sum_has_three_loops_at_depth_one() {
         let m = fixture("loop_sum.default");
-        let f = m.function("loop_sum").unwrap_or_else(|| panic!("no loop_sum"));
+        let f = m
+            .function("loop_sum")
+            .unwrap_or_else(|| panic!("no loop_sum"));
         let d = Decoded::of(f);
         let c = Cfg::build(&d);
-        let got: Vec<(Option<&str>, u32)> =
-            c.loops.iter().map(|l| (l.label.as_deref(), l.depth)).collect();
+        let got: Vec<(Option<&str>, u32)> = c
+            .loops
+            .iter()
+            .map(|l| (l.label.as_deref(), l.depth))
+            .collect();
         assert_eq!(
             got,
             [

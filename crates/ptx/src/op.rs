@@ -784,9 +784,7 @@ impl Op {
     /// A correctly rounded IEEE operation, as far as its modifiers say (`div.rn`, `add`, `fma`);
     /// `.approx`, `.full`, `rsqrt` and the special functions are not.
     pub fn is_ieee(&self) -> bool {
-        !(self.approx
-            || self.full
-            || matches!(self.kind, OpKind::Rsqrt | OpKind::Approx(_)))
+        !(self.approx || self.full || matches!(self.kind, OpKind::Rsqrt | OpKind::Approx(_)))
     }
 }
 

@@ -846,9 +846,7 @@ impl<'a> Parser<'a> {
                     [b, p, n] if base_ok(b) && is(p, Kind::Punct('+')) && number(n) => {
                         off(false, n)
                     }
-                    [b, m, n] if base_ok(b) && is(m, Kind::Punct('-')) && number(n) => {
-                        off(true, n)
-                    }
+                    [b, m, n] if base_ok(b) && is(m, Kind::Punct('-')) && number(n) => off(true, n),
                     [b, p, m, n]
                         if base_ok(b)
                             && is(p, Kind::Punct('+'))

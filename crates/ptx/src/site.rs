@@ -143,7 +143,11 @@ pub fn sites(m: &Module) -> SiteIndex {
 
 /// The sites of the instructions of `f`, in text order; `files` maps `.file` indices to paths.
 pub fn function_sites(f: &Function, files: &HashMap<u32, &str>) -> Vec<(InstId, Site)> {
-    let path = |k: u32| files.get(&k).map_or_else(|| k.to_string(), |p| p.to_string());
+    let path = |k: u32| {
+        files
+            .get(&k)
+            .map_or_else(|| k.to_string(), |p| p.to_string())
+    };
     // The chain of the most recent `.loc` at each (file, line, column), and at each (file, line)
     // for call sites whose column differs.
     let mut at_col: HashMap<(u32, u32, u32), Vec<(u32, u32)>> = HashMap::new();
@@ -299,7 +303,10 @@ extern "C" __global__ void site_b(double* out) {
     fn shapes(ptx: &str, kernel: &str) -> Vec<(Site, String)> {
         let m = parse(ptx).module;
         let idx = sites(&m);
-        let f = m.function(kernel).cloned().unwrap_or_else(|| panic!("no {kernel}"));
+        let f = m
+            .function(kernel)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {kernel}"));
         f.instructions()
             .map(|i| {
                 let s = idx.site(i.id).cloned().unwrap_or_else(|| panic!("no site"));
@@ -338,7 +345,10 @@ extern "C" __global__ void site_b(double* out) {
         let off8 = |v: Vec<(Site, String)>| -> Vec<(Site, String)> {
             v.into_iter().filter(|(s, _)| s.line != 8).collect()
         };
-        assert_eq!(off8(shapes(&first, "site_a")), off8(shapes(&line8, "site_a")));
+        assert_eq!(
+            off8(shapes(&first, "site_a")),
+            off8(shapes(&line8, "site_a"))
+        );
         // The helper's code is addressed through its call sites (line 9, twice).
         let inlined: Vec<Site> = shapes(&first, "site_a")
             .into_iter()

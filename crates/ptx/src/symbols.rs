@@ -47,9 +47,11 @@ impl ModuleVar {
             }
         }
         let bytes = element.and_then(|t| {
-            v.dims.iter().try_fold(u64::from(t.bytes()) * u64::from(vector), |acc, d| {
-                d.and_then(|n| acc.checked_mul(n))
-            })
+            v.dims
+                .iter()
+                .try_fold(u64::from(t.bytes()) * u64::from(vector), |acc, d| {
+                    d.and_then(|n| acc.checked_mul(n))
+                })
         });
         Some(ModuleVar {
             name: v.name.clone(),
@@ -159,9 +161,9 @@ pub fn header_of(m: &Module) -> Header {
     for i in &m.items {
         match i {
             Item::Version(v) => {
-                h.version = v.split_once('.').and_then(|(a, b)| {
-                    Some((a.trim().parse().ok()?, b.trim().parse().ok()?))
-                })
+                h.version = v
+                    .split_once('.')
+                    .and_then(|(a, b)| Some((a.trim().parse().ok()?, b.trim().parse().ok()?)))
             }
             Item::Target(t) => h.target = t.clone(),
             Item::AddressSize(n) => h.address_size = Some(*n),
@@ -253,7 +255,10 @@ mod tests {
             .collect();
         assert_eq!(got, want);
         let names: Vec<String> = symbols(&m).into_iter().map(|v| v.name).collect();
-        assert_eq!(names, ["coef", "params", "gain", "grid", "quad", "pairs", "open"]);
+        assert_eq!(
+            names,
+            ["coef", "params", "gain", "grid", "quad", "pairs", "open"]
+        );
     }
 
     #[test]
@@ -273,7 +278,10 @@ mod tests {
 
     #[test]
     fn demangling_reads_the_leading_name() {
-        assert_eq!(demangled_base("_Z7stencilPdS_ii").as_deref(), Some("stencil"));
+        assert_eq!(
+            demangled_base("_Z7stencilPdS_ii").as_deref(),
+            Some("stencil")
+        );
         assert_eq!(demangled_base("_ZN2ns4coefE").as_deref(), Some("ns::coef"));
         assert_eq!(
             demangled_base("_ZN2ns6detail4stepEPd").as_deref(),
@@ -281,7 +289,10 @@ mod tests {
         );
         assert_eq!(demangled_base("_Z4axpyIdEvPT_").as_deref(), Some("axpy"));
         assert_eq!(demangled_base("_ZL5tablePd").as_deref(), Some("table"));
-        assert_eq!(demangled_base("_Z8ray_stepPKfS0_Ptfffffi").as_deref(), Some("ray_step"));
+        assert_eq!(
+            demangled_base("_Z8ray_stepPKfS0_Ptfffffi").as_deref(),
+            Some("ray_step")
+        );
         assert_eq!(demangled_base("saxpy"), None);
         assert_eq!(demangled_base("_Z99x"), None);
     }

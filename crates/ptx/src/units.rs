@@ -294,7 +294,10 @@ pub fn index(m: &Module) -> UnitIndex {
             continue;
         };
         let ids: Vec<InstId> = funcs[fi].instructions().map(|i| i.id).collect();
-        for i in funcs[fi].instructions().filter(|i| i.decode().kind == OpKind::Call) {
+        for i in funcs[fi]
+            .instructions()
+            .filter(|i| i.decode().kind == OpKind::Call)
+        {
             for o in &i.operands {
                 if let Operand::Symbol(c) = o {
                     todo.push((c.clone(), key.clone()));

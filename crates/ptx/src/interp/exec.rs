@@ -227,7 +227,9 @@ impl Thread {
             if ctx.d.regs.reg_type(id).is_some() {
                 let k = id.0 as usize;
                 if !self.written[k] {
-                    return Err(fault(format!("{r} is read before any instruction writes it")));
+                    return Err(fault(format!(
+                        "{r} is read before any instruction writes it"
+                    )));
                 }
                 return Ok(self.regs[k]);
             }
@@ -332,9 +334,11 @@ impl Thread {
             _ => return Err(unsupported("texture and surface memory")),
         };
         let off = off as usize;
-        slice
-            .get_mut(off..off + len)
-            .ok_or_else(|| fault(format!("{space:?} address {addr:#x} (+{len}) is out of range")))
+        slice.get_mut(off..off + len).ok_or_else(|| {
+            fault(format!(
+                "{space:?} address {addr:#x} (+{len}) is out of range"
+            ))
+        })
     }
 
     fn load(
@@ -389,7 +393,12 @@ impl Thread {
         }
     }
 
-    fn step(&mut self, ctx: &mut Ctx, k: usize, narrowed: Option<&Op>) -> Result<Flow, InterpError> {
+    fn step(
+        &mut self,
+        ctx: &mut Ctx,
+        k: usize,
+        narrowed: Option<&Op>,
+    ) -> Result<Flow, InterpError> {
         let d = ctx.d;
         let inst = d.insts[k];
         let op = narrowed.unwrap_or(&d.ops[k]);
@@ -460,7 +469,9 @@ impl Thread {
                 let addr = self.address(ctx, arg(at)?)?;
                 let old = self.load(ctx, *space, addr, ty)?;
                 let b = self.val(ctx, arg(at + 1)?, ty)?;
-                let a = op.atomic.ok_or_else(|| unsupported("an atomic without an operation"))?;
+                let a = op
+                    .atomic
+                    .ok_or_else(|| unsupported("an atomic without an operation"))?;
                 let new = match a {
                     AtomicOp::Cas => {
                         let c = self.val(ctx, arg(at + 2)?, ty)?;
@@ -564,10 +575,16 @@ impl Thread {
                 self.write(ctx, arg(0)?, v)?;
             }
             OpKind::Call => return Err(unsupported("calls")),
-            OpKind::Other(_) => return Err(unsupported("an instruction this crate does not decode")),
+            OpKind::Other(_) => {
+                return Err(unsupported("an instruction this crate does not decode"))
+            }
             _ => {
                 let mut srcs = [0u64; 3];
-                for (j, s) in srcs.iter_mut().enumerate().take(ops.len().saturating_sub(1)) {
+                for (j, s) in srcs
+                    .iter_mut()
+                    .enumerate()
+                    .take(ops.len().saturating_sub(1))
+                {
                     // The addend of a wide multiply-add is as wide as the product.
                     let t = if j == 2 && op.part == Some(Part::Wide) {
                         ValueType::B64
@@ -673,7 +690,11 @@ fn compute(op: &Op, s: [u64; 3], ty: ValueType) -> Result<u64, InterpError> {
             let div = op.kind == OpKind::Arith(Arith::IntDiv);
             if signed {
                 let (x, y) = (sext(a, bits), sext(b, bits));
-                (if div { x.wrapping_div(y) } else { x.wrapping_rem(y) }) as u64
+                (if div {
+                    x.wrapping_div(y)
+                } else {
+                    x.wrapping_rem(y)
+                }) as u64
             } else {
                 let (x, y) = (mask(a, ty), mask(b, ty));
                 if div {
@@ -694,9 +715,7 @@ fn compute(op: &Op, s: [u64; 3], ty: ValueType) -> Result<u64, InterpError> {
                 BitOp::Cnot => u64::from(mask(a, ty) == 0),
                 BitOp::Shl if shift >= u64::from(bits) => 0,
                 BitOp::Shl => a << shift,
-                BitOp::Shr if signed => {
-                    (sext(a, bits) >> shift.min(u64::from(bits) - 1)) as u64
-                }
+                BitOp::Shr if signed => (sext(a, bits) >> shift.min(u64::from(bits) - 1)) as u64,
                 BitOp::Shr if shift >= u64::from(bits) => 0,
                 BitOp::Shr => mask(a, ty) >> shift,
                 BitOp::Popc => u64::from(mask(a, ty).count_ones()),
@@ -884,7 +903,9 @@ fn convert(op: &Op, a: u64, from: ValueType, to: ValueType) -> Result<u64, Inter
             let x = as_f64(from, a);
             let r = op.rounding.unwrap_or(crate::op::Rounding::Rzi);
             if !r.is_integral() {
-                return Err(unsupported("a float-to-integer cvt without .rni/.rzi/.rmi/.rpi"));
+                return Err(unsupported(
+                    "a float-to-integer cvt without .rni/.rzi/.rmi/.rpi",
+                ));
             }
             let y = round_integral(x, r);
             let bits = to.bits();

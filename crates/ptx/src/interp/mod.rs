@@ -22,8 +22,8 @@
 //! division by zero is an error too. NaN results are the GPU's canonical NaN (all significand
 //! bits set).
 
-pub mod round;
 mod exec;
+pub mod round;
 #[cfg(test)]
 mod tests;
 
@@ -187,7 +187,11 @@ impl Memory {
         let off = addr
             .checked_sub(GLOBAL_BASE)
             .filter(|o| o + len as u64 <= self.bytes.len() as u64)
-            .ok_or_else(|| fault(format!("global address {addr:#x} (+{len}) is not allocated")))?;
+            .ok_or_else(|| {
+                fault(format!(
+                    "global address {addr:#x} (+{len}) is not allocated"
+                ))
+            })?;
         Ok(off as usize..off as usize + len)
     }
 
@@ -274,7 +278,10 @@ fn var_layout(v: &VarDecl) -> Result<(ValueType, u32, usize), InterpError> {
         }
     }
     let ty = ty.ok_or_else(|| fault(format!("{}: no element type", v.name)))?;
-    let count = v.dims.iter().try_fold(1usize, |n, d| d.map(|d| n * d as usize));
+    let count = v
+        .dims
+        .iter()
+        .try_fold(1usize, |n, d| d.map(|d| n * d as usize));
     let count = count.ok_or_else(|| fault(format!("{}: an unsized array", v.name)))?;
     Ok((ty, vector, count * vector as usize))
 }
@@ -296,7 +303,10 @@ fn initial_bytes(v: &VarDecl) -> Result<Vec<u8>, InterpError> {
         .filter(|s| !s.is_empty())
         .collect();
     if items.len() > count {
-        return Err(fault(format!("{}: initialiser longer than the variable", v.name)));
+        return Err(fault(format!(
+            "{}: initialiser longer than the variable",
+            v.name
+        )));
     }
     for (k, item) in items.iter().enumerate() {
         let (neg, t) = match item.strip_prefix('-') {

@@ -62,8 +62,14 @@ fn loop_sum_matches_rust_bit_for_bit_in_both_builds() {
         let xa = mem.f32s(&x);
         let out = mem.f32s(&[0.0; 2]);
         let args = [Arg::u64(xa), Arg::u64(out), Arg::i32(n as i32)];
-        let r = run(&m, "loop_sum", Launch::linear(2, threads as u32), &args, &mut mem)
-            .unwrap_or_else(|e| panic!("{build}: {e}"));
+        let r = run(
+            &m,
+            "loop_sum",
+            Launch::linear(2, threads as u32),
+            &args,
+            &mut mem,
+        )
+        .unwrap_or_else(|e| panic!("{build}: {e}"));
         assert!(r.steps > 1000);
         let part: Vec<f32> = (0..threads)
             .map(|t| {
@@ -193,7 +199,8 @@ impl Exact {
                 let hi = Dyadic::of(y).add(&Dyadic::of(up)).half();
                 let m_lo = self.sign_of_dyadic(&lo);
                 let m_hi = self.sign_of_dyadic(&hi);
-                (m_lo == Less || (m_lo == Equal && even)) && (m_hi == Greater || (m_hi == Equal && even))
+                (m_lo == Less || (m_lo == Equal && even))
+                    && (m_hi == Greater || (m_hi == Equal && even))
             }
         }
     }
@@ -375,16 +382,24 @@ fn integer_and_conversion_semantics() {
 fn unknown_and_approximate_instructions_are_refused_by_name() {
     let regs = "\t.reg .f32 %f<4>;\n\t.reg .b32 %r<4>;\n\t.reg .b64 %rd<3>;";
     for (body, want) in [
-        ("\tmov.f32 %f1, 0f3F800000;\n\tsin.approx.f32 %f2, %f1;", "sin.approx.f32"),
+        (
+            "\tmov.f32 %f1, 0f3F800000;\n\tsin.approx.f32 %f2, %f1;",
+            "sin.approx.f32",
+        ),
         (
             "\tmov.b32 %r1, 1;\n\tshfl.sync.idx.b32 %r2, %r1, 0, 31, -1;",
             "shfl.sync.idx.b32",
         ),
-        ("\tadd.f32 %f2, %f1, %f1;", "read before any instruction writes it"),
+        (
+            "\tadd.f32 %f2, %f1, %f1;",
+            "read before any instruction writes it",
+        ),
         ("\tld.global.f32 %f1, [%rd2+4096];", "not allocated"),
     ] {
         let ptx = kernel(body, regs);
-        let (_, r) = go(&ptx, "k", Launch::single(), |m| vec![Arg::u64(m.f32s(&[0.0]))]);
+        let (_, r) = go(&ptx, "k", Launch::single(), |m| {
+            vec![Arg::u64(m.f32s(&[0.0]))]
+        });
         let e = r.err().map(|e| e.to_string()).unwrap_or_default();
         assert!(e.contains(want), "{e}");
         assert!(e.starts_with("k: `"), "{e}");
@@ -398,7 +413,14 @@ fn unknown_and_approximate_instructions_are_refused_by_name() {
         steps: 1000,
         ..Options::default()
     };
-    let e = run_with(&p, "k", Launch::single(), &[Arg::u64(a)], &mut mem, &options);
+    let e = run_with(
+        &p,
+        "k",
+        Launch::single(),
+        &[Arg::u64(a)],
+        &mut mem,
+        &options,
+    );
     assert!(matches!(e, Err(InterpError::StepLimit { limit: 1000, .. })));
     let e = run(&p, "nope", Launch::single(), &[], &mut mem);
     assert_eq!(e, Err(InterpError::NoKernel("nope".into())));
@@ -416,8 +438,12 @@ fn constant_tables_are_initialised() {
          \tmov.u64 %rd3, table;\n\tld.const.f64 %fd1, [%rd3+16];\n\tld.const.f64 %fd2, [table+8];\n\
          \tadd.rn.f64 %fd1, %fd1, %fd2;\n\tst.global.f64 [%rd2], %fd1;\n\tret;\n}}\n"
     );
-    let (mem, r) = go(&ptx, "k", Launch::single(), |m| vec![Arg::u64(m.f64s(&[0.0]))]);
+    let (mem, r) = go(&ptx, "k", Launch::single(), |m| {
+        vec![Arg::u64(m.f64s(&[0.0]))]
+    });
     r.unwrap_or_else(|e| panic!("{e}"));
-    let out = mem.read_f64s(GLOBAL_BASE, 1).unwrap_or_else(|e| panic!("{e}"));
+    let out = mem
+        .read_f64s(GLOBAL_BASE, 1)
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(out, [1.75]);
 }

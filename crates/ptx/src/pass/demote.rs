@@ -304,7 +304,12 @@ enum Mods {
 }
 
 impl Plan {
-    fn new(opcode: Option<&'static str>, modifiers: Mods, operands: &[usize], defines: bool) -> Plan {
+    fn new(
+        opcode: Option<&'static str>,
+        modifiers: Mods,
+        operands: &[usize],
+        defines: bool,
+    ) -> Plan {
         Plan {
             opcode,
             modifiers,
@@ -372,7 +377,13 @@ fn plan(d: &Decoded, k: usize) -> Result<Plan, (String, bool)> {
         OpKind::Bits(BitOp::Testp | BitOp::Copysign) => return known("f64 bit manipulation"),
         _ if !inst.has_mod("f64") => return known("f64 bit reinterpretation"),
         OpKind::Arith(
-            Arith::Add | Arith::Sub | Arith::Mul | Arith::Neg | Arith::Abs | Arith::Min | Arith::Max,
+            Arith::Add
+            | Arith::Sub
+            | Arith::Mul
+            | Arith::Neg
+            | Arith::Abs
+            | Arith::Min
+            | Arith::Max,
         )
         | OpKind::Div
         | OpKind::Rcp

@@ -183,7 +183,10 @@ mod tests {
 
     #[test]
     fn a_pipeline_chains_passes_and_keeps_every_report() {
-        let m = parse(include_str!("../../tests/fixtures/units/straight.nvrtc.ptx")).module;
+        let m = parse(include_str!(
+            "../../tests/fixtures/units/straight.nvrtc.ptx"
+        ))
+        .module;
         let p = Pipeline::new()
             .then(Count)
             .then(Demote::new(DemoteSet::all()))
@@ -206,7 +209,10 @@ mod tests {
         assert_eq!(counts[1], counts[0] + 5);
         assert_eq!(seen.len(), 3);
         assert_eq!(seen[2].1, run.module.to_string());
-        assert_eq!(run.reports[1].summary, "demoted 13 instructions; 2 conversions to f32, 3 to f64");
+        assert_eq!(
+            run.reports[1].summary,
+            "demoted 13 instructions; 2 conversions to f32, 3 to f64"
+        );
         assert_eq!(Pipeline::new().run(&m).map(|r| r.module).ok(), Some(m));
     }
 }

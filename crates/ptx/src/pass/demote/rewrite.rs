@@ -172,8 +172,8 @@ pub(super) fn rewrite(
                 new_body.push(Statement::Inst(i));
                 fr.demoted += 1;
                 if let Some((r, id)) = def64 {
-                    let t = twin(id)
-                        .ok_or_else(|| malformed(InstId(0), format!("no twin for {r}")))?;
+                    let t =
+                        twin(id).ok_or_else(|| malformed(InstId(0), format!("no twin for {r}")))?;
                     new_body.push(cvt(fresh(), guard, false, r, t));
                     fr.cvt_to_f64 += 1;
                 }

@@ -99,7 +99,11 @@ fn sites_select_what_selectors_select() {
             reason: "a load".into()
         }]
     );
-    assert!(d.report.notes.iter().any(|n| n.contains("1 sites name no instruction")));
+    assert!(d
+        .report
+        .notes
+        .iter()
+        .any(|n| n.contains("1 sites name no instruction")));
 }
 
 /// Configuration files written by the code before sites (tests/fixtures/configs) still load:

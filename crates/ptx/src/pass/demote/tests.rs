@@ -8,12 +8,15 @@ use crate::units::*;
 use crate::*;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-pub(super) const MARKED_NVRTC: &str = include_str!("../../../tests/fixtures/units/units.nvrtc.marked.ptx");
+pub(super) const MARKED_NVRTC: &str =
+    include_str!("../../../tests/fixtures/units/units.nvrtc.marked.ptx");
 const PLAIN_NVRTC: &str = include_str!("../../../tests/fixtures/units/units.nvrtc.plain.ptx");
-const DEMOTED_LINES_NVRTC: &str = include_str!("../../../tests/fixtures/units/units.nvrtc.demoted.ptx");
+const DEMOTED_LINES_NVRTC: &str =
+    include_str!("../../../tests/fixtures/units/units.nvrtc.demoted.ptx");
 const MARKED_NVCC: &str = include_str!("../../../tests/fixtures/units/units.nvcc.marked.ptx");
 const PLAIN_NVCC: &str = include_str!("../../../tests/fixtures/units/units.nvcc.plain.ptx");
-const DEMOTED_LINES_NVCC: &str = include_str!("../../../tests/fixtures/units/units.nvcc.demoted.ptx");
+const DEMOTED_LINES_NVCC: &str =
+    include_str!("../../../tests/fixtures/units/units.nvcc.demoted.ptx");
 const BENCH: &str = include_str!("../../../tests/fixtures/units/bench.nvrtc.ptx");
 const TWICE: &str = include_str!("../../../tests/fixtures/units/twice.nvrtc.marked.ptx");
 const STRAIGHT: &str = include_str!("../../../tests/fixtures/units/straight.nvrtc.ptx");
