@@ -5,8 +5,8 @@
 //! opcode or looks a register name up a second time.
 
 use crate::model::{Function, Instruction, Loc, Statement};
-use crate::op::{decode, defs_uses, Op};
-use crate::regs::{RegId, RegTable};
+use crate::op::{decode, defs_uses_into, Op};
+use crate::regs::{FxMap, RegId, RegTable};
 use std::collections::HashMap;
 
 /// A function decoded (see the module docs). Instruction `k` is the `k`-th instruction of the
@@ -31,6 +31,8 @@ pub struct Decoded<'f> {
     def_start: Vec<u32>,
     use_ids: Vec<RegId>,
     use_start: Vec<u32>,
+    operand_regs: Vec<Option<RegId>>,
+    operand_start: Vec<u32>,
 }
 
 impl<'f> Decoded<'f> {
@@ -50,8 +52,11 @@ impl<'f> Decoded<'f> {
             def_start: vec![0],
             use_ids: Vec::new(),
             use_start: vec![0],
+            operand_regs: Vec::new(),
+            operand_start: vec![0],
         };
         let mut loc = None;
+        let mut seen: FxMap<&str, RegId> = FxMap::default();
         for (k, s) in body.iter().enumerate() {
             match s {
                 Statement::Loc(l) => loc = Some(l),
@@ -60,9 +65,22 @@ impl<'f> Decoded<'f> {
                 }
                 Statement::Inst(i) => {
                     let op = decode(i);
-                    let (defs, uses) = defs_uses(i, &op);
-                    d.def_ids.extend(defs.into_iter().map(|r| regs.intern(r)));
-                    d.use_ids.extend(uses.into_iter().map(|r| regs.intern(r)));
+                    let first = d.operand_regs.len();
+                    d.operand_regs.resize(first + i.operands.len(), None);
+                    defs_uses_into(i, &op, &mut |r, def, operand| {
+                        // A name repeats (a register is written once and read a few times):
+                        // resolving it once saves the range arithmetic.
+                        let id = *seen.entry(r).or_insert_with(|| regs.intern(r));
+                        if let Some(j) = operand {
+                            d.operand_regs[first + j] = Some(id);
+                        }
+                        if def {
+                            d.def_ids.push(id);
+                        } else {
+                            d.use_ids.push(id);
+                        }
+                    });
+                    d.operand_start.push(d.operand_regs.len() as u32);
                     d.def_start.push(d.def_ids.len() as u32);
                     d.use_start.push(d.use_ids.len() as u32);
                     d.insts.push(i);
@@ -95,6 +113,25 @@ impl<'f> Decoded<'f> {
     /// Registers instruction `k` reads (its guard included).
     pub fn uses(&self, k: usize) -> &[RegId] {
         &self.use_ids[self.use_start[k] as usize..self.use_start[k + 1] as usize]
+    }
+
+    /// The defs and uses of every instruction as flat arrays with start offsets (what
+    /// [`Decoded::defs`] and [`Decoded::uses`] index), for structures that keep them.
+    pub(crate) fn def_use_arrays(&self) -> [(&[RegId], &[u32]); 2] {
+        [
+            (&self.def_ids, &self.def_start),
+            (&self.use_ids, &self.use_start),
+        ]
+    }
+
+    /// The register of operand `j` of instruction `k`, when that operand is a register.
+    pub fn operand_reg(&self, k: usize, j: usize) -> Option<RegId> {
+        let at = self.operand_start[k] as usize + j;
+        if at < self.operand_start[k + 1] as usize {
+            self.operand_regs[at]
+        } else {
+            None
+        }
     }
 
     /// The instruction a branch at `k` goes to (`bra LABEL`), if it names a label of the

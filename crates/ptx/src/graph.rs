@@ -21,10 +21,9 @@ use crate::cfg::Cfg;
 use crate::decode::Decoded;
 use crate::model::*;
 use crate::op::{Op, OpKind};
-use crate::regs::RegId;
-use crate::regs::RegTable;
+use crate::regs::{FxMap, RegId, RegTable};
 use serde::Serialize;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 /// What an instruction is to the graph.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -104,9 +103,10 @@ pub struct Graph {
     pub inputs: BTreeSet<RegId>,
     /// The function's registers: names and types of the ids above.
     pub regs: RegTable,
-    defs: Vec<Vec<RegId>>,
-    uses: Vec<Vec<RegId>>,
-    index: HashMap<InstId, usize>,
+    /// Defs and uses as flat arrays with start offsets per node.
+    defs: (Vec<RegId>, Vec<u32>),
+    uses: (Vec<RegId>, Vec<u32>),
+    index: FxMap<InstId, usize>,
     /// `edges[in_start[k]..in_start[k + 1]]` are node k's incoming edges.
     in_start: Vec<u32>,
     /// Edge indices sorted by the def's node; `out_start` delimits each node's.
@@ -307,7 +307,7 @@ impl Graph {
                 loop_carried,
             })
             .collect();
-        let index: HashMap<InstId, usize> =
+        let index: FxMap<InstId, usize> =
             d.insts.iter().enumerate().map(|(k, i)| (i.id, k)).collect();
         let loop_carried = edges
             .iter()
@@ -327,8 +327,14 @@ impl Graph {
             loop_carried,
             inputs,
             regs: d.regs.clone(),
-            defs: (0..n).map(|k| d.defs(k).to_vec()).collect(),
-            uses: (0..n).map(|k| d.uses(k).to_vec()).collect(),
+            defs: {
+                let [(ids, start), _] = d.def_use_arrays();
+                (ids.to_vec(), start.to_vec())
+            },
+            uses: {
+                let [_, (ids, start)] = d.def_use_arrays();
+                (ids.to_vec(), start.to_vec())
+            },
             index,
             in_start,
             out_order,
@@ -348,12 +354,16 @@ impl Graph {
 
     /// Registers instruction `id` writes.
     pub fn defs(&self, id: InstId) -> &[RegId] {
-        self.index_of(id).map_or(&[], |k| &self.defs[k])
+        let (ids, start) = &self.defs;
+        self.index_of(id)
+            .map_or(&[], |k| &ids[start[k] as usize..start[k + 1] as usize])
     }
 
     /// Registers instruction `id` reads (its guard included).
     pub fn uses(&self, id: InstId) -> &[RegId] {
-        self.index_of(id).map_or(&[], |k| &self.uses[k])
+        let (ids, start) = &self.uses;
+        self.index_of(id)
+            .map_or(&[], |k| &ids[start[k] as usize..start[k + 1] as usize])
     }
 
     /// Edges into `id`: the definitions it reads. Time proportional to their number.

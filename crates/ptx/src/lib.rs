@@ -14,11 +14,18 @@
 //!   `inlined_at`, [`Instruction`]s) → [`Operand`]s (registers, [`Imm`] with exact float bits,
 //!   addresses, vectors, call lists). Every instruction has a stable [`InstId`].
 //! - Printing is `Display` on the model (in `print.rs`): `parse(print(parse(x))) == parse(x)`.
+//! - [`op`]: the one decode of what an instruction means ([`op::decode`] → [`op::Op`]: kind,
+//!   value type, rounding, `.ftz`/`.approx`/`.full`/`.sat`, which operands it writes). Every
+//!   other module reads it; a new opcode is taught there once.
+//! - [`regs`]: registers interned per function ([`regs::RegId`], [`regs::RegTable`]).
+//! - [`decode`]: a function decoded once ([`decode::Decoded`]: ops, defs/uses as ids, `.loc`s).
+//! - [`cfg`]: basic blocks, dominators and natural loops with nesting.
+//! - [`graph`]: the def-use graph (reaching definitions over the CFG), indexed both ways.
+//! - [`site`]: [`site::Site`], one rebuild-stable address per instruction, shared by
+//!   configurations, reports and diff causes.
 //! - [`census`]: f32/f64 operation counts (div rn/full/approx, sqrt, rcp, ftz, conversions
 //!   float↔int with rounding and saturation), loads and stores by state space and width, per
-//!   kernel and per source line, and arithmetic intensity per loop nest.
-//! - [`graph`]: the def-use graph over virtual registers with loop-carried registers marked
-//!   and loads, stores and calls as terminating nodes.
+//!   kernel, per source line and per loop, and arithmetic intensity.
 //! - [`compare`]: one kernel across builds (flag sets), per source line, with what changes
 //!   results highlighted (contraction, approximate div/sqrt, ftz, float→unsigned casts).
 //! - [`ptxas`]: optional ptxas (assemble check, register use and spills from `-v`).
@@ -31,20 +38,23 @@
 //!   `function_name` of `.loc`s in a build with `crates/gpu/cuda/mantissa_units.cuh`
 //!   pre-included ([`units::units`] gives [`units::Unit`]s per function) — and, for PTX without
 //!   those markers, opaque regions: source lines that reinterpret f64 bits.
-//! - [`demote`]: precision configurations as pure PTX rewrites. [`demote::candidates`] lists
-//!   every f64 instruction with a rebuild-stable [`demote::Selector`] (or why it is not
-//!   eligible); [`demote::demote`] rewrites a [`demote::DemoteSet`] to f32 with an f32 twin per
-//!   register and conversions only where values enter or leave the set, and reports what it did
-//!   ([`demote::DemoteReport`]); [`demote::same_code`] checks a marked build against the
-//!   unmarked one.
+//! - [`pass`]: rewrites, one file each, behind the [`pass::Pass`] trait and chained by
+//!   [`pass::Pipeline`]. [`demote`] (`pass/demote.rs`) demotes a [`demote::DemoteSet`] of f64
+//!   instructions (named by sites, or by the older selectors) to f32 with an f32 twin per
+//!   register and conversions only where values enter or leave the set; [`demote::same_code`]
+//!   checks a marked build against the unmarked one. [`pass::count`] counts executions per
+//!   instruction into a global array, through a runtime function call or an inline atomic.
+//! - [`interp`]: a PTX interpreter that runs kernels on the CPU (IEEE arithmetic in every
+//!   rounding mode), so passes are tested by running the original and the rewritten kernel.
+//! - [`symbols`]: module variables and their sizes, the `.version`/`.target` header, demangled
+//!   names: read here for the GPU runtime and the harness alike.
+//! - [`entry`]: kernel entry signatures for the launcher.
 //! - [`rewrite`]: the toolkit passes use. A [`rewrite::Rewriter`] batches edits to one function
 //!   (code before/after an instruction, keeping its guard and `.loc`; new registers, one range
 //!   per type; kernel parameters) and applies them in one walk; [`rewrite::add_global`] adds a
 //!   module global under a unique name.
 //! - [`link`]: [`link::merge_runtime`] merges a device runtime (a CUDA header compiled to PTX
 //!   with relocatable device code) into a module that the driver loads as one.
-//! - [`pass`]: passes; [`pass::count`] counts executions per instruction into a global array,
-//!   through a runtime function call or an inline atomic.
 //!
 //! Why a hand-written parser rather than the `ptx-syntax` crate (0.5.0, which round-trips NVRTC
 //! 13 output): (1) build time — it takes about 2.5 minutes to build, longer than this whole

@@ -793,48 +793,53 @@ impl Op {
 pub(crate) fn defs_uses<'a>(inst: &'a Instruction, op: &Op) -> (Vec<&'a str>, Vec<&'a str>) {
     let mut defs = Vec::new();
     let mut uses = Vec::new();
-    if let Some(g) = &inst.guard {
-        uses.push(g.reg.as_str());
-    }
-    match op.writes {
-        Writes::CallReturns => {
-            // `call (ret), f, (args)`: the first list is the return list only when the callee
-            // name follows it.
-            let has_returns = inst.operands.len() > 1
-                && matches!(inst.operands.first(), Some(Operand::List(_)))
-                && !matches!(inst.operands.get(1), Some(Operand::List(_)));
-            for (k, o) in inst.operands.iter().enumerate() {
-                if k == 0 && has_returns {
-                    regs_into(o, &mut defs);
-                } else {
-                    regs_into(o, &mut uses);
-                }
-            }
+    defs_uses_into(inst, op, &mut |r, def, _| {
+        if def {
+            defs.push(r)
+        } else {
+            uses.push(r)
         }
-        Writes::First => {
-            for (k, o) in inst.operands.iter().enumerate() {
-                match o {
-                    Operand::Addr { base, .. } if k == 0 => {
-                        if base.starts_with('%') {
-                            uses.push(base.as_str());
-                        }
-                    }
-                    _ if k == 0 => regs_into(o, &mut defs),
-                    _ => regs_into(o, &mut uses),
-                }
-            }
-        }
-        Writes::Nothing => inst.operands.iter().for_each(|o| regs_into(o, &mut uses)),
-    }
+    });
     (defs, uses)
 }
 
-fn regs_into<'a>(o: &'a Operand, out: &mut Vec<&'a str>) {
+/// [`defs_uses`] without allocating: `f(register, is_def, operand)` for each, defs and uses in
+/// operand order (the guard first); `operand` is `Some(j)` when the register is the whole
+/// operand `j`.
+pub(crate) fn defs_uses_into<'a>(
+    inst: &'a Instruction,
+    op: &Op,
+    f: &mut impl FnMut(&'a str, bool, Option<usize>),
+) {
+    if let Some(g) = &inst.guard {
+        f(g.reg.as_str(), false, None);
+    }
+    let has_returns = op.writes == Writes::CallReturns
+        // `call (ret), f, (args)`: the first list is the return list only when the callee
+        // name follows it.
+        && inst.operands.len() > 1
+        && matches!(inst.operands.first(), Some(Operand::List(_)))
+        && !matches!(inst.operands.get(1), Some(Operand::List(_)));
+    for (k, o) in inst.operands.iter().enumerate() {
+        let def = match op.writes {
+            Writes::CallReturns => k == 0 && has_returns,
+            Writes::First => k == 0,
+            Writes::Nothing => false,
+        };
+        match o {
+            Operand::Reg(r) => f(r, def, Some(k)),
+            _ => regs_into(o, def, f),
+        }
+    }
+}
+
+fn regs_into<'a>(o: &'a Operand, def: bool, f: &mut impl FnMut(&'a str, bool, Option<usize>)) {
     match o {
-        Operand::Reg(r) => out.push(r),
-        Operand::Addr { base, .. } if base.starts_with('%') => out.push(base),
-        Operand::Vector(v) | Operand::List(v) => v.iter().for_each(|o| regs_into(o, out)),
-        Operand::Not(o) => regs_into(o, out),
+        Operand::Reg(r) => f(r, def, None),
+        // An address's base register is read, even in a written position.
+        Operand::Addr { base, .. } if base.starts_with('%') => f(base, false, None),
+        Operand::Vector(v) | Operand::List(v) => v.iter().for_each(|o| regs_into(o, def, f)),
+        Operand::Not(o) => regs_into(o, def, f),
         _ => {}
     }
 }

@@ -45,6 +45,7 @@ pub fn parse(src: &str) -> Parsed {
         next_id: 0,
         diags: Vec::new(),
         semi_end: None,
+        spare: Vec::new(),
     };
     let mut items = Vec::new();
     while let Some(item) = p.item() {
@@ -81,6 +82,8 @@ struct Parser<'a> {
     diags: Vec<Diagnostic>,
     /// Where the `;` that ended the last [`Parser::statement`] ends, for verbatim copies.
     semi_end: Option<usize>,
+    /// A token buffer to reuse ([`Parser::recycle`]).
+    spare: Vec<Token>,
 }
 
 type R<T> = Result<T, String>;
@@ -131,7 +134,9 @@ impl<'a> Parser<'a> {
     /// directive starting a line, so a missing `;` does not swallow the function's end.
     fn statement(&mut self) -> Vec<Token> {
         self.semi_end = None;
-        let mut out: Vec<Token> = Vec::new();
+        // The previous statement's buffer, handed back by `recycle`: no allocation per statement.
+        let mut out: Vec<Token> = std::mem::take(&mut self.spare);
+        out.clear();
         let mut depth = 0i32;
         let mut at_line_start = false;
         while let Some(t) = self.peek() {
@@ -165,6 +170,11 @@ impl<'a> Parser<'a> {
             self.pos += 1;
         }
         out
+    }
+
+    /// Hands a statement's token buffer back for the next [`Parser::statement`].
+    fn recycle(&mut self, toks: Vec<Token>) {
+        self.spare = toks;
     }
 
     fn is_line_directive(&self, t: &Token) -> bool {
@@ -640,6 +650,7 @@ impl<'a> Parser<'a> {
                         Ok(i) => Statement::Inst(i),
                         Err(e) => Statement::Verbatim(self.diag(&toks, e)),
                     });
+                    self.recycle(toks);
                 }
                 _ => {
                     let toks = self.statement_or_line();
@@ -805,63 +816,71 @@ impl<'a> Parser<'a> {
 
     fn operand(&self, g: &[Token]) -> R<Operand> {
         let raw = || Ok(Operand::Raw(self.span_text(g)));
-        let kinds: Vec<Kind> = g.iter().map(|t| t.kind).collect();
-        match kinds.as_slice() {
+        let is = |t: &Token, k: Kind| t.kind == k;
+        match g {
             [] => Err("empty operand".into()),
-            [Kind::Reg] => Ok(Operand::Reg(self.text(&g[0]).into())),
-            [Kind::Ident] => Ok(Operand::Symbol(self.text(&g[0]).into())),
-            [Kind::Punct('!'), Kind::Reg] => Ok(Operand::Not(Box::new(Operand::Reg(
-                self.text(&g[1]).into(),
-            )))),
-            [Kind::Number] => match parse_number(self.text(&g[0]), false) {
+            [r] if is(r, Kind::Reg) => Ok(Operand::Reg(self.text(r).into())),
+            [s] if is(s, Kind::Ident) => Ok(Operand::Symbol(self.text(s).into())),
+            [n, r] if is(n, Kind::Punct('!')) && is(r, Kind::Reg) => {
+                Ok(Operand::Not(Box::new(Operand::Reg(self.text(r).into()))))
+            }
+            [n] if is(n, Kind::Number) => match parse_number(self.text(n), false) {
                 Some(imm) => Ok(Operand::Imm(imm)),
                 None => raw(),
             },
-            [Kind::Punct('-'), Kind::Number] => match parse_number(self.text(&g[1]), true) {
-                Some(imm) => Ok(Operand::Imm(imm)),
-                None => raw(),
-            },
-            [Kind::Punct('['), .., Kind::Punct(']')] => {
-                let inner = &g[1..g.len() - 1];
+            [m, n] if is(m, Kind::Punct('-')) && is(n, Kind::Number) => {
+                match parse_number(self.text(n), true) {
+                    Some(imm) => Ok(Operand::Imm(imm)),
+                    None => raw(),
+                }
+            }
+            [o, inner @ .., c] if is(o, Kind::Punct('[')) && is(c, Kind::Punct(']')) => {
                 let base_ok = |t: &Token| matches!(t.kind, Kind::Reg | Kind::Ident);
                 let off = |neg: bool, t: &Token| -> Option<i64> {
                     let v: i64 = self.text(t).parse().ok()?;
                     Some(if neg { -v } else { v })
                 };
-                let ik: Vec<Kind> = inner.iter().map(|t| t.kind).collect();
-                let parsed = match ik.as_slice() {
-                    [_] if base_ok(&inner[0]) => Some(0),
-                    [_, Kind::Punct('+'), Kind::Number] if base_ok(&inner[0]) => {
-                        off(false, &inner[2])
+                let number = |t: &Token| is(t, Kind::Number);
+                let parsed = match inner {
+                    [b] if base_ok(b) => Some(0),
+                    [b, p, n] if base_ok(b) && is(p, Kind::Punct('+')) && number(n) => {
+                        off(false, n)
                     }
-                    [_, Kind::Punct('-'), Kind::Number] if base_ok(&inner[0]) => {
-                        off(true, &inner[2])
-                    }
-                    [_, Kind::Punct('+'), Kind::Punct('-'), Kind::Number] if base_ok(&inner[0]) => {
-                        off(true, &inner[3])
+                    [b, m, n] if base_ok(b) && is(m, Kind::Punct('-')) && number(n) => off(true, n),
+                    [b, p, m, n]
+                        if base_ok(b)
+                            && is(p, Kind::Punct('+'))
+                            && is(m, Kind::Punct('-'))
+                            && number(n) =>
+                    {
+                        off(true, n)
                     }
                     _ => None,
                 };
-                match parsed {
-                    Some(offset) => Ok(Operand::Addr {
-                        base: self.text(&inner[0]).into(),
+                match (parsed, inner.first()) {
+                    (Some(offset), Some(b)) => Ok(Operand::Addr {
+                        base: self.text(b).into(),
                         offset,
                     }),
-                    None => raw(),
+                    _ => raw(),
                 }
             }
-            [Kind::Punct('{'), .., Kind::Punct('}')] => Ok(Operand::Vector(
-                self.split_commas(&g[1..g.len() - 1])
-                    .into_iter()
-                    .map(|e| self.operand(e))
-                    .collect::<R<_>>()?,
-            )),
-            [Kind::Punct('('), .., Kind::Punct(')')] => Ok(Operand::List(
-                self.split_commas(&g[1..g.len() - 1])
-                    .into_iter()
-                    .map(|e| self.operand(e))
-                    .collect::<R<_>>()?,
-            )),
+            [o, inner @ .., c] if is(o, Kind::Punct('{')) && is(c, Kind::Punct('}')) => {
+                Ok(Operand::Vector(
+                    self.split_commas(inner)
+                        .into_iter()
+                        .map(|e| self.operand(e))
+                        .collect::<R<_>>()?,
+                ))
+            }
+            [o, inner @ .., c] if is(o, Kind::Punct('(')) && is(c, Kind::Punct(')')) => {
+                Ok(Operand::List(
+                    self.split_commas(inner)
+                        .into_iter()
+                        .map(|e| self.operand(e))
+                        .collect::<R<_>>()?,
+                ))
+            }
             _ => raw(),
         }
     }

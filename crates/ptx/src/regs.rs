@@ -11,6 +11,34 @@ use crate::model::{Function, Instruction, Operand, RegName, Statement};
 use crate::op::{OpKind, ValueType};
 use std::collections::HashMap;
 use std::fmt;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// FxHash (rustc's) with a final mix: register names are short and not attacker-chosen, and
+/// SipHash dominated the decode of large functions.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct FxHasher(u64);
+
+impl Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut w = [0u8; 8];
+            w[..chunk.len()].copy_from_slice(chunk);
+            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(w))
+                .wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
+    }
+    fn finish(&self) -> u64 {
+        // The multiply leaves the low bits (which pick the bucket) depending on the low input
+        // bytes only, and register names share their first bytes: mix (splitmix64's finaliser).
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
+
+/// A hash map with [`FxHasher`].
+pub(crate) type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
 /// A register of one function, dense from 0: declared registers first (in declaration order,
 /// ranges expanded), then undeclared ones in order of first appearance.
@@ -70,13 +98,13 @@ struct Decl {
 pub struct RegTable {
     decls: Vec<Decl>,
     /// Range prefix → indices into `decls` (a prefix may be declared twice, in nested blocks).
-    ranges: HashMap<String, Vec<usize>>,
-    singles: HashMap<String, u32>,
+    ranges: FxMap<String, Vec<usize>>,
+    singles: FxMap<String, u32>,
     types: Vec<RegType>,
     declared: u32,
     /// Registers read or written but not declared (special registers), after the declared ones.
     extra: Vec<String>,
-    extra_index: HashMap<String, u32>,
+    extra_index: FxMap<String, u32>,
 }
 
 impl RegTable {
@@ -119,8 +147,10 @@ impl RegTable {
 
     /// The declared register `name`, if declared.
     pub fn declared(&self, name: &str) -> Option<RegId> {
-        if let Some(&k) = self.singles.get(name) {
-            return Some(RegId(k));
+        if !self.singles.is_empty() {
+            if let Some(&k) = self.singles.get(name) {
+                return Some(RegId(k));
+            }
         }
         // `%fd12` is prefix `%fd` and index 12; a prefix may itself end in digits (`%r1<3>`
         // declares `%r10`..`%r12`), so every split inside the trailing digits is tried.
@@ -165,8 +195,11 @@ impl RegTable {
 
     /// The id of `name`, declared or already interned.
     pub fn lookup(&self, name: &str) -> Option<RegId> {
-        self.declared(name)
-            .or_else(|| self.extra_index.get(name).map(|&k| RegId(k)))
+        self.declared(name).or_else(|| {
+            (!self.extra_index.is_empty())
+                .then(|| self.extra_index.get(name).map(|&k| RegId(k)))
+                .flatten()
+        })
     }
 
     /// How many ids there are (declared and interned): ids are `0..len()`.

@@ -1,12 +1,13 @@
 //! Precision configurations as pure PTX rewrites: demote a chosen set of f64 instructions to
 //! f32, PTX in, PTX out.
 //!
-//! **Addressing.** An instruction is named by a [`Selector`]: the function whose body holds it,
-//! the source file and line of its `.loc` (for code of an inlined user helper, the line in the
-//! helper), and its ordinal among the *eligible* instructions of that function and line in text
-//! order. Ordinals count eligible instructions only, so a selector does not shift when the
-//! units found change what is eligible elsewhere on other lines. [`candidates`] lists every f64
-//! instruction with its selector (eligible ones) or the reason it is not eligible.
+//! **Addressing.** An instruction is named by its [`Site`] ([`crate::site`]: function, file,
+//! line, ordinal among *all* instructions of the line, inlined chain); eligibility is this
+//! pass's filter over sites, so a site names the same instruction for every pass. Files written
+//! before sites name instructions by a [`Selector`]: the function, the `.file` index and line of
+//! its `.loc`, and its ordinal among the *eligible* instructions of that function and line;
+//! they keep their meaning ([`selector_sites`] converts them). [`candidates`] lists every f64
+//! instruction with its site, its selector when eligible, or the reason it is not eligible.
 //!
 //! **Eligible**: f64 arithmetic and data movement outside units ([`crate::units`]): `add sub
 //! mul fma mad div rcp sqrt rsqrt neg abs min max`, `setp.*.f64` (the comparison is then done
@@ -50,8 +51,7 @@
 use super::{Outcome, Pass, PassError, Report};
 use crate::decode::Decoded;
 use crate::model::*;
-use crate::op::{Arith, BitOp, Op, OpKind, Rounding, Space, ValueType};
-use crate::regs::RegTable;
+use crate::op::{Arith, BitOp, OpKind, Rounding, Space, ValueType};
 use crate::site::{self, Site};
 use crate::units::{self, Unit, UnitIndex, UnitKind};
 use serde::{Deserialize, Serialize};
@@ -272,36 +272,100 @@ pub enum DemoteError {
     },
 }
 
-/// How an eligible instruction is rewritten.
-#[derive(Debug, Clone)]
+mod rewrite;
+#[cfg(test)]
+mod site_tests;
+#[cfg(test)]
+mod tests;
+
+/// How an eligible instruction is rewritten (no allocation: most instructions of a large
+/// kernel are planned).
+#[derive(Debug, Clone, Copy)]
 struct Plan {
-    opcode: String,
-    modifiers: Vec<String>,
-    /// Operand indices holding f64 values (registers get twins, immediates become f32).
-    f64_operands: Vec<usize>,
+    /// The f32 form's opcode when it differs (`mad` → `fma`, `cvt` → `mov`).
+    opcode: Option<&'static str>,
+    /// What happens to the modifiers.
+    modifiers: Mods,
+    /// Bit k: operand k holds an f64 value (registers get twins, immediates become f32).
+    f64_operands: u32,
     /// Whether operand 0 is an f64 def (false for setp and conversions to f32/integers).
     defines: bool,
 }
 
-mod rewrite;
-#[cfg(test)]
-mod tests;
+/// The modifiers of an instruction's f32 form.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mods {
+    /// `f64` becomes `f32`, the rest stays.
+    Retype,
+    /// As [`Mods::Retype`], with `rn` first: the f32 form needs a rounding the f64 one lacked.
+    RetypeAddRn,
+    /// Exactly `f32` (a `mov.f32`).
+    OnlyF32,
+}
 
-/// The rewrite of an f64 instruction, or why it is not eligible. The `bool` in `Err` says
-/// whether the instruction is unknown (worth a note) rather than a known terminating node.
-fn plan(inst: &Instruction, op: &Op, regs: &RegTable) -> Result<Plan, (String, bool)> {
-    let f64_to_f32 = |mods: &[String]| -> Vec<String> {
-        mods.iter()
-            .map(|m| {
-                if m == "f64" {
-                    "f32".to_string()
-                } else {
-                    m.clone()
+impl Plan {
+    fn new(
+        opcode: Option<&'static str>,
+        modifiers: Mods,
+        operands: &[usize],
+        defines: bool,
+    ) -> Plan {
+        Plan {
+            opcode,
+            modifiers,
+            f64_operands: operands.iter().fold(0, |m, &k| m | (1 << k)),
+            defines,
+        }
+    }
+
+    /// The operand indices holding f64 values, in order.
+    fn operands(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..32).filter(move |k| self.f64_operands & (1 << k) != 0)
+    }
+
+    /// Rewrites `i`'s opcode and modifiers to the f32 form.
+    fn retype(&self, i: &mut Instruction) {
+        if let Some(o) = self.opcode {
+            i.opcode.clear();
+            i.opcode.push_str(o);
+        }
+        match self.modifiers {
+            Mods::OnlyF32 => {
+                i.modifiers.truncate(1);
+                match i.modifiers.first_mut() {
+                    Some(m) => {
+                        m.clear();
+                        m.push_str("f32");
+                    }
+                    None => i.modifiers.push("f32".into()),
                 }
-            })
-            .collect()
-    };
+            }
+            Mods::Retype | Mods::RetypeAddRn => {
+                for m in i.modifiers.iter_mut().filter(|m| *m == "f64") {
+                    m.clear();
+                    m.push_str("f32");
+                }
+                if self.modifiers == Mods::RetypeAddRn {
+                    i.modifiers.insert(0, "rn".into());
+                }
+            }
+        }
+    }
+}
+
+/// The rewrite of instruction `k` of `d` (an f64 instruction), or why it is not eligible. The
+/// `bool` in `Err` says whether the instruction is unknown (worth a note) rather than a known
+/// terminating node.
+fn plan(d: &Decoded, k: usize) -> Result<Plan, (String, bool)> {
+    let inst = d.insts[k];
+    let op = &d.ops[k];
     let known = |r: &str| Err((r.to_string(), false));
+    let directed = matches!(
+        op.rounding,
+        Some(Rounding::Rn | Rounding::Rz | Rounding::Rm | Rounding::Rp)
+    );
+    // Every operand, for arithmetic (at most 32: PTX instructions have a handful).
+    let all = (1u32 << inst.operands.len().min(31)) - 1;
     let plan = match op.kind {
         OpKind::Load(Space::Param) | OpKind::Store(Space::Param) => {
             return known("a parameter move")
@@ -321,89 +385,48 @@ fn plan(inst: &Instruction, op: &Op, regs: &RegTable) -> Result<Plan, (String, b
             | Arith::Min
             | Arith::Max,
         )
-        | OpKind::Fma
         | OpKind::Div
         | OpKind::Rcp
         | OpKind::Sqrt
-        | OpKind::Rsqrt => {
-            let mut modifiers = f64_to_f32(&inst.modifiers);
+        | OpKind::Rsqrt => Plan {
+            f64_operands: all,
+            ..Plan::new(None, Mods::Retype, &[], true)
+        },
+        OpKind::Fma => {
             // mad.f32 requires a rounding modifier on sm_20+ and then means fma: say fma.
-            if op.kind == OpKind::Fma && op.rounding.is_none() {
-                modifiers.insert(0, "rn".into());
-            }
-            modifiers.retain(|m| !m.is_empty());
+            let mods = if op.rounding.is_none() {
+                Mods::RetypeAddRn
+            } else {
+                Mods::Retype
+            };
             Plan {
-                opcode: if op.kind == OpKind::Fma {
-                    "fma".into()
-                } else {
-                    inst.opcode.clone()
-                },
-                modifiers,
-                f64_operands: (0..inst.operands.len()).collect(),
-                defines: true,
+                f64_operands: all,
+                ..Plan::new(Some("fma"), mods, &[], true)
             }
         }
-        OpKind::Compare(_) => Plan {
-            opcode: inst.opcode.clone(),
-            modifiers: f64_to_f32(&inst.modifiers),
-            f64_operands: vec![1, 2],
-            defines: false,
-        },
-        OpKind::Select => Plan {
-            opcode: "selp".into(),
-            modifiers: f64_to_f32(&inst.modifiers),
-            f64_operands: vec![0, 1, 2],
-            defines: true,
-        },
-        OpKind::Move { reinterpret: false } => Plan {
-            opcode: "mov".into(),
-            modifiers: f64_to_f32(&inst.modifiers),
-            f64_operands: vec![0, 1],
-            defines: true,
-        },
+        OpKind::Compare(_) => Plan::new(None, Mods::Retype, &[1, 2], false),
+        OpKind::Select => Plan::new(None, Mods::Retype, &[0, 1, 2], true),
+        OpKind::Move { reinterpret: false } => Plan::new(None, Mods::Retype, &[0, 1], true),
         OpKind::Convert { from: src, to: dst } => {
             // The rounding of f64→f32 is moot once the value is f32; flushing or saturating is not.
             let others = op.ftz || op.sat || inst.has_mod("relu");
-            let mov = |defines: bool, idx: usize| Plan {
-                opcode: "mov".into(),
-                modifiers: vec!["f32".into()],
-                f64_operands: vec![idx],
-                defines,
-            };
             use ValueType::{F32, F64};
             match (dst, src) {
-                (F64, F64) => Plan {
-                    opcode: "cvt".into(),
-                    modifiers: f64_to_f32(&inst.modifiers),
-                    f64_operands: vec![0, 1],
-                    defines: true,
-                },
+                (F64, F64) => Plan::new(None, Mods::Retype, &[0, 1], true),
                 // Between f32 and f64 a demoted value is already f32: a copy.
                 (F64, F32) | (F32, F64) if others => return known("a conversion with .ftz/.sat"),
-                (F64, F32) => mov(true, 0),
-                (F32, F64) => mov(false, 1),
+                (F64, F32) => Plan::new(Some("mov"), Mods::OnlyF32, &[0], true),
+                (F32, F64) => Plan::new(Some("mov"), Mods::OnlyF32, &[1], false),
+                // int→f32 may round, so it needs a rounding mode even where int→f64 had none.
                 (F64, t) if t.is_int() => {
-                    let mut m = f64_to_f32(&inst.modifiers);
-                    // int→f32 may round, so it needs a rounding mode even where int→f64 had none.
-                    if !matches!(
-                        op.rounding,
-                        Some(Rounding::Rn | Rounding::Rz | Rounding::Rm | Rounding::Rp)
-                    ) {
-                        m.insert(0, "rn".into());
-                    }
-                    Plan {
-                        opcode: "cvt".into(),
-                        modifiers: m,
-                        f64_operands: vec![0],
-                        defines: true,
-                    }
+                    let mods = if directed {
+                        Mods::Retype
+                    } else {
+                        Mods::RetypeAddRn
+                    };
+                    Plan::new(None, mods, &[0], true)
                 }
-                (t, F64) if t.is_int() => Plan {
-                    opcode: "cvt".into(),
-                    modifiers: f64_to_f32(&inst.modifiers),
-                    f64_operands: vec![1],
-                    defines: false,
-                },
+                (t, F64) if t.is_int() => Plan::new(None, Mods::Retype, &[1], false),
                 _ => {
                     return Err((
                         format!("unsupported conversion {}", inst.full_opcode()),
@@ -419,14 +442,18 @@ fn plan(inst: &Instruction, op: &Op, regs: &RegTable) -> Result<Plan, (String, b
             ))
         }
     };
-    for &k in &plan.f64_operands {
-        match inst.operands.get(k) {
-            Some(Operand::Reg(r)) if regs.is_f64(r) => {}
+    for j in plan.operands() {
+        match inst.operands.get(j) {
             Some(Operand::Reg(r)) => {
-                return Err((format!("operand {r} is not an .f64 register"), true))
+                let f64_reg = d
+                    .operand_reg(k, j)
+                    .is_some_and(|id| d.regs.value_type(id) == Some(ValueType::F64));
+                if !f64_reg {
+                    return Err((format!("operand {r} is not an .f64 register"), true));
+                }
             }
             Some(Operand::Imm(Imm::F64(_))) | Some(Operand::Imm(Imm::Int { .. }))
-                if k > 0 || !plan.defines => {}
+                if j > 0 || !plan.defines => {}
             _ => {
                 return Err((
                     format!("unexpected operand shape in {}", inst.full_opcode()),
@@ -481,7 +508,7 @@ fn analyse(d: &Decoded, fi: usize, idx: &UnitIndex) -> Vec<Row> {
         } else if let Some(u) = unit {
             Err((format!("in {}", u.describe()), false))
         } else {
-            plan(inst, &d.ops[k], &d.regs)
+            plan(d, k)
         };
         let selector = plan.is_ok().then(|| {
             let n = ordinals.entry((file, line)).or_default();

@@ -60,13 +60,12 @@ pub(super) fn rewrite(
     for (k, plan) in chosen.iter().enumerate() {
         match plan {
             Some(p) => {
-                for &j in &p.f64_operands {
+                for j in p.operands() {
                     let Some(Operand::Reg(r)) = d.insts[k].operands.get(j) else {
                         continue;
                     };
                     let id = d
-                        .regs
-                        .lookup(r)
+                        .operand_reg(k, j)
                         .ok_or_else(|| malformed(d.insts[k].id, format!("no register {r}")))?;
                     let u = &mut regs[id.0 as usize];
                     if u.twin.is_none() {
@@ -91,7 +90,6 @@ pub(super) fn rewrite(
         }
     }
     let twin = |r: RegId| regs[r.0 as usize].twin.map(|k| format!("{prefix}{k}"));
-    let twin_of = |name: &str| d.regs.lookup(name).and_then(twin);
     let mut fresh = || {
         let id = InstId(*next_id);
         *next_id += 1;
@@ -145,19 +143,20 @@ pub(super) fn rewrite(
                 // The f64 register the instruction defines, if its f64 form is read elsewhere.
                 let def64 = match i.operands.first() {
                     Some(Operand::Reg(r)) if p.defines => d
-                        .regs
-                        .lookup(r)
+                        .operand_reg(this, 0)
                         .filter(|id| {
                             let u = regs[id.0 as usize];
                             u.twin.is_some() && u.plain_use
                         })
-                        .map(|_| r.clone()),
+                        .map(|id| (r.clone(), id)),
                     _ => None,
                 };
-                for &j in &p.f64_operands {
+                for j in p.operands() {
+                    let id = d.operand_reg(this, j);
                     match i.operands.get_mut(j) {
                         Some(Operand::Reg(r)) => {
-                            *r = twin_of(r)
+                            *r = id
+                                .and_then(twin)
                                 .ok_or_else(|| malformed(i.id, format!("no twin for {r}")))?;
                         }
                         Some(Operand::Imm(imm)) => {
@@ -168,14 +167,13 @@ pub(super) fn rewrite(
                         _ => return Err(malformed(i.id, "operand shape".into())),
                     }
                 }
-                i.opcode.clone_from(&p.opcode);
-                i.modifiers.clone_from(&p.modifiers);
+                p.retype(&mut i);
                 let guard = i.guard.clone();
                 new_body.push(Statement::Inst(i));
                 fr.demoted += 1;
-                if let Some(r) = def64 {
-                    let t = twin_of(&r)
-                        .ok_or_else(|| malformed(InstId(0), format!("no twin for {r}")))?;
+                if let Some((r, id)) = def64 {
+                    let t =
+                        twin(id).ok_or_else(|| malformed(InstId(0), format!("no twin for {r}")))?;
                     new_body.push(cvt(fresh(), guard, false, r, t));
                     fr.cvt_to_f64 += 1;
                 }
