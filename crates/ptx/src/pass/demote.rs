@@ -280,21 +280,23 @@ mod tests;
 
 /// How an eligible instruction is rewritten (no allocation: most instructions of a large
 /// kernel are planned).
+/// Other passes that need an instruction's f32 form (the switched build, the demotion error
+/// of shadow analysis) take it from here, so that every pass demotes the same way.
 #[derive(Debug, Clone, Copy)]
-struct Plan {
+pub(crate) struct Plan {
     /// The f32 form's opcode when it differs (`mad` → `fma`, `cvt` → `mov`).
-    opcode: Option<&'static str>,
+    pub(crate) opcode: Option<&'static str>,
     /// What happens to the modifiers.
-    modifiers: Mods,
+    pub(crate) modifiers: Mods,
     /// Bit k: operand k holds an f64 value (registers get twins, immediates become f32).
-    f64_operands: u32,
+    pub(crate) f64_operands: u32,
     /// Whether operand 0 is an f64 def (false for setp and conversions to f32/integers).
-    defines: bool,
+    pub(crate) defines: bool,
 }
 
 /// The modifiers of an instruction's f32 form.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Mods {
+pub(crate) enum Mods {
     /// `f64` becomes `f32`, the rest stays.
     Retype,
     /// As [`Mods::Retype`], with `rn` first: the f32 form needs a rounding the f64 one lacked.
@@ -319,12 +321,12 @@ impl Plan {
     }
 
     /// The operand indices holding f64 values, in order.
-    fn operands(&self) -> impl Iterator<Item = usize> + '_ {
+    pub(crate) fn operands(&self) -> impl Iterator<Item = usize> + '_ {
         (0..32).filter(move |k| self.f64_operands & (1 << k) != 0)
     }
 
     /// Rewrites `i`'s opcode and modifiers to the f32 form.
-    fn retype(&self, i: &mut Instruction) {
+    pub(crate) fn retype(&self, i: &mut Instruction) {
         if let Some(o) = self.opcode {
             i.opcode.clear();
             i.opcode.push_str(o);
@@ -356,7 +358,7 @@ impl Plan {
 /// The rewrite of instruction `k` of `d` (an f64 instruction), or why it is not eligible. The
 /// `bool` in `Err` says whether the instruction is unknown (worth a note) rather than a known
 /// terminating node.
-fn plan(d: &Decoded, k: usize) -> Result<Plan, (String, bool)> {
+pub(crate) fn plan(d: &Decoded, k: usize) -> Result<Plan, (String, bool)> {
     let inst = d.insts[k];
     let op = &d.ops[k];
     let known = |r: &str| Err((r.to_string(), false));
