@@ -81,7 +81,9 @@ extern "C" __global__ void __launch_bounds__(MC_BLOCK) mc_compare(
     for (mc_u64 k = (mc_u64)blockIdx.x * blockDim.x + threadIdx.x; k < n; k += stride) {
         const double v = mc_load(values, vtype, voff + k * vstride);
         const double r = mc_load(refs, rtype, roff + k * rstride);
-        const McPair o = mc_pair(v, r, p, emin, tab);
+        // Digits matter only below this thread's fewest so far (later indices lose ties).
+        const mc_u64 have = worst >> 40;
+        const McPair o = mc_pair(v, r, p, emin, tab, have < MC_DIGITS_INF ? (int)have : MC_DIGITS_INF);
         differing += (mc_u64)o.differing;
         if (o.kind == MC_SAME) {
             counted += (mc_u64)o.counted;
@@ -166,5 +168,95 @@ extern "C" __global__ void __launch_bounds__(MC_BLOCK) mc_compare(
     for (unsigned i = threadIdx.x; i < EXACT_LIMBS; i += blockDim.x) {
         const mc_u64 l = sl[i];
         if (l) atomicAdd(summary + MC_W_LIMBS + i, l);
+    }
+}
+
+// ---- Reduced outputs (device_compare/reduce.rs): one value per output, as compare.rs `reduce`
+// computes it on the host, with only MR_WORDS words coming back.
+//   sum, mean: the exact sum in limbs (exact_sum.cu), rounded once on the host;
+//   norm2: the exact sum of x*x = p + e (TwoProduct by FMA), exact while x*x neither overflows nor
+//     underflows, else MR_HOST asks the host to reduce instead;
+//   min, max: atomicMin/Max on order-preserving keys of the bits (-0 orders below +0).
+// Words: [0] flags (exact_sum.cu's, MR_HOST), [1] smallest key, [2] largest key, [3..] limbs.
+#define MR_SUM 0
+#define MR_MINMAX 1
+#define MR_NORM2 2
+#define MR_HOST 0x100u
+#define MR_WORDS (3 + EXACT_LIMBS)
+
+extern "C" __global__ void mc_reduce_reset(mc_u64* out) {
+    for (unsigned i = threadIdx.x; i < MR_WORDS; i += blockDim.x) out[i] = i == 1 ? ~0ull : 0ull;
+}
+
+__device__ __forceinline__ mc_u64 mr_key(double x) {
+    const mc_u64 b = mc_bits(x);
+    return (b >> 63) ? ~b : (b | 0x8000000000000000ull);
+}
+
+extern "C" __global__ void __launch_bounds__(MC_BLOCK) mc_reduce(
+    const void* values, int vtype, mc_u64 voff, mc_u64 vstride, mc_u64 n, int op, mc_u64* out) {
+    __shared__ mc_u64 sl[EXACT_LIMBS];
+    __shared__ unsigned sflags;
+    for (unsigned i = threadIdx.x; i < EXACT_LIMBS; i += blockDim.x) sl[i] = 0;
+    if (threadIdx.x == 0) sflags = 0;
+    __syncthreads();
+    exact::Expansion ex{-0.0, 0.0, 0.0, 0u};
+    mc_u64 lo = ~0ull, hi = 0;
+    const mc_u64 stride = (mc_u64)gridDim.x * blockDim.x;
+    for (mc_u64 k = (mc_u64)blockIdx.x * blockDim.x + threadIdx.x; k < n; k += stride) {
+        const double x = mc_load(values, vtype, voff + k * vstride);
+        if (op == MR_SUM) {
+            exact::push(ex, x, sl);
+        } else if (op == MR_NORM2) {
+            const double a = fabs(x);
+            if (a != a) {
+                ex.flags |= EXACT_NAN;
+            } else if (a != 0.0 && (a < 0x1p-480 || a > 0x1p511)) {
+                ex.flags |= MR_HOST;
+            } else {
+                const double p = __dmul_rn(x, x);
+                exact::push(ex, p, sl);
+                exact::push(ex, fma(x, x, -p), sl);
+            }
+        } else if (x != x) {
+            ex.flags |= EXACT_NAN;
+        } else {
+            const mc_u64 key = mr_key(x);
+            lo = key < lo ? key : lo;
+            hi = key > hi ? key : hi;
+        }
+    }
+    const unsigned lane = threadIdx.x & 31u;
+    for (unsigned off = 16; off > 0; off >>= 1) {
+        const double b0 = __shfl_down_sync(0xffffffffu, ex.a0, off);
+        const double b1 = __shfl_down_sync(0xffffffffu, ex.a1, off);
+        const double b2 = __shfl_down_sync(0xffffffffu, ex.a2, off);
+        if (lane < off) {
+            exact::push(ex, b0, sl);
+            exact::push(ex, b1, sl);
+            exact::push(ex, b2, sl);
+        }
+    }
+    lo = mc_warp_min(lo);
+    hi = mc_warp_max(hi);
+    unsigned flags = ex.flags;
+    for (int off = 16; off > 0; off >>= 1) flags |= __shfl_down_sync(0xffffffffu, flags, off);
+    if (lane == 0) {
+        // a0 is still -0.0 only if every element the warp summed was -0.0.
+        if (mc_bits(ex.a0) != 0x8000000000000000ull) flags |= EXACT_NOT_ALL_NEG_ZERO;
+        exact::deposit(sl, ex.a0);
+        exact::deposit(sl, ex.a1);
+        exact::deposit(sl, ex.a2);
+        if (flags) atomicOr(&sflags, flags);
+        if (op == MR_MINMAX) {
+            atomicMin(out + 1, lo);
+            atomicMax(out + 2, hi);
+        }
+    }
+    __syncthreads();
+    if (threadIdx.x == 0 && sflags) atomicOr(out, (mc_u64)sflags);
+    for (unsigned i = threadIdx.x; i < EXACT_LIMBS; i += blockDim.x) {
+        const mc_u64 l = sl[i];
+        if (l) atomicAdd(out + 3 + i, l);
     }
 }

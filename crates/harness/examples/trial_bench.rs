@@ -54,7 +54,7 @@ len = "n"
 init = {{ random = "uniform", seed = 2 }}
 [[steps]]
 launch = "axpy"
-grid = "(n + 255) / 256"
+grid = "ceil(n / 256)"
 block = 256
 args = ["y", "x", 0.5, "n"]
 [[outputs]]

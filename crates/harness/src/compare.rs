@@ -233,6 +233,8 @@ pub fn reduce(r: Reduce, values: &[f64]) -> f64 {
     }
     match r {
         Reduce::Sum => mantissa_num::exact_sum(values),
+        // The mean of nothing is undefined (and dashu would divide by zero).
+        Reduce::Mean if values.is_empty() => f64::NAN,
         Reduce::Mean => {
             let s = mantissa_num::ExactSum::from_iter(values.iter().copied());
             match s.to_big() {

@@ -276,6 +276,8 @@ pub struct DeviceComparer {
     summaries: Option<DeviceBuffer>,
     undecided: Option<DeviceBuffer>,
     slots: usize,
+    /// The words of one reduced output (`reduce.rs`).
+    reduced: Option<DeviceBuffer>,
 }
 
 impl DeviceComparer {
@@ -289,6 +291,7 @@ impl DeviceComparer {
             summaries: None,
             undecided: None,
             slots: 0,
+            reduced: None,
         })
     }
 
@@ -428,6 +431,8 @@ impl DeviceComparer {
         Ok(out)
     }
 }
+
+mod reduce;
 
 #[cfg(test)]
 mod tests;

@@ -208,12 +208,20 @@ impl<'a> Steps<'a> {
         let v = self.eval(q, c)?;
         match v.as_integer() {
             Some(i) if i >= min && i <= u32::MAX as i64 => Ok(i as u32),
-            _ => Err(format!(
-                "{} = \"{}\" is {v}; accepted an integer from {min} to {}",
-                q.field,
-                q.text,
-                u32::MAX
-            )),
+            _ => {
+                // `/` divides exactly in spec expressions, unlike C's integer division.
+                let hint = if v.as_integer().is_none() && q.text.contains('/') {
+                    " (`/` divides exactly: write ceil(...) or floor(...))"
+                } else {
+                    ""
+                };
+                Err(format!(
+                    "{} = \"{}\" is {v}; accepted an integer from {min} to {}{hint}",
+                    q.field,
+                    q.text,
+                    u32::MAX
+                ))
+            }
         }
     }
 

@@ -360,8 +360,9 @@ impl<'g> TrialRunner<'g> {
                 &mut runner.setup_globals,
                 runner.opts.wait_after_each_launch,
             )?;
-            let (baseline, baseline_reduced) = outputs::capture(gpu, &runner.spec, &runner.work)
-                .map_err(device_error("keeping the baseline's outputs"))?;
+            let (baseline, baseline_reduced) =
+                outputs::capture(gpu, &mut runner.comparer, &runner.spec, &runner.work)
+                    .map_err(device_error("keeping the baseline's outputs"))?;
             runner.shared = Arc::new(Shared {
                 pristine,
                 symbols,

@@ -205,6 +205,44 @@ pub fn rel_diff(a: &Big, b: &Big) -> f64 {
     to_f64(&q)
 }
 
+/// Flag bits of the exact GPU sums (`crates/study/cuda/exact_sum.cu`): a NaN was seen.
+pub const EXACT_NAN: u32 = 1;
+/// A +inf was seen.
+pub const EXACT_POS_INF: u32 = 2;
+/// A −inf was seen.
+pub const EXACT_NEG_INF: u32 = 4;
+/// A term other than −0.0 was seen (an exact zero sum is then +0.0).
+pub const EXACT_NOT_ALL_NEG_ZERO: u32 = 8;
+
+/// The f64 nearest to the exact value held by the exact kernels' limbs (limb k counts units of
+/// 2^(32k − 1074), as two's complement i64), with the special-value rules of
+/// [`crate::exact::ExactSum`]: NaN if a NaN or both infinities were seen, else the
+/// infinity seen; an exact zero is −0.0 only when there were terms and all were −0.0.
+pub fn round_limbs(limbs: &[i64], flags: u32, terms: usize) -> f64 {
+    let (pos, neg) = (flags & EXACT_POS_INF != 0, flags & EXACT_NEG_INF != 0);
+    if flags & EXACT_NAN != 0 || (pos && neg) {
+        return f64::NAN;
+    }
+    if pos {
+        return f64::INFINITY;
+    }
+    if neg {
+        return f64::NEG_INFINITY;
+    }
+    let m = limbs
+        .iter()
+        .enumerate()
+        .fold(IBig::ZERO, |m, (k, &l)| m + (IBig::from(l) << (32 * k)));
+    if m == IBig::ZERO {
+        return if terms > 0 && flags & EXACT_NOT_ALL_NEG_ZERO == 0 {
+            -0.0
+        } else {
+            0.0
+        };
+    }
+    round_scaled_to_f64(&m, -1074)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -30,13 +30,12 @@ use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::fmt;
 
-use dashu_int::IBig;
 use mantissa_gpu::{
     twin, DType, DeviceBuffer, FlagSet, Gpu, GpuError, HostData, KernelArg, LaunchDims, Module,
     Scalar, Source, Timing, TimingOptions,
 };
 use mantissa_gpu::{words_of, DeviceWords, Word};
-use mantissa_num::big::round_scaled_to_f64;
+use mantissa_num::big::round_limbs;
 use mantissa_num::Real;
 
 /// The reduction kernels (templates over the precision), compiled after the twin header.
@@ -57,12 +56,6 @@ const VECTOR: usize = 2;
 const COMBINE_BLOCK: u32 = 256;
 /// The exact kernels' limbs stay exact below 2^31 additions each; see `cuda/exact_sum.cu`.
 const EXACT_MAX_ADDITIONS: u64 = 1 << 31;
-
-// Flag bits of the exact kernels (`cuda/exact_sum.cu`).
-const EXACT_NAN: u32 = 1;
-const EXACT_POS_INF: u32 = 2;
-const EXACT_NEG_INF: u32 = 4;
-const EXACT_NOT_ALL_NEG_ZERO: u32 = 8;
 
 /// A launch configuration: `grid` blocks of `block` threads (displayed `64×32`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
@@ -226,35 +219,6 @@ pub fn pi_leibniz_model<T: Real>(terms: u64) -> T {
         acc = acc + sign.clone() / T::from_i64((2 * k + 1) as i64);
     }
     four * acc
-}
-
-/// The f64 nearest to the exact value held by the exact kernels' limbs (limb k counts units of
-/// 2^(32k − 1074), as two's complement i64), with the special-value rules of
-/// [`mantissa_num::exact::ExactSum`]: NaN if a NaN or both infinities were seen, else the
-/// infinity seen; an exact zero is −0.0 only when there were terms and all were −0.0.
-pub fn round_limbs(limbs: &[i64], flags: u32, terms: usize) -> f64 {
-    let (pos, neg) = (flags & EXACT_POS_INF != 0, flags & EXACT_NEG_INF != 0);
-    if flags & EXACT_NAN != 0 || (pos && neg) {
-        return f64::NAN;
-    }
-    if pos {
-        return f64::INFINITY;
-    }
-    if neg {
-        return f64::NEG_INFINITY;
-    }
-    let m = limbs
-        .iter()
-        .enumerate()
-        .fold(IBig::ZERO, |m, (k, &l)| m + (IBig::from(l) << (32 * k)));
-    if m == IBig::ZERO {
-        return if terms > 0 && flags & EXACT_NOT_ALL_NEG_ZERO == 0 {
-            -0.0
-        } else {
-            0.0
-        };
-    }
-    round_scaled_to_f64(&m, -1074)
 }
 
 // ---- The GPU side -------------------------------------------------------------------------------
@@ -599,6 +563,7 @@ fn reduce_source<T: DeviceWords>() -> Source {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mantissa_num::big::{EXACT_NAN, EXACT_NEG_INF, EXACT_NOT_ALL_NEG_ZERO, EXACT_POS_INF};
     use mantissa_num::exact::ExactSum;
     use mantissa_num::{f32x2, f64x2, Comp32, Comp64};
     use rand::{Rng, SeedableRng};

@@ -185,7 +185,7 @@ pub(super) fn cases(n: usize) -> Vec<(f64, f64, DType)> {
 }
 
 /// The host driver: `compare.cuh` compiled as host C++ through nvcc. Mode `pair` reads
-/// "v_bits r_bits p emin" lines and prints the element's McPair; mode `load` reads
+/// "v_bits r_bits p emin below" lines and prints the element's McPair; mode `load` reads
 /// "dtype bits" lines and prints mc_load's f64 bits.
 const DRIVER: &str = r#"
 #include <cstdio>
@@ -204,9 +204,9 @@ int main(int argc, char** argv) {
     unsigned long long b;
     while (fscanf(t, "%llx", &b) == 1) tab.push_back(mc_from_bits(b));
     fclose(t);
-    unsigned long long vb, rb; int p, emin;
-    while (scanf("%llx %llx %d %d", &vb, &rb, &p, &emin) == 4) {
-        McPair o = mc_pair(mc_from_bits(vb), mc_from_bits(rb), p, emin, tab.data());
+    unsigned long long vb, rb; int p, emin, below;
+    while (scanf("%llx %llx %d %d %d", &vb, &rb, &p, &emin, &below) == 5) {
+        McPair o = mc_pair(mc_from_bits(vb), mc_from_bits(rb), p, emin, tab.data(), below);
         printf("%d %d %d %d %llx %llx %llx\n", o.kind, o.differing, o.counted, o.digits,
                mc_bits(o.rel), mc_bits(o.abs), mc_bits(o.ulps));
     }
@@ -305,7 +305,7 @@ fn the_cuda_element_equals_compare_rs_on_adversarial_pairs() {
         .iter()
         .map(|&(v, r, d)| {
             let (p, emin) = format_params(d);
-            format!("{:x} {:x} {p} {emin}\n", v.to_bits(), r.to_bits())
+            format!("{:x} {:x} {p} {emin} 1000\n", v.to_bits(), r.to_bits())
         })
         .collect();
     let out = run_driver(
@@ -428,6 +428,56 @@ fn the_cuda_element_equals_compare_rs_on_adversarial_pairs() {
         let want = compare(d, &values, &reference);
         assert_eq!(format!("{got:?}"), format!("{want:?}"), "{d}");
     }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// With a minimum to beat (`below`), an element's digits come back exactly when they are below
+/// it and as "at least" (1000) otherwise: the kernel's shortcut for keeping the fewest digits.
+#[test]
+fn digits_below_a_minimum_are_exact_and_the_rest_say_at_least() {
+    let Some((dir, exe)) = driver("below") else {
+        return;
+    };
+    let cases = cases(30_000);
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(20);
+    let belows: Vec<i32> = cases.iter().map(|_| rng.random_range(0..=19)).collect();
+    let input: String = cases
+        .iter()
+        .zip(&belows)
+        .map(|(&(v, r, d), below)| {
+            let (p, emin) = format_params(d);
+            format!("{:x} {:x} {p} {emin} {below}\n", v.to_bits(), r.to_bits())
+        })
+        .collect();
+    let out = run_driver(
+        &exe,
+        &["pair".as_ref(), dir.join("tab.txt").as_os_str()],
+        &input,
+    );
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), cases.len());
+    let (mut exact, mut at_least) = (0, 0);
+    for ((&(v, r, d), &below), line) in cases.iter().zip(&belows).zip(&lines) {
+        let Pair::Finite(m) = pair(d, v, r) else {
+            continue;
+        };
+        let e = parse_element(line);
+        if e.kind == 3 || m.digits.is_infinite() {
+            continue;
+        }
+        let ctx = format!("v={v:e} r={r:e} {d} below {below}: {line}");
+        if (m.digits as i32) < below {
+            assert_eq!(e.digits, m.digits as u32, "{ctx}");
+            exact += 1;
+        } else {
+            assert_eq!(e.digits, 1000, "{ctx}");
+            at_least += 1;
+        }
+    }
+    assert!(
+        exact > 1000 && at_least > 1000,
+        "{exact} exact, {at_least} at least"
+    );
     std::fs::remove_dir_all(&dir).ok();
 }
 
@@ -630,4 +680,103 @@ fn the_gpu_comparison_equals_compare_rs_in_every_type() {
         .unwrap();
     let want = compare(DType::F32, &to_f64(&HostData::F32(v)), &r);
     assert_eq!(format!("{:?}", got[0]), format!("{want:?}"));
+}
+
+/// Reduced outputs on the GPU equal `compare::reduce` on the host, bit for bit, for every
+/// operation and element type: wide dynamic range, sums that cancel to zero, all −0.0, NaN,
+/// infinities of one and of both signs, squares beyond the kernel's exact range (host fallback),
+/// empty and strided views, and a many-block array.
+#[test]
+fn the_gpu_reductions_equal_compare_rs() {
+    use crate::compare::reduce;
+    use crate::spec::Reduce;
+    let Some(gpu) = mantissa_gpu::testing::require_gpu_or_skip() else {
+        return;
+    };
+    let mut comparer = DeviceComparer::new(&gpu).unwrap();
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(21);
+    let wide: Vec<f64> = (0..20_000)
+        .map(|_| rng.random_range(-1.0..1.0) * 2f64.powi(rng.random_range(-200..200)))
+        .collect();
+    let mut cancelling = wide.clone();
+    cancelling.extend(wide.iter().map(|x| -x));
+    let with = |x: f64| {
+        let mut v = wide.clone();
+        v[777] = x;
+        v
+    };
+    let sets: Vec<(&str, Vec<f64>)> = vec![
+        ("wide", wide.clone()),
+        ("cancelling", cancelling),
+        ("negative zeros", vec![-0.0; 1000]),
+        ("nan", with(f64::NAN)),
+        ("inf", with(f64::INFINITY)),
+        ("both infinities", {
+            let mut v = with(f64::NEG_INFINITY);
+            v[10] = f64::INFINITY;
+            v
+        }),
+        ("tiny", with(1e-300)),
+        ("huge", with(1e300)),
+        (
+            "big",
+            (0..(1 << 21) + 3).map(|k| (k as f64).sin() * 1e6).collect(),
+        ),
+    ];
+    let ops = [
+        Reduce::Sum,
+        Reduce::Mean,
+        Reduce::Min,
+        Reduce::Max,
+        Reduce::Norm2,
+    ];
+    for d in [DType::F64, DType::F32, DType::I64] {
+        for (name, xs) in &sets {
+            let data = in_type(d, xs);
+            let host = to_f64(&data);
+            let buffer = gpu.upload("x", &data).unwrap();
+            let n = host.len();
+            let views = [
+                View {
+                    offset: 0,
+                    len: n,
+                    stride: 1,
+                },
+                View {
+                    offset: 1,
+                    len: (n - 2) / 3,
+                    stride: 3,
+                },
+                View {
+                    offset: 5,
+                    len: 0,
+                    stride: 1,
+                },
+            ];
+            for view in views {
+                let want_values = viewed(&host, view);
+                for op in ops {
+                    let got = comparer
+                        .reduce(
+                            &gpu,
+                            Side {
+                                buffer: &buffer,
+                                view,
+                            },
+                            op,
+                        )
+                        .unwrap();
+                    let want = reduce(op, &want_values);
+                    // ±0 are ordered (−0 < +0) on the GPU; the host's min/max may pick either.
+                    let same = got.to_bits() == want.to_bits()
+                        || (got.is_nan() && want.is_nan())
+                        || (matches!(op, Reduce::Min | Reduce::Max) && got == 0.0 && want == 0.0);
+                    assert!(
+                        same,
+                        "{d} {name} {view:?} {op:?}: GPU {got:e}, host {want:e}"
+                    );
+                }
+            }
+        }
+    }
 }

@@ -3,7 +3,7 @@
 //! outputs reduced on the host.
 
 use super::Shared;
-use crate::compare::{compare, reduce, OutputResult};
+use crate::compare::{compare, OutputResult};
 use crate::data::to_f64;
 use crate::device_compare::{DeviceComparer, Job, Side};
 use crate::npy;
@@ -96,31 +96,22 @@ pub fn upload_references(
         .collect()
 }
 
-/// The elements of `view` of `buf`, on the host.
-fn gather(gpu: &Gpu, buf: &DeviceBuffer, view: View) -> Result<Vec<f64>, GpuError> {
-    if view.len == 0 {
-        return Ok(Vec::new());
-    }
-    if view.stride == 1 {
-        return Ok(to_f64(&gpu.download_range(buf, view.offset, view.len)?));
-    }
-    let all = to_f64(&gpu.download(buf)?);
-    Ok((0..view.len)
-        .map(|k| all[view.offset + k * view.stride])
-        .collect())
-}
-
-/// A reduced output's value: its view downloaded and reduced exactly.
+/// A reduced output's value, reduced on the GPU exactly as `compare::reduce` would on the host.
 fn reduced(
     gpu: &Gpu,
+    comparer: &mut DeviceComparer,
     spec: &Spec,
     o: &OutputSpec,
     work: &HashMap<String, DeviceBuffer>,
 ) -> Result<f64, GpuError> {
-    let (Some(r), Some(buf)) = (o.reduce, work.get(&o.buffer)) else {
+    let (Some(r), Some(buffer)) = (o.reduce, work.get(&o.buffer)) else {
         return Ok(f64::NAN);
     };
-    Ok(reduce(r, &gather(gpu, buf, view_of(spec, o))?))
+    let side = Side {
+        buffer,
+        view: view_of(spec, o),
+    };
+    comparer.reduce(gpu, side, r)
 }
 
 /// Device copies of output buffers by name, and each output's reduced value (reduced outputs).
@@ -130,6 +121,7 @@ pub type Captured = (HashMap<String, DeviceBuffer>, Vec<Option<f64>>);
 /// output's value.
 pub fn capture(
     gpu: &Gpu,
+    comparer: &mut DeviceComparer,
     spec: &Spec,
     work: &HashMap<String, DeviceBuffer>,
 ) -> Result<Captured, GpuError> {
@@ -137,7 +129,7 @@ pub fn capture(
     let mut values = Vec::new();
     for o in &spec.outputs {
         if o.reduce.is_some() {
-            values.push(Some(reduced(gpu, spec, o, work)?));
+            values.push(Some(reduced(gpu, comparer, spec, o, work)?));
             continue;
         }
         values.push(None);
@@ -155,7 +147,7 @@ pub fn capture(
 }
 
 /// Every output compared with the baseline's and its reference: whole outputs on the GPU in
-/// one batch, reduced outputs on the host (one number each).
+/// one batch, reduced outputs one by one (one number each back).
 pub fn compare_all(
     gpu: &Gpu,
     spec: &Spec,
@@ -214,7 +206,7 @@ pub fn compare_all(
         let dtype = spec.buffer(&o.buffer).map_or(DType::F64, |b| b.dtype);
         let (value, vs_baseline, vs_reference) = match o.reduce {
             Some(_) => {
-                let v = reduced(gpu, spec, o, work)?;
+                let v = reduced(gpu, comparer, spec, o, work)?;
                 let base = shared
                     .baseline_reduced
                     .get(i)
