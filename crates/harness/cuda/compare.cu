@@ -200,7 +200,7 @@ extern "C" __global__ void __launch_bounds__(MC_BLOCK) mc_reduce(
     for (unsigned i = threadIdx.x; i < EXACT_LIMBS; i += blockDim.x) sl[i] = 0;
     if (threadIdx.x == 0) sflags = 0;
     __syncthreads();
-    exact::Expansion ex{-0.0, 0.0, 0.0, 0u};
+    exact::Expansion ex{-0.0, -0.0, -0.0, 0u};
     mc_u64 lo = ~0ull, hi = 0;
     const mc_u64 stride = (mc_u64)gridDim.x * blockDim.x;
     for (mc_u64 k = (mc_u64)blockIdx.x * blockDim.x + threadIdx.x; k < n; k += stride) {
