@@ -261,7 +261,7 @@ impl<'g> TrialRunner<'g> {
             Some(_) => (None, Vec::new()),
             None => {
                 let inputs = materialize(spec)?;
-                let references = outputs::read_references(spec)?;
+                let references = crate::data::references(spec)?;
                 (Some(inputs), references)
             }
         };

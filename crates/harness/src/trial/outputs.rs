@@ -4,10 +4,8 @@
 
 use super::Shared;
 use crate::compare::{compare, OutputResult};
-use crate::data::to_f64;
 use crate::device_compare::{DeviceComparer, Job, Side};
-use crate::npy;
-use crate::spec::{OutputSpec, Spec, SpecError, View};
+use crate::spec::{OutputSpec, Spec, View};
 use mantissa_gpu::{DType, DeviceBuffer, Gpu, GpuError, HostData};
 use std::collections::HashMap;
 
@@ -30,51 +28,6 @@ pub fn view_of(spec: &Spec, o: &OutputSpec) -> View {
     })
 }
 
-/// Every output's reference values (`.npy`, checked for length and type), before anything runs,
-/// so that a bad one is a spec error.
-pub fn read_references(spec: &Spec) -> Result<Vec<Option<Vec<f64>>>, SpecError> {
-    let mut references = Vec::new();
-    for o in &spec.outputs {
-        references.push(match &o.reference {
-            None => None,
-            Some((path, written)) => {
-                let dtype = spec.buffer(&o.buffer).map(|b| b.dtype);
-                let want = if o.reduce.is_some() {
-                    1
-                } else {
-                    view_of(spec, o).len
-                };
-                let data = npy::read_any(path).map_err(|e| {
-                    spec.error(
-                        o.reference_loc,
-                        "reference",
-                        format!("{written}: {e}"),
-                        "a .npy",
-                    )
-                })?;
-                if data.len() != want
-                    || !(Some(data.dtype()) == dtype || data.dtype() == DType::F64)
-                {
-                    let found = format!("{written}: {} elements of {}", data.len(), data.dtype());
-                    let accepted = format!(
-                        "{want} elements of {} or f64",
-                        dtype.map_or("?".into(), |d| d.to_string())
-                    );
-                    return Err(spec.error(
-                        o.reference_loc,
-                        format!("outputs.{}.reference", o.name()),
-                        found,
-                        accepted,
-                    ));
-                }
-                Some(to_f64(&data))
-            }
-        });
-    }
-    Ok(references)
-}
-
-/// The references where comparisons use them: whole outputs' on the device, reduced outputs'
 /// as their value.
 pub fn upload_references(
     gpu: &Gpu,
