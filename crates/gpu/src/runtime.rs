@@ -29,6 +29,13 @@ pub const COUNT: RuntimeHeader = RuntimeHeader {
     text: include_str!("../cuda/mantissa_count.cuh"),
 };
 
+/// The shadow pass's runtime (`mantissa_shadow_demotion`, `mantissa_shadow_exception`), for
+/// `mantissa_ptx::pass::shadow`.
+pub const SHADOW: RuntimeHeader = RuntimeHeader {
+    name: "mantissa_shadow.cuh",
+    text: include_str!("../cuda/mantissa_shadow.cuh"),
+};
+
 /// The NVRTC option that keeps a runtime's functions (see the module docs).
 pub const RDC_OPTION: &str = "-rdc=true";
 
