@@ -5,7 +5,7 @@
 //! Columns of a function's table:
 //! - `line`: file (last path component) and line the sites count on;
 //! - `max`, `mean`: the largest and mean demotion error `|r32 − r64| / |r64|` over the line's
-//!   samples (`-`: nothing demotable on the line);
+//!   samples (`-`: nothing demotable on the line, or no sample);
 //! - `sum`: the set error Σ of seed 002 §4.5 (the line's errors added over every execution);
 //! - `samples`: executions measured (`+z` zero results and `+n` non-finite ones not among them);
 //! - `exceptions`: NaN and inf results (with how many started there), divisions by zero,
@@ -129,7 +129,8 @@ pub fn render(run: &ShadowRun, shown: Shown) -> String {
         };
         for l in f.lines.iter().take(limit) {
             let (max, mean, sum, n) = match &l.demotion {
-                Some(d) => (sci(d.max), sci(d.mean), sci(d.sum), samples(d)),
+                Some(d) if d.count > 0 => (sci(d.max), sci(d.mean), sci(d.sum), samples(d)),
+                Some(d) => ("-".into(), "-".into(), "-".into(), samples(d)),
                 None => ("-".into(), "-".into(), "-".into(), "-".into()),
             };
             rows.push(vec![
@@ -225,13 +226,13 @@ pub fn exceptions_block(run: &ShadowRun) -> String {
 pub fn summary(run: &ShadowRun) -> String {
     let lines: usize = run.functions.iter().map(|f| f.lines.len()).sum();
     let mut s = format!(
-        "{} ({} flags, {}): {} sites on {} lines in {} functions",
+        "{} ({} flags, {}): {} on {} in {}",
         run.spec,
         run.flags,
         run.analyses,
-        run.sites.len(),
-        lines,
-        run.functions.len()
+        plural(run.sites.len(), "site"),
+        plural(lines, "line"),
+        plural(run.functions.len(), "function")
     );
     if run.analyses.demotion {
         let worst = run
@@ -262,9 +263,8 @@ pub fn summary(run: &ShadowRun) -> String {
     }
     write!(
         s,
-        "; outputs bit-identical to the program as written; {} run{}",
-        run.runs.len(),
-        if run.runs.len() == 1 { "" } else { "s" }
+        "; outputs bit-identical to the program as written; {}",
+        plural(run.runs.len(), "run")
     )
     .ok();
     if let Some(t) = &run.timing {
@@ -276,6 +276,11 @@ pub fn summary(run: &ShadowRun) -> String {
         .ok();
     }
     s
+}
+
+/// `1 site`, `2 sites`.
+fn plural(n: usize, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
 }
 
 /// The one line for a program with no site to measure.
