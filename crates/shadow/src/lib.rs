@@ -21,6 +21,8 @@
 
 pub mod analyse;
 pub mod analyses;
+#[cfg(test)]
+mod fixture;
 pub mod lines;
 pub mod records;
 pub mod source;

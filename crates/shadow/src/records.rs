@@ -102,3 +102,58 @@ pub fn records(run: &ShadowRun) -> Vec<Record> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixture::run;
+    use std::collections::HashSet;
+
+    #[test]
+    fn one_record_per_site_with_distinct_keys_and_the_measured_quantities() {
+        let r = run();
+        let recs = records(&r);
+        assert_eq!(recs.len(), r.sites.len());
+        let keys: HashSet<String> = recs.iter().map(Record::key).collect();
+        assert_eq!(keys.len(), recs.len(), "every site is its own point");
+        let div = &recs[1];
+        assert_eq!(
+            (div.workload.as_str(), div.algorithm.as_str(), div.precision.as_str()),
+            ("shadow", "shadow", "f64")
+        );
+        assert_eq!(div.input, "seed /src/shadow.cu:22#0");
+        assert_eq!(div.note.as_deref(), Some("div.rn.f64"));
+        assert_eq!(div.extra["site"], 1.0);
+        assert_eq!(div.extra["line"], 22.0);
+        assert_eq!(div.extra["exceptions.nan_origin"], 32.0);
+        assert_eq!(div.extra["exceptions.div_by_zero"], 32.0);
+        assert_eq!(div.extra["demotion.non_finite"], 32.0);
+        assert_eq!(recs[0].extra["demotion.max"], 1.0);
+        assert_eq!(recs[0].extra["demotion.sum"], 64.0);
+        for rec in &recs {
+            assert_eq!(
+                rec.extra.keys().collect::<Vec<_>>(),
+                rec.descriptions.keys().collect::<Vec<_>>(),
+                "every quantity is described"
+            );
+            // Records survive the store's round trip.
+            let line = serde_json::to_string(rec).unwrap();
+            assert_eq!(&Record::from_json_line(&line).unwrap(), rec);
+        }
+    }
+
+    #[test]
+    fn addresses_keep_full_paths_and_the_inlined_chain_innermost_first() {
+        let site = Site {
+            function: "k".into(),
+            file: "/usr/include/m.hpp".into(),
+            line: 300,
+            ordinal: 2,
+            inlined: vec![("/src/k.cu".into(), 16), ("/usr/include/m.hpp".into(), 290)],
+        };
+        assert_eq!(
+            address(&site),
+            "k /usr/include/m.hpp:300#2 < /usr/include/m.hpp:290 < /src/k.cu:16"
+        );
+    }
+}

@@ -155,6 +155,15 @@ pub fn render(run: &ShadowRun, shown: Shown) -> String {
         }
         out.push('\n');
     }
+    let bare = run.kernels_without_sites();
+    if !bare.is_empty() {
+        writeln!(
+            out,
+            "no floating-point instruction to measure in: {}\n",
+            bare.join(", ")
+        )
+        .ok();
+    }
     out.push_str(&exceptions_block(run));
     out.push_str(&summary(run));
     out.push('\n');
