@@ -48,7 +48,8 @@ pub struct ShadowArgs {
 }
 
 fn parse_analyses(s: &str) -> Result<Analyses, String> {
-    s.parse().map_err(|e: mantissa_shadow::analyses::AnalysesError| e.to_string())
+    s.parse()
+        .map_err(|e: mantissa_shadow::analyses::AnalysesError| e.to_string())
 }
 
 fn parse_flags(s: &str) -> Result<FlagSet, String> {
@@ -83,7 +84,10 @@ pub fn run(args: ShadowArgs) -> anyhow::Result<()> {
         }
         match event {
             ShadowEvent::Baseline => {
-                eprintln!("building and running {name} ({}) as written", args.flags.name())
+                eprintln!(
+                    "building and running {name} ({}) as written",
+                    args.flags.name()
+                )
             }
             ShadowEvent::Instrumented { sites, functions } if sites > 0 => {
                 eprintln!("instrumented {sites} sites in {functions} functions")

@@ -47,7 +47,10 @@ fn bad_analyses_name_the_word_and_what_exists() {
 fn bad_flags_sizes_and_counts_are_usage_errors() {
     let (code, stderr) = shadow(&[EXAMPLE, "--flags", "bogus"]);
     assert_eq!(code, Some(2), "{stderr}");
-    assert!(stderr.contains("unknown flag set 'bogus'; accepted: default"), "{stderr}");
+    assert!(
+        stderr.contains("unknown flag set 'bogus'; accepted: default"),
+        "{stderr}"
+    );
     usage_error(
         &[EXAMPLE, "--set", "m=3"],
         "shadow.toml:11:1: --set m: found unknown size 'm'; accepted a size of [sizes]: n, block",
@@ -56,7 +59,10 @@ fn bad_flags_sizes_and_counts_are_usage_errors() {
     assert_eq!(code, Some(2), "{stderr}");
     let (code, stderr) = shadow(&["../../examples/shadow/missing.toml"]);
     assert_eq!(code, Some(2), "{stderr}");
-    assert!(stderr.contains("missing.toml:1:1: (file): found an unreadable file"), "{stderr}");
+    assert!(
+        stderr.contains("missing.toml:1:1: (file): found an unreadable file"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -67,11 +73,14 @@ fn a_good_spec_without_a_gpu_says_shadow_needs_one_and_how_to_check_it() {
     let (code, stderr) = shadow(&[EXAMPLE, "--json"]);
     assert_eq!(code, Some(1), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    assert!(stderr.starts_with("error: mantissa shadow needs a GPU: "), "{stderr}");
     assert!(
-        stderr
-            .trim_end()
-            .ends_with("`mantissa run ../../examples/shadow/shadow.toml --check` checks the spec without one"),
+        stderr.starts_with("error: mantissa shadow needs a GPU: "),
+        "{stderr}"
+    );
+    assert!(
+        stderr.trim_end().ends_with(
+            "`mantissa run ../../examples/shadow/shadow.toml --check` checks the spec without one"
+        ),
         "{stderr}"
     );
 }

@@ -25,7 +25,10 @@ fn counters_are_read_after_the_checked_run_only_and_restart_from_zero() {
         ..RunnerOptions::default()
     };
     let mut runner = TrialRunner::new(&gpu, &spec, FlagSet::DEFAULT, opts).unwrap();
-    assert!(runner.target_arch().is_some(), "the PTX names its sm_ target");
+    assert!(
+        runner.target_arch().is_some(),
+        "the PTX names its sm_ target"
+    );
     let module = mantissa_ptx::parse(&runner.built().ptx).module;
     let counted = count(
         &module,
@@ -66,5 +69,8 @@ fn counters_are_read_after_the_checked_run_only_and_restart_from_zero() {
         }
         seen.push(counts);
     }
-    assert_eq!(seen[0], seen[1], "every trial starts its counters from zero");
+    assert_eq!(
+        seen[0], seen[1],
+        "every trial starts its counters from zero"
+    );
 }

@@ -255,7 +255,9 @@ pub fn analyse(
         .map_err(|e| ShadowError::Runtime(e.to_string()))?;
     let n = full.report.sites.len() as u32;
     let mut stats: Vec<Option<SiteStats>> = vec![None; n as usize];
-    let mut queue = VecDeque::from([0..n]);
+    // Site ranges still to run, first first (a split puts its halves at the front).
+    let mut queue: VecDeque<Range<u32>> = VecDeque::new();
+    queue.push_back(0..n);
     while let Some(range) = queue.pop_front() {
         let split;
         let part = if range == (0..n) {
@@ -274,7 +276,9 @@ pub fn analyse(
                 let changed: Vec<String> = outcome
                     .outputs
                     .iter()
-                    .filter(|o| o.vs_baseline.differing > 0 || o.vs_baseline.nonfinite_mismatches > 0)
+                    .filter(|o| {
+                        o.vs_baseline.differing > 0 || o.vs_baseline.nonfinite_mismatches > 0
+                    })
                     .map(|o| {
                         format!(
                             "{}: {} of {} elements differ",
@@ -340,7 +344,11 @@ pub fn analyse(
         .sites
         .iter()
         .filter(|s| s.demotion || s.exceptions)
-        .filter_map(|s| stats[s.index as usize].as_ref().map(|st| SiteResult::new(s, st)))
+        .filter_map(|s| {
+            stats[s.index as usize]
+                .as_ref()
+                .map(|st| SiteResult::new(s, st))
+        })
         .collect();
     run.functions = summarise(&run.sites);
     source::attach(&mut run.functions, &spec.dir);

@@ -69,13 +69,10 @@ impl FromStr for Analyses {
 impl fmt::Display for Analyses {
     /// `demotion,exceptions`, as the command line takes it.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let names: Vec<&str> = [
-            (self.demotion, "demotion"),
-            (self.exceptions, "exceptions"),
-        ]
-        .into_iter()
-        .filter_map(|(on, name)| on.then_some(name))
-        .collect();
+        let names: Vec<&str> = [(self.demotion, "demotion"), (self.exceptions, "exceptions")]
+            .into_iter()
+            .filter_map(|(on, name)| on.then_some(name))
+            .collect();
         write!(f, "{}", names.join(","))
     }
 }

@@ -7,7 +7,13 @@ use crate::analyses::Analyses;
 use crate::lines::{summarise, Demotion, Exceptions, SiteResult};
 use mantissa_ptx::site::Site;
 
-fn result(index: u32, line: u32, opcode: &str, d: Option<Demotion>, e: Option<Exceptions>) -> SiteResult {
+fn result(
+    index: u32,
+    line: u32,
+    opcode: &str,
+    d: Option<Demotion>,
+    e: Option<Exceptions>,
+) -> SiteResult {
     SiteResult {
         index,
         site: Site {
@@ -18,7 +24,12 @@ fn result(index: u32, line: u32, opcode: &str, d: Option<Demotion>, e: Option<Ex
             inlined: vec![],
         },
         opcode: opcode.into(),
-        value_type: if opcode.ends_with("f32") { "f32" } else { "f64" }.into(),
+        value_type: if opcode.ends_with("f32") {
+            "f32"
+        } else {
+            "f64"
+        }
+        .into(),
         demotion: d,
         exceptions: e,
     }
@@ -47,10 +58,40 @@ pub fn run() -> ShadowRun {
         ..Exceptions::default()
     };
     let sites = vec![
-        result(0, 20, "sub.rn.f64", Some(d(64, 64.0, 1.0)), Some(Exceptions::default())),
-        result(1, 22, "div.rn.f64", Some(Demotion { non_finite: 32, ..d(0, 0.0, 0.0) }), Some(nan)),
-        result(2, 24, "add.rn.f64", Some(Demotion { non_finite: 32, ..d(32, 0.0, 0.0) }), Some(propagated)),
-        result(3, 26, "mul.rn.f64", Some(d(64, 0.5, 0.03125)), Some(Exceptions::default())),
+        result(
+            0,
+            20,
+            "sub.rn.f64",
+            Some(d(64, 64.0, 1.0)),
+            Some(Exceptions::default()),
+        ),
+        result(
+            1,
+            22,
+            "div.rn.f64",
+            Some(Demotion {
+                non_finite: 32,
+                ..d(0, 0.0, 0.0)
+            }),
+            Some(nan),
+        ),
+        result(
+            2,
+            24,
+            "add.rn.f64",
+            Some(Demotion {
+                non_finite: 32,
+                ..d(32, 0.0, 0.0)
+            }),
+            Some(propagated),
+        ),
+        result(
+            3,
+            26,
+            "mul.rn.f64",
+            Some(d(64, 0.5, 0.03125)),
+            Some(Exceptions::default()),
+        ),
     ];
     let mut functions = summarise(&sites);
     functions[0].lines[0].source = Some("y = 0.0 / z;".into());

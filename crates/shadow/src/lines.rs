@@ -244,7 +244,11 @@ pub fn summarise(sites: &[SiteResult]) -> Vec<FunctionSummary> {
         f.demotion = merge_opt(f.demotion, s.demotion, Demotion::merge);
         f.exceptions = merge_opt(f.exceptions, s.exceptions, Exceptions::merge);
         let (file, line) = counted_position(&s.site);
-        let li = match f.lines.iter().position(|l| l.file == file && l.line == line) {
+        let li = match f
+            .lines
+            .iter()
+            .position(|l| l.file == file && l.line == line)
+        {
             Some(i) => i,
             None => {
                 f.lines.push(LineSummary {
@@ -280,7 +284,10 @@ pub fn summarise(sites: &[SiteResult]) -> Vec<FunctionSummary> {
 /// Most important first: exception origins, then the largest, mean and summed demotion error.
 pub fn rank(a: &LineSummary, b: &LineSummary) -> Ordering {
     let origins = |l: &LineSummary| l.exceptions.map_or(0, |e| e.origins());
-    let d = |l: &LineSummary| l.demotion.map_or((0.0, 0.0, 0.0), |d| (d.max, d.mean, d.sum));
+    let d = |l: &LineSummary| {
+        l.demotion
+            .map_or((0.0, 0.0, 0.0), |d| (d.max, d.mean, d.sum))
+    };
     let (da, db) = (d(a), d(b));
     origins(b)
         .cmp(&origins(a))

@@ -29,8 +29,16 @@ pub fn address(site: &Site) -> String {
 fn quantities(s: &SiteResult) -> Vec<(&'static str, f64, &'static str)> {
     let (_, line) = counted_position(&s.site);
     let mut q = vec![
-        ("site", f64::from(s.index), "the site's index among the module's candidate instructions"),
-        ("line", f64::from(line), "the source line the site counts on (the outermost call for inlined code)"),
+        (
+            "site",
+            f64::from(s.index),
+            "the site's index among the module's candidate instructions",
+        ),
+        (
+            "line",
+            f64::from(line),
+            "the source line the site counts on (the outermost call for inlined code)",
+        ),
     ];
     if let Some(d) = &s.demotion {
         q.extend([
@@ -45,11 +53,27 @@ fn quantities(s: &SiteResult) -> Vec<(&'static str, f64, &'static str)> {
     if let Some(e) = &s.exceptions {
         q.extend([
             ("exceptions.nan", e.nan as f64, "NaN results"),
-            ("exceptions.nan_origin", e.nan_origin as f64, "NaN results from operands none of which was NaN"),
+            (
+                "exceptions.nan_origin",
+                e.nan_origin as f64,
+                "NaN results from operands none of which was NaN",
+            ),
             ("exceptions.inf", e.inf as f64, "infinite results"),
-            ("exceptions.inf_origin", e.inf_origin as f64, "infinite results from finite operands"),
-            ("exceptions.div_by_zero", e.div_by_zero as f64, "divisions (div, rcp) by zero"),
-            ("exceptions.subnormal", e.subnormal as f64, "subnormal results"),
+            (
+                "exceptions.inf_origin",
+                e.inf_origin as f64,
+                "infinite results from finite operands",
+            ),
+            (
+                "exceptions.div_by_zero",
+                e.div_by_zero as f64,
+                "divisions (div, rcp) by zero",
+            ),
+            (
+                "exceptions.subnormal",
+                e.subnormal as f64,
+                "subnormal results",
+            ),
         ]);
     }
     q
@@ -118,7 +142,11 @@ mod tests {
         assert_eq!(keys.len(), recs.len(), "every site is its own point");
         let div = &recs[1];
         assert_eq!(
-            (div.workload.as_str(), div.algorithm.as_str(), div.precision.as_str()),
+            (
+                div.workload.as_str(),
+                div.algorithm.as_str(),
+                div.precision.as_str()
+            ),
             ("shadow", "shadow", "f64")
         );
         assert_eq!(div.input, "seed /src/shadow.cu:22#0");

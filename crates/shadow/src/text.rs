@@ -120,9 +120,18 @@ pub fn render(run: &ShadowRun, shown: Shown) -> String {
             "function"
         };
         writeln!(out, "{kind} {}", f.function).ok();
-        let mut rows = vec![["line", "max", "mean", "sum", "samples", "exceptions", "ops", "source"]
-            .map(String::from)
-            .to_vec()];
+        let mut rows = vec![[
+            "line",
+            "max",
+            "mean",
+            "sum",
+            "samples",
+            "exceptions",
+            "ops",
+            "source",
+        ]
+        .map(String::from)
+        .to_vec()];
         let limit = match shown {
             Shown::Top(n) => n,
             Shown::All => usize::MAX,

@@ -65,13 +65,14 @@ fn the_shadow_example_reports_exactly_its_seeded_lines() {
         return;
     }
     let n = 4096u64;
-    let run = analysed(
-        &examples().join("shadow/shadow.toml"),
-        Analyses::default(),
-    );
+    let run = analysed(&examples().join("shadow/shadow.toml"), Analyses::default());
     assert_eq!(run.kernels, ["seeded", "clean"]);
     assert_eq!(run.runs.len(), 1, "no split: {:?}", run.notes);
-    let (origin, propagated, cancel) = (marked("nan-origin"), marked("nan-propagated"), marked("cancel"));
+    let (origin, propagated, cancel) = (
+        marked("nan-origin"),
+        marked("nan-propagated"),
+        marked("cancel"),
+    );
 
     // Exceptions: exactly the two seeded lines, with exact counts.
     let mut with_exceptions: Vec<(String, u32, Exceptions)> = lines(&run)

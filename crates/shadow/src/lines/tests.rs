@@ -45,16 +45,16 @@ fn site(
             zero_reference,
             non_finite,
         }),
-        exceptions: e.map(|[nan, nan_origin, inf, inf_origin, div_by_zero, subnormal]| {
-            ExceptionCounts {
+        exceptions: e.map(
+            |[nan, nan_origin, inf, inf_origin, div_by_zero, subnormal]| ExceptionCounts {
                 nan,
                 nan_origin,
                 inf,
                 inf_origin,
                 div_by_zero,
                 subnormal,
-            }
-        }),
+            },
+        ),
     };
     SiteResult::new(&shadow_site, &stats)
 }
@@ -65,18 +65,89 @@ const P20: f64 = 1.0 / (1u64 << 20) as f64;
 fn fixture() -> Vec<SiteResult> {
     use ValueType::{F32, F64};
     vec![
-        site(0, "k", ("k.cu", 10, 0), &[], "add.rn.f64", F64, Some((4, 0.5, 0.25, 0, 0)), Some(NONE)),
-        site(1, "k", ("k.cu", 10, 1), &[], "mul.rn.f64", F64, Some((4, 0.125, 0.0625, 1, 0)), Some(NONE)),
-        site(2, "k", ("k.cu", 12, 0), &[], "div.rn.f64", F64, Some((2, P20, P20, 0, 2)), Some([2, 2, 0, 0, 2, 0])),
-        site(3, "k", ("k.cu", 14, 0), &[], "add.f32", F32, None, Some([2, 0, 0, 0, 0, 0])),
-        site(4, "k", ("/usr/include/math.hpp", 300, 0), &[("k.cu", 16), ("/usr/include/math.hpp", 290)], "sqrt.rn.f64", F64, Some((4, P20, P20 / 4.0, 0, 0)), Some(NONE)),
-        site(5, "k", ("k.cu", 16, 0), &[], "mul.rn.f64", F64, Some((4, P20 / 2.0, P20 / 2.0, 0, 0)), Some([0, 0, 0, 0, 0, 3])),
-        site(6, "g", ("k.cu", 30, 0), &[], "fma.rn.f64", F64, Some((1, 1.0, 1.0, 0, 0)), Some(NONE)),
+        site(
+            0,
+            "k",
+            ("k.cu", 10, 0),
+            &[],
+            "add.rn.f64",
+            F64,
+            Some((4, 0.5, 0.25, 0, 0)),
+            Some(NONE),
+        ),
+        site(
+            1,
+            "k",
+            ("k.cu", 10, 1),
+            &[],
+            "mul.rn.f64",
+            F64,
+            Some((4, 0.125, 0.0625, 1, 0)),
+            Some(NONE),
+        ),
+        site(
+            2,
+            "k",
+            ("k.cu", 12, 0),
+            &[],
+            "div.rn.f64",
+            F64,
+            Some((2, P20, P20, 0, 2)),
+            Some([2, 2, 0, 0, 2, 0]),
+        ),
+        site(
+            3,
+            "k",
+            ("k.cu", 14, 0),
+            &[],
+            "add.f32",
+            F32,
+            None,
+            Some([2, 0, 0, 0, 0, 0]),
+        ),
+        site(
+            4,
+            "k",
+            ("/usr/include/math.hpp", 300, 0),
+            &[("k.cu", 16), ("/usr/include/math.hpp", 290)],
+            "sqrt.rn.f64",
+            F64,
+            Some((4, P20, P20 / 4.0, 0, 0)),
+            Some(NONE),
+        ),
+        site(
+            5,
+            "k",
+            ("k.cu", 16, 0),
+            &[],
+            "mul.rn.f64",
+            F64,
+            Some((4, P20 / 2.0, P20 / 2.0, 0, 0)),
+            Some([0, 0, 0, 0, 0, 3]),
+        ),
+        site(
+            6,
+            "g",
+            ("k.cu", 30, 0),
+            &[],
+            "fma.rn.f64",
+            F64,
+            Some((1, 1.0, 1.0, 0, 0)),
+            Some(NONE),
+        ),
     ]
 }
 
 /// (file, line, sites, opcodes, inlined, demotion, exceptions) of each line, in rank order.
-type Row = (String, u32, Vec<u32>, Vec<String>, u32, Option<Demotion>, Option<Exceptions>);
+type Row = (
+    String,
+    u32,
+    Vec<u32>,
+    Vec<String>,
+    u32,
+    Option<Demotion>,
+    Option<Exceptions>,
+);
 
 fn rows(f: &FunctionSummary) -> Vec<Row> {
     f.lines
@@ -95,7 +166,14 @@ fn rows(f: &FunctionSummary) -> Vec<Row> {
         .collect()
 }
 
-fn dem(count: u64, sum: f64, max: f64, mean: f64, zero_reference: u64, non_finite: u64) -> Demotion {
+fn dem(
+    count: u64,
+    sum: f64,
+    max: f64,
+    mean: f64,
+    zero_reference: u64,
+    non_finite: u64,
+) -> Demotion {
     Demotion {
         count,
         sum,
@@ -125,7 +203,10 @@ fn strings(v: &[&str]) -> Vec<String> {
 fn lines_combine_their_sites_and_rank_origins_first_then_demotion_error() {
     let summary = summarise(&fixture());
     assert_eq!(
-        summary.iter().map(|f| f.function.as_str()).collect::<Vec<_>>(),
+        summary
+            .iter()
+            .map(|f| f.function.as_str())
+            .collect::<Vec<_>>(),
         ["k", "g"],
         "functions in the order of their first site"
     );
@@ -173,7 +254,17 @@ fn lines_combine_their_sites_and_rank_origins_first_then_demotion_error() {
         ),
     ];
     assert_eq!(rows(k), expected);
-    assert_eq!(k.demotion, Some(dem(18, 0.625 + 2.5 * P20, 0.25, (0.625 + 2.5 * P20) / 18.0, 1, 2)));
+    assert_eq!(
+        k.demotion,
+        Some(dem(
+            18,
+            0.625 + 2.5 * P20,
+            0.25,
+            (0.625 + 2.5 * P20) / 18.0,
+            1,
+            2
+        ))
+    );
     assert_eq!(k.exceptions, Some(exc([4, 2, 0, 0, 2, 3])));
     assert_eq!(
         rows(&summary[1]),
@@ -205,11 +296,56 @@ fn exception_roles() {
 fn ties_fall_to_the_mean_then_the_sum_then_first_seen_order() {
     use ValueType::F64;
     let sites = vec![
-        site(0, "k", ("k.cu", 1, 0), &[], "add.rn.f64", F64, Some((4, 1.0, 0.5, 0, 0)), None),
-        site(1, "k", ("k.cu", 2, 0), &[], "add.rn.f64", F64, Some((2, 1.0, 0.5, 0, 0)), None),
-        site(2, "k", ("k.cu", 3, 0), &[], "add.rn.f64", F64, Some((4, 2.0, 0.5, 0, 0)), None),
-        site(3, "k", ("k.cu", 4, 0), &[], "add.rn.f64", F64, Some((8, 4.0, 0.5, 0, 0)), None),
-        site(4, "k", ("k.cu", 5, 0), &[], "add.rn.f64", F64, Some((8, 4.0, 0.5, 0, 0)), None),
+        site(
+            0,
+            "k",
+            ("k.cu", 1, 0),
+            &[],
+            "add.rn.f64",
+            F64,
+            Some((4, 1.0, 0.5, 0, 0)),
+            None,
+        ),
+        site(
+            1,
+            "k",
+            ("k.cu", 2, 0),
+            &[],
+            "add.rn.f64",
+            F64,
+            Some((2, 1.0, 0.5, 0, 0)),
+            None,
+        ),
+        site(
+            2,
+            "k",
+            ("k.cu", 3, 0),
+            &[],
+            "add.rn.f64",
+            F64,
+            Some((4, 2.0, 0.5, 0, 0)),
+            None,
+        ),
+        site(
+            3,
+            "k",
+            ("k.cu", 4, 0),
+            &[],
+            "add.rn.f64",
+            F64,
+            Some((8, 4.0, 0.5, 0, 0)),
+            None,
+        ),
+        site(
+            4,
+            "k",
+            ("k.cu", 5, 0),
+            &[],
+            "add.rn.f64",
+            F64,
+            Some((8, 4.0, 0.5, 0, 0)),
+            None,
+        ),
     ];
     let order: Vec<u32> = summarise(&sites)[0].lines.iter().map(|l| l.line).collect();
     // Means: 0.25, 0.5, 0.5, 0.5, 0.5; among the 0.5s the sums 1, 2, 4, 4; lines 4 and 5 tie.
@@ -222,7 +358,16 @@ fn merging_nothing_keeps_none_and_the_mean_of_no_sample_is_zero() {
     let m = d.merge(&dem(0, 0.0, 0.0, 0.0, 1, 0));
     assert_eq!(m, dem(0, 0.0, 0.0, 0.0, 4, 1));
     use ValueType::F32;
-    let only_f32 = vec![site(0, "k", ("k.cu", 1, 0), &[], "add.f32", F32, None, None)];
+    let only_f32 = vec![site(
+        0,
+        "k",
+        ("k.cu", 1, 0),
+        &[],
+        "add.f32",
+        F32,
+        None,
+        None,
+    )];
     let s = summarise(&only_f32);
     assert_eq!((s[0].demotion, s[0].exceptions), (None, None));
 }

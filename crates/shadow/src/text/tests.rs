@@ -25,16 +25,22 @@ shadow (default flags, demotion,exceptions): 4 sites on 4 lines in 1 function; l
 ";
     assert_eq!(text, expected, "\n{text}");
     let top = render(&run(), Shown::Top(1));
-    assert!(top.contains("  ... 3 more lines (--all shows them)\n"), "{top}");
+    assert!(
+        top.contains("  ... 3 more lines (--all shows them)\n"),
+        "{top}"
+    );
     assert!(!top.contains("shadow.cu:26  "), "{top}");
 }
 
 #[test]
 fn no_exceptions_and_nothing_to_measure_are_one_line_each() {
     let mut r = run();
-    r.functions.iter_mut().flat_map(|f| &mut f.lines).for_each(|l| {
-        l.exceptions = Some(Exceptions::default());
-    });
+    r.functions
+        .iter_mut()
+        .flat_map(|f| &mut f.lines)
+        .for_each(|l| {
+            l.exceptions = Some(Exceptions::default());
+        });
     assert_eq!(exceptions_block(&r), "exceptions: none\n\n");
     r.analyses.exceptions = false;
     assert_eq!(exceptions_block(&r), "");
@@ -56,7 +62,18 @@ fn the_json_document_has_per_site_and_per_line_data() {
     assert_eq!(
         keys,
         // serde_json's map sorts keys.
-        ["analyses", "device", "flags", "functions", "kernels", "notes", "runs", "sites", "spec", "timing"]
+        [
+            "analyses",
+            "device",
+            "flags",
+            "functions",
+            "kernels",
+            "notes",
+            "runs",
+            "sites",
+            "spec",
+            "timing"
+        ]
     );
     let site = &v["sites"][1];
     assert_eq!(site["index"], 1);
@@ -74,7 +91,13 @@ fn the_json_document_has_per_site_and_per_line_data() {
     assert_eq!(line["demotion"]["mean"], 1.0);
     assert_eq!(line["demotion"]["sum"], 64.0);
     assert_eq!(v["functions"][0]["lines"][0]["source"], "y = 0.0 / z;");
-    assert_eq!(v["analyses"], serde_json::json!({"demotion": true, "exceptions": true}));
-    assert_eq!(v["runs"][0]["sites"], serde_json::json!({"start": 0, "end": 4}));
+    assert_eq!(
+        v["analyses"],
+        serde_json::json!({"demotion": true, "exceptions": true})
+    );
+    assert_eq!(
+        v["runs"][0]["sites"],
+        serde_json::json!({"start": 0, "end": 4})
+    );
     assert_eq!(v["timing"]["ratio"], 2.0);
 }
