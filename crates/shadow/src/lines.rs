@@ -12,7 +12,8 @@
 //! its instructions' total errors). Exceptions: every count adds.
 //!
 //! **Ranking** (most important first): exception origins (NaN or ±inf results from operands that
-//! were not), then the largest demotion error, the mean, the set error Σ; ties in source order.
+//! were not), then the largest demotion error, the mean, the set error Σ; ties keep the order of
+//! their first sites (the PTX's order).
 
 use mantissa_ptx::pass::shadow::{ErrorStats, ExceptionCounts, ShadowSite, SiteStats};
 use mantissa_ptx::site::Site;

@@ -304,7 +304,7 @@ fn plural(n: usize, what: &str) -> String {
 /// The one line for a program with no site to measure.
 pub fn nothing_to_measure(run: &ShadowRun) -> String {
     format!(
-        "{}: no floating-point instructions for {} in kernel{} {}: nothing to measure",
+        "{}: no floating-point instruction for {} to measure in kernel{} {}",
         run.spec,
         run.analyses,
         if run.kernels.len() == 1 { "" } else { "s" },

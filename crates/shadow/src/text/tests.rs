@@ -49,7 +49,7 @@ fn no_exceptions_and_nothing_to_measure_are_one_line_each() {
     empty.functions.clear();
     assert_eq!(
         nothing_to_measure(&empty),
-        "shadow: no floating-point instructions for demotion,exceptions in kernels seed, copy: nothing to measure"
+        "shadow: no floating-point instruction for demotion,exceptions to measure in kernels seed, copy"
     );
     assert_eq!(empty.kernels_without_sites(), ["seed", "copy"]);
     assert_eq!(run().kernels_without_sites(), ["copy"]);
