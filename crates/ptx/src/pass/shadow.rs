@@ -44,6 +44,8 @@
 mod instrument;
 pub mod oracle;
 #[cfg(test)]
+mod oracle_tests;
+#[cfg(test)]
 mod tests;
 
 use super::{Outcome, Pass, PassError, Report};
