@@ -73,6 +73,19 @@ pub fn one_plus_x(blocks: u32, threads: u32) -> Case {
     }
 }
 
+/// `(1 + x) − 1` for x varying per thread (so lanes of a warp have different errors), on
+/// `blocks * threads − 17` threads (so the last warp is partly idle).
+pub fn one_plus_x_varied(blocks: u32, threads: u32) -> Case {
+    let n = (blocks * threads) as usize - 17;
+    let x = (0..n).map(|i| (i as f64 * 0.37).sin() * 2f64.powi(-(i as i32 % 40))).collect();
+    Case {
+        kernel: "one_plus_x",
+        blocks,
+        threads,
+        params: vec![Param::F64s(x), Param::OutF64(n), Param::Int(n as i32)],
+    }
+}
+
 /// The serial sum of [1, 2^-30, −1, −2^-30] (exact sum 0).
 pub fn serial_sum() -> Case {
     let t = 2f64.powi(-30);

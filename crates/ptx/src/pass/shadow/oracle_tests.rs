@@ -200,3 +200,50 @@ fn analyses_not_asked_for_and_sites_outside_only_are_none() {
         }
     }
 }
+
+/// Every case the GPU test launches runs in the oracle (nothing it uses is refused), and the
+/// known module, instrumented and merged with the runtime, assembles for sm_90.
+#[test]
+fn every_gpu_case_runs_in_the_oracle_and_its_module_assembles() {
+    for flags in [mantissa_gpu::FlagSet::DEFAULT, mantissa_gpu::FlagSet::NOFMA] {
+        let Some(m) = known_module(flags) else {
+            return;
+        };
+        for case in [
+            known::one_plus_x(4, 64),
+            known::one_plus_x_varied(3, 96),
+            known::serial_sum(),
+            known::square_plus(2, 64),
+            known::exceptions(2, 64),
+        ] {
+            let (r, s) = oracle(&m, &case, &ShadowOptions::all());
+            let executions: u64 = s
+                .iter()
+                .filter_map(|x| x.demotion)
+                .map(|d| d.count + d.zero_reference + d.non_finite)
+                .sum();
+            assert!(executions > 0, "{} {flags}: nothing measured", case.kernel);
+            if case.kernel == "exceptions" {
+                assert_eq!(
+                    known::exception_lines(&r, &s, case.kernel),
+                    known::exceptions_expected(128)
+                );
+            }
+        }
+        let Some(rt) = super::tests::shadow_runtime() else {
+            return;
+        };
+        for o in [
+            ShadowOptions::all(),
+            ShadowOptions {
+                demotion: false,
+                ..ShadowOptions::all()
+            },
+        ] {
+            let out = instrument(&m, &o).unwrap_or_else(|e| panic!("{e}"));
+            let merged =
+                crate::link::merge_runtime(&out.module, &rt).unwrap_or_else(|e| panic!("{e}"));
+            crate::test_support::assert_sound(&format!("known.cu {flags} {o:?}"), &merged);
+        }
+    }
+}

@@ -22,7 +22,7 @@ const FIXTURES: [(&str, &str); 7] = [
 ];
 
 /// The shadow runtime compiled by NVRTC for sm_90, or `None` (skip) without NVRTC.
-fn shadow_runtime() -> Option<String> {
+pub(super) fn shadow_runtime() -> Option<String> {
     let nvrtc = mantissa_gpu::testing::require_nvrtc_or_skip()?;
     let arch = mantissa_gpu::Arch::new(9, 0);
     Some(
