@@ -12,7 +12,9 @@ mod known;
 
 use known::{Case, Param};
 use mantissa_gpu::testing::require_gpu_or_skip;
-use mantissa_gpu::{runtime, Arch, DType, FlagSet, Gpu, HostData, KernelArg, LaunchDims, Source, Target};
+use mantissa_gpu::{
+    runtime, Arch, DType, FlagSet, Gpu, HostData, KernelArg, LaunchDims, Source, Target,
+};
 use mantissa_ptx::interp::{self, Launch, Memory};
 use mantissa_ptx::link::merge_runtime;
 use mantissa_ptx::pass::shadow::{
@@ -22,7 +24,11 @@ use mantissa_ptx::{parse, Item, Module};
 
 fn parse_clean(what: &str, ptx: &str) -> Module {
     let parsed = parse(ptx);
-    assert!(parsed.diagnostics.is_empty(), "{what}: {:?}", parsed.diagnostics);
+    assert!(
+        parsed.diagnostics.is_empty(),
+        "{what}: {:?}",
+        parsed.diagnostics
+    );
     parsed.module
 }
 
@@ -130,7 +136,9 @@ fn run_instrumented(
     let bytes = gpu
         .read_symbol(&loaded, &report.global)
         .unwrap_or_else(|e| panic!("{what}: {e}"));
-    let stats = report.decode(&bytes).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let stats = report
+        .decode(&bytes)
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
     (report, stats)
 }
 
@@ -143,8 +151,13 @@ fn assert_agree(what: &str, report: &ShadowReport, gpu: &[SiteStats], cpu: &[Sit
         assert_eq!(g.exceptions, c.exceptions, "{at}: exceptions");
         match (g.demotion, c.demotion) {
             (Some(g), Some(c)) => {
-                let exact = |x: ErrorStats| (x.count, x.max.to_bits(), x.zero_reference, x.non_finite);
-                assert_eq!(exact(g), exact(c), "{at}: demotion {g:?} vs the oracle's {c:?}");
+                let exact =
+                    |x: ErrorStats| (x.count, x.max.to_bits(), x.zero_reference, x.non_finite);
+                assert_eq!(
+                    exact(g),
+                    exact(c),
+                    "{at}: demotion {g:?} vs the oracle's {c:?}"
+                );
                 let bound = g.count as f64 * f64::EPSILON * c.sum;
                 assert!(
                     (g.sum - c.sum).abs() <= bound,
@@ -190,7 +203,11 @@ fn known_kernels_agree_with_the_oracle_and_compute_the_same_bits() {
             if case.kernel == "exceptions" {
                 assert_eq!(lines, known::exceptions_expected(128), "{what}");
             } else {
-                assert_eq!(lines, Vec::<(u32, ExceptionCounts)>::new(), "{what}: a clean kernel");
+                assert_eq!(
+                    lines,
+                    Vec::<(u32, ExceptionCounts)>::new(),
+                    "{what}: a clean kernel"
+                );
             }
         }
         // (1 + x) − 1 on 256 threads: the subtraction's error is exactly 1 on each.
@@ -218,7 +235,11 @@ fn each_analysis_alone_and_a_subset_of_sites_agree_with_the_oracle() {
     };
     let m = known_module(&gpu, FlagSet::DEFAULT);
     let case = known::exceptions(2, 64);
-    let sites = instrument(&m, &ShadowOptions::all()).unwrap().report.sites.len() as u32;
+    let sites = instrument(&m, &ShadowOptions::all())
+        .unwrap()
+        .report
+        .sites
+        .len() as u32;
     for options in [
         ShadowOptions {
             exceptions: false,

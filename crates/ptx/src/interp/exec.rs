@@ -110,12 +110,12 @@ struct Ctx<'a, 'f> {
     observe: &'a mut dyn FnMut(&Executed),
 }
 
-/// Runs every thread of block `ctaid` to its end.
+/// Runs every thread of block `ctaid` of `launch` to its end, telling `observe` what each
+/// arithmetic instruction and conversion computed.
 pub(super) fn run_block(
     d: &Decoded,
     layout: &Layout,
-    launch: Launch,
-    ctaid: [u32; 3],
+    (launch, ctaid): (Launch, [u32; 3]),
     mem: &mut Memory,
     options: &Options,
     out: &mut Run,

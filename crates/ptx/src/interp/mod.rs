@@ -471,8 +471,7 @@ pub fn run_observed(
                 exec::run_block(
                     &d,
                     &layout,
-                    launch,
-                    [bx, by, bz],
+                    (launch, [bx, by, bz]),
                     mem,
                     options,
                     &mut out,

@@ -77,7 +77,9 @@ pub fn one_plus_x(blocks: u32, threads: u32) -> Case {
 /// `blocks * threads − 17` threads (so the last warp is partly idle).
 pub fn one_plus_x_varied(blocks: u32, threads: u32) -> Case {
     let n = (blocks * threads) as usize - 17;
-    let x = (0..n).map(|i| (i as f64 * 0.37).sin() * 2f64.powi(-(i as i32 % 40))).collect();
+    let x = (0..n)
+        .map(|i| (i as f64 * 0.37).sin() * 2f64.powi(-(i as i32 % 40)))
+        .collect();
     Case {
         kernel: "one_plus_x",
         blocks,
@@ -150,8 +152,7 @@ pub struct LineStats {
 pub fn on_line(report: &ShadowReport, stats: &[SiteStats], kernel: &str, line: u32) -> LineStats {
     let mut out = LineStats::default();
     for (s, st) in report.sites.iter().zip(stats) {
-        if s.site.function != kernel || s.site.line != line || !s.site.file.ends_with(KNOWN_NAME)
-        {
+        if s.site.function != kernel || s.site.line != line || !s.site.file.ends_with(KNOWN_NAME) {
             continue;
         }
         out.sites += 1;
@@ -232,8 +233,14 @@ pub fn exceptions_expected(n: u64) -> Vec<(u32, ExceptionCounts)> {
                 ..none
             },
         ),
-        (line_of("nan_propagated"), ExceptionCounts { nan: n, ..none }),
-        (line_of("inf_propagated"), ExceptionCounts { inf: n, ..none }),
+        (
+            line_of("nan_propagated"),
+            ExceptionCounts { nan: n, ..none },
+        ),
+        (
+            line_of("inf_propagated"),
+            ExceptionCounts { inf: n, ..none },
+        ),
     ];
     want.sort_by_key(|w| w.0);
     want

@@ -277,7 +277,11 @@ fn demotion(
         match &inst.operands[o] {
             Operand::Reg(r) => {
                 let narrow = scratch.reg(rw, "f32", o)?;
-                before.push(instruction("cvt", &["rn", "f32", "f64"], vec![reg(&narrow), reg(r)]));
+                before.push(instruction(
+                    "cvt",
+                    &["rn", "f32", "f64"],
+                    vec![reg(&narrow), reg(r)],
+                ));
                 form.operands[o] = reg(&narrow);
             }
             Operand::Imm(Imm::F64(bits)) => {
@@ -358,7 +362,11 @@ fn exceptions(
         }
         after.push(branch);
     }
-    after.push(instruction("testp", &["normal", ty], vec![reg(&fast), reg(&result)]));
+    after.push(instruction(
+        "testp",
+        &["normal", ty],
+        vec![reg(&fast), reg(&result)],
+    ));
     after.push(instruction(
         "setp",
         &["eq", "or", ty],
@@ -385,7 +393,11 @@ fn exceptions(
             vec![reg(target), int(flag.into()), int(0), reg(&q)],
         ));
         if !first {
-            after.push(instruction("or", &["b32"], vec![reg(&bits), reg(&bits), reg(&part)]));
+            after.push(instruction(
+                "or",
+                &["b32"],
+                vec![reg(&bits), reg(&bits), reg(&part)],
+            ));
         }
         first = false;
     };

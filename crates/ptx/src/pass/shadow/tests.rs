@@ -13,12 +13,30 @@ const PROFILE: &str = include_str!("../../../tests/fixtures/count/profile.ptx");
 
 const FIXTURES: [(&str, &str); 7] = [
     ("profile", PROFILE),
-    ("loop_sum", include_str!("../../../tests/fixtures/loop_sum.default.ptx")),
-    ("divsqrt fast", include_str!("../../../tests/fixtures/divsqrt.fast.ptx")),
-    ("divsqrt strict", include_str!("../../../tests/fixtures/divsqrt.strict.ptx")),
-    ("ray_step", include_str!("../../../tests/fixtures/ray_step.default.ptx")),
-    ("ray_step fast", include_str!("../../../tests/fixtures/ray_step.fast.ptx")),
-    ("calls", include_str!("../../../tests/fixtures/calls.default.ptx")),
+    (
+        "loop_sum",
+        include_str!("../../../tests/fixtures/loop_sum.default.ptx"),
+    ),
+    (
+        "divsqrt fast",
+        include_str!("../../../tests/fixtures/divsqrt.fast.ptx"),
+    ),
+    (
+        "divsqrt strict",
+        include_str!("../../../tests/fixtures/divsqrt.strict.ptx"),
+    ),
+    (
+        "ray_step",
+        include_str!("../../../tests/fixtures/ray_step.default.ptx"),
+    ),
+    (
+        "ray_step fast",
+        include_str!("../../../tests/fixtures/ray_step.fast.ptx"),
+    ),
+    (
+        "calls",
+        include_str!("../../../tests/fixtures/calls.default.ptx"),
+    ),
 ];
 
 /// The shadow runtime compiled by NVRTC for sm_90, or `None` (skip) without NVRTC.
@@ -98,14 +116,20 @@ fn sites_are_the_rounding_float_instructions_with_their_analyses() {
     let fast = parse_clean("divsqrt fast", FIXTURES[2].1);
     let r = instrument(&fast, &ShadowOptions::all()).unwrap().report;
     let ops: HashSet<&str> = r.sites.iter().map(|s| s.opcode.as_str()).collect();
-    for op in ["div.approx.ftz.f32", "rsqrt.approx.ftz.f32", "sqrt.approx.ftz.f32"] {
+    for op in [
+        "div.approx.ftz.f32",
+        "rsqrt.approx.ftz.f32",
+        "sqrt.approx.ftz.f32",
+    ] {
         assert!(ops.contains(op), "{op} in {ops:?}");
     }
     assert!(r
         .sites
         .iter()
         .all(|s| s.demotion == (s.value_type == ValueType::F64 && !s.opcode.starts_with("cvt"))));
-    assert!(!ops.iter().any(|o| o.ends_with(".s32") || o.ends_with(".u64")));
+    assert!(!ops
+        .iter()
+        .any(|o| o.ends_with(".s32") || o.ends_with(".u64")));
 }
 
 #[test]
@@ -142,7 +166,8 @@ fn instrumented_modules_merge_and_assemble_and_keep_the_original_code() {
             assert_original_code_kept(&what, &m, &out.module);
             assert_calls(&what, &out);
             if let Some(rt) = &runtime {
-                let merged = merge_runtime(&out.module, rt).unwrap_or_else(|e| panic!("{what}: {e}"));
+                let merged =
+                    merge_runtime(&out.module, rt).unwrap_or_else(|e| panic!("{what}: {e}"));
                 assert_sound(&what, &merged);
             }
         }
@@ -171,7 +196,10 @@ fn assert_original_code_kept(what: &str, original: &Module, out: &Module) {
             .collect();
         for i in insts(&after).into_iter().filter(|i| !ids.contains(&i.id)) {
             for d in i.defs() {
-                assert!(!user_regs.contains(d), "{what}: `{i}` writes a user register");
+                assert!(
+                    !user_regs.contains(d),
+                    "{what}: `{i}` writes a user register"
+                );
             }
             if i.opcode == "st" {
                 assert!(i.has_mod("param"), "{what}: `{i}` stores to memory");
@@ -196,7 +224,10 @@ fn a_destination_that_is_an_operand_is_read_before_it_is_written_and_guards_hold
     let m = parse_clean("profile", PROFILE);
     let out = instrument(&m, &ShadowOptions::all()).unwrap();
     let b = body(&out.module, "profile");
-    let text: Vec<String> = insts(&b).iter().map(|i| i.to_string().trim().to_string()).collect();
+    let text: Vec<String> = insts(&b)
+        .iter()
+        .map(|i| i.to_string().trim().to_string())
+        .collect();
     // `@%p2 mul.rn.f64 %fd1, %fd1, 0d4000000000000000` (site 2): the operand is rounded to f32
     // and saved before the mul, under its guard; the f32 form reads the rounding; the exception
     // block is skipped where the guard is false.
@@ -215,7 +246,11 @@ fn a_destination_that_is_an_operand_is_read_before_it_is_written_and_guards_hold
         .unwrap_or("")
         .trim()
         .to_string();
-    assert!(text[at + 1].starts_with("@%p2 mul.rn.f32"), "{}", text[at + 1]);
+    assert!(
+        text[at + 1].starts_with("@%p2 mul.rn.f32"),
+        "{}",
+        text[at + 1]
+    );
     assert!(
         text[at + 1].ends_with(&format!("{narrow}, 0f40000000;")),
         "{}",
