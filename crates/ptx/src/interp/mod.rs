@@ -21,6 +21,10 @@
 //! [`OpKind::Other`]. A register read before any write, an out-of-range access, or integer
 //! division by zero is an error too. NaN results are the GPU's canonical NaN (all significand
 //! bits set).
+//!
+//! [`run_observed`] calls a hook after every executed arithmetic instruction and conversion with
+//! its source operands' and result's bits ([`Executed`]): CPU oracles of instrumentation (the
+//! shadow pass's) compute what the instrumented kernel must report from it.
 
 mod exec;
 pub mod round;
