@@ -77,6 +77,24 @@ static __device__ __forceinline__ unsigned int mantissa_shadow_lane()
     return lane;
 }
 
+// A double from lane `from` (`xor`: lane ^ `from`) of `mask`. Written as inline PTX rather than
+// __shfl_sync: NVRTC spells that one with a predicate output (`shfl.sync.idx.b32 %r1|%p1, ...`),
+// an operand form mantissa_ptx's parser keeps verbatim, which the merge refuses.
+static __device__ __forceinline__ double mantissa_shadow_shfl(
+    unsigned int mask, double x, unsigned int from, bool xor_lane)
+{
+    int hi = __double2hiint(x);
+    int lo = __double2loint(x);
+    if (xor_lane) {
+        asm volatile("shfl.sync.bfly.b32 %0, %0, %1, 31, %2;" : "+r"(hi) : "r"(from), "r"(mask));
+        asm volatile("shfl.sync.bfly.b32 %0, %0, %1, 31, %2;" : "+r"(lo) : "r"(from), "r"(mask));
+    } else {
+        asm volatile("shfl.sync.idx.b32 %0, %0, %1, 31, %2;" : "+r"(hi) : "r"(from), "r"(mask));
+        asm volatile("shfl.sync.idx.b32 %0, %0, %1, 31, %2;" : "+r"(lo) : "r"(from), "r"(mask));
+    }
+    return __hiloint2double(hi, lo);
+}
+
 // Adds the lanes' `n` over `peers` into word `w` of the record, from the lowest lane only.
 static __device__ __forceinline__ void mantissa_shadow_add(
     unsigned long long *record, int w, unsigned int peers, bool leader, bool counted)
@@ -116,9 +134,9 @@ extern "C" __device__ __noinline__ void mantissa_shadow_demotion(
     double sum = e;
     double max = e;
     if (peers == 0xffffffffu) {
-        for (int d = 16; d > 0; d >>= 1) {
-            double s = __shfl_xor_sync(peers, sum, d);
-            double m = __shfl_xor_sync(peers, max, d);
+        for (unsigned int d = 16; d > 0; d >>= 1) {
+            double s = mantissa_shadow_shfl(peers, sum, d, true);
+            double m = mantissa_shadow_shfl(peers, max, d, true);
             sum = __dadd_rn(sum, s);
             max = fmax(max, m);
         }
@@ -126,7 +144,7 @@ extern "C" __device__ __noinline__ void mantissa_shadow_demotion(
         sum = 0.0;
         max = 0.0;
         for (unsigned int rest = peers; rest != 0; rest &= rest - 1) {
-            double v = __shfl_sync(peers, e, __ffs(rest) - 1);
+            double v = mantissa_shadow_shfl(peers, e, __ffs(rest) - 1, false);
             sum = __dadd_rn(sum, v);
             max = fmax(max, v);
         }

@@ -44,6 +44,8 @@
 mod instrument;
 pub mod oracle;
 #[cfg(test)]
+mod oracle_tests;
+#[cfg(test)]
 mod tests;
 
 use super::{Outcome, Pass, PassError, Report};
@@ -232,7 +234,9 @@ pub struct SiteStats {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ShadowError {
     /// The module already has a name the pass needs (instrumented twice, or a user name).
-    #[error("the module already has a '{0}': it is instrumented already, or the name is the user's")]
+    #[error(
+        "the module already has a '{0}': it is instrumented already, or the name is the user's"
+    )]
     NameTaken(String),
     /// An edit failed (a bug of this pass: it only makes edits the rewriter accepts).
     #[error(transparent)]
@@ -337,12 +341,8 @@ impl Pass for Shadow {
             message: e.to_string(),
         })?;
         let r = &out.report;
-        let on = |f: fn(&ShadowSite) -> bool| {
-            r.sites
-                .iter()
-                .filter(|s| s.instrumented && f(s))
-                .count()
-        };
+        let on =
+            |f: fn(&ShadowSite) -> bool| r.sites.iter().filter(|s| s.instrumented && f(s)).count();
         let summary = format!(
             "{} sites: demotion error at {}, exceptions at {}",
             r.sites.len(),

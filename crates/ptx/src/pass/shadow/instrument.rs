@@ -258,6 +258,9 @@ fn dest(inst: &Instruction) -> String {
     }
 }
 
+/// The first scratch register number of saved operands (the demotion error's are 0..=3).
+const SAVED: usize = 4;
+
 /// The demotion error at instruction `j` of `d`: its f64 operands rounded to f32 before it, its
 /// f32 form and the call after it, all under its guard.
 fn demotion(
@@ -277,7 +280,11 @@ fn demotion(
         match &inst.operands[o] {
             Operand::Reg(r) => {
                 let narrow = scratch.reg(rw, "f32", o)?;
-                before.push(instruction("cvt", &["rn", "f32", "f64"], vec![reg(&narrow), reg(r)]));
+                before.push(instruction(
+                    "cvt",
+                    &["rn", "f32", "f64"],
+                    vec![reg(&narrow), reg(r)],
+                ));
                 form.operands[o] = reg(&narrow);
             }
             Operand::Imm(Imm::F64(bits)) => {
@@ -358,7 +365,11 @@ fn exceptions(
         }
         after.push(branch);
     }
-    after.push(instruction("testp", &["normal", ty], vec![reg(&fast), reg(&result)]));
+    after.push(instruction(
+        "testp",
+        &["normal", ty],
+        vec![reg(&fast), reg(&result)],
+    ));
     after.push(instruction(
         "setp",
         &["eq", "or", ty],
@@ -385,7 +396,11 @@ fn exceptions(
             vec![reg(target), int(flag.into()), int(0), reg(&q)],
         ));
         if !first {
-            after.push(instruction("or", &["b32"], vec![reg(&bits), reg(&bits), reg(&part)]));
+            after.push(instruction(
+                "or",
+                &["b32"],
+                vec![reg(&bits), reg(&bits), reg(&part)],
+            ));
         }
         first = false;
     };
@@ -402,7 +417,9 @@ fn exceptions(
         let x = match operand {
             Operand::Reg(r) if *r == result => {
                 // The instruction overwrites this operand: read a copy taken before it.
-                let saved = scratch.reg(rw, if ot == ValueType::F32 { "f32" } else { "f64" }, o)?;
+                let ty = if ot == ValueType::F32 { "f32" } else { "f64" };
+                // Apart from the demotion error's registers (0..=3), which live as long.
+                let saved = scratch.reg(rw, ty, SAVED + o)?;
                 before.push(instruction("mov", &[ot.name()], vec![reg(&saved), reg(r)]));
                 saved
             }
