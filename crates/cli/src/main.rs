@@ -17,6 +17,7 @@ mod ops;
 mod progress;
 mod report;
 mod run;
+mod shadow;
 mod study;
 mod table;
 
@@ -61,6 +62,10 @@ enum Command {
     /// Run your own CUDA program from a kernel spec (docs/SPEC.md) under flag sets, and compare
     /// each output with the baseline build and your reference: digits, errors, ulps, time.
     Run(run::RunArgs),
+    /// Where your CUDA program loses precision, per kernel and source line, on its own inputs:
+    /// the error of each f64 instruction run in f32 (demotion error), and where NaN, inf and
+    /// subnormal results start and spread (exceptions). Instruments the PTX; needs a GPU.
+    Shadow(shadow::ShadowArgs),
     /// Measure the accuracy of CUDA's math functions (default, -use_fast_math, intrinsics) and
     /// the CPU's (Rust std, the libm crate) against correctly rounded references: binary32
     /// univariate functions exhaustively on the GPU, the rest by search; or --check one input.
@@ -89,6 +94,7 @@ fn main() -> ExitCode {
         Command::Report(args) => report::run(args),
         Command::Inspect(args) => inspect::run(args),
         Command::Run(args) => run::run(args),
+        Command::Shadow(args) => shadow::run(args),
         Command::Mathlib(args) => mathlib::run(args),
     };
     match result {

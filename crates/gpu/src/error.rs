@@ -39,6 +39,12 @@ impl DriverStatus {
         self.0 as u32
     }
 
+    /// A launch asked for more registers or shared memory than the device gives its block size:
+    /// not a fault, the same code with a smaller block (or less instrumentation) may run.
+    pub fn is_out_of_resources(self) -> bool {
+        self.0 == CUresult::CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
+    }
+
     /// After these the CUDA context is corrupt: every later call fails the same way, so the
     /// process must restart before the GPU can be used again.
     pub fn is_sticky(self) -> bool {

@@ -29,6 +29,13 @@ pub const COUNT: RuntimeHeader = RuntimeHeader {
     text: include_str!("../cuda/mantissa_count.cuh"),
 };
 
+/// The shadow pass's runtime (`mantissa_shadow_demotion`, `mantissa_shadow_exception`), for
+/// `mantissa_ptx::pass::shadow`.
+pub const SHADOW: RuntimeHeader = RuntimeHeader {
+    name: "mantissa_shadow.cuh",
+    text: include_str!("../cuda/mantissa_shadow.cuh"),
+};
+
 /// The NVRTC option that keeps a runtime's functions (see the module docs).
 pub const RDC_OPTION: &str = "-rdc=true";
 
@@ -81,5 +88,41 @@ mod tests {
             .map(|i| i.full_opcode())
             .collect();
         assert_eq!(memory, ["ld.param.u32", "atom.global.add.u64"], "{ptx}");
+    }
+
+    /// The shadow runtime keeps both functions under their plain names with the parameters the
+    /// shadow pass declares, declares the statistics array extern, and reads no argument memory
+    /// but its parameters.
+    #[test]
+    fn the_shadow_runtime_compiles_to_what_the_merge_expects() {
+        let Some(nvrtc) = require_nvrtc_or_skip() else {
+            return;
+        };
+        let ptx = compile(&nvrtc, &SHADOW, Arch::new(9, 0)).unwrap_or_else(|e| panic!("{e}"));
+        let parsed = mantissa_ptx::parse(&ptx);
+        assert!(parsed.diagnostics.is_empty(), "{:?}", parsed.diagnostics);
+        let m = parsed.module;
+        for (name, params) in [
+            ("mantissa_shadow_demotion", vec![".b32", ".b64", ".b64"]),
+            ("mantissa_shadow_exception", vec![".b32", ".b32"]),
+        ] {
+            let f = m
+                .function(name)
+                .unwrap_or_else(|| panic!("no {name} in\n{ptx}"));
+            assert!(f.body.is_some());
+            let types: Vec<&str> = f.params.iter().map(|p| p.attrs[1].as_str()).collect();
+            assert_eq!(types, params, "{name}");
+            // Its only stores are atomics on the record.
+            assert!(
+                f.instructions().all(|i| i.opcode != "st"),
+                "{name} stores:\n{ptx}"
+            );
+        }
+        assert!(
+            m.items.iter().any(|i| matches!(i,
+                mantissa_ptx::Item::Var(v) if v.name == "__mantissa_shadow"
+                    && v.attrs.iter().any(|a| a == ".extern"))),
+            "{ptx}"
+        );
     }
 }

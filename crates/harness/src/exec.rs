@@ -60,6 +60,21 @@ pub enum ExecError {
         /// The failure left the CUDA context unusable (an illegal address, a hang).
         context_lost: bool,
     },
+    /// A launch the kernel's resources cannot take: its registers or shared memory allow fewer
+    /// threads per block than the launch asks (the driver's "too many resources requested for
+    /// launch"). Not a fault: the context survives, and the same program with less code in the
+    /// kernel (an instrumentation split over several runs) or a smaller block may run.
+    #[error("{step}{iterations}: {cause}")]
+    OutOfResources {
+        /// `steps[1].steps[2] (launch stencil)`.
+        step: String,
+        /// `, iteration t=17` (empty outside loops).
+        iterations: String,
+        /// What the driver or the launch check said.
+        cause: String,
+        /// The kernel's registers per thread, as the driver reports them.
+        registers: Option<u32>,
+    },
     /// Setting up (uploads, module load, symbols) or downloading failed.
     #[error("{what}: {source}")]
     Gpu {
@@ -80,8 +95,22 @@ impl ExecError {
     pub fn context_lost(&self) -> bool {
         match self {
             ExecError::Step { context_lost, .. } => *context_lost,
+            ExecError::OutOfResources { .. } => false,
             ExecError::Gpu { source, .. } => context_lost(source),
         }
+    }
+}
+
+/// Whether a failed launch of `kernel` with `dims` failed for want of registers or shared
+/// memory: the driver said so, or the launch check refused a block larger than the kernel's
+/// registers allow.
+fn out_of_resources(e: &GpuError, module: &Module, kernel: &str, dims: &LaunchDims) -> bool {
+    match e {
+        GpuError::Launch { status, .. } => status.is_out_of_resources(),
+        GpuError::BadLaunch { .. } => module
+            .resources(kernel)
+            .is_ok_and(|r| dims.threads_per_block() > u64::from(r.max_threads_per_block)),
+        _ => false,
     }
 }
 
@@ -308,7 +337,18 @@ impl<'a> Steps<'a> {
                     } else {
                         launched
                     };
-                    launched.map_err(|e| gpu_fail(c, e))?;
+                    launched.map_err(|e| {
+                        if out_of_resources(&e, module, &r.entry, &dims) {
+                            ExecError::OutOfResources {
+                                step: s.describe(),
+                                iterations: c.describe(),
+                                cause: e.to_string(),
+                                registers: module.resources(&r.entry).ok().map(|r| r.registers),
+                            }
+                        } else {
+                            gpu_fail(c, e)
+                        }
+                    })?;
                 }
                 StepKind::Copy {
                     from,

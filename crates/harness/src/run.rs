@@ -480,14 +480,7 @@ fn push_records(
             extra,
             descriptions,
             note: (!note.is_empty()).then(|| note.join("; ")),
-            build: run.build.as_ref().map(|f| Build {
-                front_end: f.front_end.clone(),
-                front_end_version: f.front_end_version.clone(),
-                flags: f.flags.clone(),
-                options: f.options.clone(),
-                arch: f.arch.clone(),
-                source_hash: f.source_hash.clone(),
-            }),
+            build: run.build.as_ref().map(record_build),
             version: Record::current_version(),
             git_revision: Record::current_git_revision(),
             date: Record::now(),
@@ -498,3 +491,15 @@ fn push_records(
 }
 
 pub use crate::trial::build::{build_module, build_request, full_configuration, Built};
+
+/// A build's facts as a record's `build` field.
+pub fn record_build(f: &BuildFacts) -> Build {
+    Build {
+        front_end: f.front_end.clone(),
+        front_end_version: f.front_end_version.clone(),
+        flags: f.flags.clone(),
+        options: f.options.clone(),
+        arch: f.arch.clone(),
+        source_hash: f.source_hash.clone(),
+    }
+}

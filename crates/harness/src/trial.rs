@@ -25,6 +25,7 @@
 //! make a `Program` from a configuration; nothing else here changes.
 
 pub mod build;
+mod instrumented;
 mod outputs;
 
 use crate::compare::OutputResult;
@@ -142,6 +143,19 @@ pub enum TrialError {
         /// The CUDA context is gone with it (nothing else can run in this process).
         context_lost: bool,
     },
+    /// A launch needs more registers or shared memory than its block size allows (the program
+    /// as written ran, so it is what a rewrite added: skip it, or make it smaller and retry).
+    #[error("{step}{iteration}: {message}")]
+    OutOfResources {
+        /// `steps[1].steps[2] (launch stencil)`.
+        step: String,
+        /// `, iteration t=17` (empty outside loops).
+        iteration: String,
+        /// What the driver or the launch check said.
+        message: String,
+        /// The kernel's registers per thread, as the driver reports them.
+        registers: Option<u32>,
+    },
     /// The device cannot be used any more (a sticky fault, a hang): stop everything.
     #[error("{0}")]
     DeviceLost(String),
@@ -182,6 +196,17 @@ impl From<ExecError> for TrialError {
                 iteration: iterations,
                 message: cause,
                 context_lost,
+            },
+            ExecError::OutOfResources {
+                step,
+                iterations,
+                cause,
+                registers,
+            } => TrialError::OutOfResources {
+                step,
+                iteration: iterations,
+                message: cause,
+                registers,
             },
             other if lost => TrialError::DeviceLost(other.to_string()),
             other => TrialError::Failed(other.to_string()),

@@ -44,8 +44,12 @@
 //!   register and conversions only where values enter or leave the set; [`demote::same_code`]
 //!   checks a marked build against the unmarked one. [`pass::count`] counts executions per
 //!   instruction into a global array, through a runtime function call or an inline atomic.
+//!   [`pass::shadow`] measures per instruction the demotion error of f64 arithmetic and the
+//!   exceptions (NaN, inf, subnormal, division by zero) of f32/f64 arithmetic on the GPU, with a
+//!   CPU oracle ([`pass::shadow::oracle`]) built on the interpreter.
 //! - [`interp`]: a PTX interpreter that runs kernels on the CPU (IEEE arithmetic in every
-//!   rounding mode), so passes are tested by running the original and the rewritten kernel.
+//!   rounding mode), so passes are tested by running the original and the rewritten kernel;
+//!   [`interp::run_observed`] shows every arithmetic instruction's operands and result.
 //! - [`symbols`]: module variables and their sizes, the `.version`/`.target` header, demangled
 //!   names: read here for the GPU runtime and the harness alike.
 //! - [`entry`]: kernel entry signatures for the launcher.

@@ -2,7 +2,7 @@
 //! instruction at a time ([`Thread::step`]).
 
 use super::round::{self, Mode};
-use super::{InterpError, Launch, Memory, Options, Run, LOCAL_BASE, SHARED_BASE};
+use super::{Executed, InterpError, Launch, Memory, Options, Run, LOCAL_BASE, SHARED_BASE};
 use crate::decode::Decoded;
 use crate::model::{Imm, Operand};
 use crate::op::{Arith, AtomicOp, BitOp, BoolOp, Cmp, Control, Op, OpKind, Part, Space, ValueType};
@@ -107,17 +107,19 @@ struct Ctx<'a, 'f> {
     ctaid: [u32; 3],
     mem: &'a mut Memory,
     shared: &'a mut Vec<u8>,
+    observe: &'a mut dyn FnMut(&Executed),
 }
 
-/// Runs every thread of block `ctaid` to its end.
+/// Runs every thread of block `ctaid` of `launch` to its end, telling `observe` what each
+/// arithmetic instruction and conversion computed.
 pub(super) fn run_block(
     d: &Decoded,
     layout: &Layout,
-    launch: Launch,
-    ctaid: [u32; 3],
+    (launch, ctaid): (Launch, [u32; 3]),
     mem: &mut Memory,
     options: &Options,
     out: &mut Run,
+    observe: &mut dyn FnMut(&Executed),
 ) -> Result<(), InterpError> {
     let mut shared = vec![0u8; layout.shared_bytes];
     let nr = d.regs.len();
@@ -146,6 +148,7 @@ pub(super) fn run_block(
         ctaid,
         mem,
         shared: &mut shared,
+        observe,
     };
     loop {
         for t in threads.iter_mut().filter(|t| !t.done) {
@@ -573,6 +576,12 @@ impl Thread {
                 let a = self.val(ctx, arg(1)?, *from)?;
                 let v = convert(op, a, *from, *to)?;
                 self.write(ctx, arg(0)?, v)?;
+                (ctx.observe)(&Executed {
+                    inst: inst.id,
+                    op,
+                    sources: &[a],
+                    result: v,
+                });
             }
             OpKind::Call => return Err(unsupported("calls")),
             OpKind::Other(_) => {
@@ -595,6 +604,12 @@ impl Thread {
                 }
                 let v = compute(op, srcs, ty)?;
                 self.write(ctx, arg(0)?, v)?;
+                (ctx.observe)(&Executed {
+                    inst: inst.id,
+                    op,
+                    sources: &srcs[..ops.len().saturating_sub(1).min(3)],
+                    result: v,
+                });
             }
         }
         Ok(Flow::Next)

@@ -21,6 +21,10 @@
 //! [`OpKind::Other`]. A register read before any write, an out-of-range access, or integer
 //! division by zero is an error too. NaN results are the GPU's canonical NaN (all significand
 //! bits set).
+//!
+//! [`run_observed`] calls a hook after every executed arithmetic instruction and conversion with
+//! its source operands' and result's bits ([`Executed`]): CPU oracles of instrumentation (the
+//! shadow pass's) compute what the instrumented kernel must report from it.
 
 mod exec;
 pub mod round;
@@ -29,7 +33,7 @@ mod tests;
 
 use crate::decode::Decoded;
 use crate::model::{FunctionKind, InstId, Item, Module, Statement, VarDecl};
-use crate::op::ValueType;
+use crate::op::{Op, ValueType};
 use std::collections::{HashMap, HashSet};
 
 /// Generic addresses of global memory start here (so that 0 is never a valid address).
@@ -330,6 +334,22 @@ pub struct Run {
     pub counts: HashMap<InstId, u64>,
 }
 
+/// One executed arithmetic instruction or conversion (what a [`run_observed`] observer sees,
+/// right after the instruction wrote its result; instructions whose guard is false are not
+/// executed).
+#[derive(Debug, Clone, Copy)]
+pub struct Executed<'a> {
+    /// The instruction.
+    pub inst: InstId,
+    /// Its decode as executed (its f32 form for an instruction of [`Options::in_f32`]).
+    pub op: &'a Op,
+    /// The bits of its source operands (operand 1 on), each as a value of the operation's type
+    /// (a conversion's: its source type), immediates included.
+    pub sources: &'a [u64],
+    /// The bits of the value it wrote.
+    pub result: u64,
+}
+
 /// Runs `kernel` of `module` on `launch` with `args`, reading and writing `mem`.
 pub fn run(
     module: &Module,
@@ -349,6 +369,20 @@ pub fn run_with(
     args: &[Arg],
     mem: &mut Memory,
     options: &Options,
+) -> Result<Run, InterpError> {
+    run_observed(module, kernel, launch, args, mem, options, &mut |_| {})
+}
+
+/// [`run_with`], calling `observe` after every executed arithmetic instruction and conversion
+/// with its operands' and result's values (the per-instruction hook of CPU oracles).
+pub fn run_observed(
+    module: &Module,
+    kernel: &str,
+    launch: Launch,
+    args: &[Arg],
+    mem: &mut Memory,
+    options: &Options,
+    observe: &mut dyn FnMut(&Executed),
 ) -> Result<Run, InterpError> {
     let f = module
         .functions()
@@ -438,7 +472,15 @@ pub fn run_with(
     for bz in 0..launch.grid[2] {
         for by in 0..launch.grid[1] {
             for bx in 0..launch.grid[0] {
-                exec::run_block(&d, &layout, launch, [bx, by, bz], mem, options, &mut out)?;
+                exec::run_block(
+                    &d,
+                    &layout,
+                    (launch, [bx, by, bz]),
+                    mem,
+                    options,
+                    &mut out,
+                    observe,
+                )?;
             }
         }
     }

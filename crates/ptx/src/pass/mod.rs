@@ -14,10 +14,12 @@
 //! instructions a pass may change is its own filter over sites ([`crate::site::Site`]).
 //!
 //! The passes: [`demote`] (f64 → f32 per instruction), [`count`] (executions per
-//! instruction into a module global, through a merged device runtime).
+//! instruction into a module global, through a merged device runtime), [`shadow`] (the
+//! demotion error and the exceptions per instruction, through a merged device runtime).
 
 pub mod count;
 pub mod demote;
+pub mod shadow;
 
 use crate::model::Module;
 use std::any::Any;

@@ -1,0 +1,179 @@
+// mantissa_shadow.cuh: the device runtime of the shadow pass (crates/ptx/src/pass/shadow.rs),
+// which measures, per floating-point instruction of a kernel, the demotion error (the relative
+// error of its f32 form) and the exceptions (NaN, inf, subnormal results, division by zero).
+//
+// PROVIDES
+//   extern "C" void mantissa_shadow_demotion(unsigned int site, double r64, double r32)
+//     One execution of an f64 instruction: r64 its result, r32 the result of its f32 form on the
+//     operands rounded to f32, widened exactly. Counts it into the site's record as
+//       r64 or r32 NaN or +-inf          -> NON_FINITE += 1
+//       else r64 == +-0                  -> ZERO_REFERENCE += 1
+//       else e = |r32 - r64| / |r64|     -> COUNT += 1, SUM += e, MAX = max(MAX, e)
+//     with e = __ddiv_rn(fabs(__dsub_rn(r32, r64)), fabs(r64)).
+//   extern "C" void mantissa_shadow_exception(unsigned int site, unsigned int flags)
+//     One result that is not zero or normal. flags (mantissa_ptx::pass::shadow::flags): 1 NaN
+//     result, 2 +-inf result, 4 subnormal result, 8 a division by +-0, 16 some operand NaN,
+//     32 some operand +-inf. Counts NAN, NAN_ORIGIN (NaN, no operand NaN), INF, INF_ORIGIN
+//     (inf, no operand inf), DIV_BY_ZERO, SUBNORMAL.
+//
+// NEEDS FROM THE MODULE IT IS MERGED INTO
+//   __mantissa_shadow: `.global .align 8 .u64 __mantissa_shadow[11 * N];`, N greater than every
+//   site passed: one record of MANTISSA_SHADOW_WORDS 8-byte words per site, in the order of the
+//   MANTISSA_SHADOW_* indices below (mantissa_ptx::pass::shadow::Word). The pass adds it,
+//   zero-initialised; the host reads it back with Gpu::read_symbol and decodes it with
+//   ShadowReport::decode, and zeroes it with Gpu::write_symbol before a run that must start
+//   from zero.
+//
+// WHAT THE REWRITER PASSES
+//   The site index as an immediate. mantissa_shadow_demotion is called, under the instruction's
+//   guard, after every execution of a measured f64 instruction. mantissa_shadow_exception is
+//   called only from the slow path: the instrumented code skips results that are zero or normal
+//   (testp.normal, setp.eq.or, a branch), so a clean kernel calls it never.
+//
+// INVARIANTS
+//   It touches no state but __mantissa_shadow and returns nothing, so an instrumented kernel
+//   computes the same bits as the kernel as written. Its floating-point arithmetic is spelt with
+//   explicit _rn intrinsics, which no flag set changes; comparisons and fabs do not round.
+//   Lanes of a warp that call it together (possibly from different sites: __match_any_sync groups
+//   them by site) are aggregated first: ballots for counts, shuffles for the sum and the
+//   maximum, then one lane does one atomic per word that changes. Sums are in an order that
+//   depends on scheduling (atomicAdd on doubles), so they may differ from a serial sum within
+//   the bound of any summation order; counts and maxima are exact. The maximum is an atomicMax
+//   on the bits of a non-negative double (which order as unsigned integers).
+//   Needs sm_70+ (__match_any_sync; atomicAdd on double needs sm_60).
+//
+// HOW IT IS BUILT
+//   mantissa_gpu::runtime compiles it with NVRTC and -rdc=true (see mantissa_count.cuh: without
+//   it NVRTC drops these uncalled functions); __mantissa_shadow becomes an `.extern .global`
+//   declaration, resolved by mantissa_ptx::link::merge_runtime against the pass's definition.
+//   Everything here is named mantissa_ or __mantissa_ so that merging cannot clash with user names.
+
+#define MANTISSA_SHADOW_WORDS 11
+#define MANTISSA_SHADOW_COUNT 0
+#define MANTISSA_SHADOW_SUM 1
+#define MANTISSA_SHADOW_MAX 2
+#define MANTISSA_SHADOW_ZERO_REFERENCE 3
+#define MANTISSA_SHADOW_NON_FINITE 4
+#define MANTISSA_SHADOW_NAN 5
+#define MANTISSA_SHADOW_NAN_ORIGIN 6
+#define MANTISSA_SHADOW_INF 7
+#define MANTISSA_SHADOW_INF_ORIGIN 8
+#define MANTISSA_SHADOW_DIV_BY_ZERO 9
+#define MANTISSA_SHADOW_SUBNORMAL 10
+
+#define MANTISSA_SHADOW_FLAG_NAN 1u
+#define MANTISSA_SHADOW_FLAG_INF 2u
+#define MANTISSA_SHADOW_FLAG_SUBNORMAL 4u
+#define MANTISSA_SHADOW_FLAG_DIV_BY_ZERO 8u
+#define MANTISSA_SHADOW_FLAG_OPERAND_NAN 16u
+#define MANTISSA_SHADOW_FLAG_OPERAND_INF 32u
+
+extern __device__ unsigned long long __mantissa_shadow[];
+
+static __device__ __forceinline__ unsigned int mantissa_shadow_lane()
+{
+    unsigned int lane;
+    asm("mov.u32 %0, %%laneid;" : "=r"(lane));
+    return lane;
+}
+
+// A double from lane `from` (`xor`: lane ^ `from`) of `mask`. Written as inline PTX rather than
+// __shfl_sync: NVRTC spells that one with a predicate output (`shfl.sync.idx.b32 %r1|%p1, ...`),
+// an operand form mantissa_ptx's parser keeps verbatim, which the merge refuses.
+static __device__ __forceinline__ double mantissa_shadow_shfl(
+    unsigned int mask, double x, unsigned int from, bool xor_lane)
+{
+    int hi = __double2hiint(x);
+    int lo = __double2loint(x);
+    if (xor_lane) {
+        asm volatile("shfl.sync.bfly.b32 %0, %0, %1, 31, %2;" : "+r"(hi) : "r"(from), "r"(mask));
+        asm volatile("shfl.sync.bfly.b32 %0, %0, %1, 31, %2;" : "+r"(lo) : "r"(from), "r"(mask));
+    } else {
+        asm volatile("shfl.sync.idx.b32 %0, %0, %1, 31, %2;" : "+r"(hi) : "r"(from), "r"(mask));
+        asm volatile("shfl.sync.idx.b32 %0, %0, %1, 31, %2;" : "+r"(lo) : "r"(from), "r"(mask));
+    }
+    return __hiloint2double(hi, lo);
+}
+
+// Adds the lanes' `n` over `peers` into word `w` of the record, from the lowest lane only.
+static __device__ __forceinline__ void mantissa_shadow_add(
+    unsigned long long *record, int w, unsigned int peers, bool leader, bool counted)
+{
+    unsigned int n = __popc(__ballot_sync(peers, counted));
+    if (leader && n != 0) {
+        atomicAdd(&record[w], (unsigned long long)n);
+    }
+}
+
+static __device__ __forceinline__ bool mantissa_shadow_finite(double x)
+{
+    return fabs(x) <= 1.7976931348623157e308;  // false for NaN and +-inf
+}
+
+extern "C" __device__ __noinline__ void mantissa_shadow_demotion(
+    unsigned int site, double r64, double r32)
+{
+    unsigned int active = __activemask();
+    unsigned int peers = __match_any_sync(active, site);
+    unsigned int lane = mantissa_shadow_lane();
+    bool leader = lane == (unsigned int)(__ffs(peers) - 1);
+    unsigned long long *record = &__mantissa_shadow[(unsigned long long)site * MANTISSA_SHADOW_WORDS];
+
+    bool non_finite = !mantissa_shadow_finite(r64) || !mantissa_shadow_finite(r32);
+    bool zero_reference = !non_finite && r64 == 0.0;
+    bool measured = !non_finite && !zero_reference;
+    double e = measured ? __ddiv_rn(fabs(__dsub_rn(r32, r64)), fabs(r64)) : 0.0;
+
+    mantissa_shadow_add(record, MANTISSA_SHADOW_NON_FINITE, peers, leader, non_finite);
+    mantissa_shadow_add(record, MANTISSA_SHADOW_ZERO_REFERENCE, peers, leader, zero_reference);
+    unsigned int measured_lanes = __ballot_sync(peers, measured);
+    if (measured_lanes == 0) {
+        return;
+    }
+    // The sum and maximum over the peers (0 for lanes not measured: neither changes them).
+    double sum = e;
+    double max = e;
+    if (peers == 0xffffffffu) {
+        for (unsigned int d = 16; d > 0; d >>= 1) {
+            double s = mantissa_shadow_shfl(peers, sum, d, true);
+            double m = mantissa_shadow_shfl(peers, max, d, true);
+            sum = __dadd_rn(sum, s);
+            max = fmax(max, m);
+        }
+    } else {
+        sum = 0.0;
+        max = 0.0;
+        for (unsigned int rest = peers; rest != 0; rest &= rest - 1) {
+            double v = mantissa_shadow_shfl(peers, e, __ffs(rest) - 1, false);
+            sum = __dadd_rn(sum, v);
+            max = fmax(max, v);
+        }
+    }
+    if (leader) {
+        atomicAdd(&record[MANTISSA_SHADOW_COUNT], (unsigned long long)__popc(measured_lanes));
+        atomicAdd((double *)&record[MANTISSA_SHADOW_SUM], sum);
+        atomicMax(&record[MANTISSA_SHADOW_MAX], (unsigned long long)__double_as_longlong(max));
+    }
+}
+
+extern "C" __device__ __noinline__ void mantissa_shadow_exception(
+    unsigned int site, unsigned int flags)
+{
+    unsigned int active = __activemask();
+    unsigned int peers = __match_any_sync(active, site);
+    bool leader = mantissa_shadow_lane() == (unsigned int)(__ffs(peers) - 1);
+    unsigned long long *record = &__mantissa_shadow[(unsigned long long)site * MANTISSA_SHADOW_WORDS];
+
+    bool nan = (flags & MANTISSA_SHADOW_FLAG_NAN) != 0;
+    bool inf = (flags & MANTISSA_SHADOW_FLAG_INF) != 0;
+    mantissa_shadow_add(record, MANTISSA_SHADOW_NAN, peers, leader, nan);
+    mantissa_shadow_add(record, MANTISSA_SHADOW_NAN_ORIGIN, peers, leader,
+                        nan && (flags & MANTISSA_SHADOW_FLAG_OPERAND_NAN) == 0);
+    mantissa_shadow_add(record, MANTISSA_SHADOW_INF, peers, leader, inf);
+    mantissa_shadow_add(record, MANTISSA_SHADOW_INF_ORIGIN, peers, leader,
+                        inf && (flags & MANTISSA_SHADOW_FLAG_OPERAND_INF) == 0);
+    mantissa_shadow_add(record, MANTISSA_SHADOW_DIV_BY_ZERO, peers, leader,
+                        (flags & MANTISSA_SHADOW_FLAG_DIV_BY_ZERO) != 0);
+    mantissa_shadow_add(record, MANTISSA_SHADOW_SUBNORMAL, peers, leader,
+                        (flags & MANTISSA_SHADOW_FLAG_SUBNORMAL) != 0);
+}

@@ -1,0 +1,82 @@
+//! Instrumented programs through the one trial path: PTX that a pass rewrote to record something
+//! into module globals (counters, shadow statistics) runs exactly as any trial does — loaded
+//! through the JIT cache, restored, setup and steps run checked, outputs compared with the
+//! baseline on the device — and the named globals are read back right after the checked run,
+//! before any warm-up or timed repeat would add to them.
+//!
+//! The globals start every run from their value after loading (zero for a pass's counters):
+//! the restore that precedes the checked run rewrites every `.global` variable of the module.
+//! What the setup steps launch is instrumented too, so the globals hold the setup's and the
+//! steps' contributions together.
+
+use super::{
+    device_error, run_checked, ModuleRef, Program, TrialError, TrialOutcome, TrialRunner,
+    TrialTiming,
+};
+use mantissa_gpu::Arch;
+
+/// Module globals read back after an instrumented run: (PTX name, bytes), in the order asked.
+pub type GlobalBytes = Vec<(String, Vec<u8>)>;
+
+impl TrialRunner<'_> {
+    /// Runs `ptx` (the baseline's PTX rewritten by an instrumenting pass, with its runtime
+    /// merged) as a trial: restored, checked, compared with the baseline on the GPU, then timed
+    /// as `timing` asks; the module globals `read_back` are read after the checked run, before
+    /// any repeat. A launch the instrumented kernels' resources cannot take comes back as
+    /// [`TrialError::OutOfResources`], so that the caller can instrument less per run.
+    pub fn run_instrumented(
+        &mut self,
+        ptx: &str,
+        read_back: &[&str],
+        timing: TrialTiming,
+    ) -> Result<(TrialOutcome, GlobalBytes), TrialError> {
+        let m = self.load(ptx)?;
+        let shared = self.shared.clone();
+        self.restore_from(&shared.pristine)?;
+        let loaded = match m {
+            ModuleRef::Baseline => &self.baseline_module,
+            ModuleRef::Loaded(i) => &self.loaded[i].1,
+        };
+        let program = Program {
+            loaded,
+            writes: &[],
+        };
+        let first = run_checked(
+            self.gpu,
+            &self.spec,
+            &self.plan,
+            &self.fills,
+            &program,
+            &mut self.work,
+            &mut self.after_setup,
+            &mut self.setup_globals,
+            self.opts.wait_after_each_launch,
+        )?;
+        let mut globals = Vec::with_capacity(read_back.len());
+        for name in read_back {
+            let bytes = self
+                .gpu
+                .read_symbol(&loaded.module, name)
+                .map_err(device_error(&format!("reading symbol '{name}'")))?;
+            globals.push((name.to_string(), bytes));
+        }
+        let outcome = self.finish(m, &[], first, timing, Vec::new())?;
+        Ok((outcome, globals))
+    }
+
+    /// The architecture of the baseline PTX's `.target` (`sm_90`): a device runtime merged into
+    /// a rewrite of it must be compiled for no newer one.
+    pub fn target_arch(&self) -> Option<Arch> {
+        self.built.target_arch()
+    }
+}
+
+impl super::build::Built {
+    /// The architecture of the PTX's `.target`, when it names an `sm_` one (`sm_90a` is 9.0:
+    /// a runtime for the family's base architecture joins it).
+    pub fn target_arch(&self) -> Option<Arch> {
+        mantissa_ptx::symbols::header(&self.ptx)
+            .sm()
+            .map(|n| Arch::new(n / 10, n % 10))
+    }
+}

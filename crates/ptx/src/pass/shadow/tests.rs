@@ -1,0 +1,362 @@
+//! CPU tests of the shadow pass: which instructions are sites, what is inserted where, that the
+//! instrumented modules (merged with the runtime NVRTC compiles) round-trip and assemble, that
+//! the original code is untouched, and that `decode` reads the layout the runtime writes.
+//! The oracle's known cases are in `oracle_tests.rs`; the GPU runs in `tests/shadow_gpu.rs`.
+
+use super::*;
+use crate::link::merge_runtime;
+use crate::model::{Instruction, Item, Statement};
+use crate::test_support::{assert_sound, parse_clean};
+use std::collections::HashSet;
+
+const PROFILE: &str = include_str!("../../../tests/fixtures/count/profile.ptx");
+
+const FIXTURES: [(&str, &str); 7] = [
+    ("profile", PROFILE),
+    (
+        "loop_sum",
+        include_str!("../../../tests/fixtures/loop_sum.default.ptx"),
+    ),
+    (
+        "divsqrt fast",
+        include_str!("../../../tests/fixtures/divsqrt.fast.ptx"),
+    ),
+    (
+        "divsqrt strict",
+        include_str!("../../../tests/fixtures/divsqrt.strict.ptx"),
+    ),
+    (
+        "ray_step",
+        include_str!("../../../tests/fixtures/ray_step.default.ptx"),
+    ),
+    (
+        "ray_step fast",
+        include_str!("../../../tests/fixtures/ray_step.fast.ptx"),
+    ),
+    (
+        "calls",
+        include_str!("../../../tests/fixtures/calls.default.ptx"),
+    ),
+];
+
+/// The shadow runtime compiled by NVRTC for sm_90, or `None` (skip) without NVRTC.
+pub(super) fn shadow_runtime() -> Option<String> {
+    let nvrtc = mantissa_gpu::testing::require_nvrtc_or_skip()?;
+    let arch = mantissa_gpu::Arch::new(9, 0);
+    Some(
+        mantissa_gpu::runtime::compile(&nvrtc, &mantissa_gpu::runtime::SHADOW, arch)
+            .unwrap_or_else(|e| panic!("{e}")),
+    )
+}
+
+fn options() -> [ShadowOptions; 4] {
+    [
+        ShadowOptions::all(),
+        ShadowOptions {
+            exceptions: false,
+            ..ShadowOptions::all()
+        },
+        ShadowOptions {
+            demotion: false,
+            ..ShadowOptions::all()
+        },
+        ShadowOptions {
+            only: Some(1..3),
+            ..ShadowOptions::all()
+        },
+    ]
+}
+
+fn body(m: &Module, f: &str) -> Vec<Statement> {
+    m.functions()
+        .find(|x| x.name == f && x.body.is_some())
+        .and_then(|x| x.body.clone())
+        .unwrap_or_default()
+}
+
+fn insts(body: &[Statement]) -> Vec<&Instruction> {
+    body.iter()
+        .filter_map(|s| match s {
+            Statement::Inst(i) => Some(i),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn sites_are_the_rounding_float_instructions_with_their_analyses() {
+    let m = parse_clean("profile", PROFILE);
+    let r = instrument(&m, &ShadowOptions::all()).unwrap().report;
+    let got: Vec<(&str, u32, bool)> = r
+        .sites
+        .iter()
+        .map(|s| (s.opcode.as_str(), s.site.line, s.demotion))
+        .collect();
+    // By hand from the fixture: the conversion has no demotion error; the f64 arithmetic has.
+    assert_eq!(
+        got,
+        [
+            ("cvt.rn.f64.u32", 1, false),
+            ("fma.rn.f64", 2, true),
+            ("mul.rn.f64", 3, true),
+            ("sqrt.rn.f64", 4, true),
+            ("add.rn.f64", 4, true),
+        ]
+    );
+    for (k, s) in r.sites.iter().enumerate() {
+        assert_eq!(s.index, k as u32);
+        assert!(s.exceptions && s.instrumented);
+        assert_eq!(s.value_type, ValueType::F64);
+        assert_eq!(s.site.function, "profile");
+    }
+    assert_eq!((r.global.as_str(), r.words_per_site), (SHADOW_GLOBAL, 11));
+    assert_eq!(r.global_bytes(), 5 * 11 * 8);
+
+    // f32 sites, approximate ones included, count exceptions only; integer arithmetic is none.
+    let fast = parse_clean("divsqrt fast", FIXTURES[2].1);
+    let r = instrument(&fast, &ShadowOptions::all()).unwrap().report;
+    let ops: HashSet<&str> = r.sites.iter().map(|s| s.opcode.as_str()).collect();
+    for op in [
+        "div.approx.ftz.f32",
+        "rsqrt.approx.ftz.f32",
+        "sqrt.approx.ftz.f32",
+    ] {
+        assert!(ops.contains(op), "{op} in {ops:?}");
+    }
+    assert!(r
+        .sites
+        .iter()
+        .all(|s| s.demotion == (s.value_type == ValueType::F64 && !s.opcode.starts_with("cvt"))));
+    assert!(!ops
+        .iter()
+        .any(|o| o.ends_with(".s32") || o.ends_with(".u64")));
+}
+
+#[test]
+fn numbering_is_the_same_whatever_is_instrumented() {
+    for (name, ptx) in FIXTURES {
+        let m = parse_clean(name, ptx);
+        let all = instrument(&m, &ShadowOptions::all()).unwrap().report;
+        for o in options() {
+            let r = instrument(&m, &o).unwrap().report;
+            let key = |s: &ShadowSite| (s.index, s.site.clone(), s.inst);
+            assert_eq!(
+                r.sites.iter().map(key).collect::<Vec<_>>(),
+                all.sites.iter().map(key).collect::<Vec<_>>(),
+                "{name} {o:?}"
+            );
+            for s in &r.sites {
+                let inside = o.only.as_ref().is_none_or(|x| x.contains(&s.index));
+                assert_eq!(s.instrumented, inside, "{name}");
+                assert!(!s.demotion || o.demotion);
+                assert_eq!(s.exceptions, o.exceptions);
+            }
+        }
+    }
+}
+
+#[test]
+fn instrumented_modules_merge_and_assemble_and_keep_the_original_code() {
+    let runtime = shadow_runtime();
+    for (name, ptx) in FIXTURES {
+        let m = parse_clean(name, ptx);
+        for o in options() {
+            let what = format!("{name} {o:?}");
+            let out = instrument(&m, &o).unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert_original_code_kept(&what, &m, &out.module);
+            assert_calls(&what, &out);
+            if let Some(rt) = &runtime {
+                let merged =
+                    merge_runtime(&out.module, rt).unwrap_or_else(|e| panic!("{what}: {e}"));
+                assert_sound(&what, &merged);
+            }
+        }
+    }
+}
+
+/// Every original instruction is still there, in order and as written; inserted code writes
+/// only registers the pass declared and stores only call parameters.
+fn assert_original_code_kept(what: &str, original: &Module, out: &Module) {
+    for f in original.functions().filter(|f| f.body.is_some()) {
+        let before = body(original, &f.name);
+        let after = body(out, &f.name);
+        let ids: HashSet<_> = insts(&before).iter().map(|i| i.id).collect();
+        let kept: Vec<String> = insts(&after)
+            .into_iter()
+            .filter(|i| ids.contains(&i.id))
+            .map(|i| i.to_string())
+            .collect();
+        let was: Vec<String> = insts(&before).iter().map(|i| i.to_string()).collect();
+        assert_eq!(kept, was, "{what}: {}", f.name);
+        let user_regs: HashSet<String> = crate::decode::Decoded::of(f)
+            .insts
+            .iter()
+            .flat_map(|i| i.defs().into_iter().chain(i.uses()))
+            .map(str::to_string)
+            .collect();
+        for i in insts(&after).into_iter().filter(|i| !ids.contains(&i.id)) {
+            for d in i.defs() {
+                assert!(
+                    !user_regs.contains(d),
+                    "{what}: `{i}` writes a user register"
+                );
+            }
+            if i.opcode == "st" {
+                assert!(i.has_mod("param"), "{what}: `{i}` stores to memory");
+            }
+        }
+    }
+}
+
+/// One demotion call per instrumented demotion site, one exception call per instrumented
+/// exception site, each passing its own index.
+fn assert_calls(what: &str, out: &Instrumented) {
+    let text = out.module.to_string();
+    let calls = |f: &str| text.matches(&format!("call \t{f}, ")).count();
+    let r = &out.report;
+    let on = |p: fn(&ShadowSite) -> bool| r.sites.iter().filter(|s| s.instrumented && p(s)).count();
+    assert_eq!(calls(DEMOTION_FUNCTION), on(|s| s.demotion), "{what}");
+    assert_eq!(calls(EXCEPTION_FUNCTION), on(|s| s.exceptions), "{what}");
+}
+
+#[test]
+fn a_destination_that_is_an_operand_is_read_before_it_is_written_and_guards_hold() {
+    let m = parse_clean("profile", PROFILE);
+    let out = instrument(&m, &ShadowOptions::all()).unwrap();
+    let b = body(&out.module, "profile");
+    let text: Vec<String> = insts(&b)
+        .iter()
+        .map(|i| i.to_string().trim().to_string())
+        .collect();
+    // `@%p2 mul.rn.f64 %fd1, %fd1, 0d4000000000000000` (site 2): the operand is rounded to f32
+    // and saved before the mul, under its guard; the f32 form reads the rounding; the exception
+    // block is skipped where the guard is false.
+    let at = text
+        .iter()
+        .position(|t| t.starts_with("@%p2 mul.rn.f64"))
+        .unwrap_or_else(|| panic!("{text:#?}"));
+    assert!(text[at - 2].starts_with("@%p2 cvt.rn.f32.f64"), "{text:#?}");
+    assert!(text[at - 2].ends_with(", %fd1;"), "{}", text[at - 2]);
+    assert!(text[at - 1].starts_with("@%p2 mov.f64"), "{}", text[at - 1]);
+    assert!(text[at - 1].ends_with(", %fd1;"), "{}", text[at - 1]);
+    let narrow = text[at - 2]
+        .trim_start_matches("@%p2 cvt.rn.f32.f64")
+        .split(',')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_string();
+    assert!(
+        text[at + 1].starts_with("@%p2 mul.rn.f32"),
+        "{}",
+        text[at + 1]
+    );
+    assert!(
+        text[at + 1].ends_with(&format!("{narrow}, 0f40000000;")),
+        "{}",
+        text[at + 1]
+    );
+    assert!(text[at + 2].starts_with("@%p2 cvt.f64.f32"));
+    let call = text[at..]
+        .iter()
+        .position(|t| t.contains(DEMOTION_FUNCTION))
+        .map(|k| &text[at + k]);
+    assert!(call.is_some_and(|c| c.starts_with("@%p2 call")), "{call:?}");
+    assert!(
+        text.iter()
+            .any(|t| t == "@!%p2 bra $mantissa_shadow_2;" || t == "@!%p2 bra \t$mantissa_shadow_2;"),
+        "{text:#?}"
+    );
+}
+
+#[test]
+fn decode_reads_the_runtime_layout() {
+    let m = parse_clean("profile", PROFILE);
+    let r = instrument(&m, &ShadowOptions::all()).unwrap().report;
+    let mut bytes = vec![0u8; r.global_bytes()];
+    let mut put = |site: usize, word: Word, v: u64| {
+        let at = 8 * (11 * site + word as usize);
+        bytes[at..at + 8].copy_from_slice(&v.to_le_bytes());
+    };
+    put(1, Word::Count, 7);
+    put(1, Word::Sum, 0.5f64.to_bits());
+    put(1, Word::Max, 0.25f64.to_bits());
+    put(1, Word::ZeroReference, 2);
+    put(1, Word::NonFinite, 3);
+    put(4, Word::Nan, 11);
+    put(4, Word::NanOrigin, 12);
+    put(4, Word::Inf, 13);
+    put(4, Word::InfOrigin, 14);
+    put(4, Word::DivByZero, 15);
+    put(4, Word::Subnormal, 16);
+    let s = r.decode(&bytes).unwrap();
+    assert_eq!(s.len(), 5);
+    assert_eq!(
+        s[1].demotion,
+        Some(ErrorStats {
+            count: 7,
+            sum: 0.5,
+            max: 0.25,
+            zero_reference: 2,
+            non_finite: 3
+        })
+    );
+    assert_eq!(
+        s[4].exceptions,
+        Some(ExceptionCounts {
+            nan: 11,
+            nan_origin: 12,
+            inf: 13,
+            inf_origin: 14,
+            div_by_zero: 15,
+            subnormal: 16
+        })
+    );
+    // The conversion (site 0) has no demotion error; everything else read zero.
+    assert_eq!(s[0].demotion, None);
+    assert_eq!(s[0].exceptions, Some(ExceptionCounts::default()));
+    assert_eq!(
+        r.decode(&bytes[8..]),
+        Err(ShadowError::Bytes {
+            got: bytes.len() - 8,
+            expected: bytes.len()
+        })
+    );
+}
+
+#[test]
+fn a_module_instrumented_twice_or_using_the_names_is_refused() {
+    let m = parse_clean("profile", PROFILE);
+    let once = instrument(&m, &ShadowOptions::all()).unwrap().module;
+    assert_eq!(
+        instrument(&once, &ShadowOptions::all()).err(),
+        Some(ShadowError::NameTaken(SHADOW_GLOBAL.into()))
+    );
+    // A parameter named like the global would shadow it inside the kernel.
+    let mut clash = m.clone();
+    for item in &mut clash.items {
+        if let Item::Function(f) = item {
+            f.params[0].name = SHADOW_GLOBAL.into();
+        }
+    }
+    assert_eq!(
+        instrument(&clash, &ShadowOptions::all()).err(),
+        Some(ShadowError::NameTaken(SHADOW_GLOBAL.into()))
+    );
+}
+
+#[test]
+fn the_pass_runs_in_a_pipeline_with_its_report() {
+    let m = parse_clean("profile", PROFILE);
+    let run = crate::pass::Pipeline::new()
+        .then(Shadow::new(ShadowOptions::all()))
+        .run(&m)
+        .unwrap();
+    assert_eq!(
+        run.reports[0].summary,
+        "5 sites: demotion error at 4, exceptions at 5"
+    );
+    let r = run.reports[0].details::<ShadowReport>().unwrap();
+    assert_eq!(r.sites.len(), 5);
+    assert!(run.module.to_string().contains(SHADOW_GLOBAL));
+}

@@ -1,0 +1,288 @@
+//! GPU tests of the shadow pass (skip without a GPU; fail under `MANTISSA_REQUIRE_GPU=1`): the
+//! known kernels (`fixtures/shadow/known.cu`, through NVRTC) and the guarded, self-overwriting
+//! profile kernel (`fixtures/count/profile.ptx`) are instrumented, merged with the runtime,
+//! loaded and launched, and
+//! - compute the same bits as the kernels as written;
+//! - give, per site, exactly the counts and maxima the CPU oracle computes from the original
+//!   kernel in the interpreter (`oracle::expected`), and sums within the bound of summation order;
+//! - report the seeded exceptions on exactly their lines, and none on clean kernels.
+
+#[path = "support/shadow_known.rs"]
+mod known;
+
+use known::{Case, Param};
+use mantissa_gpu::testing::require_gpu_or_skip;
+use mantissa_gpu::{
+    runtime, Arch, DType, FlagSet, Gpu, HostData, KernelArg, LaunchDims, Source, Target,
+};
+use mantissa_ptx::interp::{self, Launch, Memory};
+use mantissa_ptx::link::merge_runtime;
+use mantissa_ptx::pass::shadow::{
+    instrument, oracle, ErrorStats, ExceptionCounts, ShadowOptions, ShadowReport, SiteStats,
+};
+use mantissa_ptx::{parse, Item, Module};
+
+fn parse_clean(what: &str, ptx: &str) -> Module {
+    let parsed = parse(ptx);
+    assert!(
+        parsed.diagnostics.is_empty(),
+        "{what}: {:?}",
+        parsed.diagnostics
+    );
+    parsed.module
+}
+
+/// The architecture of a module's `.target` (a runtime must not be newer than the code it joins).
+fn target_arch(m: &Module) -> Arch {
+    m.items
+        .iter()
+        .find_map(|i| match i {
+            Item::Target(words) => words.iter().find_map(|w| w.parse::<Arch>().ok()),
+            _ => None,
+        })
+        .expect("the module names an sm_ target")
+}
+
+/// Launches `case` on `module` and returns every output array as bits (f64 as u64, f32 as u32).
+fn launch(gpu: &Gpu, module: &mantissa_gpu::Module, case: &Case) -> Vec<Vec<u64>> {
+    let mut buffers = Vec::new();
+    for p in &case.params {
+        let b = match p {
+            Param::F64s(v) => Some(gpu.upload("in", &HostData::from(v.clone()))),
+            Param::F32s(v) => Some(gpu.upload("in", &HostData::from(v.clone()))),
+            Param::OutF64(n) => Some(gpu.alloc_zeros("out", DType::F64, *n)),
+            Param::OutF32(n) => Some(gpu.alloc_zeros("out", DType::F32, *n)),
+            Param::Int(_) => None,
+        };
+        buffers.push(b.map(|r| r.unwrap_or_else(|e| panic!("{e}"))));
+    }
+    let args: Vec<KernelArg> = case
+        .params
+        .iter()
+        .zip(&buffers)
+        .map(|(p, b)| match (p, b) {
+            (Param::Int(k), _) => KernelArg::from(*k),
+            (_, Some(b)) => KernelArg::from(b),
+            _ => unreachable!("every array has a buffer"),
+        })
+        .collect();
+    gpu.launch_sync(
+        module,
+        case.kernel,
+        LaunchDims::new((case.blocks, 1, 1), (case.threads, 1, 1)),
+        &args,
+    )
+    .unwrap_or_else(|e| panic!("{}: {e}", case.kernel));
+    case.params
+        .iter()
+        .zip(&buffers)
+        .filter(|(p, _)| matches!(p, Param::OutF64(_) | Param::OutF32(_)))
+        .map(|(_, b)| match b.as_ref().map(|b| gpu.download(b)) {
+            Some(Ok(HostData::F64(v))) => v.iter().map(|x| x.to_bits()).collect(),
+            Some(Ok(HostData::F32(v))) => v.iter().map(|x| u64::from(x.to_bits())).collect(),
+            other => panic!("{}: download: {other:?}", case.kernel),
+        })
+        .collect()
+}
+
+/// What the oracle says for `case` on the original module.
+fn oracle_of(m: &Module, case: &Case, options: &ShadowOptions) -> Vec<SiteStats> {
+    let mut mem = Memory::new();
+    let args: Vec<interp::Arg> = case
+        .params
+        .iter()
+        .map(|p| match p {
+            Param::F64s(v) => interp::Arg::u64(mem.f64s(v)),
+            Param::F32s(v) => interp::Arg::u64(mem.f32s(v)),
+            Param::OutF64(n) => interp::Arg::u64(mem.alloc(8 * n)),
+            Param::OutF32(n) => interp::Arg::u64(mem.alloc(4 * n)),
+            Param::Int(k) => interp::Arg::i32(*k),
+        })
+        .collect();
+    let launch = Launch::linear(case.blocks, case.threads);
+    oracle::expected(m, case.kernel, launch, &args, &mut mem, options)
+        .unwrap_or_else(|e| panic!("{}: oracle: {e}", case.kernel))
+}
+
+/// Runs `case` on `m` as written and instrumented; asserts identical outputs and returns the
+/// report with the statistics read back.
+fn run_instrumented(
+    gpu: &Gpu,
+    what: &str,
+    m: &Module,
+    case: &Case,
+    options: &ShadowOptions,
+) -> (ShadowReport, Vec<SiteStats>) {
+    let original = gpu
+        .load_ptx(what, &m.to_string())
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let as_written = launch(gpu, &original, case);
+    let out = instrument(m, options).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let rt = runtime::compile(gpu.compiler(), &runtime::SHADOW, target_arch(m))
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let merged = merge_runtime(&out.module, &rt).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let ptx = merged.to_string();
+    let loaded = gpu
+        .load_ptx(what, &ptx)
+        .unwrap_or_else(|e| panic!("{what}: {e}\n{ptx}"));
+    let report = out.report;
+    gpu.write_symbol(&loaded, &report.global, &vec![0u8; report.global_bytes()])
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let outputs = launch(gpu, &loaded, case);
+    assert!(
+        outputs == as_written,
+        "{what}: the instrumented kernel computes other bits than the kernel as written"
+    );
+    let bytes = gpu
+        .read_symbol(&loaded, &report.global)
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let stats = report
+        .decode(&bytes)
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    (report, stats)
+}
+
+/// Counts and maxima exactly; sums within the reordering bound of `count` non-negative terms
+/// (`count · 2^-52 · sum`, generous for first order).
+fn assert_agree(what: &str, report: &ShadowReport, gpu: &[SiteStats], cpu: &[SiteStats]) {
+    assert_eq!(gpu.len(), cpu.len(), "{what}");
+    for ((s, g), c) in report.sites.iter().zip(gpu).zip(cpu) {
+        let at = format!("{what}: site {} {} ({})", s.index, s.site, s.opcode);
+        assert_eq!(g.exceptions, c.exceptions, "{at}: exceptions");
+        match (g.demotion, c.demotion) {
+            (Some(g), Some(c)) => {
+                let exact =
+                    |x: ErrorStats| (x.count, x.max.to_bits(), x.zero_reference, x.non_finite);
+                assert_eq!(
+                    exact(g),
+                    exact(c),
+                    "{at}: demotion {g:?} vs the oracle's {c:?}"
+                );
+                let bound = g.count as f64 * f64::EPSILON * c.sum;
+                assert!(
+                    g.sum == c.sum || (g.sum - c.sum).abs() <= bound,
+                    "{at}: sum {} vs the oracle's {} (bound {bound})",
+                    g.sum,
+                    c.sum
+                );
+            }
+            (g, c) => assert_eq!(g, c, "{at}: demotion"),
+        }
+    }
+}
+
+fn known_module(gpu: &Gpu, flags: FlagSet) -> Module {
+    let source = Source::new(known::KNOWN_NAME, known::KNOWN);
+    let compiled = gpu
+        .compiler()
+        .compile(&source, flags, Target::Ptx(gpu.arch()))
+        .unwrap_or_else(|e| panic!("{e}"));
+    parse_clean("known.cu", &compiled.ptx)
+}
+
+#[test]
+fn known_kernels_agree_with_the_oracle_and_compute_the_same_bits() {
+    let Some(gpu) = require_gpu_or_skip() else {
+        return;
+    };
+    let all = ShadowOptions::all();
+    for flags in [FlagSet::DEFAULT, FlagSet::NOFMA] {
+        let m = known_module(&gpu, flags);
+        for case in [
+            known::one_plus_x(4, 64),
+            known::one_plus_x_varied(3, 96),
+            known::serial_sum(),
+            known::square_plus(2, 64),
+            known::exceptions(2, 64),
+        ] {
+            let what = format!("{} {flags}", case.kernel);
+            let (report, gpu_stats) = run_instrumented(&gpu, &what, &m, &case, &all);
+            let cpu_stats = oracle_of(&m, &case, &all);
+            assert_agree(&what, &report, &gpu_stats, &cpu_stats);
+            let lines = known::exception_lines(&report, &gpu_stats, case.kernel);
+            if case.kernel == "exceptions" {
+                assert_eq!(lines, known::exceptions_expected(128), "{what}");
+            } else {
+                assert_eq!(
+                    lines,
+                    Vec::<(u32, ExceptionCounts)>::new(),
+                    "{what}: a clean kernel"
+                );
+            }
+        }
+        // (1 + x) − 1 on 256 threads: the subtraction's error is exactly 1 on each.
+        let case = known::one_plus_x(4, 64);
+        let (report, s) = run_instrumented(&gpu, "one_plus_x", &m, &case, &all);
+        let sub = known::on_line(&report, &s, case.kernel, known::line_of("minus_one"));
+        assert_eq!(
+            sub.demotion,
+            ErrorStats {
+                count: 256,
+                sum: 256.0,
+                max: 1.0,
+                zero_reference: 0,
+                non_finite: 0
+            },
+            "{flags}"
+        );
+    }
+}
+
+#[test]
+fn each_analysis_alone_and_a_subset_of_sites_agree_with_the_oracle() {
+    let Some(gpu) = require_gpu_or_skip() else {
+        return;
+    };
+    let m = known_module(&gpu, FlagSet::DEFAULT);
+    let case = known::exceptions(2, 64);
+    let sites = instrument(&m, &ShadowOptions::all())
+        .unwrap()
+        .report
+        .sites
+        .len() as u32;
+    for options in [
+        ShadowOptions {
+            exceptions: false,
+            ..ShadowOptions::all()
+        },
+        ShadowOptions {
+            demotion: false,
+            ..ShadowOptions::all()
+        },
+        ShadowOptions {
+            only: Some(sites / 2..sites),
+            ..ShadowOptions::all()
+        },
+    ] {
+        let what = format!("exceptions {options:?}");
+        let (report, g) = run_instrumented(&gpu, &what, &m, &case, &options);
+        assert_agree(&what, &report, &g, &oracle_of(&m, &case, &options));
+    }
+}
+
+#[test]
+fn a_guarded_self_overwriting_kernel_agrees_with_the_oracle() {
+    let Some(gpu) = require_gpu_or_skip() else {
+        return;
+    };
+    // profile.ptx: `@%p2 mul.rn.f64 %fd1, %fd1, 2` on even threads, sqrt and add in place.
+    let m = parse_clean("profile", include_str!("fixtures/count/profile.ptx"));
+    let all = ShadowOptions::all();
+    let case = Case {
+        kernel: "profile",
+        blocks: 2,
+        threads: 128,
+        params: vec![Param::OutF64(256), Param::Int(5)],
+    };
+    let (report, g) = run_instrumented(&gpu, "profile", &m, &case, &all);
+    let c = oracle_of(&m, &case, &all);
+    assert_agree("profile", &report, &g, &c);
+    // The guarded mul runs on the 128 even threads only.
+    let mul = report
+        .sites
+        .iter()
+        .position(|s| s.opcode == "mul.rn.f64")
+        .expect("a mul site");
+    let d = g[mul].demotion.unwrap_or_default();
+    assert_eq!(d.count + d.zero_reference + d.non_finite, 128);
+}

@@ -1,0 +1,367 @@
+//! One shadow analysis of a spec's program: the program built and run once as written (the
+//! baseline, through [`TrialRunner`]), its PTX instrumented by
+//! [`mantissa_ptx::pass::shadow::instrument`], the shadow runtime compiled for the PTX's target
+//! and merged, and the result run as a trial of the same runner — the same inputs, restore,
+//! steps and device comparison — with the statistics global read back after the checked run.
+//!
+//! **The instrumented outputs must be the baseline's, bit for bit.** The instrumentation only
+//! observes; an output that differs means it changed the computation, and every number it
+//! measured is suspect, so that is an error ([`ShadowError::ChangedOutputs`]), never a note.
+//!
+//! **Too many resources.** Instrumentation adds registers; a kernel that then cannot launch with
+//! the spec's block size comes back as [`TrialError::OutOfResources`]. The sites are then split
+//! into halves (`ShadowOptions::only`, over the module's site indices) and each half run
+//! separately, recursively, down to one site; every split is a note, so the report says the
+//! program was measured in several runs (each the whole program, so every site still sees every
+//! execution).
+
+use crate::analyses::Analyses;
+use crate::lines::{summarise, FunctionSummary, SiteResult};
+use crate::source;
+use mantissa_gpu::{runtime, FlagSet, Gpu, LaunchDims};
+use mantissa_harness::run::record_build;
+use mantissa_harness::{RunnerOptions, Spec, SpecError, TrialError, TrialRunner, TrialTiming};
+use mantissa_ptx::link::merge_runtime;
+use mantissa_ptx::model::FunctionKind;
+use mantissa_ptx::pass::shadow::{instrument, ShadowOptions, SiteStats};
+use serde::Serialize;
+use std::collections::VecDeque;
+use std::ops::Range;
+
+/// What to analyse and how.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShadowRequest {
+    /// The flag set the program is built with (the baseline is the program as written under it).
+    pub flags: FlagSet,
+    /// Which analyses.
+    pub analyses: Analyses,
+    /// Also time the program as written and instrumented (median of 5 runs after 1 warm-up).
+    pub time: bool,
+}
+
+/// Where an analysis is, for a progress display.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ShadowEvent {
+    /// Building the program and running it as written.
+    Baseline,
+    /// The PTX is instrumented: this many sites in this many functions.
+    Instrumented {
+        /// Sites (floating-point instructions measured).
+        sites: usize,
+        /// Functions with at least one site.
+        functions: usize,
+    },
+    /// Running the program with these sites instrumented.
+    Running {
+        /// Site indices instrumented in this run.
+        sites: Range<u32>,
+    },
+    /// The run of these sites exceeded resources and is split into two.
+    Split {
+        /// The sites that did not fit in one run.
+        sites: Range<u32>,
+        /// What the launch said.
+        why: String,
+    },
+}
+
+/// One instrumented run of the program.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PartRun {
+    /// The site indices instrumented.
+    pub sites: Range<u32>,
+    /// Median time of the whole step sequence, when timed.
+    pub time_ms: Option<f64>,
+}
+
+/// Time of the program as written against instrumented.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Overhead {
+    /// Median time of the step sequence as written, ms.
+    pub original_ms: f64,
+    /// The instrumented runs' median times added up, ms (one run unless split).
+    pub instrumented_ms: f64,
+    /// `instrumented_ms / original_ms`.
+    pub ratio: f64,
+}
+
+/// What an analysis found.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ShadowRun {
+    /// The spec's name.
+    pub spec: String,
+    /// The flag set's name.
+    pub flags: String,
+    /// The analyses made.
+    pub analyses: Analyses,
+    /// The module's kernels (`.entry`), in PTX order.
+    pub kernels: Vec<String>,
+    /// Every site, in index order, with what was measured at it.
+    pub sites: Vec<SiteResult>,
+    /// The sites per function and source line, ranked, with source text.
+    pub functions: Vec<FunctionSummary>,
+    /// The instrumented runs (more than one when the program had to be split).
+    pub runs: Vec<PartRun>,
+    /// Anything the reader should know (splits, the pass's notes).
+    pub notes: Vec<String>,
+    /// Original against instrumented time, when asked for.
+    pub timing: Option<Overhead>,
+    /// The device's name.
+    pub device: String,
+    /// The first launch of the steps (for records).
+    #[serde(skip)]
+    pub first_launch: Option<LaunchDims>,
+    /// How the program was built (for records).
+    #[serde(skip)]
+    pub build: Option<mantissa_report::Build>,
+}
+
+impl ShadowRun {
+    /// Kernels with no site (no floating-point instruction the analyses measure).
+    pub fn kernels_without_sites(&self) -> Vec<&str> {
+        self.kernels
+            .iter()
+            .filter(|k| !self.sites.iter().any(|s| &s.site.function == *k))
+            .map(String::as_str)
+            .collect()
+    }
+}
+
+/// Why an analysis did not finish.
+#[derive(Debug, thiserror::Error)]
+pub enum ShadowError {
+    /// The spec is wrong (a usage error).
+    #[error(transparent)]
+    Spec(#[from] SpecError),
+    /// The program as written did not build, load or run, or the instrumented one failed.
+    #[error("{0}")]
+    Trial(TrialError),
+    /// The pass refused the module.
+    #[error("instrumenting: {0}")]
+    Pass(#[from] mantissa_ptx::pass::shadow::ShadowError),
+    /// The shadow runtime did not compile.
+    #[error("compiling the shadow runtime: {0}")]
+    Runtime(String),
+    /// The runtime did not merge into the program.
+    #[error("merging the shadow runtime: {0}")]
+    Link(#[from] mantissa_ptx::link::LinkError),
+    /// The program's PTX names no `sm_` target to compile the runtime for.
+    #[error("the program's PTX names no sm_ target (.target), so the shadow runtime cannot be compiled for it")]
+    NoTarget,
+    /// The instrumented program computed different outputs (see the module docs).
+    #[error("the instrumented program changed its outputs ({0}): the instrumentation is wrong, so nothing it measured is reported")]
+    ChangedOutputs(String),
+    /// Even one site alone exceeds the resources of its kernel's launch.
+    #[error("site {index} alone exceeds the launch's resources once instrumented ({why}){}", .registers.map_or(String::new(), |r| format!("; the kernel uses {r} registers per thread instrumented")))]
+    Resources {
+        /// The site.
+        index: u32,
+        /// What the launch said.
+        why: String,
+        /// The instrumented kernel's registers per thread.
+        registers: Option<u32>,
+    },
+    /// The statistics read back do not fit the report (a bug of the pass or the runtime).
+    #[error("reading the statistics back: {0}")]
+    Decode(String),
+}
+
+impl From<TrialError> for ShadowError {
+    fn from(e: TrialError) -> Self {
+        match e {
+            TrialError::Spec(s) => ShadowError::Spec(s),
+            other => ShadowError::Trial(other),
+        }
+    }
+}
+
+impl ShadowError {
+    /// Whether the user's input is wrong (exit 2) rather than the run failing (exit 1).
+    pub fn is_usage(&self) -> bool {
+        matches!(self, ShadowError::Spec(_))
+    }
+}
+
+const TIMED: TrialTiming = TrialTiming::Timed {
+    warmup: 1,
+    repeats: 5,
+};
+
+/// Runs the analyses of `request` on `spec`'s program (see the module docs); `progress` hears
+/// where it is.
+pub fn analyse(
+    gpu: &Gpu,
+    spec: &Spec,
+    request: &ShadowRequest,
+    progress: &mut dyn FnMut(ShadowEvent),
+) -> Result<ShadowRun, ShadowError> {
+    progress(ShadowEvent::Baseline);
+    let timing = if request.time {
+        TIMED
+    } else {
+        TrialTiming::AccuracyOnly
+    };
+    let opts = RunnerOptions {
+        baseline_timing: timing,
+        ..RunnerOptions::default()
+    };
+    let mut runner = TrialRunner::new(gpu, spec, request.flags, opts)?;
+    let module = mantissa_ptx::parse(&runner.built().ptx).module;
+    let kernels: Vec<String> = module
+        .functions()
+        .filter(|f| f.kind == FunctionKind::Entry)
+        .map(|f| f.name.clone())
+        .collect();
+    let options = |only: Option<Range<u32>>| ShadowOptions {
+        demotion: request.analyses.demotion,
+        exceptions: request.analyses.exceptions,
+        only,
+    };
+    let full = instrument(&module, &options(None))?;
+    let measured: Vec<_> = full
+        .report
+        .sites
+        .iter()
+        .filter(|s| s.demotion || s.exceptions)
+        .collect();
+    let mut run = ShadowRun {
+        spec: spec.name.clone(),
+        flags: request.flags.name(),
+        analyses: request.analyses,
+        kernels,
+        sites: Vec::new(),
+        functions: Vec::new(),
+        runs: Vec::new(),
+        notes: full.report.notes.clone(),
+        timing: None,
+        device: gpu.info().name.clone(),
+        first_launch: runner.baseline().first_launch,
+        build: runner.built().facts.as_ref().map(record_build),
+    };
+    let functions = {
+        let mut names: Vec<&str> = measured.iter().map(|s| s.site.function.as_str()).collect();
+        names.dedup();
+        names.len()
+    };
+    progress(ShadowEvent::Instrumented {
+        sites: measured.len(),
+        functions,
+    });
+    if measured.is_empty() {
+        return Ok(run);
+    }
+    let arch = runner.target_arch().ok_or(ShadowError::NoTarget)?;
+    let rt = runtime::compile(gpu.compiler(), &runtime::SHADOW, arch)
+        .map_err(|e| ShadowError::Runtime(e.to_string()))?;
+    let n = full.report.sites.len() as u32;
+    let mut stats: Vec<Option<SiteStats>> = vec![None; n as usize];
+    // Site ranges still to run, first first (a split puts its halves at the front).
+    let mut queue: VecDeque<Range<u32>> = VecDeque::new();
+    queue.push_back(0..n);
+    while let Some(range) = queue.pop_front() {
+        let split;
+        let part = if range == (0..n) {
+            &full
+        } else {
+            split = instrument(&module, &options(Some(range.clone())))?;
+            &split
+        };
+        let ptx = merge_runtime(&part.module, &rt)?.to_string();
+        progress(ShadowEvent::Running {
+            sites: range.clone(),
+        });
+        let global = part.report.global.as_str();
+        match runner.run_instrumented(&ptx, &[global], timing) {
+            Ok((outcome, globals)) => {
+                let changed: Vec<String> = outcome
+                    .outputs
+                    .iter()
+                    .filter(|o| {
+                        o.vs_baseline.differing > 0 || o.vs_baseline.nonfinite_mismatches > 0
+                    })
+                    .map(|o| {
+                        format!(
+                            "{}: {} of {} elements differ",
+                            o.name, o.vs_baseline.differing, o.vs_baseline.elements
+                        )
+                    })
+                    .collect();
+                if !changed.is_empty() {
+                    return Err(ShadowError::ChangedOutputs(changed.join(", ")));
+                }
+                let bytes = globals
+                    .iter()
+                    .find(|(name, _)| name == global)
+                    .map(|(_, b)| b.as_slice())
+                    .unwrap_or_default();
+                let decoded = part
+                    .report
+                    .decode(bytes)
+                    .map_err(|e| ShadowError::Decode(e.to_string()))?;
+                for (site, s) in part.report.sites.iter().zip(decoded) {
+                    if site.instrumented {
+                        stats[site.index as usize] = Some(s);
+                    }
+                }
+                run.runs.push(PartRun {
+                    sites: range,
+                    time_ms: outcome.timing.map(|t| t.median_ms),
+                });
+            }
+            Err(TrialError::OutOfResources {
+                message, registers, ..
+            }) => {
+                if range.len() < 2 {
+                    return Err(ShadowError::Resources {
+                        index: range.start,
+                        why: message,
+                        registers,
+                    });
+                }
+                let mid = range.start + (range.end - range.start) / 2;
+                run.notes.push(format!(
+                    "sites {}..{} exceed the launch's resources instrumented together{}: run as {}..{} and {}..{}",
+                    range.start,
+                    range.end,
+                    registers.map_or(String::new(), |r| format!(" ({r} registers per thread)")),
+                    range.start,
+                    mid,
+                    mid,
+                    range.end
+                ));
+                progress(ShadowEvent::Split {
+                    sites: range.clone(),
+                    why: message,
+                });
+                queue.push_front(mid..range.end);
+                queue.push_front(range.start..mid);
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    run.sites = full
+        .report
+        .sites
+        .iter()
+        .filter(|s| s.demotion || s.exceptions)
+        .filter_map(|s| {
+            stats[s.index as usize]
+                .as_ref()
+                .map(|st| SiteResult::new(s, st))
+        })
+        .collect();
+    run.functions = summarise(&run.sites);
+    source::attach(&mut run.functions, &spec.dir);
+    if request.time {
+        let original = runner.baseline().timing.as_ref().map(|t| t.median_ms);
+        let parts: Option<f64> = run.runs.iter().map(|p| p.time_ms).sum();
+        if let (Some(original_ms), Some(instrumented_ms)) = (original, parts) {
+            run.timing = Some(Overhead {
+                original_ms,
+                instrumented_ms,
+                ratio: instrumented_ms / original_ms,
+            });
+        }
+    }
+    Ok(run)
+}

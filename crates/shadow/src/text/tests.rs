@@ -1,0 +1,103 @@
+//! The text report and the JSON document of a synthetic run, checked whole.
+
+use super::*;
+use crate::fixture::run;
+
+#[test]
+fn the_text_report_ranks_lines_and_names_origins_and_propagation() {
+    let text = render(&run(), Shown::All);
+    let expected = "\
+kernel seed
+  line          max      mean     sum      samples  exceptions                   ops         source
+  shadow.cu:22  -        -        -        0 +32n   32 NaN (32 origin), 32 div0  div.rn.f64  y = 0.0 / z;
+  shadow.cu:20  1.00e0   1.00e0   6.40e1   64       -                            sub.rn.f64
+  shadow.cu:26  3.12e-2  7.81e-3  5.00e-1  64       -                            mul.rn.f64
+  shadow.cu:24  0        0        0        32 +32n  32 NaN                       add.rn.f64
+
+no floating-point instruction to measure in: copy
+
+exceptions: where they start
+  32 NaN (32 origin), 32 div0  shadow.cu:22 (seed): y = 0.0 / z;
+propagated to (NaN or inf operands in, NaN or inf out)
+  32 NaN  shadow.cu:24 (seed)
+
+shadow (default flags, demotion,exceptions): 4 sites on 4 lines in 1 function; largest demotion error 1.00e0 at shadow.cu:20 (seed); 32 NaN/inf origins; outputs bit-identical to the program as written; 1 run; time 1.500 ms as written, 3.000 ms instrumented (2.0x)
+";
+    assert_eq!(text, expected, "\n{text}");
+    let top = render(&run(), Shown::Top(1));
+    assert!(
+        top.contains("  ... 3 more lines (--all shows them)\n"),
+        "{top}"
+    );
+    assert!(!top.contains("shadow.cu:26  "), "{top}");
+}
+
+#[test]
+fn no_exceptions_and_nothing_to_measure_are_one_line_each() {
+    let mut r = run();
+    r.functions
+        .iter_mut()
+        .flat_map(|f| &mut f.lines)
+        .for_each(|l| {
+            l.exceptions = Some(Exceptions::default());
+        });
+    assert_eq!(exceptions_block(&r), "exceptions: none\n\n");
+    r.analyses.exceptions = false;
+    assert_eq!(exceptions_block(&r), "");
+    let mut empty = run();
+    empty.sites.clear();
+    empty.functions.clear();
+    assert_eq!(
+        nothing_to_measure(&empty),
+        "shadow: no floating-point instruction for demotion,exceptions to measure in kernels seed, copy"
+    );
+    assert_eq!(empty.kernels_without_sites(), ["seed", "copy"]);
+    assert_eq!(run().kernels_without_sites(), ["copy"]);
+}
+
+#[test]
+fn the_json_document_has_per_site_and_per_line_data() {
+    let v = serde_json::to_value(run()).unwrap();
+    let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        // serde_json's map sorts keys.
+        [
+            "analyses",
+            "device",
+            "flags",
+            "functions",
+            "kernels",
+            "notes",
+            "runs",
+            "sites",
+            "spec",
+            "timing"
+        ]
+    );
+    let site = &v["sites"][1];
+    assert_eq!(site["index"], 1);
+    assert_eq!(site["site"]["function"], "seed");
+    assert_eq!(site["site"]["line"], 22);
+    assert_eq!(site["opcode"], "div.rn.f64");
+    assert_eq!(site["value_type"], "f64");
+    assert_eq!(site["exceptions"]["nan_origin"], 32);
+    assert_eq!(site["demotion"]["non_finite"], 32);
+    let line = &v["functions"][0]["lines"][1];
+    assert_eq!(line["line"], 20);
+    assert_eq!(line["file"], "/src/shadow.cu");
+    assert_eq!(line["sites"], serde_json::json!([0]));
+    assert_eq!(line["demotion"]["max"], 1.0);
+    assert_eq!(line["demotion"]["mean"], 1.0);
+    assert_eq!(line["demotion"]["sum"], 64.0);
+    assert_eq!(v["functions"][0]["lines"][0]["source"], "y = 0.0 / z;");
+    assert_eq!(
+        v["analyses"],
+        serde_json::json!({"demotion": true, "exceptions": true})
+    );
+    assert_eq!(
+        v["runs"][0]["sites"],
+        serde_json::json!({"start": 0, "end": 4})
+    );
+    assert_eq!(v["timing"]["ratio"], 2.0);
+}
