@@ -18,9 +18,9 @@
 //! computing something the GPU would not: approximate arithmetic (`.approx`, `.full`, `rsqrt`,
 //! `sin`, `ex2`, ...: their results are the hardware's), f16/bf16 arithmetic, calls, texture
 //! and surface accesses, warp-level operations, and anything [`crate::op`] decodes as
-//! [`OpKind::Other`]. A register read before any write, an out-of-range access, or integer
-//! division by zero is an error too. NaN results are the GPU's canonical NaN (all significand
-//! bits set).
+//! [`OpKind::Other`](crate::op::OpKind::Other). A register read before any write, an
+//! out-of-range access, or integer division by zero is an error too. NaN results are the GPU's
+//! canonical NaN (all significand bits set).
 //!
 //! [`run_observed`] calls a hook after every executed arithmetic instruction and conversion with
 //! its source operands' and result's bits ([`Executed`]): CPU oracles of instrumentation (the

@@ -247,3 +247,37 @@ fn every_gpu_case_runs_in_the_oracle_and_its_module_assembles() {
         }
     }
 }
+
+/// The guarded, self-overwriting profile kernel (as the GPU test launches it): each site is
+/// measured exactly as often as it runs (the counting pass's known profile), the guarded mul on
+/// the even threads only; every result is finite, non-zero and normal.
+#[test]
+fn the_profile_kernel_is_measured_once_per_execution() {
+    let m = parse_clean(
+        "profile",
+        include_str!("../../../tests/fixtures/count/profile.ptx"),
+    );
+    let case = Case {
+        kernel: "profile",
+        blocks: 2,
+        threads: 128,
+        params: vec![Param::OutF64(256), Param::Int(5)],
+    };
+    let (r, s) = oracle(&m, &case, &ShadowOptions::all());
+    let runs: Vec<(&str, u64)> = r
+        .sites
+        .iter()
+        .zip(&s)
+        .filter_map(|(site, st)| Some((site.opcode.as_str(), st.demotion?.count)))
+        .collect();
+    assert_eq!(
+        runs,
+        [
+            ("fma.rn.f64", 256 * 5),
+            ("mul.rn.f64", 128),
+            ("sqrt.rn.f64", 128),
+            ("add.rn.f64", 128)
+        ]
+    );
+    assert!(s.iter().all(|x| x.exceptions.is_some_and(|e| e.is_clean())));
+}
