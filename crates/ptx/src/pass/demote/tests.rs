@@ -8,7 +8,7 @@ use crate::units::*;
 use crate::*;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-pub(super) const MARKED_NVRTC: &str =
+pub(crate) const MARKED_NVRTC: &str =
     include_str!("../../../tests/fixtures/units/units.nvrtc.marked.ptx");
 const PLAIN_NVRTC: &str = include_str!("../../../tests/fixtures/units/units.nvrtc.plain.ptx");
 const DEMOTED_LINES_NVRTC: &str =
@@ -22,7 +22,7 @@ const TWICE: &str = include_str!("../../../tests/fixtures/units/twice.nvrtc.mark
 const STRAIGHT: &str = include_str!("../../../tests/fixtures/units/straight.nvrtc.ptx");
 
 /// Every fixture of this module and of tests.rs.
-pub(super) fn all_fixtures() -> Vec<(&'static str, &'static str)> {
+pub(crate) fn all_fixtures() -> Vec<(&'static str, &'static str)> {
     let mut v = vec![
         ("units.nvrtc.marked", MARKED_NVRTC),
         ("units.nvrtc.plain", PLAIN_NVRTC),
@@ -38,7 +38,7 @@ pub(super) fn all_fixtures() -> Vec<(&'static str, &'static str)> {
     v
 }
 
-pub(super) fn module(text: &str) -> Module {
+pub(crate) fn module(text: &str) -> Module {
     let p = parse(text);
     assert!(p.diagnostics.is_empty(), "{:?}", p.diagnostics);
     p.module
