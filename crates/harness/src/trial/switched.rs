@@ -129,6 +129,12 @@ impl TrialRunner<'_> {
         Ok(summary)
     }
 
+    /// What the switched build switches (each switch's instructions and sites, and what was
+    /// refused), once [`TrialRunner::enable_switching`] made it.
+    pub fn switch_report(&self) -> Option<&SwitchReport> {
+        self.switched.as_ref().map(|s| &s.report)
+    }
+
     /// How `configuration` runs under `timing`: on the switched build with these symbol writes,
     /// or statically (`Err`) with the reason as a note (`None` when switching is not enabled or
     /// the configuration is the program as written).
