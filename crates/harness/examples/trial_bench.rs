@@ -27,9 +27,7 @@
 use mantissa_gpu::{Gpu, HostData};
 use mantissa_harness::config::{Demotion, Selection};
 use mantissa_harness::device_compare::{DeviceComparer, Job, Side};
-use mantissa_harness::{
-    BuildKind, Configuration, RunnerOptions, Spec, TrialRunner, TrialTiming,
-};
+use mantissa_harness::{BuildKind, Configuration, RunnerOptions, Spec, TrialRunner, TrialTiming};
 use std::path::Path;
 use std::time::Instant;
 
@@ -294,10 +292,7 @@ fn switched_vs_static(gpu: &Gpu, spec: &Spec) -> Result<SwitchRow, Box<dyn std::
         .timing
         .map_or(0.0, |t| t.median_ms);
     switched.enable_switching(&Configuration::Demote(Demotion::all()))?;
-    let report = switched
-        .switch_report()
-        .ok_or("no switched build")?
-        .clone();
+    let report = switched.switch_report().ok_or("no switched build")?.clone();
     // Every switch on: representable by construction (whole switches, no math calls).
     let c = Configuration::Demote(Demotion {
         name: "every-switch".into(),

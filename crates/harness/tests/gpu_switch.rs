@@ -114,7 +114,12 @@ fn switched_trials_equal_the_program_as_written_and_the_static_rewrites_bit_for_
                 .collect();
             let c = demotion(&format!("mask{round}"), sites.clone());
             let switched = accuracy(&mut runner, &c);
-            assert_eq!(switched.build, BuildKind::Switched, "{name}: {:?}", switched.notes);
+            assert_eq!(
+                switched.build,
+                BuildKind::Switched,
+                "{name}: {:?}",
+                switched.notes
+            );
             let stat = runner
                 .trial(
                     &c,

@@ -16,7 +16,7 @@
 //! math calls ([`super::build::base_ptx`]), so that a mask computes what that rewrite computes.
 
 use super::build::{base_ptx, replaced_math_lines};
-use super::{loaded, load_error, ModuleRef, TrialError, TrialRunner, TrialTiming};
+use super::{load_error, loaded, ModuleRef, TrialError, TrialRunner, TrialTiming};
 use crate::config::{Configuration, Demotion};
 use mantissa_ptx::pass::switch::{switch, SwitchReport};
 
@@ -172,10 +172,11 @@ impl TrialRunner<'_> {
         let Some(sw) = &self.switched else {
             return Err(None);
         };
-        let mask = sw
-            .report
-            .mask(&demotion.demote_set())
-            .map_err(|e| Some(format!("static build: not representable by the switched build: {e}")))?;
+        let mask = sw.report.mask(&demotion.demote_set()).map_err(|e| {
+            Some(format!(
+                "static build: not representable by the switched build: {e}"
+            ))
+        })?;
         let on = mask.iter().filter(|&&b| b != 0).count();
         let note = format!(
             "switched build: {on} of {} switches in f32 (no JIT)",

@@ -106,6 +106,9 @@ pub struct SwitchReport {
     pub refused: Vec<RefusedSite>,
     /// Requests that name no f64 instruction of the module.
     pub unmatched: Vec<String>,
+    /// Whether the build was asked for every instruction the static demotion can demote (so
+    /// that a configuration demoting "all" can be represented).
+    pub complete: bool,
 }
 
 /// Why a configuration cannot run on the switched build (the caller builds it statically).
@@ -160,6 +163,12 @@ impl SwitchReport {
     pub fn mask(&self, set: &DemoteSet) -> Result<Vec<u8>, NotRepresentable> {
         let mut mask = vec![0u8; self.slots()];
         if set.all {
+            if !self.complete {
+                return Err(NotRepresentable::NotACandidate {
+                    requested: "all: the build switches only some of the eligible instructions"
+                        .into(),
+                });
+            }
             if let Some(r) = self.refused.iter().find(|r| r.eligible) {
                 return Err(NotRepresentable::Refused {
                     requested: r.site.to_string(),
@@ -244,7 +253,7 @@ const UNIT_REASON: &str = "a math-function unit: static builds only";
 /// Builds the switched module: every instruction of `set` (of `module`) that can switch gets a
 /// switch; see the module docs.
 pub fn switch(module: &Module, set: &DemoteSet) -> Result<Switched, SwitchError> {
-    let (wanted, unmatched) = requested(module, set);
+    let (wanted, unmatched, complete) = requested(module, set);
     let mut out = module.clone();
     let mut plans: Vec<(String, Vec<Group>)> = Vec::new();
     let mut refused = Vec::new();
@@ -281,13 +290,16 @@ pub fn switch(module: &Module, set: &DemoteSet) -> Result<Switched, SwitchError>
             switches,
             refused,
             unmatched,
+            complete,
         },
     })
 }
 
-/// The f64 instructions `set` names (eligible or not), and the requests naming none.
-fn requested(module: &Module, set: &DemoteSet) -> (Vec<Candidate>, Vec<String>) {
+/// The f64 instructions `set` names (eligible or not), the requests naming none, and whether
+/// every eligible instruction is named.
+fn requested(module: &Module, set: &DemoteSet) -> (Vec<Candidate>, Vec<String>, bool) {
     let all = demote::candidates(module);
+    let eligible = all.iter().filter(|c| c.selector.is_some()).count();
     let ids: HashSet<InstId> = set.ids.iter().copied().collect();
     let sites: HashSet<&Site> = set.sites.iter().collect();
     let selectors: HashSet<&Selector> = set.selectors.iter().collect();
@@ -319,8 +331,9 @@ fn requested(module: &Module, set: &DemoteSet) -> (Vec<Candidate>, Vec<String>) 
                 || sites.contains(&c.site)
                 || c.selector.as_ref().is_some_and(|s| selectors.contains(s))
         })
-        .collect();
-    (wanted, unmatched)
+        .collect::<Vec<Candidate>>();
+    let complete = wanted.iter().filter(|c| c.selector.is_some()).count() == eligible;
+    (wanted, unmatched, complete)
 }
 
 /// One instruction of a group, with what emitting it needs.
@@ -492,11 +505,12 @@ fn mul_feeds_only(d: &Decoded, g: &Graph, mul: usize, add: usize) -> bool {
         return false;
     };
     let uses_only_add = g.uses_of(id).all(|e| g.index_of(e.user) == Some(add));
-    let add_defs: Vec<InstId> = g
+    let mut add_defs: Vec<InstId> = g
         .defs_of(d.insts[add].id)
         .filter(|e| e.reg == reg)
         .map(|e| e.def)
         .collect();
+    add_defs.dedup();
     uses_only_add && d.defs(mul).len() == 1 && add_defs == [id]
 }
 

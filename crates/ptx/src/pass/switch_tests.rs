@@ -394,6 +394,16 @@ fn units_and_unnamed_requests_are_reported_and_not_representable() {
         r.mask(&DemoteSet::sites([stranger.clone()])),
         Err(NotRepresentable::NotACandidate { .. })
     ));
+    // A build for part of the eligible instructions cannot stand in for `all`.
+    let first = &r.switches[0].members[0];
+    let part = switch(&m, &DemoteSet::ids([first.inst])).unwrap_or_else(|e| panic!("{e}"));
+    assert!(r.complete && !part.report.complete);
+    assert_eq!(part.report.switches.len(), 1);
+    assert!(matches!(
+        part.report.mask(&DemoteSet::all()),
+        Err(NotRepresentable::NotACandidate { .. })
+    ));
+    assert_eq!(part.report.mask(&DemoteSet::ids([first.inst])), Ok(vec![1]));
     let only = switch(&m, &DemoteSet::sites([stranger])).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(only.report.unmatched.len(), 1);
     assert!(only.report.switches.is_empty());
