@@ -483,7 +483,7 @@ impl<'g> TrialRunner<'g> {
         timing: TrialTiming,
     ) -> Result<TrialOutcome, TrialError> {
         let why_static = match self.switched_writes(configuration, timing) {
-            Ok((module, writes, notes)) => return self.run(module, &writes, timing, notes),
+            Ok(r) => return self.run(ModuleRef::Switched, &r.writes, timing, r.notes),
             Err(why) => why,
         };
         let prepared = self.prepared_ptx(configuration)?;

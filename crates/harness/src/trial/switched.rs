@@ -16,7 +16,7 @@
 //! math calls ([`super::build::base_ptx`]), so that a mask computes what that rewrite computes.
 
 use super::build::{base_ptx, replaced_math_lines};
-use super::{load_error, loaded, ModuleRef, TrialError, TrialRunner, TrialTiming};
+use super::{load_error, loaded, TrialError, TrialRunner, TrialTiming};
 use crate::config::{Configuration, Demotion};
 use mantissa_ptx::pass::switch::{switch, SwitchReport};
 
@@ -44,6 +44,12 @@ pub struct SwitchSummary {
     pub refused: Vec<String>,
     /// Anything else: math calls left to static builds, requests naming nothing.
     pub notes: Vec<String>,
+}
+
+/// A trial on the switched build: the mask's symbol write and the trial's notes.
+pub(super) struct SwitchedRun {
+    pub(super) writes: Vec<(String, Vec<u8>)>,
+    pub(super) notes: Vec<String>,
 }
 
 /// The runner's switched build.
@@ -142,7 +148,7 @@ impl TrialRunner<'_> {
         &mut self,
         configuration: &Configuration,
         timing: TrialTiming,
-    ) -> Result<(ModuleRef, Vec<(String, Vec<u8>)>, Vec<String>), Option<String>> {
+    ) -> Result<SwitchedRun, Option<String>> {
         let Configuration::Demote(demotion) = configuration else {
             return Err(None);
         };
@@ -182,10 +188,9 @@ impl TrialRunner<'_> {
             "switched build: {on} of {} switches in f32 (no JIT)",
             sw.report.switches.len()
         );
-        Ok((
-            ModuleRef::Switched,
-            vec![(sw.report.global.clone(), mask)],
-            vec![note],
-        ))
+        Ok(SwitchedRun {
+            writes: vec![(sw.report.global.clone(), mask)],
+            notes: vec![note],
+        })
     }
 }

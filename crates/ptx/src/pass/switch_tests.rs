@@ -80,7 +80,11 @@ fn outputs(
 /// (fixture, kernel) pairs the interpreter runs as written.
 fn runnable() -> Vec<(&'static str, Module, String)> {
     let mut out = Vec::new();
-    for (name, text) in all_fixtures() {
+    let mut fixtures = all_fixtures();
+    // A loop with a guarded def, a load into a demoted register and a selp join.
+    fixtures.push(("loop", crate::pass::demote::tests::LOOP2));
+    fixtures.push(("pair", PAIR));
+    for (name, text) in fixtures {
         let m = module(text);
         let kernels: Vec<String> = m.kernels().map(|f| f.name.clone()).collect();
         for k in kernels {
