@@ -14,12 +14,20 @@
 //!    then the same set again (cache hits). Run with `CUDA_CACHE_DISABLE=1` so that the driver's
 //!    own cache does not answer. Goal: 8 per second on a 16-core host.
 //!
+//! 4. **Accuracy-only trials, switched vs static**: per program, the wall time of an
+//!    accuracy-only trial on the switched build (`TrialRunner::enable_switching` with every
+//!    eligible instruction; the configuration demotes every switch, a mask write) and on the
+//!    static rewrite of the same configuration with its module already loaded (a second runner
+//!    without switching, after one untimed trial: the JIT is paid once, outside the median), next
+//!    to the first static trial (its JIT included, from a cold cache) and the program's own GPU
+//!    time; medians of 21. Goal: the program's GPU time plus 10 ms, no JIT.
+//!
 //! Run: `CUDA_CACHE_DISABLE=1 cargo run --release -p mantissa-harness --example trial_bench`.
 
 use mantissa_gpu::{Gpu, HostData};
 use mantissa_harness::config::{Demotion, Selection};
 use mantissa_harness::device_compare::{DeviceComparer, Job, Side};
-use mantissa_harness::{Configuration, RunnerOptions, Spec, TrialRunner, TrialTiming};
+use mantissa_harness::{BuildKind, Configuration, RunnerOptions, Spec, TrialRunner, TrialTiming};
 use std::path::Path;
 use std::time::Instant;
 
@@ -223,6 +231,100 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             );
         }
     }
+
+    println!("\n4. accuracy-only trials: switched build vs static rewrite (median of 21)\n");
+    println!("| program | switches | program GPU time (ms) | switched trial (ms) | static trial, loaded (ms) | first static trial, with JIT (ms) |");
+    println!("|---|---:|---:|---:|---:|---:|");
+    for spec in &specs {
+        match switched_vs_static(&gpu, spec) {
+            Ok(r) => println!(
+                "| {} | {} | {:.3} | {:.3} | {:.3} | {:.1} |",
+                spec.name, r.switches, r.program, r.switched, r.static_loaded, r.static_first
+            ),
+            Err(e) => println!("| {} | failed: {e} | | | | |", spec.name),
+        }
+    }
     std::fs::remove_dir_all(&cache).ok();
     Ok(())
+}
+
+/// Table 4's row of one program.
+struct SwitchRow {
+    switches: usize,
+    program: f64,
+    switched: f64,
+    static_loaded: f64,
+    static_first: f64,
+}
+
+fn median_wall(
+    runner: &mut TrialRunner,
+    c: &Configuration,
+    want: BuildKind,
+) -> Result<f64, Box<dyn std::error::Error>> {
+    let mut walls = Vec::new();
+    for _ in 0..21 {
+        let t = Instant::now();
+        let outcome = runner.trial(c, TrialTiming::AccuracyOnly)?;
+        walls.push(t.elapsed().as_secs_f64() * 1e3);
+        if outcome.build != want {
+            return Err(format!("ran on a {:?} build: {:?}", outcome.build, outcome.notes).into());
+        }
+    }
+    Ok(median(walls))
+}
+
+fn switched_vs_static(gpu: &Gpu, spec: &Spec) -> Result<SwitchRow, Box<dyn std::error::Error>> {
+    let opts = RunnerOptions {
+        wait_after_each_launch: false,
+        baseline_timing: TrialTiming::AccuracyOnly,
+        ..RunnerOptions::default()
+    };
+    let mut switched = TrialRunner::new(gpu, spec, mantissa_gpu::FlagSet::DEFAULT, opts.clone())?;
+    let program = switched
+        .trial(
+            &Configuration::AsWritten,
+            TrialTiming::Timed {
+                warmup: 3,
+                repeats: 21,
+            },
+        )?
+        .timing
+        .map_or(0.0, |t| t.median_ms);
+    switched.enable_switching(&Configuration::Demote(Demotion::all()))?;
+    let report = switched.switch_report().ok_or("no switched build")?.clone();
+    // Every switch on: representable by construction (whole switches, no math calls).
+    let c = Configuration::Demote(Demotion {
+        name: "every-switch".into(),
+        math: Selection::Only(Vec::new()),
+        instructions: Selection::Only(
+            report
+                .switches
+                .iter()
+                .flat_map(|s| s.members.iter())
+                .map(|m| mantissa_ptx::demote::Request::Site(m.site.clone()))
+                .collect(),
+        ),
+    });
+    let switched_ms = median_wall(&mut switched, &c, BuildKind::Switched)?;
+    let mut plain = TrialRunner::new(
+        gpu,
+        spec,
+        mantissa_gpu::FlagSet::DEFAULT,
+        RunnerOptions {
+            shared: Some(switched.shared()),
+            ..opts
+        },
+    )?;
+    let t = Instant::now();
+    plain.trial(&c, TrialTiming::AccuracyOnly)?;
+    let static_first = t.elapsed().as_secs_f64() * 1e3;
+    let static_loaded = median_wall(&mut plain, &c, BuildKind::Static)?;
+    Ok(SwitchRow {
+        switches: report.switches.len(),
+        program,
+        switched: switched_ms,
+        static_loaded,
+        static_first,
+    })
 }

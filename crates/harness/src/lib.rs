@@ -47,4 +47,6 @@ pub use compare::{Comparison, OutputResult};
 pub use config::{Configuration, Demotion};
 pub use run::{run_spec, ConfigRun, HarnessError, RunEvent, RunRequest, RunResult};
 pub use spec::{Spec, SpecError};
-pub use trial::{RunnerOptions, TrialError, TrialOutcome, TrialRunner, TrialTiming};
+pub use trial::{
+    BuildKind, RunnerOptions, SwitchSummary, TrialError, TrialOutcome, TrialRunner, TrialTiming,
+};

@@ -19,14 +19,15 @@
 //! region.
 //!
 //! What a trial runs is a [`Program`]: a loaded module plus symbol writes made after the restore.
-//! A static build writes nothing; a *switched* build (every site able to run either precision,
-//! chosen by a mask in a module global) would be one loaded module with a different mask per
-//! trial, so that a trial is a symbol write and no JIT. Such a build plugs in as another way to
-//! make a `Program` from a configuration; nothing else here changes.
+//! A static build writes nothing; the *switched* build ([`switched`],
+//! [`TrialRunner::enable_switching`]: every site able to run either precision, chosen by a mask
+//! in a module global) is one loaded module with a different mask per trial, so that an
+//! accuracy-only trial is a symbol write and no JIT ([`TrialOutcome::build`] says which ran).
 
 pub mod build;
 mod instrumented;
 mod outputs;
+pub mod switched;
 
 use crate::compare::OutputResult;
 use crate::config::Configuration;
@@ -44,6 +45,7 @@ use outputs::Reference;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
+pub use switched::{BuildKind, SwitchSummary};
 
 /// Whether a trial is timed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,6 +118,8 @@ pub struct TrialOutcome {
     pub first_launch: Option<LaunchDims>,
     /// Each output buffer after the checked run, when [`RunnerOptions::download_outputs`].
     pub downloaded: Vec<(String, HostData)>,
+    /// Which build ran: the configuration's own module, or the switched build with its mask.
+    pub build: BuildKind,
 }
 
 /// Why a trial did not run, and whether anything else can.
@@ -270,6 +274,8 @@ pub struct TrialRunner<'g> {
     jit_failed: HashMap<u64, String>,
     opts: RunnerOptions,
     baseline: Option<TrialOutcome>,
+    /// The switched build, once [`TrialRunner::enable_switching`] made it.
+    switched: Option<switched::SwitchedBuild>,
 }
 
 impl<'g> TrialRunner<'g> {
@@ -363,6 +369,7 @@ impl<'g> TrialRunner<'g> {
             jit_failed: HashMap::new(),
             opts,
             baseline: None,
+            switched: None,
         };
         if shared_given.is_none() {
             let pristine = pristine.unwrap_or_default();
@@ -501,12 +508,28 @@ impl<'g> TrialRunner<'g> {
         configuration: &Configuration,
         timing: TrialTiming,
     ) -> Result<TrialOutcome, TrialError> {
+        let why_static = match self.switched_writes(configuration, timing) {
+            Ok(r) => return self.run(ModuleRef::Switched, &r.writes, timing, r.notes),
+            Err(why) => why,
+        };
         let prepared = self.prepared_ptx(configuration)?;
         let module = match &prepared.ptx {
             None => ModuleRef::Baseline,
             Some(ptx) => self.load(ptx)?,
         };
-        self.run(module, &[], timing, prepared.notes)
+        let mut notes = prepared.notes;
+        notes.extend(why_static);
+        self.run(module, &[], timing, notes)
+    }
+
+    /// The spec's symbols under their PTX names, as every loaded module gets them.
+    fn spec_symbols(&self) -> Vec<(String, Vec<u8>)> {
+        self.plan
+            .symbols
+            .iter()
+            .map(|s| s.ptx_name.clone())
+            .zip(self.shared.symbols.iter().map(|s| s.1.clone()))
+            .collect()
     }
 
     /// The loaded module of `ptx`, loading it (through the JIT cache) if needed.
@@ -532,13 +555,7 @@ impl<'g> TrialRunner<'g> {
                 return Err(err);
             }
         };
-        let symbols: Vec<(String, Vec<u8>)> = self
-            .plan
-            .symbols
-            .iter()
-            .map(|s| s.ptx_name.clone())
-            .zip(self.shared.symbols.iter().map(|s| s.1.clone()))
-            .collect();
+        let symbols = self.spec_symbols();
         let l = loaded(self.gpu, module, &symbols)?;
         if self.loaded.len() >= LOADED_CAPACITY {
             self.loaded.remove(0);
@@ -569,10 +586,7 @@ impl<'g> TrialRunner<'g> {
     ) -> Result<TrialOutcome, TrialError> {
         let shared = self.shared.clone();
         self.restore_from(&shared.pristine)?;
-        let loaded = match m {
-            ModuleRef::Baseline => &self.baseline_module,
-            ModuleRef::Loaded(i) => &self.loaded[i].1,
-        };
+        let loaded = pick(m, &self.baseline_module, &self.loaded, &self.switched)?;
         let program = Program { loaded, writes };
         let first = run_checked(
             self.gpu,
@@ -626,13 +640,11 @@ impl<'g> TrialRunner<'g> {
             setup_globals,
             baseline_module,
             loaded,
+            switched,
             ..
         } = self;
         let gpu: &Gpu = gpu;
-        let loaded = match m {
-            ModuleRef::Baseline => &*baseline_module,
-            ModuleRef::Loaded(i) => &loaded[i].1,
-        };
+        let loaded = pick(m, baseline_module, loaded, switched)?;
         let mut samples = Vec::new();
         for r in 0..warmup + repeats {
             // The restore point: the pristine inputs, or what the setup steps left.
@@ -675,6 +687,10 @@ impl<'g> TrialRunner<'g> {
             notes,
             first_launch,
             downloaded,
+            build: match m {
+                ModuleRef::Switched => BuildKind::Switched,
+                ModuleRef::Baseline | ModuleRef::Loaded(_) => BuildKind::Static,
+            },
         })
     }
 }
@@ -684,6 +700,24 @@ impl<'g> TrialRunner<'g> {
 enum ModuleRef {
     Baseline,
     Loaded(usize),
+    Switched,
+}
+
+/// The loaded module `m` names.
+fn pick<'a>(
+    m: ModuleRef,
+    baseline: &'a Loaded,
+    loaded: &'a [(u64, Loaded)],
+    switched: &'a Option<switched::SwitchedBuild>,
+) -> Result<&'a Loaded, TrialError> {
+    match m {
+        ModuleRef::Baseline => Ok(baseline),
+        ModuleRef::Loaded(i) => Ok(&loaded[i].1),
+        ModuleRef::Switched => switched
+            .as_ref()
+            .map(|s| &s.loaded)
+            .ok_or_else(|| TrialError::Failed("no switched build (an internal error)".into())),
+    }
 }
 
 /// Writes `globals` (the restore point of the module's `.global` variables) and then `writes`.

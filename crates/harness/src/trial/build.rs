@@ -163,28 +163,18 @@ fn marked_calls(plain: &str, marked: &str) -> Result<Vec<config::MathCall>, Stri
     }
 }
 
-/// Makes the PTX of `configuration` from the baseline build `built` (see [`crate::config`]).
-pub fn prepare(
+/// The PTX a demotion's rewrite starts from: a marked build (math calls are units, the
+/// demotion's ones replaced by their f32 functions), or the baseline itself where marking is
+/// impossible (ready PTX) or would change the code; with notes on what happened to math calls.
+pub(crate) fn base_ptx(
     gpu: &Gpu,
     spec: &Spec,
     flags: FlagSet,
     built: &Built,
-    configuration: &Configuration,
+    demotion: &config::Demotion,
     marked: &mut MarkedBuilds,
-) -> Result<Prepared, TrialError> {
-    let demotion = match configuration {
-        Configuration::AsWritten => {
-            return Ok(Prepared {
-                ptx: None,
-                notes: Vec::new(),
-            })
-        }
-        Configuration::Demote(d) => d,
-    };
+) -> Result<(String, Vec<String>), TrialError> {
     let mut notes = Vec::new();
-    // The PTX the rewrite starts from: a marked build (math calls are units, the listed ones
-    // replaced by their f32 functions), or the baseline itself where marking is impossible
-    // (ready PTX) or would change the code.
     let base = if built.kind == GpuFrontEnd::Ptx {
         if !demotion.math_lines(&[]).is_empty() || demotion.math.is_all() {
             notes.push("ready PTX: math calls cannot be marked, so they stay f64 (f64 code that manipulates bits is kept whole)".into());
@@ -217,6 +207,46 @@ pub fn prepare(
             }
         }
     };
+    Ok((base, notes))
+}
+
+/// The source lines of the math calls `demotion` replaces in this program: none for ready PTX
+/// or where the marked build cannot stand in for the program (the rewrite then keeps them f64).
+pub(crate) fn replaced_math_lines(
+    gpu: &Gpu,
+    spec: &Spec,
+    flags: FlagSet,
+    built: &Built,
+    demotion: &config::Demotion,
+    marked: &mut MarkedBuilds,
+) -> Vec<u32> {
+    if built.kind == GpuFrontEnd::Ptx {
+        return Vec::new();
+    }
+    marked
+        .calls(gpu, spec, flags, &built.ptx)
+        .map_or(Vec::new(), |calls| demotion.math_lines(&calls))
+}
+
+/// Makes the PTX of `configuration` from the baseline build `built` (see [`crate::config`]).
+pub fn prepare(
+    gpu: &Gpu,
+    spec: &Spec,
+    flags: FlagSet,
+    built: &Built,
+    configuration: &Configuration,
+    marked: &mut MarkedBuilds,
+) -> Result<Prepared, TrialError> {
+    let demotion = match configuration {
+        Configuration::AsWritten => {
+            return Ok(Prepared {
+                ptx: None,
+                notes: Vec::new(),
+            })
+        }
+        Configuration::Demote(d) => d,
+    };
+    let (base, mut notes) = base_ptx(gpu, spec, flags, built, demotion, marked)?;
     let parsed = mantissa_ptx::parse(&base).module;
     let demoted = mantissa_ptx::demote::demote(&parsed, &demotion.demote_set())
         .map_err(|e| TrialError::Refused(format!("demoting: {e}")))?;

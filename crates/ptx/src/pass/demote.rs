@@ -276,7 +276,7 @@ mod rewrite;
 #[cfg(test)]
 mod site_tests;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 /// How an eligible instruction is rewritten (no allocation: most instructions of a large
 /// kernel are planned).

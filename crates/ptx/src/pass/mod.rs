@@ -13,13 +13,15 @@
 //! ([`Module::fresh_inst_id`]), and never prints, compiles or touches a device. Which
 //! instructions a pass may change is its own filter over sites ([`crate::site::Site`]).
 //!
-//! The passes: [`demote`] (f64 → f32 per instruction), [`count`] (executions per
+//! The passes: [`demote`] (f64 → f32 per instruction), [`switch`] (each f64 instruction f64 or
+//! f32 by a byte of a module global, chosen at run time), [`count`] (executions per
 //! instruction into a module global, through a merged device runtime), [`shadow`] (the
 //! demotion error and the exceptions per instruction, through a merged device runtime).
 
 pub mod count;
 pub mod demote;
 pub mod shadow;
+pub mod switch;
 
 use crate::model::Module;
 use std::any::Any;

@@ -8,7 +8,7 @@ use crate::units::*;
 use crate::*;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-pub(super) const MARKED_NVRTC: &str =
+pub(crate) const MARKED_NVRTC: &str =
     include_str!("../../../tests/fixtures/units/units.nvrtc.marked.ptx");
 const PLAIN_NVRTC: &str = include_str!("../../../tests/fixtures/units/units.nvrtc.plain.ptx");
 const DEMOTED_LINES_NVRTC: &str =
@@ -22,7 +22,7 @@ const TWICE: &str = include_str!("../../../tests/fixtures/units/twice.nvrtc.mark
 const STRAIGHT: &str = include_str!("../../../tests/fixtures/units/straight.nvrtc.ptx");
 
 /// Every fixture of this module and of tests.rs.
-pub(super) fn all_fixtures() -> Vec<(&'static str, &'static str)> {
+pub(crate) fn all_fixtures() -> Vec<(&'static str, &'static str)> {
     let mut v = vec![
         ("units.nvrtc.marked", MARKED_NVRTC),
         ("units.nvrtc.plain", PLAIN_NVRTC),
@@ -38,7 +38,7 @@ pub(super) fn all_fixtures() -> Vec<(&'static str, &'static str)> {
     v
 }
 
-pub(super) fn module(text: &str) -> Module {
+pub(crate) fn module(text: &str) -> Module {
     let p = parse(text);
     assert!(p.diagnostics.is_empty(), "{:?}", p.diagnostics);
     p.module
@@ -912,7 +912,7 @@ fn selector_ordinals_count_eligible_instructions_per_line() {
 
 /// A loop with a loop-carried accumulator and a register defined on both sides of a
 /// predicate (a join point), for the random-subset semantic check.
-const LOOP2: &str = ".version 8.0\n.target sm_90\n.address_size 64\n\n.visible .entry lp2(\n\t.param .u64 lp2_param_0\n)\n{\n\t.reg .pred %p<3>;\n\t.reg .b32 %r<3>;\n\t.reg .f64 %fd<6>;\n\t.reg .b64 %rd<3>;\n\n\tld.param.u64 %rd1, [lp2_param_0];\n\tcvta.to.global.u64 %rd2, %rd1;\n\tld.global.f64 %fd1, [%rd2];\n\tmov.f64 %fd3, 0d0000000000000000;\n\tmov.u32 %r1, 0;\n$L__BB0_1:\n\tmul.f64 %fd2, %fd1, 0d3FE0000000000000;\n\tsetp.gt.f64 %p1, %fd2, 0d3FF0000000000000;\n\t@%p1 ld.global.f64 %fd1, [%rd2+8];\n\t@!%p1 add.f64 %fd1, %fd2, 0d3FF0000000000000;\n\tfma.rn.f64 %fd3, %fd3, 0d3FF199999999999A, %fd1;\n\tselp.f64 %fd4, %fd3, %fd1, %p1;\n\tsub.f64 %fd5, %fd4, %fd2;\n\tadd.s32 %r1, %r1, 1;\n\tsetp.lt.u32 %p2, %r1, 10;\n\t@%p2 bra $L__BB0_1;\n\tst.global.f64 [%rd2], %fd1;\n\tst.global.f64 [%rd2+8], %fd3;\n\tst.global.f64 [%rd2+16], %fd5;\n\tret;\n}\n";
+pub(crate) const LOOP2: &str = ".version 8.0\n.target sm_90\n.address_size 64\n\n.visible .entry lp2(\n\t.param .u64 lp2_param_0\n)\n{\n\t.reg .pred %p<3>;\n\t.reg .b32 %r<3>;\n\t.reg .f64 %fd<6>;\n\t.reg .b64 %rd<3>;\n\n\tld.param.u64 %rd1, [lp2_param_0];\n\tcvta.to.global.u64 %rd2, %rd1;\n\tld.global.f64 %fd1, [%rd2];\n\tmov.f64 %fd3, 0d0000000000000000;\n\tmov.u32 %r1, 0;\n$L__BB0_1:\n\tmul.f64 %fd2, %fd1, 0d3FE0000000000000;\n\tsetp.gt.f64 %p1, %fd2, 0d3FF0000000000000;\n\t@%p1 ld.global.f64 %fd1, [%rd2+8];\n\t@!%p1 add.f64 %fd1, %fd2, 0d3FF0000000000000;\n\tfma.rn.f64 %fd3, %fd3, 0d3FF199999999999A, %fd1;\n\tselp.f64 %fd4, %fd3, %fd1, %p1;\n\tsub.f64 %fd5, %fd4, %fd2;\n\tadd.s32 %r1, %r1, 1;\n\tsetp.lt.u32 %p2, %r1, 10;\n\t@%p2 bra $L__BB0_1;\n\tst.global.f64 [%rd2], %fd1;\n\tst.global.f64 [%rd2+8], %fd3;\n\tst.global.f64 [%rd2+16], %fd5;\n\tret;\n}\n";
 
 /// For random subsets (and the empty and full ones), the demoted program computes exactly what
 /// the original computes when each selected instruction rounds its f64 inputs to f32, computes
