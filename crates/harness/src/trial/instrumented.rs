@@ -10,8 +10,7 @@
 //! steps' contributions together.
 
 use super::{
-    device_error, run_checked, ModuleRef, Program, TrialError, TrialOutcome, TrialRunner,
-    TrialTiming,
+    device_error, pick, run_checked, Program, TrialError, TrialOutcome, TrialRunner, TrialTiming,
 };
 use mantissa_gpu::Arch;
 
@@ -33,10 +32,7 @@ impl TrialRunner<'_> {
         let m = self.load(ptx)?;
         let shared = self.shared.clone();
         self.restore_from(&shared.pristine)?;
-        let loaded = match m {
-            ModuleRef::Baseline => &self.baseline_module,
-            ModuleRef::Loaded(i) => &self.loaded[i].1,
-        };
+        let loaded = pick(m, &self.baseline_module, &self.loaded, &self.switched)?;
         let program = Program {
             loaded,
             writes: &[],
