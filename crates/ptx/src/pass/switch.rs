@@ -303,25 +303,24 @@ fn requested(module: &Module, set: &DemoteSet) -> (Vec<Candidate>, Vec<String>, 
     let ids: HashSet<InstId> = set.ids.iter().copied().collect();
     let sites: HashSet<&Site> = set.sites.iter().collect();
     let selectors: HashSet<&Selector> = set.selectors.iter().collect();
-    let mut unmatched: Vec<String> = Vec::new();
-    unmatched.extend(
-        set.ids
-            .iter()
-            .filter(|id| !all.iter().any(|c| c.id == **id))
-            .map(|id| id.to_string()),
-    );
-    unmatched.extend(
-        set.sites
-            .iter()
-            .filter(|s| !all.iter().any(|c| c.site == **s))
-            .map(|s| s.to_string()),
-    );
-    unmatched.extend(
-        set.selectors
-            .iter()
-            .filter(|s| !all.iter().any(|c| c.selector.as_ref() == Some(*s)))
-            .map(|s| s.to_string()),
-    );
+    let known_ids: HashSet<InstId> = all.iter().map(|c| c.id).collect();
+    let known_sites: HashSet<&Site> = all.iter().map(|c| &c.site).collect();
+    let known_selectors: HashSet<&Selector> =
+        all.iter().filter_map(|c| c.selector.as_ref()).collect();
+    let unmatched: Vec<String> = (set.ids.iter())
+        .filter(|id| !known_ids.contains(*id))
+        .map(InstId::to_string)
+        .chain(
+            (set.sites.iter())
+                .filter(|s| !known_sites.contains(s))
+                .map(Site::to_string),
+        )
+        .chain(
+            (set.selectors.iter())
+                .filter(|s| !known_selectors.contains(s))
+                .map(Selector::to_string),
+        )
+        .collect();
     let wanted = all
         .into_iter()
         .filter(|c| {
