@@ -77,6 +77,7 @@ pub(crate) fn sites(
     for f in module.functions().filter(|f| f.body.is_some()) {
         let d = Decoded::of(f);
         let addresses = site::function_sites(f, &files);
+        let fusible = fusible_pairs(&d);
         for (k, (id, address)) in addresses.into_iter().enumerate() {
             let op = &d.ops[k];
             let Some(value_type) = site_type(op) else {
@@ -85,6 +86,26 @@ pub(crate) fn sites(
             let index = out.len() as u32;
             let instrumented = options.only.as_ref().is_none_or(|r| r.contains(&index));
             let inst = d.insts[k];
+            if fusible.contains(&k) {
+                // Reading the product (or adding a use of it) would stop ptxas from fusing the
+                // pair into one FMA, and the instrumented program would compute other bits.
+                notes.push(format!(
+                    "{address}: {}: part of a mul→add pair ptxas may fuse into one FMA; not measured, so the program keeps its bits",
+                    inst.full_opcode()
+                ));
+                out.push(ShadowSite {
+                    index,
+                    site: address,
+                    inst: id,
+                    opcode: inst.full_opcode(),
+                    value_type,
+                    demotion: false,
+                    exceptions: false,
+                    instrumented,
+                });
+                plans.push(None);
+                continue;
+            }
             if !matches!(inst.operands.first(), Some(Operand::Reg(_))) {
                 notes.push(format!(
                     "{address}: {} writes no single register; not measured",
@@ -130,6 +151,20 @@ pub(crate) fn sites(
         ));
     }
     (out, plans, notes)
+}
+
+/// The instructions of `d` (by index) that ptxas may fuse: every unrounded `mul` whose uses are
+/// all unrounded `add`/`sub`s of its type ([`crate::compare::contractible`]), and those uses.
+fn fusible_pairs(d: &Decoded) -> std::collections::HashSet<usize> {
+    let g = crate::graph::Graph::of(d, &crate::cfg::Cfg::build(d));
+    let mut out = std::collections::HashSet::new();
+    for (k, inst) in d.insts.iter().enumerate() {
+        if crate::compare::contractible(d, &g, inst) {
+            out.insert(k);
+            out.extend(g.uses_of(inst.id).filter_map(|e| g.index_of(e.user)));
+        }
+    }
+    out
 }
 
 /// Instruments `module` (left unchanged) with the demotion error and exception counting that
