@@ -313,9 +313,8 @@ fn same_kind(a: &Highlight, b: &Highlight) -> bool {
 }
 
 /// Whether `inst` is an unrounded float `mul` whose every use is an unrounded `add`/`sub` of
-/// the same type (see [`Highlight::Contractible`]): ptxas may fuse it into each of them. Passes
-/// that must keep the program's bits (shadow instrumentation) leave such pairs unread.
-pub(crate) fn contractible(d: &Decoded, g: &Graph, inst: &Instruction) -> bool {
+/// the same type (see [`Highlight::Contractible`]).
+fn contractible(d: &Decoded, g: &Graph, inst: &Instruction) -> bool {
     let unrounded = |i: &Instruction, ops: &[&str]| {
         ops.contains(&i.opcode.as_str())
             && !i.has_mod("rn")

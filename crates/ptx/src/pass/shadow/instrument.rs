@@ -153,15 +153,52 @@ pub(crate) fn sites(
     (out, plans, notes)
 }
 
-/// The instructions of `d` (by index) that ptxas may fuse: every unrounded `mul` whose uses are
-/// all unrounded `add`/`sub`s of its type ([`crate::compare::contractible`]), and those uses.
+/// The instructions of `d` (by index) that ptxas may fuse into an FMA, which the
+/// instrumentation must leave unread: every unrounded `mul` with an unrounded `add`/`sub` of its
+/// type among its uses, directly or through a `neg` (ptxas folds the sign into the FMA), with
+/// those `neg`s and `add`/`sub`s. Broader than `inspect`'s contractible pairs
+/// ([`crate::compare::contractible`], every use an add): a `mul` with other uses may still be
+/// fused into its adds, and an added read must not change what ptxas decides.
 fn fusible_pairs(d: &Decoded) -> std::collections::HashSet<usize> {
     let g = crate::graph::Graph::of(d, &crate::cfg::Cfg::build(d));
+    let float = |k: usize| matches!(d.ops[k].ty, Some(ValueType::F32 | ValueType::F64));
+    // Unrounded (no `.rn`, `.sat`): the operations ptxas is free to contract.
+    let unrounded = |k: usize, kinds: &[Arith]| {
+        let op = &d.ops[k];
+        matches!(op.kind, OpKind::Arith(a) if kinds.contains(&a))
+            && op.rounding.is_none()
+            && !op.sat
+            && float(k)
+    };
+    let users = |k: usize| -> Vec<usize> {
+        g.uses_of(d.insts[k].id)
+            .filter_map(|e| g.index_of(e.user))
+            .filter(|&u| d.ops[u].ty == d.ops[k].ty)
+            .collect()
+    };
     let mut out = std::collections::HashSet::new();
-    for (k, inst) in d.insts.iter().enumerate() {
-        if crate::compare::contractible(d, &g, inst) {
+    for k in 0..d.insts.len() {
+        if !unrounded(k, &[Arith::Mul]) {
+            continue;
+        }
+        let mut fused = Vec::new();
+        for u in users(k) {
+            if unrounded(u, &[Arith::Add, Arith::Sub]) {
+                fused.push(u);
+            } else if matches!(d.ops[u].kind, OpKind::Arith(Arith::Neg)) {
+                let adds: Vec<usize> = users(u)
+                    .into_iter()
+                    .filter(|&w| unrounded(w, &[Arith::Add, Arith::Sub]))
+                    .collect();
+                if !adds.is_empty() {
+                    fused.push(u);
+                    fused.extend(adds);
+                }
+            }
+        }
+        if !fused.is_empty() {
             out.insert(k);
-            out.extend(g.uses_of(inst.id).filter_map(|e| g.index_of(e.user)));
+            out.extend(fused);
         }
     }
     out
