@@ -156,7 +156,7 @@ pub(crate) fn sites(
 /// The instructions of `d` (by index) that ptxas may fuse into an FMA, which the
 /// instrumentation must leave unread: every unrounded `mul` with an unrounded `add`/`sub` of its
 /// type among its uses, directly or through a `neg` (ptxas folds the sign into the FMA), with
-/// those `neg`s and `add`/`sub`s. Broader than `inspect`'s contractible pairs
+/// those `neg`s and `add`/`sub`s, and every other reader of the product. Broader than `inspect`'s contractible pairs
 /// ([`crate::compare::contractible`], every use an add): a `mul` with other uses may still be
 /// fused into its adds, and an added read must not change what ptxas decides.
 fn fusible_pairs(d: &Decoded) -> std::collections::HashSet<usize> {
@@ -197,7 +197,10 @@ fn fusible_pairs(d: &Decoded) -> std::collections::HashSet<usize> {
             }
         }
         if !fused.is_empty() {
+            // Every other reader of the product too: its instrumentation would read the
+            // product again, and ptxas weighs a product's uses when it decides to fuse.
             out.insert(k);
+            out.extend(g.uses_of(d.insts[k].id).filter_map(|e| g.index_of(e.user)));
             out.extend(fused);
         }
     }
