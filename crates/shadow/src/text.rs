@@ -168,7 +168,7 @@ pub fn render(run: &ShadowRun, shown: Shown) -> String {
     if !bare.is_empty() {
         writeln!(
             out,
-            "no floating-point instruction to measure in: {}\n",
+            "nothing measured in: {} (no floating-point instruction, or only ones left unread: see the notes)\n",
             bare.join(", ")
         )
         .ok();

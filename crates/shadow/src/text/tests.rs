@@ -14,7 +14,7 @@ kernel seed
   shadow.cu:26  3.12e-2  7.81e-3  5.00e-1  64       -                            mul.rn.f64
   shadow.cu:24  0        0        0        32 +32n  32 NaN                       add.rn.f64
 
-no floating-point instruction to measure in: copy
+nothing measured in: copy (no floating-point instruction, or only ones left unread: see the notes)
 
 exceptions: where they start
   32 NaN (32 origin), 32 div0  shadow.cu:22 (seed): y = 0.0 / z;
