@@ -54,6 +54,23 @@ __device__ __forceinline__ mc_u64 mc_warp_max(mc_u64 x) {
     return x;
 }
 
+// The warp's expansions folded into lane 0's, exactly as exact_sum.cu folds them (push keeps
+// every rounding error; what overflows the expansion goes to the shared limbs `sl`). Inlined,
+// so the expansion stays in registers.
+__device__ __forceinline__ void mc_warp_fold(exact::Expansion& ex, mc_u64* sl) {
+    const unsigned lane = threadIdx.x & 31u;
+    for (unsigned off = 16; off > 0; off >>= 1) {
+        const double b0 = __shfl_down_sync(0xffffffffu, ex.a0, off);
+        const double b1 = __shfl_down_sync(0xffffffffu, ex.a1, off);
+        const double b2 = __shfl_down_sync(0xffffffffu, ex.a2, off);
+        if (lane < off) {
+            exact::push(ex, b0, sl);
+            exact::push(ex, b1, sl);
+            exact::push(ex, b2, sl);
+        }
+    }
+}
+
 // Element k of the comparison is values[voff + k*vstride] against refs[roff + k*rstride]; its
 // summary is words slot*MC_WORDS.. of `summaries` (reset by mc_reset), its undecided elements go
 // to triples slot*capacity.. of `undecided_all`. Launch with MC_BLOCK threads per block, any
@@ -116,18 +133,8 @@ extern "C" __global__ void __launch_bounds__(MC_BLOCK) mc_compare(
         }
     }
 
-    // The expansions, folded per warp exactly as exact_sum.cu folds them.
     const unsigned lane = threadIdx.x & 31u;
-    for (unsigned off = 16; off > 0; off >>= 1) {
-        const double b0 = __shfl_down_sync(0xffffffffu, ex.a0, off);
-        const double b1 = __shfl_down_sync(0xffffffffu, ex.a1, off);
-        const double b2 = __shfl_down_sync(0xffffffffu, ex.a2, off);
-        if (lane < off) {
-            exact::push(ex, b0, sl);
-            exact::push(ex, b1, sl);
-            exact::push(ex, b2, sl);
-        }
-    }
+    mc_warp_fold(ex, sl);
     differing = mc_warp_sum(differing);
     nonfinite = mc_warp_sum(nonfinite);
     counted = mc_warp_sum(counted);
@@ -227,16 +234,7 @@ extern "C" __global__ void __launch_bounds__(MC_BLOCK) mc_reduce(
         }
     }
     const unsigned lane = threadIdx.x & 31u;
-    for (unsigned off = 16; off > 0; off >>= 1) {
-        const double b0 = __shfl_down_sync(0xffffffffu, ex.a0, off);
-        const double b1 = __shfl_down_sync(0xffffffffu, ex.a1, off);
-        const double b2 = __shfl_down_sync(0xffffffffu, ex.a2, off);
-        if (lane < off) {
-            exact::push(ex, b0, sl);
-            exact::push(ex, b1, sl);
-            exact::push(ex, b2, sl);
-        }
-    }
+    mc_warp_fold(ex, sl);
     lo = mc_warp_min(lo);
     hi = mc_warp_max(hi);
     unsigned flags = ex.flags;

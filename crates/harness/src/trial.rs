@@ -584,11 +584,22 @@ impl<'g> TrialRunner<'g> {
         timing: TrialTiming,
         notes: Vec<String>,
     ) -> Result<TrialOutcome, TrialError> {
+        let first = self.restore_and_check(m, writes)?;
+        self.finish(m, writes, first, timing, notes)
+    }
+
+    /// Restores the working buffers and runs `m` with `writes` once, checked: the start of
+    /// every trial, static, switched or instrumented.
+    fn restore_and_check(
+        &mut self,
+        m: ModuleRef,
+        writes: &[(String, Vec<u8>)],
+    ) -> Result<Option<LaunchDims>, TrialError> {
         let shared = self.shared.clone();
         self.restore_from(&shared.pristine)?;
         let loaded = pick(m, &self.baseline_module, &self.loaded, &self.switched)?;
         let program = Program { loaded, writes };
-        let first = run_checked(
+        run_checked(
             self.gpu,
             &self.spec,
             &self.plan,
@@ -598,8 +609,7 @@ impl<'g> TrialRunner<'g> {
             &mut self.after_setup,
             &mut self.setup_globals,
             self.opts.wait_after_each_launch,
-        )?;
-        self.finish(m, writes, first, timing, notes)
+        )
     }
 
     /// After the checked run: compare, download, time.

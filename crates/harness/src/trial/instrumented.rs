@@ -9,9 +9,7 @@
 //! What the setup steps launch is instrumented too, so the globals hold the setup's and the
 //! steps' contributions together.
 
-use super::{
-    device_error, pick, run_checked, Program, TrialError, TrialOutcome, TrialRunner, TrialTiming,
-};
+use super::{device_error, pick, TrialError, TrialOutcome, TrialRunner, TrialTiming};
 use mantissa_gpu::Arch;
 
 /// Module globals read back after an instrumented run: (PTX name, bytes), in the order asked.
@@ -30,24 +28,8 @@ impl TrialRunner<'_> {
         timing: TrialTiming,
     ) -> Result<(TrialOutcome, GlobalBytes), TrialError> {
         let m = self.load(ptx)?;
-        let shared = self.shared.clone();
-        self.restore_from(&shared.pristine)?;
+        let first = self.restore_and_check(m, &[])?;
         let loaded = pick(m, &self.baseline_module, &self.loaded, &self.switched)?;
-        let program = Program {
-            loaded,
-            writes: &[],
-        };
-        let first = run_checked(
-            self.gpu,
-            &self.spec,
-            &self.plan,
-            &self.fills,
-            &program,
-            &mut self.work,
-            &mut self.after_setup,
-            &mut self.setup_globals,
-            self.opts.wait_after_each_launch,
-        )?;
         let mut globals = Vec::with_capacity(read_back.len());
         for name in read_back {
             let bytes = self
