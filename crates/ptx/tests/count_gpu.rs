@@ -13,13 +13,17 @@
 #[path = "support/example.rs"]
 mod example;
 
+#[path = "support/modules.rs"]
+mod modules;
+
 use mantissa_gpu::testing::require_gpu_or_skip;
 use mantissa_gpu::{
-    runtime, Arch, DeviceBuffer, FlagSet, Gpu, HostData, KernelArg, LaunchDims, Source, Target,
+    runtime, DeviceBuffer, FlagSet, Gpu, HostData, KernelArg, LaunchDims, Source, Target,
 };
 use mantissa_ptx::link::merge_runtime;
 use mantissa_ptx::pass::count::{count, CountOptions, CountReport, Counter, Which};
-use mantissa_ptx::{parse, Item, Module};
+use mantissa_ptx::Module;
+use modules::{parse_clean, target_arch};
 use std::collections::HashMap;
 
 const PROFILE: &str = include_str!("fixtures/count/profile.ptx");
@@ -36,27 +40,6 @@ const FP_CALL: CountOptions = CountOptions {
     which: Which::FloatingPoint,
     counter: Counter::RuntimeCall,
 };
-
-fn parse_clean(what: &str, ptx: &str) -> Module {
-    let parsed = parse(ptx);
-    assert!(
-        parsed.diagnostics.is_empty(),
-        "{what}: {:?}",
-        parsed.diagnostics
-    );
-    parsed.module
-}
-
-/// The architecture of a module's `.target` (a runtime must not be newer than the code it joins).
-fn target_arch(m: &Module) -> Arch {
-    m.items
-        .iter()
-        .find_map(|i| match i {
-            Item::Target(words) => words.iter().find_map(|w| w.parse::<Arch>().ok()),
-            _ => None,
-        })
-        .expect("the module names an sm_ target")
-}
 
 /// A module ready to load: `m` counted with `options`, merged with the count runtime when the
 /// counter calls it; its counters zeroed.

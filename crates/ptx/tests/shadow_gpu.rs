@@ -11,37 +11,18 @@
 mod known;
 
 use known::{Case, Param};
+#[path = "support/modules.rs"]
+mod modules;
+
 use mantissa_gpu::testing::require_gpu_or_skip;
-use mantissa_gpu::{
-    runtime, Arch, DType, FlagSet, Gpu, HostData, KernelArg, LaunchDims, Source, Target,
-};
+use mantissa_gpu::{runtime, DType, FlagSet, Gpu, HostData, KernelArg, LaunchDims, Source, Target};
 use mantissa_ptx::interp::{self, Launch, Memory};
 use mantissa_ptx::link::merge_runtime;
 use mantissa_ptx::pass::shadow::{
     instrument, oracle, ErrorStats, ExceptionCounts, ShadowOptions, ShadowReport, SiteStats,
 };
-use mantissa_ptx::{parse, Item, Module};
-
-fn parse_clean(what: &str, ptx: &str) -> Module {
-    let parsed = parse(ptx);
-    assert!(
-        parsed.diagnostics.is_empty(),
-        "{what}: {:?}",
-        parsed.diagnostics
-    );
-    parsed.module
-}
-
-/// The architecture of a module's `.target` (a runtime must not be newer than the code it joins).
-fn target_arch(m: &Module) -> Arch {
-    m.items
-        .iter()
-        .find_map(|i| match i {
-            Item::Target(words) => words.iter().find_map(|w| w.parse::<Arch>().ok()),
-            _ => None,
-        })
-        .expect("the module names an sm_ target")
-}
+use mantissa_ptx::Module;
+use modules::{parse_clean, target_arch};
 
 /// Launches `case` on `module` and returns every output array as bits (f64 as u64, f32 as u32).
 fn launch(gpu: &Gpu, module: &mantissa_gpu::Module, case: &Case) -> Vec<Vec<u64>> {
