@@ -1,7 +1,8 @@
 //! `mantissa shadow`: wiring for [`mantissa_shadow::analyse`] — read a kernel spec, run the
 //! user's program once as written and once instrumented, print per kernel and source line where
 //! it loses precision (demotion error) and where NaN, inf and subnormals start (exceptions), or
-//! the JSON document; append one record per site to OUT/results.jsonl when `--out` is given.
+//! the JSON document; with `--out DIR`, append one record per site to DIR/results.jsonl and
+//! write DIR/shadow.html (the source beside what each line measured).
 
 use crate::run::RunUsage;
 use anyhow::anyhow;
@@ -42,7 +43,8 @@ pub struct ShadowArgs {
     /// overhead.
     #[arg(long)]
     time: bool,
-    /// Append one record per site to DIR/results.jsonl.
+    /// Append one record per site to DIR/results.jsonl and write the report page
+    /// DIR/shadow.html.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
 }
@@ -112,11 +114,14 @@ pub fn run(args: ShadowArgs) -> anyhow::Result<()> {
         for r in mantissa_shadow::records::records(&run) {
             log.append(&r)?;
         }
+        let page = mantissa_shadow::page::write(dir, &run, &spec.dir)
+            .map_err(|e| anyhow!("writing the report page in {}: {e}", dir.display()))?;
         if !json {
             eprintln!(
-                "{} records appended to {}",
+                "{} records appended to {}; report page {}",
                 run.sites.len(),
-                log.path().display()
+                log.path().display(),
+                page.display()
             );
         }
     }

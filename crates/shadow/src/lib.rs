@@ -15,7 +15,8 @@
 //! - [`analyses`]: which analyses (`--analysis demotion,exceptions`).
 //! - [`lines`]: per-site results gathered per function and source line, ranked.
 //! - [`source`]: the source text of those lines.
-//! - [`text`] and [`records`]: the report as text and as records.
+//! - [`text`] and [`records`]: the report as text and as records; [`page`]: the report page,
+//!   the source beside what each line measured.
 
 #![deny(missing_docs)]
 
@@ -24,6 +25,7 @@ pub mod analyses;
 #[cfg(test)]
 mod fixture;
 pub mod lines;
+pub mod page;
 pub mod records;
 pub mod source;
 pub mod text;

@@ -33,7 +33,8 @@ fn candidates(file: &str, spec_dir: &Path) -> Vec<PathBuf> {
     }
 }
 
-fn read_lines(file: &str, spec_dir: &Path) -> Option<Vec<String>> {
+/// The lines of `file` (as a `.file` names it), or `None` when it cannot be read.
+pub(crate) fn read_lines(file: &str, spec_dir: &Path) -> Option<Vec<String>> {
     if file.is_empty() {
         return None;
     }
