@@ -27,6 +27,7 @@
 pub mod build;
 mod instrumented;
 mod outputs;
+mod resources;
 pub mod switched;
 
 use crate::compare::OutputResult;
@@ -42,6 +43,7 @@ use mantissa_gpu::{
     DeviceBuffer, FlagSet, Gpu, GpuError, HostData, LaunchDims, Module, Timing, TimingOptions,
 };
 use outputs::Reference;
+pub use resources::Resources;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
