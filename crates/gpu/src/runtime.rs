@@ -36,6 +36,17 @@ pub const SHADOW: RuntimeHeader = RuntimeHeader {
     text: include_str!("../cuda/mantissa_shadow.cuh"),
 };
 
+/// The shadow-values pass's runtime (`mantissa_sv_arith`, `_load`, `_store`, `_clear`,
+/// `_reseed`), for `mantissa_ptx::pass::shadow_values`: `mantissa.cuh`, whose double-word
+/// arithmetic it propagates shadows with, then `mantissa_shadow_values.cuh`.
+pub const SHADOW_VALUES: RuntimeHeader = RuntimeHeader {
+    name: "mantissa_shadow_values.cuh",
+    text: concat!(
+        include_str!("../cuda/mantissa.cuh"),
+        include_str!("../cuda/mantissa_shadow_values.cuh")
+    ),
+};
+
 /// The NVRTC option that keeps a runtime's functions (see the module docs).
 pub const RDC_OPTION: &str = "-rdc=true";
 
@@ -124,5 +135,45 @@ mod tests {
                     && v.attrs.iter().any(|a| a == ".extern"))),
             "{ptx}"
         );
+    }
+
+    /// The shadow-values runtime keeps its five functions under their plain names with the
+    /// signatures `mantissa_ptx::pass::shadow_values` declares (the merge compares them), and
+    /// declares both of the pass's globals extern.
+    #[test]
+    fn the_shadow_values_runtime_compiles_to_what_the_merge_expects() {
+        let Some(nvrtc) = require_nvrtc_or_skip() else {
+            return;
+        };
+        let ptx =
+            compile(&nvrtc, &SHADOW_VALUES, Arch::new(9, 0)).unwrap_or_else(|e| panic!("{e}"));
+        let parsed = mantissa_ptx::parse(&ptx);
+        assert!(parsed.diagnostics.is_empty(), "{:?}", parsed.diagnostics);
+        let m = parsed.module;
+        let expected = mantissa_ptx::pass::shadow_values::runtime_prototypes();
+        for proto in &expected {
+            let f = m
+                .function(&proto.name)
+                .unwrap_or_else(|| panic!("no {} in\n{ptx}", proto.name));
+            assert!(f.body.is_some());
+            let types = |ps: &[mantissa_ptx::model::Param]| -> Vec<String> {
+                ps.iter().map(|p| p.attrs[1..].join(" ")).collect()
+            };
+            assert_eq!(types(&f.params), types(&proto.params), "{}", proto.name);
+            assert_eq!(
+                f.returns.as_deref().map(types),
+                proto.returns.as_deref().map(types),
+                "{}",
+                proto.name
+            );
+        }
+        for global in ["__mantissa_values", "__mantissa_values_table"] {
+            assert!(
+                m.items.iter().any(|i| matches!(i,
+                    mantissa_ptx::Item::Var(v) if v.name == global
+                        && v.attrs.iter().any(|a| a == ".extern"))),
+                "{global}: {ptx}"
+            );
+        }
     }
 }
