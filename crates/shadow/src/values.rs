@@ -128,6 +128,12 @@ pub struct OutputDigits {
     pub median_digits: Option<f64>,
     /// The five worst elements, worst first.
     pub worst: Vec<Element>,
+    /// Every element's value (not in the JSON: for callers that check elements).
+    #[serde(skip)]
+    pub values: Vec<f64>,
+    /// Every element's difference shadow − value as (hi, lo) (not in the JSON).
+    #[serde(skip)]
+    pub differences: Vec<(f64, f64)>,
 }
 
 /// How many worst elements an output lists.
@@ -172,6 +178,15 @@ pub fn output_digits(buffer: &str, dtype: DType, values: &[f64], hi: &[f64], lo:
         min_digits: sorted.first().copied(),
         median_digits: (!sorted.is_empty()).then(|| sorted[(sorted.len() - 1) / 2]),
         worst: measured.into_iter().take(WORST).collect(),
+        values: values.to_vec(),
+        differences: (0..values.len())
+            .map(|k| {
+                (
+                    hi.get(k).copied().unwrap_or(0.0),
+                    lo.get(k).copied().unwrap_or(0.0),
+                )
+            })
+            .collect(),
     }
 }
 

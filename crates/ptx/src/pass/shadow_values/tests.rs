@@ -12,8 +12,12 @@ use crate::test_support::{assert_sound, parse_clean};
 
 const MIXED: &str = include_str!("../../../tests/fixtures/shadow_values/mixed.ptx");
 
-const FIXTURES: [(&str, &str); 8] = [
+const FIXTURES: [(&str, &str); 9] = [
     ("mixed", MIXED),
+    (
+        "values example",
+        include_str!("../../../tests/fixtures/shadow_values/values.ptx"),
+    ),
     (
         "profile",
         include_str!("../../../tests/fixtures/count/profile.ptx"),
