@@ -641,7 +641,9 @@ impl<'a, 'f> FunctionRewrite<'a, 'f> {
                 _ => None,
             })
             .collect();
-        if floats.iter().any(|f| f.is_none()) && floats.iter().any(|f| f.is_some()) {
+        // `_` sinks aside, a vector moves one type.
+        let registers = elements.iter().zip(&floats).filter(|(e, _)| matches!(e, Operand::Reg(_)));
+        if registers.clone().any(|(_, f)| f.is_none()) && registers.clone().any(|(_, f)| f.is_some()) {
             return self.reseed_at(k, "a vector load of floats and non-floats", state);
         }
         let why = format!(
