@@ -19,7 +19,8 @@
 //     MANTISSA_SV_F32, rounded to one double: (hi, 0)). Records, into `record`:
 //       EXECUTIONS += 1;
 //       local error (unless MANTISSA_SV_NO_LOCAL): x = the exact operation on the operand VALUES
-//         in double-word (exact for add, sub, mul; 3u^2 fma, 3u^2 div, 25/8u^2 sqrt, u = 2^-53);
+//         in double-word (exact for add, sub, mul, conversions and roundings to integers; 3u^2
+//         fma, 3u^2 div, 25/8u^2 sqrt, u = 2^-53);
 //         x or r not finite -> LOCAL_NON_FINITE; x = 0 -> LOCAL_ZERO; else
 //         e = |x - r| / |x| as __ddiv_rn(|dw_sub_base(x, r).hi|, |x.hi|) -> LOCAL_COUNT/SUM/MAX;
 //       accumulated error (unless MANTISSA_SV_NO_VALUE): s = the returned shadow;
@@ -264,7 +265,8 @@ static __device__ mantissa::f64x2 mantissa_sv_round(mantissa::f64x2 x, unsigned 
 }
 
 // The exact result of the operation on the operand values, in double-word.
-static __device__ mantissa::f64x2 mantissa_sv_exact(unsigned int op, double a, double b, double c)
+static __device__ mantissa::f64x2 mantissa_sv_exact(
+    unsigned int op, unsigned int mode, double a, double b, double c)
 {
     using namespace mantissa;
     switch (op) {
@@ -276,7 +278,8 @@ static __device__ mantissa::f64x2 mantissa_sv_exact(unsigned int op, double a, d
     case MANTISSA_SV_RCP: return dw_div_base(dw_from_base(1.0), a);
     case MANTISSA_SV_SQRT: return dw_sqrt(dw_from_base(a));
     case MANTISSA_SV_RSQRT: return dw_div(dw_from_base(1.0), dw_sqrt(dw_from_base(a)));
-    default: return dw_from_base(a);  // CONVERT, ROUND: the exact result is the operand
+    case MANTISSA_SV_ROUND: return dw_from_base(mantissa_sv_round1(a, mode));  // exact
+    default: return dw_from_base(a);  // CONVERT: the exact result is the operand
     }
 }
 
@@ -330,7 +333,8 @@ extern "C" __device__ __noinline__ mantissa_sv_pair mantissa_sv_arith(
     bool ok = false, zero = false;
     double e = 0.0;
     if (local) {
-        e = mantissa_sv_relative(mantissa_sv_exact(op, a, b, c), r, ok, zero);
+        unsigned int mode = (how >> MANTISSA_SV_MODE_SHIFT) & 3u;
+        e = mantissa_sv_relative(mantissa_sv_exact(op, mode, a, b, c), r, ok, zero);
     }
     mantissa_sv_count(g, MANTISSA_SV_W_LOCAL_ZERO, local && zero);
     mantissa_sv_count(g, MANTISSA_SV_W_LOCAL_NON_FINITE, local && !ok && !zero);

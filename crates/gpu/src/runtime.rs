@@ -176,4 +176,61 @@ mod tests {
             );
         }
     }
+
+    /// The header's word indices and `how` codes are the ones the pass writes and decodes.
+    #[test]
+    fn the_shadow_values_header_and_the_pass_agree_on_the_layout() {
+        use mantissa_ptx::pass::shadow_values::{how, Word, MAX_BUFFERS, WORDS_PER_RECORD};
+        let define = |name: &str| -> u64 {
+            let line = SHADOW_VALUES
+                .text
+                .lines()
+                .find(|l| l.starts_with("#define ") && l.split_whitespace().nth(1) == Some(name))
+                .unwrap_or_else(|| panic!("no #define {name}"));
+            let value = line.split_whitespace().nth(2).unwrap_or_default();
+            value
+                .trim_end_matches('u')
+                .parse()
+                .unwrap_or_else(|_| panic!("{line}"))
+        };
+        assert_eq!(define("MANTISSA_SV_WORDS"), u64::from(WORDS_PER_RECORD));
+        assert_eq!(define("MANTISSA_SV_MAX_BUFFERS"), MAX_BUFFERS as u64);
+        for (name, word) in [
+            ("EXECUTIONS", Word::Executions),
+            ("LOCAL_COUNT", Word::LocalCount),
+            ("LOCAL_SUM", Word::LocalSum),
+            ("LOCAL_MAX", Word::LocalMax),
+            ("LOCAL_ZERO", Word::LocalZero),
+            ("LOCAL_NON_FINITE", Word::LocalNonFinite),
+            ("ACC_COUNT", Word::AccCount),
+            ("ACC_SUM", Word::AccSum),
+            ("ACC_MAX", Word::AccMax),
+            ("ACC_ZERO", Word::AccZero),
+            ("ACC_NON_FINITE", Word::AccNonFinite),
+            ("CANCELLATIONS", Word::Cancellations),
+            ("CANCEL_MAX_BITS", Word::CancelMaxBits),
+            ("RESEEDED", Word::Reseeded),
+        ] {
+            assert_eq!(define(&format!("MANTISSA_SV_W_{name}")), word as u64, "{name}");
+        }
+        for (name, code) in [
+            ("ADD", how::ADD),
+            ("SUB", how::SUB),
+            ("MUL", how::MUL),
+            ("FMA", how::FMA),
+            ("DIV", how::DIV),
+            ("RCP", how::RCP),
+            ("SQRT", how::SQRT),
+            ("RSQRT", how::RSQRT),
+            ("CONVERT", how::CONVERT),
+            ("ROUND", how::ROUND),
+            ("RESEED", how::RESEED),
+            ("F32", how::F32),
+            ("NO_LOCAL", how::NO_LOCAL),
+            ("NO_VALUE", how::NO_VALUE),
+            ("MODE_SHIFT", how::MODE_SHIFT),
+        ] {
+            assert_eq!(define(&format!("MANTISSA_SV_{name}")), u64::from(code), "{name}");
+        }
+    }
 }

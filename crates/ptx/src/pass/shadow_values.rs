@@ -43,8 +43,9 @@
 //! **What is measured, per site** (14 little-endian words per record, [`Word`]):
 //! - executions;
 //! - the **local error** `|x − r| / |x|`: `r` the result, `x` the exact operation on the operand
-//!   VALUES in double-word (exact for add, sub, mul; within 3u² relative for fma and div, 25/8 u²
-//!   for sqrt, u = 2^-53); computed as `ddiv_rn(|dw_sub_base(x, r).hi|, |x.hi|)`, so the
+//!   VALUES in double-word (exact for add, sub, mul while the product stays normal, and for
+//!   conversions; within 3u² relative for fma and div, 25/8 u² for sqrt, about 13u² for rcp
+//!   and rsqrt, u = 2^-53); computed as `ddiv_rn(|dw_sub_base(x, r).hi|, |x.hi|)`, so the
 //!   measured error is within a relative 2^-51 of the true one plus an absolute 4u² (≈ 2^-104);
 //!   `x = 0` and non-finite executions are counted apart ([`ErrorStats`]'s `zero_reference`,
 //!   `non_finite`);

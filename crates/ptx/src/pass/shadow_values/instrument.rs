@@ -251,7 +251,7 @@ impl<'a, 'f> FunctionRewrite<'a, 'f> {
                 return self.reseed_site(k, s.index, "cvt.sat clamps its result");
             }
             OpKind::Convert { .. } => {
-                return self.reseed_site(k, s.index, "a conversion from an integer");
+                return self.reseed_site(k, s.index, "a conversion from an integer or a narrower float");
             }
             OpKind::Approx(_) => {
                 return self.reseed_site(

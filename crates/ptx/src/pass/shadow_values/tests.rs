@@ -140,7 +140,7 @@ fn the_mixed_kernel_propagates_inlines_and_reseeds_as_documented() {
             ("sqrt.rn.f64", p()),
             (
                 "cvt.rn.f64.s32",
-                "reseeded: a conversion from an integer".into()
+                "reseeded: a conversion from an integer or a narrower float".into()
             ),
             ("cvt.rn.f32.f64", p()),
             (
