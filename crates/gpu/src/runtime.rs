@@ -211,7 +211,11 @@ mod tests {
             ("CANCEL_MAX_BITS", Word::CancelMaxBits),
             ("RESEEDED", Word::Reseeded),
         ] {
-            assert_eq!(define(&format!("MANTISSA_SV_W_{name}")), word as u64, "{name}");
+            assert_eq!(
+                define(&format!("MANTISSA_SV_W_{name}")),
+                word as u64,
+                "{name}"
+            );
         }
         for (name, code) in [
             ("ADD", how::ADD),
@@ -230,7 +234,11 @@ mod tests {
             ("NO_VALUE", how::NO_VALUE),
             ("MODE_SHIFT", how::MODE_SHIFT),
         ] {
-            assert_eq!(define(&format!("MANTISSA_SV_{name}")), u64::from(code), "{name}");
+            assert_eq!(
+                define(&format!("MANTISSA_SV_{name}")),
+                u64::from(code),
+                "{name}"
+            );
         }
     }
 }

@@ -76,9 +76,9 @@ impl fmt::Display for Analyses {
             (self.shadow, "shadow"),
             (self.exceptions, "exceptions"),
         ]
-            .into_iter()
-            .filter_map(|(on, name)| on.then_some(name))
-            .collect();
+        .into_iter()
+        .filter_map(|(on, name)| on.then_some(name))
+        .collect();
         write!(f, "{}", names.join(","))
     }
 }

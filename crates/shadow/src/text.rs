@@ -213,11 +213,15 @@ pub fn values_block(run: &ShadowRun) -> String {
     if !run.analyses.shadow {
         return String::new();
     }
-    let mut out = String::from("digits right per output element (against the shadow)
-");
+    let mut out = String::from(
+        "digits right per output element (against the shadow)
+",
+    );
     if run.outputs.is_empty() {
-        out.push_str("  no floating-point output
-");
+        out.push_str(
+            "  no floating-point output
+",
+        );
     }
     let digits = |d: Option<f64>| d.map_or("-".into(), |x| format!("{x:.1}"));
     for o in &run.outputs {
@@ -247,8 +251,10 @@ pub fn values_block(run: &ShadowRun) -> String {
     }
     let reseeded: Vec<_> = run.reseeds.iter().filter(|r| r.reseeded > 0).collect();
     if !reseeded.is_empty() {
-        out.push_str("shadows re-seeded from values (not propagated)
-");
+        out.push_str(
+            "shadows re-seeded from values (not propagated)
+",
+        );
         for r in reseeded {
             writeln!(
                 out,

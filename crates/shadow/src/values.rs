@@ -141,7 +141,13 @@ pub const WORST: usize = 5;
 
 /// The digits of `values` against `values + differences` (per element, the difference's two
 /// words `hi`, `lo`; `lo` all zero for an f32 buffer).
-pub fn output_digits(buffer: &str, dtype: DType, values: &[f64], hi: &[f64], lo: &[f64]) -> OutputDigits {
+pub fn output_digits(
+    buffer: &str,
+    dtype: DType,
+    values: &[f64],
+    hi: &[f64],
+    lo: &[f64],
+) -> OutputDigits {
     let mut measured: Vec<Element> = Vec::new();
     for (index, &value) in values.iter().enumerate() {
         let (h, l) = (
@@ -250,7 +256,12 @@ pub(crate) fn run(
         let doubles = (2 * b.bytes / 8) as usize;
         let s = gpu
             .alloc_zeros(&format!("{}#shadow", b.name), DType::F64, doubles.max(1))
-            .map_err(|e| ShadowError::Trial(TrialError::Failed(format!("allocating the shadow of '{}': {e}", b.name))))?;
+            .map_err(|e| {
+                ShadowError::Trial(TrialError::Failed(format!(
+                    "allocating the shadow of '{}': {e}",
+                    b.name
+                )))
+            })?;
         shadows.push(s);
     }
     let table: Vec<ShadowedBuffer> = buffers
@@ -264,18 +275,19 @@ pub(crate) fn run(
         .collect();
     let writes = [(TABLE_GLOBAL.to_string(), table_bytes(&table)?)];
     let global = report.global.as_str();
-    let (outcome, globals) = match runner.run_instrumented_with(
-        &ptx,
-        &writes,
-        &[global],
-        TrialTiming::AccuracyOnly,
-    ) {
-        Ok(x) => x,
-        Err(TrialError::OutOfResources {
-            message, registers, ..
-        }) => return Err(ShadowError::ValuesResources { why: message, registers }),
-        Err(e) => return Err(e.into()),
-    };
+    let (outcome, globals) =
+        match runner.run_instrumented_with(&ptx, &writes, &[global], TrialTiming::AccuracyOnly) {
+            Ok(x) => x,
+            Err(TrialError::OutOfResources {
+                message, registers, ..
+            }) => {
+                return Err(ShadowError::ValuesResources {
+                    why: message,
+                    registers,
+                })
+            }
+            Err(e) => return Err(e.into()),
+        };
     let changed = changed_outputs(&outcome);
     if !changed.is_empty() {
         return Err(ShadowError::ChangedOutputs(changed.join(", ")));
@@ -325,7 +337,10 @@ pub(crate) fn run(
             }
         };
         let (hi, lo): (Vec<f64>, Vec<f64>) = match buffers[k].dtype {
-            DType::F64 => diffs.chunks(2).map(|c| (c[0], c.get(1).copied().unwrap_or(0.0))).unzip(),
+            DType::F64 => diffs
+                .chunks(2)
+                .map(|c| (c[0], c.get(1).copied().unwrap_or(0.0)))
+                .unzip(),
             _ => diffs.iter().map(|&d| (d, 0.0)).unzip(),
         };
         run.outputs

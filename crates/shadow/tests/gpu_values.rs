@@ -127,11 +127,17 @@ fn shadow_errors_match_the_exact_errors_of_the_known_answer_kernels() {
     assert!(value != 0.0, "the serial sum of this array is not exact");
     let bound = 4.0 * U2 * (partial + value.abs());
     check(output(&run, "s"), 0, value, -value, bound);
-    assert!(bound < 1e-6 * value.abs(), "the bound is far below the error it checks");
+    assert!(
+        bound < 1e-6 * value.abs(),
+        "the bound is far below the error it checks"
+    );
 
     // a a + b: the double-word shadow of a a + b is exact (TwoProd, then a sum that fits), so
     // the measured error is the exact one within the stored difference's 2u^2.
-    let (a, b) = (sequence(1.0, 2f64.powi(-30)), sequence(-1.0, -(2f64.powi(-29))));
+    let (a, b) = (
+        sequence(1.0, 2f64.powi(-30)),
+        sequence(-1.0, -(2f64.powi(-29))),
+    );
     let (fma, mul_add) = (output(&run, "y_fma"), output(&run, "y_mul_add"));
     for k in 0..N {
         let exact = (k * k) as f64 * 2f64.powi(-60);
@@ -143,12 +149,21 @@ fn shadow_errors_match_the_exact_errors_of_the_known_answer_kernels() {
     }
     // The addition is exact (Sterbenz) and cancels the product's rounding error wherever the
     // product was inexact (k not a multiple of 16): a cancellation of >= 40 bits each time.
-    let add = site(&run, "square_mul_add", "add.rn.f64").values.as_ref().unwrap();
+    let add = site(&run, "square_mul_add", "add.rn.f64")
+        .values
+        .as_ref()
+        .unwrap();
     assert_eq!(add.local.max, 0.0, "{add:?}");
     assert_eq!(add.cancellations, (N - N / 16) as u64, "{add:?}");
     assert!(add.cancel_max_bits >= 40, "{add:?}");
-    let f = site(&run, "square_fma", "fma.rn.f64").values.as_ref().unwrap();
-    assert_eq!((f.local.max, f.accumulated.max, f.cancellations), (0.0, 0.0, 0));
+    let f = site(&run, "square_fma", "fma.rn.f64")
+        .values
+        .as_ref()
+        .unwrap();
+    assert_eq!(
+        (f.local.max, f.accumulated.max, f.cancellations),
+        (0.0, 0.0, 0)
+    );
 
     // (1 + x) - 1: the shadow is x exactly; the subtraction is exact and cancels.
     let tiny = sequence(1.0e-10, 1.0e-13);
@@ -157,7 +172,10 @@ fn shadow_errors_match_the_exact_errors_of_the_known_answer_kernels() {
         let value = (1.0 + t) - 1.0;
         check(y, k, value, t - value, 4.0 * U2 * t);
     }
-    let sub = site(&run, "one_plus_x", "sub.rn.f64").values.as_ref().unwrap();
+    let sub = site(&run, "one_plus_x", "sub.rn.f64")
+        .values
+        .as_ref()
+        .unwrap();
     assert_eq!(sub.local.max, 0.0, "{sub:?}");
     let inexact = tiny.iter().filter(|&&t| (1.0 + t) - 1.0 != t).count() as u64;
     assert_eq!(sub.cancellations, inexact, "{sub:?}");

@@ -395,7 +395,11 @@ pub fn runtime_prototypes() -> Vec<Function> {
     arith.extend([".b64"; 10]);
     vec![
         prototype(ARITH_FUNCTION, &arith, Some(pair())),
-        prototype(LOAD_FUNCTION, &[".b32", ".b64", ".b64", ".b32"], Some(pair())),
+        prototype(
+            LOAD_FUNCTION,
+            &[".b32", ".b64", ".b64", ".b32"],
+            Some(pair()),
+        ),
         prototype(
             STORE_FUNCTION,
             &[".b64", ".b64", ".b64", ".b64", ".b32"],
@@ -457,7 +461,12 @@ impl Pass for ShadowValues {
             r.reseeds.len()
         );
         Ok(Outcome {
-            report: Report::new("shadow-values", summary, r.notes.clone(), out.report.clone()),
+            report: Report::new(
+                "shadow-values",
+                summary,
+                r.notes.clone(),
+                out.report.clone(),
+            ),
             module: out.module,
         })
     }

@@ -130,7 +130,13 @@ fn shadow_values_add_columns_the_outputs_block_and_the_fewest_digits() {
         treatment: "propagated".into(),
     });
     r.functions = summarise(&r.sites);
-    r.outputs = vec![output_digits("y", DType::F64, &[1.0, 2.0], &[1e-8, 0.0], &[0.0, 0.0])];
+    r.outputs = vec![output_digits(
+        "y",
+        DType::F64,
+        &[1.0, 2.0],
+        &[1e-8, 0.0],
+        &[0.0, 0.0],
+    )];
     r.reseeds = vec![Reseed {
         site: r.sites[0].site.clone(),
         opcode: "ld.shared.f64".into(),
@@ -141,16 +147,30 @@ fn shadow_values_add_columns_the_outputs_block_and_the_fewest_digits() {
     let text = render(&r, Shown::All);
     let header = text.lines().nth(1).unwrap();
     assert!(
-        header.split_whitespace().collect::<Vec<_>>().join(" ").contains(
-            "exceptions local digits cancel reseeded ops"
-        ),
+        header
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .contains("exceptions local digits cancel reseeded ops"),
         "{header}"
     );
     let cancel = text.lines().find(|l| l.contains("shadow.cu:20")).unwrap();
     let cells = cancel.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(cells.contains(" 0/0 8.0 64 (27b) 0 sub.rn.f64"), "{cancel}");
-    assert!(text.contains("  y (f64, 2 elements): min 8.0, median 8.0\n"), "{text}");
-    assert!(text.contains("    [0] 1e0 (shadow 1.00000001e0): 8.0 digits\n"), "{text}");
-    assert!(text.contains("  5 of 5  seed shadow.cu:20#0  ld.shared.f64: a load from shared memory"), "{text}");
-    assert!(text.contains("; fewest correct digits 8.0 at shadow.cu:20 (seed)"), "{text}");
+    assert!(
+        text.contains("  y (f64, 2 elements): min 8.0, median 8.0\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("    [0] 1e0 (shadow 1.00000001e0): 8.0 digits\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  5 of 5  seed shadow.cu:20#0  ld.shared.f64: a load from shared memory"),
+        "{text}"
+    );
+    assert!(
+        text.contains("; fewest correct digits 8.0 at shadow.cu:20 (seed)"),
+        "{text}"
+    );
 }

@@ -3,8 +3,8 @@
 //! the inline shadow moves.
 
 use super::ValuesError;
-use crate::model::{Imm, Operand, Statement, VarDecl};
 use crate::model::SrcLine;
+use crate::model::{Imm, Operand, Statement, VarDecl};
 use crate::op::ValueType;
 use crate::rewrite::{instruction, int, Rewriter};
 use std::collections::HashMap;
@@ -189,7 +189,11 @@ pub(super) fn call_ret(
 
 /// `mov` of the returned `pair` (scratch registers) into shadow `to`.
 pub(super) fn set_shadow(to: &Shadow, pair: &[String], code: &mut Vec<Statement>) {
-    code.push(instruction("mov", &["f64"], vec![reg(&to.hi), reg(&pair[0])]));
+    code.push(instruction(
+        "mov",
+        &["f64"],
+        vec![reg(&to.hi), reg(&pair[0])],
+    ));
     if let (Some(lo), Some(p)) = (&to.lo, pair.get(1)) {
         code.push(instruction("mov", &["f64"], vec![reg(lo), reg(p)]));
     }
@@ -203,9 +207,17 @@ pub(super) fn seed(to: &Shadow, value: &Operand, ty: ValueType, code: &mut Vec<S
             code.push(instruction("mov", &["f64"], vec![reg(&to.hi), f64_imm(x)]));
         }
         _ if ty == ValueType::F32 => {
-            code.push(instruction("cvt", &["f64", "f32"], vec![reg(&to.hi), value.clone()]));
+            code.push(instruction(
+                "cvt",
+                &["f64", "f32"],
+                vec![reg(&to.hi), value.clone()],
+            ));
         }
-        _ => code.push(instruction("mov", &["f64"], vec![reg(&to.hi), value.clone()])),
+        _ => code.push(instruction(
+            "mov",
+            &["f64"],
+            vec![reg(&to.hi), value.clone()],
+        )),
     }
     if let Some(lo) = &to.lo {
         code.push(instruction("mov", &["f64"], vec![reg(lo), f64_imm(0.0)]));

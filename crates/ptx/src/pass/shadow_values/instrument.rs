@@ -165,10 +165,7 @@ impl<'a, 'f> FunctionRewrite<'a, 'f> {
         if !products.is_empty() {
             let g = Graph::of(d, &Cfg::build(d));
             for &m in &products {
-                readers.extend(
-                    g.uses_of(d.insts[m].id)
-                        .filter_map(|e| g.index_of(e.user)),
-                );
+                readers.extend(g.uses_of(d.insts[m].id).filter_map(|e| g.index_of(e.user)));
             }
         }
         FunctionRewrite {
@@ -251,7 +248,11 @@ impl<'a, 'f> FunctionRewrite<'a, 'f> {
                 return self.reseed_site(k, s.index, "cvt.sat clamps its result");
             }
             OpKind::Convert { .. } => {
-                return self.reseed_site(k, s.index, "a conversion from an integer or a narrower float");
+                return self.reseed_site(
+                    k,
+                    s.index,
+                    "a conversion from an integer or a narrower float",
+                );
             }
             OpKind::Approx(_) => {
                 return self.reseed_site(
@@ -390,7 +391,11 @@ impl<'a, 'f> FunctionRewrite<'a, 'f> {
                 Some(Operand::Reg(r)) if self.float_type(r) == Some(*t) => {
                     let from = self.shadow(r, *t)?;
                     let to = self.shadow(d, *t)?;
-                    copy_shadow(&to, pair_of(&Operand::Reg(r.clone()), Some(&from)), &mut after);
+                    copy_shadow(
+                        &to,
+                        pair_of(&Operand::Reg(r.clone()), Some(&from)),
+                        &mut after,
+                    );
                 }
                 Some(Operand::Imm(imm)) if imm_value(imm).is_some() => {
                     let to = self.shadow(d, *t)?;
@@ -434,7 +439,12 @@ impl<'a, 'f> FunctionRewrite<'a, 'f> {
                 after.push(instruction(
                     "selp",
                     &["f64"],
-                    vec![reg(&to.hi), pairs[0].0.clone(), pairs[1].0.clone(), p.clone()],
+                    vec![
+                        reg(&to.hi),
+                        pairs[0].0.clone(),
+                        pairs[1].0.clone(),
+                        p.clone(),
+                    ],
                 ));
                 if let Some(lo) = &to.lo {
                     after.push(instruction(
@@ -496,7 +506,11 @@ impl<'a, 'f> FunctionRewrite<'a, 'f> {
         after: &mut Vec<Statement>,
     ) -> Result<(), ValuesError> {
         if !abs {
-            after.push(instruction("neg", &["f64"], vec![reg(&to.hi), reg(&from.hi)]));
+            after.push(instruction(
+                "neg",
+                &["f64"],
+                vec![reg(&to.hi), reg(&from.hi)],
+            ));
             if let (Some(tl), Some(fl)) = (&to.lo, &from.lo) {
                 after.push(instruction("neg", &["f64"], vec![reg(tl), reg(fl)]));
             }
@@ -518,7 +532,11 @@ impl<'a, 'f> FunctionRewrite<'a, 'f> {
                 vec![reg(tl), reg(&flipped), reg(fl), reg(&negative)],
             ));
         }
-        after.push(instruction("abs", &["f64"], vec![reg(&to.hi), reg(&from.hi)]));
+        after.push(instruction(
+            "abs",
+            &["f64"],
+            vec![reg(&to.hi), reg(&from.hi)],
+        ));
         Ok(())
     }
 
@@ -577,7 +595,12 @@ impl<'a, 'f> FunctionRewrite<'a, 'f> {
         after.push(instruction(
             "selp",
             &["f64"],
-            vec![reg(&to.hi), pairs[0].0.clone(), pairs[1].0.clone(), reg(&first)],
+            vec![
+                reg(&to.hi),
+                pairs[0].0.clone(),
+                pairs[1].0.clone(),
+                reg(&first),
+            ],
         ));
         if let Some(lo) = &to.lo {
             after.push(instruction(
@@ -642,8 +665,13 @@ impl<'a, 'f> FunctionRewrite<'a, 'f> {
             })
             .collect();
         // `_` sinks aside, a vector moves one type.
-        let registers = elements.iter().zip(&floats).filter(|(e, _)| matches!(e, Operand::Reg(_)));
-        if registers.clone().any(|(_, f)| f.is_none()) && registers.clone().any(|(_, f)| f.is_some()) {
+        let registers = elements
+            .iter()
+            .zip(&floats)
+            .filter(|(e, _)| matches!(e, Operand::Reg(_)));
+        if registers.clone().any(|(_, f)| f.is_none())
+            && registers.clone().any(|(_, f)| f.is_some())
+        {
             return self.reseed_at(k, "a vector load of floats and non-floats", state);
         }
         let why = format!(
@@ -711,8 +739,7 @@ impl<'a, 'f> FunctionRewrite<'a, 'f> {
         let mut before = Vec::new();
         let mut after = Vec::new();
         for (e, value) in values.iter().enumerate() {
-            let address =
-                self.address(&base, offset + i64::from(width) * e as i64, &mut before)?;
+            let address = self.address(&base, offset + i64::from(width) * e as i64, &mut before)?;
             match value {
                 Operand::Reg(r) if shadowed && self.float_type(r).is_some() => {
                     let t = self.float_type(r).unwrap_or(ValueType::F64);

@@ -79,8 +79,12 @@ use std::collections::HashSet;
 fn sites_are_the_shadow_pass_sites_with_their_treatment() {
     for (name, ptx) in FIXTURES {
         let m = parse_clean(name, ptx);
-        let values = instrument(&m).unwrap_or_else(|e| panic!("{name}: {e}")).report;
-        let demotion = shadow::instrument(&m, &ShadowOptions::all()).unwrap().report;
+        let values = instrument(&m)
+            .unwrap_or_else(|e| panic!("{name}: {e}"))
+            .report;
+        let demotion = shadow::instrument(&m, &ShadowOptions::all())
+            .unwrap()
+            .report;
         let key = |index: u32, site: &Site, inst: InstId| (index, site.clone(), inst);
         assert_eq!(
             values
@@ -167,7 +171,11 @@ fn the_mixed_kernel_propagates_inlines_and_reseeds_as_documented() {
             ("ld.global.f64", global, true),
             ("ld.global.v2.f64", global, true),
             ("mov.b64", "bits moved from a non-float register", false),
-            ("ld.shared.f64", "a load from shared memory (not shadowed)", false),
+            (
+                "ld.shared.f64",
+                "a load from shared memory (not shadowed)",
+                false
+            ),
         ]
     );
     assert_eq!(r.records(), 14 + 4);
@@ -190,31 +198,55 @@ fn inserted_code_is_what_each_definition_needs() {
         code.iter()
             .filter(|i| i.starts_with("call") || i.contains(" call"))
             .map(|i| {
-                [ARITH_FUNCTION, LOAD_FUNCTION, STORE_FUNCTION, CLEAR_FUNCTION, RESEED_FUNCTION]
-                    .into_iter()
-                    .find(|f| i.contains(&format!("{f},")))
-                    .unwrap_or("?")
+                [
+                    ARITH_FUNCTION,
+                    LOAD_FUNCTION,
+                    STORE_FUNCTION,
+                    CLEAR_FUNCTION,
+                    RESEED_FUNCTION,
+                ]
+                .into_iter()
+                .find(|f| i.contains(&format!("{f},")))
+                .unwrap_or("?")
             })
             .collect()
     };
     // A kernel parameter is an input: its shadow is its value, no runtime call.
     let param = after("[mixed_param_2]");
     assert_eq!(param.len(), 2, "{param:?}");
-    assert!(param[0].starts_with("mov.f64") && param[0].ends_with("%fd1;"), "{param:?}");
+    assert!(
+        param[0].starts_with("mov.f64") && param[0].ends_with("%fd1;"),
+        "{param:?}"
+    );
     assert!(param[1].starts_with("mov.f64") && param[1].contains("0d0000000000000000"));
     // Arithmetic calls the runtime once and takes the pair.
     let mul = after("mul.rn.f64");
     assert_eq!(calls(&mul), [ARITH_FUNCTION], "{mul:?}");
-    assert_eq!(mul.iter().filter(|i| i.starts_with("ld.param.f64")).count(), 2);
+    assert_eq!(
+        mul.iter().filter(|i| i.starts_with("ld.param.f64")).count(),
+        2
+    );
     // neg, abs, selp, min, mov: inline, no call.
-    for text in ["neg.f64", "abs.f64 ", "selp.f64", "min.f64", "mov.f64 \t%fd14"] {
+    for text in [
+        "neg.f64",
+        "abs.f64 ",
+        "selp.f64",
+        "min.f64",
+        "mov.f64 \t%fd14",
+    ] {
         let code = after(text);
         assert!(calls(&code).is_empty(), "{text}: {code:?}");
         assert!(!code.is_empty(), "{text}");
     }
     // Loads and stores of global floats go through the shadow buffer; an integer store clears.
-    assert_eq!(calls(&after("ld.global.v2.f64")), [LOAD_FUNCTION, LOAD_FUNCTION]);
-    assert_eq!(calls(&after("st.global.v2.f64")), [STORE_FUNCTION, STORE_FUNCTION]);
+    assert_eq!(
+        calls(&after("ld.global.v2.f64")),
+        [LOAD_FUNCTION, LOAD_FUNCTION]
+    );
+    assert_eq!(
+        calls(&after("st.global.v2.f64")),
+        [STORE_FUNCTION, STORE_FUNCTION]
+    );
     assert_eq!(calls(&after("st.global.u32")), [CLEAR_FUNCTION]);
     // Re-seeds count into their record.
     assert_eq!(calls(&after("ld.shared.f64")), [RESEED_FUNCTION]);
@@ -293,7 +325,10 @@ fn decode_reads_the_runtime_layout_and_the_table_is_written_as_the_runtime_reads
     assert_eq!(stats.sites.len(), 14);
     assert_eq!(stats.reseeds.len(), 4);
     let s = stats.sites[1];
-    assert_eq!((s.executions, s.local.count, s.local.zero_reference), (7, 6, 1));
+    assert_eq!(
+        (s.executions, s.local.count, s.local.zero_reference),
+        (7, 6, 1)
+    );
     assert_eq!((s.local.sum, s.local.max), (3e-16, 1e-16));
     assert_eq!((s.accumulated.count, s.accumulated.non_finite), (5, 2));
     assert_eq!((s.cancellations, s.cancel_max_bits), (3, 40));
@@ -378,7 +413,10 @@ fn instrumented_modules_merge_with_the_runtime_and_assemble() {
         let out = instrument(&m).unwrap_or_else(|e| panic!("{name}: {e}"));
         let merged = merge_runtime(&out.module, &rt).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!(
-            merged.items.iter().any(|i| matches!(i, Item::Var(v) if v.name == VALUES_GLOBAL)),
+            merged
+                .items
+                .iter()
+                .any(|i| matches!(i, Item::Var(v) if v.name == VALUES_GLOBAL)),
             "{name}"
         );
         assert_sound(name, &merged);
