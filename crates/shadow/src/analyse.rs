@@ -106,7 +106,8 @@ pub struct ShadowRun {
     pub sites: Vec<SiteResult>,
     /// The sites per function and source line, ranked, with source text.
     pub functions: Vec<FunctionSummary>,
-    /// The instrumented runs (more than one when the program had to be split).
+    /// The instrumented runs of the demotion error and exceptions (more than one when the
+    /// program had to be split); the shadow-values run is not among them.
     pub runs: Vec<PartRun>,
     /// Anything the reader should know (splits, the pass's notes).
     pub notes: Vec<String>,

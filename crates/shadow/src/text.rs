@@ -385,10 +385,12 @@ pub fn summary(run: &ShadowRun) -> String {
             .sum();
         write!(s, "; {origins} NaN/inf origins").ok();
     }
+    // The shadow-values run is one more instrumented run (never split, never timed).
+    let runs = run.runs.len() + usize::from(run.analyses.shadow);
     write!(
         s,
         "; outputs bit-identical to the program as written; {}",
-        plural(run.runs.len(), "run")
+        plural(runs, "run")
     )
     .ok();
     if let Some(t) = &run.timing {
