@@ -377,6 +377,46 @@ mod tests {
     }
 
     #[test]
+    fn values_merge_adds_counts_keeps_maxima_and_takes_the_worst_digits() {
+        use mantissa_ptx::pass::shadow::ErrorStats;
+        let stats = |max: f64, bits: u64| ValueStats {
+            executions: 10,
+            local: ErrorStats {
+                count: 10,
+                sum: 10.0 * max / 2.0,
+                max,
+                zero_reference: 1,
+                non_finite: 0,
+            },
+            accumulated: ErrorStats {
+                count: 8,
+                sum: 8.0 * max,
+                max: 10.0 * max,
+                zero_reference: 0,
+                non_finite: 2,
+            },
+            cancellations: bits / 10,
+            cancel_max_bits: bits,
+            reseeded: 3,
+        };
+        let a = Values::new(&stats(1e-16, 20), &Treatment::Propagated);
+        let b = Values::new(&stats(1e-10, 40), &Treatment::Reseeded("why".into()));
+        assert_eq!(a.treatment, "propagated");
+        assert_eq!(b.treatment, "reseeded: why");
+        assert!((a.digits.unwrap() - 15.0).abs() < 1e-9);
+        let m = a.merge(&b);
+        assert_eq!(
+            (m.executions, m.local.count, m.local.zero_reference),
+            (20, 20, 2)
+        );
+        assert_eq!((m.accumulated.count, m.accumulated.non_finite), (16, 4));
+        assert_eq!(m.accumulated.max, 1e-9);
+        assert!((m.digits.unwrap() - 9.0).abs() < 1e-9);
+        assert_eq!((m.cancellations, m.cancel_max_bits, m.reseeded), (6, 40, 6));
+        assert_eq!(m.treatment, "propagated");
+    }
+
+    #[test]
     fn a_buffer_without_finite_elements_has_no_digits() {
         let d = output_digits("y", DType::F32, &[f64::INFINITY], &[0.0], &[]);
         assert_eq!((d.finite, d.min_digits, d.median_digits), (0, None, None));
