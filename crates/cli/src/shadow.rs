@@ -21,8 +21,10 @@ pub struct ShadowArgs {
     /// The kernel spec (TOML; the format is in docs/SPEC.md).
     spec: PathBuf,
     /// Analyses, comma-separated: `demotion` (the relative error of each f64 instruction's f32
-    /// form), `exceptions` (NaN, inf, division by zero, subnormal results; where they start).
-    #[arg(long, default_value = "demotion,exceptions", value_parser = parse_analyses)]
+    /// form), `shadow` (higher-precision shadow values: each instruction's own rounding error,
+    /// its result's accumulated error, cancellations, digits right per output element),
+    /// `exceptions` (NaN, inf, division by zero, subnormal results; where they start).
+    #[arg(long, default_value = "demotion,shadow,exceptions", value_parser = parse_analyses)]
     analysis: Analyses,
     /// The flag set to build the program with (a preset or a '+' combination, as for run).
     #[arg(long, default_value = "default", value_parser = parse_flags)]
@@ -97,6 +99,7 @@ pub fn run(args: ShadowArgs) -> anyhow::Result<()> {
             ShadowEvent::Running { sites } => {
                 eprintln!("running sites {}..{} instrumented", sites.start, sites.end)
             }
+            ShadowEvent::Values => eprintln!("running with shadow values"),
             ShadowEvent::Split { sites, why } => eprintln!(
                 "sites {}..{} exceed resources together ({why}): splitting",
                 sites.start, sites.end

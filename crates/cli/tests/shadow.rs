@@ -31,15 +31,16 @@ fn usage_error(args: &[&str], tail: &str) {
 fn bad_analyses_name_the_word_and_what_exists() {
     usage_error(
         &[EXAMPLE, "--analysis", "demotion,speed"],
-        "--analysis: found 'speed'; accepted: demotion, exceptions (comma-separated)",
+        "--analysis: found 'speed'; accepted: demotion, shadow, exceptions (comma-separated)",
     );
+    // `shadow` is an analysis: the word after it is the one named.
     usage_error(
-        &[EXAMPLE, "--analysis", "shadow"],
-        "--analysis shadow: higher-precision shadow values are not built yet; accepted now: demotion, exceptions",
+        &[EXAMPLE, "--analysis", "shadow,fast"],
+        "--analysis: found 'fast'; accepted: demotion, shadow, exceptions (comma-separated)",
     );
     usage_error(
         &[EXAMPLE, "--analysis", ""],
-        "--analysis: found an empty list; accepted: demotion, exceptions (comma-separated)",
+        "--analysis: found an empty list; accepted: demotion, shadow, exceptions (comma-separated)",
     );
 }
 

@@ -309,6 +309,16 @@ impl DeviceBuffer {
     pub fn bytes(&self) -> u64 {
         self.len() as u64 * self.dtype().size() as u64
     }
+
+    /// The device address of the first element, as a kernel sees the pointer (instrumented
+    /// kernels' runtimes map addresses to shadow buffers with it).
+    pub fn device_address(&self) -> u64 {
+        use cudarc::driver::DevicePtr;
+        each_dtype!(&self.data, DeviceData, s => {
+            let (address, _read) = s.device_ptr(s.stream());
+            address
+        })
+    }
 }
 
 /// One kernel argument: a device buffer (passed as its pointer) or a scalar.

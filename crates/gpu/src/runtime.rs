@@ -36,6 +36,17 @@ pub const SHADOW: RuntimeHeader = RuntimeHeader {
     text: include_str!("../cuda/mantissa_shadow.cuh"),
 };
 
+/// The shadow-values pass's runtime (`mantissa_sv_arith`, `_load`, `_store`, `_clear`,
+/// `_reseed`), for `mantissa_ptx::pass::shadow_values`: `mantissa.cuh`, whose double-word
+/// arithmetic it propagates shadows with, then `mantissa_shadow_values.cuh`.
+pub const SHADOW_VALUES: RuntimeHeader = RuntimeHeader {
+    name: "mantissa_shadow_values.cuh",
+    text: concat!(
+        include_str!("../cuda/mantissa.cuh"),
+        include_str!("../cuda/mantissa_shadow_values.cuh")
+    ),
+};
+
 /// The NVRTC option that keeps a runtime's functions (see the module docs).
 pub const RDC_OPTION: &str = "-rdc=true";
 
@@ -124,5 +135,110 @@ mod tests {
                     && v.attrs.iter().any(|a| a == ".extern"))),
             "{ptx}"
         );
+    }
+
+    /// The shadow-values runtime keeps its five functions under their plain names with the
+    /// signatures `mantissa_ptx::pass::shadow_values` declares (the merge compares them), and
+    /// declares both of the pass's globals extern.
+    #[test]
+    fn the_shadow_values_runtime_compiles_to_what_the_merge_expects() {
+        let Some(nvrtc) = require_nvrtc_or_skip() else {
+            return;
+        };
+        let ptx =
+            compile(&nvrtc, &SHADOW_VALUES, Arch::new(9, 0)).unwrap_or_else(|e| panic!("{e}"));
+        let parsed = mantissa_ptx::parse(&ptx);
+        assert!(parsed.diagnostics.is_empty(), "{:?}", parsed.diagnostics);
+        let m = parsed.module;
+        let expected = mantissa_ptx::pass::shadow_values::runtime_prototypes();
+        for proto in &expected {
+            let f = m
+                .function(&proto.name)
+                .unwrap_or_else(|| panic!("no {} in\n{ptx}", proto.name));
+            assert!(f.body.is_some());
+            let types = |ps: &[mantissa_ptx::model::Param]| -> Vec<String> {
+                ps.iter().map(|p| p.attrs[1..].join(" ")).collect()
+            };
+            assert_eq!(types(&f.params), types(&proto.params), "{}", proto.name);
+            assert_eq!(
+                f.returns.as_deref().map(types),
+                proto.returns.as_deref().map(types),
+                "{}",
+                proto.name
+            );
+        }
+        for global in ["__mantissa_values", "__mantissa_values_table"] {
+            assert!(
+                m.items.iter().any(|i| matches!(i,
+                    mantissa_ptx::Item::Var(v) if v.name == global
+                        && v.attrs.iter().any(|a| a == ".extern"))),
+                "{global}: {ptx}"
+            );
+        }
+    }
+
+    /// The header's word indices and `how` codes are the ones the pass writes and decodes.
+    #[test]
+    fn the_shadow_values_header_and_the_pass_agree_on_the_layout() {
+        use mantissa_ptx::pass::shadow_values::{how, Word, MAX_BUFFERS, WORDS_PER_RECORD};
+        let define = |name: &str| -> u64 {
+            let line = SHADOW_VALUES
+                .text
+                .lines()
+                .find(|l| l.starts_with("#define ") && l.split_whitespace().nth(1) == Some(name))
+                .unwrap_or_else(|| panic!("no #define {name}"));
+            let value = line.split_whitespace().nth(2).unwrap_or_default();
+            value
+                .trim_end_matches('u')
+                .parse()
+                .unwrap_or_else(|_| panic!("{line}"))
+        };
+        assert_eq!(define("MANTISSA_SV_WORDS"), u64::from(WORDS_PER_RECORD));
+        assert_eq!(define("MANTISSA_SV_MAX_BUFFERS"), MAX_BUFFERS as u64);
+        for (name, word) in [
+            ("EXECUTIONS", Word::Executions),
+            ("LOCAL_COUNT", Word::LocalCount),
+            ("LOCAL_SUM", Word::LocalSum),
+            ("LOCAL_MAX", Word::LocalMax),
+            ("LOCAL_ZERO", Word::LocalZero),
+            ("LOCAL_NON_FINITE", Word::LocalNonFinite),
+            ("ACC_COUNT", Word::AccCount),
+            ("ACC_SUM", Word::AccSum),
+            ("ACC_MAX", Word::AccMax),
+            ("ACC_ZERO", Word::AccZero),
+            ("ACC_NON_FINITE", Word::AccNonFinite),
+            ("CANCELLATIONS", Word::Cancellations),
+            ("CANCEL_MAX_BITS", Word::CancelMaxBits),
+            ("RESEEDED", Word::Reseeded),
+        ] {
+            assert_eq!(
+                define(&format!("MANTISSA_SV_W_{name}")),
+                word as u64,
+                "{name}"
+            );
+        }
+        for (name, code) in [
+            ("ADD", how::ADD),
+            ("SUB", how::SUB),
+            ("MUL", how::MUL),
+            ("FMA", how::FMA),
+            ("DIV", how::DIV),
+            ("RCP", how::RCP),
+            ("SQRT", how::SQRT),
+            ("RSQRT", how::RSQRT),
+            ("CONVERT", how::CONVERT),
+            ("ROUND", how::ROUND),
+            ("RESEED", how::RESEED),
+            ("F32", how::F32),
+            ("NO_LOCAL", how::NO_LOCAL),
+            ("NO_VALUE", how::NO_VALUE),
+            ("MODE_SHIFT", how::MODE_SHIFT),
+        ] {
+            assert_eq!(
+                define(&format!("MANTISSA_SV_{name}")),
+                u64::from(code),
+                "{name}"
+            );
+        }
     }
 }

@@ -26,6 +26,7 @@
 
 pub mod build;
 mod instrumented;
+pub use instrumented::{BufferAddress, GlobalBytes};
 mod outputs;
 mod resources;
 pub mod switched;

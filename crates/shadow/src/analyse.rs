@@ -8,6 +8,9 @@
 //! observes; an output that differs means it changed the computation, and every number it
 //! measured is suspect, so that is an error ([`ShadowError::ChangedOutputs`]), never a note.
 //!
+//! **Shadow values** (`--analysis shadow`) are their own instrumented run of the program as
+//! written ([`crate::values`]), merged into the same per-site results by site index.
+//!
 //! **Too many resources.** Instrumentation adds registers; a kernel that then cannot launch with
 //! the spec's block size comes back as [`TrialError::OutOfResources`]. The sites are then split
 //! into halves (`ShadowOptions::only`, over the module's site indices) and each half run
@@ -18,6 +21,7 @@
 use crate::analyses::Analyses;
 use crate::lines::{summarise, FunctionSummary, SiteResult};
 use crate::source;
+use crate::values::{self, changed_outputs, OutputDigits, Reseed};
 use mantissa_gpu::{runtime, FlagSet, Gpu, LaunchDims};
 use mantissa_harness::run::record_build;
 use mantissa_harness::{RunnerOptions, Spec, SpecError, TrialError, TrialRunner, TrialTiming};
@@ -56,6 +60,8 @@ pub enum ShadowEvent {
         /// Site indices instrumented in this run.
         sites: Range<u32>,
     },
+    /// Running the program with shadow values (its own instrumented run).
+    Values,
     /// The run of these sites exceeded resources and is split into two.
     Split {
         /// The sites that did not fit in one run.
@@ -100,10 +106,15 @@ pub struct ShadowRun {
     pub sites: Vec<SiteResult>,
     /// The sites per function and source line, ranked, with source text.
     pub functions: Vec<FunctionSummary>,
-    /// The instrumented runs (more than one when the program had to be split).
+    /// The instrumented runs of the demotion error and exceptions (more than one when the
+    /// program had to be split); the shadow-values run is not among them.
     pub runs: Vec<PartRun>,
     /// Anything the reader should know (splits, the pass's notes).
     pub notes: Vec<String>,
+    /// Shadow values: the definitions that re-seed their shadow and are not sites.
+    pub reseeds: Vec<Reseed>,
+    /// Shadow values: the digits right per floating-point output buffer.
+    pub outputs: Vec<OutputDigits>,
     /// Original against instrumented time, when asked for.
     pub timing: Option<Overhead>,
     /// The device's name.
@@ -139,6 +150,18 @@ pub enum ShadowError {
     /// The pass refused the module.
     #[error("instrumenting: {0}")]
     Pass(#[from] mantissa_ptx::pass::shadow::ShadowError),
+    /// The shadow-values pass refused the module, or the buffer table cannot hold the buffers.
+    #[error("shadow values: {0}")]
+    Values(#[from] mantissa_ptx::pass::shadow_values::ValuesError),
+    /// The shadow-values program exceeds the launch's resources (it cannot be split: shadows
+    /// flow through the whole program).
+    #[error("shadow values: the instrumented program exceeds the launch's resources ({why}){}; shadows must flow through the whole program, so it cannot be split over runs: try a smaller block, or --analysis demotion,exceptions", .registers.map_or(String::new(), |r| format!("; it uses {r} registers per thread instrumented")))]
+    ValuesResources {
+        /// What the launch said.
+        why: String,
+        /// The instrumented kernel's registers per thread.
+        registers: Option<u32>,
+    },
     /// The shadow runtime did not compile.
     #[error("compiling the shadow runtime: {0}")]
     Runtime(String),
@@ -233,6 +256,8 @@ pub fn analyse(
         functions: Vec::new(),
         runs: Vec::new(),
         notes: full.report.notes.clone(),
+        reseeds: Vec::new(),
+        outputs: Vec::new(),
         timing: None,
         device: gpu.info().name.clone(),
         first_launch: runner.baseline().first_launch,
@@ -247,17 +272,17 @@ pub fn analyse(
         sites: measured.len(),
         functions,
     });
-    if measured.is_empty() {
-        return Ok(run);
-    }
-    let arch = runner.target_arch().ok_or(ShadowError::NoTarget)?;
-    let rt = runtime::compile(gpu.compiler(), &runtime::SHADOW, arch)
-        .map_err(|e| ShadowError::Runtime(e.to_string()))?;
     let n = full.report.sites.len() as u32;
     let mut stats: Vec<Option<SiteStats>> = vec![None; n as usize];
     // Site ranges still to run, first first (a split puts its halves at the front).
     let mut queue: VecDeque<Range<u32>> = VecDeque::new();
-    queue.push_back(0..n);
+    let mut rt = String::new();
+    if !measured.is_empty() {
+        let arch = runner.target_arch().ok_or(ShadowError::NoTarget)?;
+        rt = runtime::compile(gpu.compiler(), &runtime::SHADOW, arch)
+            .map_err(|e| ShadowError::Runtime(e.to_string()))?;
+        queue.push_back(0..n);
+    }
     while let Some(range) = queue.pop_front() {
         let split;
         let part = if range == (0..n) {
@@ -273,19 +298,7 @@ pub fn analyse(
         let global = part.report.global.as_str();
         match runner.run_instrumented(&ptx, &[global], timing) {
             Ok((outcome, globals)) => {
-                let changed: Vec<String> = outcome
-                    .outputs
-                    .iter()
-                    .filter(|o| {
-                        o.vs_baseline.differing > 0 || o.vs_baseline.nonfinite_mismatches > 0
-                    })
-                    .map(|o| {
-                        format!(
-                            "{}: {} of {} elements differ",
-                            o.name, o.vs_baseline.differing, o.vs_baseline.elements
-                        )
-                    })
-                    .collect();
+                let changed = changed_outputs(&outcome);
                 if !changed.is_empty() {
                     return Err(ShadowError::ChangedOutputs(changed.join(", ")));
                 }
@@ -339,15 +352,33 @@ pub fn analyse(
             Err(e) => return Err(e.into()),
         }
     }
+    let mut shadow_values: Vec<Option<values::Values>> = vec![None; n as usize];
+    if request.analyses.shadow {
+        progress(ShadowEvent::Values);
+        let v = values::run(gpu, &mut runner, &module)?;
+        for (index, x) in v.sites {
+            if let Some(slot) = shadow_values.get_mut(index as usize) {
+                *slot = Some(x);
+            }
+        }
+        run.reseeds = v.reseeds;
+        run.outputs = v.outputs;
+        run.notes.extend(v.notes);
+    }
     run.sites = full
         .report
         .sites
         .iter()
-        .filter(|s| s.demotion || s.exceptions)
         .filter_map(|s| {
-            stats[s.index as usize]
-                .as_ref()
-                .map(|st| SiteResult::new(s, st))
+            let k = s.index as usize;
+            let measured = stats[k].filter(|_| s.demotion || s.exceptions);
+            let values = shadow_values[k].take();
+            if measured.is_none() && values.is_none() {
+                return None;
+            }
+            let mut r = SiteResult::new(s, &measured.unwrap_or_default());
+            r.values = values;
+            Some(r)
         })
         .collect();
     run.functions = summarise(&run.sites);

@@ -32,6 +32,7 @@ fn result(
         .into(),
         demotion: d,
         exceptions: e,
+        values: None,
     }
 }
 
@@ -98,7 +99,10 @@ pub fn run() -> ShadowRun {
     ShadowRun {
         spec: "shadow".into(),
         flags: "default".into(),
-        analyses: Analyses::default(),
+        analyses: Analyses {
+            shadow: false,
+            ..Analyses::default()
+        },
         kernels: vec!["seed".into(), "copy".into()],
         sites,
         functions,
@@ -107,6 +111,8 @@ pub fn run() -> ShadowRun {
             time_ms: Some(3.0),
         }],
         notes: vec![],
+        reseeds: vec![],
+        outputs: vec![],
         timing: Some(Overhead {
             original_ms: 1.5,
             instrumented_ms: 3.0,

@@ -11,10 +11,15 @@
 //! error Σ of seed 002 §4.5 (the error of running the whole line in f32 is estimated by the sum of
 //! its instructions' total errors). Exceptions: every count adds.
 //!
+//! Shadow values: counts add, maxima are the largest, means are over every sample of the line,
+//! and the digits are those of the line's worst accumulated error.
+//!
 //! **Ranking** (most important first): exception origins (NaN or ±inf results from operands that
-//! were not), then the largest demotion error, the mean, the set error Σ; ties keep the order of
-//! their first sites (the PTX's order).
+//! were not), then the largest demotion error, the mean, the set error Σ, then the largest
+//! accumulated error against the shadow; ties keep the order of their first sites (the PTX's
+//! order).
 
+use crate::values::Values;
 use mantissa_ptx::pass::shadow::{ErrorStats, ExceptionCounts, ShadowSite, SiteStats};
 use mantissa_ptx::site::Site;
 use serde::Serialize;
@@ -35,6 +40,8 @@ pub struct SiteResult {
     pub demotion: Option<Demotion>,
     /// Exception counts, where they are counted (when asked for).
     pub exceptions: Option<Exceptions>,
+    /// Shadow values, where the values analysis instrumented the site.
+    pub values: Option<Values>,
 }
 
 impl SiteResult {
@@ -47,12 +54,14 @@ impl SiteResult {
             value_type: site.value_type.to_string(),
             demotion: stats.demotion.as_ref().map(Demotion::from),
             exceptions: stats.exceptions.as_ref().map(Exceptions::from),
+            values: None,
         }
     }
 }
 
-/// Demotion error statistics over many executions: relative errors `|r32 − r64| / |r64|` of the
-/// instruction's f32 form against its f64 result.
+/// Relative error statistics over many executions: for the demotion error `|r32 − r64| / |r64|`
+/// of the instruction's f32 form against its f64 result (the shadow values' local and
+/// accumulated errors use it too, with their own reference).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Demotion {
     /// Executions with a finite, nonzero f64 result and a finite f32 form (the samples).
@@ -192,6 +201,8 @@ pub struct LineSummary {
     pub demotion: Option<Demotion>,
     /// Its sites' exceptions combined, when any is counted.
     pub exceptions: Option<Exceptions>,
+    /// Its sites' shadow values combined, when any is measured.
+    pub values: Option<Values>,
 }
 
 /// One function's lines, ranked.
@@ -205,6 +216,8 @@ pub struct FunctionSummary {
     pub demotion: Option<Demotion>,
     /// All its sites' exceptions combined.
     pub exceptions: Option<Exceptions>,
+    /// All its sites' shadow values combined.
+    pub values: Option<Values>,
 }
 
 /// The source position a site counts on: the outermost call of its inlined chain, or its own.
@@ -215,7 +228,7 @@ pub fn counted_position(site: &Site) -> (&str, u32) {
     }
 }
 
-fn merge_opt<T: Copy>(a: Option<T>, b: Option<T>, f: impl Fn(&T, &T) -> T) -> Option<T> {
+fn merge_opt<T: Clone>(a: Option<T>, b: Option<T>, f: impl Fn(&T, &T) -> T) -> Option<T> {
     match (a, b) {
         (Some(x), Some(y)) => Some(f(&x, &y)),
         (x, None) => x,
@@ -237,6 +250,7 @@ pub fn summarise(sites: &[SiteResult]) -> Vec<FunctionSummary> {
                     lines: Vec::new(),
                     demotion: None,
                     exceptions: None,
+                    values: None,
                 });
                 functions.len() - 1
             }
@@ -244,6 +258,7 @@ pub fn summarise(sites: &[SiteResult]) -> Vec<FunctionSummary> {
         let f = &mut functions[fi];
         f.demotion = merge_opt(f.demotion, s.demotion, Demotion::merge);
         f.exceptions = merge_opt(f.exceptions, s.exceptions, Exceptions::merge);
+        f.values = merge_opt(f.values.take(), s.values.clone(), Values::merge);
         let (file, line) = counted_position(&s.site);
         let li = match f
             .lines
@@ -262,6 +277,7 @@ pub fn summarise(sites: &[SiteResult]) -> Vec<FunctionSummary> {
                     inlined: 0,
                     demotion: None,
                     exceptions: None,
+                    values: None,
                 });
                 f.lines.len() - 1
             }
@@ -274,6 +290,7 @@ pub fn summarise(sites: &[SiteResult]) -> Vec<FunctionSummary> {
         l.inlined += u32::from(!s.site.inlined.is_empty());
         l.demotion = merge_opt(l.demotion, s.demotion, Demotion::merge);
         l.exceptions = merge_opt(l.exceptions, s.exceptions, Exceptions::merge);
+        l.values = merge_opt(l.values.take(), s.values.clone(), Values::merge);
     }
     for f in &mut functions {
         // Stable: lines equal on every measure keep their first-seen (source) order.
@@ -282,7 +299,8 @@ pub fn summarise(sites: &[SiteResult]) -> Vec<FunctionSummary> {
     functions
 }
 
-/// Most important first: exception origins, then the largest, mean and summed demotion error.
+/// Most important first: exception origins, then the largest, mean and summed demotion error,
+/// then the largest accumulated error against the shadow.
 pub fn rank(a: &LineSummary, b: &LineSummary) -> Ordering {
     let origins = |l: &LineSummary| l.exceptions.map_or(0, |e| e.origins());
     let d = |l: &LineSummary| {
@@ -290,11 +308,13 @@ pub fn rank(a: &LineSummary, b: &LineSummary) -> Ordering {
             .map_or((0.0, 0.0, 0.0), |d| (d.max, d.mean, d.sum))
     };
     let (da, db) = (d(a), d(b));
+    let accumulated = |l: &LineSummary| l.values.as_ref().map_or(0.0, |v| v.accumulated.max);
     origins(b)
         .cmp(&origins(a))
         .then(db.0.total_cmp(&da.0))
         .then(db.1.total_cmp(&da.1))
         .then(db.2.total_cmp(&da.2))
+        .then(accumulated(b).total_cmp(&accumulated(a)))
 }
 
 #[cfg(test)]

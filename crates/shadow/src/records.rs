@@ -1,10 +1,13 @@
 //! Records of an analysis for the results store (`results.jsonl` through
 //! `mantissa_report::ResultsLog`, written by the caller): one record per site, algorithm
 //! `shadow`, the site's full address as the input (so two sites never share a point key), its
-//! value type as the precision, and what was measured as named `extra` quantities.
+//! value type as the precision, and what was measured as named `extra` quantities; with shadow
+//! values, also one record per floating-point output buffer (input `output NAME`, the digits its
+//! elements get right against their shadows).
 
 use crate::analyse::ShadowRun;
 use crate::lines::{counted_position, SiteResult};
+use crate::values::OutputDigits;
 use mantissa_ptx::site::Site;
 use mantissa_report::{Backend, Record, Status, SCHEMA};
 use std::collections::BTreeMap;
@@ -76,10 +79,92 @@ fn quantities(s: &SiteResult) -> Vec<(&'static str, f64, &'static str)> {
             ),
         ]);
     }
+    if let Some(v) = &s.values {
+        q.extend([
+            (
+                "values.executions",
+                v.executions as f64,
+                "executions (shadow-values run)",
+            ),
+            (
+                "values.local.count",
+                v.local.count as f64,
+                "executions with a measured local error (finite, exact result not 0)",
+            ),
+            (
+                "values.local.max",
+                v.local.max,
+                "largest local error |x - r| / |x|, x the exact operation on the operand values",
+            ),
+            ("values.local.mean", v.local.mean, "mean local error"),
+            (
+                "values.accumulated.count",
+                v.accumulated.count as f64,
+                "executions with a measured accumulated error (finite, shadow not 0)",
+            ),
+            (
+                "values.accumulated.max",
+                v.accumulated.max,
+                "largest accumulated error |r - s| / |s| against the double-word shadow s",
+            ),
+            (
+                "values.accumulated.mean",
+                v.accumulated.mean,
+                "mean accumulated error",
+            ),
+            (
+                "values.digits",
+                v.digits.unwrap_or(f64::NAN),
+                "correct decimal digits of the worst result: -log10(values.accumulated.max)",
+            ),
+            (
+                "values.cancellations",
+                v.cancellations as f64,
+                "additions that lost >= 10 bits while an operand carried error",
+            ),
+            (
+                "values.cancel_max_bits",
+                v.cancel_max_bits as f64,
+                "the most bits one cancellation lost",
+            ),
+            (
+                "values.reseeded",
+                v.reseeded as f64,
+                "executions whose shadow was re-seeded from the value",
+            ),
+        ]);
+    }
     q
 }
 
-/// One record per site of `run` (see the module docs).
+/// The quantities of one output buffer's digits.
+fn output_quantities(o: &OutputDigits) -> Vec<(&'static str, f64, &'static str)> {
+    vec![
+        (
+            "values.elements",
+            o.elements as f64,
+            "elements of the output buffer",
+        ),
+        (
+            "values.finite",
+            o.finite as f64,
+            "elements with a finite value and shadow",
+        ),
+        (
+            "values.min_digits",
+            o.min_digits.unwrap_or(f64::NAN),
+            "fewest correct decimal digits of an element against its shadow",
+        ),
+        (
+            "values.median_digits",
+            o.median_digits.unwrap_or(f64::NAN),
+            "median correct decimal digits",
+        ),
+    ]
+}
+
+/// One record per site of `run`, then one per output buffer with shadow values (see the
+/// module docs).
 pub fn records(run: &ShadowRun) -> Vec<Record> {
     let backend = run.first_launch.map_or(
         Backend::Gpu {
@@ -92,39 +177,51 @@ pub fn records(run: &ShadowRun) -> Vec<Record> {
         },
     );
     let date = Record::now();
-    run.sites
-        .iter()
-        .map(|s| {
-            let q = quantities(s);
-            Record {
-                schema: SCHEMA,
-                workload: run.spec.clone(),
-                algorithm: ALGORITHM.into(),
-                input: address(&s.site),
-                size: 0,
-                seed: 0,
-                precision: s.value_type.clone(),
-                backend,
-                flags: Some(run.flags.clone()),
-                device: run.device.clone(),
-                status: Status::Ok,
-                value: None,
-                reference: None,
-                error: None,
-                time: None,
-                extra: q.iter().map(|(k, v, _)| (k.to_string(), *v)).collect(),
-                descriptions: q
-                    .iter()
-                    .map(|(k, _, d)| (k.to_string(), d.to_string()))
-                    .collect::<BTreeMap<_, _>>(),
-                note: Some(s.opcode.clone()),
-                build: run.build.clone(),
-                version: Record::current_version(),
-                git_revision: Record::current_git_revision(),
-                date: date.clone(),
-            }
-        })
-        .collect()
+    let record =
+        |input: String, precision: String, q: Vec<(&str, f64, &str)>, note: String| Record {
+            schema: SCHEMA,
+            workload: run.spec.clone(),
+            algorithm: ALGORITHM.into(),
+            input,
+            size: 0,
+            seed: 0,
+            precision,
+            backend,
+            flags: Some(run.flags.clone()),
+            device: run.device.clone(),
+            status: Status::Ok,
+            value: None,
+            reference: None,
+            error: None,
+            time: None,
+            extra: q.iter().map(|(k, v, _)| (k.to_string(), *v)).collect(),
+            descriptions: q
+                .iter()
+                .map(|(k, _, d)| (k.to_string(), d.to_string()))
+                .collect::<BTreeMap<_, _>>(),
+            note: Some(note),
+            build: run.build.clone(),
+            version: Record::current_version(),
+            git_revision: Record::current_git_revision(),
+            date: date.clone(),
+        };
+    let sites = run.sites.iter().map(|s| {
+        record(
+            address(&s.site),
+            s.value_type.clone(),
+            quantities(s),
+            s.opcode.clone(),
+        )
+    });
+    let outputs = run.outputs.iter().map(|o| {
+        record(
+            format!("output {}", o.buffer),
+            o.dtype.clone(),
+            output_quantities(o),
+            "digits right against the shadow".into(),
+        )
+    });
+    sites.chain(outputs).collect()
 }
 
 #[cfg(test)]

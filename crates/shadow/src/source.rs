@@ -60,6 +60,7 @@ mod tests {
             inlined: 0,
             demotion: None,
             exceptions: None,
+            values: None,
         }
     }
 
@@ -80,6 +81,7 @@ mod tests {
             ],
             demotion: None,
             exceptions: None,
+            values: None,
         }];
         attach(&mut f, &dir);
         let texts: Vec<Option<&str>> = f[0].lines.iter().map(|l| l.source.as_deref()).collect();

@@ -10,10 +10,19 @@
 //! - `samples`: executions measured (`+z` zero results and `+n` non-finite ones not among them);
 //! - `exceptions`: NaN and inf results (with how many started there), divisions by zero,
 //!   subnormal results;
+//! - with shadow values (`--analysis shadow`): `local` the largest / mean local error (each
+//!   instruction's own rounding against the exact operation on its operand values), `digits`
+//!   the correct digits of the line's worst result against its shadow, `cancel` cancellations
+//!   (with the most bits lost), `reseeded` executions whose shadow was re-seeded;
 //! - `ops`: the line's distinct opcodes; then the source text.
+//!
+//! With shadow values, two blocks follow the tables: the digits right per output buffer (the
+//! fewest, the median, the worst elements with value and shadow) and the re-seed points that
+//! re-seeded (loads outside the buffers, shared memory, call results...).
 
 use crate::analyse::ShadowRun;
 use crate::lines::{Demotion, Exceptions, LineSummary};
+use crate::values::Values;
 use std::fmt::Write;
 
 /// How many lines per function to show.
@@ -120,18 +129,14 @@ pub fn render(run: &ShadowRun, shown: Shown) -> String {
             "function"
         };
         writeln!(out, "{kind} {}", f.function).ok();
-        let mut rows = vec![[
-            "line",
-            "max",
-            "mean",
-            "sum",
-            "samples",
-            "exceptions",
-            "ops",
-            "source",
-        ]
-        .map(String::from)
-        .to_vec()];
+        let mut header: Vec<String> = ["line", "max", "mean", "sum", "samples", "exceptions"]
+            .map(String::from)
+            .to_vec();
+        if run.analyses.shadow {
+            header.extend(["local", "digits", "cancel", "reseeded"].map(String::from));
+        }
+        header.extend(["ops", "source"].map(String::from));
+        let mut rows = vec![header];
         let limit = match shown {
             Shown::Top(n) => n,
             Shown::All => usize::MAX,
@@ -142,16 +147,19 @@ pub fn render(run: &ShadowRun, shown: Shown) -> String {
                 Some(d) => ("-".into(), "-".into(), "-".into(), samples(d)),
                 None => ("-".into(), "-".into(), "-".into(), "-".into()),
             };
-            rows.push(vec![
+            let mut row = vec![
                 position(l),
                 max,
                 mean,
                 sum,
                 n,
                 l.exceptions.as_ref().map_or("-".into(), exceptions),
-                l.opcodes.join(" "),
-                l.source.clone().unwrap_or_default(),
-            ]);
+            ];
+            if run.analyses.shadow {
+                row.extend(value_columns(l.values.as_ref()));
+            }
+            row.extend([l.opcodes.join(" "), l.source.clone().unwrap_or_default()]);
+            rows.push(row);
         }
         out.push_str(&columns(&rows));
         if f.lines.len() > limit {
@@ -174,7 +182,88 @@ pub fn render(run: &ShadowRun, shown: Shown) -> String {
         .ok();
     }
     out.push_str(&exceptions_block(run));
+    out.push_str(&values_block(run));
     out.push_str(&summary(run));
+    out.push('\n');
+    out
+}
+
+/// The shadow-value columns of a line: local max/mean, digits, cancellations, re-seeds.
+fn value_columns(v: Option<&Values>) -> [String; 4] {
+    let Some(v) = v else {
+        return ["-", "-", "-", "-"].map(String::from);
+    };
+    let local = if v.local.count > 0 {
+        format!("{}/{}", sci(v.local.max), sci(v.local.mean))
+    } else {
+        "-".into()
+    };
+    let digits = v.digits.map_or("-".into(), |d| format!("{d:.1}"));
+    let cancel = if v.cancellations > 0 {
+        format!("{} ({}b)", v.cancellations, v.cancel_max_bits)
+    } else {
+        "0".into()
+    };
+    [local, digits, cancel, v.reseeded.to_string()]
+}
+
+/// Digits right per output element and the re-seed points that re-seeded; empty without
+/// shadow values.
+pub fn values_block(run: &ShadowRun) -> String {
+    if !run.analyses.shadow {
+        return String::new();
+    }
+    let mut out = String::from(
+        "digits right per output element (against the shadow)
+",
+    );
+    if run.outputs.is_empty() {
+        out.push_str(
+            "  no floating-point output
+",
+        );
+    }
+    let digits = |d: Option<f64>| d.map_or("-".into(), |x| format!("{x:.1}"));
+    for o in &run.outputs {
+        writeln!(
+            out,
+            "  {} ({}, {} elements{}): min {}, median {}",
+            o.buffer,
+            o.dtype,
+            o.elements,
+            if o.finite < o.elements {
+                format!(", {} not finite", o.elements - o.finite)
+            } else {
+                String::new()
+            },
+            digits(o.min_digits),
+            digits(o.median_digits)
+        )
+        .ok();
+        for e in &o.worst {
+            writeln!(
+                out,
+                "    [{}] {:e} (shadow {:e}): {:.1} digits",
+                e.index, e.value, e.shadow, e.digits
+            )
+            .ok();
+        }
+    }
+    let reseeded: Vec<_> = run.reseeds.iter().filter(|r| r.reseeded > 0).collect();
+    if !reseeded.is_empty() {
+        out.push_str(
+            "shadows re-seeded from values (not propagated)
+",
+        );
+        for r in reseeded {
+            writeln!(
+                out,
+                "  {} of {}  {}  {}: {}",
+                r.reseeded, r.executions, r.site, r.opcode, r.reason
+            )
+            .ok();
+        }
+    }
     out.push('\n');
     out
 }
@@ -271,6 +360,23 @@ pub fn summary(run: &ShadowRun) -> String {
         }
         .ok();
     }
+    if run.analyses.shadow {
+        let worst = run
+            .functions
+            .iter()
+            .flat_map(|f| &f.lines)
+            .filter_map(|l| l.values.as_ref().and_then(|v| v.digits).map(|d| (d, l)))
+            .min_by(|a, b| a.0.total_cmp(&b.0));
+        if let Some((d, l)) = worst {
+            write!(
+                s,
+                "; fewest correct digits {d:.1} at {} ({})",
+                position(l),
+                l.function
+            )
+            .ok();
+        }
+    }
     if run.analyses.exceptions {
         let origins: u64 = run
             .sites
@@ -279,10 +385,12 @@ pub fn summary(run: &ShadowRun) -> String {
             .sum();
         write!(s, "; {origins} NaN/inf origins").ok();
     }
+    // The shadow-values run is one more instrumented run (never split, never timed).
+    let runs = run.runs.len() + usize::from(run.analyses.shadow);
     write!(
         s,
         "; outputs bit-identical to the program as written; {}",
-        plural(run.runs.len(), "run")
+        plural(runs, "run")
     )
     .ok();
     if let Some(t) = &run.timing {

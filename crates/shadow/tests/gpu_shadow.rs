@@ -144,6 +144,7 @@ fn exceptions_alone_find_the_same_lines_and_measure_no_demotion() {
     }
     let only = Analyses {
         demotion: false,
+        shadow: false,
         exceptions: true,
     };
     let run = analysed(&examples().join("shadow/shadow.toml"), only);

@@ -10,10 +10,24 @@
 //! steps' contributions together.
 
 use super::{device_error, pick, TrialError, TrialOutcome, TrialRunner, TrialTiming};
-use mantissa_gpu::Arch;
+use mantissa_gpu::{Arch, DType, HostData};
 
 /// Module globals read back after an instrumented run: (PTX name, bytes), in the order asked.
 pub type GlobalBytes = Vec<(String, Vec<u8>)>;
+
+/// One of the spec's working device buffers, as kernels see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BufferAddress {
+    /// The spec's buffer name.
+    pub name: String,
+    /// Its element type.
+    pub dtype: DType,
+    /// The device address of its first element (stable for the runner's life: restores copy
+    /// into it).
+    pub address: u64,
+    /// Its size in bytes.
+    pub bytes: u64,
+}
 
 impl TrialRunner<'_> {
     /// Runs `ptx` (the baseline's PTX rewritten by an instrumenting pass, with its runtime
@@ -27,8 +41,21 @@ impl TrialRunner<'_> {
         read_back: &[&str],
         timing: TrialTiming,
     ) -> Result<(TrialOutcome, GlobalBytes), TrialError> {
+        self.run_instrumented_with(ptx, &[], read_back, timing)
+    }
+
+    /// [`TrialRunner::run_instrumented`] with symbol writes made after the restore of the
+    /// module's globals and before the setup steps (a table of device addresses, say): `writes`
+    /// are (PTX name, bytes), each size-checked against the declaration.
+    pub fn run_instrumented_with(
+        &mut self,
+        ptx: &str,
+        writes: &[(String, Vec<u8>)],
+        read_back: &[&str],
+        timing: TrialTiming,
+    ) -> Result<(TrialOutcome, GlobalBytes), TrialError> {
         let m = self.load(ptx)?;
-        let first = self.restore_and_check(m, &[])?;
+        let first = self.restore_and_check(m, writes)?;
         let loaded = pick(m, &self.baseline_module, &self.loaded, &self.switched)?;
         let mut globals = Vec::with_capacity(read_back.len());
         for name in read_back {
@@ -38,8 +65,32 @@ impl TrialRunner<'_> {
                 .map_err(device_error(&format!("reading symbol '{name}'")))?;
             globals.push((name.to_string(), bytes));
         }
-        let outcome = self.finish(m, &[], first, timing, Vec::new())?;
+        let outcome = self.finish(m, writes, first, timing, Vec::new())?;
         Ok((outcome, globals))
+    }
+
+    /// The spec's working buffers (what the steps' kernels receive), sorted by name.
+    pub fn buffer_addresses(&self) -> Vec<BufferAddress> {
+        let mut out: Vec<BufferAddress> = self
+            .work
+            .iter()
+            .map(|(name, b)| BufferAddress {
+                name: name.clone(),
+                dtype: b.dtype(),
+                address: b.device_address(),
+                bytes: b.bytes(),
+            })
+            .collect();
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        out
+    }
+
+    /// The spec's output buffers as they are now: after a trial run with
+    /// [`TrialTiming::AccuracyOnly`], what its checked run left (timed repeats run the steps
+    /// again from the restore point).
+    pub fn download_outputs(&self) -> Result<Vec<(String, HostData)>, TrialError> {
+        super::outputs::download(self.gpu, &self.spec, &self.work)
+            .map_err(device_error("downloading the outputs"))
     }
 
     /// The architecture of the baseline PTX's `.target` (`sm_90`): a device runtime merged into

@@ -16,11 +16,14 @@
 //! The passes: [`demote`] (f64 → f32 per instruction), [`switch`] (each f64 instruction f64 or
 //! f32 by a byte of a module global, chosen at run time), [`count`] (executions per
 //! instruction into a module global, through a merged device runtime), [`shadow`] (the
-//! demotion error and the exceptions per instruction, through a merged device runtime).
+//! demotion error and the exceptions per instruction, through a merged device runtime),
+//! [`shadow_values`] (higher-precision shadow values: local and accumulated error per
+//! instruction, cancellations, shadows through memory).
 
 pub mod count;
 pub mod demote;
 pub mod shadow;
+pub mod shadow_values;
 pub mod switch;
 
 use crate::model::Module;

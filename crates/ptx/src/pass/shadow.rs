@@ -41,7 +41,7 @@
 //! [`crate::link::merge_runtime`] supplies; the instrumented kernels compute the same bits as the
 //! kernels as written.
 
-mod instrument;
+pub(crate) mod instrument;
 pub mod oracle;
 #[cfg(test)]
 mod oracle_tests;

@@ -69,6 +69,8 @@ fn the_json_document_has_per_site_and_per_line_data() {
             "functions",
             "kernels",
             "notes",
+            "outputs",
+            "reseeds",
             "runs",
             "sites",
             "spec",
@@ -93,11 +95,82 @@ fn the_json_document_has_per_site_and_per_line_data() {
     assert_eq!(v["functions"][0]["lines"][0]["source"], "y = 0.0 / z;");
     assert_eq!(
         v["analyses"],
-        serde_json::json!({"demotion": true, "exceptions": true})
+        serde_json::json!({"demotion": true, "shadow": false, "exceptions": true})
     );
     assert_eq!(
         v["runs"][0]["sites"],
         serde_json::json!({"start": 0, "end": 4})
     );
     assert_eq!(v["timing"]["ratio"], 2.0);
+}
+
+#[test]
+fn shadow_values_add_columns_the_outputs_block_and_the_fewest_digits() {
+    use crate::lines::{summarise, Demotion};
+    use crate::values::{output_digits, Reseed, Values};
+    use mantissa_gpu::DType;
+    let mut r = run();
+    r.analyses.shadow = true;
+    let errors = |count: u64, sum: f64, max: f64| Demotion {
+        count,
+        sum,
+        max,
+        mean: sum / count as f64,
+        zero_reference: 0,
+        non_finite: 0,
+    };
+    r.sites[0].values = Some(Values {
+        executions: 64,
+        local: errors(64, 0.0, 0.0),
+        accumulated: errors(64, 64e-8, 1e-8),
+        digits: Some(8.0),
+        cancellations: 64,
+        cancel_max_bits: 27,
+        reseeded: 0,
+        treatment: "propagated".into(),
+    });
+    r.functions = summarise(&r.sites);
+    r.outputs = vec![output_digits(
+        "y",
+        DType::F64,
+        &[1.0, 2.0],
+        &[1e-8, 0.0],
+        &[0.0, 0.0],
+    )];
+    r.reseeds = vec![Reseed {
+        site: r.sites[0].site.clone(),
+        opcode: "ld.shared.f64".into(),
+        reason: "a load from shared memory (not shadowed)".into(),
+        executions: 5,
+        reseeded: 5,
+    }];
+    let text = render(&r, Shown::All);
+    let header = text.lines().nth(1).unwrap();
+    assert!(
+        header
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .contains("exceptions local digits cancel reseeded ops"),
+        "{header}"
+    );
+    let cancel = text.lines().find(|l| l.contains("shadow.cu:20")).unwrap();
+    let cells = cancel.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(cells.contains(" 0/0 8.0 64 (27b) 0 sub.rn.f64"), "{cancel}");
+    assert!(
+        text.contains("  y (f64, 2 elements): min 8.0, median 8.0\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("    [0] 1e0 (shadow 1.00000001e0): 8.0 digits\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  5 of 5  seed shadow.cu:20#0  ld.shared.f64: a load from shared memory"),
+        "{text}"
+    );
+    assert!(
+        text.contains("; fewest correct digits 8.0 at shadow.cu:20 (seed)"),
+        "{text}"
+    );
 }

@@ -1,0 +1,424 @@
+//! CPU tests of the shadow-values pass: the sites are the demotion/exception pass's, what is
+//! propagated, inline, re-seeded and shadowed in memory on a hand-written kernel, the original
+//! code is untouched, the fusible pairs keep their product unread, `decode` and `table_bytes`
+//! read and write the runtime's layouts, and every instrumented fixture (merged with the runtime
+//! NVRTC compiles) round-trips and assembles with ptxas.
+
+use super::*;
+use crate::link::merge_runtime;
+use crate::model::{Instruction, Item, Statement};
+use crate::pass::shadow::{self, ShadowOptions};
+use crate::test_support::{assert_sound, parse_clean};
+
+const MIXED: &str = include_str!("../../../tests/fixtures/shadow_values/mixed.ptx");
+
+const FIXTURES: [(&str, &str); 9] = [
+    ("mixed", MIXED),
+    (
+        "values example",
+        include_str!("../../../tests/fixtures/shadow_values/values.ptx"),
+    ),
+    (
+        "profile",
+        include_str!("../../../tests/fixtures/count/profile.ptx"),
+    ),
+    (
+        "loop_sum",
+        include_str!("../../../tests/fixtures/loop_sum.default.ptx"),
+    ),
+    (
+        "divsqrt fast",
+        include_str!("../../../tests/fixtures/divsqrt.fast.ptx"),
+    ),
+    (
+        "divsqrt strict",
+        include_str!("../../../tests/fixtures/divsqrt.strict.ptx"),
+    ),
+    (
+        "ray_step",
+        include_str!("../../../tests/fixtures/ray_step.default.ptx"),
+    ),
+    (
+        "ray_step fast",
+        include_str!("../../../tests/fixtures/ray_step.fast.ptx"),
+    ),
+    (
+        "calls",
+        include_str!("../../../tests/fixtures/calls.default.ptx"),
+    ),
+];
+
+fn insts(m: &Module, f: &str) -> Vec<Instruction> {
+    m.functions()
+        .find(|x| x.name == f && x.body.is_some())
+        .and_then(|x| x.body.clone())
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|s| match s {
+            Statement::Inst(i) => Some(i),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The instructions inserted right after original instruction `id` (up to the next original).
+fn after(m: &Module, original: &Module, f: &str, id: InstId) -> Vec<String> {
+    let kept: HashSet<InstId> = insts(original, f).iter().map(|i| i.id).collect();
+    insts(m, f)
+        .iter()
+        .skip_while(|i| i.id != id)
+        .skip(1)
+        .take_while(|i| !kept.contains(&i.id))
+        .map(|i| i.to_string())
+        .collect()
+}
+
+use std::collections::HashSet;
+
+#[test]
+fn sites_are_the_shadow_pass_sites_with_their_treatment() {
+    for (name, ptx) in FIXTURES {
+        let m = parse_clean(name, ptx);
+        let values = instrument(&m)
+            .unwrap_or_else(|e| panic!("{name}: {e}"))
+            .report;
+        let demotion = shadow::instrument(&m, &ShadowOptions::all())
+            .unwrap()
+            .report;
+        let key = |index: u32, site: &Site, inst: InstId| (index, site.clone(), inst);
+        assert_eq!(
+            values
+                .sites
+                .iter()
+                .map(|s| key(s.index, &s.site, s.inst))
+                .collect::<Vec<_>>(),
+            demotion
+                .sites
+                .iter()
+                .map(|s| key(s.index, &s.site, s.inst))
+                .collect::<Vec<_>>(),
+            "{name}"
+        );
+        // A site the demotion pass leaves unmeasured although it writes one register is part
+        // of a fusible pair here too.
+        for (v, d) in values.sites.iter().zip(&demotion.sites) {
+            if !d.exceptions && !matches!(v.treatment, Treatment::Skipped(_)) {
+                assert!(matches!(v.treatment, Treatment::Fused(_)), "{name}: {v:?}");
+            }
+            assert!(
+                !matches!(&v.treatment, Treatment::Skipped(w) if w == "not reached"),
+                "{name}: {v:?}"
+            );
+        }
+        for (k, r) in values.reseeds.iter().enumerate() {
+            assert_eq!(r.record as usize, values.sites.len() + k);
+        }
+    }
+}
+
+#[test]
+fn the_mixed_kernel_propagates_inlines_and_reseeds_as_documented() {
+    let m = parse_clean("mixed", MIXED);
+    let r = instrument(&m).unwrap().report;
+    let treatment: Vec<(&str, String)> = r
+        .sites
+        .iter()
+        .map(|s| {
+            let t = match &s.treatment {
+                Treatment::Propagated => "propagated".to_string(),
+                Treatment::Fused(_) => "fused".to_string(),
+                Treatment::Reseeded(w) => format!("reseeded: {w}"),
+                Treatment::Skipped(w) => format!("skipped: {w}"),
+            };
+            (s.opcode.as_str(), t)
+        })
+        .collect();
+    let p = || "propagated".to_string();
+    assert_eq!(
+        treatment,
+        [
+            ("mul.rn.f64", p()),
+            ("add.rn.f64", p()),
+            ("fma.rn.f64", p()),
+            ("div.rn.f64", p()),
+            ("sqrt.rn.f64", p()),
+            (
+                "cvt.rn.f64.s32",
+                "reseeded: a conversion from an integer or a narrower float".into()
+            ),
+            ("cvt.rn.f32.f64", p()),
+            (
+                "sin.approx.f32",
+                "reseeded: an approximate function, measured as one unit".into()
+            ),
+            ("cvt.f64.f32", p()),
+            ("cvt.rmi.f64.f64", p()),
+            ("mul.f64", "fused".into()),
+            ("add.f64", "fused".into()),
+            ("add.rn.f64", p()),
+            ("add.rn.f64", p()),
+        ]
+    );
+    let reseeds: Vec<(&str, &str, bool)> = r
+        .reseeds
+        .iter()
+        .map(|x| (x.opcode.as_str(), x.reason.as_str(), x.conditional))
+        .collect();
+    let global = "a global load: re-seeds where the address is in no registered buffer";
+    assert_eq!(
+        reseeds,
+        [
+            ("ld.global.f64", global, true),
+            ("ld.global.v2.f64", global, true),
+            ("mov.b64", "bits moved from a non-float register", false),
+            (
+                "ld.shared.f64",
+                "a load from shared memory (not shadowed)",
+                false
+            ),
+        ]
+    );
+    assert_eq!(r.records(), 14 + 4);
+    assert_eq!(r.global_bytes(), 18 * 14 * 8);
+}
+
+#[test]
+fn inserted_code_is_what_each_definition_needs() {
+    let m = parse_clean("mixed", MIXED);
+    let out = instrument(&m).unwrap().module;
+    let id_of = |text: &str| {
+        insts(&m, "mixed")
+            .into_iter()
+            .find(|i| i.to_string().contains(text))
+            .map(|i| i.id)
+            .unwrap_or_else(|| panic!("no {text}"))
+    };
+    let after = |text: &str| after(&out, &m, "mixed", id_of(text));
+    let calls = |code: &[String]| -> Vec<&str> {
+        code.iter()
+            .filter(|i| i.starts_with("call") || i.contains(" call"))
+            .map(|i| {
+                [
+                    ARITH_FUNCTION,
+                    LOAD_FUNCTION,
+                    STORE_FUNCTION,
+                    CLEAR_FUNCTION,
+                    RESEED_FUNCTION,
+                ]
+                .into_iter()
+                .find(|f| i.contains(&format!("{f},")))
+                .unwrap_or("?")
+            })
+            .collect()
+    };
+    // A kernel parameter is an input: its shadow is its value, no runtime call.
+    let param = after("[mixed_param_2]");
+    assert_eq!(param.len(), 2, "{param:?}");
+    assert!(
+        param[0].starts_with("mov.f64") && param[0].ends_with("%fd1;"),
+        "{param:?}"
+    );
+    assert!(param[1].starts_with("mov.f64") && param[1].contains("0d0000000000000000"));
+    // Arithmetic calls the runtime once and takes the pair.
+    let mul = after("mul.rn.f64");
+    assert_eq!(calls(&mul), [ARITH_FUNCTION], "{mul:?}");
+    assert_eq!(
+        mul.iter().filter(|i| i.starts_with("ld.param.f64")).count(),
+        2
+    );
+    // neg, abs, selp, min, mov: inline, no call.
+    for text in [
+        "neg.f64",
+        "abs.f64 ",
+        "selp.f64",
+        "min.f64",
+        "mov.f64 \t%fd14",
+    ] {
+        let code = after(text);
+        assert!(calls(&code).is_empty(), "{text}: {code:?}");
+        assert!(!code.is_empty(), "{text}");
+    }
+    // Loads and stores of global floats go through the shadow buffer; an integer store clears.
+    assert_eq!(
+        calls(&after("ld.global.v2.f64")),
+        [LOAD_FUNCTION, LOAD_FUNCTION]
+    );
+    assert_eq!(
+        calls(&after("st.global.v2.f64")),
+        [STORE_FUNCTION, STORE_FUNCTION]
+    );
+    assert_eq!(calls(&after("st.global.u32")), [CLEAR_FUNCTION]);
+    // Re-seeds count into their record.
+    assert_eq!(calls(&after("ld.shared.f64")), [RESEED_FUNCTION]);
+    // A guarded instruction's shadow code runs under its guard (call staging aside).
+    for i in after("@%p1 add.rn.f64") {
+        let staging = i.starts_with("st.param") || i.starts_with("ld.param");
+        assert!(staging || i.starts_with("@%p1"), "{i}");
+    }
+}
+
+#[test]
+fn the_fusible_product_is_never_read() {
+    let m = parse_clean("mixed", MIXED);
+    let out = instrument(&m).unwrap().module;
+    let original = insts(&m, "mixed");
+    let kept: HashSet<InstId> = original.iter().map(|i| i.id).collect();
+    let reads_product = insts(&out, "mixed")
+        .into_iter()
+        .filter(|i| !kept.contains(&i.id))
+        .filter(|i| i.uses().contains(&"%fd20"))
+        .map(|i| i.to_string())
+        .collect::<Vec<_>>();
+    assert!(reads_product.is_empty(), "{reads_product:?}");
+}
+
+#[test]
+fn the_original_code_is_kept_and_inserted_code_writes_only_its_registers() {
+    for (name, ptx) in FIXTURES {
+        let m = parse_clean(name, ptx);
+        let out = instrument(&m).unwrap().module;
+        for f in m.functions().filter(|f| f.body.is_some()) {
+            let before = insts(&m, &f.name);
+            let after = insts(&out, &f.name);
+            let ids: HashSet<InstId> = before.iter().map(|i| i.id).collect();
+            let kept: Vec<&Instruction> = after.iter().filter(|i| ids.contains(&i.id)).collect();
+            assert_eq!(kept.len(), before.len(), "{name} {}", f.name);
+            for (a, b) in kept.iter().zip(&before) {
+                assert_eq!(a.to_string(), b.to_string(), "{name}");
+            }
+            let declared: HashSet<&str> = before
+                .iter()
+                .flat_map(|i| i.defs())
+                .chain(before.iter().flat_map(|i| i.uses()))
+                .collect();
+            for i in after.iter().filter(|i| !ids.contains(&i.id)) {
+                for d in i.defs() {
+                    assert!(!declared.contains(d), "{name}: {i} writes the user's {d}");
+                }
+                if i.opcode == "st" {
+                    assert_eq!(i.space(), "param", "{name}: {i}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn decode_reads_the_runtime_layout_and_the_table_is_written_as_the_runtime_reads_it() {
+    let m = parse_clean("mixed", MIXED);
+    let r = instrument(&m).unwrap().report;
+    let mut words = vec![0u64; r.records() * WORDS_PER_RECORD as usize];
+    let at = |rec: usize, w: Word| rec * WORDS_PER_RECORD as usize + w as usize;
+    words[at(1, Word::Executions)] = 7;
+    words[at(1, Word::LocalCount)] = 6;
+    words[at(1, Word::LocalSum)] = 3e-16f64.to_bits();
+    words[at(1, Word::LocalMax)] = 1e-16f64.to_bits();
+    words[at(1, Word::LocalZero)] = 1;
+    words[at(1, Word::AccCount)] = 5;
+    words[at(1, Word::AccMax)] = 1e-9f64.to_bits();
+    words[at(1, Word::AccNonFinite)] = 2;
+    words[at(1, Word::Cancellations)] = 3;
+    words[at(1, Word::CancelMaxBits)] = 40;
+    words[at(15, Word::Reseeded)] = 9;
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    let stats = r.decode(&bytes).unwrap();
+    assert_eq!(stats.sites.len(), 14);
+    assert_eq!(stats.reseeds.len(), 4);
+    let s = stats.sites[1];
+    assert_eq!(
+        (s.executions, s.local.count, s.local.zero_reference),
+        (7, 6, 1)
+    );
+    assert_eq!((s.local.sum, s.local.max), (3e-16, 1e-16));
+    assert_eq!((s.accumulated.count, s.accumulated.non_finite), (5, 2));
+    assert_eq!((s.cancellations, s.cancel_max_bits), (3, 40));
+    assert!((s.worst_digits().unwrap() - 9.0).abs() < 1e-12);
+    assert_eq!(stats.reseeds[1].reseeded, 9);
+    assert_eq!(stats.sites[0], ValueStats::default());
+    assert!(matches!(
+        r.decode(&bytes[8..]),
+        Err(ValuesError::Bytes { .. })
+    ));
+
+    let table = table_bytes(&[
+        ShadowedBuffer {
+            address: 0x1000,
+            bytes: 64,
+            shadow: 0x9000,
+        },
+        ShadowedBuffer {
+            address: 0x2000,
+            bytes: 8,
+            shadow: 0xa000,
+        },
+    ])
+    .unwrap();
+    assert_eq!(table.len(), 8 * (1 + 3 * MAX_BUFFERS));
+    let word = |k: usize| u64::from_le_bytes(table[8 * k..8 * k + 8].try_into().unwrap());
+    assert_eq!(
+        (0..7).map(word).collect::<Vec<_>>(),
+        [2, 0x1000, 64, 0x9000, 0x2000, 8, 0xa000]
+    );
+    assert!(word(7) == 0 && word(3 * MAX_BUFFERS) == 0);
+    let many = vec![
+        ShadowedBuffer {
+            address: 0,
+            bytes: 0,
+            shadow: 0
+        };
+        MAX_BUFFERS + 1
+    ];
+    assert_eq!(
+        table_bytes(&many),
+        Err(ValuesError::TooManyBuffers(MAX_BUFFERS + 1))
+    );
+}
+
+#[test]
+fn digits_are_minus_log10_capped() {
+    assert_eq!(digits(0.0), 17.0);
+    assert!((digits(1e-6) - 6.0).abs() < 1e-12);
+    assert_eq!(digits(10.0), 0.0);
+    assert_eq!(digits(f64::NAN), 0.0);
+    assert_eq!(digits(f64::INFINITY), 0.0);
+}
+
+#[test]
+fn a_module_instrumented_once_is_refused() {
+    let m = parse_clean("mixed", MIXED);
+    let once = instrument(&m).unwrap().module;
+    assert!(matches!(instrument(&once), Err(ValuesError::NameTaken(_))));
+}
+
+/// The shadow-values runtime compiled by NVRTC for sm_90, or `None` (skip) without NVRTC.
+fn runtime() -> Option<String> {
+    let nvrtc = mantissa_gpu::testing::require_nvrtc_or_skip()?;
+    Some(
+        mantissa_gpu::runtime::compile(
+            &nvrtc,
+            &mantissa_gpu::runtime::SHADOW_VALUES,
+            mantissa_gpu::Arch::new(9, 0),
+        )
+        .unwrap_or_else(|e| panic!("{e}")),
+    )
+}
+
+#[test]
+fn instrumented_modules_merge_with_the_runtime_and_assemble() {
+    let Some(rt) = runtime() else {
+        return;
+    };
+    for (name, ptx) in FIXTURES {
+        let m = parse_clean(name, ptx);
+        let out = instrument(&m).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let merged = merge_runtime(&out.module, &rt).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(
+            merged
+                .items
+                .iter()
+                .any(|i| matches!(i, Item::Var(v) if v.name == VALUES_GLOBAL)),
+            "{name}"
+        );
+        assert_sound(name, &merged);
+    }
+}

@@ -1,0 +1,425 @@
+//! Analysis 2, higher-precision shadow values: its own instrumented run of the ORIGINAL PTX
+//! (never the demotion/exception pass's rewrite, so the two passes never instrument each other)
+//! by [`mantissa_ptx::pass::shadow_values`], with the runtime
+//! [`mantissa_gpu::runtime::SHADOW_VALUES`] merged, a zero-filled shadow buffer of twice the
+//! bytes of every floating-point buffer of the spec, and the buffer table written after the
+//! restore. The run is never timed: the shadow buffers are read right after the checked run.
+//!
+//! Results per site (merged into the per-line report by site index), per re-seed point, and per
+//! output buffer: the digits each element gets right against its shadow (value + difference),
+//! `−log10(|shadow − value| / |shadow|)`, their minimum and median, and the five worst elements.
+//!
+//! A launch the instrumented kernel cannot take is an error naming its registers: the sites
+//! cannot be split over several runs, since shadows must flow through the whole program.
+
+use crate::analyse::ShadowError;
+use crate::lines::Demotion;
+use mantissa_gpu::{runtime, DType, DeviceBuffer, Gpu, HostData};
+use mantissa_harness::{TrialError, TrialOutcome, TrialRunner, TrialTiming};
+use mantissa_ptx::link::merge_runtime;
+use mantissa_ptx::model::Module;
+use mantissa_ptx::pass::shadow_values::{
+    digits, instrument, table_bytes, ShadowedBuffer, Treatment, ValueStats, TABLE_GLOBAL,
+};
+use mantissa_ptx::site::Site;
+use serde::Serialize;
+
+/// What the shadow values measured at one site, or on one line (combined).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Values {
+    /// Executions.
+    pub executions: u64,
+    /// The instruction's own rounding: `|x − r| / |x|`, x the exact operation on its operand
+    /// values (`zero_reference`: x = 0).
+    pub local: Demotion,
+    /// The result against its shadow: `|r − s| / |s|` (`zero_reference`: s = 0).
+    pub accumulated: Demotion,
+    /// Correct digits of the worst result: −log10 of the largest accumulated error.
+    pub digits: Option<f64>,
+    /// Additions that lost ≥ 10 bits while an operand carried error.
+    pub cancellations: u64,
+    /// The most bits one of them lost.
+    pub cancel_max_bits: u64,
+    /// Executions whose shadow was re-seeded from the value.
+    pub reseeded: u64,
+    /// How the shadow is obtained (`propagated`, `fused: ...`, `reseeded: ...`); for a line,
+    /// its first site's.
+    pub treatment: String,
+}
+
+impl Values {
+    /// A site's statistics.
+    pub fn new(stats: &ValueStats, treatment: &Treatment) -> Values {
+        Values {
+            executions: stats.executions,
+            local: Demotion::from(&stats.local),
+            accumulated: Demotion::from(&stats.accumulated),
+            digits: stats.worst_digits(),
+            cancellations: stats.cancellations,
+            cancel_max_bits: stats.cancel_max_bits,
+            reseeded: stats.reseeded,
+            treatment: match treatment {
+                Treatment::Propagated => "propagated".into(),
+                Treatment::Fused(why) => format!("fused: {why}"),
+                Treatment::Reseeded(why) => format!("reseeded: {why}"),
+                Treatment::Skipped(why) => format!("skipped: {why}"),
+            },
+        }
+    }
+
+    /// Both together (counts add, maxima the larger, means over all samples).
+    pub fn merge(&self, o: &Values) -> Values {
+        let accumulated = self.accumulated.merge(&o.accumulated);
+        Values {
+            executions: self.executions + o.executions,
+            local: self.local.merge(&o.local),
+            digits: (accumulated.count > 0).then(|| digits(accumulated.max)),
+            accumulated,
+            cancellations: self.cancellations + o.cancellations,
+            cancel_max_bits: self.cancel_max_bits.max(o.cancel_max_bits),
+            reseeded: self.reseeded + o.reseeded,
+            treatment: self.treatment.clone(),
+        }
+    }
+}
+
+/// A definition of a float register that re-seeds its shadow, with its counts.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Reseed {
+    /// Its address.
+    pub site: Site,
+    /// Its opcode.
+    pub opcode: String,
+    /// Why it cannot propagate.
+    pub reason: String,
+    /// Executions.
+    pub executions: u64,
+    /// Re-seeds (fewer than executions for a load that found its buffer).
+    pub reseeded: u64,
+}
+
+/// One element of an output.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Element {
+    /// Its index in the buffer.
+    pub index: usize,
+    /// What the program computed.
+    pub value: f64,
+    /// Its shadow (value + difference, rounded to a double).
+    pub shadow: f64,
+    /// Correct digits of the value against the shadow.
+    pub digits: f64,
+}
+
+/// The digits an output buffer's elements get right against their shadows.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OutputDigits {
+    /// The spec's buffer name.
+    pub buffer: String,
+    /// Its element type.
+    pub dtype: String,
+    /// Elements.
+    pub elements: usize,
+    /// Elements with a finite value and shadow (the rest are not in the digits).
+    pub finite: usize,
+    /// The fewest digits of any element (`None`: no finite element).
+    pub min_digits: Option<f64>,
+    /// The median.
+    pub median_digits: Option<f64>,
+    /// The five worst elements, worst first.
+    pub worst: Vec<Element>,
+    /// Every element's value (not in the JSON: for callers that check elements).
+    #[serde(skip)]
+    pub values: Vec<f64>,
+    /// Every element's difference shadow − value as (hi, lo) (not in the JSON).
+    #[serde(skip)]
+    pub differences: Vec<(f64, f64)>,
+}
+
+/// How many worst elements an output lists.
+pub const WORST: usize = 5;
+
+/// The digits of `values` against `values + differences` (per element, the difference's two
+/// words `hi`, `lo`; `lo` all zero for an f32 buffer).
+pub fn output_digits(
+    buffer: &str,
+    dtype: DType,
+    values: &[f64],
+    hi: &[f64],
+    lo: &[f64],
+) -> OutputDigits {
+    let mut measured: Vec<Element> = Vec::new();
+    for (index, &value) in values.iter().enumerate() {
+        let (h, l) = (
+            hi.get(index).copied().unwrap_or(0.0),
+            lo.get(index).copied().unwrap_or(0.0),
+        );
+        let difference = h + l;
+        let shadow = value + difference;
+        if !value.is_finite() || !shadow.is_finite() {
+            continue;
+        }
+        let digits = if difference == 0.0 {
+            17.0
+        } else if shadow == 0.0 {
+            0.0
+        } else {
+            digits((difference / shadow).abs())
+        };
+        measured.push(Element {
+            index,
+            value,
+            shadow,
+            digits,
+        });
+    }
+    let mut sorted: Vec<f64> = measured.iter().map(|e| e.digits).collect();
+    sorted.sort_by(f64::total_cmp);
+    measured.sort_by(|a, b| a.digits.total_cmp(&b.digits).then(a.index.cmp(&b.index)));
+    OutputDigits {
+        buffer: buffer.to_string(),
+        dtype: dtype.to_string(),
+        elements: values.len(),
+        finite: measured.len(),
+        min_digits: sorted.first().copied(),
+        median_digits: (!sorted.is_empty()).then(|| sorted[(sorted.len() - 1) / 2]),
+        worst: measured.into_iter().take(WORST).collect(),
+        values: values.to_vec(),
+        differences: (0..values.len())
+            .map(|k| {
+                (
+                    hi.get(k).copied().unwrap_or(0.0),
+                    lo.get(k).copied().unwrap_or(0.0),
+                )
+            })
+            .collect(),
+    }
+}
+
+/// What the values run found.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ValuesRun {
+    /// Per site index, what was measured (sites the pass skipped are absent).
+    pub sites: Vec<(u32, Values)>,
+    /// Re-seed points that are not sites, with their counts.
+    pub reseeds: Vec<Reseed>,
+    /// Per floating-point output buffer, the digits right.
+    pub outputs: Vec<OutputDigits>,
+    /// The pass's notes.
+    pub notes: Vec<String>,
+}
+
+/// The outputs of an instrumented trial that differ from the baseline, as one phrase each.
+pub(crate) fn changed_outputs(outcome: &TrialOutcome) -> Vec<String> {
+    outcome
+        .outputs
+        .iter()
+        .filter(|o| o.vs_baseline.differing > 0 || o.vs_baseline.nonfinite_mismatches > 0)
+        .map(|o| {
+            format!(
+                "{}: {} of {} elements differ",
+                o.name, o.vs_baseline.differing, o.vs_baseline.elements
+            )
+        })
+        .collect()
+}
+
+fn floats(data: &HostData) -> Option<Vec<f64>> {
+    match data {
+        HostData::F32(v) => Some(v.iter().map(|&x| f64::from(x)).collect()),
+        HostData::F64(v) => Some(v.clone()),
+        _ => None,
+    }
+}
+
+/// Runs the values analysis of `module` (the program as written) through `runner`.
+pub(crate) fn run(
+    gpu: &Gpu,
+    runner: &mut TrialRunner,
+    module: &Module,
+) -> Result<ValuesRun, ShadowError> {
+    let instrumented = instrument(module)?;
+    let report = &instrumented.report;
+    let arch = runner.target_arch().ok_or(ShadowError::NoTarget)?;
+    let rt = runtime::compile(gpu.compiler(), &runtime::SHADOW_VALUES, arch)
+        .map_err(|e| ShadowError::Runtime(e.to_string()))?;
+    let ptx = merge_runtime(&instrumented.module, &rt)?.to_string();
+
+    let buffers: Vec<_> = runner
+        .buffer_addresses()
+        .into_iter()
+        .filter(|b| matches!(b.dtype, DType::F32 | DType::F64))
+        .collect();
+    let mut shadows: Vec<DeviceBuffer> = Vec::with_capacity(buffers.len());
+    for b in &buffers {
+        // Twice the bytes, in doubles: one per f32 element, two per f64 element.
+        let doubles = (2 * b.bytes / 8) as usize;
+        let s = gpu
+            .alloc_zeros(&format!("{}#shadow", b.name), DType::F64, doubles.max(1))
+            .map_err(|e| {
+                ShadowError::Trial(TrialError::Failed(format!(
+                    "allocating the shadow of '{}': {e}",
+                    b.name
+                )))
+            })?;
+        shadows.push(s);
+    }
+    let table: Vec<ShadowedBuffer> = buffers
+        .iter()
+        .zip(&shadows)
+        .map(|(b, s)| ShadowedBuffer {
+            address: b.address,
+            bytes: b.bytes,
+            shadow: s.device_address(),
+        })
+        .collect();
+    let writes = [(TABLE_GLOBAL.to_string(), table_bytes(&table)?)];
+    let global = report.global.as_str();
+    let (outcome, globals) =
+        match runner.run_instrumented_with(&ptx, &writes, &[global], TrialTiming::AccuracyOnly) {
+            Ok(x) => x,
+            Err(TrialError::OutOfResources {
+                message, registers, ..
+            }) => {
+                return Err(ShadowError::ValuesResources {
+                    why: message,
+                    registers,
+                })
+            }
+            Err(e) => return Err(e.into()),
+        };
+    let changed = changed_outputs(&outcome);
+    if !changed.is_empty() {
+        return Err(ShadowError::ChangedOutputs(changed.join(", ")));
+    }
+    let bytes = globals
+        .iter()
+        .find(|(name, _)| name == global)
+        .map(|(_, b)| b.as_slice())
+        .unwrap_or_default();
+    let stats = report
+        .decode(bytes)
+        .map_err(|e| ShadowError::Decode(e.to_string()))?;
+
+    let mut run = ValuesRun {
+        notes: report.notes.clone(),
+        ..ValuesRun::default()
+    };
+    for (s, st) in report.sites.iter().zip(&stats.sites) {
+        if !matches!(s.treatment, Treatment::Skipped(_)) {
+            run.sites.push((s.index, Values::new(st, &s.treatment)));
+        }
+    }
+    for (r, st) in report.reseeds.iter().zip(&stats.reseeds) {
+        run.reseeds.push(Reseed {
+            site: r.site.clone(),
+            opcode: r.opcode.clone(),
+            reason: r.reason.clone(),
+            executions: st.executions,
+            reseeded: st.reseeded,
+        });
+    }
+    let outputs = runner.download_outputs()?;
+    for (name, data) in &outputs {
+        let Some(values) = floats(data) else {
+            continue;
+        };
+        let Some(k) = buffers.iter().position(|b| &b.name == name) else {
+            continue;
+        };
+        let diffs = match gpu.download(&shadows[k]) {
+            Ok(HostData::F64(d)) => d,
+            Ok(_) => Vec::new(),
+            Err(e) => {
+                return Err(ShadowError::Trial(TrialError::Failed(format!(
+                    "downloading the shadow of '{name}': {e}"
+                ))))
+            }
+        };
+        let (hi, lo): (Vec<f64>, Vec<f64>) = match buffers[k].dtype {
+            DType::F64 => diffs
+                .chunks(2)
+                .map(|c| (c[0], c.get(1).copied().unwrap_or(0.0)))
+                .unzip(),
+            _ => diffs.iter().map(|&d| (d, 0.0)).unzip(),
+        };
+        run.outputs
+            .push(output_digits(name, buffers[k].dtype, &values, &hi, &lo));
+    }
+    Ok(run)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn digits_per_element_against_value_plus_difference() {
+        // Element 0 exact, 1 off by 1e-10 relative, 2 by 1e-3, 3 a value 0 whose shadow is not,
+        // 4 non-finite, 5 off by 1e-20 in the low word only.
+        let values = [1.0, 2.0, 4.0, 0.0, f64::NAN, 1.0];
+        let hi = [0.0, 2e-10, 4e-3, 1e-300, 0.0, 0.0];
+        let lo = [0.0, 0.0, 0.0, 0.0, 0.0, 1e-20];
+        let d = output_digits("y", DType::F64, &values, &hi, &lo);
+        assert_eq!((d.elements, d.finite), (6, 5));
+        let by_index = |i: usize| d.worst.iter().find(|e| e.index == i).map(|e| e.digits);
+        assert_eq!(by_index(3), Some(0.0));
+        assert!((by_index(2).unwrap() - 3.0).abs() < 1e-3, "{d:?}");
+        assert!((by_index(1).unwrap() - 10.0).abs() < 1e-3, "{d:?}");
+        assert!((by_index(5).unwrap() - 17.0).abs() < 1e-9 || by_index(5).unwrap() > 16.9);
+        assert_eq!(d.worst[0].index, 3);
+        assert_eq!(d.worst[1].index, 2);
+        assert_eq!(d.min_digits, Some(0.0));
+        // Sorted digits: 0, 3, 10, 17, 17 -> the median is 10.
+        assert!((d.median_digits.unwrap() - 10.0).abs() < 1e-3);
+        assert_eq!(d.worst.len(), WORST);
+        assert_eq!(d.worst[2].shadow, 2.0 + 2e-10);
+    }
+
+    #[test]
+    fn values_merge_adds_counts_keeps_maxima_and_takes_the_worst_digits() {
+        use mantissa_ptx::pass::shadow::ErrorStats;
+        let stats = |max: f64, bits: u64| ValueStats {
+            executions: 10,
+            local: ErrorStats {
+                count: 10,
+                sum: 10.0 * max / 2.0,
+                max,
+                zero_reference: 1,
+                non_finite: 0,
+            },
+            accumulated: ErrorStats {
+                count: 8,
+                sum: 8.0 * max,
+                max: 10.0 * max,
+                zero_reference: 0,
+                non_finite: 2,
+            },
+            cancellations: bits / 10,
+            cancel_max_bits: bits,
+            reseeded: 3,
+        };
+        let a = Values::new(&stats(1e-16, 20), &Treatment::Propagated);
+        let b = Values::new(&stats(1e-10, 40), &Treatment::Reseeded("why".into()));
+        assert_eq!(a.treatment, "propagated");
+        assert_eq!(b.treatment, "reseeded: why");
+        assert!((a.digits.unwrap() - 15.0).abs() < 1e-9);
+        let m = a.merge(&b);
+        assert_eq!(
+            (m.executions, m.local.count, m.local.zero_reference),
+            (20, 20, 2)
+        );
+        assert_eq!((m.accumulated.count, m.accumulated.non_finite), (16, 4));
+        assert_eq!(m.accumulated.max, 1e-9);
+        assert!((m.digits.unwrap() - 9.0).abs() < 1e-9);
+        assert_eq!((m.cancellations, m.cancel_max_bits, m.reseeded), (6, 40, 6));
+        assert_eq!(m.treatment, "propagated");
+    }
+
+    #[test]
+    fn a_buffer_without_finite_elements_has_no_digits() {
+        let d = output_digits("y", DType::F32, &[f64::INFINITY], &[0.0], &[]);
+        assert_eq!((d.finite, d.min_digits, d.median_digits), (0, None, None));
+        assert!(d.worst.is_empty());
+    }
+}
