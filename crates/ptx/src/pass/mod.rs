@@ -18,6 +18,7 @@
 //! instruction into a module global, through a merged device runtime), [`shadow`] (the
 //! demotion error and the exceptions per instruction, through a merged device runtime).
 
+pub mod cause;
 pub mod count;
 pub mod demote;
 pub mod shadow;
