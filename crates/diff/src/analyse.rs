@@ -10,7 +10,8 @@
 //!
 //! **The baseline of the search is the PTX as the driver JITs it**, not NVRTC's cubin: every
 //! trial is JIT-compiled PTX, so the unswitched PTX is run the same way (twice: two runs of the
-//! same build that differ mean atomics or races, and no cause can be attributed then).
+//! same build that differ mean atomics or races, and no cause can be attributed then), and so is
+//! another flag set's build compared against (its PTX, in the same runner).
 
 use crate::search::{search, Found, Outcome};
 use mantissa_gpu::{DType, FlagSet, Gpu, HostData};
@@ -274,7 +275,7 @@ pub fn diff(
         download_outputs: true,
         ..RunnerOptions::default()
     };
-    let mut runner = TrialRunner::new(gpu, spec, request.flags, opts.clone())?;
+    let mut runner = TrialRunner::new(gpu, spec, request.flags, opts)?;
     let ptx = runner.built().ptx.clone();
     let first = trial(&mut runner, spec, &ptx)?;
     let second = trial(&mut runner, spec, &ptx)?;
@@ -314,20 +315,14 @@ pub fn diff(
                 .collect()
         }
         Against::Flags(other) => {
+            // Run as every trial is: its PTX JIT-compiled by the driver, in this runner.
             progress(DiffEvent::Other(other.name()));
-            let other_runner = TrialRunner::new(
-                gpu,
-                spec,
-                other,
-                RunnerOptions {
-                    shared: Some(runner.shared()),
-                    ..opts
-                },
-            )?;
+            let built = build_module(gpu, spec, other)
+                .map_err(|message| DiffError::Trial(TrialError::Build { message }))?;
             if other == FlagSet::STRICT {
-                strict_ptx = Some(other_runner.built().ptx.clone());
+                strict_ptx = Some(built.ptx.clone());
             }
-            values_of(spec, &other_runner.baseline().downloaded)?
+            trial(&mut runner, spec, &built.ptx)?
         }
     };
     let as_written = differing(&first, &reference);

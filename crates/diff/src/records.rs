@@ -65,10 +65,26 @@ pub fn records(run: &DiffRun) -> Vec<Record> {
                 c.op.clone(),
                 vec![
                     ("line", f64::from(c.site.line), "the source line"),
-                    ("changed", b.alone.changed as f64, "output elements this cause alone changes"),
-                    ("fixes", b.alone.fixes as f64, "differing elements this cause alone makes equal to the reference"),
-                    ("max_ulps", b.alone.max_ulps, "largest change, in ulps of the output's type"),
-                    ("max_rel", b.alone.max_rel, "largest change relative to the value as written"),
+                    (
+                        "changed",
+                        b.alone.changed as f64,
+                        "output elements this cause alone changes",
+                    ),
+                    (
+                        "fixes",
+                        b.alone.fixes as f64,
+                        "differing elements this cause alone makes equal to the reference",
+                    ),
+                    (
+                        "max_ulps",
+                        b.alone.max_ulps,
+                        "largest change, in ulps of the output's type",
+                    ),
+                    (
+                        "max_rel",
+                        b.alone.max_rel,
+                        "largest change relative to the value as written",
+                    ),
                 ],
             )
         })
@@ -77,10 +93,26 @@ pub fn records(run: &DiffRun) -> Vec<Record> {
         "all".into(),
         format!("{} causes blamed", run.blamed.len()),
         vec![
-            ("differing", run.differing as f64, "elements differing from the reference as written"),
-            ("remaining", run.remaining as f64, "elements still differing with the minimal set switched"),
-            ("search_trials", run.search_trials as f64, "trials of the search"),
-            ("candidates", run.candidates.len() as f64, "candidate causes listed"),
+            (
+                "differing",
+                run.differing as f64,
+                "elements differing from the reference as written",
+            ),
+            (
+                "remaining",
+                run.remaining as f64,
+                "elements still differing with the minimal set switched",
+            ),
+            (
+                "search_trials",
+                run.search_trials as f64,
+                "trials of the search",
+            ),
+            (
+                "candidates",
+                run.candidates.len() as f64,
+                "candidate causes listed",
+            ),
         ],
     ));
     out

@@ -283,9 +283,11 @@ mod tests {
             };
             pair + if c { 0 } else { 3 }
         };
-        let found = search(8, differing(&[]), |s| Ok::<_, Infallible>(Outcome {
-            differing: differing(s),
-        }));
+        let found = search(8, differing(&[]), |s| {
+            Ok::<_, Infallible>(Outcome {
+                differing: differing(s),
+            })
+        });
         let Ok(found) = found;
         assert_eq!(found.remaining, 0);
         assert_eq!(found.minimal, vec![2, 5, 7]);

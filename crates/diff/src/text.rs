@@ -48,7 +48,11 @@ pub fn render(run: &DiffRun) -> String {
             let _ = writeln!(
                 s,
                 "{:<28} {:<14} {:<22} {:>9} {:>9} {:>10} {:>10.2e}",
-                format!("{file}:{} {}", c.site.line, short_function(&c.site.function)),
+                format!(
+                    "{file}:{} {}",
+                    c.site.line,
+                    short_function(&c.site.function)
+                ),
                 c.cause.name(),
                 c.op,
                 b.alone.changed,
@@ -173,7 +177,10 @@ pub(crate) mod tests {
         let text = render(&run());
         let lines: Vec<&str> = text.lines().collect();
         assert!(lines[0].starts_with("mantissa diff: projector (default) against reference"));
-        let rows: Vec<&&str> = lines.iter().filter(|l| l.starts_with("projector.cu:")).collect();
+        let rows: Vec<&&str> = lines
+            .iter()
+            .filter(|l| l.starts_with("projector.cu:"))
+            .collect();
         assert_eq!(rows.len(), 2, "{text}");
         assert!(rows[0].starts_with("projector.cu:31") && rows[0].contains("contraction"));
         assert!(rows[1].starts_with("projector.cu:40") && rows[1].contains("float_to_int"));

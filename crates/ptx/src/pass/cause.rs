@@ -26,7 +26,7 @@ use crate::cfg::Cfg;
 use crate::compare::{contractible, inlined_from_library, may_be_negative};
 use crate::decode::Decoded;
 use crate::graph::Graph;
-use crate::model::{Instruction, InstId, Module, Statement};
+use crate::model::{InstId, Instruction, Module, Statement};
 use crate::op::{OpKind, Rounding, ValueType};
 use crate::pass::{Pass, PassError, Pipeline, PipelineRun};
 use crate::promotion::{is_library, math_function, promotions};
@@ -201,9 +201,7 @@ pub fn candidates(module: &Module, strict: Option<&Module>) -> Vec<Candidate> {
                         push(Cause::Contraction, detail, None);
                     }
                 }
-                OpKind::Arith(crate::op::Arith::Mul)
-                    if float && contractible(&d, &graph, inst) =>
-                {
+                OpKind::Arith(crate::op::Arith::Mul) if float && contractible(&d, &graph, inst) => {
                     push(
                         Cause::Contractible,
                         "an unrounded mul feeding only unrounded add/sub: ptxas fuses them".into(),
@@ -235,9 +233,7 @@ pub fn candidates(module: &Module, strict: Option<&Module>) -> Vec<Candidate> {
                     }
                 }
                 OpKind::Convert { from, to }
-                    if from.is_float()
-                        && to.is_int()
-                        && op.rounding == Some(Rounding::Rzi) =>
+                    if from.is_float() && to.is_int() && op.rounding == Some(Rounding::Rzi) =>
                 {
                     let negative = to.is_unsigned() && may_be_negative(&d, &graph, inst);
                     let detail = format!(
@@ -270,11 +266,14 @@ fn accidental_doubles(module: &Module) -> Vec<Candidate> {
         .collect();
     let mut out = Vec::new();
     for kernel in kernels {
-        for p in promotions(module, kernel).into_iter().filter(|p| p.accidental()) {
+        for p in promotions(module, kernel)
+            .into_iter()
+            .filter(|p| p.accidental())
+        {
             let file = files.get(&p.at.file).copied().unwrap_or_default();
-            let found = index.iter().find(|(_, s)| {
-                s.function == p.function && s.file == file && s.line == p.at.line
-            });
+            let found = index
+                .iter()
+                .find(|(_, s)| s.function == p.function && s.file == file && s.line == p.at.line);
             let Some((id, site)) = found else { continue };
             let op = module
                 .functions()

@@ -54,8 +54,7 @@ impl Pass for Uncontract {
             for i in targets {
                 let op = decode(i);
                 let ty = op.ty.map(|t| t.name()).unwrap_or_default();
-                if op.kind != OpKind::Fma || !matches!(ty, "f32" | "f64") || i.operands.len() != 4
-                {
+                if op.kind != OpKind::Fma || !matches!(ty, "f32" | "f64") || i.operands.len() != 4 {
                     return Err(err(format!("{}: not a float fma", i.to_string().trim())));
                 }
                 let t = rw.reg(ty).map_err(|e| err(e.to_string()))?;

@@ -39,7 +39,11 @@ fn the_ray_step_has_the_three_seeded_causes_of_its_source() {
             (10, Cause::FloatToInt, "cvt.rzi.u32.f32".into()),
         ]
     );
-    assert!(list[2].detail.contains("may be negative"), "{}", list[2].detail);
+    assert!(
+        list[2].detail.contains("may be negative"),
+        "{}",
+        list[2].detail
+    );
     // The strict build has nothing to switch but its cast.
     let own = candidates(&strict, Some(&strict));
     assert_eq!(
@@ -131,7 +135,10 @@ fn listed_only_and_unknown_candidates_are_refused() {
         .unwrap_or_else(|| panic!("no math candidate"));
     assert!(matches!(
         switch(&m, &list, &[math]),
-        Err(SwitchError::NotSwitchable { cause: Cause::MathFunction, .. })
+        Err(SwitchError::NotSwitchable {
+            cause: Cause::MathFunction,
+            ..
+        })
     ));
     assert_eq!(
         switch(&m, &list, &[list.len()]).err(),
@@ -153,7 +160,10 @@ fn ftz_and_approximation_of_one_instruction_switch_independently() {
     };
     let text = |chosen: &[usize]| {
         let run = switch(&m, &list, chosen).unwrap_or_else(|e| panic!("{e}"));
-        let f = run.reports.iter().filter_map(|r| r.details::<CauseReport>());
+        let f = run
+            .reports
+            .iter()
+            .filter_map(|r| r.details::<CauseReport>());
         f.flat_map(|r| r.changes.clone())
             .map(|c| c.after)
             .collect::<Vec<_>>()
@@ -167,7 +177,10 @@ fn ftz_and_approximation_of_one_instruction_switch_independently() {
         ["div.rn.ftz.f32 \t%f9, %f1, %f2;"]
     );
     let both = text(&[div(Cause::FlushToZero), div(Cause::Approximate)]);
-    assert_eq!(both.last().map(String::as_str), Some("div.rn.f32 \t%f9, %f1, %f2;"));
+    assert_eq!(
+        both.last().map(String::as_str),
+        Some("div.rn.f32 \t%f9, %f1, %f2;")
+    );
 }
 
 const HEADER: &str = ".version 8.0\n.target sm_90\n.address_size 64\n";
@@ -191,9 +204,7 @@ fn run_on(m: &Module, input: &[u8]) -> Vec<u8> {
     assert_eq!(at, GLOBAL_BASE);
     mem.write(at, input).unwrap_or_else(|e| panic!("{e}"));
     run(m, "k", Launch::single(), &[Arg::u64(at)], &mut mem).unwrap_or_else(|e| panic!("{e}"));
-    mem.read(at, 64)
-        .unwrap_or_else(|e| panic!("{e}"))
-        .to_vec()
+    mem.read(at, 64).unwrap_or_else(|e| panic!("{e}")).to_vec()
 }
 
 /// Every cast of an f32 (`f`) or f64 (`fd`) operand at offset 0: u32 at 8, s32 at 12, u16 at
@@ -332,7 +343,10 @@ fn switched_casts_compute_what_x86_64_computes() {
             differ += usize::from(run_on(&m, &input)[8..32] != want[..]);
         }
         // The GPU's saturation differs on the negative and out-of-range operands.
-        assert!(differ >= 20, "{float}: only {differ} operands differ as written");
+        assert!(
+            differ >= 20,
+            "{float}: only {differ} operands differ as written"
+        );
     }
 }
 
@@ -382,14 +396,28 @@ fn switched_arithmetic_computes_what_the_cpu_computes() {
     use Cause::*;
     assert_eq!(
         causes,
-        [Contraction, Approximate, FlushToZero, Approximate, Approximate, Approximate, Approximate, FlushToZero]
+        [
+            Contraction,
+            Approximate,
+            FlushToZero,
+            Approximate,
+            Approximate,
+            Approximate,
+            Approximate,
+            FlushToZero
+        ]
     );
     let switched = switch(&m, &list, &all_switchable(&list))
         .unwrap_or_else(|e| panic!("{e}"))
         .module;
     assert_sound("arith", &switched);
     let one = 1.0 + f32::EPSILON;
-    for (a, b, c) in [(one, one, -1.0), (1e-39, 3.0, 1e-39), (2.0, 7.0, 0.1), (10.0, 3.0, -3.3)] {
+    for (a, b, c) in [
+        (one, one, -1.0),
+        (1e-39, 3.0, 1e-39),
+        (2.0, 7.0, 0.1),
+        (10.0, 3.0, -3.3),
+    ] {
         let got = floats(&run_on(&switched, &input(a, b, c))[12..40]);
         let want = [
             a * b + c,
@@ -432,7 +460,10 @@ fn the_originals_differ_where_the_cause_matters() {
 fn a_contractible_product_gets_rn_and_its_add_is_left_alone() {
     let m = arith(&["mul.f32 %f9, %f1, %f2;\n\tadd.f32 RES, %f9, %f3"]);
     let list = candidates(&m, None);
-    assert_eq!(summary(&list), vec![(0, Cause::Contractible, "mul.f32".into())]);
+    assert_eq!(
+        summary(&list),
+        vec![(0, Cause::Contractible, "mul.f32".into())]
+    );
     let run = switch(&m, &list, &[0]).unwrap_or_else(|e| panic!("{e}"));
     let text = assert_sound("contractible", &run.module);
     assert!(text.contains("mul.rn.f32 \t%f9, %f1, %f2;"), "{text}");
