@@ -267,3 +267,13 @@ fn write_example_keeping_source(dir: &std::path::Path) -> (std::path::PathBuf, V
     std::fs::write(dir.join("projector.cu"), source).unwrap_or_else(|e| panic!("{e}"));
     out
 }
+
+/// Writes the example's reference files (proj.npy, bins.npy) beside its spec, so that
+/// `mantissa diff examples/diff/projector/projector.toml` has its CPU reference.
+#[test]
+#[ignore = "writes into examples/diff/projector; run by hand"]
+fn write_reference() {
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/diff/projector");
+    write_example(&dir);
+}
