@@ -13,6 +13,7 @@
 //! same build that differ mean atomics or races, and no cause can be attributed then), and so is
 //! another flag set's build compared against (its PTX, in the same runner).
 
+use crate::sass::SassCheck;
 use crate::search::{search, Found, Outcome};
 use mantissa_gpu::{DType, FlagSet, Gpu, HostData};
 use mantissa_harness::compare::{compare, output_values};
@@ -113,6 +114,8 @@ pub struct Blamed {
     pub candidate: usize,
     /// Its effect alone.
     pub alone: Effect,
+    /// What the SASS says, for a contraction.
+    pub sass: SassCheck,
 }
 
 /// What a diff found.
@@ -382,8 +385,15 @@ pub fn diff(
         blamed.push(Blamed {
             candidate: c,
             alone: effect(spec, &first, &values, &reference),
+            sass: SassCheck::NotApplicable,
         });
     }
+    let members: Vec<&Candidate> = minimal.iter().map(|&c| &list[c]).collect();
+    let (checks, note) = crate::sass::check(&ptx, &members);
+    for (b, check) in blamed.iter_mut().zip(checks) {
+        b.sass = check;
+    }
+    notes.extend(note);
     let remaining = differing(&with_all, &reference);
     let outputs = spec
         .outputs

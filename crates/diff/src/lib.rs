@@ -12,12 +12,14 @@
 //! - [`analyse`]: the flow — baseline (twice), reference, candidates, search, effects.
 //! - [`search`]: the search for a minimal set of causes (adaptive binary splitting over a test
 //!   function; pure, tested on simulated programs).
+//! - [`sass`]: where the SASS confirms a blamed contraction.
 //! - [`text`] and [`records`]: the report per source line, and its records.
 
 #![deny(missing_docs)]
 
 pub mod analyse;
 pub mod records;
+pub mod sass;
 pub mod search;
 pub mod text;
 

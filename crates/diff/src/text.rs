@@ -34,7 +34,7 @@ pub fn render(run: &DiffRun) -> String {
     } else {
         let _ = writeln!(
             s,
-            "{:<28} {:<14} {:<22} {:>9} {:>9} {:>10} {:>10}",
+            "{:<28} {:<14} {:<22} {:>9} {:>9} {:>10} {:>10}  sass",
             "line", "cause", "instruction", "changes", "fixes", "max ulps", "max rel"
         );
         let mut rows: Vec<_> = run.blamed.iter().collect();
@@ -47,7 +47,7 @@ pub fn render(run: &DiffRun) -> String {
             let file = c.site.file.rsplit(['/', '\\']).next().unwrap_or("");
             let _ = writeln!(
                 s,
-                "{:<28} {:<14} {:<22} {:>9} {:>9} {:>10} {:>10.2e}",
+                "{:<28} {:<14} {:<22} {:>9} {:>9} {:>10} {:>10.2e}  {}",
                 format!(
                     "{file}:{} {}",
                     c.site.line,
@@ -58,13 +58,15 @@ pub fn render(run: &DiffRun) -> String {
                 b.alone.changed,
                 b.alone.fixes,
                 b.alone.max_ulps,
-                b.alone.max_rel
+                b.alone.max_rel,
+                b.sass.word()
             );
         }
         let _ = writeln!(
             s,
             "(changes: output elements the cause alone changes; fixes: differing elements it \
-             alone makes equal)"
+             alone makes equal; sass: FMA where the line's SASS has a fused multiply-add, \
+             inferred without a disassembler)"
         );
     }
     let explained = run.differing - run.remaining;
@@ -152,6 +154,7 @@ pub(crate) mod tests {
                         max_ulps: 1e9,
                         max_rel: 1.0,
                     },
+                    sass: crate::sass::SassCheck::NotApplicable,
                 },
                 Blamed {
                     candidate: 1,
@@ -161,6 +164,7 @@ pub(crate) mod tests {
                         max_ulps: 2.0,
                         max_rel: 2.4e-7,
                     },
+                    sass: crate::sass::SassCheck::Confirmed,
                 },
             ],
             differing: 1000,
@@ -183,6 +187,10 @@ pub(crate) mod tests {
             .collect();
         assert_eq!(rows.len(), 2, "{text}");
         assert!(rows[0].starts_with("projector.cu:31") && rows[0].contains("contraction"));
+        assert!(
+            rows[0].ends_with("  FMA") && rows[1].ends_with("  -"),
+            "{text}"
+        );
         assert!(rows[1].starts_with("projector.cu:40") && rows[1].contains("float_to_int"));
         assert!(text.contains("explained: 990 of 1000 differing elements (99.0%) in 5 trials"));
         assert!(text.contains("unexplained: 10 elements"));
