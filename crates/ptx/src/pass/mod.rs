@@ -16,7 +16,9 @@
 //! The passes: [`demote`] (f64 → f32 per instruction), [`switch`] (each f64 instruction f64 or
 //! f32 by a byte of a module global, chosen at run time), [`count`] (executions per
 //! instruction into a module global, through a merged device runtime), [`shadow`] (the
-//! demotion error and the exceptions per instruction, through a merged device runtime).
+//! demotion error and the exceptions per instruction, through a merged device runtime),
+//! [`cause`] (the causes of CPU/GPU differences listed per site, each switchable per site: one
+//! pass per cause).
 
 pub mod cause;
 pub mod count;
