@@ -184,9 +184,13 @@ fn diff_names_exactly_the_seeded_causes_on_their_lines() {
     );
     assert_eq!(run.remaining, 0, "{}", mantissa_diff::text::render(&run));
     assert!(run.differing > 0);
+    // Each needed cause changes the outputs on its own (whether it alone also fixes an element
+    // depends on the others: an element the division spoils is usually spoiled by the fma too).
     for b in &run.blamed {
-        assert!(b.alone.changed > 0 && b.alone.fixes > 0, "{b:?}");
+        assert!(b.alone.changed > 0, "{b:?}");
     }
+    let fixes: u64 = run.blamed.iter().map(|b| b.alone.fixes).sum();
+    assert!(fixes > 0, "{}", mantissa_diff::text::render(&run));
     // Against the strict build (default flags as written), only the contraction differs.
     let strict = DiffRequest {
         flags: FlagSet::DEFAULT,
