@@ -11,6 +11,7 @@
 #![deny(missing_docs)]
 
 mod devices;
+mod diff;
 mod inspect;
 mod mathlib;
 mod ops;
@@ -66,6 +67,11 @@ enum Command {
     /// the error of each f64 instruction run in f32 (demotion error), and where NaN, inf and
     /// subnormal results start and spread (exceptions). Instruments the PTX; needs a GPU.
     Shadow(shadow::ShadowArgs),
+    /// Why your CUDA program's outputs differ from your CPU program's (a reference .npy) or
+    /// from another build: the causes per source line (contraction, approximate division,
+    /// flush-to-zero, float→integer casts), each proved by switching it off in the PTX and
+    /// rerunning. Needs a GPU.
+    Diff(diff::DiffArgs),
     /// Measure the accuracy of CUDA's math functions (default, -use_fast_math, intrinsics) and
     /// the CPU's (Rust std, the libm crate) against correctly rounded references: binary32
     /// univariate functions exhaustively on the GPU, the rest by search; or --check one input.
@@ -95,6 +101,7 @@ fn main() -> ExitCode {
         Command::Inspect(args) => inspect::run(args),
         Command::Run(args) => run::run(args),
         Command::Shadow(args) => shadow::run(args),
+        Command::Diff(args) => diff::run(args),
         Command::Mathlib(args) => mathlib::run(args),
     };
     match result {

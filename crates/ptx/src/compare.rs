@@ -278,10 +278,7 @@ fn build_lines(m: &Module, kernel: &str) -> BuildLines {
             // Approximations inside a math library's code (libdevice's `log` seeds its division
             // with `rcp.approx.ftz.f64`) are the library's, refined there: not the user's.
             let library = in_library
-                || loc
-                    .and_then(|l| l.inlined.as_ref())
-                    .and_then(|i| names.get(&i.function_name))
-                    .is_some_and(|n| is_library(n) || math_function(n).is_some())
+                || inlined_from_library(loc, &names)
                 || (op.kind == OpKind::Rcp && fp.ty == "f64" && fp.accuracy == Accuracy::Approx);
             match (&op.kind, fp.accuracy) {
                 _ if library => {}
@@ -307,6 +304,17 @@ fn build_lines(m: &Module, kernel: &str) -> BuildLines {
     b
 }
 
+/// Whether the code under `loc` was inlined from a math library routine (libdevice, CUDA's
+/// `__internal_*`, a math function's wrapper); `names` is [`crate::units::debug_strings`].
+pub(crate) fn inlined_from_library(
+    loc: Option<&Loc>,
+    names: &std::collections::HashMap<String, String>,
+) -> bool {
+    loc.and_then(|l| l.inlined.as_ref())
+        .and_then(|i| names.get(&i.function_name))
+        .is_some_and(|n| is_library(n) || math_function(n).is_some())
+}
+
 /// Whether two highlights are of the same kind (approximate division, square root, ...).
 fn same_kind(a: &Highlight, b: &Highlight) -> bool {
     std::mem::discriminant(a) == std::mem::discriminant(b)
@@ -314,7 +322,7 @@ fn same_kind(a: &Highlight, b: &Highlight) -> bool {
 
 /// Whether `inst` is an unrounded float `mul` whose every use is an unrounded `add`/`sub` of
 /// the same type (see [`Highlight::Contractible`]).
-fn contractible(d: &Decoded, g: &Graph, inst: &Instruction) -> bool {
+pub(crate) fn contractible(d: &Decoded, g: &Graph, inst: &Instruction) -> bool {
     let unrounded = |i: &Instruction, ops: &[&str]| {
         ops.contains(&i.opcode.as_str())
             && !i.has_mod("rn")
@@ -337,7 +345,7 @@ fn contractible(d: &Decoded, g: &Graph, inst: &Instruction) -> bool {
 
 /// Whether the converted value may be negative, from its definitions (see
 /// [`Highlight::FloatToUnsigned`]).
-fn may_be_negative(d: &Decoded, g: &Graph, cvt: &Instruction) -> bool {
+pub(crate) fn may_be_negative(d: &Decoded, g: &Graph, cvt: &Instruction) -> bool {
     let Some(Operand::Reg(src)) = cvt.operands.get(1) else {
         return true;
     };

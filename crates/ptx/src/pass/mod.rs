@@ -18,8 +18,11 @@
 //! instruction into a module global, through a merged device runtime), [`shadow`] (the
 //! demotion error and the exceptions per instruction, through a merged device runtime),
 //! [`shadow_values`] (higher-precision shadow values: local and accumulated error per
-//! instruction, cancellations, shadows through memory).
+//! instruction, cancellations, shadows through memory),
+//! and [`cause`] (the causes of CPU/GPU differences listed per site, each switchable per site: one
+//! pass per cause).
 
+pub mod cause;
 pub mod count;
 pub mod demote;
 pub mod shadow;

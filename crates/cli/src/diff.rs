@@ -1,0 +1,122 @@
+//! `mantissa diff`: wiring for [`mantissa_diff::diff`] — read a kernel spec, run the user's
+//! program as written, compare its outputs with the spec's references (or another flag set's
+//! outputs), find the causes that explain the difference per source line, and print them, or
+//! the JSON document; append the records to OUT/results.jsonl when `--out` is given.
+
+use crate::run::RunUsage;
+use anyhow::anyhow;
+use clap::Args;
+use mantissa_diff::{diff, Against, DiffEvent, DiffRequest};
+use mantissa_gpu::{FlagSet, Gpu};
+use mantissa_harness::spec::SizeOverride;
+use mantissa_harness::Spec;
+use mantissa_report::ResultsLog;
+use std::path::PathBuf;
+
+/// The options of `mantissa diff` (see docs/COMMANDS.md).
+#[derive(Args)]
+pub struct DiffArgs {
+    /// The kernel spec (TOML; the format is in docs/SPEC.md); every output needs a
+    /// `reference` unless --against names a flag set.
+    spec: PathBuf,
+    /// Compare with the outputs of the program built under this flag set (`strict`, `fast`,
+    /// any preset or '+' combination) instead of the spec's references.
+    #[arg(long, value_parser = parse_flags)]
+    against: Option<FlagSet>,
+    /// The flag set of the build whose differences are explained.
+    #[arg(long, default_value = "default", value_parser = parse_flags)]
+    flags: FlagSet,
+    /// Replace a [sizes] entry, e.g. `--set n=4096` (repeatable); what depends on it follows.
+    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_override)]
+    set: Vec<SizeOverride>,
+    /// Print one JSON document instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// Append one record per blamed cause and a summary to DIR/results.jsonl.
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+}
+
+fn parse_flags(s: &str) -> Result<FlagSet, String> {
+    s.trim()
+        .parse()
+        .map_err(|e: mantissa_gpu::UnknownFlagSet| e.to_string())
+}
+
+fn parse_override(s: &str) -> Result<SizeOverride, String> {
+    s.parse()
+}
+
+pub fn run(args: DiffArgs) -> anyhow::Result<()> {
+    // The spec is read before the GPU is probed, so a wrong spec says so on any machine.
+    let spec = Spec::load_with(&args.spec, &args.set).map_err(|e| RunUsage(e.to_string()))?;
+    let request = DiffRequest {
+        flags: args.flags,
+        against: args.against.map_or(Against::Reference, Against::Flags),
+    };
+    if request.against == Against::Reference {
+        if let Some(o) = spec.outputs.iter().find(|o| o.reference.is_none()) {
+            return Err(
+                RunUsage(mantissa_diff::DiffError::NoReference(o.name()).to_string()).into(),
+            );
+        }
+    }
+    let gpu = Gpu::probe().map_err(|why| {
+        anyhow!(
+            "mantissa diff needs a GPU: {why}; `mantissa run {} --check` checks the spec without one",
+            args.spec.display()
+        )
+    })?;
+    let json = args.json;
+    let name = spec.name.clone();
+    let result = diff(&gpu, &spec, &request, &mut |event| {
+        if json {
+            return;
+        }
+        match event {
+            DiffEvent::Baseline => eprintln!(
+                "building and running {name} ({}) as written, twice",
+                args.flags.name()
+            ),
+            DiffEvent::Other(flags) => eprintln!("building and running {name} ({flags})"),
+            DiffEvent::Candidates {
+                differing,
+                switchable,
+                listed,
+            } => eprintln!(
+                "{differing} elements differ; {switchable} candidate causes to switch, {listed} listed only"
+            ),
+            DiffEvent::Trial {
+                number,
+                switched,
+                differing,
+            } => eprintln!("trial {number}: {switched} switched, {differing} elements differ"),
+            DiffEvent::Effects(n) => eprintln!("measuring each of {n} causes alone"),
+        }
+    });
+    let run = match result {
+        Ok(r) => r,
+        Err(e) if e.is_usage() => return Err(RunUsage(e.to_string()).into()),
+        Err(e) => return Err(e.into()),
+    };
+    if let Some(dir) = &args.out {
+        let mut log = ResultsLog::open(dir, true)?;
+        let records = mantissa_diff::records::records(&run);
+        for r in &records {
+            log.append(r)?;
+        }
+        if !json {
+            eprintln!(
+                "{} records appended to {}",
+                records.len(),
+                log.path().display()
+            );
+        }
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&run)?);
+    } else {
+        print!("{}", mantissa_diff::text::render(&run));
+    }
+    Ok(())
+}

@@ -1,0 +1,473 @@
+//! One `mantissa diff` of a spec's program: the program built and run as written (through the
+//! harness's [`TrialRunner`]), its outputs against a reference (the spec's `reference` files,
+//! or the outputs of another flag set's build), the causes listed per site
+//! ([`mantissa_ptx::pass::cause::candidates`]), the search ([`crate::search`]) for a minimal set
+//! whose switching makes the outputs equal the reference, one trial per test, then each member
+//! switched alone to measure its own effect.
+//!
+//! **What "equal" means.** Element by element in the output's type: a reference of another type
+//! (an f64 `.npy` for an f32 output) is rounded to the output's type first; NaN equals NaN.
+//!
+//! **The baseline of the search is the PTX as the driver JITs it**, not NVRTC's cubin: every
+//! trial is JIT-compiled PTX, so the unswitched PTX is run the same way (twice: two runs of the
+//! same build that differ mean atomics or races, and no cause can be attributed then), and so is
+//! another flag set's build compared against (its PTX, in the same runner).
+
+use crate::sass::SassCheck;
+use crate::search::{search, Found, Outcome};
+use mantissa_gpu::{DType, FlagSet, Gpu, HostData};
+use mantissa_harness::compare::{compare, output_values};
+use mantissa_harness::spec::OutputSpec;
+use mantissa_harness::trial::build::build_module;
+use mantissa_harness::{RunnerOptions, Spec, SpecError, TrialError, TrialRunner, TrialTiming};
+use mantissa_ptx::pass::cause::{candidates, switch, Candidate, SwitchError};
+use serde::Serialize;
+
+/// What the outputs are compared with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Against {
+    /// The spec's `reference` of every output (the CPU program's results).
+    Reference,
+    /// The outputs of the program built under another flag set.
+    Flags(FlagSet),
+}
+
+impl Against {
+    /// `reference` or the flag set's name.
+    pub fn name(self) -> String {
+        match self {
+            Against::Reference => "reference".into(),
+            Against::Flags(f) => f.name(),
+        }
+    }
+}
+
+/// What to explain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DiffRequest {
+    /// The flag set the program is built with (its outputs are what is explained).
+    pub flags: FlagSet,
+    /// What they are compared with.
+    pub against: Against,
+}
+
+/// Where a diff is, for a progress display.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DiffEvent {
+    /// Building and running the program as written (twice, to check it is deterministic).
+    Baseline,
+    /// Building and running the other flag set's program.
+    Other(String),
+    /// The outputs differ in this many elements; this many candidates are switchable.
+    Candidates {
+        /// Differing elements as written.
+        differing: u64,
+        /// Candidates the search switches.
+        switchable: usize,
+        /// Candidates listed only.
+        listed: usize,
+    },
+    /// One trial of the search ran.
+    Trial {
+        /// Trials so far.
+        number: usize,
+        /// Candidates switched.
+        switched: usize,
+        /// Elements still differing.
+        differing: u64,
+    },
+    /// Measuring each member of the minimal set alone.
+    Effects(usize),
+}
+
+/// One output as written and with the minimal set switched.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OutputDiff {
+    /// The output's name.
+    pub name: String,
+    /// Elements compared.
+    pub elements: usize,
+    /// Elements differing from the reference as written.
+    pub differing: u64,
+    /// Elements still differing with the minimal set switched.
+    pub remaining: u64,
+}
+
+/// What one switched cause does on its own.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Effect {
+    /// Output elements it changes (against the program as written).
+    pub changed: u64,
+    /// Of the elements that differ from the reference as written, how many it alone makes
+    /// equal.
+    pub fixes: u64,
+    /// The largest change, in units in the last place of the output's type.
+    pub max_ulps: f64,
+    /// The largest change relative to the value as written.
+    pub max_rel: f64,
+}
+
+/// A member of the minimal set.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Blamed {
+    /// Its index in [`DiffRun::candidates`].
+    pub candidate: usize,
+    /// Its effect alone.
+    pub alone: Effect,
+    /// What the SASS says, for a contraction.
+    pub sass: SassCheck,
+}
+
+/// What a diff found.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DiffRun {
+    /// The spec's name.
+    pub spec: String,
+    /// The flag set explained.
+    pub flags: String,
+    /// `reference` or the other flag set.
+    pub against: String,
+    /// The device.
+    pub device: String,
+    /// Every output.
+    pub outputs: Vec<OutputDiff>,
+    /// Every candidate cause listed, switchable or not.
+    pub candidates: Vec<Candidate>,
+    /// The minimal set, with each member's effect alone.
+    pub blamed: Vec<Blamed>,
+    /// Elements differing as written, over all outputs.
+    pub differing: u64,
+    /// Elements still differing with the minimal set switched (unexplained).
+    pub remaining: u64,
+    /// Trials of the search (tests of sets).
+    pub search_trials: usize,
+    /// Trials measuring members alone.
+    pub effect_trials: usize,
+    /// The search fell back to one-at-a-time reduction (interacting causes).
+    pub fell_back: bool,
+    /// Anything the reader should know.
+    pub notes: Vec<String>,
+}
+
+impl DiffRun {
+    /// Candidates that cannot be switched (math functions, accidental double): where what
+    /// remains may come from.
+    pub fn listed_only(&self) -> impl Iterator<Item = &Candidate> {
+        self.candidates.iter().filter(|c| !c.switchable())
+    }
+}
+
+/// Why a diff did not finish.
+#[derive(Debug, thiserror::Error)]
+pub enum DiffError {
+    /// The spec is wrong (a usage error).
+    #[error(transparent)]
+    Spec(#[from] SpecError),
+    /// An output has no reference to compare with.
+    #[error("output '{0}' has no reference: give it `reference = \"FILE.npy\"` in the spec, or use --against FLAGS")]
+    NoReference(String),
+    /// The outputs already equal the reference.
+    #[error("no difference to explain: every output of {flags} equals the {against} element for element")]
+    NoDifference {
+        /// The flag set.
+        flags: String,
+        /// What it was compared with.
+        against: String,
+    },
+    /// Two runs of the same build differ.
+    #[error("two runs of the same build differ ({0}): the program is not deterministic (atomics, races), so no cause can be attributed")]
+    Nondeterministic(String),
+    /// The program or a trial failed.
+    #[error("{0}")]
+    Trial(TrialError),
+    /// The cause passes refused a set (a bug).
+    #[error("switching causes: {0}")]
+    Switch(#[from] SwitchError),
+}
+
+impl From<TrialError> for DiffError {
+    fn from(e: TrialError) -> Self {
+        match e {
+            TrialError::Spec(s) => DiffError::Spec(s),
+            other => DiffError::Trial(other),
+        }
+    }
+}
+
+impl DiffError {
+    /// Whether the user's input is wrong (exit 2) rather than the run failing (exit 1).
+    pub fn is_usage(&self) -> bool {
+        matches!(
+            self,
+            DiffError::Spec(_) | DiffError::NoReference(_) | DiffError::NoDifference { .. }
+        )
+    }
+}
+
+/// Each output's compared values, in spec order, as f64 in the output's type.
+type Values = Vec<Vec<f64>>;
+
+/// The values of every output of `spec` from a trial's downloaded buffers.
+fn values_of(spec: &Spec, downloaded: &[(String, HostData)]) -> Result<Values, DiffError> {
+    spec.outputs
+        .iter()
+        .map(|o| {
+            let data = downloaded
+                .iter()
+                .find(|(b, _)| *b == o.buffer)
+                .map(|(_, d)| d)
+                .ok_or_else(|| {
+                    DiffError::Trial(TrialError::Failed(format!(
+                        "output buffer '{}' was not downloaded",
+                        o.buffer
+                    )))
+                })?;
+            Ok(output_values(data, o.view.as_ref(), o.reduce))
+        })
+        .collect()
+}
+
+fn dtype_of(spec: &Spec, o: &OutputSpec) -> DType {
+    spec.buffer(&o.buffer).map_or(DType::F64, |b| b.dtype)
+}
+
+/// `x` as a value of `dtype` (a reference of another type is rounded to the output's).
+fn in_type(dtype: DType, x: f64) -> f64 {
+    match dtype {
+        DType::F32 => f64::from(x as f32),
+        _ => x,
+    }
+}
+
+/// Equal in the output's type: the same bits, or both NaN.
+fn same(a: f64, b: f64) -> bool {
+    a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
+}
+
+/// Elements of `values` that differ from `reference`, per output.
+fn differing(values: &Values, reference: &Values) -> Vec<u64> {
+    values
+        .iter()
+        .zip(reference)
+        .map(|(v, r)| v.iter().zip(r).filter(|(a, b)| !same(**a, **b)).count() as u64)
+        .collect()
+}
+
+/// Runs `ptx` as a trial and returns its outputs' values.
+fn trial(runner: &mut TrialRunner, spec: &Spec, ptx: &str) -> Result<Values, DiffError> {
+    let (outcome, _) = runner.run_instrumented(ptx, &[], TrialTiming::AccuracyOnly)?;
+    values_of(spec, &outcome.downloaded)
+}
+
+/// Explains `spec`'s differences as `request` asks (see the module docs); `progress` hears
+/// where it is.
+pub fn diff(
+    gpu: &Gpu,
+    spec: &Spec,
+    request: &DiffRequest,
+    progress: &mut dyn FnMut(DiffEvent),
+) -> Result<DiffRun, DiffError> {
+    if request.against == Against::Reference {
+        if let Some(o) = spec.outputs.iter().find(|o| o.reference.is_none()) {
+            return Err(DiffError::NoReference(o.name()));
+        }
+    }
+    progress(DiffEvent::Baseline);
+    let opts = RunnerOptions {
+        baseline_timing: TrialTiming::AccuracyOnly,
+        download_outputs: true,
+        ..RunnerOptions::default()
+    };
+    let mut runner = TrialRunner::new(gpu, spec, request.flags, opts)?;
+    let ptx = runner.built().ptx.clone();
+    let first = trial(&mut runner, spec, &ptx)?;
+    let second = trial(&mut runner, spec, &ptx)?;
+    let unstable: Vec<String> = spec
+        .outputs
+        .iter()
+        .zip(differing(&second, &first))
+        .filter(|(_, n)| *n > 0)
+        .map(|(o, n)| format!("{}: {n} elements", o.name()))
+        .collect();
+    if !unstable.is_empty() {
+        return Err(DiffError::Nondeterministic(unstable.join(", ")));
+    }
+    let mut notes = Vec::new();
+    let cubin = values_of(spec, &runner.baseline().downloaded)?;
+    if differing(&cubin, &first).iter().any(|&n| n > 0) {
+        notes.push(
+            "the driver's JIT of the PTX computes differently from the build's own binary; \
+             the JIT's results are explained (every trial is JIT-compiled)"
+                .into(),
+        );
+    }
+    let mut strict_ptx: Option<String> = None;
+    let reference: Values = match request.against {
+        Against::Reference => {
+            let refs = mantissa_harness::data::references(spec)?;
+            spec.outputs
+                .iter()
+                .zip(refs)
+                .map(|(o, r)| {
+                    let dtype = dtype_of(spec, o);
+                    r.unwrap_or_default()
+                        .into_iter()
+                        .map(|x| in_type(dtype, x))
+                        .collect()
+                })
+                .collect()
+        }
+        Against::Flags(other) => {
+            // Run as every trial is: its PTX JIT-compiled by the driver, in this runner.
+            progress(DiffEvent::Other(other.name()));
+            let built = build_module(gpu, spec, other)
+                .map_err(|message| DiffError::Trial(TrialError::Build { message }))?;
+            if other == FlagSet::STRICT {
+                strict_ptx = Some(built.ptx.clone());
+            }
+            trial(&mut runner, spec, &built.ptx)?
+        }
+    };
+    let as_written = differing(&first, &reference);
+    let total: u64 = as_written.iter().sum();
+    if total == 0 {
+        return Err(DiffError::NoDifference {
+            flags: request.flags.name(),
+            against: request.against.name(),
+        });
+    }
+    if request.flags == FlagSet::STRICT {
+        strict_ptx = Some(ptx.clone());
+    }
+    if strict_ptx.is_none() {
+        match build_module(gpu, spec, FlagSet::STRICT) {
+            Ok(b) => strict_ptx = Some(b.ptx),
+            Err(e) => notes.push(format!(
+                "the strict build failed ({e}): every fma is a contraction candidate"
+            )),
+        }
+    }
+    let module = mantissa_ptx::parse(&ptx).module;
+    let strict = strict_ptx.map(|p| mantissa_ptx::parse(&p).module);
+    let list = candidates(&module, strict.as_ref());
+    let switchable: Vec<usize> = (0..list.len()).filter(|&k| list[k].switchable()).collect();
+    progress(DiffEvent::Candidates {
+        differing: total,
+        switchable: switchable.len(),
+        listed: list.len() - switchable.len(),
+    });
+    let mut number = 0;
+    let found: Found = search(switchable.len(), total, |set| {
+        let chosen: Vec<usize> = set.iter().map(|&k| switchable[k]).collect();
+        let switched = switch(&module, &list, &chosen)?.module.to_string();
+        let values = trial(&mut runner, spec, &switched)?;
+        let d: u64 = differing(&values, &reference).iter().sum();
+        number += 1;
+        progress(DiffEvent::Trial {
+            number,
+            switched: set.len(),
+            differing: d,
+        });
+        Ok::<_, DiffError>(Outcome { differing: d })
+    })?;
+    let minimal: Vec<usize> = found.minimal.iter().map(|&k| switchable[k]).collect();
+    progress(DiffEvent::Effects(minimal.len()));
+    let with_all = if minimal.is_empty() {
+        first.clone()
+    } else {
+        let switched = switch(&module, &list, &minimal)?.module.to_string();
+        trial(&mut runner, spec, &switched)?
+    };
+    let mut blamed = Vec::new();
+    for &c in &minimal {
+        let switched = switch(&module, &list, &[c])?.module.to_string();
+        let values = trial(&mut runner, spec, &switched)?;
+        blamed.push(Blamed {
+            candidate: c,
+            alone: effect(spec, &first, &values, &reference),
+            sass: SassCheck::NotApplicable,
+        });
+    }
+    let members: Vec<&Candidate> = minimal.iter().map(|&c| &list[c]).collect();
+    let (checks, note) = crate::sass::check(&ptx, &members);
+    for (b, check) in blamed.iter_mut().zip(checks) {
+        b.sass = check;
+    }
+    notes.extend(note);
+    let remaining = differing(&with_all, &reference);
+    let outputs = spec
+        .outputs
+        .iter()
+        .zip(&first)
+        .zip(as_written.iter().zip(&remaining))
+        .map(|((o, v), (&d, &r))| OutputDiff {
+            name: o.name(),
+            elements: v.len(),
+            differing: d,
+            remaining: r,
+        })
+        .collect();
+    if found.fell_back {
+        notes.push(
+            "the causes interact (switching more brought a difference back): the set was \
+             reduced one candidate at a time"
+                .into(),
+        );
+    }
+    Ok(DiffRun {
+        spec: spec.name.clone(),
+        flags: request.flags.name(),
+        against: request.against.name(),
+        device: gpu.info().name.clone(),
+        outputs,
+        candidates: list,
+        blamed,
+        differing: total,
+        remaining: remaining.iter().sum(),
+        search_trials: found.tests,
+        effect_trials: minimal.len() + usize::from(!minimal.is_empty()),
+        fell_back: found.fell_back,
+        notes,
+    })
+}
+
+/// What switching one cause alone did: `values` against the program as written (`first`)
+/// and the reference.
+fn effect(spec: &Spec, first: &Values, values: &Values, reference: &Values) -> Effect {
+    let mut e = Effect {
+        changed: 0,
+        fixes: 0,
+        max_ulps: 0.0,
+        max_rel: 0.0,
+    };
+    for (((o, v), f), r) in spec.outputs.iter().zip(values).zip(first).zip(reference) {
+        let c = compare(dtype_of(spec, o), v, f);
+        e.changed += c.differing as u64;
+        e.max_ulps = e.max_ulps.max(c.max_ulps);
+        e.max_rel = e.max_rel.max(c.max_rel);
+        e.fixes += v
+            .iter()
+            .zip(f)
+            .zip(r)
+            .filter(|((v, f), r)| !same(**f, **r) && same(**v, **r))
+            .count() as u64;
+    }
+    e
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn equality_is_in_the_outputs_type_and_nan_equals_nan() {
+        assert!(same(f64::NAN, -f64::NAN));
+        assert!(!same(0.0, -0.0));
+        let r = in_type(DType::F32, 0.1);
+        assert!(same(r, f64::from(0.1f32)));
+        assert!(!same(in_type(DType::F64, 0.1), f64::from(0.1f32)));
+        let v = vec![vec![1.0, 2.0, f64::NAN], vec![5.0]];
+        let r = vec![vec![1.0, 2.5, f64::NAN], vec![6.0]];
+        assert_eq!(differing(&v, &r), vec![1, 1]);
+    }
+}

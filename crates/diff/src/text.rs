@@ -1,0 +1,199 @@
+//! The report of a diff as text: the outputs, then one row per blamed cause in source-line
+//! order (what it changes alone, how many differing elements it alone fixes, by how much), then
+//! what remains unexplained and the listed-only candidates that may explain it.
+
+use crate::analyse::DiffRun;
+use std::fmt::Write;
+
+fn percent(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        100.0 * part as f64 / whole as f64
+    }
+}
+
+/// The text report.
+pub fn render(run: &DiffRun) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "mantissa diff: {} ({}) against {} on {}",
+        run.spec, run.flags, run.against, run.device
+    );
+    for o in &run.outputs {
+        let _ = writeln!(
+            s,
+            "  {}: {} elements, {} differ as written, {} with the causes below switched",
+            o.name, o.elements, o.differing, o.remaining
+        );
+    }
+    let _ = writeln!(s);
+    if run.blamed.is_empty() {
+        let _ = writeln!(s, "no switchable cause changes the difference");
+    } else {
+        let _ = writeln!(
+            s,
+            "{:<28} {:<14} {:<22} {:>9} {:>9} {:>10} {:>10}  sass",
+            "line", "cause", "instruction", "changes", "fixes", "max ulps", "max rel"
+        );
+        let mut rows: Vec<_> = run.blamed.iter().collect();
+        rows.sort_by(|a, b| {
+            let (x, y) = (&run.candidates[a.candidate], &run.candidates[b.candidate]);
+            (&x.site.file, x.site.line, &x.site).cmp(&(&y.site.file, y.site.line, &y.site))
+        });
+        for b in rows {
+            let c = &run.candidates[b.candidate];
+            let file = c.site.file.rsplit(['/', '\\']).next().unwrap_or("");
+            let _ = writeln!(
+                s,
+                "{:<28} {:<14} {:<22} {:>9} {:>9} {:>10} {:>10.2e}  {}",
+                format!(
+                    "{file}:{} {}",
+                    c.site.line,
+                    short_function(&c.site.function)
+                ),
+                c.cause.name(),
+                c.op,
+                b.alone.changed,
+                b.alone.fixes,
+                b.alone.max_ulps,
+                b.alone.max_rel,
+                b.sass.word()
+            );
+        }
+        let _ = writeln!(
+            s,
+            "(changes: output elements the cause alone changes; fixes: differing elements it \
+             alone makes equal; sass: FMA where the line's SASS has a fused multiply-add, \
+             inferred without a disassembler)"
+        );
+    }
+    let explained = run.differing - run.remaining;
+    let _ = writeln!(
+        s,
+        "\nexplained: {explained} of {} differing elements ({:.1}%) in {} trials (+{} to measure each cause alone)",
+        run.differing,
+        percent(explained, run.differing),
+        run.search_trials,
+        run.effect_trials
+    );
+    if run.remaining == 0 {
+        let _ = writeln!(s, "unexplained: none");
+    } else {
+        let _ = writeln!(s, "unexplained: {} elements", run.remaining);
+        let listed: Vec<_> = run.listed_only().collect();
+        if listed.is_empty() {
+            let _ = writeln!(s, "  no listed cause is left to blame");
+        } else {
+            let _ = writeln!(s, "  listed, not switched (may explain them):");
+            for c in listed {
+                let _ = writeln!(s, "    {}: {} ({})", c.site, c.cause.name(), c.detail);
+            }
+        }
+    }
+    for n in &run.notes {
+        let _ = writeln!(s, "note: {n}");
+    }
+    s
+}
+
+/// A kernel name short enough for a column (mangled C++ names are long).
+fn short_function(name: &str) -> &str {
+    if name.len() <= 12 {
+        name
+    } else {
+        ""
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::analyse::{Blamed, Effect, OutputDiff};
+    use mantissa_ptx::pass::cause::{Candidate, Cause};
+    use mantissa_ptx::site::Site;
+
+    pub(crate) fn run() -> DiffRun {
+        let cand = |line, ordinal, cause, op: &str, not: Option<&str>| Candidate {
+            site: Site {
+                function: "project".into(),
+                file: "/src/projector.cu".into(),
+                line,
+                ordinal,
+                inlined: Vec::new(),
+            },
+            inst: mantissa_ptx::InstId(line),
+            cause,
+            op: op.into(),
+            detail: "d".into(),
+            not_switchable: not.map(str::to_string),
+        };
+        DiffRun {
+            spec: "projector".into(),
+            flags: "default".into(),
+            against: "reference".into(),
+            device: "NVIDIA H200".into(),
+            outputs: vec![OutputDiff {
+                name: "absorb".into(),
+                elements: 4096,
+                differing: 1000,
+                remaining: 10,
+            }],
+            candidates: vec![
+                cand(40, 0, Cause::FloatToInt, "cvt.rzi.u32.f32", None),
+                cand(31, 2, Cause::Contraction, "fma.rn.f32", None),
+                cand(33, 0, Cause::MathFunction, "ex2.approx.f32", Some("listed")),
+            ],
+            blamed: vec![
+                Blamed {
+                    candidate: 0,
+                    alone: Effect {
+                        changed: 300,
+                        fixes: 300,
+                        max_ulps: 1e9,
+                        max_rel: 1.0,
+                    },
+                    sass: crate::sass::SassCheck::NotApplicable,
+                },
+                Blamed {
+                    candidate: 1,
+                    alone: Effect {
+                        changed: 700,
+                        fixes: 690,
+                        max_ulps: 2.0,
+                        max_rel: 2.4e-7,
+                    },
+                    sass: crate::sass::SassCheck::Confirmed,
+                },
+            ],
+            differing: 1000,
+            remaining: 10,
+            search_trials: 5,
+            effect_trials: 3,
+            fell_back: false,
+            notes: vec![],
+        }
+    }
+
+    #[test]
+    fn rows_in_line_order_with_the_share_explained_and_what_remains() {
+        let text = render(&run());
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].starts_with("mantissa diff: projector (default) against reference"));
+        let rows: Vec<&&str> = lines
+            .iter()
+            .filter(|l| l.starts_with("projector.cu:"))
+            .collect();
+        assert_eq!(rows.len(), 2, "{text}");
+        assert!(rows[0].starts_with("projector.cu:31") && rows[0].contains("contraction"));
+        assert!(
+            rows[0].ends_with("  FMA") && rows[1].ends_with("  -"),
+            "{text}"
+        );
+        assert!(rows[1].starts_with("projector.cu:40") && rows[1].contains("float_to_int"));
+        assert!(text.contains("explained: 990 of 1000 differing elements (99.0%) in 5 trials"));
+        assert!(text.contains("unexplained: 10 elements"));
+        assert!(text.contains("project projector.cu:33#0: math_function"));
+    }
+}

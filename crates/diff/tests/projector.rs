@@ -1,0 +1,283 @@
+//! The projector example (examples/diff/projector): without a GPU, its CPU reference is checked
+//! against the program itself (NVRTC's PTX with every cause switched, run in the PTX
+//! interpreter, equals the reference bit for bit); on a GPU, `mantissa diff` must name exactly
+//! the seeded causes on their lines and nothing else, and refuse bad input in one line.
+
+mod support;
+
+use mantissa_diff::{diff, Against, DiffError, DiffRequest, DiffRun};
+use mantissa_gpu::{Arch, FlagSet, Source, Target};
+use mantissa_harness::Spec;
+use mantissa_ptx::interp::{run, Arg, Launch, Memory};
+use mantissa_ptx::pass::cause::{candidates, switch, Cause};
+use std::collections::BTreeSet;
+use support::*;
+
+#[test]
+fn the_x86_replica_matches_known_casts() {
+    assert_eq!(x86_u32(-1.0), 0xFFFF_FFFF);
+    assert_eq!(x86_u32(-0.5), 0);
+    assert_eq!(x86_u32(4294967296.0), 0);
+    assert_eq!(x86_u32(f32::NAN), 0);
+    assert_eq!(x86_u32(3e9), 3_000_000_000);
+    assert_eq!(x86_u32(-2049.7), 0u32.wrapping_sub(2049));
+    assert_eq!(x86_u32(1e20), 0);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[test]
+#[allow(unused_unsafe)] // The intrinsic is safe from Rust 1.87 on; MSRV 1.85 needs the block.
+fn the_x86_replica_is_the_x86_instruction() {
+    use std::arch::x86_64::{_mm_cvttss_si64, _mm_set_ss};
+    let mut x = 1.0e-3f32;
+    let mut values = vec![
+        f32::NAN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::MAX,
+        -f32::MAX,
+    ];
+    while x < 1e30 {
+        values.extend([x, -x, x + 0.5, -x - 0.5]);
+        x *= 1.37;
+    }
+    for v in values {
+        // SAFETY: SSE is part of x86-64; the intrinsic reads only its argument.
+        let wide = unsafe { _mm_cvttss_si64(_mm_set_ss(v)) }.to_le_bytes();
+        let want = u32::from_le_bytes([wide[0], wide[1], wide[2], wide[3]]);
+        assert_eq!(x86_u32(v), want, "x = {v:e}");
+    }
+}
+
+/// The projector built by NVRTC under `flags` (PTX for sm_90), when NVRTC is installed.
+fn build(flags: FlagSet) -> Option<mantissa_ptx::Module> {
+    let nvrtc = mantissa_gpu::testing::require_nvrtc_or_skip()?;
+    let compiled = nvrtc
+        .compile(
+            &Source::new("projector.cu", SOURCE),
+            flags,
+            Target::Ptx(Arch::new(9, 0)),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    Some(mantissa_ptx::parse(&compiled.ptx).module)
+}
+
+/// Runs the projector's kernel of `m` in the interpreter on `vol`.
+fn interpret(m: &mantissa_ptx::Module, vol: &[f32]) -> (Vec<f32>, Vec<u32>) {
+    let mut mem = Memory::new();
+    let v = mem.f32s(vol);
+    let proj = mem.alloc(M * 4);
+    let bins = mem.alloc(M * 4);
+    let args = [
+        Arg::u64(v),
+        Arg::u64(proj),
+        Arg::u64(bins),
+        Arg::f32(X0),
+        Arg::f32(DIST),
+        Arg::f32(BIAS),
+        Arg::i32(NX as i32),
+        Arg::i32(M as i32),
+        Arg::i32(STEPS as i32),
+    ];
+    run(
+        m,
+        "project",
+        Launch::linear((M / 128) as u32, 128),
+        &args,
+        &mut mem,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let p = mem.read_f32s(proj, M).unwrap_or_else(|e| panic!("{e}"));
+    let raw = mem.read(bins, M * 4).unwrap_or_else(|e| panic!("{e}"));
+    let b = raw
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    (p, b)
+}
+
+fn bits(v: &[f32]) -> Vec<u32> {
+    v.iter().map(|x| x.to_bits()).collect()
+}
+
+/// (line, cause) of every candidate of the NVRTC build under `flags`, and whether switching
+/// all of them computes the CPU reference in the interpreter.
+#[test]
+fn every_cause_switched_computes_the_cpu_reference_in_the_interpreter() {
+    let (Some(default), Some(strict), Some(approx)) = (
+        build(FlagSet::DEFAULT),
+        build(FlagSet::STRICT),
+        build("approx-div".parse().unwrap_or_else(|e| panic!("{e}"))),
+    ) else {
+        return;
+    };
+    let dir = scratch("interp");
+    let (_, vol) = write_example(&dir);
+    let (want_proj, want_bins) = reference(&vol);
+    // The seeded causes, and only candidates on their lines or harmless ones, are listed.
+    let list = candidates(&approx, Some(&strict));
+    let seeded: BTreeSet<(u32, Cause)> = list
+        .iter()
+        .filter(|c| c.cause != Cause::FloatToInt || c.site.line == CAST_LINE)
+        .map(|c| (c.site.line, c.cause))
+        .collect();
+    assert_eq!(
+        seeded,
+        BTreeSet::from([
+            (DIVISION_LINE, Cause::Approximate),
+            (CONTRACTION_LINE, Cause::Contraction),
+            (CAST_LINE, Cause::FloatToInt),
+        ]),
+        "{list:#?}"
+    );
+    let all: Vec<usize> = (0..list.len()).filter(|&k| list[k].switchable()).collect();
+    let switched = switch(&approx, &list, &all)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .module;
+    let (proj, bins) = interpret(&switched, &vol);
+    assert_eq!(bits(&proj), bits(&want_proj), "proj");
+    assert_eq!(bins, want_bins, "bins");
+    // As written (default flags: the fma and the saturating cast), both outputs differ; the
+    // strict build differs only in the cast.
+    let (proj, bins) = interpret(&default, &vol);
+    assert_ne!(bits(&proj), bits(&want_proj));
+    assert_ne!(bins, want_bins);
+    let (proj, bins) = interpret(&strict, &vol);
+    assert_eq!(bits(&proj), bits(&want_proj), "strict proj is the CPU's");
+    assert!(bins.iter().zip(&want_bins).any(|(a, b)| a != b));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// (line, cause) of every blamed cause.
+fn blamed(run: &DiffRun) -> BTreeSet<(u32, Cause)> {
+    run.blamed
+        .iter()
+        .map(|b| {
+            let c = &run.candidates[b.candidate];
+            (c.site.line, c.cause)
+        })
+        .collect()
+}
+
+#[test]
+fn diff_names_exactly_the_seeded_causes_on_their_lines() {
+    let Some(gpu) = mantissa_gpu::testing::require_gpu_or_skip() else {
+        return;
+    };
+    let dir = scratch("gpu-seeded");
+    let (spec_path, _) = write_example(&dir);
+    let spec = Spec::load(&spec_path).unwrap_or_else(|e| panic!("{e}"));
+    let request = DiffRequest {
+        flags: "approx-div".parse().unwrap_or_else(|e| panic!("{e}")),
+        against: Against::Reference,
+    };
+    let run = diff(&gpu, &spec, &request, &mut |_| {}).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        blamed(&run),
+        BTreeSet::from([
+            (DIVISION_LINE, Cause::Approximate),
+            (CONTRACTION_LINE, Cause::Contraction),
+            (CAST_LINE, Cause::FloatToInt),
+        ]),
+        "{}",
+        mantissa_diff::text::render(&run)
+    );
+    assert_eq!(run.remaining, 0, "{}", mantissa_diff::text::render(&run));
+    assert!(run.differing > 0);
+    // Each needed cause changes the outputs on its own (whether it alone also fixes an element
+    // depends on the others: an element the division spoils is usually spoiled by the fma too).
+    for b in &run.blamed {
+        assert!(b.alone.changed > 0, "{b:?}");
+    }
+    let fixes: u64 = run.blamed.iter().map(|b| b.alone.fixes).sum();
+    assert!(fixes > 0, "{}", mantissa_diff::text::render(&run));
+    // Against the strict build (default flags as written), only the contraction differs.
+    let strict = DiffRequest {
+        flags: FlagSet::DEFAULT,
+        against: Against::Flags(FlagSet::STRICT),
+    };
+    let run = diff(&gpu, &spec, &strict, &mut |_| {}).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        blamed(&run),
+        BTreeSet::from([(CONTRACTION_LINE, Cause::Contraction)]),
+        "{}",
+        mantissa_diff::text::render(&run)
+    );
+    assert_eq!(run.remaining, 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The error's text is one line and contains `part`.
+fn one_line(e: &DiffError, part: &str) {
+    let text = e.to_string();
+    assert_eq!(text.lines().count(), 1, "{text}");
+    assert!(text.contains(part), "{text}");
+}
+
+#[test]
+fn bad_input_is_refused_in_one_line() {
+    let Some(gpu) = mantissa_gpu::testing::require_gpu_or_skip() else {
+        return;
+    };
+    let dir = scratch("gpu-bad");
+    let (spec_path, _) = write_example(&dir);
+    let spec = Spec::load(&spec_path).unwrap_or_else(|e| panic!("{e}"));
+    // The same build on both sides: nothing to explain.
+    let same = DiffRequest {
+        flags: FlagSet::DEFAULT,
+        against: Against::Flags(FlagSet::DEFAULT),
+    };
+    let e = diff(&gpu, &spec, &same, &mut |_| {}).err();
+    let e = e.unwrap_or_else(|| panic!("a build against itself has no difference"));
+    assert!(matches!(e, DiffError::NoDifference { .. }) && e.is_usage());
+    one_line(&e, "no difference to explain");
+    // A reference of the wrong length.
+    mantissa_harness::npy::write(
+        &dir.join("proj.npy"),
+        &mantissa_gpu::HostData::F32(vec![0.0; M - 1]),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let reference = DiffRequest {
+        flags: FlagSet::DEFAULT,
+        against: Against::Reference,
+    };
+    let e = diff(&gpu, &spec, &reference, &mut |_| {}).err();
+    let e = e.unwrap_or_else(|| panic!("a short reference is refused"));
+    assert!(e.is_usage(), "{e}");
+    one_line(&e, "4095 elements of f32");
+    // Two runs of one build that differ: the kernel writes the global timer.
+    std::fs::write(
+        dir.join("projector.cu"),
+        "extern \"C\" __global__ void project(const float* vol, float* proj, unsigned* bins,\n\
+         float x0, float dist, float bias, int nx, int m, int steps)\n{\n\
+         int i = blockIdx.x * blockDim.x + threadIdx.x;\n if (i >= m) return;\n\
+         unsigned long long t;\n asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(t));\n\
+         proj[i] = (float)(t & 0xffffff);\n bins[i] = (unsigned)t;\n}\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let (spec_path, _) = write_example_keeping_source(&dir);
+    let spec = Spec::load(&spec_path).unwrap_or_else(|e| panic!("{e}"));
+    let e = diff(&gpu, &spec, &reference, &mut |_| {}).err();
+    let e = e.unwrap_or_else(|| panic!("a timer-dependent program is refused"));
+    assert!(matches!(e, DiffError::Nondeterministic(_)), "{e}");
+    one_line(&e, "not deterministic");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The spec and references in `dir`, leaving the source file there as it is.
+fn write_example_keeping_source(dir: &std::path::Path) -> (std::path::PathBuf, Vec<f32>) {
+    let source = std::fs::read_to_string(dir.join("projector.cu")).unwrap_or_default();
+    let out = write_example(dir);
+    std::fs::write(dir.join("projector.cu"), source).unwrap_or_else(|e| panic!("{e}"));
+    out
+}
+
+/// Writes the example's reference files (proj.npy, bins.npy) beside its spec, so that
+/// `mantissa diff examples/diff/projector/projector.toml` has its CPU reference.
+#[test]
+#[ignore = "writes into examples/diff/projector; run by hand"]
+fn write_reference() {
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/diff/projector");
+    write_example(&dir);
+}
