@@ -74,10 +74,40 @@ pub enum ShadowEvent {
 /// One instrumented run of the program.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PartRun {
+    /// The analyses the run's build measures: `demotion,exceptions` (or one of them), or
+    /// `shadow` (the values analysis, always a run of its own).
+    pub analyses: String,
     /// The site indices instrumented.
     pub sites: Range<u32>,
     /// Median time of the whole step sequence, when timed.
     pub time_ms: Option<f64>,
+}
+
+/// What one kernel of one build uses per thread, as the driver reports it: instrumentation adds
+/// registers (fewer threads resident) and may spill (local memory traffic).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct KernelCost {
+    /// The kernel.
+    pub kernel: String,
+    /// `as written`, or the analyses its instrumented build measures ([`PartRun::analyses`]).
+    pub build: String,
+    /// Registers per thread.
+    pub registers: u32,
+    /// Local memory per thread, bytes (spills and run-time-indexed arrays).
+    pub local_bytes: u32,
+}
+
+/// The costs of `resources` as built for `build`.
+pub(crate) fn costs(build: &str, resources: mantissa_harness::Resources) -> Vec<KernelCost> {
+    resources
+        .into_iter()
+        .map(|(kernel, r)| KernelCost {
+            kernel,
+            build: build.to_string(),
+            registers: r.registers,
+            local_bytes: r.local_bytes,
+        })
+        .collect()
 }
 
 /// Time of the program as written against instrumented.
@@ -117,6 +147,9 @@ pub struct ShadowRun {
     pub outputs: Vec<OutputDigits>,
     /// Original against instrumented time, when asked for.
     pub timing: Option<Overhead>,
+    /// Registers and local memory per kernel: as written, then each instrumented build that
+    /// ran whole (a split run's parts are not listed).
+    pub resources: Vec<KernelCost>,
     /// The device's name.
     pub device: String,
     /// The first launch of the steps (for records).
@@ -259,6 +292,7 @@ pub fn analyse(
         reseeds: Vec::new(),
         outputs: Vec::new(),
         timing: None,
+        resources: costs("as written", runner.baseline_resources()?),
         device: gpu.info().name.clone(),
         first_launch: runner.baseline().first_launch,
         build: runner.built().facts.as_ref().map(record_build),
@@ -316,7 +350,13 @@ pub fn analyse(
                         stats[site.index as usize] = Some(s);
                     }
                 }
+                if range == (0..n) {
+                    let r = runner.resources(&ptx)?;
+                    run.resources
+                        .extend(costs(&request.analyses.without_values(), r));
+                }
                 run.runs.push(PartRun {
+                    analyses: request.analyses.without_values(),
                     sites: range,
                     time_ms: outcome.timing.map(|t| t.median_ms),
                 });
@@ -355,12 +395,18 @@ pub fn analyse(
     let mut shadow_values: Vec<Option<values::Values>> = vec![None; n as usize];
     if request.analyses.shadow {
         progress(ShadowEvent::Values);
-        let v = values::run(gpu, &mut runner, &module)?;
+        let v = values::run(gpu, &mut runner, &module, timing)?;
+        run.runs.push(PartRun {
+            analyses: "shadow".into(),
+            sites: 0..n,
+            time_ms: v.time_ms,
+        });
         for (index, x) in v.sites {
             if let Some(slot) = shadow_values.get_mut(index as usize) {
                 *slot = Some(x);
             }
         }
+        run.resources.extend(v.resources);
         run.reseeds = v.reseeds;
         run.outputs = v.outputs;
         run.notes.extend(v.notes);

@@ -68,6 +68,18 @@ impl FromStr for Analyses {
     }
 }
 
+impl Analyses {
+    /// The analyses of the demotion-and-exceptions build, named as the command line names them
+    /// (the values analysis runs in a build of its own).
+    pub fn without_values(&self) -> String {
+        Analyses {
+            shadow: false,
+            ..*self
+        }
+        .to_string()
+    }
+}
+
 impl fmt::Display for Analyses {
     /// `demotion,shadow,exceptions`, as the command line takes it.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

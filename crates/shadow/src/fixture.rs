@@ -107,6 +107,7 @@ pub fn run() -> ShadowRun {
         sites,
         functions,
         runs: vec![PartRun {
+            analyses: "demotion,exceptions".into(),
             sites: 0..4,
             time_ms: Some(3.0),
         }],
@@ -118,6 +119,7 @@ pub fn run() -> ShadowRun {
             instrumented_ms: 3.0,
             ratio: 2.0,
         }),
+        resources: Vec::new(),
         device: "test".into(),
         first_launch: None,
         build: None,

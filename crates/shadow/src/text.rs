@@ -183,6 +183,7 @@ pub fn render(run: &ShadowRun, shown: Shown) -> String {
     }
     out.push_str(&exceptions_block(run));
     out.push_str(&values_block(run));
+    out.push_str(&resources_block(run));
     out.push_str(&summary(run));
     out.push('\n');
     out
@@ -385,8 +386,7 @@ pub fn summary(run: &ShadowRun) -> String {
             .sum();
         write!(s, "; {origins} NaN/inf origins").ok();
     }
-    // The shadow-values run is one more instrumented run (never split, never timed).
-    let runs = run.runs.len() + usize::from(run.analyses.shadow);
+    let runs = run.runs.len();
     write!(
         s,
         "; outputs bit-identical to the program as written; {}",
@@ -402,6 +402,34 @@ pub fn summary(run: &ShadowRun) -> String {
         .ok();
     }
     s
+}
+
+/// Per kernel, registers per thread (and spilled bytes where any) as written and in each
+/// instrumented build: `registers: k 40 as written, 56 demotion,exceptions, 120 shadow`.
+fn resources_block(run: &ShadowRun) -> String {
+    let mut out = String::new();
+    for k in &run.kernels {
+        let builds: Vec<String> = run
+            .resources
+            .iter()
+            .filter(|c| &c.kernel == k)
+            .map(|c| {
+                let spill = if c.local_bytes > 0 {
+                    format!(" (+{} B local)", c.local_bytes)
+                } else {
+                    String::new()
+                };
+                format!("{}{spill} {}", c.registers, c.build)
+            })
+            .collect();
+        if builds.len() > 1 {
+            writeln!(out, "registers per thread, {k}: {}", builds.join(", ")).ok();
+        }
+    }
+    if !out.is_empty() {
+        out.push('\n');
+    }
+    out
 }
 
 /// `1 site`, `2 sites`.

@@ -207,6 +207,10 @@ pub struct ValuesRun {
     pub outputs: Vec<OutputDigits>,
     /// The pass's notes.
     pub notes: Vec<String>,
+    /// Median time of the instrumented step sequence, when timed.
+    pub time_ms: Option<f64>,
+    /// The instrumented kernels' registers and local memory.
+    pub resources: Vec<crate::analyse::KernelCost>,
 }
 
 /// The outputs of an instrumented trial that differ from the baseline, as one phrase each.
@@ -232,11 +236,15 @@ fn floats(data: &HostData) -> Option<Vec<f64>> {
     }
 }
 
-/// Runs the values analysis of `module` (the program as written) through `runner`.
+/// Runs the values analysis of `module` (the program as written) through `runner`; with
+/// `timing` timed, it is timed afterwards in a second trial of the same build (the measurement's
+/// trial is never timed: its repeats would restore the buffers but not their shadows, and the
+/// output shadows are read after the trial).
 pub(crate) fn run(
     gpu: &Gpu,
     runner: &mut TrialRunner,
     module: &Module,
+    timing: TrialTiming,
 ) -> Result<ValuesRun, ShadowError> {
     let instrumented = instrument(module)?;
     let report = &instrumented.report;
@@ -345,6 +353,11 @@ pub(crate) fn run(
         };
         run.outputs
             .push(output_digits(name, buffers[k].dtype, &values, &hi, &lo));
+    }
+    run.resources = crate::analyse::costs("shadow", runner.resources(&ptx)?);
+    if matches!(timing, TrialTiming::Timed { .. }) {
+        let (timed, _) = runner.run_instrumented_with(&ptx, &writes, &[], timing)?;
+        run.time_ms = timed.timing.map(|t| t.median_ms);
     }
     Ok(run)
 }

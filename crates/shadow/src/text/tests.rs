@@ -71,6 +71,7 @@ fn the_json_document_has_per_site_and_per_line_data() {
             "notes",
             "outputs",
             "reseeds",
+            "resources",
             "runs",
             "sites",
             "spec",
@@ -173,4 +174,31 @@ fn shadow_values_add_columns_the_outputs_block_and_the_fewest_digits() {
         text.contains("; fewest correct digits 8.0 at shadow.cu:20 (seed)"),
         "{text}"
     );
+}
+
+#[test]
+fn registers_are_listed_per_kernel_for_every_build() {
+    use crate::analyse::KernelCost;
+    let mut r = run();
+    let cost = |build: &str, registers: u32, local_bytes: u32| KernelCost {
+        kernel: "seed".into(),
+        build: build.into(),
+        registers,
+        local_bytes,
+    };
+    r.resources = vec![
+        cost("as written", 40, 0),
+        cost("demotion,exceptions", 56, 0),
+        cost("shadow", 255, 96),
+    ];
+    let text = render(&r, Shown::All);
+    assert!(
+        text.contains(
+            "registers per thread, seed: 40 as written, 56 demotion,exceptions, 255 (+96 B local) shadow\n"
+        ),
+        "{text}"
+    );
+    // A kernel with only its as-written figure has nothing to compare: no line.
+    r.resources.truncate(1);
+    assert!(!render(&r, Shown::All).contains("registers per thread"));
 }
