@@ -61,6 +61,9 @@ pub use instrument::instrument;
 pub const SHADOW_GLOBAL: &str = "__mantissa_shadow";
 /// The runtime function the demotion error calls: `(site: u32, r64: f64, r32 widened: f64)`.
 pub const DEMOTION_FUNCTION: &str = "mantissa_shadow_demotion";
+/// The runtime function that adds one thread's accumulated demotion error of a site to the
+/// global, at every exit of the function: `(site: u32, count: u64, sum: f64, max: f64)`.
+pub const FLUSH_FUNCTION: &str = "mantissa_shadow_flush";
 /// The runtime function the exception slow path calls: `(site: u32, flags: u32)` ([`flags`]).
 pub const EXCEPTION_FUNCTION: &str = "mantissa_shadow_exception";
 

@@ -2,16 +2,21 @@
 //! (see the parent module's docs for what it measures).
 
 use super::{
-    flags, Instrumented, ShadowError, ShadowOptions, ShadowReport, ShadowSite, DEMOTION_FUNCTION,
-    EXCEPTION_FUNCTION, SHADOW_GLOBAL, WORDS_PER_SITE,
+    Instrumented, ShadowError, ShadowOptions, ShadowReport, ShadowSite, DEMOTION_FUNCTION,
+    EXCEPTION_FUNCTION, FLUSH_FUNCTION, SHADOW_GLOBAL, WORDS_PER_SITE,
 };
 use crate::decode::Decoded;
 use crate::model::*;
 use crate::op::{Arith, Op, OpKind, ValueType};
-use crate::pass::demote::{f64_imm_to_f32, plan, Plan};
-use crate::rewrite::{self, call, instruction, int, Guarding, Rewriter};
+use crate::pass::demote::{plan, Plan};
+use crate::rewrite::{self, instruction, Guarding, Rewriter};
 use crate::site;
 use std::collections::HashMap;
+
+mod demotion;
+mod exceptions;
+mod splice;
+
 
 /// The result type of a site, or `None` for an instruction that is not one: f32/f64 arithmetic
 /// that rounds (`add sub mul fma div rcp sqrt rsqrt`, the approximate functions) and conversions
@@ -210,7 +215,12 @@ fn fusible_pairs(d: &Decoded) -> std::collections::HashSet<usize> {
 /// Instruments `module` (left unchanged) with the demotion error and exception counting that
 /// `options` ask for; see the module docs.
 pub fn instrument(module: &Module, options: &ShadowOptions) -> Result<Instrumented, ShadowError> {
-    for name in [SHADOW_GLOBAL, DEMOTION_FUNCTION, EXCEPTION_FUNCTION] {
+    for name in [
+        SHADOW_GLOBAL,
+        DEMOTION_FUNCTION,
+        EXCEPTION_FUNCTION,
+        FLUSH_FUNCTION,
+    ] {
         if module.items.iter().any(|i| match i {
             Item::Var(v) => v.name == name,
             Item::Function(f) => f.name == name,
@@ -236,6 +246,10 @@ pub fn instrument(module: &Module, options: &ShadowOptions) -> Result<Instrument
         at,
         Item::Function(prototype(EXCEPTION_FUNCTION, &[".b32", ".b32"])),
     );
+    out.items.insert(
+        at,
+        Item::Function(prototype(FLUSH_FUNCTION, &[".b32", ".b64", ".b64", ".b64"])),
+    );
 
     let mut k = 0;
     while k < sites.len() {
@@ -252,21 +266,54 @@ pub fn instrument(module: &Module, options: &ShadowOptions) -> Result<Instrument
             d.insts.iter().enumerate().map(|(j, i)| (i.id, j)).collect();
         let mut rw = Rewriter::new(&out, &function)?;
         let mut scratch = Scratch::new(f);
+        let first = k;
         while k < sites.len() && sites[k].site.function == function {
-            let s = &sites[k];
-            if let (true, Some(&j)) = (s.instrumented, position.get(&s.inst)) {
-                if s.demotion {
-                    if let Some(p) = &plans[k] {
-                        demotion(&mut rw, &mut scratch, &d, j, s.index, p)?;
-                    }
-                }
-                if s.exceptions {
-                    exceptions(&mut rw, &mut scratch, &d, j, s.index)?;
-                }
-            }
             k += 1;
         }
+        let here = &sites[first..k];
+        let at = |s: &ShadowSite| position.get(&s.inst).copied().filter(|_| s.instrumented);
+        let measured: Vec<(usize, u32)> = here
+            .iter()
+            .zip(&plans[first..k])
+            .filter(|(s, p)| s.demotion && p.is_some())
+            .filter_map(|(s, _)| Some((at(s)?, s.index)))
+            .collect();
+        let mut accumulators = HashMap::new();
+        for index in demotion::accumulated(&d, &measured) {
+            accumulators.insert(index, demotion::Accumulator::new(&mut rw, index)?);
+        }
+        for (s, p) in here.iter().zip(&plans[first..k]) {
+            if let (Some(j), true, Some(p)) = (at(s), s.demotion, p) {
+                let acc = accumulators.get(&s.index);
+                demotion::measure(&mut rw, &mut scratch, &d, j, s.index, p, acc)?;
+            }
+        }
+        let counted: Vec<(usize, u32)> = here
+            .iter()
+            .filter(|s| s.exceptions)
+            .filter_map(|s| Some((at(s)?, s.index)))
+            .collect();
+        let slow = exceptions::instrument(&mut rw, &mut scratch, &d, &counted)?;
+        let mut accumulators: Vec<demotion::Accumulator> = accumulators.into_values().collect();
+        accumulators.sort_by_key(|a| a.index);
+        let flush: Vec<Statement> = accumulators.iter().flat_map(|a| a.flush()).collect();
+        let init: Vec<Statement> = accumulators.iter().flat_map(|a| a.init()).collect();
+        let mut at_end = Vec::new();
+        if !flush.is_empty() {
+            for i in &d.insts {
+                if matches!(i.opcode.as_str(), "ret" | "exit") {
+                    rw.insert_before(i.id, flush.clone(), Guarding::Keep)?;
+                }
+            }
+        }
+        if (!flush.is_empty() || !slow.is_empty()) && splice::falls_off_the_end(&d) {
+            // Control that ran off the end must still flush, and not run into the slow paths.
+            at_end.extend(flush);
+            at_end.push(instruction("ret", &[], Vec::new()));
+        }
+        at_end.extend(slow);
         rw.apply(&mut out)?;
+        splice::splice(&mut out, &function, init, at_end);
     }
     Ok(Instrumented {
         module: out,
@@ -331,211 +378,6 @@ fn dest(inst: &Instruction) -> String {
         Some(Operand::Reg(r)) => r.clone(),
         _ => String::new(),
     }
-}
-
-/// The first scratch register number of saved operands (the demotion error's are 0..=3).
-const SAVED: usize = 4;
-
-/// The demotion error at instruction `j` of `d`: its f64 operands rounded to f32 before it, its
-/// f32 form and the call after it, all under its guard.
-fn demotion(
-    rw: &mut Rewriter,
-    scratch: &mut Scratch,
-    d: &Decoded,
-    j: usize,
-    index: u32,
-    p: &Plan,
-) -> Result<(), ShadowError> {
-    let inst = d.insts[j];
-    let mut form = inst.clone();
-    form.guard = None;
-    p.retype(&mut form);
-    let mut before = Vec::new();
-    for o in p.operands().filter(|&o| o >= 1) {
-        match &inst.operands[o] {
-            Operand::Reg(r) => {
-                let narrow = scratch.reg(rw, "f32", o)?;
-                before.push(instruction(
-                    "cvt",
-                    &["rn", "f32", "f64"],
-                    vec![reg(&narrow), reg(r)],
-                ));
-                form.operands[o] = reg(&narrow);
-            }
-            Operand::Imm(Imm::F64(bits)) => {
-                form.operands[o] = Operand::Imm(Imm::F32(f64_imm_to_f32(*bits)));
-            }
-            _ => {}
-        }
-    }
-    let r32 = scratch.reg(rw, "f32", 0)?;
-    let wide = scratch.reg(rw, "f64", 0)?;
-    form.operands[0] = reg(&r32);
-    let mut after = vec![
-        Statement::Inst(form),
-        instruction("cvt", &["f64", "f32"], vec![reg(&wide), reg(&r32)]),
-    ];
-    after.extend(call(
-        DEMOTION_FUNCTION,
-        &[
-            ("b32", int(index.into())),
-            ("b64", reg(&dest(inst))),
-            ("b64", reg(&wide)),
-        ],
-    ));
-    rw.insert_before(inst.id, before, Guarding::Keep)?;
-    rw.insert_after(inst.id, after, Guarding::Keep)?;
-    Ok(())
-}
-
-/// A typed float zero.
-fn zero(t: ValueType) -> Operand {
-    Operand::Imm(match t {
-        ValueType::F32 => Imm::F32(0),
-        _ => Imm::F64(0),
-    })
-}
-
-/// Whether a float immediate of type `t` is NaN, ±inf, ±0.
-fn imm_class(imm: &Imm) -> (bool, bool, bool) {
-    let x = match *imm {
-        Imm::F32(b) => f64::from(f32::from_bits(b)),
-        Imm::F64(b) => f64::from_bits(b),
-        Imm::Int { value, .. } => value as f64,
-    };
-    (x.is_nan(), x.is_infinite(), x == 0.0)
-}
-
-/// The exception counting at instruction `j` of `d`: operands the instruction overwrites saved
-/// before it; after it, where its guard held, the fast path and the slow path.
-fn exceptions(
-    rw: &mut Rewriter,
-    scratch: &mut Scratch,
-    d: &Decoded,
-    j: usize,
-    index: u32,
-) -> Result<(), ShadowError> {
-    let inst = d.insts[j];
-    let op = &d.ops[j];
-    let Some(t) = site_type(op) else {
-        return Ok(());
-    };
-    let result = dest(inst);
-    let ty = t.name();
-    let skip = format!("{}{index}", scratch.labels);
-    let fast = scratch.reg(rw, "pred", 0)?;
-    let q = scratch.reg(rw, "pred", 1)?;
-    let bits = scratch.reg(rw, "b32", 0)?;
-    let part = scratch.reg(rw, "b32", 1)?;
-
-    let mut before = Vec::new();
-    let mut after = Vec::new();
-    if let Some(g) = &inst.guard {
-        let mut branch = instruction("bra", &[], vec![Operand::Symbol(skip.clone())]);
-        if let Statement::Inst(b) = &mut branch {
-            b.guard = Some(Guard {
-                negated: !g.negated,
-                reg: g.reg.clone(),
-            });
-        }
-        after.push(branch);
-    }
-    after.push(instruction(
-        "testp",
-        &["normal", ty],
-        vec![reg(&fast), reg(&result)],
-    ));
-    after.push(instruction(
-        "setp",
-        &["eq", "or", ty],
-        vec![reg(&fast), reg(&result), zero(t), reg(&fast)],
-    ));
-    let mut taken = instruction("bra", &[], vec![Operand::Symbol(skip.clone())]);
-    if let Statement::Inst(b) = &mut taken {
-        b.guard = Some(Guard {
-            negated: false,
-            reg: fast.clone(),
-        });
-    }
-    after.push(taken);
-
-    // The slow path: the flags, one predicate at a time.
-    let mut constant = 0u32;
-    let mut first = true;
-    let mut set = |after: &mut Vec<Statement>, test: Statement, flag: u32| {
-        after.push(test);
-        let target = if first { &bits } else { &part };
-        after.push(instruction(
-            "selp",
-            &["b32"],
-            vec![reg(target), int(flag.into()), int(0), reg(&q)],
-        ));
-        if !first {
-            after.push(instruction(
-                "or",
-                &["b32"],
-                vec![reg(&bits), reg(&bits), reg(&part)],
-            ));
-        }
-        first = false;
-    };
-    let testp = |what: &str, t: ValueType, x: &str| {
-        instruction("testp", &[what, t.name()], vec![reg(&q), reg(x)])
-    };
-    set(&mut after, testp("notanumber", t, &result), flags::NAN);
-    set(&mut after, testp("infinite", t, &result), flags::INF);
-    set(&mut after, testp("subnormal", t, &result), flags::SUBNORMAL);
-    for (o, operand) in inst.operands.iter().enumerate().skip(1) {
-        let Some(ot) = operand_type(op, o) else {
-            continue;
-        };
-        let x = match operand {
-            Operand::Reg(r) if *r == result => {
-                // The instruction overwrites this operand: read a copy taken before it.
-                let ty = if ot == ValueType::F32 { "f32" } else { "f64" };
-                // Apart from the demotion error's registers (0..=3), which live as long.
-                let saved = scratch.reg(rw, ty, SAVED + o)?;
-                before.push(instruction("mov", &[ot.name()], vec![reg(&saved), reg(r)]));
-                saved
-            }
-            Operand::Reg(r) => r.clone(),
-            Operand::Imm(imm) => {
-                let (nan, inf, is_zero) = imm_class(imm);
-                constant |= if nan { flags::OPERAND_NAN } else { 0 }
-                    | if inf { flags::OPERAND_INF } else { 0 }
-                    | if is_zero && divisor(op) == Some(o) {
-                        flags::DIV_BY_ZERO
-                    } else {
-                        0
-                    };
-                continue;
-            }
-            _ => continue,
-        };
-        set(&mut after, testp("notanumber", ot, &x), flags::OPERAND_NAN);
-        set(&mut after, testp("infinite", ot, &x), flags::OPERAND_INF);
-        if divisor(op) == Some(o) {
-            let eq = instruction("setp", &["eq", ot.name()], vec![reg(&q), reg(&x), zero(ot)]);
-            set(&mut after, eq, flags::DIV_BY_ZERO);
-        }
-    }
-    if constant != 0 {
-        after.push(instruction(
-            "or",
-            &["b32"],
-            vec![reg(&bits), reg(&bits), int(constant.into())],
-        ));
-    }
-    after.extend(call(
-        EXCEPTION_FUNCTION,
-        &[("b32", int(index.into())), ("b32", reg(&bits))],
-    ));
-    after.push(Statement::Label(skip, SrcLine(0)));
-    if !before.is_empty() {
-        rw.insert_before(inst.id, before, Guarding::Keep)?;
-    }
-    rw.insert_after(inst.id, after, Guarding::Ignore)?;
-    Ok(())
 }
 
 /// `.extern .func NAME(.param TY NAME_param_0, ...);`, as NVRTC declares the runtime's

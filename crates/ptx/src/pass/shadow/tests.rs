@@ -7,7 +7,7 @@ use super::*;
 use crate::link::merge_runtime;
 use crate::model::{Instruction, Item, Operand, Statement};
 use crate::test_support::{assert_sound, parse_clean};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 const PROFILE: &str = include_str!("../../../tests/fixtures/count/profile.ptx");
 
@@ -208,15 +208,58 @@ fn assert_original_code_kept(what: &str, original: &Module, out: &Module) {
     }
 }
 
-/// One demotion call per instrumented demotion site, one exception call per instrumented
-/// exception site, each passing its own index.
+/// The site index each runtime call passes (its first argument), per called function.
+fn call_sites(out: &Instrumented) -> HashMap<String, Vec<u32>> {
+    let mut calls: HashMap<String, Vec<u32>> = HashMap::new();
+    for f in out.module.functions().filter(|f| f.body.is_some()) {
+        let mut first = None;
+        for i in f.instructions() {
+            if i.opcode == "st" && i.has_mod("param") {
+                if let (Some(Operand::Addr { base, .. }), Some(Operand::Imm(imm))) =
+                    (i.operands.first(), i.operands.get(1))
+                {
+                    if base == "mantissa_param0" {
+                        first = Some(imm.to_string().parse::<u32>().unwrap_or(u32::MAX));
+                    }
+                }
+            }
+            if i.opcode == "call" {
+                if let (Some(Operand::Symbol(callee)), Some(index)) = (i.operands.first(), first) {
+                    calls.entry(callee.clone()).or_default().push(index);
+                }
+                first = None;
+            }
+        }
+    }
+    calls
+}
+
+/// Every instrumented demotion site either calls the runtime once (past the accumulation cap)
+/// or is flushed (at every exit of its function), never both; one exception call per
+/// instrumented exception site; each passes its own index.
 fn assert_calls(what: &str, out: &Instrumented) {
-    let text = out.module.to_string();
-    let calls = |f: &str| text.matches(&format!("call \t{f}, ")).count();
+    let calls = call_sites(out);
     let r = &out.report;
-    let on = |p: fn(&ShadowSite) -> bool| r.sites.iter().filter(|s| s.instrumented && p(s)).count();
-    assert_eq!(calls(DEMOTION_FUNCTION), on(|s| s.demotion), "{what}");
-    assert_eq!(calls(EXCEPTION_FUNCTION), on(|s| s.exceptions), "{what}");
+    let on = |p: fn(&ShadowSite) -> bool| -> Vec<u32> {
+        r.sites
+            .iter()
+            .filter(|s| s.instrumented && p(s))
+            .map(|s| s.index)
+            .collect()
+    };
+    let of = |f: &str| calls.get(f).cloned().unwrap_or_default();
+    let called = of(DEMOTION_FUNCTION);
+    let mut flushed = of(FLUSH_FUNCTION);
+    flushed.sort();
+    flushed.dedup();
+    assert!(
+        called.iter().all(|k| !flushed.contains(k)),
+        "{what}: {called:?} {flushed:?}"
+    );
+    let mut measured: Vec<u32> = called.iter().chain(&flushed).copied().collect();
+    measured.sort();
+    assert_eq!(measured, on(|s| s.demotion), "{what}");
+    assert_eq!(of(EXCEPTION_FUNCTION), on(|s| s.exceptions), "{what}");
 }
 
 #[test]
@@ -226,11 +269,12 @@ fn a_destination_that_is_an_operand_is_read_before_it_is_written_and_guards_hold
     let b = body(&out.module, "profile");
     let text: Vec<String> = insts(&b)
         .iter()
-        .map(|i| i.to_string().trim().to_string())
+        .map(|i| i.to_string().split_whitespace().collect::<Vec<_>>().join(" "))
         .collect();
     // `@%p2 mul.rn.f64 %fd1, %fd1, 0d4000000000000000` (site 2): the operand is rounded to f32
-    // and saved before the mul, under its guard; the f32 form reads the rounding; the exception
-    // block is skipped where the guard is false.
+    // and saved before the mul, under its guard; after it, the demotion error is jumped over
+    // where the guard is false (the f32 form reads the rounding) and the exception test counts
+    // a false guard as fine.
     let at = text
         .iter()
         .position(|t| t.starts_with("@%p2 mul.rn.f64"))
@@ -246,25 +290,33 @@ fn a_destination_that_is_an_operand_is_read_before_it_is_written_and_guards_hold
         .unwrap_or("")
         .trim()
         .to_string();
+    assert_eq!(text[at + 1], "@!%p2 bra $mantissa_shadow_d2;", "{text:#?}");
+    assert!(text[at + 2].starts_with("mul.rn.f32"), "{}", text[at + 2]);
     assert!(
-        text[at + 1].starts_with("@%p2 mul.rn.f32"),
+        text[at + 2].ends_with(&format!("{narrow}, 0f40000000;")),
         "{}",
-        text[at + 1]
+        text[at + 2]
     );
-    assert!(
-        text[at + 1].ends_with(&format!("{narrow}, 0f40000000;")),
-        "{}",
-        text[at + 1]
-    );
-    assert!(text[at + 2].starts_with("@%p2 cvt.f64.f32"));
-    let call = text[at..]
+    assert!(text[at + 3].starts_with("cvt.f64.f32"), "{}", text[at + 3]);
+    let or_guard = text[at..]
         .iter()
-        .position(|t| t.contains(DEMOTION_FUNCTION))
-        .map(|k| &text[at + k]);
-    assert!(call.is_some_and(|c| c.starts_with("@%p2 call")), "{call:?}");
+        .position(|t| t.starts_with("or.pred") && t.ends_with(", !%p2;"));
+    let user_branch = text[at..]
+        .iter()
+        .position(|t| t == "@!%p2 bra $L__skip;");
+    assert!(or_guard < user_branch && or_guard.is_some(), "{text:#?}");
+    // No call per execution: the sites accumulate, flushed before the one `ret`, after which
+    // only the slow paths follow.
+    let calls = call_sites(&out);
+    assert!(!calls.contains_key(DEMOTION_FUNCTION), "{calls:?}");
+    let ret = text.iter().position(|t| t == "ret;").unwrap_or(0);
+    let flushes = text[..ret]
+        .iter()
+        .filter(|t| t.starts_with("call") && t.contains(FLUSH_FUNCTION))
+        .count();
+    assert_eq!(flushes, 4, "{text:#?}");
     assert!(
-        text.iter()
-            .any(|t| t == "@!%p2 bra $mantissa_shadow_2;" || t == "@!%p2 bra \t$mantissa_shadow_2;"),
+        text[..ret].iter().all(|t| !t.contains(EXCEPTION_FUNCTION)),
         "{text:#?}"
     );
 }

@@ -1,0 +1,217 @@
+//! The instrumented program computes the bits of the program as written only if ptxas makes
+//! the same floating-point instructions of the user's code: an added read of a product can stop
+//! ptxas from fusing a `mul` and an `add` into one FMA (the GPU test's bit-identity failures).
+//! These tests catch that on the CPU: every shipped example, under both analyses and the
+//! `default`, `strict` and `fast` flag sets, is assembled for sm_90 as built and as instrumented,
+//! and the FFMA, FMUL, FADD, DFMA, DMUL and DADD of every user function and source line are
+//! compared. The inserted code is moved to a line of its own first (`.loc` only names lines:
+//! it changes no instruction), so that its own arithmetic (the f32 forms, the relative error)
+//! is not counted on the user's lines.
+//!
+//! Needs nvcc, NVRTC, ptxas and nvdisasm (skipped without them unless
+//! `MANTISSA_REQUIRE_NVCC`/`MANTISSA_REQUIRE_NVRTC`/`MANTISSA_REQUIRE_NVDISASM` say otherwise).
+
+use mantissa_gpu::testing::{require_nvcc_or_skip, require_nvrtc_or_skip};
+use mantissa_gpu::{runtime, Arch, BuildRequest, Builder, FlagSet};
+use mantissa_harness::trial::build::build_request;
+use mantissa_harness::Spec;
+use mantissa_ptx::link::merge_runtime;
+use mantissa_ptx::model::{InstId, Loc, Module, Statement};
+use mantissa_ptx::pass::shadow::{instrument, ShadowOptions};
+use mantissa_ptx::sass::{disassemble, Sass};
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+
+/// The line the inserted code is moved to: past the end of every example.
+const INSERTED_LINE: u32 = 999_999;
+
+/// The SASS opcodes of floating-point arithmetic whose number per line shows contraction.
+const ARITHMETIC: [&str; 6] = ["FFMA", "FMUL", "FADD", "DFMA", "DMUL", "DADD"];
+
+fn tools_or_skip() -> Option<(PathBuf, PathBuf)> {
+    match (
+        mantissa_gpu::cuda_tool("ptxas"),
+        mantissa_gpu::cuda_tool("nvdisasm"),
+    ) {
+        (Some(p), Some(d)) => Some((p, d)),
+        _ => {
+            assert!(
+                std::env::var("MANTISSA_REQUIRE_NVDISASM").as_deref() != Ok("1"),
+                "ptxas or nvdisasm not found but MANTISSA_REQUIRE_NVDISASM=1"
+            );
+            eprintln!("skipped: no ptxas or nvdisasm");
+            None
+        }
+    }
+}
+
+/// Every shipped example spec (tests run in the crate's directory).
+fn example_specs() -> Vec<PathBuf> {
+    let root = Path::new("../../examples/kernels");
+    let mut specs: Vec<PathBuf> = std::fs::read_dir(root)
+        .unwrap_or_else(|e| panic!("{}: {e}", root.display()))
+        .filter_map(|d| d.ok().map(|d| d.path()))
+        .filter(|p| p.is_dir())
+        .flat_map(|dir| {
+            std::fs::read_dir(dir)
+                .into_iter()
+                .flatten()
+                .filter_map(|f| f.ok().map(|f| f.path()))
+                .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    specs.sort();
+    assert!(specs.len() >= 10, "the examples: {specs:?}");
+    specs
+}
+
+/// The example built for sm_90 under `flags`, as `mantissa shadow` builds it.
+fn built(spec_path: &Path, flags: FlagSet) -> Module {
+    let spec = Spec::load(spec_path).unwrap_or_else(|e| panic!("{e}"));
+    let mut request: BuildRequest =
+        build_request(&spec, flags, None).unwrap_or_else(|e| panic!("{e}"));
+    request.arch = Some(Arch::new(9, 0));
+    let built = Builder::new()
+        .build(&request)
+        .unwrap_or_else(|e| panic!("{}: {e}", spec_path.display()));
+    mantissa_ptx::parse(&built.ptx).module
+}
+
+/// `instrumented` with every run of inserted statements under `.loc F INSERTED_LINE`, and the
+/// user's `.loc` restored after it.
+fn inserted_code_on_its_own_line(original: &Module, instrumented: &Module) -> Module {
+    let mut out = instrumented.clone();
+    for f in out.functions_mut() {
+        let Some(body) = f.body.as_mut() else {
+            continue;
+        };
+        let kept: HashSet<InstId> = original
+            .functions()
+            .find(|o| o.name == f.name)
+            .map(|o| o.instructions().map(|i| i.id).collect())
+            .unwrap_or_default();
+        let mut new = Vec::with_capacity(body.len());
+        let mut current: Option<Loc> = None;
+        let mut in_inserted = false;
+        for s in std::mem::take(body) {
+            match &s {
+                Statement::Loc(l) => current = Some(l.clone()),
+                Statement::Inst(i) => {
+                    let inserted = !kept.contains(&i.id);
+                    if inserted != in_inserted {
+                        if let Some(l) = &current {
+                            let mut l = l.clone();
+                            if inserted {
+                                l.line = INSERTED_LINE;
+                                l.inlined = None;
+                            }
+                            new.push(Statement::Loc(l));
+                        }
+                        in_inserted = inserted;
+                    }
+                }
+                _ => {}
+            }
+            new.push(s);
+        }
+        *body = new;
+    }
+    out
+}
+
+/// Arithmetic opcode counts per (function, file, line) of the user's functions.
+fn arithmetic(sass: &Sass, functions: &HashSet<String>) -> BTreeMap<(String, String, u32), String> {
+    let mut out: BTreeMap<(String, String, u32), BTreeMap<&str, u32>> = BTreeMap::new();
+    for l in sass
+        .lines
+        .iter()
+        .filter(|l| functions.contains(&l.function) && l.line != INSERTED_LINE)
+    {
+        let counts = out
+            .entry((l.function.clone(), l.file.clone(), l.line))
+            .or_default();
+        for op in ARITHMETIC {
+            if let Some(n) = l.ops.get(op) {
+                *counts.entry(op).or_default() += n;
+            }
+        }
+    }
+    out.into_iter()
+        .filter(|(_, c)| !c.is_empty())
+        .map(|(k, c)| (k, format!("{c:?}")))
+        .collect()
+}
+
+#[test]
+fn every_shipped_example_keeps_its_floating_point_instructions_when_instrumented() {
+    let (Some(_), Some(nvrtc), Some((ptxas, nvdisasm))) = (
+        require_nvcc_or_skip(),
+        require_nvrtc_or_skip(),
+        tools_or_skip(),
+    ) else {
+        return;
+    };
+    let arch = Arch::new(9, 0);
+    let rt = runtime::compile(&nvrtc, &runtime::SHADOW, arch).unwrap_or_else(|e| panic!("{e}"));
+    let analyses = [
+        (
+            "demotion",
+            ShadowOptions {
+                exceptions: false,
+                ..ShadowOptions::all()
+            },
+        ),
+        (
+            "exceptions",
+            ShadowOptions {
+                demotion: false,
+                ..ShadowOptions::all()
+            },
+        ),
+    ];
+    let mut failures = Vec::new();
+    for spec in example_specs() {
+        for flags in [FlagSet::DEFAULT, FlagSet::STRICT, FlagSet::FAST] {
+            let original = built(&spec, flags);
+            let functions: HashSet<String> = original
+                .functions()
+                .filter(|f| f.body.is_some())
+                .map(|f| f.name.clone())
+                .collect();
+            let sass = |m: &Module| {
+                disassemble(&ptxas, &nvdisasm, &m.to_string(), "sm_90")
+                    .unwrap_or_else(|e| panic!("{}: {e}", spec.display()))
+            };
+            let was = arithmetic(&sass(&original), &functions);
+            for (analysis, options) in &analyses {
+                let out = instrument(&original, options).unwrap_or_else(|e| panic!("{e}"));
+                let moved = inserted_code_on_its_own_line(&original, &out.module);
+                let merged = merge_runtime(&moved, &rt).unwrap_or_else(|e| panic!("{e}"));
+                if let Ok(dir) = std::env::var("OV_DUMP") {
+                    let stem = spec.file_stem().unwrap().to_string_lossy().to_string();
+                    let _ = std::fs::create_dir_all(&dir);
+                    std::fs::write(format!("{dir}/{stem}.{flags}.orig.ptx"), original.to_string()).unwrap();
+                    let plain = merge_runtime(&out.module, &rt).unwrap();
+                    std::fs::write(format!("{dir}/{stem}.{flags}.{analysis}.ptx"), plain.to_string()).unwrap();
+                    std::fs::write(format!("{dir}/{stem}.{flags}.{analysis}.moved.ptx"), merged.to_string()).unwrap();
+                }
+                let now = arithmetic(&sass(&merged), &functions);
+                for key in was.keys().chain(now.keys()).collect::<std::collections::BTreeSet<_>>() {
+                    if was.get(key) != now.get(key) {
+                        failures.push(format!(
+                            "{} {flags} {analysis}: {} {}:{}: as built {:?}, instrumented {:?}",
+                            spec.display(),
+                            key.0,
+                            key.1,
+                            key.2,
+                            was.get(key),
+                            now.get(key)
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
