@@ -127,6 +127,8 @@ fn arithmetic(sass: &Sass, functions: &HashSet<String>) -> BTreeMap<(String, Str
         .lines
         .iter()
         .filter(|l| functions.contains(&l.function) && l.line != INSERTED_LINE)
+        // ptxas may inline the runtime's functions: their lines are not the user's.
+        .filter(|l| !l.file.ends_with(".cuh") || !l.file.contains("mantissa_"))
     {
         let counts = out
             .entry((l.function.clone(), l.file.clone(), l.line))

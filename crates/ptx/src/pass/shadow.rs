@@ -42,6 +42,8 @@
 //! kernels as written.
 
 mod instrument;
+#[cfg(test)]
+mod interp_tests;
 pub mod oracle;
 #[cfg(test)]
 mod oracle_tests;
