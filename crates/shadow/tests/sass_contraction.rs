@@ -3,10 +3,14 @@
 //! ptxas from fusing a `mul` and an `add` into one FMA (the GPU test's bit-identity failures).
 //! These tests catch that on the CPU: every shipped example, under both analyses and the
 //! `default`, `strict` and `fast` flag sets, is assembled for sm_90 as built and as instrumented,
-//! and the FFMA, FMUL, FADD, DFMA, DMUL and DADD of every user function and source line are
-//! compared. The inserted code is moved to a line of its own first (`.loc` only names lines:
-//! it changes no instruction), so that its own arithmetic (the f32 forms, the relative error)
-//! is not counted on the user's lines.
+//! and the FFMAs and DFMAs of every user function and source line are counted: a product fused
+//! in one build and not in the other changes the count on its line. Three things that change
+//! counts without changing bits are taken out first: the inserted code is moved to a line of
+//! its own (`.loc` only names lines: it changes no instruction), so that its own arithmetic
+//! (the f32 forms, the relative error) is not counted on the user's lines; every user loop gets
+//! `.pragma "nounroll"` in both builds, since ptxas unrolls a loop by a factor that depends on
+//! its size; and ptxas's shared slow-path subroutines (`$__internal_*`: division, square root),
+//! whose instructions take the line of whichever caller comes first, are not counted.
 //!
 //! Needs nvcc, NVRTC, ptxas and nvdisasm (skipped without them unless
 //! `MANTISSA_REQUIRE_NVCC`/`MANTISSA_REQUIRE_NVRTC`/`MANTISSA_REQUIRE_NVDISASM` say otherwise).
@@ -16,17 +20,18 @@ use mantissa_gpu::{runtime, Arch, BuildRequest, Builder, FlagSet};
 use mantissa_harness::trial::build::build_request;
 use mantissa_harness::Spec;
 use mantissa_ptx::link::merge_runtime;
-use mantissa_ptx::model::{InstId, Loc, Module, Statement};
+use mantissa_ptx::model::{InstId, Loc, Module, Operand, SrcLine, Statement};
 use mantissa_ptx::pass::shadow::{instrument, ShadowOptions};
-use mantissa_ptx::sass::{disassemble, Sass};
+use mantissa_ptx::ptxas::cubin_with;
+use mantissa_ptx::sass::{parse_nvdisasm, Sass};
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
 /// The line the inserted code is moved to: past the end of every example.
 const INSERTED_LINE: u32 = 999_999;
 
-/// The SASS opcodes of floating-point arithmetic whose number per line shows contraction.
-const ARITHMETIC: [&str; 6] = ["FFMA", "FMUL", "FADD", "DFMA", "DMUL", "DADD"];
+/// The SASS opcodes whose number per line shows contraction.
+const FUSED: [&str; 2] = ["FFMA", "DFMA"];
 
 fn tools_or_skip() -> Option<(PathBuf, PathBuf)> {
     match (
@@ -120,7 +125,76 @@ fn inserted_code_on_its_own_line(original: &Module, instrumented: &Module) -> Mo
     out
 }
 
-/// Arithmetic opcode counts per (function, file, line) of the user's functions.
+/// `m` with `.pragma "nounroll"` after every label of the user's that a later branch targets
+/// (the loop headers).
+fn not_unrolled(m: &Module) -> Module {
+    let mut out = m.clone();
+    for f in out.functions_mut() {
+        let Some(body) = f.body.as_mut() else {
+            continue;
+        };
+        let mut seen = HashSet::new();
+        let mut headers = HashSet::new();
+        for s in body.iter() {
+            match s {
+                Statement::Label(l, _) => {
+                    seen.insert(l.clone());
+                }
+                Statement::Inst(i) if i.opcode == "bra" => {
+                    if let Some(Operand::Symbol(t)) = i.operands.first() {
+                        if seen.contains(t) && !t.starts_with("$mantissa_shadow") {
+                            headers.insert(t.clone());
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut new = Vec::with_capacity(body.len() + headers.len());
+        for s in std::mem::take(body) {
+            let header = matches!(&s, Statement::Label(l, _) if headers.contains(l));
+            new.push(s);
+            if header {
+                new.push(Statement::Pragma(vec!["\"nounroll\"".into()], SrcLine(0)));
+            }
+        }
+        *body = new;
+    }
+    out
+}
+
+/// The SASS of `m` for sm_90 per line, without ptxas's `$__internal_*` subroutines.
+fn sass(ptxas: &Path, nvdisasm: &Path, m: &Module, what: &str) -> Sass {
+    let (cubin, _) = cubin_with(ptxas, &not_unrolled(m).to_string(), "sm_90", &["-lineinfo"])
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let dir = std::env::temp_dir().join(format!("mantissa-sass-contraction-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let file = dir.join("in.cubin");
+    std::fs::write(&file, cubin).unwrap_or_else(|e| panic!("{e}"));
+    let out = std::process::Command::new(nvdisasm)
+        .args(["-g", "-c"])
+        .arg(&file)
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(out.status.success(), "{what}: nvdisasm failed");
+    let mut kept = String::new();
+    let mut internal = false;
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let label = line.trim();
+        if label.starts_with(".text.") {
+            internal = false;
+        } else if label.starts_with("$__internal") && label.ends_with(':') {
+            internal = true;
+        }
+        if !internal {
+            kept.push_str(line);
+            kept.push('\n');
+        }
+    }
+    parse_nvdisasm(&kept)
+}
+
+/// FFMA and DFMA counts per (function, file, line) of the user's functions.
 fn arithmetic(sass: &Sass, functions: &HashSet<String>) -> BTreeMap<(String, String, u32), String> {
     let mut out: BTreeMap<(String, String, u32), BTreeMap<&str, u32>> = BTreeMap::new();
     for l in sass
@@ -133,7 +207,7 @@ fn arithmetic(sass: &Sass, functions: &HashSet<String>) -> BTreeMap<(String, Str
         let counts = out
             .entry((l.function.clone(), l.file.clone(), l.line))
             .or_default();
-        for op in ARITHMETIC {
+        for op in FUSED {
             if let Some(n) = l.ops.get(op) {
                 *counts.entry(op).or_default() += n;
             }
@@ -181,10 +255,8 @@ fn every_shipped_example_keeps_its_floating_point_instructions_when_instrumented
                 .filter(|f| f.body.is_some())
                 .map(|f| f.name.clone())
                 .collect();
-            let sass = |m: &Module| {
-                disassemble(&ptxas, &nvdisasm, &m.to_string(), "sm_90")
-                    .unwrap_or_else(|e| panic!("{}: {e}", spec.display()))
-            };
+            let what = format!("{} {flags}", spec.display());
+            let sass = |m: &Module| sass(&ptxas, &nvdisasm, m, &what);
             let was = arithmetic(&sass(&original), &functions);
             for (analysis, options) in &analyses {
                 let out = instrument(&original, options).unwrap_or_else(|e| panic!("{e}"));

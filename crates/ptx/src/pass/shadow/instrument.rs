@@ -14,6 +14,8 @@ use crate::site;
 use std::collections::HashMap;
 
 mod demotion;
+
+pub use demotion::ACCUMULATED_PER_FUNCTION;
 mod exceptions;
 mod splice;
 
@@ -159,10 +161,14 @@ pub(crate) fn sites(
 }
 
 /// The instructions of `d` (by index) that ptxas may fuse into an FMA, which the
-/// instrumentation must leave unread: every unrounded `mul` with an unrounded `add`/`sub` of its
-/// type among its uses, directly or through a `neg` (ptxas folds the sign into the FMA), with
-/// those `neg`s and `add`/`sub`s, and every other reader of the product. Broader than `inspect`'s contractible pairs
-/// ([`crate::compare::contractible`], every use an add): a `mul` with other uses may still be
+/// instrumentation must leave unread: every *product* with an unrounded `add`/`sub` of its type
+/// among its uses, directly or through a `neg` (ptxas folds the sign into the FMA), with those
+/// `neg`s and `add`/`sub`s, and every other reader of the product. Products are unrounded `mul`s
+/// and the f32 divisions and reciprocals that are not rounded (`div.approx`, `div.full`,
+/// `rcp.approx`): ptxas builds those from `MUFU.RCP` and a final `FMUL`, which it fuses with the
+/// add like any product (seen in SASS: `div.approx.ftz.f32` then `add.ftz.f32` is one `FFMA` in
+/// nbody_f32's energy loop under the fast flag set). Broader than `inspect`'s contractible pairs
+/// ([`crate::compare::contractible`], every use an add): a product with other uses may still be
 /// fused into its adds, and an added read must not change what ptxas decides.
 fn fusible_pairs(d: &Decoded) -> std::collections::HashSet<usize> {
     let g = crate::graph::Graph::of(d, &crate::cfg::Cfg::build(d));
@@ -181,9 +187,16 @@ fn fusible_pairs(d: &Decoded) -> std::collections::HashSet<usize> {
             .filter(|&u| d.ops[u].ty == d.ops[k].ty)
             .collect()
     };
+    let product = |k: usize| {
+        let op = &d.ops[k];
+        unrounded(k, &[Arith::Mul])
+            || (matches!(op.kind, OpKind::Div | OpKind::Rcp)
+                && op.ty == Some(ValueType::F32)
+                && op.rounding.is_none())
+    };
     let mut out = std::collections::HashSet::new();
     for k in 0..d.insts.len() {
-        if !unrounded(k, &[Arith::Mul]) {
+        if !product(k) {
             continue;
         }
         let mut fused = Vec::new();

@@ -480,3 +480,57 @@ fn fusible_mul_add_pairs_are_left_unread() {
         .collect();
     assert_eq!(readers, ["add.f64"]);
 }
+
+/// An approximate f32 division or reciprocal ends in an `FMUL` that ptxas fuses with an
+/// unrounded add like a `mul` (nbody_f32's energy loop under `fast`): the pair and the
+/// division's other readers are left unread; a rounded division is an ordinary site.
+#[test]
+fn approximate_divisions_feeding_an_add_are_left_unread() {
+    let ptx = r#"
+.version 8.0
+.target sm_90
+.address_size 64
+
+.visible .entry k(.param .u64 p)
+{
+	.reg .b64 %rd<3>;
+	.reg .f32 %f<12>;
+	ld.param.u64 %rd1, [p];
+	cvta.to.global.u64 %rd2, %rd1;
+	ld.global.f32 %f1, [%rd2];
+	ld.global.f32 %f2, [%rd2+4];
+	div.approx.ftz.f32 %f3, %f1, %f2;
+	add.ftz.f32 %f4, %f3, %f1;
+	div.full.f32 %f5, %f4, %f2;
+	sub.f32 %f6, %f1, %f5;
+	rcp.approx.f32 %f7, %f6;
+	neg.f32 %f8, %f7;
+	add.f32 %f9, %f8, %f1;
+	div.rn.f32 %f10, %f9, %f2;
+	add.f32 %f11, %f10, %f1;
+	st.global.f32 [%rd2], %f11;
+	ret;
+}
+"#;
+    let m = parse_clean("divisions", ptx);
+    let r = instrument(&m, &ShadowOptions::all()).unwrap();
+    let measured: Vec<(String, bool)> = r
+        .report
+        .sites
+        .iter()
+        .map(|s| (s.opcode.clone(), s.exceptions))
+        .collect();
+    assert_eq!(
+        measured,
+        [
+            ("div.approx.ftz.f32".to_string(), false),
+            ("add.ftz.f32".to_string(), false),
+            ("div.full.f32".to_string(), false),
+            ("sub.f32".to_string(), false),
+            ("rcp.approx.f32".to_string(), false),
+            ("add.f32".to_string(), false),
+            ("div.rn.f32".to_string(), true),
+            ("add.f32".to_string(), true),
+        ]
+    );
+}

@@ -13,10 +13,10 @@ use crate::pass::shadow::{
 };
 use crate::rewrite::{call, instruction, int, Guarding, Rewriter};
 
-/// At most this many sites of one function accumulate in registers (six 32-bit registers each:
-/// the count, the sum and the maximum); the others call the runtime per execution. Sites in the
-/// deepest loops are chosen first.
-pub(super) const ACCUMULATED_PER_FUNCTION: usize = 16;
+/// At most this many demotion sites of one function accumulate in registers (six 32-bit
+/// registers each: the count, the sum and the maximum); the others call the runtime per
+/// execution. Sites in the deepest loops are chosen first.
+pub const ACCUMULATED_PER_FUNCTION: usize = 16;
 
 /// The registers one accumulated site keeps for the whole function.
 #[derive(Debug, Clone)]
