@@ -228,6 +228,18 @@ fn fusible_pairs(d: &Decoded) -> std::collections::HashSet<usize> {
 /// Instruments `module` (left unchanged) with the demotion error and exception counting that
 /// `options` ask for; see the module docs.
 pub fn instrument(module: &Module, options: &ShadowOptions) -> Result<Instrumented, ShadowError> {
+    instrument_with(module, options, ACCUMULATED_PER_FUNCTION, false)
+}
+
+/// [`instrument`] with at most `registers` accumulated sites per function in registers (the
+/// others in its `.local` array), and sites outside loops accumulated too when
+/// `outside_loops`: tests reach every form of the code with these.
+pub(crate) fn instrument_with(
+    module: &Module,
+    options: &ShadowOptions,
+    registers: usize,
+    outside_loops: bool,
+) -> Result<Instrumented, ShadowError> {
     for name in [
         SHADOW_GLOBAL,
         DEMOTION_FUNCTION,
@@ -275,6 +287,21 @@ pub fn instrument(module: &Module, options: &ShadowOptions) -> Result<Instrument
             continue;
         };
         let d = Decoded::of(f);
+        // Names a `.local` array of the function must not take (it would shadow, or clash).
+        let local_names: std::collections::HashSet<&str> = f
+            .params
+            .iter()
+            .map(|p| p.name.as_str())
+            .chain(f.body.iter().flatten().filter_map(|s| match s {
+                Statement::Var(v) => Some(v.name.as_str()),
+                _ => None,
+            }))
+            .chain(module.items.iter().filter_map(|i| match i {
+                Item::Var(v) => Some(v.name.as_str()),
+                Item::Function(g) => Some(g.name.as_str()),
+                _ => None,
+            }))
+            .collect();
         let position: HashMap<InstId, usize> =
             d.insts.iter().enumerate().map(|(j, i)| (i.id, j)).collect();
         let mut rw = Rewriter::new(&out, &function)?;
@@ -291,13 +318,16 @@ pub fn instrument(module: &Module, options: &ShadowOptions) -> Result<Instrument
             .filter(|(s, p)| s.demotion && p.is_some())
             .filter_map(|(s, _)| Some((at(s)?, s.index)))
             .collect();
-        let mut accumulators = HashMap::new();
-        for index in demotion::accumulated(&d, &measured) {
-            accumulators.insert(index, demotion::Accumulator::new(&mut rw, index)?);
-        }
+        let chosen = demotion::accumulated(&d, &measured, outside_loops);
+        let accumulators = demotion::Accumulators::new(
+            &mut rw,
+            &chosen,
+            registers.min(chosen.len()),
+            |n| local_names.contains(n),
+        )?;
         for (s, p) in here.iter().zip(&plans[first..k]) {
             if let (Some(j), true, Some(p)) = (at(s), s.demotion, p) {
-                let acc = accumulators.get(&s.index);
+                let acc = accumulators.of(s.index);
                 demotion::measure(&mut rw, &mut scratch, &d, j, s.index, p, acc)?;
             }
         }
@@ -307,10 +337,8 @@ pub fn instrument(module: &Module, options: &ShadowOptions) -> Result<Instrument
             .filter_map(|s| Some((at(s)?, s.index)))
             .collect();
         let slow = exceptions::instrument(&mut rw, &mut scratch, &d, &counted)?;
-        let mut accumulators: Vec<demotion::Accumulator> = accumulators.into_values().collect();
-        accumulators.sort_by_key(|a| a.index);
-        let flush: Vec<Statement> = accumulators.iter().flat_map(|a| a.flush()).collect();
-        let init: Vec<Statement> = accumulators.iter().flat_map(|a| a.init()).collect();
+        let flush = accumulators.flush(&mut rw, &mut scratch)?;
+        let init = accumulators.init();
         let mut at_end = Vec::new();
         if !flush.is_empty() {
             for i in &d.insts {

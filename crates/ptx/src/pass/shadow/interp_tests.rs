@@ -3,7 +3,8 @@
 //! every exit. The interpreter has no calls or warp operations, so each flush call is replaced
 //! by what the runtime's contract says it adds (`mantissa_shadow.cuh`: COUNT += count,
 //! SUM += sum, MAX = max(MAX, max)) as plain atomics under the call's guard; sites past the
-//! accumulation cap call the runtime per execution and are not covered here (the GPU tests are).
+//! accumulation cap call the runtime per execution and are not covered here (the GPU tests are):
+//! the pass is run with every site accumulated, in registers or in the `.local` array.
 
 use super::oracle::expected;
 use super::oracle_tests::known_module;
@@ -94,8 +95,13 @@ fn flushes_as_atomics(m: &Module) -> Module {
     out
 }
 
-/// The demotion statistics of the instrumented `m` run in the interpreter, and the oracle's.
-fn measured_and_expected(m: &Module, case: &Case) -> (Vec<SiteStats>, Vec<SiteStats>) {
+/// The demotion statistics of the instrumented `m` (every site accumulated, in registers up to
+/// `registers`, then in the `.local` array) run in the interpreter, and the oracle's.
+fn measured_and_expected(
+    m: &Module,
+    case: &Case,
+    registers: usize,
+) -> (Vec<SiteStats>, Vec<SiteStats>) {
     let options = ShadowOptions {
         exceptions: false,
         ..ShadowOptions::all()
@@ -116,7 +122,7 @@ fn measured_and_expected(m: &Module, case: &Case) -> (Vec<SiteStats>, Vec<SiteSt
     let mut oracle_mem = mem.clone();
     let want = expected(m, case.kernel, launch, &args, &mut oracle_mem, &options)
         .unwrap_or_else(|e| panic!("{}: {e}", case.kernel));
-    let out = instrument(m, &options).unwrap_or_else(|e| panic!("{e}"));
+    let out = instrument_with(m, &options, registers, true).unwrap_or_else(|e| panic!("{e}"));
     let runnable = flushes_as_atomics(&out.module);
     let text = runnable.to_string();
     let calls_per_execution = runnable.functions().flat_map(|f| f.instructions()).any(|i| {
@@ -173,8 +179,10 @@ fn the_profile_kernel_accumulates_exactly_what_the_oracle_expects() {
         threads: 64,
         params: vec![Param::OutF64(128), Param::Int(5)],
     };
-    let (got, want) = measured_and_expected(&m, &case);
-    assert_same("profile", &got, &want);
+    for registers in [ACCUMULATED_PER_FUNCTION, 1, 0] {
+        let (got, want) = measured_and_expected(&m, &case, registers);
+        assert_same(&format!("profile, {registers} in registers"), &got, &want);
+    }
 }
 
 #[test]
@@ -190,8 +198,11 @@ fn the_known_kernels_accumulate_exactly_what_the_oracle_expects() {
             known::square_plus(2, 64),
             known::exceptions(1, 64),
         ] {
-            let (got, want) = measured_and_expected(&m, &case);
-            assert_same(&format!("{} {flags}", case.kernel), &got, &want);
+            for registers in [ACCUMULATED_PER_FUNCTION, 0] {
+                let (got, want) = measured_and_expected(&m, &case, registers);
+                let what = format!("{} {flags}, {registers} in registers", case.kernel);
+                assert_same(&what, &got, &want);
+            }
         }
     }
 }
@@ -207,6 +218,6 @@ fn a_kernel_that_falls_off_its_end_still_flushes() {
         threads: 32,
         params: vec![Param::OutF64(32), Param::Int(3)],
     };
-    let (got, want) = measured_and_expected(&m, &case);
+    let (got, want) = measured_and_expected(&m, &case, 1);
     assert_same("profile without ret", &got, &want);
 }

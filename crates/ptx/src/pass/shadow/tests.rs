@@ -265,7 +265,8 @@ fn assert_calls(what: &str, out: &Instrumented) {
 #[test]
 fn a_destination_that_is_an_operand_is_read_before_it_is_written_and_guards_hold() {
     let m = parse_clean("profile", PROFILE);
-    let out = instrument(&m, &ShadowOptions::all()).unwrap();
+    // Every site accumulated (by default only the loop's fma is; see below).
+    let out = instrument_with(&m, &ShadowOptions::all(), ACCUMULATED_PER_FUNCTION, true).unwrap();
     let b = body(&out.module, "profile");
     let text: Vec<String> = insts(&b)
         .iter()
@@ -319,6 +320,23 @@ fn a_destination_that_is_an_operand_is_read_before_it_is_written_and_guards_hold
         text[..ret].iter().all(|t| !t.contains(EXCEPTION_FUNCTION)),
         "{text:#?}"
     );
+    // By default the fma in the loop (site 1) accumulates, the three sites after the loop call
+    // the runtime once per execution, the guarded one under its guard.
+    let out = instrument(&m, &ShadowOptions::all()).unwrap();
+    let calls = call_sites(&out);
+    assert_eq!(calls.get(FLUSH_FUNCTION), Some(&vec![1]));
+    assert_eq!(calls.get(DEMOTION_FUNCTION), Some(&vec![2, 3, 4]));
+    let guarded_call = out
+        .module
+        .function("profile")
+        .into_iter()
+        .flat_map(|f| f.instructions())
+        .any(|i| {
+            i.opcode == "call"
+                && i.operands.first() == Some(&Operand::Symbol(DEMOTION_FUNCTION.into()))
+                && i.guard.as_ref().is_some_and(|g| g.reg == "%p2" && !g.negated)
+        });
+    assert!(guarded_call);
 }
 
 #[test]

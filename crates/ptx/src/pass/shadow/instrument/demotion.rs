@@ -14,77 +14,218 @@ use crate::pass::shadow::{
 use crate::rewrite::{call, instruction, int, Guarding, Rewriter};
 
 /// At most this many demotion sites of one function accumulate in registers (six 32-bit
-/// registers each: the count, the sum and the maximum); the others call the runtime per
-/// execution. Sites in the deepest loops are chosen first.
+/// registers each: the count, the sum and the maximum), the deepest in loops first; the
+/// function's other sites inside loops accumulate in a per-thread `.local` array (three loads
+/// and three stores per execution, still no call).
 pub const ACCUMULATED_PER_FUNCTION: usize = 16;
 
-/// The registers one accumulated site keeps for the whole function.
+/// Where one accumulated site keeps its count (u64), sum (f64) and maximum (f64; 0 before any)
+/// for the whole function.
+#[derive(Debug, Clone)]
+enum Storage {
+    /// Three registers of their own.
+    Registers { count: String, sum: String, max: String },
+    /// 24 bytes at `offset` of the function's `.local` array `array`; updated through
+    /// scratch registers.
+    Local { array: String, offset: i64 },
+}
+
+/// One accumulated site.
 #[derive(Debug, Clone)]
 pub(super) struct Accumulator {
     /// The site's index (its record in the global).
     pub index: u32,
-    /// Executions with a finite relative error (u64).
-    count: String,
-    /// Their relative errors summed (f64).
-    sum: String,
-    /// Their maximum (f64; 0 before any).
-    max: String,
+    storage: Storage,
+}
+
+/// The accumulators of one function's sites.
+pub(super) struct Accumulators {
+    /// By site, in site order.
+    pub sites: Vec<Accumulator>,
+    /// The `.local` array's declaration, when some site keeps its totals there.
+    array: Option<VarDecl>,
+}
+
+impl Accumulators {
+    /// Accumulators for `chosen` (site indices, register ones first): the first `in_registers`
+    /// get registers, the others 24 bytes each of a `.local` array named after `taken`.
+    pub(super) fn new(
+        rw: &mut Rewriter,
+        chosen: &[u32],
+        in_registers: usize,
+        taken: impl Fn(&str) -> bool,
+    ) -> Result<Accumulators, ShadowError> {
+        let array_name =
+            crate::rewrite::unique_name("__mantissa_shadow_totals", |n| taken(n));
+        let mut sites = Vec::new();
+        let mut local = 0i64;
+        for (k, &index) in chosen.iter().enumerate() {
+            let storage = if k < in_registers {
+                Storage::Registers {
+                    count: rw.reg("u64")?,
+                    sum: rw.reg("f64")?,
+                    max: rw.reg("f64")?,
+                }
+            } else {
+                local += 1;
+                Storage::Local {
+                    array: array_name.clone(),
+                    offset: 24 * (local - 1),
+                }
+            };
+            sites.push(Accumulator { index, storage });
+        }
+        sites.sort_by_key(|a| a.index);
+        let array = (local > 0).then(|| VarDecl {
+            attrs: vec![".local".into(), ".align".into(), "8".into(), ".b8".into()],
+            name: array_name,
+            dims: vec![Some(24 * local as u64)],
+            init: None,
+            line: SrcLine(0),
+        });
+        Ok(Accumulators { sites, array })
+    }
+
+    /// The accumulator of site `index`, if it accumulates.
+    pub(super) fn of(&self, index: u32) -> Option<&Accumulator> {
+        self.sites.iter().find(|a| a.index == index)
+    }
+
+    /// The array's declaration and every total zeroed: placed once at the top of the function,
+    /// before any label.
+    pub(super) fn init(&self) -> Vec<Statement> {
+        let mut code: Vec<Statement> = self.array.iter().cloned().map(Statement::Var).collect();
+        for a in &self.sites {
+            match &a.storage {
+                Storage::Registers { count, sum, max } => code.extend([
+                    instruction("mov", &["u64"], vec![reg(count), int(0)]),
+                    instruction("mov", &["f64"], vec![reg(sum), f64_imm(0.0)]),
+                    instruction("mov", &["f64"], vec![reg(max), f64_imm(0.0)]),
+                ]),
+                Storage::Local { array, offset } => {
+                    for k in 0..3 {
+                        code.push(instruction(
+                            "st",
+                            &["local", "u64"],
+                            vec![local_word(array, offset + 8 * k), int(0)],
+                        ));
+                    }
+                }
+            }
+        }
+        code
+    }
+
+    /// Every site's totals added to the global (the runtime aggregates over the warp): placed
+    /// before every `ret`/`exit`, under its guard.
+    pub(super) fn flush(
+        &self,
+        rw: &mut Rewriter,
+        scratch: &mut Scratch,
+    ) -> Result<Vec<Statement>, ShadowError> {
+        let mut code = Vec::new();
+        for a in &self.sites {
+            let (loads, [count, sum, max]) = a.totals(rw, scratch)?;
+            code.extend(loads);
+            code.extend(call(
+                FLUSH_FUNCTION,
+                &[
+                    ("b32", int(a.index.into())),
+                    ("b64", reg(&count)),
+                    ("b64", reg(&sum)),
+                    ("b64", reg(&max)),
+                ],
+            ));
+        }
+        Ok(code)
+    }
 }
 
 impl Accumulator {
-    pub(super) fn new(rw: &mut Rewriter, index: u32) -> Result<Accumulator, ShadowError> {
-        Ok(Accumulator {
-            index,
-            count: rw.reg("u64")?,
-            sum: rw.reg("f64")?,
-            max: rw.reg("f64")?,
-        })
+    /// The loads that bring the totals into registers (none for register storage), and those
+    /// registers.
+    fn totals(
+        &self,
+        rw: &mut Rewriter,
+        scratch: &mut Scratch,
+    ) -> Result<(Vec<Statement>, [String; 3]), ShadowError> {
+        match &self.storage {
+            Storage::Registers { count, sum, max } => {
+                Ok((Vec::new(), [count.clone(), sum.clone(), max.clone()]))
+            }
+            Storage::Local { array, offset } => {
+                let regs = [
+                    scratch.reg(rw, "u64", 0)?,
+                    scratch.reg(rw, "f64", 4)?,
+                    scratch.reg(rw, "f64", 5)?,
+                ];
+                let loads = ["u64", "f64", "f64"]
+                    .iter()
+                    .zip(&regs)
+                    .enumerate()
+                    .map(|(k, (ty, r))| {
+                        instruction(
+                            "ld",
+                            &["local", ty],
+                            vec![reg(r), local_word(array, offset + 8 * k as i64)],
+                        )
+                    })
+                    .collect();
+                Ok((loads, regs))
+            }
+        }
     }
 
-    /// Zeroes the registers: placed once at the top of the function, before any label.
-    pub(super) fn init(&self) -> Vec<Statement> {
-        vec![
-            instruction("mov", &["u64"], vec![reg(&self.count), int(0)]),
-            instruction("mov", &["f64"], vec![reg(&self.sum), f64_imm(0.0)]),
-            instruction("mov", &["f64"], vec![reg(&self.max), f64_imm(0.0)]),
-        ]
-    }
-
-    /// Adds the thread's totals to the global (the runtime aggregates over the warp): placed
-    /// before every `ret`/`exit`, under its guard.
-    pub(super) fn flush(&self) -> Vec<Statement> {
-        call(
-            FLUSH_FUNCTION,
-            &[
-                ("b32", int(self.index.into())),
-                ("b64", reg(&self.count)),
-                ("b64", reg(&self.sum)),
-                ("b64", reg(&self.max)),
-            ],
-        )
+    /// The stores that put the totals back (none for register storage).
+    fn store(&self, regs: &[String; 3]) -> Vec<Statement> {
+        match &self.storage {
+            Storage::Registers { .. } => Vec::new(),
+            Storage::Local { array, offset } => ["u64", "f64", "f64"]
+                .iter()
+                .zip(regs)
+                .enumerate()
+                .map(|(k, (ty, r))| {
+                    instruction(
+                        "st",
+                        &["local", ty],
+                        vec![local_word(array, offset + 8 * k as i64), reg(r)],
+                    )
+                })
+                .collect(),
+        }
     }
 }
 
-/// Which of the demotion sites `candidates` (instruction index in `d`, site index) accumulate in
-/// registers: in a kernel, up to [`ACCUMULATED_PER_FUNCTION`] of them, deepest loop first, then
-/// in text order; in a device function only sites inside one of its loops (a function called
-/// once per execution of a caller's loop would flush once per call, no cheaper than a call per
-/// execution).
-pub(super) fn accumulated(d: &Decoded, candidates: &[(usize, u32)]) -> Vec<u32> {
+/// Which of the demotion sites `candidates` (instruction index in `d`, site index) accumulate:
+/// those inside loops, deepest first, then in text order (a site outside every loop runs once
+/// per call of its function: accumulating and flushing it costs as much as a call per
+/// execution; `outside_loops` takes them too, for tests). The first
+/// [`ACCUMULATED_PER_FUNCTION`] get registers.
+pub(super) fn accumulated(
+    d: &Decoded,
+    candidates: &[(usize, u32)],
+    outside_loops: bool,
+) -> Vec<u32> {
     if candidates.is_empty() {
         return Vec::new();
     }
     let cfg = Cfg::build(d);
-    let kernel = d.function.kind == FunctionKind::Entry;
     let depth = |j: usize| cfg.innermost_loop(j).map_or(0, |l| cfg.loops[l].depth + 1);
     let mut chosen: Vec<(u32, usize, u32)> = candidates
         .iter()
         .map(|&(j, index)| (depth(j), j, index))
-        .filter(|&(depth, _, _)| kernel || depth > 0)
+        .filter(|&(depth, _, _)| outside_loops || depth > 0)
         .collect();
     chosen.sort_by_key(|&(depth, j, _)| (std::cmp::Reverse(depth), j));
-    chosen.truncate(ACCUMULATED_PER_FUNCTION);
     chosen.into_iter().map(|(_, _, index)| index).collect()
+}
+
+/// `[array+offset]`.
+fn local_word(array: &str, offset: i64) -> Operand {
+    Operand::Addr {
+        base: array.to_string(),
+        offset,
+    }
 }
 
 /// An f64 immediate.
@@ -230,27 +371,24 @@ pub(super) fn measure(
             instruction("div", &["rn", "f64"], vec![reg(&e), reg(&e), reg(&a64)]),
             &measured,
         ),
+    ]);
+    let (loads, [count, sum, max]) = acc.totals(rw, scratch)?;
+    after.extend(loads);
+    after.extend([
         guarded_by(
-            instruction(
-                "add",
-                &["u64"],
-                vec![reg(&acc.count), reg(&acc.count), int(1)],
-            ),
+            instruction("add", &["u64"], vec![reg(&count), reg(&count), int(1)]),
             &measured,
         ),
         guarded_by(
-            instruction(
-                "add",
-                &["rn", "f64"],
-                vec![reg(&acc.sum), reg(&acc.sum), reg(&e)],
-            ),
+            instruction("add", &["rn", "f64"], vec![reg(&sum), reg(&sum), reg(&e)]),
             &measured,
         ),
         guarded_by(
-            instruction("max", &["f64"], vec![reg(&acc.max), reg(&acc.max), reg(&e)]),
+            instruction("max", &["f64"], vec![reg(&max), reg(&max), reg(&e)]),
             &measured,
         ),
     ]);
+    after.extend(acc.store(&[count, sum, max]));
     if inst.guard.is_some() {
         after.push(Statement::Label(skip, SrcLine(0)));
     }
