@@ -31,15 +31,19 @@
 //   from zero.
 //
 // WHAT THE REWRITER PASSES
-//   The site index as an immediate. A measured f64 instruction either accumulates in registers
-//   of its function (count, sum, max: the relative error computed inline exactly as
-//   mantissa_shadow_demotion does, summed with add.rn.f64, maximum by max.f64), counts its rare
-//   r64 == +-0 and non-finite executions by one red.global.add.u64 per thread on the record's
-//   words, and calls mantissa_shadow_flush before every ret/exit of the function, under its
-//   guard; or, past the per-function cap (mantissa_ptx::pass::shadow::instrument), calls
-//   mantissa_shadow_demotion, under the instruction's guard, after every execution. mantissa_shadow_exception is
-//   called only from the slow path: the instrumented code skips results that are zero or normal
-//   (testp.normal, setp.eq.or, a branch), so a clean kernel calls it never.
+//   The site index as an immediate. A measured f64 instruction inside a loop accumulates per
+//   thread (in registers, or in a .local array past mantissa_ptx's ACCUMULATED_PER_FUNCTION):
+//   count, sum and max, the relative error computed inline exactly as mantissa_shadow_demotion
+//   does, summed with add.rn.f64, maximum by max.f64; it counts its rare r64 == +-0 and
+//   non-finite executions by one red.global.add.u64 per thread on the record's words, and
+//   mantissa_shadow_flush is called for it before every ret/exit of the function, under that
+//   instruction's guard. A measured f64 instruction outside every loop calls
+//   mantissa_shadow_demotion, under its guard, after every execution.
+//   mantissa_shadow_exception is called only from the out-of-line slow paths: after each
+//   floating-point instruction the instrumented code tests for a result that is zero or normal
+//   (testp.normal, setp.eq.or) without branching, folds the tests of a straight-line group into
+//   one predicate, and branches once per group; the slow path calls this function for each
+//   instruction of the group whose result was not, so a clean kernel calls it never.
 //
 // INVARIANTS
 //   It touches no state but __mantissa_shadow and returns nothing, so an instrumented kernel

@@ -24,16 +24,16 @@
 //!
 //! So `count + zero_reference + non_finite` is the number of executions.
 //!
-//! *How*: in a kernel, up to [`ACCUMULATED_PER_FUNCTION`] sites (the deepest in loops first; in
-//! a device function only sites inside its loops) keep per-thread registers (the count, the sum
-//! added with `add.rn.f64` in execution order, the maximum by `max.f64`): after each execution a
-//! handful of predicated instructions and no call or branch (a guarded site jumps over its code
-//! where the guard is false); the rare `r64 = ±0` and non-finite executions are counted by one
+//! *How*: sites inside loops accumulate per thread (the count, the sum added with `add.rn.f64`
+//! in execution order, the maximum by `max.f64`), the [`ACCUMULATED_PER_FUNCTION`] deepest in
+//! registers, the others in a per-thread `.local` array: after each execution a handful of
+//! predicated instructions and no call or branch (a guarded site jumps over its code where the
+//! guard is false); the rare `r64 = ±0` and non-finite executions are counted by one
 //! `red.global.add.u64` each. Before every `ret`/`exit` (under its guard; and at the end of a
 //! body that control can run off) the totals are flushed by [`FLUSH_FUNCTION`], one atomic per
-//! word per warp. The other sites call [`DEMOTION_FUNCTION`] per execution. Either way the
-//! statistics are the ones above: counts and maxima exact, sums in an order that only changes
-//! their rounding.
+//! word per warp. Sites outside loops, which run once per call of their function, call
+//! [`DEMOTION_FUNCTION`] per execution. Either way the statistics are the ones above: counts and
+//! maxima exact, sums in an order that only changes their rounding.
 //!
 //! **Exceptions** at every site: after the instruction (and only where its guard held), a
 //! result that is zero or normal is fine (`testp.normal`, `setp.eq.or` with zero); any other
