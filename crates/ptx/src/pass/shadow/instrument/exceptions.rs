@@ -1,7 +1,7 @@
 //! The exception counting's inserted code. The sites of a function are cut into *groups*: runs
-//! of sites within one basic block, each ended before the block's terminator (or after its last
-//! instruction) and before any instruction that redefines a register the group's slow path reads
-//! (a site's result, operands or guard). After each site, without a branch, its result is tested
+//! of at most [`GROUP_SITES`] sites within one basic block, each ended before the block's
+//! terminator (or after its last instruction) and before any instruction that redefines a
+//! register the group's slow path reads (a site's result, operands or guard). After each site, without a branch, its result is tested
 //! (`testp.normal`, `setp.eq.or` with zero: normal or zero is fine; a site whose guard is false
 //! is fine) and folded into the group's predicate; at the end of the group one branch goes to the
 //! group's out-of-line slow path where any site was not fine. The slow path, placed after the
@@ -20,6 +20,10 @@ use crate::pass::shadow::{flags, ShadowError, EXCEPTION_FUNCTION};
 use crate::regs::RegId;
 use crate::rewrite::{call, instruction, int, Guarding, Rewriter};
 use std::collections::HashSet;
+
+/// At most this many sites per group: every result and operand of a group stays live until its
+/// branch, so an unbounded group in a long block (an unrolled loop) costs many registers.
+const GROUP_SITES: usize = 8;
 
 /// Scratch register numbers: the fast path's predicates, the slow path's test and flag words,
 /// and the copies of operands the sites overwrite (per position in the group and operand).
@@ -60,6 +64,10 @@ fn groups(d: &Decoded, sites: &[(usize, u32)]) -> Vec<(Vec<(usize, u32)>, Close)
                         | crate::op::Control::Trap
                 )
             }) {
+                close = Some(Close::Before(k));
+                break;
+            }
+            if is_site && members.len() == GROUP_SITES {
                 close = Some(Close::Before(k));
                 break;
             }
