@@ -5,8 +5,9 @@
 //! `default`, `strict` and `fast` flag sets, is assembled for sm_90 as built and as instrumented,
 //! and the FFMAs and DFMAs of the user's functions are counted per source line: a product fused
 //! in the program as built and not in the instrumented one leaves fewer FMAs on its line; one
-//! fused only in the instrumented program puts an FMA on a line that had none. Three things that change
-//! counts without changing bits are taken out first: the inserted code is moved to a line of
+//! fused only in the instrumented program puts an FMA on a line that had none (more FMAs where
+//! there were some is ptxas duplicating code: same operations, same bits). Three things that
+//! change counts without changing bits are taken out first: the inserted code is moved to a line of
 //! its own (`.loc` only names lines: it changes no instruction), so that its own arithmetic
 //! (the f32 forms, the relative error) is not counted on the user's lines; every user loop gets
 //! `.pragma "nounroll"` in both builds, since ptxas unrolls a loop by a factor that depends on

@@ -38,9 +38,10 @@
 //! **Exceptions** at every site: after the instruction (and only where its guard held), a
 //! result that is zero or normal is fine (`testp.normal`, `setp.eq.or` with zero); any other
 //! result (NaN, ±inf, subnormal) is classified and counted, per execution. The test is
-//! branch-free: the sites of one straight-line *group* (a run of at most 8 within a basic block, ended before
-//! the block's terminator and before any instruction that redefines a register the group's
-//! classification reads: a result, an operand, a guard) fold their tests into one predicate,
+//! branch-free: the sites of one straight-line *group* (a run of at most 8 within a basic
+//! block, ended before the block's terminator and before any instruction that redefines a
+//! register the group's classification reads: a result, an operand, a guard) fold their tests
+//! into one predicate,
 //! and one branch per group goes to an out-of-line slow path (after the function's last
 //! instruction) that classifies each site of the group and returns. *Origin* means the result
 //! is NaN (±inf) while no operand was NaN (±inf): the first place a NaN or infinity appears;

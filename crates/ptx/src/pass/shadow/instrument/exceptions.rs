@@ -1,14 +1,15 @@
 //! The exception counting's inserted code. The sites of a function are cut into *groups*: runs
 //! of at most [`GROUP_SITES`] sites within one basic block, each ended before the block's
 //! terminator (or after its last instruction) and before any instruction that redefines a
-//! register the group's slow path reads (a site's result, operands or guard). After each site, without a branch, its result is tested
-//! (`testp.normal`, `setp.eq.or` with zero: normal or zero is fine; a site whose guard is false
-//! is fine) and folded into the group's predicate; at the end of the group one branch goes to the
-//! group's out-of-line slow path where any site was not fine. The slow path, placed after the
-//! function's last instruction, classifies every site of the group as the fast path did, counts
-//! the ones that were not fine through [`EXCEPTION_FUNCTION`] with their flags, and branches
-//! back. So ptxas still sees each user block as one block (contraction and scheduling as
-//! written) and a clean execution costs a few predicate instructions per site.
+//! register the group's slow path reads (a site's result, operands or guard). After each site,
+//! without a branch, its result is tested (`testp.normal`, `setp.eq.or` with zero: normal or
+//! zero is fine; a site whose guard is false is fine) and folded into the group's predicate; at
+//! the end of the group one branch goes to the group's out-of-line slow path where any site was
+//! not fine. The slow path, placed after the function's last instruction, classifies every site
+//! of the group as the fast path did, counts the ones that were not fine through
+//! [`EXCEPTION_FUNCTION`] with their flags, and branches back. So ptxas sees far fewer block
+//! boundaries than a branch per site (contraction and scheduling as written within a group),
+//! and a clean execution costs a few predicate instructions per site.
 
 use super::{dest, reg, Scratch};
 use crate::cfg::Cfg;
