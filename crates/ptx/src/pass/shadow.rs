@@ -38,7 +38,7 @@
 //! **Exceptions** at every site: after the instruction (and only where its guard held), a
 //! result that is zero or normal is fine (`testp.normal`, `setp.eq.or` with zero); any other
 //! result (NaN, ±inf, subnormal) is classified and counted, per execution. The test is
-//! branch-free: the sites of one straight-line *group* (a run of at most 8 within a basic
+//! branch-free: the sites of one straight-line *group* (a run of about 8 within a basic
 //! block, ended before the block's terminator and before any instruction that redefines a
 //! register the group's classification reads: a result, an operand, a guard) fold their tests
 //! into one predicate,

@@ -171,6 +171,12 @@ pub(crate) fn sites(
 /// ([`crate::compare::contractible`], every use an add): a product with other uses may still be
 /// fused into its adds, and an added read must not change what ptxas decides.
 fn fusible_pairs(d: &Decoded) -> std::collections::HashSet<usize> {
+    fusible_spans(d).into_iter().flatten().collect()
+}
+
+/// Per product ptxas may fuse (see [`fusible_pairs`]): the instructions left unread with it,
+/// the product first.
+pub(super) fn fusible_spans(d: &Decoded) -> Vec<Vec<usize>> {
     let g = crate::graph::Graph::of(d, &crate::cfg::Cfg::build(d));
     let float = |k: usize| matches!(d.ops[k].ty, Some(ValueType::F32 | ValueType::F64));
     // Unrounded (no `.rn`, `.sat`): the operations ptxas is free to contract.
@@ -194,7 +200,7 @@ fn fusible_pairs(d: &Decoded) -> std::collections::HashSet<usize> {
                 && op.ty == Some(ValueType::F32)
                 && op.rounding.is_none())
     };
-    let mut out = std::collections::HashSet::new();
+    let mut out = Vec::new();
     for k in 0..d.insts.len() {
         if !product(k) {
             continue;
@@ -217,9 +223,10 @@ fn fusible_pairs(d: &Decoded) -> std::collections::HashSet<usize> {
         if !fused.is_empty() {
             // Every other reader of the product too: its instrumentation would read the
             // product again, and ptxas weighs a product's uses when it decides to fuse.
-            out.insert(k);
-            out.extend(g.uses_of(d.insts[k].id).filter_map(|e| g.index_of(e.user)));
-            out.extend(fused);
+            let mut span = vec![k];
+            span.extend(g.uses_of(d.insts[k].id).filter_map(|e| g.index_of(e.user)));
+            span.extend(fused);
+            out.push(span);
         }
     }
     out

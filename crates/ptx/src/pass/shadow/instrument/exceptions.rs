@@ -1,5 +1,5 @@
 //! The exception counting's inserted code. The sites of a function are cut into *groups*: runs
-//! of at most [`GROUP_SITES`] sites within one basic block, each ended before the block's
+//! of about [`GROUP_SITES`] sites within one basic block, each ended before the block's
 //! terminator (or after its last instruction) and before any instruction that redefines a
 //! register the group's slow path reads (a site's result, operands or guard). After each site,
 //! without a branch, its result is tested (`testp.normal`, `setp.eq.or` with zero: normal or
@@ -22,8 +22,9 @@ use crate::regs::RegId;
 use crate::rewrite::{call, instruction, int, Guarding, Rewriter};
 use std::collections::HashSet;
 
-/// At most this many sites per group: every result and operand of a group stays live until its
-/// branch, so an unbounded group in a long block (an unrolled loop) costs many registers.
+/// A group reaching this many sites ends at the next site outside every fusible span: every
+/// result and operand of a group stays live until its branch, so an unbounded group in a long
+/// block (an unrolled loop) costs many registers.
 const GROUP_SITES: usize = 8;
 
 /// Scratch register numbers: the fast path's predicates, the slow path's test and flag words,
@@ -42,6 +43,13 @@ enum Close {
 /// Sites `(instruction index in d, site index)` in text order, grouped (see the module docs).
 fn groups(d: &Decoded, sites: &[(usize, u32)]) -> Vec<(Vec<(usize, u32)>, Close)> {
     let cfg = Cfg::build(d);
+    // A group cut for its size is not cut between a product ptxas may fuse and its adds: a
+    // block boundary there could change what ptxas fuses (seen in options_f32 under `fast`).
+    let spans: Vec<(usize, usize)> = super::fusible_spans(d)
+        .into_iter()
+        .filter_map(|span| Some((*span.iter().min()?, *span.iter().max()?)))
+        .collect();
+    let inside_a_span = |k: usize| spans.iter().any(|&(a, b)| a < k && k <= b);
     let mut out = Vec::new();
     let mut s = 0;
     while s < sites.len() {
@@ -68,7 +76,7 @@ fn groups(d: &Decoded, sites: &[(usize, u32)]) -> Vec<(Vec<(usize, u32)>, Close)
                 close = Some(Close::Before(k));
                 break;
             }
-            if is_site && members.len() == GROUP_SITES {
+            if is_site && members.len() >= GROUP_SITES && !inside_a_span(k) {
                 close = Some(Close::Before(k));
                 break;
             }
