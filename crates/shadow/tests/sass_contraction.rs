@@ -169,7 +169,8 @@ fn not_unrolled(m: &Module) -> Module {
 fn sass(ptxas: &Path, nvdisasm: &Path, m: &Module, what: &str) -> Sass {
     let (cubin, _) = cubin_with(ptxas, &not_unrolled(m).to_string(), "sm_90", &["-lineinfo"])
         .unwrap_or_else(|e| panic!("{what}: {e}"));
-    let dir = std::env::temp_dir().join(format!("mantissa-sass-contraction-{}", std::process::id()));
+    let dir =
+        std::env::temp_dir().join(format!("mantissa-sass-contraction-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
     let file = dir.join("in.cubin");
     std::fs::write(&file, cubin).unwrap_or_else(|e| panic!("{e}"));
@@ -260,14 +261,6 @@ fn every_shipped_example_keeps_its_floating_point_instructions_when_instrumented
                 let out = instrument(&original, options).unwrap_or_else(|e| panic!("{e}"));
                 let moved = inserted_code_on_its_own_line(&original, &out.module);
                 let merged = merge_runtime(&moved, &rt).unwrap_or_else(|e| panic!("{e}"));
-                if let Ok(dir) = std::env::var("OV_DUMP") {
-                    let stem = spec.file_stem().unwrap().to_string_lossy().to_string();
-                    let _ = std::fs::create_dir_all(&dir);
-                    std::fs::write(format!("{dir}/{stem}.{flags}.orig.ptx"), original.to_string()).unwrap();
-                    let plain = merge_runtime(&out.module, &rt).unwrap();
-                    std::fs::write(format!("{dir}/{stem}.{flags}.{analysis}.ptx"), plain.to_string()).unwrap();
-                    std::fs::write(format!("{dir}/{stem}.{flags}.{analysis}.moved.ptx"), merged.to_string()).unwrap();
-                }
                 let now = fused(&sass(&merged), &functions);
                 let keys: std::collections::BTreeSet<_> = was.keys().chain(now.keys()).collect();
                 for key in keys {

@@ -81,9 +81,9 @@ use crate::rewrite::RewriteError;
 use crate::site::Site;
 use serde::Serialize;
 
-pub use instrument::{instrument, ACCUMULATED_PER_FUNCTION};
 #[cfg(test)]
 use instrument::instrument_with;
+pub use instrument::{instrument, ACCUMULATED_PER_FUNCTION};
 
 /// The name of the per-site statistics array; `mantissa_shadow.cuh` declares it `extern`.
 pub const SHADOW_GLOBAL: &str = "__mantissa_shadow";

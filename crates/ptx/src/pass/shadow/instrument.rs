@@ -19,7 +19,6 @@ pub use demotion::ACCUMULATED_PER_FUNCTION;
 mod exceptions;
 mod splice;
 
-
 /// The result type of a site, or `None` for an instruction that is not one: f32/f64 arithmetic
 /// that rounds (`add sub mul fma div rcp sqrt rsqrt`, the approximate functions) and conversions
 /// to f32/f64.
@@ -326,12 +325,10 @@ pub(crate) fn instrument_with(
             .filter_map(|(s, _)| Some((at(s)?, s.index)))
             .collect();
         let chosen = demotion::accumulated(&d, &measured, outside_loops);
-        let accumulators = demotion::Accumulators::new(
-            &mut rw,
-            &chosen,
-            registers.min(chosen.len()),
-            |n| local_names.contains(n),
-        )?;
+        let accumulators =
+            demotion::Accumulators::new(&mut rw, &chosen, registers.min(chosen.len()), |n| {
+                local_names.contains(n)
+            })?;
         for (s, p) in here.iter().zip(&plans[first..k]) {
             if let (Some(j), true, Some(p)) = (at(s), s.demotion, p) {
                 let acc = accumulators.of(s.index);

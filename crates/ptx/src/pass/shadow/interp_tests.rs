@@ -73,9 +73,21 @@ fn flushes_as_atomics(m: &Module) -> Module {
                 offset: 8 * (i64::from(WORDS_PER_SITE) * *site as i64 + w as i64),
             };
             let mut code = vec![
-                instruction("red", &["global", "add", "u64"], vec![word(Word::Count), args[1].clone()]),
-                instruction("red", &["global", "add", "f64"], vec![word(Word::Sum), args[2].clone()]),
-                instruction("mov", &["b64"], vec![Operand::Reg(MAX_BITS.into()), args[3].clone()]),
+                instruction(
+                    "red",
+                    &["global", "add", "u64"],
+                    vec![word(Word::Count), args[1].clone()],
+                ),
+                instruction(
+                    "red",
+                    &["global", "add", "f64"],
+                    vec![word(Word::Sum), args[2].clone()],
+                ),
+                instruction(
+                    "mov",
+                    &["b64"],
+                    vec![Operand::Reg(MAX_BITS.into()), args[3].clone()],
+                ),
                 instruction(
                     "red",
                     &["global", "max", "u64"],
@@ -125,13 +137,19 @@ fn measured_and_expected(
     let out = instrument_with(m, &options, registers, true).unwrap_or_else(|e| panic!("{e}"));
     let runnable = flushes_as_atomics(&out.module);
     let text = runnable.to_string();
-    let calls_per_execution = runnable.functions().flat_map(|f| f.instructions()).any(|i| {
-        i.opcode == "call" && i.operands.first() == Some(&Operand::Symbol(DEMOTION_FUNCTION.into()))
-    });
+    let calls_per_execution = runnable
+        .functions()
+        .flat_map(|f| f.instructions())
+        .any(|i| {
+            i.opcode == "call"
+                && i.operands.first() == Some(&Operand::Symbol(DEMOTION_FUNCTION.into()))
+        });
     assert!(!calls_per_execution, "every site accumulates here");
     interp::run(&runnable, case.kernel, launch, &args, &mut mem)
         .unwrap_or_else(|e| panic!("{}: {e}\n{text}", case.kernel));
-    let at = mem.symbol(&runnable, SHADOW_GLOBAL).unwrap_or_else(|e| panic!("{e}"));
+    let at = mem
+        .symbol(&runnable, SHADOW_GLOBAL)
+        .unwrap_or_else(|e| panic!("{e}"));
     let bytes = mem
         .read(at, out.report.global_bytes())
         .unwrap_or_else(|e| panic!("{e}"))
@@ -147,7 +165,11 @@ fn assert_same(what: &str, got: &[SiteStats], want: &[SiteStats]) {
     let mut measured = 0;
     for (k, (g, w)) in got.iter().zip(want).enumerate() {
         let (Some(g), Some(w)) = (g.demotion, w.demotion) else {
-            assert_eq!(g.demotion.is_some(), w.demotion.is_some(), "{what}: site {k}");
+            assert_eq!(
+                g.demotion.is_some(),
+                w.demotion.is_some(),
+                "{what}: site {k}"
+            );
             continue;
         };
         measured += g.count + g.zero_reference + g.non_finite;

@@ -270,7 +270,12 @@ fn a_destination_that_is_an_operand_is_read_before_it_is_written_and_guards_hold
     let b = body(&out.module, "profile");
     let text: Vec<String> = insts(&b)
         .iter()
-        .map(|i| i.to_string().split_whitespace().collect::<Vec<_>>().join(" "))
+        .map(|i| {
+            i.to_string()
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
         .collect();
     // `@%p2 mul.rn.f64 %fd1, %fd1, 0d4000000000000000` (site 2): the operand is rounded to f32
     // and saved before the mul, under its guard; after it, the demotion error is jumped over
@@ -302,9 +307,7 @@ fn a_destination_that_is_an_operand_is_read_before_it_is_written_and_guards_hold
     let or_guard = text[at..]
         .iter()
         .position(|t| t.starts_with("or.pred") && t.ends_with(", !%p2;"));
-    let user_branch = text[at..]
-        .iter()
-        .position(|t| t == "@!%p2 bra $L__skip;");
+    let user_branch = text[at..].iter().position(|t| t == "@!%p2 bra $L__skip;");
     assert!(or_guard < user_branch && or_guard.is_some(), "{text:#?}");
     // No call per execution: the sites accumulate, flushed before the one `ret`, after which
     // only the slow paths follow.
@@ -334,7 +337,9 @@ fn a_destination_that_is_an_operand_is_read_before_it_is_written_and_guards_hold
         .any(|i| {
             i.opcode == "call"
                 && i.operands.first() == Some(&Operand::Symbol(DEMOTION_FUNCTION.into()))
-                && i.guard.as_ref().is_some_and(|g| g.reg == "%p2" && !g.negated)
+                && i.guard
+                    .as_ref()
+                    .is_some_and(|g| g.reg == "%p2" && !g.negated)
         });
     assert!(guarded_call);
 }

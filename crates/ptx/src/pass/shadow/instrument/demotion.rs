@@ -24,7 +24,11 @@ pub const ACCUMULATED_PER_FUNCTION: usize = 16;
 #[derive(Debug, Clone)]
 enum Storage {
     /// Three registers of their own.
-    Registers { count: String, sum: String, max: String },
+    Registers {
+        count: String,
+        sum: String,
+        max: String,
+    },
     /// 24 bytes at `offset` of the function's `.local` array `array`; updated through
     /// scratch registers.
     Local { array: String, offset: i64 },
@@ -55,8 +59,7 @@ impl Accumulators {
         in_registers: usize,
         taken: impl Fn(&str) -> bool,
     ) -> Result<Accumulators, ShadowError> {
-        let array_name =
-            crate::rewrite::unique_name("__mantissa_shadow_totals", |n| taken(n));
+        let array_name = crate::rewrite::unique_name("__mantissa_shadow_totals", |n| taken(n));
         let mut sites = Vec::new();
         let mut local = 0i64;
         for (k, &index) in chosen.iter().enumerate() {

@@ -136,7 +136,11 @@ fn fine(p: &str, inst: &Instruction, t: ValueType) -> Vec<Statement> {
         } else {
             Operand::Not(Box::new(reg(&g.reg)))
         };
-        code.push(instruction("or", &["pred"], vec![reg(p), reg(p), not_guard]));
+        code.push(instruction(
+            "or",
+            &["pred"],
+            vec![reg(p), reg(p), not_guard],
+        ));
     }
     code
 }
