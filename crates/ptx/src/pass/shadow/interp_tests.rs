@@ -14,9 +14,7 @@ use crate::model::{Imm, Operand, RegDecl, RegName, SrcLine, Statement};
 use crate::rewrite::instruction;
 use crate::test_support::parse_clean;
 
-#[path = "../../../tests/support/shadow_known.rs"]
-mod known;
-use known::{Case, Param};
+use super::oracle_tests::known::{self, Case, Param};
 
 /// The register holding a flushed maximum's bits for `red.max.u64`.
 const MAX_BITS: &str = "%interp_max_bits";
