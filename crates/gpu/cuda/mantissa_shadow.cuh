@@ -10,6 +10,12 @@
 //       else r64 == +-0                  -> ZERO_REFERENCE += 1
 //       else e = |r32 - r64| / |r64|     -> COUNT += 1, SUM += e, MAX = max(MAX, e)
 //     with e = __ddiv_rn(fabs(__dsub_rn(r32, r64)), fabs(r64)).
+//   extern "C" void mantissa_shadow_flush(unsigned int site, unsigned long long count,
+//                                         double sum, double max)
+//     One thread's accumulated demotion error of a site, at an exit of its function: count
+//     executions with a finite relative error, their sum (added in the thread's order with
+//     __dadd_rn) and their maximum (0 when count is 0). Adds COUNT += count, SUM += sum,
+//     MAX = max(MAX, max); a warp whose peers all have count 0 does nothing.
 //   extern "C" void mantissa_shadow_exception(unsigned int site, unsigned int flags)
 //     One result that is not zero or normal. flags (mantissa_ptx::pass::shadow::flags): 1 NaN
 //     result, 2 +-inf result, 4 subnormal result, 8 a division by +-0, 16 some operand NaN,
@@ -25,10 +31,19 @@
 //   from zero.
 //
 // WHAT THE REWRITER PASSES
-//   The site index as an immediate. mantissa_shadow_demotion is called, under the instruction's
-//   guard, after every execution of a measured f64 instruction. mantissa_shadow_exception is
-//   called only from the slow path: the instrumented code skips results that are zero or normal
-//   (testp.normal, setp.eq.or, a branch), so a clean kernel calls it never.
+//   The site index as an immediate. A measured f64 instruction inside a loop accumulates per
+//   thread (in registers, or in a .local array past mantissa_ptx's ACCUMULATED_PER_FUNCTION):
+//   count, sum and max, the relative error computed inline exactly as mantissa_shadow_demotion
+//   does, summed with add.rn.f64, maximum by max.f64; it counts its rare r64 == +-0 and
+//   non-finite executions by one red.global.add.u64 per thread on the record's words, and
+//   mantissa_shadow_flush is called for it before every ret/exit of the function, under that
+//   instruction's guard. A measured f64 instruction outside every loop calls
+//   mantissa_shadow_demotion, under its guard, after every execution.
+//   mantissa_shadow_exception is called only from the out-of-line slow paths: after each
+//   floating-point instruction the instrumented code tests for a result that is zero or normal
+//   (testp.normal, setp.eq.or) without branching, folds the tests of a straight-line group into
+//   one predicate, and branches once per group; the slow path calls this function for each
+//   instruction of the group whose result was not, so a clean kernel calls it never.
 //
 // INVARIANTS
 //   It touches no state but __mantissa_shadow and returns nothing, so an instrumented kernel
@@ -153,6 +168,52 @@ extern "C" __device__ __noinline__ void mantissa_shadow_demotion(
         atomicAdd(&record[MANTISSA_SHADOW_COUNT], (unsigned long long)__popc(measured_lanes));
         atomicAdd((double *)&record[MANTISSA_SHADOW_SUM], sum);
         atomicMax(&record[MANTISSA_SHADOW_MAX], (unsigned long long)__double_as_longlong(max));
+    }
+}
+
+// A u64 from lane `from` of `mask`, through the double shuffle (bits kept).
+static __device__ __forceinline__ unsigned long long mantissa_shadow_shfl_u64(
+    unsigned int mask, unsigned long long x, unsigned int from, bool xor_lane)
+{
+    return (unsigned long long)__double_as_longlong(
+        mantissa_shadow_shfl(mask, __longlong_as_double((long long)x), from, xor_lane));
+}
+
+extern "C" __device__ __noinline__ void mantissa_shadow_flush(
+    unsigned int site, unsigned long long count, double sum, double max)
+{
+    unsigned int active = __activemask();
+    unsigned int peers = __match_any_sync(active, site);
+    if (__ballot_sync(peers, count != 0) == 0) {
+        return;  // nothing measured by any peer (sum and max are 0 too)
+    }
+    bool leader = mantissa_shadow_lane() == (unsigned int)(__ffs(peers) - 1);
+    unsigned long long *record = &__mantissa_shadow[(unsigned long long)site * MANTISSA_SHADOW_WORDS];
+    // Lanes that measured nothing hold count 0, sum 0 and max 0: neither changes the totals.
+    unsigned long long total = 0;
+    double sums = 0.0;
+    double maxima = 0.0;
+    if (peers == 0xffffffffu) {
+        total = count;
+        sums = sum;
+        maxima = max;
+        for (unsigned int d = 16; d > 0; d >>= 1) {
+            total += mantissa_shadow_shfl_u64(peers, total, d, true);
+            sums = __dadd_rn(sums, mantissa_shadow_shfl(peers, sums, d, true));
+            maxima = fmax(maxima, mantissa_shadow_shfl(peers, maxima, d, true));
+        }
+    } else {
+        for (unsigned int rest = peers; rest != 0; rest &= rest - 1) {
+            unsigned int from = __ffs(rest) - 1;
+            total += mantissa_shadow_shfl_u64(peers, count, from, false);
+            sums = __dadd_rn(sums, mantissa_shadow_shfl(peers, sum, from, false));
+            maxima = fmax(maxima, mantissa_shadow_shfl(peers, max, from, false));
+        }
+    }
+    if (leader) {
+        atomicAdd(&record[MANTISSA_SHADOW_COUNT], total);
+        atomicAdd((double *)&record[MANTISSA_SHADOW_SUM], sums);
+        atomicMax(&record[MANTISSA_SHADOW_MAX], (unsigned long long)__double_as_longlong(maxima));
     }
 }
 

@@ -29,7 +29,8 @@ pub const COUNT: RuntimeHeader = RuntimeHeader {
     text: include_str!("../cuda/mantissa_count.cuh"),
 };
 
-/// The shadow pass's runtime (`mantissa_shadow_demotion`, `mantissa_shadow_exception`), for
+/// The shadow pass's runtime (`mantissa_shadow_demotion`, `mantissa_shadow_flush`,
+/// `mantissa_shadow_exception`), for
 /// `mantissa_ptx::pass::shadow`.
 pub const SHADOW: RuntimeHeader = RuntimeHeader {
     name: "mantissa_shadow.cuh",
@@ -116,6 +117,10 @@ mod tests {
         for (name, params) in [
             ("mantissa_shadow_demotion", vec![".b32", ".b64", ".b64"]),
             ("mantissa_shadow_exception", vec![".b32", ".b32"]),
+            (
+                "mantissa_shadow_flush",
+                vec![".b32", ".b64", ".b64", ".b64"],
+            ),
         ] {
             let f = m
                 .function(name)

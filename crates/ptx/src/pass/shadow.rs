@@ -24,24 +24,50 @@
 //!
 //! So `count + zero_reference + non_finite` is the number of executions.
 //!
-//! **Exceptions** at every site: after the instruction (and only where its guard held), a fast
-//! path of three instructions (`testp.normal`, `setp.eq.or` with zero, a branch) skips results
-//! that are zero or normal; any other result (NaN, ±inf, subnormal) is classified in the slow
-//! path and counted. *Origin* means the result is NaN (±inf) while no operand was NaN (±inf):
-//! the first place a NaN or infinity appears; otherwise the result *propagated* one. Division by
-//! zero: a `div` whose divisor, or an `rcp` whose operand, is ±0 by its bits (a subnormal divisor
-//! of a `.ftz` operation is not counted, though the instruction treats it as zero; the infinite
-//! result is). Operands that the instruction overwrites are saved before it. A subnormal result
-//! is one the instruction wrote (a `.ftz` instruction writes none).
+//! *How*: sites inside loops accumulate per thread (the count, the sum added with `add.rn.f64`
+//! in execution order, the maximum by `max.f64`), the [`ACCUMULATED_PER_FUNCTION`] deepest in
+//! registers, the others in a per-thread `.local` array: after each execution a handful of
+//! predicated instructions and no call or branch (a guarded site jumps over its code where the
+//! guard is false); the rare `r64 = ±0` and non-finite executions are counted by one
+//! `red.global.add.u64` each. Before every `ret`/`exit` (under its guard; and at the end of a
+//! body that control can run off) the totals are flushed by [`FLUSH_FUNCTION`], one atomic per
+//! word per warp. Sites outside loops, which run once per call of their function, call
+//! [`DEMOTION_FUNCTION`] per execution. Either way the statistics are the ones above: counts and
+//! maxima exact, sums in an order that only changes their rounding.
+//!
+//! **Exceptions** at every site: after the instruction (and only where its guard held), a
+//! result that is zero or normal is fine (`testp.normal`, `setp.eq.or` with zero); any other
+//! result (NaN, ±inf, subnormal) is classified and counted, per execution. The test is
+//! branch-free: the sites of one straight-line *group* (a run of about 8 within a basic
+//! block, ended before the block's terminator and before any instruction that redefines a
+//! register the group's classification reads: a result, an operand, a guard) fold their tests
+//! into one predicate,
+//! and one branch per group goes to an out-of-line slow path (after the function's last
+//! instruction) that classifies each site of the group and returns. *Origin* means the result
+//! is NaN (±inf) while no operand was NaN (±inf): the first place a NaN or infinity appears;
+//! otherwise the result *propagated* one. Division by zero: a `div` whose divisor, or an `rcp`
+//! whose operand, is ±0 by its bits (a subnormal divisor of a `.ftz` operation is not counted,
+//! though the instruction treats it as zero; the infinite result is). Operands that the
+//! instruction overwrites are saved before it. A subnormal result is one the instruction wrote
+//! (a `.ftz` instruction writes none).
+//!
+//! **Left unread**: a product (an unrounded `mul`, or an f32 `div.approx`/`div.full`/
+//! `rcp.approx`, which ptxas ends with an `FMUL`) that feeds an unrounded `add`/`sub` may be
+//! fused by ptxas into one FMA; those instructions and every reader of the product are not
+//! measured (a note says so), since any added read could change what ptxas fuses and so the
+//! program's bits.
 //!
 //! **The global**: [`WORDS_PER_SITE`] little-endian 8-byte words per site (see [`Word`]), counts
 //! as u64, the sum and the maximum as f64; the runtime `crates/gpu/cuda/mantissa_shadow.cuh`
 //! (`mantissa_gpu::runtime::SHADOW`) aggregates within the warp before one atomic per word. The
-//! instrumented module calls `mantissa_shadow_demotion` and `mantissa_shadow_exception`, which
+//! instrumented module calls `mantissa_shadow_demotion`, `mantissa_shadow_flush` and
+//! `mantissa_shadow_exception`, which
 //! [`crate::link::merge_runtime`] supplies; the instrumented kernels compute the same bits as the
 //! kernels as written.
 
 pub(crate) mod instrument;
+#[cfg(test)]
+mod interp_tests;
 pub mod oracle;
 #[cfg(test)]
 mod oracle_tests;
@@ -55,12 +81,17 @@ use crate::rewrite::RewriteError;
 use crate::site::Site;
 use serde::Serialize;
 
-pub use instrument::instrument;
+#[cfg(test)]
+use instrument::instrument_with;
+pub use instrument::{instrument, ACCUMULATED_PER_FUNCTION};
 
 /// The name of the per-site statistics array; `mantissa_shadow.cuh` declares it `extern`.
 pub const SHADOW_GLOBAL: &str = "__mantissa_shadow";
 /// The runtime function the demotion error calls: `(site: u32, r64: f64, r32 widened: f64)`.
 pub const DEMOTION_FUNCTION: &str = "mantissa_shadow_demotion";
+/// The runtime function that adds one thread's accumulated demotion error of a site to the
+/// global, at every exit of the function: `(site: u32, count: u64, sum: f64, max: f64)`.
+pub const FLUSH_FUNCTION: &str = "mantissa_shadow_flush";
 /// The runtime function the exception slow path calls: `(site: u32, flags: u32)` ([`flags`]).
 pub const EXCEPTION_FUNCTION: &str = "mantissa_shadow_exception";
 

@@ -2,16 +2,22 @@
 //! (see the parent module's docs for what it measures).
 
 use super::{
-    flags, Instrumented, ShadowError, ShadowOptions, ShadowReport, ShadowSite, DEMOTION_FUNCTION,
-    EXCEPTION_FUNCTION, SHADOW_GLOBAL, WORDS_PER_SITE,
+    Instrumented, ShadowError, ShadowOptions, ShadowReport, ShadowSite, DEMOTION_FUNCTION,
+    EXCEPTION_FUNCTION, FLUSH_FUNCTION, SHADOW_GLOBAL, WORDS_PER_SITE,
 };
 use crate::decode::Decoded;
 use crate::model::*;
 use crate::op::{Arith, Op, OpKind, ValueType};
-use crate::pass::demote::{f64_imm_to_f32, plan, Plan};
-use crate::rewrite::{self, call, instruction, int, Guarding, Rewriter};
+use crate::pass::demote::{plan, Plan};
+use crate::rewrite::{self, instruction, Guarding, Rewriter};
 use crate::site;
 use std::collections::HashMap;
+
+mod demotion;
+
+pub use demotion::ACCUMULATED_PER_FUNCTION;
+mod exceptions;
+mod splice;
 
 /// The result type of a site, or `None` for an instruction that is not one: f32/f64 arithmetic
 /// that rounds (`add sub mul fma div rcp sqrt rsqrt`, the approximate functions) and conversions
@@ -154,12 +160,22 @@ pub(crate) fn sites(
 }
 
 /// The instructions of `d` (by index) that ptxas may fuse into an FMA, which the
-/// instrumentation must leave unread: every unrounded `mul` with an unrounded `add`/`sub` of its
-/// type among its uses, directly or through a `neg` (ptxas folds the sign into the FMA), with
-/// those `neg`s and `add`/`sub`s, and every other reader of the product. Broader than `inspect`'s contractible pairs
-/// ([`crate::compare::contractible`], every use an add): a `mul` with other uses may still be
+/// instrumentation must leave unread: every *product* with an unrounded `add`/`sub` of its type
+/// among its uses, directly or through a `neg` (ptxas folds the sign into the FMA), with those
+/// `neg`s and `add`/`sub`s, and every other reader of the product. Products are unrounded `mul`s
+/// and the f32 divisions and reciprocals that are not rounded (`div.approx`, `div.full`,
+/// `rcp.approx`): ptxas builds those from `MUFU.RCP` and a final `FMUL`, which it fuses with the
+/// add like any product (seen in SASS: `div.approx.ftz.f32` then `add.ftz.f32` is one `FFMA` in
+/// nbody_f32's energy loop under the fast flag set). Broader than `inspect`'s contractible pairs
+/// ([`crate::compare::contractible`], every use an add): a product with other uses may still be
 /// fused into its adds, and an added read must not change what ptxas decides.
 fn fusible_pairs(d: &Decoded) -> std::collections::HashSet<usize> {
+    fusible_spans(d).into_iter().flatten().collect()
+}
+
+/// Per product ptxas may fuse (see [`fusible_pairs`]): the instructions left unread with it,
+/// the product first.
+pub(super) fn fusible_spans(d: &Decoded) -> Vec<Vec<usize>> {
     let g = crate::graph::Graph::of(d, &crate::cfg::Cfg::build(d));
     let float = |k: usize| matches!(d.ops[k].ty, Some(ValueType::F32 | ValueType::F64));
     // Unrounded (no `.rn`, `.sat`): the operations ptxas is free to contract.
@@ -176,9 +192,16 @@ fn fusible_pairs(d: &Decoded) -> std::collections::HashSet<usize> {
             .filter(|&u| d.ops[u].ty == d.ops[k].ty)
             .collect()
     };
-    let mut out = std::collections::HashSet::new();
+    let product = |k: usize| {
+        let op = &d.ops[k];
+        unrounded(k, &[Arith::Mul])
+            || (matches!(op.kind, OpKind::Div | OpKind::Rcp)
+                && op.ty == Some(ValueType::F32)
+                && op.rounding.is_none())
+    };
+    let mut out = Vec::new();
     for k in 0..d.insts.len() {
-        if !unrounded(k, &[Arith::Mul]) {
+        if !product(k) {
             continue;
         }
         let mut fused = Vec::new();
@@ -199,9 +222,10 @@ fn fusible_pairs(d: &Decoded) -> std::collections::HashSet<usize> {
         if !fused.is_empty() {
             // Every other reader of the product too: its instrumentation would read the
             // product again, and ptxas weighs a product's uses when it decides to fuse.
-            out.insert(k);
-            out.extend(g.uses_of(d.insts[k].id).filter_map(|e| g.index_of(e.user)));
-            out.extend(fused);
+            let mut span = vec![k];
+            span.extend(g.uses_of(d.insts[k].id).filter_map(|e| g.index_of(e.user)));
+            span.extend(fused);
+            out.push(span);
         }
     }
     out
@@ -210,7 +234,24 @@ fn fusible_pairs(d: &Decoded) -> std::collections::HashSet<usize> {
 /// Instruments `module` (left unchanged) with the demotion error and exception counting that
 /// `options` ask for; see the module docs.
 pub fn instrument(module: &Module, options: &ShadowOptions) -> Result<Instrumented, ShadowError> {
-    for name in [SHADOW_GLOBAL, DEMOTION_FUNCTION, EXCEPTION_FUNCTION] {
+    instrument_with(module, options, ACCUMULATED_PER_FUNCTION, false)
+}
+
+/// [`instrument`] with at most `registers` accumulated sites per function in registers (the
+/// others in its `.local` array), and sites outside loops accumulated too when
+/// `outside_loops`: tests reach every form of the code with these.
+pub(crate) fn instrument_with(
+    module: &Module,
+    options: &ShadowOptions,
+    registers: usize,
+    outside_loops: bool,
+) -> Result<Instrumented, ShadowError> {
+    for name in [
+        SHADOW_GLOBAL,
+        DEMOTION_FUNCTION,
+        EXCEPTION_FUNCTION,
+        FLUSH_FUNCTION,
+    ] {
         if module.items.iter().any(|i| match i {
             Item::Var(v) => v.name == name,
             Item::Function(f) => f.name == name,
@@ -236,6 +277,10 @@ pub fn instrument(module: &Module, options: &ShadowOptions) -> Result<Instrument
         at,
         Item::Function(prototype(EXCEPTION_FUNCTION, &[".b32", ".b32"])),
     );
+    out.items.insert(
+        at,
+        Item::Function(prototype(FLUSH_FUNCTION, &[".b32", ".b64", ".b64", ".b64"])),
+    );
 
     let mut k = 0;
     while k < sites.len() {
@@ -248,25 +293,72 @@ pub fn instrument(module: &Module, options: &ShadowOptions) -> Result<Instrument
             continue;
         };
         let d = Decoded::of(f);
+        // Names a `.local` array of the function must not take (it would shadow, or clash).
+        let local_names: std::collections::HashSet<&str> = f
+            .params
+            .iter()
+            .map(|p| p.name.as_str())
+            .chain(f.body.iter().flatten().filter_map(|s| match s {
+                Statement::Var(v) => Some(v.name.as_str()),
+                _ => None,
+            }))
+            .chain(module.items.iter().filter_map(|i| match i {
+                Item::Var(v) => Some(v.name.as_str()),
+                Item::Function(g) => Some(g.name.as_str()),
+                _ => None,
+            }))
+            .collect();
         let position: HashMap<InstId, usize> =
             d.insts.iter().enumerate().map(|(j, i)| (i.id, j)).collect();
         let mut rw = Rewriter::new(&out, &function)?;
         let mut scratch = Scratch::new(f);
+        let first = k;
         while k < sites.len() && sites[k].site.function == function {
-            let s = &sites[k];
-            if let (true, Some(&j)) = (s.instrumented, position.get(&s.inst)) {
-                if s.demotion {
-                    if let Some(p) = &plans[k] {
-                        demotion(&mut rw, &mut scratch, &d, j, s.index, p)?;
-                    }
-                }
-                if s.exceptions {
-                    exceptions(&mut rw, &mut scratch, &d, j, s.index)?;
-                }
-            }
             k += 1;
         }
+        let here = &sites[first..k];
+        let at = |s: &ShadowSite| position.get(&s.inst).copied().filter(|_| s.instrumented);
+        let measured: Vec<(usize, u32)> = here
+            .iter()
+            .zip(&plans[first..k])
+            .filter(|(s, p)| s.demotion && p.is_some())
+            .filter_map(|(s, _)| Some((at(s)?, s.index)))
+            .collect();
+        let chosen = demotion::accumulated(&d, &measured, outside_loops);
+        let accumulators =
+            demotion::Accumulators::new(&mut rw, &chosen, registers.min(chosen.len()), |n| {
+                local_names.contains(n)
+            })?;
+        for (s, p) in here.iter().zip(&plans[first..k]) {
+            if let (Some(j), true, Some(p)) = (at(s), s.demotion, p) {
+                let acc = accumulators.of(s.index);
+                demotion::measure(&mut rw, &mut scratch, &d, j, s.index, p, acc)?;
+            }
+        }
+        let counted: Vec<(usize, u32)> = here
+            .iter()
+            .filter(|s| s.exceptions)
+            .filter_map(|s| Some((at(s)?, s.index)))
+            .collect();
+        let slow = exceptions::instrument(&mut rw, &mut scratch, &d, &counted)?;
+        let flush = accumulators.flush(&mut rw, &mut scratch)?;
+        let init = accumulators.init();
+        let mut at_end = Vec::new();
+        if !flush.is_empty() {
+            for i in &d.insts {
+                if matches!(i.opcode.as_str(), "ret" | "exit") {
+                    rw.insert_before(i.id, flush.clone(), Guarding::Keep)?;
+                }
+            }
+        }
+        if (!flush.is_empty() || !slow.is_empty()) && splice::falls_off_the_end(&d) {
+            // Control that ran off the end must still flush, and not run into the slow paths.
+            at_end.extend(flush);
+            at_end.push(instruction("ret", &[], Vec::new()));
+        }
+        at_end.extend(slow);
         rw.apply(&mut out)?;
+        splice::splice(&mut out, &function, init, at_end);
     }
     Ok(Instrumented {
         module: out,
@@ -331,211 +423,6 @@ fn dest(inst: &Instruction) -> String {
         Some(Operand::Reg(r)) => r.clone(),
         _ => String::new(),
     }
-}
-
-/// The first scratch register number of saved operands (the demotion error's are 0..=3).
-const SAVED: usize = 4;
-
-/// The demotion error at instruction `j` of `d`: its f64 operands rounded to f32 before it, its
-/// f32 form and the call after it, all under its guard.
-fn demotion(
-    rw: &mut Rewriter,
-    scratch: &mut Scratch,
-    d: &Decoded,
-    j: usize,
-    index: u32,
-    p: &Plan,
-) -> Result<(), ShadowError> {
-    let inst = d.insts[j];
-    let mut form = inst.clone();
-    form.guard = None;
-    p.retype(&mut form);
-    let mut before = Vec::new();
-    for o in p.operands().filter(|&o| o >= 1) {
-        match &inst.operands[o] {
-            Operand::Reg(r) => {
-                let narrow = scratch.reg(rw, "f32", o)?;
-                before.push(instruction(
-                    "cvt",
-                    &["rn", "f32", "f64"],
-                    vec![reg(&narrow), reg(r)],
-                ));
-                form.operands[o] = reg(&narrow);
-            }
-            Operand::Imm(Imm::F64(bits)) => {
-                form.operands[o] = Operand::Imm(Imm::F32(f64_imm_to_f32(*bits)));
-            }
-            _ => {}
-        }
-    }
-    let r32 = scratch.reg(rw, "f32", 0)?;
-    let wide = scratch.reg(rw, "f64", 0)?;
-    form.operands[0] = reg(&r32);
-    let mut after = vec![
-        Statement::Inst(form),
-        instruction("cvt", &["f64", "f32"], vec![reg(&wide), reg(&r32)]),
-    ];
-    after.extend(call(
-        DEMOTION_FUNCTION,
-        &[
-            ("b32", int(index.into())),
-            ("b64", reg(&dest(inst))),
-            ("b64", reg(&wide)),
-        ],
-    ));
-    rw.insert_before(inst.id, before, Guarding::Keep)?;
-    rw.insert_after(inst.id, after, Guarding::Keep)?;
-    Ok(())
-}
-
-/// A typed float zero.
-fn zero(t: ValueType) -> Operand {
-    Operand::Imm(match t {
-        ValueType::F32 => Imm::F32(0),
-        _ => Imm::F64(0),
-    })
-}
-
-/// Whether a float immediate of type `t` is NaN, ±inf, ±0.
-fn imm_class(imm: &Imm) -> (bool, bool, bool) {
-    let x = match *imm {
-        Imm::F32(b) => f64::from(f32::from_bits(b)),
-        Imm::F64(b) => f64::from_bits(b),
-        Imm::Int { value, .. } => value as f64,
-    };
-    (x.is_nan(), x.is_infinite(), x == 0.0)
-}
-
-/// The exception counting at instruction `j` of `d`: operands the instruction overwrites saved
-/// before it; after it, where its guard held, the fast path and the slow path.
-fn exceptions(
-    rw: &mut Rewriter,
-    scratch: &mut Scratch,
-    d: &Decoded,
-    j: usize,
-    index: u32,
-) -> Result<(), ShadowError> {
-    let inst = d.insts[j];
-    let op = &d.ops[j];
-    let Some(t) = site_type(op) else {
-        return Ok(());
-    };
-    let result = dest(inst);
-    let ty = t.name();
-    let skip = format!("{}{index}", scratch.labels);
-    let fast = scratch.reg(rw, "pred", 0)?;
-    let q = scratch.reg(rw, "pred", 1)?;
-    let bits = scratch.reg(rw, "b32", 0)?;
-    let part = scratch.reg(rw, "b32", 1)?;
-
-    let mut before = Vec::new();
-    let mut after = Vec::new();
-    if let Some(g) = &inst.guard {
-        let mut branch = instruction("bra", &[], vec![Operand::Symbol(skip.clone())]);
-        if let Statement::Inst(b) = &mut branch {
-            b.guard = Some(Guard {
-                negated: !g.negated,
-                reg: g.reg.clone(),
-            });
-        }
-        after.push(branch);
-    }
-    after.push(instruction(
-        "testp",
-        &["normal", ty],
-        vec![reg(&fast), reg(&result)],
-    ));
-    after.push(instruction(
-        "setp",
-        &["eq", "or", ty],
-        vec![reg(&fast), reg(&result), zero(t), reg(&fast)],
-    ));
-    let mut taken = instruction("bra", &[], vec![Operand::Symbol(skip.clone())]);
-    if let Statement::Inst(b) = &mut taken {
-        b.guard = Some(Guard {
-            negated: false,
-            reg: fast.clone(),
-        });
-    }
-    after.push(taken);
-
-    // The slow path: the flags, one predicate at a time.
-    let mut constant = 0u32;
-    let mut first = true;
-    let mut set = |after: &mut Vec<Statement>, test: Statement, flag: u32| {
-        after.push(test);
-        let target = if first { &bits } else { &part };
-        after.push(instruction(
-            "selp",
-            &["b32"],
-            vec![reg(target), int(flag.into()), int(0), reg(&q)],
-        ));
-        if !first {
-            after.push(instruction(
-                "or",
-                &["b32"],
-                vec![reg(&bits), reg(&bits), reg(&part)],
-            ));
-        }
-        first = false;
-    };
-    let testp = |what: &str, t: ValueType, x: &str| {
-        instruction("testp", &[what, t.name()], vec![reg(&q), reg(x)])
-    };
-    set(&mut after, testp("notanumber", t, &result), flags::NAN);
-    set(&mut after, testp("infinite", t, &result), flags::INF);
-    set(&mut after, testp("subnormal", t, &result), flags::SUBNORMAL);
-    for (o, operand) in inst.operands.iter().enumerate().skip(1) {
-        let Some(ot) = operand_type(op, o) else {
-            continue;
-        };
-        let x = match operand {
-            Operand::Reg(r) if *r == result => {
-                // The instruction overwrites this operand: read a copy taken before it.
-                let ty = if ot == ValueType::F32 { "f32" } else { "f64" };
-                // Apart from the demotion error's registers (0..=3), which live as long.
-                let saved = scratch.reg(rw, ty, SAVED + o)?;
-                before.push(instruction("mov", &[ot.name()], vec![reg(&saved), reg(r)]));
-                saved
-            }
-            Operand::Reg(r) => r.clone(),
-            Operand::Imm(imm) => {
-                let (nan, inf, is_zero) = imm_class(imm);
-                constant |= if nan { flags::OPERAND_NAN } else { 0 }
-                    | if inf { flags::OPERAND_INF } else { 0 }
-                    | if is_zero && divisor(op) == Some(o) {
-                        flags::DIV_BY_ZERO
-                    } else {
-                        0
-                    };
-                continue;
-            }
-            _ => continue,
-        };
-        set(&mut after, testp("notanumber", ot, &x), flags::OPERAND_NAN);
-        set(&mut after, testp("infinite", ot, &x), flags::OPERAND_INF);
-        if divisor(op) == Some(o) {
-            let eq = instruction("setp", &["eq", ot.name()], vec![reg(&q), reg(&x), zero(ot)]);
-            set(&mut after, eq, flags::DIV_BY_ZERO);
-        }
-    }
-    if constant != 0 {
-        after.push(instruction(
-            "or",
-            &["b32"],
-            vec![reg(&bits), reg(&bits), int(constant.into())],
-        ));
-    }
-    after.extend(call(
-        EXCEPTION_FUNCTION,
-        &[("b32", int(index.into())), ("b32", reg(&bits))],
-    ));
-    after.push(Statement::Label(skip, SrcLine(0)));
-    if !before.is_empty() {
-        rw.insert_before(inst.id, before, Guarding::Keep)?;
-    }
-    rw.insert_after(inst.id, after, Guarding::Ignore)?;
-    Ok(())
 }
 
 /// `.extern .func NAME(.param TY NAME_param_0, ...);`, as NVRTC declares the runtime's

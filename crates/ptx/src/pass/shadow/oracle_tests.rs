@@ -7,7 +7,7 @@ use crate::interp::{Arg, Launch, Memory};
 use crate::test_support::parse_clean;
 
 #[path = "../../../tests/support/shadow_known.rs"]
-mod known;
+pub(super) mod known;
 use known::{line_of, on_line, Case, Param};
 
 /// known.cu compiled by NVRTC for sm_90 under `flags`, parsed; `None` (skip) without NVRTC.

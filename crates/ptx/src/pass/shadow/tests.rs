@@ -7,7 +7,7 @@ use super::*;
 use crate::link::merge_runtime;
 use crate::model::{Instruction, Item, Operand, Statement};
 use crate::test_support::{assert_sound, parse_clean};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 const PROFILE: &str = include_str!("../../../tests/fixtures/count/profile.ptx");
 
@@ -208,29 +208,79 @@ fn assert_original_code_kept(what: &str, original: &Module, out: &Module) {
     }
 }
 
-/// One demotion call per instrumented demotion site, one exception call per instrumented
-/// exception site, each passing its own index.
+/// The site index each runtime call passes (its first argument), per called function.
+fn call_sites(out: &Instrumented) -> HashMap<String, Vec<u32>> {
+    let mut calls: HashMap<String, Vec<u32>> = HashMap::new();
+    for f in out.module.functions().filter(|f| f.body.is_some()) {
+        let mut first = None;
+        for i in f.instructions() {
+            if i.opcode == "st" && i.has_mod("param") {
+                if let (Some(Operand::Addr { base, .. }), Some(Operand::Imm(imm))) =
+                    (i.operands.first(), i.operands.get(1))
+                {
+                    if base == "mantissa_param0" {
+                        first = Some(imm.to_string().parse::<u32>().unwrap_or(u32::MAX));
+                    }
+                }
+            }
+            if i.opcode == "call" {
+                if let (Some(Operand::Symbol(callee)), Some(index)) = (i.operands.first(), first) {
+                    calls.entry(callee.clone()).or_default().push(index);
+                }
+                first = None;
+            }
+        }
+    }
+    calls
+}
+
+/// Every instrumented demotion site either calls the runtime once (past the accumulation cap)
+/// or is flushed (at every exit of its function), never both; one exception call per
+/// instrumented exception site; each passes its own index.
 fn assert_calls(what: &str, out: &Instrumented) {
-    let text = out.module.to_string();
-    let calls = |f: &str| text.matches(&format!("call \t{f}, ")).count();
+    let calls = call_sites(out);
     let r = &out.report;
-    let on = |p: fn(&ShadowSite) -> bool| r.sites.iter().filter(|s| s.instrumented && p(s)).count();
-    assert_eq!(calls(DEMOTION_FUNCTION), on(|s| s.demotion), "{what}");
-    assert_eq!(calls(EXCEPTION_FUNCTION), on(|s| s.exceptions), "{what}");
+    let on = |p: fn(&ShadowSite) -> bool| -> Vec<u32> {
+        r.sites
+            .iter()
+            .filter(|s| s.instrumented && p(s))
+            .map(|s| s.index)
+            .collect()
+    };
+    let of = |f: &str| calls.get(f).cloned().unwrap_or_default();
+    let called = of(DEMOTION_FUNCTION);
+    let mut flushed = of(FLUSH_FUNCTION);
+    flushed.sort();
+    flushed.dedup();
+    assert!(
+        called.iter().all(|k| !flushed.contains(k)),
+        "{what}: {called:?} {flushed:?}"
+    );
+    let mut measured: Vec<u32> = called.iter().chain(&flushed).copied().collect();
+    measured.sort();
+    assert_eq!(measured, on(|s| s.demotion), "{what}");
+    assert_eq!(of(EXCEPTION_FUNCTION), on(|s| s.exceptions), "{what}");
 }
 
 #[test]
 fn a_destination_that_is_an_operand_is_read_before_it_is_written_and_guards_hold() {
     let m = parse_clean("profile", PROFILE);
-    let out = instrument(&m, &ShadowOptions::all()).unwrap();
+    // Every site accumulated (by default only the loop's fma is; see below).
+    let out = instrument_with(&m, &ShadowOptions::all(), ACCUMULATED_PER_FUNCTION, true).unwrap();
     let b = body(&out.module, "profile");
     let text: Vec<String> = insts(&b)
         .iter()
-        .map(|i| i.to_string().trim().to_string())
+        .map(|i| {
+            i.to_string()
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
         .collect();
     // `@%p2 mul.rn.f64 %fd1, %fd1, 0d4000000000000000` (site 2): the operand is rounded to f32
-    // and saved before the mul, under its guard; the f32 form reads the rounding; the exception
-    // block is skipped where the guard is false.
+    // and saved before the mul, under its guard; after it, the demotion error is jumped over
+    // where the guard is false (the f32 form reads the rounding) and the exception test counts
+    // a false guard as fine.
     let at = text
         .iter()
         .position(|t| t.starts_with("@%p2 mul.rn.f64"))
@@ -246,27 +296,52 @@ fn a_destination_that_is_an_operand_is_read_before_it_is_written_and_guards_hold
         .unwrap_or("")
         .trim()
         .to_string();
+    assert_eq!(text[at + 1], "@!%p2 bra $mantissa_shadow_d2;", "{text:#?}");
+    assert!(text[at + 2].starts_with("mul.rn.f32"), "{}", text[at + 2]);
     assert!(
-        text[at + 1].starts_with("@%p2 mul.rn.f32"),
+        text[at + 2].ends_with(&format!("{narrow}, 0f40000000;")),
         "{}",
-        text[at + 1]
+        text[at + 2]
     );
-    assert!(
-        text[at + 1].ends_with(&format!("{narrow}, 0f40000000;")),
-        "{}",
-        text[at + 1]
-    );
-    assert!(text[at + 2].starts_with("@%p2 cvt.f64.f32"));
-    let call = text[at..]
+    assert!(text[at + 3].starts_with("cvt.f64.f32"), "{}", text[at + 3]);
+    let or_guard = text[at..]
         .iter()
-        .position(|t| t.contains(DEMOTION_FUNCTION))
-        .map(|k| &text[at + k]);
-    assert!(call.is_some_and(|c| c.starts_with("@%p2 call")), "{call:?}");
+        .position(|t| t.starts_with("or.pred") && t.ends_with(", !%p2;"));
+    let user_branch = text[at..].iter().position(|t| t == "@!%p2 bra $L__skip;");
+    assert!(or_guard < user_branch && or_guard.is_some(), "{text:#?}");
+    // No call per execution: the sites accumulate, flushed before the one `ret`, after which
+    // only the slow paths follow.
+    let calls = call_sites(&out);
+    assert!(!calls.contains_key(DEMOTION_FUNCTION), "{calls:?}");
+    let ret = text.iter().position(|t| t == "ret;").unwrap_or(0);
+    let flushes = text[..ret]
+        .iter()
+        .filter(|t| t.starts_with("call") && t.contains(FLUSH_FUNCTION))
+        .count();
+    assert_eq!(flushes, 4, "{text:#?}");
     assert!(
-        text.iter()
-            .any(|t| t == "@!%p2 bra $mantissa_shadow_2;" || t == "@!%p2 bra \t$mantissa_shadow_2;"),
+        text[..ret].iter().all(|t| !t.contains(EXCEPTION_FUNCTION)),
         "{text:#?}"
     );
+    // By default the fma in the loop (site 1) accumulates, the three sites after the loop call
+    // the runtime once per execution, the guarded one under its guard.
+    let out = instrument(&m, &ShadowOptions::all()).unwrap();
+    let calls = call_sites(&out);
+    assert_eq!(calls.get(FLUSH_FUNCTION), Some(&vec![1]));
+    assert_eq!(calls.get(DEMOTION_FUNCTION), Some(&vec![2, 3, 4]));
+    let guarded_call = out
+        .module
+        .function("profile")
+        .into_iter()
+        .flat_map(|f| f.instructions())
+        .any(|i| {
+            i.opcode == "call"
+                && i.operands.first() == Some(&Operand::Symbol(DEMOTION_FUNCTION.into()))
+                && i.guard
+                    .as_ref()
+                    .is_some_and(|g| g.reg == "%p2" && !g.negated)
+        });
+    assert!(guarded_call);
 }
 
 #[test]
@@ -427,4 +502,58 @@ fn fusible_mul_add_pairs_are_left_unread() {
         .map(|i| i.full_opcode())
         .collect();
     assert_eq!(readers, ["add.f64"]);
+}
+
+/// An approximate f32 division or reciprocal ends in an `FMUL` that ptxas fuses with an
+/// unrounded add like a `mul` (nbody_f32's energy loop under `fast`): the pair and the
+/// division's other readers are left unread; a rounded division is an ordinary site.
+#[test]
+fn approximate_divisions_feeding_an_add_are_left_unread() {
+    let ptx = r#"
+.version 8.0
+.target sm_90
+.address_size 64
+
+.visible .entry k(.param .u64 p)
+{
+	.reg .b64 %rd<3>;
+	.reg .f32 %f<12>;
+	ld.param.u64 %rd1, [p];
+	cvta.to.global.u64 %rd2, %rd1;
+	ld.global.f32 %f1, [%rd2];
+	ld.global.f32 %f2, [%rd2+4];
+	div.approx.ftz.f32 %f3, %f1, %f2;
+	add.ftz.f32 %f4, %f3, %f1;
+	div.full.f32 %f5, %f4, %f2;
+	sub.f32 %f6, %f1, %f5;
+	rcp.approx.f32 %f7, %f6;
+	neg.f32 %f8, %f7;
+	add.f32 %f9, %f8, %f1;
+	div.rn.f32 %f10, %f9, %f2;
+	add.f32 %f11, %f10, %f1;
+	st.global.f32 [%rd2], %f11;
+	ret;
+}
+"#;
+    let m = parse_clean("divisions", ptx);
+    let r = instrument(&m, &ShadowOptions::all()).unwrap();
+    let measured: Vec<(String, bool)> = r
+        .report
+        .sites
+        .iter()
+        .map(|s| (s.opcode.clone(), s.exceptions))
+        .collect();
+    assert_eq!(
+        measured,
+        [
+            ("div.approx.ftz.f32".to_string(), false),
+            ("add.ftz.f32".to_string(), false),
+            ("div.full.f32".to_string(), false),
+            ("sub.f32".to_string(), false),
+            ("rcp.approx.f32".to_string(), false),
+            ("add.f32".to_string(), false),
+            ("div.rn.f32".to_string(), true),
+            ("add.f32".to_string(), true),
+        ]
+    );
 }

@@ -1,0 +1,286 @@
+//! The instrumented program computes the bits of the program as written only if ptxas makes
+//! the same floating-point instructions of the user's code: an added read of a product can stop
+//! ptxas from fusing a `mul` and an `add` into one FMA (the GPU test's bit-identity failures).
+//! These tests catch that on the CPU: every shipped example, under both analyses and the
+//! `default`, `strict` and `fast` flag sets, is assembled for sm_90 as built and as instrumented,
+//! and the FFMAs and DFMAs of the user's functions are counted per source line: a product fused
+//! in the program as built and not in the instrumented one leaves fewer FMAs on its line; one
+//! fused only in the instrumented program puts an FMA on a line that had none (more FMAs where
+//! there were some is ptxas duplicating code: same operations, same bits). Three things that
+//! change counts without changing bits are taken out first: the inserted code is moved to a line of
+//! its own (`.loc` only names lines: it changes no instruction), so that its own arithmetic
+//! (the f32 forms, the relative error) is not counted on the user's lines; every user loop gets
+//! `.pragma "nounroll"` in both builds, since ptxas unrolls a loop by a factor that depends on
+//! its size; and ptxas's shared slow-path subroutines (`$__internal_*`: division, square root),
+//! whose instructions take the line of whichever caller comes first, are not counted.
+//!
+//! Needs nvcc, NVRTC, ptxas and nvdisasm (skipped without them unless
+//! `MANTISSA_REQUIRE_NVCC`/`MANTISSA_REQUIRE_NVRTC`/`MANTISSA_REQUIRE_NVDISASM` say otherwise).
+
+use mantissa_gpu::testing::{require_nvcc_or_skip, require_nvrtc_or_skip};
+use mantissa_gpu::{runtime, Arch, BuildRequest, Builder, FlagSet};
+use mantissa_harness::trial::build::build_request;
+use mantissa_harness::Spec;
+use mantissa_ptx::link::merge_runtime;
+use mantissa_ptx::model::{InstId, Loc, Module, Operand, SrcLine, Statement};
+use mantissa_ptx::pass::shadow::{instrument, ShadowOptions};
+use mantissa_ptx::ptxas::cubin_with;
+use mantissa_ptx::sass::{parse_nvdisasm, Sass};
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+
+/// The line the inserted code is moved to: past the end of every example.
+const INSERTED_LINE: u32 = 999_999;
+
+/// The SASS opcodes whose number per line shows contraction.
+const FUSED: [&str; 2] = ["FFMA", "DFMA"];
+
+fn tools_or_skip() -> Option<(PathBuf, PathBuf)> {
+    match (
+        mantissa_gpu::cuda_tool("ptxas"),
+        mantissa_gpu::cuda_tool("nvdisasm"),
+    ) {
+        (Some(p), Some(d)) => Some((p, d)),
+        _ => {
+            assert!(
+                std::env::var("MANTISSA_REQUIRE_NVDISASM").as_deref() != Ok("1"),
+                "ptxas or nvdisasm not found but MANTISSA_REQUIRE_NVDISASM=1"
+            );
+            eprintln!("skipped: no ptxas or nvdisasm");
+            None
+        }
+    }
+}
+
+/// Every shipped example spec (tests run in the crate's directory).
+fn example_specs() -> Vec<PathBuf> {
+    let root = Path::new("../../examples/kernels");
+    let mut specs: Vec<PathBuf> = std::fs::read_dir(root)
+        .unwrap_or_else(|e| panic!("{}: {e}", root.display()))
+        .filter_map(|d| d.ok().map(|d| d.path()))
+        .filter(|p| p.is_dir())
+        .flat_map(|dir| {
+            std::fs::read_dir(dir)
+                .into_iter()
+                .flatten()
+                .filter_map(|f| f.ok().map(|f| f.path()))
+                .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    specs.sort();
+    assert!(specs.len() >= 10, "the examples: {specs:?}");
+    specs
+}
+
+/// The example built for sm_90 under `flags`, as `mantissa shadow` builds it.
+fn built(spec_path: &Path, flags: FlagSet) -> Module {
+    let spec = Spec::load(spec_path).unwrap_or_else(|e| panic!("{e}"));
+    let mut request: BuildRequest =
+        build_request(&spec, flags, None).unwrap_or_else(|e| panic!("{e}"));
+    request.arch = Some(Arch::new(9, 0));
+    let built = Builder::new()
+        .build(&request)
+        .unwrap_or_else(|e| panic!("{}: {e}", spec_path.display()));
+    mantissa_ptx::parse(&built.ptx).module
+}
+
+/// `instrumented` with every run of inserted statements under `.loc F INSERTED_LINE`, and the
+/// user's `.loc` restored after it.
+fn inserted_code_on_its_own_line(original: &Module, instrumented: &Module) -> Module {
+    let mut out = instrumented.clone();
+    for f in out.functions_mut() {
+        let Some(body) = f.body.as_mut() else {
+            continue;
+        };
+        let kept: HashSet<InstId> = original
+            .functions()
+            .find(|o| o.name == f.name)
+            .map(|o| o.instructions().map(|i| i.id).collect())
+            .unwrap_or_default();
+        let mut new = Vec::with_capacity(body.len());
+        let mut current: Option<Loc> = None;
+        let mut in_inserted = false;
+        for s in std::mem::take(body) {
+            match &s {
+                Statement::Loc(l) => current = Some(l.clone()),
+                Statement::Inst(i) => {
+                    let inserted = !kept.contains(&i.id);
+                    if inserted != in_inserted {
+                        if let Some(l) = &current {
+                            let mut l = l.clone();
+                            if inserted {
+                                l.line = INSERTED_LINE;
+                                l.inlined = None;
+                            }
+                            new.push(Statement::Loc(l));
+                        }
+                        in_inserted = inserted;
+                    }
+                }
+                _ => {}
+            }
+            new.push(s);
+        }
+        *body = new;
+    }
+    out
+}
+
+/// `m` with `.pragma "nounroll"` after every label of the user's that a later branch targets
+/// (the loop headers).
+fn not_unrolled(m: &Module) -> Module {
+    let mut out = m.clone();
+    for f in out.functions_mut() {
+        let Some(body) = f.body.as_mut() else {
+            continue;
+        };
+        let mut seen = HashSet::new();
+        let mut headers = HashSet::new();
+        for s in body.iter() {
+            match s {
+                Statement::Label(l, _) => {
+                    seen.insert(l.clone());
+                }
+                Statement::Inst(i) if i.opcode == "bra" => {
+                    if let Some(Operand::Symbol(t)) = i.operands.first() {
+                        if seen.contains(t) && !t.starts_with("$mantissa_shadow") {
+                            headers.insert(t.clone());
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut new = Vec::with_capacity(body.len() + headers.len());
+        for s in std::mem::take(body) {
+            let header = matches!(&s, Statement::Label(l, _) if headers.contains(l));
+            new.push(s);
+            if header {
+                new.push(Statement::Pragma(vec!["\"nounroll\"".into()], SrcLine(0)));
+            }
+        }
+        *body = new;
+    }
+    out
+}
+
+/// The SASS of `m` for sm_90 per line, without ptxas's `$__internal_*` subroutines.
+fn sass(ptxas: &Path, nvdisasm: &Path, m: &Module, what: &str) -> Sass {
+    let (cubin, _) = cubin_with(ptxas, &not_unrolled(m).to_string(), "sm_90", &["-lineinfo"])
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let dir =
+        std::env::temp_dir().join(format!("mantissa-sass-contraction-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let file = dir.join("in.cubin");
+    std::fs::write(&file, cubin).unwrap_or_else(|e| panic!("{e}"));
+    let out = std::process::Command::new(nvdisasm)
+        .args(["-g", "-c"])
+        .arg(&file)
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(out.status.success(), "{what}: nvdisasm failed");
+    let mut kept = String::new();
+    let mut internal = false;
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let label = line.trim();
+        if label.starts_with(".text.") {
+            internal = false;
+        } else if label.starts_with("$__internal") && label.ends_with(':') {
+            internal = true;
+        }
+        if !internal {
+            kept.push_str(line);
+            kept.push('\n');
+        }
+    }
+    parse_nvdisasm(&kept)
+}
+
+/// FFMA and DFMA counts per (file, line, opcode) over the user's functions (over all of them:
+/// a line inlined into several kernels is one line, whichever kernel nvdisasm files an
+/// instruction under).
+fn fused(sass: &Sass, functions: &HashSet<String>) -> BTreeMap<(String, u32, &'static str), u32> {
+    let mut out = BTreeMap::new();
+    for l in sass
+        .lines
+        .iter()
+        .filter(|l| functions.contains(&l.function) && l.line != INSERTED_LINE)
+        // ptxas may inline the runtime's functions: their lines are not the user's.
+        .filter(|l| !l.file.contains("mantissa_shadow"))
+    {
+        for op in FUSED {
+            if let Some(n) = l.ops.get(op) {
+                *out.entry((l.file.clone(), l.line, op)).or_default() += n;
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_shipped_example_keeps_its_floating_point_instructions_when_instrumented() {
+    let (Some(_), Some(nvrtc), Some((ptxas, nvdisasm))) = (
+        require_nvcc_or_skip(),
+        require_nvrtc_or_skip(),
+        tools_or_skip(),
+    ) else {
+        return;
+    };
+    let arch = Arch::new(9, 0);
+    let rt = runtime::compile(&nvrtc, &runtime::SHADOW, arch).unwrap_or_else(|e| panic!("{e}"));
+    let analyses = [
+        (
+            "demotion",
+            ShadowOptions {
+                exceptions: false,
+                ..ShadowOptions::all()
+            },
+        ),
+        (
+            "exceptions",
+            ShadowOptions {
+                demotion: false,
+                ..ShadowOptions::all()
+            },
+        ),
+    ];
+    let mut failures = Vec::new();
+    for spec in example_specs() {
+        for flags in [FlagSet::DEFAULT, FlagSet::STRICT, FlagSet::FAST] {
+            let original = built(&spec, flags);
+            let functions: HashSet<String> = original
+                .functions()
+                .filter(|f| f.body.is_some())
+                .map(|f| f.name.clone())
+                .collect();
+            let what = format!("{} {flags}", spec.display());
+            let sass = |m: &Module| sass(&ptxas, &nvdisasm, m, &what);
+            let was = fused(&sass(&original), &functions);
+            for (analysis, options) in &analyses {
+                let out = instrument(&original, options).unwrap_or_else(|e| panic!("{e}"));
+                let moved = inserted_code_on_its_own_line(&original, &out.module);
+                let merged = merge_runtime(&moved, &rt).unwrap_or_else(|e| panic!("{e}"));
+                let now = fused(&sass(&merged), &functions);
+                let keys: std::collections::BTreeSet<_> = was.keys().chain(now.keys()).collect();
+                for key in keys {
+                    let (w, n) = (was.get(key).copied(), now.get(key).copied());
+                    // A fusion lost leaves fewer FMAs on its line; one gained puts an FMA on a
+                    // line that had none. More FMAs where there were some is ptxas duplicating
+                    // code into both sides of a branch (seen in options.cu under `strict`,
+                    // where nothing can be contracted): the same operations, the same bits.
+                    if n.unwrap_or(0) < w.unwrap_or(0) || (w.is_none() && n.is_some()) {
+                        failures.push(format!(
+                            "{} {flags} {analysis}: {}:{}: {} as built {w:?}, instrumented {n:?}",
+                            spec.display(),
+                            key.0,
+                            key.1,
+                            key.2,
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
