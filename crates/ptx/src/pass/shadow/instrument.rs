@@ -173,6 +173,17 @@ fn fusible_pairs(d: &Decoded) -> std::collections::HashSet<usize> {
     fusible_spans(d).into_iter().flatten().collect()
 }
 
+/// Whether ptxas may fold the result of `op` into an add as an FMA's product: an unrounded float
+/// `mul`, or an f32 `div`/`rcp` without `.rn` (built from `MUFU.RCP` and a final multiply).
+pub(crate) fn is_fusible_product(op: &Op) -> bool {
+    let float = matches!(op.ty, Some(ValueType::F32 | ValueType::F64));
+    let unrounded = op.rounding.is_none() && !op.sat;
+    (op.kind == OpKind::Arith(Arith::Mul) && unrounded && float)
+        || (matches!(op.kind, OpKind::Div | OpKind::Rcp)
+            && op.ty == Some(ValueType::F32)
+            && op.rounding.is_none())
+}
+
 /// Per product ptxas may fuse (see [`fusible_pairs`]): the instructions left unread with it,
 /// the product first.
 pub(super) fn fusible_spans(d: &Decoded) -> Vec<Vec<usize>> {
@@ -192,13 +203,7 @@ pub(super) fn fusible_spans(d: &Decoded) -> Vec<Vec<usize>> {
             .filter(|&u| d.ops[u].ty == d.ops[k].ty)
             .collect()
     };
-    let product = |k: usize| {
-        let op = &d.ops[k];
-        unrounded(k, &[Arith::Mul])
-            || (matches!(op.kind, OpKind::Div | OpKind::Rcp)
-                && op.ty == Some(ValueType::F32)
-                && op.rounding.is_none())
-    };
+    let product = |k: usize| is_fusible_product(&d.ops[k]);
     let mut out = Vec::new();
     for k in 0..d.insts.len() {
         if !product(k) {

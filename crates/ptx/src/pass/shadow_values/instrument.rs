@@ -15,7 +15,7 @@ use crate::decode::Decoded;
 use crate::graph::Graph;
 use crate::model::*;
 use crate::op::{Arith, Op, OpKind, Rounding, Space, ValueType};
-use crate::pass::shadow::instrument::sites as shadow_sites;
+use crate::pass::shadow::instrument::{is_fusible_product, sites as shadow_sites};
 use crate::pass::shadow::{ShadowOptions, ShadowSite};
 use crate::rewrite::{self, instruction, int, Guarding, Rewriter};
 use crate::site::{self, Site};
@@ -159,7 +159,7 @@ impl<'a, 'f> FunctionRewrite<'a, 'f> {
             })
         };
         let products: HashSet<usize> = (0..d.insts.len())
-            .filter(|&k| fusible(k) && d.ops[k].kind == OpKind::Arith(Arith::Mul))
+            .filter(|&k| fusible(k) && is_fusible_product(&d.ops[k]))
             .collect();
         let mut readers = HashSet::new();
         if !products.is_empty() {
