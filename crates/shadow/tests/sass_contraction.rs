@@ -229,21 +229,33 @@ fn every_shipped_example_keeps_its_floating_point_instructions_when_instrumented
     };
     let arch = Arch::new(9, 0);
     let rt = runtime::compile(&nvrtc, &runtime::SHADOW, arch).unwrap_or_else(|e| panic!("{e}"));
-    let analyses = [
-        (
-            "demotion",
-            ShadowOptions {
-                exceptions: false,
-                ..ShadowOptions::all()
-            },
-        ),
-        (
-            "exceptions",
-            ShadowOptions {
-                demotion: false,
-                ..ShadowOptions::all()
-            },
-        ),
+    let values_rt =
+        runtime::compile(&nvrtc, &runtime::SHADOW_VALUES, arch).unwrap_or_else(|e| panic!("{e}"));
+    let shadow_pass = |options: ShadowOptions| {
+        move |m: &Module| {
+            instrument(m, &options)
+                .unwrap_or_else(|e| panic!("{e}"))
+                .module
+        }
+    };
+    let demotion = shadow_pass(ShadowOptions {
+        exceptions: false,
+        ..ShadowOptions::all()
+    });
+    let exceptions = shadow_pass(ShadowOptions {
+        demotion: false,
+        ..ShadowOptions::all()
+    });
+    let values = |m: &Module| {
+        mantissa_ptx::pass::shadow_values::instrument(m)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .module
+    };
+    // Each analysis's instrumented build, with its runtime.
+    let analyses: [(&str, &dyn Fn(&Module) -> Module, &str); 3] = [
+        ("demotion", &demotion, &rt),
+        ("exceptions", &exceptions, &rt),
+        ("shadow", &values, &values_rt),
     ];
     let mut failures = Vec::new();
     for spec in example_specs() {
@@ -257,10 +269,10 @@ fn every_shipped_example_keeps_its_floating_point_instructions_when_instrumented
             let what = format!("{} {flags}", spec.display());
             let sass = |m: &Module| sass(&ptxas, &nvdisasm, m, &what);
             let was = fused(&sass(&original), &functions);
-            for (analysis, options) in &analyses {
-                let out = instrument(&original, options).unwrap_or_else(|e| panic!("{e}"));
-                let moved = inserted_code_on_its_own_line(&original, &out.module);
-                let merged = merge_runtime(&moved, &rt).unwrap_or_else(|e| panic!("{e}"));
+            for (analysis, pass, rt) in &analyses {
+                let out = pass(&original);
+                let moved = inserted_code_on_its_own_line(&original, &out);
+                let merged = merge_runtime(&moved, rt).unwrap_or_else(|e| panic!("{e}"));
                 let now = fused(&sass(&merged), &functions);
                 let keys: std::collections::BTreeSet<_> = was.keys().chain(now.keys()).collect();
                 for key in keys {

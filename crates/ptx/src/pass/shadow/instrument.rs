@@ -186,7 +186,7 @@ pub(crate) fn is_fusible_product(op: &Op) -> bool {
 
 /// Per product ptxas may fuse (see [`fusible_pairs`]): the instructions left unread with it,
 /// the product first.
-pub(super) fn fusible_spans(d: &Decoded) -> Vec<Vec<usize>> {
+pub(crate) fn fusible_spans(d: &Decoded) -> Vec<Vec<usize>> {
     let g = crate::graph::Graph::of(d, &crate::cfg::Cfg::build(d));
     let float = |k: usize| matches!(d.ops[k].ty, Some(ValueType::F32 | ValueType::F64));
     // Unrounded (no `.rn`, `.sat`): the operations ptxas is free to contract.

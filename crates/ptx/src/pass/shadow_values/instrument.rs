@@ -135,6 +135,9 @@ struct FunctionRewrite<'a, 'f> {
     products: HashSet<usize>,
     /// Instructions (by index) that read a fusible product: they read no operand value.
     readers: HashSet<usize>,
+    /// Instructions (by index) between a fusible product and the last instruction of its span,
+    /// in one basic block and under the same guard: their code goes after that last one.
+    deferred: HashMap<usize, usize>,
     /// Kernel (its `ld.param`s are inputs) or device function.
     is_kernel: bool,
 }
@@ -168,10 +171,12 @@ impl<'a, 'f> FunctionRewrite<'a, 'f> {
                 readers.extend(g.uses_of(d.insts[m].id).filter_map(|e| g.index_of(e.user)));
             }
         }
+        let deferred = deferred_to_span_ends(d);
         FunctionRewrite {
             d,
             addresses,
             rw,
+            deferred,
             shadows: Shadows::default(),
             sites,
             products,
@@ -324,10 +329,18 @@ impl<'a, 'f> FunctionRewrite<'a, 'f> {
         after.extend(call_ret(ARITH_FUNCTION, &call_args, Some(&pair)));
         let to = self.shadow(dest, dt)?;
         set_shadow(&to, &pair, &mut after);
-        if !before.is_empty() {
+        if product {
+            // The product's shadow needs only its operands' shadows, so it is computed before
+            // the multiply: code (a call above all) between the multiply and its add would stop
+            // ptxas from fusing them (seen in the SASS of gauss.cu and nbody.cu).
+            before.extend(after);
             self.rw.insert_before(inst.id, before, Guarding::Keep)?;
+        } else {
+            if !before.is_empty() {
+                self.rw.insert_before(inst.id, before, Guarding::Keep)?;
+            }
+            self.insert_after(k, after)?;
         }
-        self.rw.insert_after(inst.id, after, Guarding::Keep)?;
         Ok(if product {
             Treatment::Fused(
                 "the product of a fusible pair: its shadow comes from its operands' shadows, its value is not read (executions only)".into(),
@@ -341,6 +354,19 @@ impl<'a, 'f> FunctionRewrite<'a, 'f> {
         })
     }
 
+    /// Inserts `after` after instruction `k`, or after the end of the fusible span `k` lies in
+    /// ([`deferred_to_span_ends`]).
+    fn insert_after(&mut self, k: usize, after: Vec<Statement>) -> Result<(), ValuesError> {
+        // Spans may chain (a span's end inside the next one): follow to the last end.
+        let mut at = k;
+        while let Some(&end) = self.deferred.get(&at) {
+            at = end;
+        }
+        self.rw
+            .insert_after(self.d.insts[at].id, after, Guarding::Keep)?;
+        Ok(())
+    }
+
     /// A site whose shadow is re-seeded from its value, counted in its own record.
     fn reseed_site(&mut self, k: usize, index: u32, why: &str) -> Result<Treatment, ValuesError> {
         self.reseed(k, index)?;
@@ -350,14 +376,13 @@ impl<'a, 'f> FunctionRewrite<'a, 'f> {
     /// shadow := value for every float register instruction `k` writes, and one count into
     /// `record`, after the instruction and under its guard.
     fn reseed(&mut self, k: usize, record: u32) -> Result<(), ValuesError> {
-        let inst = self.d.insts[k];
         let mut after = Vec::new();
         for (name, t) in self.float_defs(k) {
             let to = self.shadow(&name, t)?;
             seed(&to, &reg(&name), t, &mut after);
         }
         after.extend(call_ret(RESEED_FUNCTION, &[("b32", word(record))], None));
-        self.rw.insert_after(inst.id, after, Guarding::Keep)?;
+        self.insert_after(k, after)?;
         Ok(())
     }
 
@@ -475,7 +500,7 @@ impl<'a, 'f> FunctionRewrite<'a, 'f> {
                 return self.reseed_at(k, &why, state);
             }
         }
-        self.rw.insert_after(inst.id, after, Guarding::Keep)?;
+        self.insert_after(k, after)?;
         Ok(())
     }
 
@@ -612,7 +637,7 @@ impl<'a, 'f> FunctionRewrite<'a, 'f> {
         if !before.is_empty() {
             self.rw.insert_before(inst.id, before, Guarding::Keep)?;
         }
-        self.rw.insert_after(inst.id, after, Guarding::Keep)?;
+        self.insert_after(k, after)?;
         Ok(())
     }
 
@@ -703,7 +728,7 @@ impl<'a, 'f> FunctionRewrite<'a, 'f> {
             set_shadow(&to, &pair, &mut after);
         }
         self.rw.insert_before(inst.id, before, Guarding::Keep)?;
-        self.rw.insert_after(inst.id, after, Guarding::Keep)?;
+        self.insert_after(k, after)?;
         Ok(())
     }
 
@@ -766,7 +791,7 @@ impl<'a, 'f> FunctionRewrite<'a, 'f> {
             }
         }
         self.rw.insert_before(inst.id, before, Guarding::Keep)?;
-        self.rw.insert_after(inst.id, after, Guarding::Keep)?;
+        self.insert_after(k, after)?;
         Ok(())
     }
 }
@@ -779,4 +804,40 @@ fn mode(r: Rounding) -> u32 {
         Rounding::Rpi => 3,
         _ => 0,
     }
+}
+
+/// For each instruction strictly inside a fusible span (after its product, before its last
+/// instruction in text order), the span's last instruction, where the instruction's code is
+/// placed instead: a call between a product and its add stops ptxas from fusing them (seen in
+/// the SASS of gauss.cu, where a load's shadow call sat between `mult * b[t]` and `b[i] -`).
+/// Only within one basic block, and for an instruction under the same guard as the span's end
+/// (its code is guarded as the anchor is); nothing in between may redefine what that code reads,
+/// which holds for the PTX compilers write (registers are defined once per block) and is
+/// checked: an instruction whose destination is written again before the end stays in place.
+fn deferred_to_span_ends(d: &Decoded) -> HashMap<usize, usize> {
+    let cfg = Cfg::build(d);
+    let mut out = HashMap::new();
+    for span in crate::pass::shadow::instrument::fusible_spans(d) {
+        let (Some(&first), Some(&last)) = (span.first(), span.iter().max()) else {
+            continue;
+        };
+        if cfg.block_of.get(first) != cfg.block_of.get(last) {
+            continue;
+        }
+        for k in first + 1..last {
+            let same_guard = d.insts[k].guard == d.insts[last].guard;
+            let dest = match d.insts[k].operands.first() {
+                Some(Operand::Reg(r)) => Some(r.as_str()),
+                _ => None,
+            };
+            let rewritten = dest.is_some_and(|r| {
+                (k + 1..=last)
+                    .any(|j| matches!(d.insts[j].operands.first(), Some(Operand::Reg(w)) if w == r))
+            });
+            if same_guard && !rewritten {
+                out.insert(k, last);
+            }
+        }
+    }
+    out
 }
