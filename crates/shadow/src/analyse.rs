@@ -334,7 +334,11 @@ pub fn analyse(
             Ok((outcome, globals)) => {
                 let changed = changed_outputs(&outcome);
                 if !changed.is_empty() {
-                    return Err(ShadowError::ChangedOutputs(changed.join(", ")));
+                    return Err(ShadowError::ChangedOutputs(format!(
+                        "the {} build: {}",
+                        request.analyses.without_values(),
+                        changed.join(", ")
+                    )));
                 }
                 let bytes = globals
                     .iter()

@@ -298,7 +298,10 @@ pub(crate) fn run(
         };
     let changed = changed_outputs(&outcome);
     if !changed.is_empty() {
-        return Err(ShadowError::ChangedOutputs(changed.join(", ")));
+        return Err(ShadowError::ChangedOutputs(format!(
+            "the shadow-values build: {}",
+            changed.join(", ")
+        )));
     }
     let bytes = globals
         .iter()
