@@ -67,7 +67,7 @@ pub fn render(run: &ShadowRun, spec_dir: &Path) -> String {
     }
     let mut files: BTreeMap<String, Option<Vec<String>>> = BTreeMap::new();
     for f in &run.functions {
-        function(&mut h, f, &mut |file: &str| {
+        function(&mut h, f, run.analyses.shadow, &mut |file: &str| {
             files
                 .entry(file.to_string())
                 .or_insert_with(|| read_lines(file, spec_dir))
@@ -156,6 +156,7 @@ fn sci(x: f64) -> String {
 fn function(
     h: &mut String,
     f: &FunctionSummary,
+    values: bool,
     source: &mut dyn FnMut(&str) -> Option<Vec<String>>,
 ) {
     writeln!(h, "<h2><code>{}</code></h2>", escape(&f.function)).ok();
@@ -176,7 +177,17 @@ fn function(
             }
         )
         .ok();
-        h.push_str("<table><tr><th>line</th><th>source</th><th>max</th><th>mean</th><th>sum Σ</th><th>exceptions</th><th>ops</th></tr>\n");
+        let value_heads = if values {
+            "<th>digits</th><th>cancel</th>"
+        } else {
+            ""
+        };
+        let columns = if values { 8 } else { 6 };
+        writeln!(
+            h,
+            "<table><tr><th>line</th><th>source</th><th>max</th><th>mean</th><th>sum Σ</th><th>exceptions</th>{value_heads}<th>ops</th></tr>"
+        )
+        .ok();
         let measured: BTreeMap<u32, &LineSummary> = lines.iter().map(|l| (l.line, *l)).collect();
         let shown: Vec<u32> = match &text {
             Some(t) => {
@@ -203,7 +214,7 @@ fn function(
             match measured.get(&n) {
                 Some(l) => {
                     quiet_run = 0;
-                    row(h, n, line_text, l);
+                    row(h, n, line_text, l, values);
                 }
                 None => {
                     quiet_run += 1;
@@ -220,8 +231,9 @@ fn function(
                     if quiet_run <= GAP / 2 || remaining <= GAP / 2 {
                         writeln!(
                             h,
-                            "<tr class=\"quiet\"><td class=\"no\">{n}</td><td class=\"src\">{}</td><td colspan=\"5\"></td></tr>",
-                            escape(line_text)
+                            "<tr class=\"quiet\"><td class=\"no\">{n}</td><td class=\"src\">{}</td><td colspan=\"{}\"></td></tr>",
+                            escape(line_text),
+                            columns - 1
                         )
                         .ok();
                     }
@@ -232,7 +244,7 @@ fn function(
     }
 }
 
-fn row(h: &mut String, n: u32, text: &str, l: &LineSummary) {
+fn row(h: &mut String, n: u32, text: &str, l: &LineSummary, values: bool) {
     let (max, mean, sum) = match &l.demotion {
         Some(d) if d.count > 0 => (sci(d.max), sci(d.mean), sci(d.sum)),
         _ => ("-".into(), "-".into(), "-".into()),
@@ -248,9 +260,23 @@ fn row(h: &mut String, n: u32, text: &str, l: &LineSummary) {
     } else {
         String::new()
     };
+    // Digits kept against the shadow, and cancellations with the most bits they lost.
+    let value_cells = match (values, &l.values) {
+        (false, _) => String::new(),
+        (true, None) => "<td class=\"num\">-</td><td class=\"num\">-</td>".into(),
+        (true, Some(v)) => format!(
+            "<td class=\"num\">{}</td><td class=\"num\">{}</td>",
+            v.digits.map_or("-".into(), |d| format!("{d:.1}")),
+            if v.cancellations > 0 {
+                format!("{} ({}b)", v.cancellations, v.cancel_max_bits)
+            } else {
+                "0".into()
+            }
+        ),
+    };
     writeln!(
         h,
-        "<tr class=\"{}\"><td class=\"no\">{n}</td><td class=\"src\">{}</td><td class=\"num\">{max}</td><td class=\"num\">{mean}</td><td class=\"num\">{sum}</td><td class=\"num exc\">{}</td><td class=\"ops\">{}{}</td></tr>",
+        "<tr class=\"{}\"><td class=\"no\">{n}</td><td class=\"src\">{}</td><td class=\"num\">{max}</td><td class=\"num\">{mean}</td><td class=\"num\">{sum}</td><td class=\"num exc\">{}</td>{value_cells}<td class=\"ops\">{}{}</td></tr>",
         class(l),
         escape(text),
         escape(&exc),
@@ -328,5 +354,17 @@ mod tests {
         assert!(page.contains("<td class=\"no\">59</td>"));
         assert!(!page.contains("<td class=\"no\">40</td>"));
         std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn with_shadow_values_each_line_shows_its_digits_and_cancellations() {
+        let mut run = fixture::run();
+        run.analyses.shadow = true;
+        let page = render(&run, Path::new("/nonexistent"));
+        assert!(page.contains("<th>digits</th><th>cancel</th>"));
+        // The fixture's lines carry no values: a dash in each value column.
+        assert!(page.contains("<td class=\"num\">-</td><td class=\"num\">-</td><td class=\"ops\">"));
+        run.analyses.shadow = false;
+        assert!(!render(&run, Path::new("/nonexistent")).contains("<th>digits</th>"));
     }
 }
