@@ -252,7 +252,8 @@ fn every_shipped_example_keeps_its_floating_point_instructions_when_instrumented
             .module
     };
     // Each analysis's instrumented build, with its runtime.
-    let analyses: [(&str, &dyn Fn(&Module) -> Module, &str); 3] = [
+    type Build<'a> = (&'a str, &'a dyn Fn(&Module) -> Module, &'a str);
+    let analyses: [Build; 3] = [
         ("demotion", &demotion, &rt),
         ("exceptions", &exceptions, &rt),
         ("shadow", &values, &values_rt),
