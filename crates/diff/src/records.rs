@@ -6,7 +6,6 @@
 use crate::analyse::DiffRun;
 use mantissa_ptx::site::Site;
 use mantissa_report::{Backend, Record, Status, SCHEMA};
-use std::collections::BTreeMap;
 
 /// The records' algorithm name.
 pub const ALGORITHM: &str = "diff";
@@ -25,35 +24,35 @@ fn address(site: &Site) -> String {
 /// The records of `run`.
 pub fn records(run: &DiffRun) -> Vec<Record> {
     let date = Record::now();
-    let record = |input: String, note: String, q: Vec<(&str, f64, &str)>| Record {
-        schema: SCHEMA,
-        workload: run.spec.clone(),
-        algorithm: ALGORITHM.into(),
-        input,
-        size: 0,
-        seed: 0,
-        precision: run.against.clone(),
-        backend: Backend::Gpu {
-            grid: [0; 3],
-            block: [0; 3],
-        },
-        flags: Some(run.flags.clone()),
-        device: run.device.clone(),
-        status: Status::Ok,
-        value: None,
-        reference: None,
-        error: None,
-        time: None,
-        extra: q.iter().map(|(k, v, _)| (k.to_string(), *v)).collect(),
-        descriptions: q
-            .iter()
-            .map(|(k, _, d)| (k.to_string(), d.to_string()))
-            .collect::<BTreeMap<_, _>>(),
-        note: Some(note),
-        build: None,
-        version: Record::current_version(),
-        git_revision: Record::current_git_revision(),
-        date: date.clone(),
+    let record = |input: String, note: String, q: Vec<(&str, f64, &str)>| {
+        let (extra, descriptions) = Record::quantities(&q);
+        Record {
+            schema: SCHEMA,
+            workload: run.spec.clone(),
+            algorithm: ALGORITHM.into(),
+            input,
+            size: 0,
+            seed: 0,
+            precision: run.against.clone(),
+            backend: Backend::Gpu {
+                grid: [0; 3],
+                block: [0; 3],
+            },
+            flags: Some(run.flags.clone()),
+            device: run.device.clone(),
+            status: Status::Ok,
+            value: None,
+            reference: None,
+            error: None,
+            time: None,
+            extra,
+            descriptions,
+            note: Some(note),
+            build: None,
+            version: Record::current_version(),
+            git_revision: Record::current_git_revision(),
+            date: date.clone(),
+        }
     };
     let mut out: Vec<Record> = run
         .blamed

@@ -318,6 +318,19 @@ impl Record {
         Ok(r)
     }
 
+    /// `extra` and `descriptions` from named quantities `(name, value, what it means)`, as the
+    /// analyses (`mantissa shadow`, `mantissa diff`) record them.
+    pub fn quantities(
+        q: &[(&str, f64, &str)],
+    ) -> (BTreeMap<String, f64>, BTreeMap<String, String>) {
+        let extra = q.iter().map(|(k, v, _)| (k.to_string(), *v)).collect();
+        let descriptions = q
+            .iter()
+            .map(|(k, _, d)| (k.to_string(), d.to_string()))
+            .collect();
+        (extra, descriptions)
+    }
+
     /// The mantissa version building this crate.
     pub fn current_version() -> String {
         env!("CARGO_PKG_VERSION").to_string()

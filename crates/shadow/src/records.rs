@@ -10,7 +10,6 @@ use crate::lines::{counted_position, SiteResult};
 use crate::values::OutputDigits;
 use mantissa_ptx::site::Site;
 use mantissa_report::{Backend, Record, Status, SCHEMA};
-use std::collections::BTreeMap;
 
 /// The records' algorithm name.
 pub const ALGORITHM: &str = "shadow";
@@ -177,8 +176,9 @@ pub fn records(run: &ShadowRun) -> Vec<Record> {
         },
     );
     let date = Record::now();
-    let record =
-        |input: String, precision: String, q: Vec<(&str, f64, &str)>, note: String| Record {
+    let record = |input: String, precision: String, q: Vec<(&str, f64, &str)>, note: String| {
+        let (extra, descriptions) = Record::quantities(&q);
+        Record {
             schema: SCHEMA,
             workload: run.spec.clone(),
             algorithm: ALGORITHM.into(),
@@ -194,17 +194,15 @@ pub fn records(run: &ShadowRun) -> Vec<Record> {
             reference: None,
             error: None,
             time: None,
-            extra: q.iter().map(|(k, v, _)| (k.to_string(), *v)).collect(),
-            descriptions: q
-                .iter()
-                .map(|(k, _, d)| (k.to_string(), d.to_string()))
-                .collect::<BTreeMap<_, _>>(),
+            extra,
+            descriptions,
             note: Some(note),
             build: run.build.clone(),
             version: Record::current_version(),
             git_revision: Record::current_git_revision(),
             date: date.clone(),
-        };
+        }
+    };
     let sites = run.sites.iter().map(|s| {
         record(
             address(&s.site),
