@@ -7,9 +7,9 @@
 //! the pass is run with every site accumulated, in registers or in the `.local` array.
 
 use super::oracle::expected;
-use super::oracle_tests::known_module;
+use super::oracle_tests::{known_module, launch_args};
 use super::*;
-use crate::interp::{self, Arg, Launch, Memory};
+use crate::interp::{self, Launch, Memory};
 use crate::model::{Imm, Operand, RegDecl, RegName, SrcLine, Statement};
 use crate::rewrite::instruction;
 use crate::test_support::parse_clean;
@@ -117,17 +117,7 @@ fn measured_and_expected(
         ..ShadowOptions::all()
     };
     let mut mem = Memory::new();
-    let args: Vec<Arg> = case
-        .params
-        .iter()
-        .map(|p| match p {
-            Param::F64s(v) => Arg::u64(mem.f64s(v)),
-            Param::F32s(v) => Arg::u64(mem.f32s(v)),
-            Param::OutF64(n) => Arg::u64(mem.alloc(8 * n)),
-            Param::OutF32(n) => Arg::u64(mem.alloc(4 * n)),
-            Param::Int(k) => Arg::i32(*k),
-        })
-        .collect();
+    let args = launch_args(case, &mut mem);
     let launch = Launch::linear(case.blocks, case.threads);
     let mut oracle_mem = mem.clone();
     let want = expected(m, case.kernel, launch, &args, &mut oracle_mem, &options)

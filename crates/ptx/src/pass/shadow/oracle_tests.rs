@@ -24,11 +24,9 @@ pub(super) fn known_module(flags: mantissa_gpu::FlagSet) -> Option<Module> {
     Some(parse_clean("known.cu", &compiled.ptx))
 }
 
-/// The oracle's statistics for one case, and the report listing the sites.
-fn oracle(m: &Module, case: &Case, options: &ShadowOptions) -> (ShadowReport, Vec<SiteStats>) {
-    let mut mem = Memory::new();
-    let args: Vec<Arg> = case
-        .params
+/// The kernel arguments of `case`, its arrays allocated in `mem`.
+pub(super) fn launch_args(case: &Case, mem: &mut Memory) -> Vec<Arg> {
+    case.params
         .iter()
         .map(|p| match p {
             Param::F64s(v) => Arg::u64(mem.f64s(v)),
@@ -37,7 +35,13 @@ fn oracle(m: &Module, case: &Case, options: &ShadowOptions) -> (ShadowReport, Ve
             Param::OutF32(n) => Arg::u64(mem.alloc(4 * n)),
             Param::Int(k) => Arg::i32(*k),
         })
-        .collect();
+        .collect()
+}
+
+/// The oracle's statistics for one case, and the report listing the sites.
+fn oracle(m: &Module, case: &Case, options: &ShadowOptions) -> (ShadowReport, Vec<SiteStats>) {
+    let mut mem = Memory::new();
+    let args = launch_args(case, &mut mem);
     let launch = Launch::linear(case.blocks, case.threads);
     let stats = expected(m, case.kernel, launch, &args, &mut mem, options)
         .unwrap_or_else(|e| panic!("{}: {e}", case.kernel));
