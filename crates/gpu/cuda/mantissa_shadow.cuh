@@ -23,19 +23,23 @@
 //     (inf, no operand inf), DIV_BY_ZERO, SUBNORMAL.
 //
 // NEEDS FROM THE MODULE IT IS MERGED INTO
-//   __mantissa_shadow: `.global .align 8 .u64 __mantissa_shadow[11 * N];`, N greater than every
-//   site passed: one record of MANTISSA_SHADOW_WORDS 8-byte words per site, in the order of the
-//   MANTISSA_SHADOW_* indices below (mantissa_ptx::pass::shadow::Word). The pass adds it,
-//   zero-initialised; the host reads it back with Gpu::read_symbol and decodes it with
-//   ShadowReport::decode, and zeroes it with Gpu::write_symbol before a run that must start
-//   from zero.
+//   __mantissa_shadow: `.global .align 128 .u64 __mantissa_shadow[16 * 32 * N];`, N greater than
+//   every site passed: per site MANTISSA_SHADOW_STRIPES (32) copies of its record, each
+//   MANTISSA_SHADOW_STRIPE_WORDS (16) 8-byte words long (one 128-byte line), copy c of site s at
+//   word (s * 32 + c) * 16, holding MANTISSA_SHADOW_WORDS words in the order of the
+//   MANTISSA_SHADOW_* indices below (mantissa_ptx::pass::shadow::{Word, STRIPES, STRIPE_WORDS,
+//   record_offset}). A warp adds into copy %smid mod 32: atomics on one address serialise, and
+//   a site run by every warp of the grid would queue them all on one word. The pass adds the
+//   global, zero-initialised; the host reads it back with Gpu::read_symbol, decodes it with
+//   ShadowReport::decode (counts and sums added over the copies, maxima by max), and zeroes it
+//   with Gpu::write_symbol before a run that must start from zero.
 //
 // WHAT THE REWRITER PASSES
 //   The site index as an immediate. A measured f64 instruction inside a loop accumulates per
 //   thread (in registers, or in a .local array past mantissa_ptx's ACCUMULATED_PER_FUNCTION):
 //   count, sum and max, the relative error computed inline exactly as mantissa_shadow_demotion
 //   does, summed with add.rn.f64, maximum by max.f64; it counts its rare r64 == +-0 and
-//   non-finite executions by one red.global.add.u64 per thread on the record's words, and
+//   non-finite executions by one red.global.add.u64 per thread on copy 0 of the record's words, and
 //   mantissa_shadow_flush is called for it before every ret/exit of the function, under that
 //   instruction's guard. A measured f64 instruction outside every loop calls
 //   mantissa_shadow_demotion, under its guard, after every execution.
@@ -64,6 +68,8 @@
 //   Everything here is named mantissa_ or __mantissa_ so that merging cannot clash with user names.
 
 #define MANTISSA_SHADOW_WORDS 11
+#define MANTISSA_SHADOW_STRIPES 32u
+#define MANTISSA_SHADOW_STRIPE_WORDS 16u
 #define MANTISSA_SHADOW_COUNT 0
 #define MANTISSA_SHADOW_SUM 1
 #define MANTISSA_SHADOW_MAX 2
@@ -120,6 +126,16 @@ static __device__ __forceinline__ void mantissa_shadow_add(
     }
 }
 
+// The calling warp's copy of site `site`'s record (see NEEDS above).
+static __device__ __forceinline__ unsigned long long *mantissa_shadow_record(unsigned int site)
+{
+    unsigned int smid;
+    asm("mov.u32 %0, %%smid;" : "=r"(smid));
+    unsigned long long copy = (unsigned long long)site * MANTISSA_SHADOW_STRIPES
+        + smid % MANTISSA_SHADOW_STRIPES;
+    return &__mantissa_shadow[copy * MANTISSA_SHADOW_STRIPE_WORDS];
+}
+
 static __device__ __forceinline__ bool mantissa_shadow_finite(double x)
 {
     return fabs(x) <= 1.7976931348623157e308;  // false for NaN and +-inf
@@ -132,7 +148,7 @@ extern "C" __device__ __noinline__ void mantissa_shadow_demotion(
     unsigned int peers = __match_any_sync(active, site);
     unsigned int lane = mantissa_shadow_lane();
     bool leader = lane == (unsigned int)(__ffs(peers) - 1);
-    unsigned long long *record = &__mantissa_shadow[(unsigned long long)site * MANTISSA_SHADOW_WORDS];
+    unsigned long long *record = mantissa_shadow_record(site);
 
     bool non_finite = !mantissa_shadow_finite(r64) || !mantissa_shadow_finite(r32);
     bool zero_reference = !non_finite && r64 == 0.0;
@@ -188,7 +204,7 @@ extern "C" __device__ __noinline__ void mantissa_shadow_flush(
         return;  // nothing measured by any peer (sum and max are 0 too)
     }
     bool leader = mantissa_shadow_lane() == (unsigned int)(__ffs(peers) - 1);
-    unsigned long long *record = &__mantissa_shadow[(unsigned long long)site * MANTISSA_SHADOW_WORDS];
+    unsigned long long *record = mantissa_shadow_record(site);
     // Lanes that measured nothing hold count 0, sum 0 and max 0: neither changes the totals.
     unsigned long long total = 0;
     double sums = 0.0;
@@ -223,7 +239,7 @@ extern "C" __device__ __noinline__ void mantissa_shadow_exception(
     unsigned int active = __activemask();
     unsigned int peers = __match_any_sync(active, site);
     bool leader = mantissa_shadow_lane() == (unsigned int)(__ffs(peers) - 1);
-    unsigned long long *record = &__mantissa_shadow[(unsigned long long)site * MANTISSA_SHADOW_WORDS];
+    unsigned long long *record = mantissa_shadow_record(site);
 
     bool nan = (flags & MANTISSA_SHADOW_FLAG_NAN) != 0;
     bool inf = (flags & MANTISSA_SHADOW_FLAG_INF) != 0;

@@ -3,7 +3,7 @@
 
 use super::{
     Instrumented, ShadowError, ShadowOptions, ShadowReport, ShadowSite, DEMOTION_FUNCTION,
-    EXCEPTION_FUNCTION, FLUSH_FUNCTION, SHADOW_GLOBAL, WORDS_PER_SITE,
+    EXCEPTION_FUNCTION, FLUSH_FUNCTION, SHADOW_GLOBAL, STRIPES, STRIPE_WORDS, WORDS_PER_SITE,
 };
 use crate::decode::Decoded;
 use crate::model::*;
@@ -267,8 +267,9 @@ pub(crate) fn instrument_with(
     }
     let (sites, plans, notes) = sites(module, options);
     let mut out = module.clone();
-    let records = u64::from(WORDS_PER_SITE) * (sites.len() as u64).max(1);
-    let global = rewrite::add_global(&mut out, "u64", 8, SHADOW_GLOBAL, records);
+    let words = u64::from(STRIPE_WORDS) * u64::from(STRIPES) * (sites.len() as u64).max(1);
+    // Aligned to a line, so that each copy of a record is one line of its own.
+    let global = rewrite::add_global(&mut out, "u64", 128, SHADOW_GLOBAL, words);
     if global != SHADOW_GLOBAL {
         // A parameter or local has the name: the runtime could not reach the array by it.
         return Err(ShadowError::NameTaken(SHADOW_GLOBAL.to_string()));
@@ -370,6 +371,7 @@ pub(crate) fn instrument_with(
         report: ShadowReport {
             global,
             words_per_site: WORDS_PER_SITE,
+            stripes: STRIPES,
             options: options.clone(),
             sites,
             notes,
