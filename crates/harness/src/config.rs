@@ -7,7 +7,7 @@
 //!   at source level: the build pre-includes `mantissa_units.cuh` and lists the call lines to
 //!   replace ([`mantissa_gpu::frontend`]); a call is named by its function and source line.
 //! - **instructions**: every other f64 instruction, demoted by the PTX rewrite
-//!   ([`mantissa_ptx::demote`]), named by a [`Site`] (function, file, line, ordinal among the
+//!   ([`mantissa_ptx::demote`]), named by a [`Site`](mantissa_ptx::site::Site) (function, file, line, ordinal among the
 //!   line's instructions, inlined call sites) so that a configuration survives a rebuild of the
 //!   same source. Files written before sites name instructions by a selector (`kernel`, `file`
 //!   index, `line`, ordinal among the line's *eligible* instructions); they still load and mean

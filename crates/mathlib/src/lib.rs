@@ -3,8 +3,8 @@
 //! against a correctly rounded reference.
 //!
 //! - [`functions`]: the registry: every function, its CUDA names per precision and variant.
-//! - [`format`]: the two formats, ulps and the error of a result in ulps of the exact value.
-//! - [`reference`]: correctly rounded references from arbitrary precision (Ziv's strategy).
+//! - [`format`](mod@format): the two formats, ulps and the error of a result in ulps of the exact value.
+//! - [`reference`](mod@reference): correctly rounded references from arbitrary precision (Ziv's strategy).
 //! - [`regions`], [`search`], [`stats`]: where to look, the sampling and search engine, what
 //!   a measurement keeps.
 //! - [`measure`], [`run`]: one function's every column; a whole plan with records; `--check`.

@@ -19,7 +19,7 @@
 //!   other module reads it; a new opcode is taught there once.
 //! - [`regs`]: registers interned per function ([`regs::RegId`], [`regs::RegTable`]).
 //! - [`decode`]: a function decoded once ([`decode::Decoded`]: ops, defs/uses as ids, `.loc`s).
-//! - [`cfg`]: basic blocks, dominators and natural loops with nesting.
+//! - [`cfg`](mod@cfg): basic blocks, dominators and natural loops with nesting.
 //! - [`graph`]: the def-use graph (reaching definitions over the CFG), indexed both ways.
 //! - [`site`]: [`site::Site`], one rebuild-stable address per instruction, shared by
 //!   configurations, reports and diff causes.

@@ -13,7 +13,7 @@
 //! member of a contractible pair without the other.
 //!
 //! The switched build starts from the same PTX as the static rewrite of a configuration without
-//! math calls ([`super::build::base_ptx`]), so that a mask computes what that rewrite computes.
+//! math calls (`build::base_ptx`), so that a mask computes what that rewrite computes.
 
 use super::build::{base_ptx, replaced_math_lines};
 use super::{load_error, loaded, TrialError, TrialRunner, TrialTiming};

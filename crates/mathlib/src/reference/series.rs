@@ -269,7 +269,7 @@ pub fn reduce(x: f64, p: usize) -> (usize, Ball) {
     }
 }
 
-/// atan(z) for any ball z: for |z| > 1, ±π/2 − atan(1/z); else [`atan_small`].
+/// atan(z) for any ball z: for |z| > 1, ±π/2 − atan(1/z); else `atan_small`.
 pub fn atan_ball(z: &Ball, p: usize) -> Option<Ball> {
     let zf = z.to_f64();
     if zf.abs() > 1.0 {

@@ -7,7 +7,7 @@
 //! **Semantics.** A switch that is on computes exactly what the static [`demote::demote`] of
 //! the same instructions computes: every f64 operand rounded to f32 (`cvt.rn.f32.f64`, f64
 //! immediates by [`demote::f64_imm_to_f32`]), the f32 form of the instruction as
-//! [`demote::plan`] gives it (the one table of f32 forms), and an f64 result that is the exact
+//! `demote::plan` gives it (the one table of f32 forms), and an f64 result that is the exact
 //! widening (`cvt.f64.f32`). A switch that is off runs the instruction as written: the
 //! instruction itself stays in the module unchanged (same id, same text), and its result is
 //! chosen afterwards: `selp dst, f32path, dst, %switch` (for a predicate result, `and`/`not`/
