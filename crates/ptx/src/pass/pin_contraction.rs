@@ -251,7 +251,10 @@ fn links(d: &Decoded, g: &Graph, roles: &[Option<Role>]) -> Vec<Link> {
 /// Whether a register the product `mul` reads may be written again on a path from `mul` to
 /// `sum` that does not run `mul` again (the `fma` at the sum would read another value).
 fn operands_rewritten(d: &Decoded, cfg: &Cfg, mul: usize, sum: usize) -> bool {
-    let regs: Vec<_> = [1, 2].iter().filter_map(|&j| d.operand_reg(mul, j)).collect();
+    let regs: Vec<_> = [1, 2]
+        .iter()
+        .filter_map(|&j| d.operand_reg(mul, j))
+        .collect();
     let (bm, bs) = (cfg.block_of[mul], cfg.block_of[sum]);
     // Blocks reachable from `mul`'s block without entering it again, and those of them that
     // reach the sum's block in at least one step without entering `mul`'s block.
@@ -366,7 +369,9 @@ fn decide(
         if plain > 0 {
             return Err((
                 sum,
-                format!("its copies disagree: {fused} fused, {plain} not (unrolled or duplicated code)"),
+                format!(
+                    "its copies disagree: {fused} fused, {plain} not (unrolled or duplicated code)"
+                ),
             ));
         }
         let mut candidates: Vec<&Link> = into.iter().copied().filter(|l| l.unique).collect();
@@ -399,7 +404,10 @@ fn decide(
     // A product with no SASS of its own is fused into every use: a use left unfused means the
     // product was computed elsewhere (ptxas merged it with another), which the pairs above
     // cannot express.
-    for &mul in component.iter().filter(|&&k| roles[k] == Some(Role::Product)) {
+    for &mul in component
+        .iter()
+        .filter(|&&k| roles[k] == Some(Role::Product))
+    {
         let fused_into = pairs.iter().filter(|p| p.0 == mul).count();
         let linked: BTreeSet<usize> = links
             .iter()
@@ -492,17 +500,23 @@ impl Pass for PinContraction {
                 });
             }
             rw.apply(&mut out).map_err(|e| err(e.to_string()))?;
-            for &k in p.round.iter().filter(|&&k| !p.pairs.iter().any(|x| x.1 == k)) {
+            for &k in p
+                .round
+                .iter()
+                .filter(|&&k| !p.pairs.iter().any(|x| x.1 == k))
+            {
                 round.insert((f.name.clone(), d.insts[k].id));
             }
             report.rounded += p.round.len() - p.pairs.len();
-            report.left.extend(p.left.into_iter().map(|(k, reason)| LeftAlone {
-                function: f.name.clone(),
-                inst: d.insts[k].id,
-                line: line(k),
-                instruction: d.insts[k].to_string().trim().to_string(),
-                reason,
-            }));
+            report
+                .left
+                .extend(p.left.into_iter().map(|(k, reason)| LeftAlone {
+                    function: f.name.clone(),
+                    inst: d.insts[k].id,
+                    line: line(k),
+                    instruction: d.insts[k].to_string().trim().to_string(),
+                    reason,
+                }));
         }
         for f in out.functions_mut() {
             let name = f.name.clone();

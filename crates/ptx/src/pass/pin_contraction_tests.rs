@@ -24,8 +24,8 @@ fn kernel(body: &str) -> String {
 
 /// SASS opcodes per (function, opcode) of `m` for sm_90.
 fn opcodes(ptxas: &Path, nvdisasm: &Path, m: &Module) -> BTreeMap<(String, String), u32> {
-    let sass = disassemble(ptxas, nvdisasm, &m.to_string(), "sm_90")
-        .unwrap_or_else(|e| panic!("{e}"));
+    let sass =
+        disassemble(ptxas, nvdisasm, &m.to_string(), "sm_90").unwrap_or_else(|e| panic!("{e}"));
     let mut out = BTreeMap::new();
     for l in &sass.lines {
         for (op, n) in &l.ops {
@@ -48,7 +48,12 @@ fn code(m: &Module) -> Vec<String> {
     m.function("k")
         .map(|f| {
             f.instructions()
-                .map(|i| i.to_string().split_whitespace().collect::<Vec<_>>().join(" "))
+                .map(|i| {
+                    i.to_string()
+                        .split_whitespace()
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                })
                 .collect()
         })
         .unwrap_or_default()
@@ -81,10 +86,8 @@ fn pin(ptx: &str) -> Option<(Module, Module, PinReport, InstSass)> {
     for f in out.module.functions() {
         for i in f.instructions() {
             let op = i.decode();
-            let unrounded = matches!(
-                op.kind,
-                OpKind::Arith(Arith::Mul | Arith::Add | Arith::Sub)
-            ) && matches!(op.ty, Some(ValueType::F32 | ValueType::F64))
+            let unrounded = matches!(op.kind, OpKind::Arith(Arith::Mul | Arith::Add | Arith::Sub))
+                && matches!(op.ty, Some(ValueType::F32 | ValueType::F64))
                 && op.rounding.is_none();
             assert!(
                 !unrounded || left.contains(&i.id),
@@ -117,7 +120,10 @@ fn two_products_into_one_sub_pin_the_one_ptxas_fused() {
     assert_eq!(pair.mul, p5);
     assert!(!pair.negated_product && pair.negated_addend);
     let code = code(&pinned);
-    assert!(code.contains(&"mul.rn.f32 %f6, %f3, %f4;".to_string()), "{code:?}");
+    assert!(
+        code.contains(&"mul.rn.f32 %f6, %f3, %f4;".to_string()),
+        "{code:?}"
+    );
     let neg = code
         .iter()
         .find(|l| l.starts_with("neg.f32") && l.ends_with(", %f6;"))
@@ -271,16 +277,29 @@ fn approximate_division_and_sat_are_left_with_their_partners() {
     for reg in ["%f5", "%f6", "%f7", "%f8", "%f9"] {
         assert!(left.contains_key(&def(&m, reg)), "{reg}: {report:?}");
     }
-    assert!(left[&def(&m, "%f5")].contains("div without .rn"), "{left:?}");
+    assert!(
+        left[&def(&m, "%f5")].contains("div without .rn"),
+        "{left:?}"
+    );
     assert!(left[&def(&m, "%f9")].contains(".sat"), "{left:?}");
     // The last product and add are their own pair, pinned.
     assert_eq!(
-        report.pairs.iter().map(|p| (p.mul, p.add)).collect::<Vec<_>>(),
+        report
+            .pairs
+            .iter()
+            .map(|p| (p.mul, p.add))
+            .collect::<Vec<_>>(),
         [(def(&m, "%f10"), def(&m, "%f11"))]
     );
     let code = code(&pinned);
-    assert!(code.contains(&"add.f32 %f7, %f5, %f6;".to_string()), "{code:?}");
-    assert!(code.contains(&"mul.f32 %f8, %f1, %f3;".to_string()), "{code:?}");
+    assert!(
+        code.contains(&"add.f32 %f7, %f5, %f6;".to_string()),
+        "{code:?}"
+    );
+    assert!(
+        code.contains(&"mul.f32 %f8, %f1, %f3;".to_string()),
+        "{code:?}"
+    );
 }
 
 /// Without SASS evidence of a fusion nothing is fused: an empty [`InstSass`] leaves every
@@ -297,13 +316,20 @@ fn no_sass_means_no_pairs() {
     let out = PinContraction::new(InstSass::default())
         .run(&m)
         .unwrap_or_else(|e| panic!("{e}"));
-    let report = out.report.details::<PinReport>().cloned().unwrap_or_default();
+    let report = out
+        .report
+        .details::<PinReport>()
+        .cloned()
+        .unwrap_or_default();
     assert!(report.pairs.is_empty());
     assert_eq!(report.rounded, 1, "{report:?}");
     assert_eq!(
         report.left.iter().map(|l| l.inst).collect::<Vec<_>>(),
         [def(&m, "%f5"), def(&m, "%f6")]
     );
-    assert!(report.left[1].reason.contains("no add or fma"), "{report:?}");
+    assert!(
+        report.left[1].reason.contains("no add or fma"),
+        "{report:?}"
+    );
     assert!(code(&out.module).contains(&"mul.rn.f32 %f7, %f1, %f1;".to_string()));
 }

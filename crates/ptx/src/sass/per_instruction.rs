@@ -143,10 +143,15 @@ mod tests {
         let ids: Vec<InstId> = k.instructions().map(|i| i.id).collect();
         assert_eq!(
             lines,
-            ids.iter().map(|&i| ("k".to_string(), i)).collect::<Vec<_>>()
+            ids.iter()
+                .map(|&i| ("k".to_string(), i))
+                .collect::<Vec<_>>()
         );
         let rk = r.function("k").unwrap();
-        assert_eq!(rk.instructions().collect::<Vec<_>>(), k.instructions().collect::<Vec<_>>());
+        assert_eq!(
+            rk.instructions().collect::<Vec<_>>(),
+            k.instructions().collect::<Vec<_>>()
+        );
         let locs: Vec<(u32, u32, bool)> = rk
             .body
             .iter()
@@ -188,7 +193,10 @@ mod tests {
         let (_, add) = &lines[3];
         let (_, st) = &lines[4];
         assert_eq!(s.count("k", *mul, "FFMA"), 1);
-        assert!(s.ops("k", *add).is_empty(), "another file's line 4 is not the add's");
+        assert!(
+            s.ops("k", *add).is_empty(),
+            "another file's line 4 is not the add's"
+        );
         assert_eq!(s.count("k", *st, "STG"), 2);
         assert_eq!(s.count("other", *st, "STG"), 0);
         assert_eq!(s.arch, "sm_90");
