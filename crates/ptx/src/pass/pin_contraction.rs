@@ -212,8 +212,8 @@ fn links(d: &Decoded, g: &Graph, roles: &[Option<Role>]) -> Vec<Link> {
             .collect()
     };
     let mut out = Vec::new();
-    for sum in 0..d.len() {
-        let is_sum = match &roles[sum] {
+    for (sum, role) in roles.iter().enumerate() {
+        let is_sum = match role {
             Some(Role::Sum) => true,
             Some(Role::Fixed { product, .. }) => !product,
             _ => false,
