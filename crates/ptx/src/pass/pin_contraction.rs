@@ -7,8 +7,11 @@
 //! module as given ([`crate::sass::per_instruction`]: the SASS opcodes of every PTX
 //! instruction) and writes it down: a fused pair becomes one `fma.rn` (`.ftz` kept) at the add,
 //! with the signs ptxas folded (a `neg` between product and add, the `sub`) made explicit by
-//! `neg`, which is exact; every other unrounded f32/f64 `mul`/`add`/`sub` gets `.rn`. The result
-//! computes the same bits as the program as built, and ptxas has no contraction left to choose.
+//! `neg`, which is exact; every other unrounded f32/f64 `mul`/`add`/`sub` linked to a product or
+//! a sum (a product flowing into a sum, directly or through a `neg`) gets `.rn`. A lone one,
+//! linked to nothing, cannot be contracted and is left as written: rounding it would forbid
+//! nothing and can change ptxas's other choices. The result computes the same bits as the
+//! program as built, and ptxas has no contraction left to choose.
 //!
 //! What the SASS says: the fused FFMA carries the add's line and the product's line keeps no
 //! FMUL unless another use needs the product rounded. So an add whose copies are all FFMA was
@@ -39,12 +42,38 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 #[derive(Debug, Clone)]
 pub struct PinContraction {
     sass: InstSass,
+    eliminated: Eliminated,
+}
+
+/// What to make of a sum that has no SASS of its own while its product has none either:
+/// ptxas computed the value elsewhere, as a common subexpression of an identical computation
+/// (options.cu computes `x - a*b` twice; ptxas keeps one DFMA), fused or not. The SASS of the
+/// pair cannot say which; the caller tries each and keeps the one whose SASS is the
+/// original's (`mantissa_harness::trial::pin`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Eliminated {
+    /// Pinned as a fused pair (`fma.rn`).
+    Fused,
+    /// Given `.rn`, as an unfused pair.
+    Rounded,
+    /// Left as written with the rest of its group, and reported.
+    Left,
 }
 
 impl PinContraction {
-    /// Pins what `sass` (the per-instruction SASS of the module this will run on) shows.
+    /// Pins what `sass` (the per-instruction SASS of the module this will run on) shows;
+    /// eliminated pairs are left as written.
     pub fn new(sass: InstSass) -> PinContraction {
-        PinContraction { sass }
+        PinContraction {
+            sass,
+            eliminated: Eliminated::Left,
+        }
+    }
+
+    /// The same, with eliminated pairs (see [`Eliminated`]) pinned as `eliminated` says.
+    pub fn with_eliminated(sass: InstSass, eliminated: Eliminated) -> PinContraction {
+        PinContraction { sass, eliminated }
     }
 }
 
@@ -288,7 +317,7 @@ fn operands_rewritten(d: &Decoded, cfg: &Cfg, mul: usize, sum: usize) -> bool {
 }
 
 /// Decides one function (see the module docs).
-fn plan(d: &Decoded, sass: &InstSass) -> Plan {
+fn plan(d: &Decoded, sass: &InstSass, eliminated: Eliminated) -> Plan {
     let cfg = Cfg::build(d);
     let g = Graph::of(d, &cfg);
     let function = d.function.name.as_str();
@@ -304,9 +333,23 @@ fn plan(d: &Decoded, sass: &InstSass) -> Plan {
         let root = find(&mut parent, k);
         members.entry(root).or_default().push(k);
     }
+    let facts = FunctionFacts {
+        d,
+        cfg,
+        function,
+        roles,
+        links,
+    };
+    let roles = &facts.roles;
     let mut plan = Plan::default();
     for component in members.values() {
-        match decide(d, &cfg, sass, function, &roles, &links, component) {
+        // A lone product or sum, linked to nothing, cannot be contracted, and `.rn` on it can
+        // change what else ptxas does (float_literal under `fast`: five more FMULs and fewer
+        // IMADs once its lone products were rounded): it is left as written, not reported.
+        if component.len() == 1 && matches!(roles[component[0]], Some(Role::Product | Role::Sum)) {
+            continue;
+        }
+        match decide(&facts, sass, component, eliminated) {
             Ok(pairs) => {
                 plan.pairs.extend(pairs);
                 plan.round.extend(component.iter().copied());
@@ -333,17 +376,31 @@ fn plan(d: &Decoded, sass: &InstSass) -> Plan {
 
 type Pairs = Vec<(usize, usize, usize, bool)>;
 
+/// What [`decide`] reads of one function.
+struct FunctionFacts<'a> {
+    d: &'a Decoded<'a>,
+    cfg: Cfg,
+    function: &'a str,
+    roles: Vec<Option<Role>>,
+    links: Vec<Link>,
+}
+
 /// The fused pairs of one component of linked products and sums, or the first instruction
 /// whose SASS cannot be read, with the reason.
 fn decide(
-    d: &Decoded,
-    cfg: &Cfg,
+    f: &FunctionFacts,
     sass: &InstSass,
-    function: &str,
-    roles: &[Option<Role>],
-    links: &[Link],
     component: &[usize],
+    eliminated: Eliminated,
 ) -> Result<Pairs, (usize, String)> {
+    let FunctionFacts {
+        d,
+        cfg,
+        function,
+        roles,
+        links,
+    } = f;
+    let (d, function) = (*d, *function);
     for &k in component {
         if let Some(Role::Fixed { reason, .. }) = &roles[k] {
             return Err((k, reason.clone()));
@@ -357,7 +414,17 @@ fn decide(
     for &sum in component.iter().filter(|&&k| roles[k] == Some(Role::Sum)) {
         let into: Vec<&Link> = links.iter().filter(|l| l.sum == sum).collect();
         let (fused, plain) = (count(sum, 0), count(sum, 1));
-        if into.is_empty() || fused == 0 {
+        let gone = fused == 0
+            && plain == 0
+            && !into.is_empty()
+            && into
+                .iter()
+                .all(|l| count(l.product, 2) == 0 && count(l.product, 0) == 0);
+        let as_fused = gone && eliminated == Eliminated::Fused;
+        if gone && eliminated == Eliminated::Rounded {
+            continue;
+        }
+        if (into.is_empty() || fused == 0) && !as_fused {
             if fused == 0 && plain == 0 && !into.is_empty() {
                 return Err((sum, "no add or fma of it in the SASS".into()));
             }
@@ -465,7 +532,7 @@ impl Pass for PinContraction {
         let mut round: BTreeSet<(String, InstId)> = BTreeSet::new();
         for f in module.functions().filter(|f| f.body.is_some()) {
             let d = Decoded::of(f);
-            let p = plan(&d, &self.sass);
+            let p = plan(&d, &self.sass, self.eliminated);
             let line = |k: usize| d.locs[k].map(|l| l.line);
             let mut rw = Rewriter::new(&out, &f.name).map_err(|e| err(e.to_string()))?;
             for &(mul, sum, position, through_neg) in &p.pairs {
