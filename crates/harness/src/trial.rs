@@ -28,6 +28,7 @@ pub mod build;
 mod instrumented;
 pub use instrumented::{BufferAddress, GlobalBytes};
 mod outputs;
+pub mod pin;
 mod resources;
 pub mod switched;
 
@@ -44,6 +45,7 @@ use mantissa_gpu::{
     DeviceBuffer, FlagSet, Gpu, GpuError, HostData, LaunchDims, Module, Timing, TimingOptions,
 };
 use outputs::Reference;
+pub use pin::{pin_contraction, Pinned};
 pub use resources::Resources;
 use std::cell::RefCell;
 use std::collections::HashMap;

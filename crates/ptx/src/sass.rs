@@ -12,6 +12,10 @@
 //! nvdisasm, or a toolkit): the caller finds them (the CLI uses `mantissa_gpu::cuda_tool`) and
 //! passes their paths; nothing here searches or prints.
 
+pub mod per_instruction;
+
+pub use per_instruction::{per_instruction, relined, InstSass};
+
 use crate::ptxas::{cubin_with, PtxasError};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -154,6 +158,16 @@ pub fn disassemble(
     ptx: &str,
     arch: &str,
 ) -> Result<Sass, SassError> {
+    Ok(parse_nvdisasm(&disassembly(ptxas, nvdisasm, ptx, arch)?))
+}
+
+/// The text `nvdisasm -g -c` prints for the cubin `ptxas -lineinfo` makes of `ptx` for `arch`.
+pub fn disassembly(
+    ptxas: &Path,
+    nvdisasm: &Path,
+    ptx: &str,
+    arch: &str,
+) -> Result<String, SassError> {
     static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let (cubin, _) = cubin_with(ptxas, ptx, arch, &["-lineinfo"])?;
     let fail = |message: String| SassError::Disassembler {
@@ -182,7 +196,7 @@ pub fn disassemble(
         let err = String::from_utf8_lossy(&out.stderr);
         return Err(fail(err.lines().next().unwrap_or("no message").to_string()));
     }
-    Ok(parse_nvdisasm(&String::from_utf8_lossy(&out.stdout)))
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 #[cfg(test)]
@@ -211,28 +225,6 @@ mod tests {
     const CONTRACT_DEFAULT: &str = include_str!("../tests/fixtures/sass/contract.default.ptx");
     const CONTRACT_STRICT: &str = include_str!("../tests/fixtures/sass/contract.strict.ptx");
 
-    /// ptxas and nvdisasm from the toolkit, PATH or the pip wheels; `None` (with the reason
-    /// printed) when either is missing, unless `MANTISSA_REQUIRE_NVDISASM=1` (set by CI).
-    fn tools_or_skip() -> Option<(std::path::PathBuf, std::path::PathBuf)> {
-        let found = (
-            mantissa_gpu::cuda_tool("ptxas"),
-            mantissa_gpu::cuda_tool("nvdisasm"),
-        );
-        match found {
-            (Some(p), Some(d)) => Some((p, d)),
-            (p, d) => {
-                let missing = if p.is_none() { "ptxas" } else { "nvdisasm" };
-                assert!(
-                    std::env::var("MANTISSA_REQUIRE_NVDISASM").as_deref() != Ok("1"),
-                    "{missing} not found but MANTISSA_REQUIRE_NVDISASM=1"
-                );
-                let _ = d;
-                eprintln!("skipped: no {missing} (pip install nvidia-cuda-nvcc==13.0.88 nvidia-cuda-nvdisasm)");
-                None
-            }
-        }
-    }
-
     fn line_ops(s: &Sass, kernel: &str, line: u32) -> Vec<(String, u32)> {
         let file = s
             .lines
@@ -248,7 +240,7 @@ mod tests {
 
     #[test]
     fn ptxas_fuses_what_the_ptx_leaves_contractible() {
-        let Some((ptxas, nvdisasm)) = tools_or_skip() else {
+        let Some((ptxas, nvdisasm)) = crate::test_support::sass_tools_or_skip() else {
             return;
         };
         let d = disassemble(&ptxas, &nvdisasm, CONTRACT_DEFAULT, "sm_90").unwrap();

@@ -55,3 +55,25 @@ pub(crate) fn assert_sound(what: &str, module: &Module) -> String {
     }
     printed
 }
+
+/// ptxas and nvdisasm from the toolkit, PATH or the pip wheels; `None` (with the reason
+/// printed) when either is missing, unless `MANTISSA_REQUIRE_NVDISASM=1` (set by CI).
+pub(crate) fn sass_tools_or_skip() -> Option<(std::path::PathBuf, std::path::PathBuf)> {
+    let found = (
+        mantissa_gpu::cuda_tool("ptxas"),
+        mantissa_gpu::cuda_tool("nvdisasm"),
+    );
+    match found {
+        (Some(p), Some(d)) => Some((p, d)),
+        (p, d) => {
+            let missing = if p.is_none() { "ptxas" } else { "nvdisasm" };
+            assert!(
+                std::env::var("MANTISSA_REQUIRE_NVDISASM").as_deref() != Ok("1"),
+                "{missing} not found but MANTISSA_REQUIRE_NVDISASM=1"
+            );
+            let _ = d;
+            eprintln!("skipped: no {missing} (pip install nvidia-cuda-nvcc==13.0.88 nvidia-cuda-nvdisasm)");
+            None
+        }
+    }
+}

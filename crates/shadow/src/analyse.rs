@@ -27,6 +27,7 @@ use mantissa_harness::run::record_build;
 use mantissa_harness::{RunnerOptions, Spec, SpecError, TrialError, TrialRunner, TrialTiming};
 use mantissa_ptx::link::merge_runtime;
 use mantissa_ptx::model::FunctionKind;
+use mantissa_ptx::pass::pin_contraction::PinReport;
 use mantissa_ptx::pass::shadow::{instrument, ShadowOptions, SiteStats};
 use serde::Serialize;
 use std::collections::VecDeque;
@@ -152,12 +153,26 @@ pub struct ShadowRun {
     pub resources: Vec<KernelCost>,
     /// The device's name.
     pub device: String,
+    /// ptxas's contractions pinned in the module the analyses instrument, or why not.
+    pub contraction: Contraction,
     /// The first launch of the steps (for records).
     #[serde(skip)]
     pub first_launch: Option<LaunchDims>,
     /// How the program was built (for records).
     #[serde(skip)]
     pub build: Option<mantissa_report::Build>,
+}
+
+/// What pinning ptxas's contractions did to the module the analyses instrument
+/// ([`mantissa_harness::trial::pin`]): the instrumented program then fuses exactly the products
+/// the program as built fuses.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Contraction {
+    /// The pairs pinned as `fma.rn`, the instructions given `.rn` and those left as written;
+    /// `None` when nothing was pinned.
+    pub pinned: Option<PinReport>,
+    /// Why nothing was pinned (`contraction not pinned: no nvdisasm found`).
+    pub note: Option<String>,
 }
 
 impl ShadowRun {
@@ -262,7 +277,8 @@ pub fn analyse(
         ..RunnerOptions::default()
     };
     let mut runner = TrialRunner::new(gpu, spec, request.flags, opts)?;
-    let module = mantissa_ptx::parse(&runner.built().ptx).module;
+    let pinned = runner.pinned(&mantissa_ptx::parse(&runner.built().ptx).module);
+    let module = pinned.module;
     let kernels: Vec<String> = module
         .functions()
         .filter(|f| f.kind == FunctionKind::Entry)
@@ -294,6 +310,10 @@ pub fn analyse(
         timing: None,
         resources: costs("as written", runner.baseline_resources()?),
         device: gpu.info().name.clone(),
+        contraction: Contraction {
+            pinned: pinned.report,
+            note: pinned.note,
+        },
         first_launch: runner.baseline().first_launch,
         build: runner.built().facts.as_ref().map(record_build),
     };

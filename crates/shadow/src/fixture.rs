@@ -121,6 +121,7 @@ pub fn run() -> ShadowRun {
         }),
         resources: Vec::new(),
         device: "test".into(),
+        contraction: Default::default(),
         first_launch: None,
         build: None,
     }

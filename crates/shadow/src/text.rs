@@ -183,8 +183,42 @@ pub fn render(run: &ShadowRun, shown: Shown) -> String {
     }
     out.push_str(&exceptions_block(run));
     out.push_str(&values_block(run));
+    out.push_str(&contraction_block(run));
     out.push_str(&resources_block(run));
     out.push_str(&summary(run));
+    out.push('\n');
+    out
+}
+
+/// What pinning ptxas's contractions did, and what it left as written (those products ptxas
+/// may still fuse differently once instrumented; the analyses treat them as fusible spans).
+pub fn contraction_block(run: &ShadowRun) -> String {
+    let c = &run.contraction;
+    let mut out = String::new();
+    if let Some(note) = &c.note {
+        writeln!(out, "{note}\n").ok();
+    }
+    let Some(p) = &c.pinned else {
+        return out;
+    };
+    writeln!(
+        out,
+        "contraction pinned for {}: {} as fma.rn, {} given .rn, {} left as written",
+        p.arch,
+        plural(p.pairs.len(), "fused pair"),
+        p.rounded,
+        p.left.len()
+    )
+    .ok();
+    for l in &p.left {
+        let line = l.line.map_or(String::new(), |n| format!(" line {n}"));
+        writeln!(
+            out,
+            "  {}{line}: {}: {}",
+            l.function, l.instruction, l.reason
+        )
+        .ok();
+    }
     out.push('\n');
     out
 }
