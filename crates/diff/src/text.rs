@@ -69,6 +69,7 @@ pub fn render(run: &DiffRun) -> String {
              inferred without a disassembler)"
         );
     }
+    costs(&mut s, run);
     let explained = run.differing - run.remaining;
     let _ = writeln!(
         s,
@@ -92,10 +93,95 @@ pub fn render(run: &DiffRun) -> String {
             }
         }
     }
+    builds(&mut s, run);
     for n in &run.notes {
         let _ = writeln!(s, "note: {n}");
     }
     s
+}
+
+/// A timing as `0.0123 ms (0.0120–0.0131)`: the median and the spread of the repetitions.
+fn time(t: &mantissa_gpu::Timing) -> String {
+    format!("{:.4} ms ({:.4}–{:.4})", t.median_ms, t.min_ms, t.max_ms)
+}
+
+/// The time cost of each blamed line.
+fn costs(s: &mut String, run: &DiffRun) {
+    let Some(naive) = &run.naive_time else {
+        return;
+    };
+    let _ = writeln!(
+        s,
+        "\ntime with each blamed line's causes switched off (medians of {} repetitions; as written: {})",
+        naive.samples_ms.len(),
+        time(naive)
+    );
+    for c in &run.costs {
+        let file = c.file.rsplit(['/', '\\']).next().unwrap_or("");
+        let causes: Vec<&str> = c
+            .candidates
+            .iter()
+            .map(|&k| run.candidates[k].cause.name())
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let _ = writeln!(
+            s,
+            "  {:<20} {:<26} {:<34} {}",
+            format!("{file}:{}", c.line),
+            causes.join("+"),
+            time(&c.switched_off.time),
+            c.switched_off.describe()
+        );
+    }
+}
+
+/// The four builds' table.
+fn builds(s: &mut String, run: &DiffRun) {
+    if run.builds.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "\n{:<14} {:<12} {:>8} {:<34} {:<22} {:>9} {:>10} {:>10}  tolerance",
+        "build", "flags", "switched", "time", "vs as written", "differ", "max ulps", "max rel"
+    );
+    for b in &run.builds {
+        let differ: u64 = b.errors.iter().map(|e| e.differing).sum();
+        let ulps = b.errors.iter().map(|e| e.max_ulps).fold(0.0, f64::max);
+        let rel = b.errors.iter().map(|e| e.max_rel).fold(0.0, f64::max);
+        let _ = writeln!(
+            s,
+            "{:<14} {:<12} {:>8} {:<34} {:<22} {:>9} {:>10} {:>10.2e}  {}",
+            b.name,
+            b.flags,
+            b.switched.len(),
+            time(&b.time.time),
+            if b.name == crate::builds::NAMES[0] {
+                "-".to_string()
+            } else {
+                b.time.describe()
+            },
+            differ,
+            ulps,
+            rel,
+            if b.within_tolerance {
+                "within"
+            } else {
+                "outside"
+            }
+        );
+    }
+    let _ = writeln!(
+        s,
+        "(differ, max ulps, max rel: against the {}; each build: {})",
+        run.against,
+        run.builds
+            .iter()
+            .map(|b| format!("{}: {}", b.name, b.how))
+            .collect::<Vec<_>>()
+            .join("; ")
+    );
 }
 
 /// A kernel name short enough for a column (mangled C++ names are long).
@@ -172,6 +258,9 @@ pub(crate) mod tests {
             search_trials: 5,
             effect_trials: 3,
             fell_back: false,
+            naive_time: None,
+            costs: vec![],
+            builds: vec![],
             notes: vec![],
         }
     }
