@@ -286,3 +286,78 @@ pub(crate) mod tests {
         assert!(text.contains("project projector.cu:33#0: math_function"));
     }
 }
+
+#[cfg(test)]
+mod timed_tests {
+    use super::*;
+    use crate::builds::{Build, OutputError};
+    use crate::cost::{LineCost, Relative};
+    use mantissa_gpu::Timing;
+
+    fn t(samples: &[f64]) -> Timing {
+        Timing::from_samples(samples.to_vec(), 2, 1).unwrap_or_else(|| panic!("samples"))
+    }
+
+    #[test]
+    fn costs_say_noise_and_the_four_builds_are_one_row_each() {
+        let mut run = super::tests::run();
+        let naive = t(&[1.0, 1.1, 0.9]);
+        run.naive_time = Some(naive.clone());
+        run.costs = vec![
+            LineCost {
+                file: "/src/projector.cu".into(),
+                line: 31,
+                candidates: vec![1],
+                switched_off: Relative::of(t(&[1.05, 0.95, 1.0]), &naive),
+                within_tolerance: false,
+            },
+            LineCost {
+                file: "/src/projector.cu".into(),
+                line: 40,
+                candidates: vec![0],
+                switched_off: Relative::of(t(&[2.0, 2.1, 1.9]), &naive),
+                within_tolerance: false,
+            },
+        ];
+        run.builds = crate::builds::NAMES
+            .iter()
+            .map(|name| Build {
+                name: name.to_string(),
+                how: "h".into(),
+                flags: "default".into(),
+                switched: vec![0],
+                changes: vec![],
+                time: Relative::of(naive.clone(), &naive),
+                errors: vec![OutputError {
+                    name: "absorb".into(),
+                    within_tolerance: true,
+                    differing: 0,
+                    max_ulps: 0.0,
+                    max_rel: 0.0,
+                    digits: f64::INFINITY,
+                }],
+                within_tolerance: true,
+                ptx: String::new(),
+            })
+            .collect();
+        let text = render(&run);
+        let timed = text
+            .split_once("time with each blamed line")
+            .map_or("", |(_, after)| after);
+        let line = |p: &str| {
+            timed
+                .lines()
+                .find(|l| l.trim_start().starts_with(p))
+                .unwrap_or_else(|| panic!("{p}: {text}"))
+                .to_string()
+        };
+        assert!(
+            line("projector.cu:31 ").ends_with("1.00× (within noise)"),
+            "{text}"
+        );
+        assert!(line("projector.cu:40 ").ends_with("2.00× slower"), "{text}");
+        for name in crate::builds::NAMES {
+            assert!(line(&format!("{name} ")).ends_with("within"), "{text}");
+        }
+    }
+}
