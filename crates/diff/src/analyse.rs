@@ -306,6 +306,22 @@ fn within_tolerance(spec: &Spec, values: &Values, reference: &Values) -> bool {
         .all(|(o, (v, r))| compare(dtype_of(spec, o), v, r).meets(&tolerance_of(o)))
 }
 
+/// The candidates the search switches: the switchable ones, less, against another flag set,
+/// the float→integer conversions. Every GPU build converts alike (saturating), so they cannot
+/// cause a difference between two builds; switched to the x86-64 result they *make* one, and
+/// a candidate that makes the outputs differ more breaks the monotonicity the binary splitting
+/// assumes: against `strict`, the projector's line-24 cast switched made every set containing
+/// it fail, and four harmless line-18 casts tested beside it were blamed.
+fn searched(list: &[Candidate], against: Against) -> Vec<usize> {
+    (0..list.len())
+        .filter(|&k| list[k].switchable())
+        .filter(|&k| {
+            !(matches!(against, Against::Flags(_))
+                && list[k].cause == mantissa_ptx::pass::cause::Cause::FloatToInt)
+        })
+        .collect()
+}
+
 /// What measuring after the search needs: the runner, the program as written (its PTX, module
 /// and candidates) and the reference its outputs are compared with.
 pub(crate) struct Session<'s, 'g> {
@@ -464,7 +480,7 @@ pub fn diff(
     let module = mantissa_ptx::parse(&ptx).module;
     let strict = strict_ptx.map(|p| mantissa_ptx::parse(&p).module);
     let list = candidates(&module, strict.as_ref());
-    let switchable: Vec<usize> = (0..list.len()).filter(|&k| list[k].switchable()).collect();
+    let switchable = searched(&list, request.against);
     progress(DiffEvent::Candidates {
         differing: total,
         switchable: switchable.len(),
@@ -620,6 +636,36 @@ fn effect(spec: &Spec, first: &Values, values: &Values, reference: &Values) -> E
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn against_another_build_float_to_int_conversions_are_not_searched() {
+        let cand = |cause, line| Candidate {
+            site: mantissa_ptx::site::Site {
+                function: "k".into(),
+                file: "k.cu".into(),
+                line,
+                ordinal: 0,
+                inlined: Vec::new(),
+            },
+            inst: mantissa_ptx::InstId(line),
+            cause,
+            op: String::new(),
+            detail: String::new(),
+            not_switchable: None,
+        };
+        use mantissa_ptx::pass::cause::Cause;
+        let list = vec![
+            cand(Cause::Contraction, 17),
+            cand(Cause::FloatToInt, 18),
+            cand(Cause::FloatToInt, 24),
+            Candidate {
+                not_switchable: Some("listed".into()),
+                ..cand(Cause::MathFunction, 30)
+            },
+        ];
+        assert_eq!(searched(&list, Against::Reference), vec![0, 1, 2]);
+        assert_eq!(searched(&list, Against::Flags(FlagSet::STRICT)), vec![0]);
+    }
 
     #[test]
     fn equality_is_in_the_outputs_type_and_nan_equals_nan() {
