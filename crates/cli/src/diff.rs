@@ -35,6 +35,14 @@ pub struct DiffArgs {
     /// Append one record per blamed cause and a summary to DIR/results.jsonl.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+    /// Make seed 003's four builds (naive, cpu-matching, fastest, most-accurate), measure
+    /// them, and save each in DIR as NAME.ptx, NAME.toml (runnable with `mantissa run`) and
+    /// NAME.changes.txt.
+    #[arg(long, value_name = "DIR")]
+    builds: Option<PathBuf>,
+    /// Timed repetitions of each timed build (0: no timing, no time cost, no builds).
+    #[arg(long, default_value_t = DiffRequest::DEFAULT_REPEATS)]
+    repeats: u32,
 }
 
 fn parse_flags(s: &str) -> Result<FlagSet, String> {
@@ -53,13 +61,15 @@ pub fn run(args: DiffArgs) -> anyhow::Result<()> {
     let request = DiffRequest {
         flags: args.flags,
         against: args.against.map_or(Against::Reference, Against::Flags),
+        repeats: args.repeats,
+        builds: args.builds.is_some(),
     };
+    if args.builds.is_some() && args.repeats == 0 {
+        return Err(RunUsage("--builds needs timing: --repeats must be at least 1".into()).into());
+    }
+    // A missing or ill-fitting reference is a usage error on any machine, GPU or not.
     if request.against == Against::Reference {
-        if let Some(o) = spec.outputs.iter().find(|o| o.reference.is_none()) {
-            return Err(
-                RunUsage(mantissa_diff::DiffError::NoReference(o.name()).to_string()).into(),
-            );
-        }
+        mantissa_diff::check_references(&spec).map_err(|e| RunUsage(e.to_string()))?;
     }
     let gpu = Gpu::probe().map_err(|why| {
         anyhow!(
@@ -92,6 +102,8 @@ pub fn run(args: DiffArgs) -> anyhow::Result<()> {
                 differing,
             } => eprintln!("trial {number}: {switched} switched, {differing} elements differ"),
             DiffEvent::Effects(n) => eprintln!("measuring each of {n} causes alone"),
+            DiffEvent::Cost(k, n) => eprintln!("timing blamed line {k} of {n} switched off"),
+            DiffEvent::Build(name) => eprintln!("making and timing the {name} build"),
         }
     });
     let run = match result {
@@ -110,6 +122,18 @@ pub fn run(args: DiffArgs) -> anyhow::Result<()> {
                 "{} records appended to {}",
                 records.len(),
                 log.path().display()
+            );
+        }
+    }
+    if let Some(dir) = &args.builds {
+        let files = mantissa_diff::save::save(dir, &spec, &run.builds)?;
+        if !json {
+            eprintln!(
+                "{} builds saved in {} ({} files; run one with `mantissa run {}`)",
+                run.builds.len(),
+                dir.display(),
+                files.len(),
+                dir.join("naive.toml").display()
             );
         }
     }

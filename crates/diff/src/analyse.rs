@@ -13,11 +13,13 @@
 //! same build that differ mean atomics or races, and no cause can be attributed then), and so is
 //! another flag set's build compared against (its PTX, in the same runner).
 
+use crate::builds::{Build, OutputError};
+use crate::cost::LineCost;
 use crate::sass::SassCheck;
 use crate::search::{search, Found, Outcome};
-use mantissa_gpu::{DType, FlagSet, Gpu, HostData};
+use mantissa_gpu::{DType, FlagSet, Gpu, HostData, Timing};
 use mantissa_harness::compare::{compare, output_values};
-use mantissa_harness::spec::OutputSpec;
+use mantissa_harness::spec::{OutputSpec, Tolerance};
 use mantissa_harness::trial::build::build_module;
 use mantissa_harness::{RunnerOptions, Spec, SpecError, TrialError, TrialRunner, TrialTiming};
 use mantissa_ptx::pass::cause::{candidates, switch, Candidate, SwitchError};
@@ -49,6 +51,27 @@ pub struct DiffRequest {
     pub flags: FlagSet,
     /// What they are compared with.
     pub against: Against,
+    /// Timed repetitions of each timed build (the program as written, each blamed line's
+    /// causes switched off, the four builds); 0 times nothing (no time cost, no builds).
+    pub repeats: u32,
+    /// Make and measure seed 003's four builds ([`crate::builds`]).
+    pub builds: bool,
+}
+
+impl DiffRequest {
+    /// Timed repetitions unless asked otherwise: enough for a median and a spread that a
+    /// preempted repetition does not move.
+    pub const DEFAULT_REPEATS: u32 = 11;
+
+    /// Explains `flags` against `against`, timing the causes' cost, without the four builds.
+    pub fn new(flags: FlagSet, against: Against) -> DiffRequest {
+        DiffRequest {
+            flags,
+            against,
+            repeats: DiffRequest::DEFAULT_REPEATS,
+            builds: false,
+        }
+    }
 }
 
 /// Where a diff is, for a progress display.
@@ -78,6 +101,10 @@ pub enum DiffEvent {
     },
     /// Measuring each member of the minimal set alone.
     Effects(usize),
+    /// Timing the program with one blamed line's causes switched off (line, of how many).
+    Cost(usize, usize),
+    /// Making and measuring one build (its name).
+    Build(String),
 }
 
 /// One output as written and with the minimal set switched.
@@ -145,6 +172,12 @@ pub struct DiffRun {
     pub effect_trials: usize,
     /// The search fell back to one-at-a-time reduction (interacting causes).
     pub fell_back: bool,
+    /// The program as written, timed (absent when nothing was timed).
+    pub naive_time: Option<Timing>,
+    /// Per blamed source line, the time with its causes switched off ([`crate::cost`]).
+    pub costs: Vec<LineCost>,
+    /// Seed 003's four builds, when asked for ([`crate::builds`]).
+    pub builds: Vec<Build>,
     /// Anything the reader should know.
     pub notes: Vec<String>,
 }
@@ -205,7 +238,7 @@ impl DiffError {
 }
 
 /// Each output's compared values, in spec order, as f64 in the output's type.
-type Values = Vec<Vec<f64>>;
+pub(crate) type Values = Vec<Vec<f64>>;
 
 /// The values of every output of `spec` from a trial's downloaded buffers.
 fn values_of(spec: &Spec, downloaded: &[(String, HostData)]) -> Result<Values, DiffError> {
@@ -259,6 +292,105 @@ fn trial(runner: &mut TrialRunner, spec: &Spec, ptx: &str) -> Result<Values, Dif
     values_of(spec, &outcome.downloaded)
 }
 
+/// The tolerance an output must stay within for a build to count as "within tolerance": the
+/// spec's, or bit-identity when it gives none (no deviation was allowed).
+fn tolerance_of(o: &OutputSpec) -> Tolerance {
+    o.tolerance.unwrap_or(Tolerance::Exact)
+}
+
+/// Whether every output of `values` stays within its tolerance of `reference`.
+fn within_tolerance(spec: &Spec, values: &Values, reference: &Values) -> bool {
+    spec.outputs
+        .iter()
+        .zip(values.iter().zip(reference))
+        .all(|(o, (v, r))| compare(dtype_of(spec, o), v, r).meets(&tolerance_of(o)))
+}
+
+/// The candidates the search switches: the switchable ones, less, against another flag set,
+/// the float→integer conversions. Every GPU build converts alike (saturating), so they cannot
+/// cause a difference between two builds; switched to the x86-64 result they *make* one, and
+/// a candidate that makes the outputs differ more breaks the monotonicity the binary splitting
+/// assumes: against `strict`, the projector's line-24 cast switched made every set containing
+/// it fail, and four harmless line-18 casts tested beside it were blamed.
+fn searched(list: &[Candidate], against: Against) -> Vec<usize> {
+    (0..list.len())
+        .filter(|&k| list[k].switchable())
+        .filter(|&k| {
+            !(matches!(against, Against::Flags(_))
+                && list[k].cause == mantissa_ptx::pass::cause::Cause::FloatToInt)
+        })
+        .collect()
+}
+
+/// What measuring after the search needs: the runner, the program as written (its PTX, module
+/// and candidates) and the reference its outputs are compared with.
+pub(crate) struct Session<'s, 'g> {
+    pub(crate) gpu: &'g Gpu,
+    pub(crate) runner: &'s mut TrialRunner<'g>,
+    pub(crate) spec: &'s Spec,
+    pub(crate) request: DiffRequest,
+    pub(crate) ptx: String,
+    pub(crate) module: mantissa_ptx::Module,
+    pub(crate) list: Vec<Candidate>,
+    pub(crate) reference: Values,
+}
+
+impl Session<'_, '_> {
+    /// Runs `ptx` as a timed trial (the request's repetitions after two warm-ups): its outputs'
+    /// values and the harness's timing of the step sequence.
+    pub(crate) fn timed(&mut self, ptx: &str) -> Result<(Values, Option<Timing>), DiffError> {
+        let timing = TrialTiming::Timed {
+            warmup: 2,
+            repeats: self.request.repeats,
+        };
+        let (outcome, _) = self.runner.run_instrumented(ptx, &[], timing)?;
+        Ok((values_of(self.spec, &outcome.downloaded)?, outcome.timing))
+    }
+
+    /// The program as written with the candidates `chosen` switched, and what each pass did.
+    pub(crate) fn switched(
+        &self,
+        chosen: &[usize],
+    ) -> Result<mantissa_ptx::pass::PipelineRun, DiffError> {
+        Ok(switch(&self.module, &self.list, chosen)?)
+    }
+
+    /// Each output of `values` against the reference, with the harness's error metrics.
+    pub(crate) fn errors(&self, values: &Values) -> Vec<OutputError> {
+        self.spec
+            .outputs
+            .iter()
+            .zip(values.iter().zip(&self.reference))
+            .map(|(o, (v, r))| {
+                let c = compare(dtype_of(self.spec, o), v, r);
+                OutputError {
+                    name: o.name(),
+                    within_tolerance: c.meets(&tolerance_of(o)),
+                    differing: c.differing as u64,
+                    max_ulps: c.max_ulps,
+                    max_rel: c.max_rel,
+                    digits: c.digits,
+                }
+            })
+            .collect()
+    }
+
+    /// Whether every output of `values` stays within its tolerance of the reference.
+    pub(crate) fn within_tolerance(&self, values: &Values) -> bool {
+        within_tolerance(self.spec, values, &self.reference)
+    }
+}
+
+/// Fails with a usage error, before anything runs, when an output has no reference or its
+/// reference's length or type does not fit the output (the `.npy` is read to check it).
+pub fn check_references(spec: &Spec) -> Result<(), DiffError> {
+    if let Some(o) = spec.outputs.iter().find(|o| o.reference.is_none()) {
+        return Err(DiffError::NoReference(o.name()));
+    }
+    mantissa_harness::data::references(spec)?;
+    Ok(())
+}
+
 /// Explains `spec`'s differences as `request` asks (see the module docs); `progress` hears
 /// where it is.
 pub fn diff(
@@ -268,9 +400,7 @@ pub fn diff(
     progress: &mut dyn FnMut(DiffEvent),
 ) -> Result<DiffRun, DiffError> {
     if request.against == Against::Reference {
-        if let Some(o) = spec.outputs.iter().find(|o| o.reference.is_none()) {
-            return Err(DiffError::NoReference(o.name()));
-        }
+        check_references(spec)?;
     }
     progress(DiffEvent::Baseline);
     let opts = RunnerOptions {
@@ -350,17 +480,23 @@ pub fn diff(
     let module = mantissa_ptx::parse(&ptx).module;
     let strict = strict_ptx.map(|p| mantissa_ptx::parse(&p).module);
     let list = candidates(&module, strict.as_ref());
-    let switchable: Vec<usize> = (0..list.len()).filter(|&k| list[k].switchable()).collect();
+    let switchable = searched(&list, request.against);
     progress(DiffEvent::Candidates {
         differing: total,
         switchable: switchable.len(),
         listed: list.len() - switchable.len(),
     });
     let mut number = 0;
+    // Sets whose outputs stay within tolerance: the switch sets the fastest build is chosen
+    // among.
+    let mut within: Vec<Vec<usize>> = Vec::new();
     let found: Found = search(switchable.len(), total, |set| {
         let chosen: Vec<usize> = set.iter().map(|&k| switchable[k]).collect();
         let switched = switch(&module, &list, &chosen)?.module.to_string();
         let values = trial(&mut runner, spec, &switched)?;
+        if within_tolerance(spec, &values, &reference) {
+            within.push(chosen);
+        }
         let d: u64 = differing(&values, &reference).iter().sum();
         number += 1;
         progress(DiffEvent::Trial {
@@ -414,6 +550,45 @@ pub fn diff(
                 .into(),
         );
     }
+    let effect_trials = minimal.len() + usize::from(!minimal.is_empty());
+    let mut session = Session {
+        gpu,
+        runner: &mut runner,
+        spec,
+        request: *request,
+        ptx,
+        module,
+        list,
+        reference,
+    };
+    let (mut naive_time, mut costs, mut builds) = (None, Vec::new(), Vec::new());
+    if request.repeats > 0 {
+        let (_, t) = session.timed(&session.ptx.clone())?;
+        naive_time = t;
+        let mut measured = Vec::new();
+        if let Some(naive) = &naive_time {
+            measured = crate::cost::measure(&mut session, &minimal, naive, progress)?;
+        }
+        if let (true, Some(naive)) = (request.builds, &naive_time) {
+            let (made, note) = crate::builds::make(
+                &mut session,
+                &crate::builds::Tried {
+                    naive,
+                    naive_values: &first,
+                    minimal: &minimal,
+                    within: &within,
+                    costs: &measured,
+                },
+                progress,
+            )?;
+            builds = made;
+            notes.extend(note);
+        }
+        costs = measured.into_iter().map(|(c, _)| c).collect();
+    } else if request.builds {
+        notes.push("the four builds need timing: --repeats 0 made none".into());
+    }
+    let list = session.list;
     Ok(DiffRun {
         spec: spec.name.clone(),
         flags: request.flags.name(),
@@ -425,8 +600,11 @@ pub fn diff(
         differing: total,
         remaining: remaining.iter().sum(),
         search_trials: found.tests,
-        effect_trials: minimal.len() + usize::from(!minimal.is_empty()),
+        effect_trials,
         fell_back: found.fell_back,
+        naive_time,
+        costs,
+        builds,
         notes,
     })
 }
@@ -458,6 +636,36 @@ fn effect(spec: &Spec, first: &Values, values: &Values, reference: &Values) -> E
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn against_another_build_float_to_int_conversions_are_not_searched() {
+        let cand = |cause, line| Candidate {
+            site: mantissa_ptx::site::Site {
+                function: "k".into(),
+                file: "k.cu".into(),
+                line,
+                ordinal: 0,
+                inlined: Vec::new(),
+            },
+            inst: mantissa_ptx::InstId(line),
+            cause,
+            op: String::new(),
+            detail: String::new(),
+            not_switchable: None,
+        };
+        use mantissa_ptx::pass::cause::Cause;
+        let list = vec![
+            cand(Cause::Contraction, 17),
+            cand(Cause::FloatToInt, 18),
+            cand(Cause::FloatToInt, 24),
+            Candidate {
+                not_switchable: Some("listed".into()),
+                ..cand(Cause::MathFunction, 30)
+            },
+        ];
+        assert_eq!(searched(&list, Against::Reference), vec![0, 1, 2]);
+        assert_eq!(searched(&list, Against::Flags(FlagSet::STRICT)), vec![0]);
+    }
 
     #[test]
     fn equality_is_in_the_outputs_type_and_nan_equals_nan() {

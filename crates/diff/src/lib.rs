@@ -13,14 +13,19 @@
 //! - [`search`]: the search for a minimal set of causes (adaptive binary splitting over a test
 //!   function; pure, tested on simulated programs).
 //! - [`sass`]: where the SASS confirms a blamed contraction.
+//! - [`cost`]: the time of the program with each blamed line's causes switched off.
+//! - [`builds`] and [`save`]: seed 003's four builds, measured, and saved runnable.
 //! - [`text`] and [`records`]: the report per source line, and its records.
 
 #![deny(missing_docs)]
 
 pub mod analyse;
+pub mod builds;
+pub mod cost;
 pub mod records;
 pub mod sass;
+pub mod save;
 pub mod search;
 pub mod text;
 
-pub use analyse::{diff, Against, DiffError, DiffEvent, DiffRequest, DiffRun};
+pub use analyse::{check_references, diff, Against, DiffError, DiffEvent, DiffRequest, DiffRun};

@@ -1,11 +1,14 @@
 //! Records of a diff for the results store (`results.jsonl` through
 //! `mantissa_report::ResultsLog`, written by the caller): one record per blamed cause,
 //! algorithm `diff`, the site's address and the cause as the input (distinct point keys), and
-//! one summary record (input `all`) with the elements differing and explained.
+//! one summary record (input `all`) with the elements differing and explained; one record per
+//! blamed line's time cost (input `cost FILE:LINE`, its time the line switched off) and one per
+//! build (input `build NAME`, its time and its error against the reference as extras).
 
 use crate::analyse::DiffRun;
+use crate::cost::Verdict;
 use mantissa_ptx::site::Site;
-use mantissa_report::{Backend, Record, Status, SCHEMA};
+use mantissa_report::{Backend, Record, Status, TimeStats, SCHEMA};
 
 /// The records' algorithm name.
 pub const ALGORITHM: &str = "diff";
@@ -25,35 +28,66 @@ fn address(site: &Site) -> String {
 pub fn records(run: &DiffRun) -> Vec<Record> {
     let date = Record::now();
     let record = |input: String, note: String, q: Vec<(&str, f64, &str)>| {
-        let (extra, descriptions) = Record::quantities(&q);
-        Record {
-            schema: SCHEMA,
-            workload: run.spec.clone(),
-            algorithm: ALGORITHM.into(),
-            input,
-            size: 0,
-            seed: 0,
-            precision: run.against.clone(),
-            backend: Backend::Gpu {
-                grid: [0; 3],
-                block: [0; 3],
-            },
-            flags: Some(run.flags.clone()),
-            device: run.device.clone(),
-            status: Status::Ok,
-            value: None,
-            reference: None,
-            error: None,
-            time: None,
-            extra,
-            descriptions,
-            note: Some(note),
-            build: None,
-            version: Record::current_version(),
-            git_revision: Record::current_git_revision(),
-            date: date.clone(),
-        }
+        record_timed(run, &date, input, note, q, None)
     };
+    records_with(run, record, &date)
+}
+
+/// The harness's timing as the store's.
+fn time_stats(t: &mantissa_gpu::Timing) -> TimeStats {
+    TimeStats {
+        median_ms: t.median_ms,
+        min_ms: t.min_ms,
+        max_ms: t.max_ms,
+        reps: t.samples_ms.len() as u32,
+    }
+}
+
+/// One record of `run`.
+fn record_timed(
+    run: &DiffRun,
+    date: &str,
+    input: String,
+    note: String,
+    q: Vec<(&str, f64, &str)>,
+    time: Option<TimeStats>,
+) -> Record {
+    let (extra, descriptions) = Record::quantities(&q);
+    Record {
+        schema: SCHEMA,
+        workload: run.spec.clone(),
+        algorithm: ALGORITHM.into(),
+        input,
+        size: 0,
+        seed: 0,
+        precision: run.against.clone(),
+        backend: Backend::Gpu {
+            grid: [0; 3],
+            block: [0; 3],
+        },
+        flags: Some(run.flags.clone()),
+        device: run.device.clone(),
+        status: Status::Ok,
+        value: None,
+        reference: None,
+        error: None,
+        time,
+        extra,
+        descriptions,
+        note: Some(note),
+        build: None,
+        version: Record::current_version(),
+        git_revision: Record::current_git_revision(),
+        date: date.to_string(),
+    }
+}
+
+/// The records of `run`, the untimed ones made by `record`.
+fn records_with(
+    run: &DiffRun,
+    record: impl Fn(String, String, Vec<(&str, f64, &str)>) -> Record,
+    date: &str,
+) -> Vec<Record> {
     let mut out: Vec<Record> = run
         .blamed
         .iter()
@@ -114,6 +148,77 @@ pub fn records(run: &DiffRun) -> Vec<Record> {
             ),
         ],
     ));
+    for c in &run.costs {
+        let causes: Vec<&str> = c
+            .candidates
+            .iter()
+            .map(|&k| run.candidates[k].cause.name())
+            .collect();
+        out.push(record_timed(
+            run,
+            date,
+            format!("cost {}:{}", c.file, c.line),
+            format!(
+                "{} switched off: {}",
+                causes.join("+"),
+                c.switched_off.describe()
+            ),
+            vec![
+                ("line", f64::from(c.line), "the source line"),
+                (
+                    "ratio",
+                    c.switched_off.ratio,
+                    "median time with the line's causes switched off over the median as written",
+                ),
+                (
+                    "beyond_noise",
+                    f64::from(u8::from(c.switched_off.verdict != Verdict::Noise)),
+                    "1 when the difference is beyond the measured spread",
+                ),
+            ],
+            Some(time_stats(&c.switched_off.time)),
+        ));
+    }
+    for b in &run.builds {
+        let differing: u64 = b.errors.iter().map(|e| e.differing).sum();
+        let max_ulps = b.errors.iter().map(|e| e.max_ulps).fold(0.0, f64::max);
+        let max_rel = b.errors.iter().map(|e| e.max_rel).fold(0.0, f64::max);
+        out.push(record_timed(
+            run,
+            date,
+            format!("build {}", b.name),
+            format!("{} ({})", b.how, b.flags),
+            vec![
+                (
+                    "switched",
+                    b.switched.len() as f64,
+                    "candidate causes switched",
+                ),
+                (
+                    "differing",
+                    differing as f64,
+                    "output elements differing from the reference",
+                ),
+                (
+                    "max_ulps",
+                    max_ulps,
+                    "largest error, in ulps of the output's type",
+                ),
+                ("max_rel", max_rel, "largest relative error"),
+                (
+                    "ratio",
+                    b.time.ratio,
+                    "median time over the median of the program as written",
+                ),
+                (
+                    "within_tolerance",
+                    f64::from(u8::from(b.within_tolerance)),
+                    "1 when every output is within the spec's tolerance of the reference",
+                ),
+            ],
+            Some(time_stats(&b.time.time)),
+        ));
+    }
     out
 }
 

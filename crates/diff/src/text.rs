@@ -69,6 +69,7 @@ pub fn render(run: &DiffRun) -> String {
              inferred without a disassembler)"
         );
     }
+    costs(&mut s, run);
     let explained = run.differing - run.remaining;
     let _ = writeln!(
         s,
@@ -92,10 +93,95 @@ pub fn render(run: &DiffRun) -> String {
             }
         }
     }
+    builds(&mut s, run);
     for n in &run.notes {
         let _ = writeln!(s, "note: {n}");
     }
     s
+}
+
+/// A timing as `0.0123 ms (0.0120–0.0131)`: the median and the spread of the repetitions.
+fn time(t: &mantissa_gpu::Timing) -> String {
+    format!("{:.4} ms ({:.4}–{:.4})", t.median_ms, t.min_ms, t.max_ms)
+}
+
+/// The time cost of each blamed line.
+fn costs(s: &mut String, run: &DiffRun) {
+    let Some(naive) = &run.naive_time else {
+        return;
+    };
+    let _ = writeln!(
+        s,
+        "\ntime with each blamed line's causes switched off (medians of {} repetitions; as written: {})",
+        naive.samples_ms.len(),
+        time(naive)
+    );
+    for c in &run.costs {
+        let file = c.file.rsplit(['/', '\\']).next().unwrap_or("");
+        let causes: Vec<&str> = c
+            .candidates
+            .iter()
+            .map(|&k| run.candidates[k].cause.name())
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let _ = writeln!(
+            s,
+            "  {:<20} {:<26} {:<34} {}",
+            format!("{file}:{}", c.line),
+            causes.join("+"),
+            time(&c.switched_off.time),
+            c.switched_off.describe()
+        );
+    }
+}
+
+/// The four builds' table.
+fn builds(s: &mut String, run: &DiffRun) {
+    if run.builds.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "\n{:<14} {:<12} {:>8} {:<34} {:<22} {:>9} {:>10} {:>10}  tolerance",
+        "build", "flags", "switched", "time", "vs as written", "differ", "max ulps", "max rel"
+    );
+    for b in &run.builds {
+        let differ: u64 = b.errors.iter().map(|e| e.differing).sum();
+        let ulps = b.errors.iter().map(|e| e.max_ulps).fold(0.0, f64::max);
+        let rel = b.errors.iter().map(|e| e.max_rel).fold(0.0, f64::max);
+        let _ = writeln!(
+            s,
+            "{:<14} {:<12} {:>8} {:<34} {:<22} {:>9} {:>10} {:>10.2e}  {}",
+            b.name,
+            b.flags,
+            b.switched.len(),
+            time(&b.time.time),
+            if b.name == crate::builds::NAMES[0] {
+                "-".to_string()
+            } else {
+                b.time.describe()
+            },
+            differ,
+            ulps,
+            rel,
+            if b.within_tolerance {
+                "within"
+            } else {
+                "outside"
+            }
+        );
+    }
+    let _ = writeln!(
+        s,
+        "(differ, max ulps, max rel: against the {}; each build: {})",
+        run.against,
+        run.builds
+            .iter()
+            .map(|b| format!("{}: {}", b.name, b.how))
+            .collect::<Vec<_>>()
+            .join("; ")
+    );
 }
 
 /// A kernel name short enough for a column (mangled C++ names are long).
@@ -172,6 +258,9 @@ pub(crate) mod tests {
             search_trials: 5,
             effect_trials: 3,
             fell_back: false,
+            naive_time: None,
+            costs: vec![],
+            builds: vec![],
             notes: vec![],
         }
     }
@@ -195,5 +284,80 @@ pub(crate) mod tests {
         assert!(text.contains("explained: 990 of 1000 differing elements (99.0%) in 5 trials"));
         assert!(text.contains("unexplained: 10 elements"));
         assert!(text.contains("project projector.cu:33#0: math_function"));
+    }
+}
+
+#[cfg(test)]
+mod timed_tests {
+    use super::*;
+    use crate::builds::{Build, OutputError};
+    use crate::cost::{LineCost, Relative};
+    use mantissa_gpu::Timing;
+
+    fn t(samples: &[f64]) -> Timing {
+        Timing::from_samples(samples.to_vec(), 2, 1).unwrap_or_else(|| panic!("samples"))
+    }
+
+    #[test]
+    fn costs_say_noise_and_the_four_builds_are_one_row_each() {
+        let mut run = super::tests::run();
+        let naive = t(&[1.0, 1.1, 0.9]);
+        run.naive_time = Some(naive.clone());
+        run.costs = vec![
+            LineCost {
+                file: "/src/projector.cu".into(),
+                line: 31,
+                candidates: vec![1],
+                switched_off: Relative::of(t(&[1.05, 0.95, 1.0]), &naive),
+                within_tolerance: false,
+            },
+            LineCost {
+                file: "/src/projector.cu".into(),
+                line: 40,
+                candidates: vec![0],
+                switched_off: Relative::of(t(&[2.0, 2.1, 1.9]), &naive),
+                within_tolerance: false,
+            },
+        ];
+        run.builds = crate::builds::NAMES
+            .iter()
+            .map(|name| Build {
+                name: name.to_string(),
+                how: "h".into(),
+                flags: "default".into(),
+                switched: vec![0],
+                changes: vec![],
+                time: Relative::of(naive.clone(), &naive),
+                errors: vec![OutputError {
+                    name: "absorb".into(),
+                    within_tolerance: true,
+                    differing: 0,
+                    max_ulps: 0.0,
+                    max_rel: 0.0,
+                    digits: f64::INFINITY,
+                }],
+                within_tolerance: true,
+                ptx: String::new(),
+            })
+            .collect();
+        let text = render(&run);
+        let timed = text
+            .split_once("time with each blamed line")
+            .map_or("", |(_, after)| after);
+        let line = |p: &str| {
+            timed
+                .lines()
+                .find(|l| l.trim_start().starts_with(p))
+                .unwrap_or_else(|| panic!("{p}: {text}"))
+                .to_string()
+        };
+        assert!(
+            line("projector.cu:31 ").ends_with("1.00× (within noise)"),
+            "{text}"
+        );
+        assert!(line("projector.cu:40 ").ends_with("2.00× slower"), "{text}");
+        for name in crate::builds::NAMES {
+            assert!(line(&format!("{name} ")).ends_with("within"), "{text}");
+        }
     }
 }

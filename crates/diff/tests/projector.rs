@@ -167,10 +167,10 @@ fn diff_names_exactly_the_seeded_causes_on_their_lines() {
     let dir = scratch("gpu-seeded");
     let (spec_path, _) = write_example(&dir);
     let spec = Spec::load(&spec_path).unwrap_or_else(|e| panic!("{e}"));
-    let request = DiffRequest {
-        flags: "approx-div".parse().unwrap_or_else(|e| panic!("{e}")),
-        against: Against::Reference,
-    };
+    let request = DiffRequest::new(
+        "approx-div".parse().unwrap_or_else(|e| panic!("{e}")),
+        Against::Reference,
+    );
     let run = diff(&gpu, &spec, &request, &mut |_| {}).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
         blamed(&run),
@@ -191,11 +191,24 @@ fn diff_names_exactly_the_seeded_causes_on_their_lines() {
     }
     let fixes: u64 = run.blamed.iter().map(|b| b.alone.fixes).sum();
     assert!(fixes > 0, "{}", mantissa_diff::text::render(&run));
+    // Every blamed line is timed switched off, against the program as written.
+    let naive = run.naive_time.as_ref().unwrap_or_else(|| panic!("timed"));
+    assert_eq!(
+        naive.samples_ms.len(),
+        DiffRequest::DEFAULT_REPEATS as usize
+    );
+    let timed: BTreeSet<u32> = run.costs.iter().map(|c| c.line).collect();
+    assert_eq!(
+        timed,
+        BTreeSet::from([DIVISION_LINE, CONTRACTION_LINE, CAST_LINE])
+    );
+    for c in &run.costs {
+        let t = &c.switched_off;
+        assert!((t.ratio - t.time.median_ms / naive.median_ms).abs() < 1e-12);
+    }
+    println!("{}", mantissa_diff::text::render(&run));
     // Against the strict build (default flags as written), only the contraction differs.
-    let strict = DiffRequest {
-        flags: FlagSet::DEFAULT,
-        against: Against::Flags(FlagSet::STRICT),
-    };
+    let strict = DiffRequest::new(FlagSet::DEFAULT, Against::Flags(FlagSet::STRICT));
     let run = diff(&gpu, &spec, &strict, &mut |_| {}).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
         blamed(&run),
@@ -223,10 +236,7 @@ fn bad_input_is_refused_in_one_line() {
     let (spec_path, _) = write_example(&dir);
     let spec = Spec::load(&spec_path).unwrap_or_else(|e| panic!("{e}"));
     // The same build on both sides: nothing to explain.
-    let same = DiffRequest {
-        flags: FlagSet::DEFAULT,
-        against: Against::Flags(FlagSet::DEFAULT),
-    };
+    let same = DiffRequest::new(FlagSet::DEFAULT, Against::Flags(FlagSet::DEFAULT));
     let e = diff(&gpu, &spec, &same, &mut |_| {}).err();
     let e = e.unwrap_or_else(|| panic!("a build against itself has no difference"));
     assert!(matches!(e, DiffError::NoDifference { .. }) && e.is_usage());
@@ -237,10 +247,7 @@ fn bad_input_is_refused_in_one_line() {
         &mantissa_gpu::HostData::F32(vec![0.0; M - 1]),
     )
     .unwrap_or_else(|e| panic!("{e}"));
-    let reference = DiffRequest {
-        flags: FlagSet::DEFAULT,
-        against: Against::Reference,
-    };
+    let reference = DiffRequest::new(FlagSet::DEFAULT, Against::Reference);
     let e = diff(&gpu, &spec, &reference, &mut |_| {}).err();
     let e = e.unwrap_or_else(|| panic!("a short reference is refused"));
     assert!(e.is_usage(), "{e}");

@@ -163,10 +163,8 @@ fn diff_finds_the_seeded_lines_on_the_gpu_within_the_bound() {
         let spec_path = dir.join("gen.toml");
         std::fs::write(&spec_path, spec_text(l, 4096)).unwrap_or_else(|e| panic!("{e}"));
         let spec = Spec::load(&spec_path).unwrap_or_else(|e| panic!("{e}"));
-        let request = DiffRequest {
-            flags: FlagSet::DEFAULT,
-            against: Against::Flags(FlagSet::STRICT),
-        };
+        let mut request = DiffRequest::new(FlagSet::DEFAULT, Against::Flags(FlagSet::STRICT));
+        request.repeats = 0; // The search is what is tested: no timing.
         let run = diff(&gpu, &spec, &request, &mut |_| {}).unwrap_or_else(|e| panic!("{e}"));
         let text = mantissa_diff::text::render(&run);
         let blamed: BTreeSet<u32> = run
