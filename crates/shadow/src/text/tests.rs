@@ -64,6 +64,7 @@ fn the_json_document_has_per_site_and_per_line_data() {
         // serde_json's map sorts keys.
         [
             "analyses",
+            "contraction",
             "device",
             "flags",
             "functions",
