@@ -68,10 +68,12 @@ impl Relative {
         }
     }
 
-    /// `1.07× slower`, `0.98× (within noise)`.
+    /// `1.07× slower`, `1.10× faster` (the speed-up, never `0.91× faster`),
+    /// `0.98× (within noise)` (the time ratio).
     pub fn describe(&self) -> String {
         match self.verdict {
             Verdict::Noise => format!("{:.2}× (within noise)", self.ratio),
+            Verdict::Faster => format!("{:.2}× {}", 1.0 / self.ratio, Verdict::Faster.word()),
             v => format!("{:.2}× {}", self.ratio, v.word()),
         }
     }
@@ -149,6 +151,8 @@ mod tests {
         // Median 0.90 below the fastest 0.99: faster.
         let fast = timing(&[0.90, 0.89, 0.91]);
         assert_eq!(Verdict::of(&fast, &naive), Verdict::Faster);
+        // Said as a speed-up: 1.01 / 0.90.
+        assert_eq!(Relative::of(fast, &naive).describe(), "1.12× faster");
         // Fastest 1.20 above the naive median 1.01: slower.
         let slow = timing(&[1.20, 1.25, 1.22]);
         assert_eq!(Verdict::of(&slow, &naive), Verdict::Slower);
