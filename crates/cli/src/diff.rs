@@ -104,6 +104,9 @@ pub fn run(args: DiffArgs) -> anyhow::Result<()> {
             DiffEvent::Effects(n) => eprintln!("measuring each of {n} causes alone"),
             DiffEvent::Cost(k, n) => eprintln!("timing blamed line {k} of {n} switched off"),
             DiffEvent::Build(name) => eprintln!("making and timing the {name} build"),
+            DiffEvent::MathFunction(f) => eprintln!(
+                "searching for an input where CUDA's and the CPU's {f} differ (mathlib)"
+            ),
         }
     });
     let run = match result {

@@ -15,6 +15,7 @@
 
 use crate::builds::{Build, OutputError};
 use crate::cost::LineCost;
+use crate::mathfn::{math_functions, MathFunctions};
 use crate::sass::SassCheck;
 use crate::search::{search, Found, Outcome};
 use mantissa_gpu::{DType, FlagSet, Gpu, HostData, Timing};
@@ -105,6 +106,8 @@ pub enum DiffEvent {
     Cost(usize, usize),
     /// Making and measuring one build (its name).
     Build(String),
+    /// Searching for an input where CUDA's and the CPU's math function (its name) differ.
+    MathFunction(String),
 }
 
 /// One output as written and with the minimal set switched.
@@ -178,6 +181,9 @@ pub struct DiffRun {
     pub costs: Vec<LineCost>,
     /// Seed 003's four builds, when asked for ([`crate::builds`]).
     pub builds: Vec<Build>,
+    /// The math functions the kernels call, per line; where differences remain unexplained,
+    /// an input per function where CUDA and the CPU differ ([`crate::mathfn`]).
+    pub math: MathFunctions,
     /// Anything the reader should know.
     pub notes: Vec<String>,
 }
@@ -551,6 +557,10 @@ pub fn diff(
         );
     }
     let effect_trials = minimal.len() + usize::from(!minimal.is_empty());
+    let unexplained = remaining.iter().sum::<u64>() > 0;
+    let math = math_functions(gpu, spec, request.flags, &ptx, unexplained, &mut |name| {
+        progress(DiffEvent::MathFunction(name.to_string()))
+    });
     let mut session = Session {
         gpu,
         runner: &mut runner,
@@ -605,6 +615,7 @@ pub fn diff(
         naive_time,
         costs,
         builds,
+        math,
         notes,
     })
 }

@@ -15,6 +15,7 @@
 //! - [`sass`]: where the SASS confirms a blamed contraction.
 //! - [`cost`]: the time of the program with each blamed line's causes switched off.
 //! - [`builds`] and [`save`]: seed 003's four builds, measured, and saved runnable.
+//! - [`mathfn`]: the math functions the kernels call, and where CUDA's and the CPU's differ.
 //! - [`text`] and [`records`]: the report per source line, and its records.
 
 #![deny(missing_docs)]
@@ -22,6 +23,7 @@
 pub mod analyse;
 pub mod builds;
 pub mod cost;
+pub mod mathfn;
 pub mod records;
 pub mod sass;
 pub mod save;

@@ -148,6 +148,7 @@ fn records_with(
             ),
         ],
     ));
+    out.extend(math_records(run, &record));
     for c in &run.costs {
         let causes: Vec<&str> = c
             .candidates
@@ -222,6 +223,65 @@ fn records_with(
     out
 }
 
+/// One record per math function the kernels call (input `math FUNCTION FORMAT`): the lines
+/// calling it, and where a differing input was found, the input and both results.
+fn math_records(
+    run: &DiffRun,
+    record: &impl Fn(String, String, Vec<(&str, f64, &str)>) -> Record,
+) -> Vec<Record> {
+    crate::mathfn::by_function(&run.math.calls)
+        .into_iter()
+        .map(|((function, format), lines)| {
+            let check = run
+                .math
+                .checks
+                .iter()
+                .find(|c| c.function == function && c.format == format);
+            let first_line = run
+                .math
+                .calls
+                .iter()
+                .find(|c| c.function == function && c.format == format)
+                .map_or(0, |c| c.line);
+            let mut q = vec![(
+                "line",
+                f64::from(first_line),
+                "the first source line calling it",
+            )];
+            let mut note = format!("called at {}", lines.join(", "));
+            if let Some(c) = check {
+                note = format!("{note}; {}", c.describe());
+                if let Some(d) = &c.differing {
+                    q.push(("x", d.args[0], "the input where CUDA and the CPU differ"));
+                    if let Some(&y) = d.args.get(1) {
+                        q.push(("y", y, "its second argument"));
+                    }
+                    q.extend([
+                        ("cuda", d.cuda, "CUDA's result there"),
+                        ("cpu", d.cpu, "the CPU's (Rust std) result there"),
+                        (
+                            "apart_ulps",
+                            d.apart_ulps,
+                            "how far apart the two are, in ulps of the CPU's result",
+                        ),
+                        (
+                            "cuda_ulps",
+                            d.cuda_ulps,
+                            "CUDA's error in ulps of the exact value",
+                        ),
+                        (
+                            "cpu_ulps",
+                            d.cpu_ulps,
+                            "the CPU's error in ulps of the exact value",
+                        ),
+                    ]);
+                }
+            }
+            record(format!("math {function} {}", format.name()), note, q)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -237,5 +297,30 @@ mod tests {
         assert_eq!(recs[0].input, "project /src/projector.cu:40#0 float_to_int");
         assert_eq!(recs[0].extra["fixes"], 300.0);
         assert_eq!(recs[2].extra["remaining"], 10.0);
+    }
+
+    #[test]
+    fn one_record_per_math_function_with_the_differing_input() {
+        let mut run = crate::text::tests::run();
+        run.math = crate::mathfn::tests::sample();
+        let recs = records(&run);
+        let math: Vec<&Record> = recs
+            .iter()
+            .filter(|r| r.input.starts_with("math "))
+            .collect();
+        assert_eq!(math.len(), 2);
+        assert_eq!(math[0].input, "math sinf f32");
+        assert_eq!(math[0].extra["x"], 9.0);
+        assert_eq!(math[0].extra["cuda"], 0.75);
+        assert_eq!(math[0].extra["apart_ulps"], 1.0);
+        assert_eq!(math[0].extra["line"], 5.0);
+        assert!(math[0]
+            .note
+            .as_deref()
+            .is_some_and(|n| n.contains("--check sinf 0x1.2p+3")));
+        assert_eq!(math[1].input, "math j0f f32");
+        assert!(!math[1].extra.contains_key("x"));
+        let keys: HashSet<String> = recs.iter().map(Record::key).collect();
+        assert_eq!(keys.len(), recs.len());
     }
 }

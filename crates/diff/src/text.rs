@@ -93,11 +93,42 @@ pub fn render(run: &DiffRun) -> String {
             }
         }
     }
+    math(&mut s, run);
     builds(&mut s, run);
-    for n in &run.notes {
+    for n in run.notes.iter().chain(&run.math.notes) {
         let _ = writeln!(s, "note: {n}");
     }
     s
+}
+
+/// The math functions the kernels call: with an input where CUDA and the CPU differ for each,
+/// when differences remain unexplained; as a listing otherwise.
+fn math(s: &mut String, run: &DiffRun) {
+    let m = &run.math;
+    if m.calls.is_empty() {
+        return;
+    }
+    if m.checks.is_empty() {
+        let listed: Vec<String> = crate::mathfn::by_function(&m.calls)
+            .into_iter()
+            .map(|((function, _), lines)| format!("{function} ({})", lines.join(", ")))
+            .collect();
+        let _ = writeln!(s, "math functions called: {}", listed.join(", "));
+        return;
+    }
+    let build = m
+        .checks
+        .iter()
+        .find_map(|c| c.cuda_build.as_deref())
+        .unwrap_or("default");
+    let _ = writeln!(
+        s,
+        "  math functions called, each where CUDA ({build} build) and the CPU (Rust std) differ \
+         (CUDA's and the CPU's libraries round differently: no switch makes them agree):"
+    );
+    for c in &m.checks {
+        let _ = writeln!(s, "    {}: {}", c.lines.join(", "), c.describe());
+    }
 }
 
 /// A timing as `0.0123 ms (0.0120–0.0131)`: the median and the spread of the repetitions.
@@ -261,6 +292,7 @@ pub(crate) mod tests {
             naive_time: None,
             costs: vec![],
             builds: vec![],
+            math: Default::default(),
             notes: vec![],
         }
     }
@@ -284,6 +316,34 @@ pub(crate) mod tests {
         assert!(text.contains("explained: 990 of 1000 differing elements (99.0%) in 5 trials"));
         assert!(text.contains("unexplained: 10 elements"));
         assert!(text.contains("project projector.cu:33#0: math_function"));
+    }
+
+    #[test]
+    fn math_functions_are_named_with_a_differing_input_or_listed() {
+        let mut r = run();
+        r.math = crate::mathfn::tests::sample();
+        let text = render(&r);
+        let after = text
+            .split_once("unexplained: 10 elements")
+            .map_or("", |p| p.1);
+        assert!(
+            after.contains(
+                "    k.cu:5, k.cu:9: sinf: CUDA 0x1.8p-1 vs CPU 0x1.800002p-1 at x = 0x1.2p+3"
+            ),
+            "{text}"
+        );
+        assert!(
+            after.contains("check: mantissa mathlib --check sinf 0x1.2p+3\n"),
+            "{text}"
+        );
+        assert!(after.contains("    k.cu:7: j0f: mathlib does not know it: no check available"));
+        // Everything explained: nothing was checked, the functions are listed.
+        r.math.checks.clear();
+        let text = render(&r);
+        assert!(
+            text.contains("math functions called: sinf (k.cu:5, k.cu:9), j0f (k.cu:7)\n"),
+            "{text}"
+        );
     }
 }
 
