@@ -273,7 +273,13 @@ fn every_shipped_example_keeps_its_floating_point_instructions_when_instrumented
             for (analysis, pass, rt) in &analyses {
                 let out = pass(&original);
                 let moved = inserted_code_on_its_own_line(&original, &out);
-                let merged = merge_runtime(&moved, rt).unwrap_or_else(|e| panic!("{e}"));
+                let mut merged = merge_runtime(&moved, rt).unwrap_or_else(|e| panic!("{e}"));
+                if *analysis == "shadow" {
+                    // What runs: the runtime's per-execution functions inlined, on the inserted
+                    // code's own line (the inliner keeps the caller's line).
+                    merged = mantissa_ptx::pass::shadow_values::inline_runtime(&merged)
+                        .unwrap_or_else(|e| panic!("{what}: {e}"));
+                }
                 let now = fused(&sass(&merged), &functions);
                 let keys: std::collections::BTreeSet<_> = was.keys().chain(now.keys()).collect();
                 for key in keys {

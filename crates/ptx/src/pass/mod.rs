@@ -19,12 +19,15 @@
 //! demotion error and the exceptions per instruction, through a merged device runtime),
 //! [`shadow_values`] (higher-precision shadow values: local and accumulated error per
 //! instruction, cancellations, shadows through memory),
+//! [`inline`] (calls of chosen device functions replaced by their bodies: the merged
+//! shadow-values runtime, inlined into the instrumented kernels),
 //! and [`cause`] (the causes of CPU/GPU differences listed per site, each switchable per site: one
 //! pass per cause).
 
 pub mod cause;
 pub mod count;
 pub mod demote;
+pub mod inline;
 pub mod shadow;
 pub mod shadow_values;
 pub mod switch;

@@ -17,7 +17,28 @@ mod demotion;
 
 pub use demotion::ACCUMULATED_PER_FUNCTION;
 mod exceptions;
-mod splice;
+pub(crate) mod splice;
+
+/// Names a `.local` array of function `f` must not take (it would shadow, or clash): its
+/// parameters and variables, and every module-scope name.
+pub(crate) fn local_names<'m>(
+    module: &'m Module,
+    f: &'m Function,
+) -> std::collections::HashSet<&'m str> {
+    f.params
+        .iter()
+        .map(|p| p.name.as_str())
+        .chain(f.body.iter().flatten().filter_map(|s| match s {
+            Statement::Var(v) => Some(v.name.as_str()),
+            _ => None,
+        }))
+        .chain(module.items.iter().filter_map(|i| match i {
+            Item::Var(v) => Some(v.name.as_str()),
+            Item::Function(g) => Some(g.name.as_str()),
+            _ => None,
+        }))
+        .collect()
+}
 
 /// The result type of a site, or `None` for an instruction that is not one: f32/f64 arithmetic
 /// that rounds (`add sub mul fma div rcp sqrt rsqrt`, the approximate functions) and conversions
@@ -298,21 +319,7 @@ pub(crate) fn instrument_with(
             continue;
         };
         let d = Decoded::of(f);
-        // Names a `.local` array of the function must not take (it would shadow, or clash).
-        let local_names: std::collections::HashSet<&str> = f
-            .params
-            .iter()
-            .map(|p| p.name.as_str())
-            .chain(f.body.iter().flatten().filter_map(|s| match s {
-                Statement::Var(v) => Some(v.name.as_str()),
-                _ => None,
-            }))
-            .chain(module.items.iter().filter_map(|i| match i {
-                Item::Var(v) => Some(v.name.as_str()),
-                Item::Function(g) => Some(g.name.as_str()),
-                _ => None,
-            }))
-            .collect();
+        let local_names = local_names(module, f);
         let position: HashMap<InstId, usize> =
             d.insts.iter().enumerate().map(|(j, i)| (i.id, j)).collect();
         let mut rw = Rewriter::new(&out, &function)?;
