@@ -37,8 +37,8 @@ pub const SHADOW: RuntimeHeader = RuntimeHeader {
     text: include_str!("../cuda/mantissa_shadow.cuh"),
 };
 
-/// The shadow-values pass's runtime (`mantissa_sv_arith`, `_load`, `_store`, `_clear`,
-/// `_reseed`), for `mantissa_ptx::pass::shadow_values`: `mantissa.cuh`, whose double-word
+/// The shadow-values pass's runtime (`mantissa_sv_<op>_<type>` per site, `_load`, `_store`,
+/// `_clear`, `_reseed`, inlined after the merge; `_zero` and `_flush` of the thread records), for `mantissa_ptx::pass::shadow_values`: `mantissa.cuh`, whose double-word
 /// arithmetic it propagates shadows with, then `mantissa_shadow_values.cuh`.
 pub const SHADOW_VALUES: RuntimeHeader = RuntimeHeader {
     name: "mantissa_shadow_values.cuh",

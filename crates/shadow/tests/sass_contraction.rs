@@ -303,3 +303,79 @@ fn every_shipped_example_keeps_its_floating_point_instructions_when_instrumented
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// The cost of each analysis in registers and instructions, per shipped example (default flag
+/// set, sm_90): `ptxas -v` registers, stack frame and spills of the user's kernels, and their
+/// SASS instruction count, as built and instrumented (demotion + exceptions; shadow values with
+/// the runtime called, and inlined as it runs). Prints a table; `--ignored --nocapture`.
+#[test]
+#[ignore = "prints the registers/SASS table of every example (a measurement, not a check)"]
+fn registers_and_sass_instructions_per_example() {
+    let (Some((ptxas, nvdisasm)), Some(_), Some(nvrtc)) = (
+        tools_or_skip(),
+        require_nvcc_or_skip(),
+        require_nvrtc_or_skip(),
+    ) else {
+        return;
+    };
+    let arch = Arch::new(9, 0);
+    let rt = runtime::compile(&nvrtc, &runtime::SHADOW, arch).unwrap_or_else(|e| panic!("{e}"));
+    let values_rt =
+        runtime::compile(&nvrtc, &runtime::SHADOW_VALUES, arch).unwrap_or_else(|e| panic!("{e}"));
+    println!("| example | build | registers | stack B | spills B | SASS instructions |");
+    println!("|---|---|---:|---:|---:|---:|");
+    for spec in example_specs() {
+        let original = built(&spec, FlagSet::DEFAULT);
+        let kernels: Vec<String> = original.kernels().map(|f| f.name.clone()).collect();
+        let shadow = merge_runtime(
+            &instrument(&original, &ShadowOptions::all())
+                .unwrap_or_else(|e| panic!("{e}"))
+                .module,
+            &rt,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let called = merge_runtime(
+            &mantissa_ptx::pass::shadow_values::instrument(&original)
+                .unwrap_or_else(|e| panic!("{e}"))
+                .module,
+            &values_rt,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let inlined = mantissa_ptx::pass::shadow_values::inline_runtime(&called)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let name = spec
+            .file_stem()
+            .map(|s| s.to_string_lossy().to_string())
+            .unwrap_or_default();
+        for (build, m) in [
+            ("as built", &original),
+            ("demotion+exceptions", &shadow),
+            ("values, calls", &called),
+            ("values, inlined", &inlined),
+        ] {
+            let ptx = m.to_string();
+            let (_, log) = cubin_with(&ptxas, &ptx, "sm_90", &["-v"])
+                .unwrap_or_else(|e| panic!("{name} {build}: {e}"));
+            let resources = mantissa_ptx::ptxas::parse_verbose(&log);
+            let sass = mantissa_ptx::sass::disassemble(&ptxas, &nvdisasm, &ptx, "sm_90")
+                .unwrap_or_else(|e| panic!("{name} {build}: {e}"));
+            for k in &kernels {
+                let r = resources.iter().find(|r| &r.function == k);
+                let count: u32 = sass
+                    .lines
+                    .iter()
+                    .filter(|l| &l.function == k)
+                    .flat_map(|l| l.ops.values())
+                    .sum();
+                let short: String = k.chars().take(28).collect();
+                println!(
+                    "| {name} ({short}) | {build} | {} | {} | {} | {count} |",
+                    r.and_then(|r| r.registers)
+                        .map_or("?".into(), |n| n.to_string()),
+                    r.map_or(0, |r| r.stack_frame_bytes),
+                    r.map_or(0, |r| r.spill_store_bytes),
+                );
+            }
+        }
+    }
+}

@@ -11,8 +11,21 @@
 //!
 //! **Propagation.** At `add sub mul fma/mad div rcp sqrt rsqrt` (f32 and f64, `.approx` forms
 //! included: the shadow is the exact operation) and float-to-float `cvt` (rounding to an integral
-//! value too), the runtime's `mantissa_sv_arith` computes the result's shadow from the operands'
-//! shadows in double-word (an f32 result keeps the double nearest). `mov`, `neg`, `abs`, `selp`,
+//! value too), the runtime's `mantissa_sv_<op>_<type>` ([`site_function`]) computes the result's
+//! shadow from the operands' shadows: in double-word for an f64 result, as the exact operation
+//! rounded once to a double for an f32 one (its shadow is one f64).
+//!
+//! **Cost.** Nothing is called per execution: after the merge, [`inline_runtime`]
+//! ([`crate::pass::inline`]) replaces every call of the per-execution runtime functions by
+//! their bodies, so the runtime stays one CUDA header on `mantissa.cuh`'s twin arithmetic and
+//! ptxas sees straight-line code. Statistics accumulate per thread in a record of the function's
+//! `.local` array (plain loads and stores; zeroed at entry by `mantissa_sv_zero`) and are
+//! flushed once per exit (`mantissa_sv_flush`, before every `ret`/`exit`, under its guard):
+//! warp peers combine each word by shuffles and one lane adds it with one atomic into one of
+//! [`COPIES`] copies of the record chosen by its SM, which [`ValuesReport::decode`] sums. A
+//! `.local` array rather than registers for the hottest sites (as `pass::shadow` does for the
+//! demotion error): a record is 14 words, too many to keep in registers for many sites, and a
+//! thread's own local words stay in L1. `mov`, `neg`, `abs`, `selp`,
 //! `min`/`max` (the shadow of the operand chosen) are a few inline PTX instructions on the
 //! shadow registers. Immediates and loads of kernel parameters and `.const` memory are inputs:
 //! their shadow is the value. **Re-seeding** (shadow := value, counted as `reseeded`): at the
@@ -61,6 +74,8 @@
 
 mod emit;
 mod instrument;
+#[cfg(test)]
+mod interp_tests;
 #[cfg(test)]
 mod tests;
 

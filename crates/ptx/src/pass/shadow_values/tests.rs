@@ -400,7 +400,7 @@ fn a_module_instrumented_once_is_refused() {
 }
 
 /// The shadow-values runtime compiled by NVRTC for sm_90, or `None` (skip) without NVRTC.
-fn runtime() -> Option<String> {
+pub(super) fn runtime() -> Option<String> {
     let nvrtc = mantissa_gpu::testing::require_nvrtc_or_skip()?;
     Some(
         mantissa_gpu::runtime::compile(
