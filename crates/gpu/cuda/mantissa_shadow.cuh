@@ -23,9 +23,11 @@
 //     (inf, no operand inf), DIV_BY_ZERO, SUBNORMAL.
 //
 // NEEDS FROM THE MODULE IT IS MERGED INTO
-//   __mantissa_shadow: `.global .align 8 .u64 __mantissa_shadow[11 * N];`, N greater than every
-//   site passed: one record of MANTISSA_SHADOW_WORDS 8-byte words per site, in the order of the
-//   MANTISSA_SHADOW_* indices below (mantissa_ptx::pass::shadow::Word). The pass adds it,
+//   __mantissa_shadow: `.global .align 8 .u64 __mantissa_shadow[N * 16 * 11];`, N greater than
+//   every site passed: per site MANTISSA_SHADOW_COPIES copies side by side of its record of
+//   MANTISSA_SHADOW_WORDS 8-byte words, in the order of the MANTISSA_SHADOW_* indices below
+//   (mantissa_ptx::pass::shadow::Word); a warp adds into the copy of its SM (%smid mod 16),
+//   the pass's own per-thread atomics into copy 0, and ShadowReport::decode sums them. The pass adds it,
 //   zero-initialised; the host reads it back with Gpu::read_symbol and decodes it with
 //   ShadowReport::decode, and zeroes it with Gpu::write_symbol before a run that must start
 //   from zero.
@@ -64,6 +66,7 @@
 //   Everything here is named mantissa_ or __mantissa_ so that merging cannot clash with user names.
 
 #define MANTISSA_SHADOW_WORDS 11
+#define MANTISSA_SHADOW_COPIES 16  // copies of each site's record; a warp adds into its SM's
 #define MANTISSA_SHADOW_COUNT 0
 #define MANTISSA_SHADOW_SUM 1
 #define MANTISSA_SHADOW_MAX 2
@@ -120,6 +123,16 @@ static __device__ __forceinline__ void mantissa_shadow_add(
     }
 }
 
+// Site `site`'s record in the copy of this warp's SM (the host sums the copies): warps of
+// different SMs add into different addresses, so fewer atomics wait on one another.
+static __device__ __forceinline__ unsigned long long *mantissa_shadow_record(unsigned int site)
+{
+    unsigned int sm;
+    asm("mov.u32 %0, %%smid;" : "=r"(sm));
+    unsigned long long copy = sm % MANTISSA_SHADOW_COPIES;
+    return &__mantissa_shadow[((unsigned long long)site * MANTISSA_SHADOW_COPIES + copy) * MANTISSA_SHADOW_WORDS];
+}
+
 static __device__ __forceinline__ bool mantissa_shadow_finite(double x)
 {
     return fabs(x) <= 1.7976931348623157e308;  // false for NaN and +-inf
@@ -132,7 +145,7 @@ extern "C" __device__ __noinline__ void mantissa_shadow_demotion(
     unsigned int peers = __match_any_sync(active, site);
     unsigned int lane = mantissa_shadow_lane();
     bool leader = lane == (unsigned int)(__ffs(peers) - 1);
-    unsigned long long *record = &__mantissa_shadow[(unsigned long long)site * MANTISSA_SHADOW_WORDS];
+    unsigned long long *record = mantissa_shadow_record(site);
 
     bool non_finite = !mantissa_shadow_finite(r64) || !mantissa_shadow_finite(r32);
     bool zero_reference = !non_finite && r64 == 0.0;
@@ -188,7 +201,7 @@ extern "C" __device__ __noinline__ void mantissa_shadow_flush(
         return;  // nothing measured by any peer (sum and max are 0 too)
     }
     bool leader = mantissa_shadow_lane() == (unsigned int)(__ffs(peers) - 1);
-    unsigned long long *record = &__mantissa_shadow[(unsigned long long)site * MANTISSA_SHADOW_WORDS];
+    unsigned long long *record = mantissa_shadow_record(site);
     // Lanes that measured nothing hold count 0, sum 0 and max 0: neither changes the totals.
     unsigned long long total = 0;
     double sums = 0.0;
@@ -223,7 +236,7 @@ extern "C" __device__ __noinline__ void mantissa_shadow_exception(
     unsigned int active = __activemask();
     unsigned int peers = __match_any_sync(active, site);
     bool leader = mantissa_shadow_lane() == (unsigned int)(__ffs(peers) - 1);
-    unsigned long long *record = &__mantissa_shadow[(unsigned long long)site * MANTISSA_SHADOW_WORDS];
+    unsigned long long *record = mantissa_shadow_record(site);
 
     bool nan = (flags & MANTISSA_SHADOW_FLAG_NAN) != 0;
     bool inf = (flags & MANTISSA_SHADOW_FLAG_INF) != 0;

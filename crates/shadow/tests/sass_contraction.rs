@@ -289,6 +289,23 @@ fn every_shipped_example_keeps_its_floating_point_instructions_when_instrumented
                     // code into both sides of a branch (seen in options.cu under `strict`,
                     // where nothing can be contracted): the same operations, the same bits.
                     if n.unwrap_or(0) < w.unwrap_or(0) || (w.is_none() && n.is_some()) {
+                        if let Some(dir) = std::env::var_os("MANTISSA_SASS_DUMP") {
+                            let stem = format!(
+                                "{}_{flags}_{analysis}",
+                                spec.file_stem().unwrap().to_string_lossy()
+                            );
+                            let dir = std::path::PathBuf::from(dir);
+                            std::fs::write(
+                                dir.join(format!("{stem}.ptx")),
+                                not_unrolled(&merged).to_string(),
+                            )
+                            .unwrap();
+                            std::fs::write(
+                                dir.join(format!("{stem}.orig.ptx")),
+                                not_unrolled(&original).to_string(),
+                            )
+                            .unwrap();
+                        }
                         failures.push(format!(
                             "{} {flags} {analysis}: {}:{}: {} as built {w:?}, instrumented {n:?}",
                             spec.display(),

@@ -57,9 +57,12 @@
 //! measured (a note says so), since any added read could change what ptxas fuses and so the
 //! program's bits.
 //!
-//! **The global**: [`WORDS_PER_SITE`] little-endian 8-byte words per site (see [`Word`]), counts
-//! as u64, the sum and the maximum as f64; the runtime `crates/gpu/cuda/mantissa_shadow.cuh`
-//! (`mantissa_gpu::runtime::SHADOW`) aggregates within the warp before one atomic per word. The
+//! **The global**: per site, [`COPIES`] copies side by side of its record of [`WORDS_PER_SITE`]
+//! little-endian 8-byte words (see [`Word`]), counts as u64, the sum and the maximum as f64; the
+//! runtime `crates/gpu/cuda/mantissa_shadow.cuh` (`mantissa_gpu::runtime::SHADOW`) aggregates
+//! within the warp before one atomic per word into the copy of the warp's SM (fewer warps
+//! contend for one address), the inline per-thread atomics go to copy 0, and
+//! [`ShadowReport::decode`] combines the copies. The
 //! instrumented module calls `mantissa_shadow_demotion`, `mantissa_shadow_flush` and
 //! `mantissa_shadow_exception`, which
 //! [`crate::link::merge_runtime`] supplies; the instrumented kernels compute the same bits as the
@@ -94,6 +97,9 @@ pub const DEMOTION_FUNCTION: &str = "mantissa_shadow_demotion";
 pub const FLUSH_FUNCTION: &str = "mantissa_shadow_flush";
 /// The runtime function the exception slow path calls: `(site: u32, flags: u32)` ([`flags`]).
 pub const EXCEPTION_FUNCTION: &str = "mantissa_shadow_exception";
+
+/// Copies of each site's record in the global: a warp adds into copy `%smid mod COPIES`.
+pub const COPIES: u32 = 16;
 
 /// 8-byte words of the global per site.
 pub const WORDS_PER_SITE: u32 = 11;
@@ -285,7 +291,7 @@ pub enum ShadowError {
 impl ShadowReport {
     /// The size of the global in bytes (at least one record: PTX has no empty arrays).
     pub fn global_bytes(&self) -> usize {
-        8 * self.words_per_site as usize * self.sites.len().max(1)
+        8 * self.words_per_site as usize * COPIES as usize * self.sites.len().max(1)
     }
 
     /// The statistics per site, from the bytes of the global as read back from the device
@@ -302,14 +308,23 @@ impl ShadowReport {
             .sites
             .iter()
             .map(|s| {
-                let at = s.index as usize * words * 8;
-                let word = |w: Word| {
-                    let k = at + 8 * w as usize;
+                let copies = COPIES as usize;
+                let copy_word = |c: usize, w: Word| {
+                    let k = 8 * ((s.index as usize * copies + c) * words + w as usize);
                     let mut b = [0u8; 8];
                     b.copy_from_slice(&bytes[k..k + 8]);
                     u64::from_le_bytes(b)
                 };
-                let float = |w: Word| f64::from_bits(word(w));
+                // Counts add over the copies; the maximum (a non-negative double's bits)
+                // is the largest; the sum adds as doubles, in copy order.
+                let word = |w: Word| match w {
+                    Word::Max => (0..copies).map(|c| copy_word(c, w)).max().unwrap_or(0),
+                    _ => (0..copies).map(|c| copy_word(c, w)).sum(),
+                };
+                let float = |w: Word| match w {
+                    Word::Sum => (0..copies).map(|c| f64::from_bits(copy_word(c, w))).sum(),
+                    _ => f64::from_bits(word(w)),
+                };
                 SiteStats {
                     demotion: (s.demotion && s.instrumented).then(|| ErrorStats {
                         count: word(Word::Count),

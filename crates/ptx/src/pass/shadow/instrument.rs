@@ -2,7 +2,7 @@
 //! (see the parent module's docs for what it measures).
 
 use super::{
-    Instrumented, ShadowError, ShadowOptions, ShadowReport, ShadowSite, DEMOTION_FUNCTION,
+    Instrumented, ShadowError, ShadowOptions, ShadowReport, ShadowSite, COPIES, DEMOTION_FUNCTION,
     EXCEPTION_FUNCTION, FLUSH_FUNCTION, SHADOW_GLOBAL, WORDS_PER_SITE,
 };
 use crate::decode::Decoded;
@@ -288,7 +288,7 @@ pub(crate) fn instrument_with(
     }
     let (sites, plans, notes) = sites(module, options);
     let mut out = module.clone();
-    let records = u64::from(WORDS_PER_SITE) * (sites.len() as u64).max(1);
+    let records = u64::from(WORDS_PER_SITE) * u64::from(COPIES) * (sites.len() as u64).max(1);
     let global = rewrite::add_global(&mut out, "u64", 8, SHADOW_GLOBAL, records);
     if global != SHADOW_GLOBAL {
         // A parameter or local has the name: the runtime could not reach the array by it.

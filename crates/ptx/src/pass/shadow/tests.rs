@@ -110,7 +110,7 @@ fn sites_are_the_rounding_float_instructions_with_their_analyses() {
         assert_eq!(s.site.function, "profile");
     }
     assert_eq!((r.global.as_str(), r.words_per_site), (SHADOW_GLOBAL, 11));
-    assert_eq!(r.global_bytes(), 5 * 11 * 8);
+    assert_eq!(r.global_bytes(), 5 * 16 * 11 * 8);
 
     // f32 sites, approximate ones included, count exceptions only; integer arithmetic is none.
     let fast = parse_clean("divsqrt fast", FIXTURES[2].1);
@@ -349,21 +349,26 @@ fn decode_reads_the_runtime_layout() {
     let m = parse_clean("profile", PROFILE);
     let r = instrument(&m, &ShadowOptions::all()).unwrap().report;
     let mut bytes = vec![0u8; r.global_bytes()];
-    let mut put = |site: usize, word: Word, v: u64| {
-        let at = 8 * (11 * site + word as usize);
+    // Site `site`'s copy `c`: 16 copies of 11 words side by side per site.
+    let mut put = |site: usize, c: usize, word: Word, v: u64| {
+        let at = 8 * ((16 * site + c) * 11 + word as usize);
         bytes[at..at + 8].copy_from_slice(&v.to_le_bytes());
     };
-    put(1, Word::Count, 7);
-    put(1, Word::Sum, 0.5f64.to_bits());
-    put(1, Word::Max, 0.25f64.to_bits());
-    put(1, Word::ZeroReference, 2);
-    put(1, Word::NonFinite, 3);
-    put(4, Word::Nan, 11);
-    put(4, Word::NanOrigin, 12);
-    put(4, Word::Inf, 13);
-    put(4, Word::InfOrigin, 14);
-    put(4, Word::DivByZero, 15);
-    put(4, Word::Subnormal, 16);
+    // Site 1 spread over copies: counts and sums add, the maximum is the largest.
+    put(1, 0, Word::Count, 5);
+    put(1, 15, Word::Count, 2);
+    put(1, 0, Word::Sum, 0.25f64.to_bits());
+    put(1, 7, Word::Sum, 0.25f64.to_bits());
+    put(1, 0, Word::Max, 0.125f64.to_bits());
+    put(1, 7, Word::Max, 0.25f64.to_bits());
+    put(1, 3, Word::ZeroReference, 2);
+    put(1, 0, Word::NonFinite, 3);
+    put(4, 0, Word::Nan, 11);
+    put(4, 0, Word::NanOrigin, 12);
+    put(4, 0, Word::Inf, 13);
+    put(4, 0, Word::InfOrigin, 14);
+    put(4, 0, Word::DivByZero, 15);
+    put(4, 0, Word::Subnormal, 16);
     let s = r.decode(&bytes).unwrap();
     assert_eq!(s.len(), 5);
     assert_eq!(
