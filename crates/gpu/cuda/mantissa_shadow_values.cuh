@@ -11,7 +11,8 @@
 // PROVIDES (every value argument is a double: f32 values widened exactly by the caller)
 //   struct mantissa_sv_pair { double hi, lo; }: a double-word shadow, or (f64 shadow, 0).
 //   A thread's RECORD is MANTISSA_SV_WORDS 8-byte words in a .local array of its function (the
-//   pass declares it; `acc` is its generic address): the statistics of one site or re-seed
+//   pass declares it; `acc` is its address in the local state space, read and written with
+//   ld.local/st.local): the statistics of one site or re-seed
 //   point, accumulated per thread and flushed once at every exit of the function.
 //   extern "C" mantissa_sv_pair mantissa_sv_<op>_<type>(unsigned long long acc,
 //       unsigned int how, double a, double ah, double al, double b, double bh, double bl,
@@ -284,20 +285,42 @@ static __device__ __forceinline__ double mantissa_sv_shadow32(
     }
 }
 
+// Word w of the thread record at local-space address `at`, read and written with ld.local and
+// st.local: C++ has no pointer to local memory, and through a generic pointer ptxas would
+// neither know the space nor that the user's global accesses cannot alias the record. Both
+// volatile with a memory clobber, so that NVVM keeps their order.
+static __device__ __forceinline__ unsigned long long mantissa_sv_get(unsigned long long at, int w)
+{
+    unsigned long long v;
+    asm volatile("ld.local.u64 %0, [%1];" : "=l"(v) : "l"(at + 8ull * w) : "memory");
+    return v;
+}
+
+static __device__ __forceinline__ void mantissa_sv_put(unsigned long long at, int w, unsigned long long v)
+{
+    asm volatile("st.local.u64 [%0], %1;" ::"l"(at + 8ull * w), "l"(v) : "memory");
+}
+
+static __device__ __forceinline__ void mantissa_sv_bump(unsigned long long at, int w)
+{
+    mantissa_sv_put(at, w, mantissa_sv_get(at, w) + 1);
+}
+
 // The statistics of one error measurement into words w..w+4 of a thread's record (count, sum,
 // max, zero, non-finite).
 static __device__ __forceinline__ void mantissa_sv_note(
-    unsigned long long *acc, int w, bool ok, bool zero, double e)
+    unsigned long long at, int w, bool ok, bool zero, double e)
 {
     if (ok) {
-        acc[w] += 1;
-        double *f = (double *)acc;
-        f[w + 1] = __dadd_rn(f[w + 1], e);
-        f[w + 2] = fmax(f[w + 2], e);
+        mantissa_sv_bump(at, w);
+        double sum = __longlong_as_double((long long)mantissa_sv_get(at, w + 1));
+        double max = __longlong_as_double((long long)mantissa_sv_get(at, w + 2));
+        mantissa_sv_put(at, w + 1, (unsigned long long)__double_as_longlong(__dadd_rn(sum, e)));
+        mantissa_sv_put(at, w + 2, (unsigned long long)__double_as_longlong(fmax(max, e)));
     } else if (zero) {
-        acc[w + 3] += 1;
+        mantissa_sv_bump(at, w + 3);
     } else {
-        acc[w + 4] += 1;
+        mantissa_sv_bump(at, w + 4);
     }
 }
 
@@ -305,13 +328,12 @@ static __device__ __forceinline__ void mantissa_sv_note(
 // record at `acc`; returns the result's shadow. See mantissa_sv_<op>_<type> in the header.
 template <unsigned int OP, bool F32>
 static __device__ __forceinline__ mantissa_sv_pair mantissa_sv_site(
-    unsigned long long acc_address, unsigned int how, double a, double ah, double al, double b,
+    unsigned long long acc, unsigned int how, double a, double ah, double al, double b,
     double bh, double bl, double c, double ch, double cl, double r)
 {
     using namespace mantissa;
-    unsigned long long *acc = (unsigned long long *)acc_address;
     unsigned int mode = (how >> MANTISSA_SV_MODE_SHIFT) & 3u;
-    acc[MANTISSA_SV_W_EXECUTIONS] += 1;
+    mantissa_sv_bump(acc, MANTISSA_SV_W_EXECUTIONS);
     f64x2 s = F32 ? dw_from_base(mantissa_sv_shadow32(OP, mode, dw_make(ah, al), dw_make(bh, bl),
                                                       dw_make(ch, cl)))
                   : mantissa_sv_shadow(OP, mode, dw_make(ah, al), dw_make(bh, bl), dw_make(ch, cl));
@@ -341,9 +363,9 @@ static __device__ __forceinline__ mantissa_sv_pair mantissa_sv_site(
                 int bits = exponent(r, er) ? big - er : 64;
                 if (bits >= MANTISSA_SV_CANCEL_BITS) {
                     unsigned long long lost = (unsigned long long)min(bits, 64);
-                    acc[MANTISSA_SV_W_CANCELLATIONS] += 1;
-                    acc[MANTISSA_SV_W_CANCEL_MAX_BITS] =
-                        max(acc[MANTISSA_SV_W_CANCEL_MAX_BITS], lost);
+                    mantissa_sv_bump(acc, MANTISSA_SV_W_CANCELLATIONS);
+                    mantissa_sv_put(acc, MANTISSA_SV_W_CANCEL_MAX_BITS,
+                                    max(mantissa_sv_get(acc, MANTISSA_SV_W_CANCEL_MAX_BITS), lost));
                 }
             }
         }
@@ -396,13 +418,12 @@ static __device__ unsigned long long mantissa_sv_address(unsigned long long addr
 }
 
 extern "C" __device__ __noinline__ mantissa_sv_pair mantissa_sv_load(
-    unsigned long long acc_address, unsigned long long address, double value, unsigned int f32)
+    unsigned long long acc, unsigned long long address, double value, unsigned int f32)
 {
-    unsigned long long *acc = (unsigned long long *)acc_address;
     unsigned long long at = mantissa_sv_address(address, f32 ? 4u : 8u);
-    acc[MANTISSA_SV_W_EXECUTIONS] += 1;
+    mantissa_sv_bump(acc, MANTISSA_SV_W_EXECUTIONS);
     if (at == 0) {
-        acc[MANTISSA_SV_W_RESEEDED] += 1;
+        mantissa_sv_bump(acc, MANTISSA_SV_W_RESEEDED);
         return mantissa_sv_make(value, 0.0);
     }
     const double *diff = (const double *)at;
@@ -445,18 +466,16 @@ extern "C" __device__ __noinline__ void mantissa_sv_clear(unsigned long long add
     }
 }
 
-extern "C" __device__ __noinline__ void mantissa_sv_reseed(unsigned long long acc_address)
+extern "C" __device__ __noinline__ void mantissa_sv_reseed(unsigned long long acc)
 {
-    unsigned long long *acc = (unsigned long long *)acc_address;
-    acc[MANTISSA_SV_W_EXECUTIONS] += 1;
-    acc[MANTISSA_SV_W_RESEEDED] += 1;
+    mantissa_sv_bump(acc, MANTISSA_SV_W_EXECUTIONS);
+    mantissa_sv_bump(acc, MANTISSA_SV_W_RESEEDED);
 }
 
-extern "C" __device__ __noinline__ void mantissa_sv_zero(unsigned long long acc_address, unsigned int records)
+extern "C" __device__ __noinline__ void mantissa_sv_zero(unsigned long long acc, unsigned int records)
 {
-    unsigned long long *acc = (unsigned long long *)acc_address;
     for (unsigned int k = 0; k < records * MANTISSA_SV_WORDS; ++k) {
-        acc[k] = 0;
+        mantissa_sv_put(acc, (int)k, 0);
     }
 }
 
@@ -538,10 +557,9 @@ static __device__ __forceinline__ void mantissa_sv_flush_word(
 }
 
 extern "C" __device__ __noinline__ void mantissa_sv_flush(
-    unsigned long long acc_address, unsigned int first_site, unsigned int sites,
+    unsigned long long acc, unsigned int first_site, unsigned int sites,
     unsigned int first_reseed, unsigned int reseeds)
 {
-    const unsigned long long *acc = (const unsigned long long *)acc_address;
     unsigned int peers = __match_any_sync(__activemask(), first_site ^ (first_reseed << 16));
     unsigned int lane;
     unsigned int sm;
@@ -550,19 +568,17 @@ extern "C" __device__ __noinline__ void mantissa_sv_flush(
     bool leader = lane == (unsigned int)(__ffs(peers) - 1);
     // Warps on different SMs add into different copies (fewer same-address atomics); the host
     // sums the copies.
-    unsigned int from = __ffs(peers) - 1;
-    asm volatile("shfl.sync.idx.b32 %0, %0, %1, 31, %2;" : "+r"(sm) : "r"(from), "r"(peers));
-    unsigned int copy = sm % MANTISSA_SV_COPIES;
+    unsigned int copy = sm % MANTISSA_SV_COPIES;  // the same for the whole warp
     for (unsigned int k = 0; k < sites + reseeds; ++k) {
         unsigned int record = k < sites ? first_site + k : first_reseed + (k - sites);
-        const unsigned long long *mine = &acc[(unsigned long long)k * MANTISSA_SV_WORDS];
+        unsigned long long mine = acc + 8ull * k * MANTISSA_SV_WORDS;
         unsigned long long *global =
             &__mantissa_values[((unsigned long long)record * MANTISSA_SV_COPIES + copy) * MANTISSA_SV_WORDS];
-        if (__ballot_sync(peers, mine[MANTISSA_SV_W_EXECUTIONS] != 0) == 0) {
+        if (__ballot_sync(peers, mantissa_sv_get(mine, MANTISSA_SV_W_EXECUTIONS) != 0) == 0) {
             continue;  // no peer executed it: every word is 0
         }
         for (int w = 0; w < MANTISSA_SV_WORDS; ++w) {
-            mantissa_sv_flush_word(peers, leader, global, w, mine[w]);
+            mantissa_sv_flush_word(peers, leader, global, w, mantissa_sv_get(mine, w));
         }
     }
 }

@@ -103,7 +103,22 @@ fn inserted_code_on_its_own_line(original: &Module, instrumented: &Module) -> Mo
         let mut in_inserted = false;
         for s in std::mem::take(body) {
             match &s {
-                Statement::Loc(l) => current = Some(l.clone()),
+                Statement::Loc(l) => {
+                    current = Some(l.clone());
+                    if in_inserted {
+                        // A user's `.loc` inside a run of inserted code (code inserted before
+                        // an instruction follows that instruction's `.loc`): the run stays on
+                        // its own line; the user's line comes back where the run ends. The
+                        // user's `.loc` stays too (with no instruction under it): a later
+                        // `inlined_at` may name its position, which ptxas wants seen before.
+                        let mut moved = l.clone();
+                        moved.line = INSERTED_LINE;
+                        moved.inlined = None;
+                        new.push(s.clone());
+                        new.push(Statement::Loc(moved));
+                        continue;
+                    }
+                }
                 Statement::Inst(i) => {
                     let inserted = !kept.contains(&i.id);
                     if inserted != in_inserted {
@@ -289,23 +304,6 @@ fn every_shipped_example_keeps_its_floating_point_instructions_when_instrumented
                     // code into both sides of a branch (seen in options.cu under `strict`,
                     // where nothing can be contracted): the same operations, the same bits.
                     if n.unwrap_or(0) < w.unwrap_or(0) || (w.is_none() && n.is_some()) {
-                        if let Some(dir) = std::env::var_os("MANTISSA_SASS_DUMP") {
-                            let stem = format!(
-                                "{}_{flags}_{analysis}",
-                                spec.file_stem().unwrap().to_string_lossy()
-                            );
-                            let dir = std::path::PathBuf::from(dir);
-                            std::fs::write(
-                                dir.join(format!("{stem}.ptx")),
-                                not_unrolled(&merged).to_string(),
-                            )
-                            .unwrap();
-                            std::fs::write(
-                                dir.join(format!("{stem}.orig.ptx")),
-                                not_unrolled(&original).to_string(),
-                            )
-                            .unwrap();
-                        }
                         failures.push(format!(
                             "{} {flags} {analysis}: {}:{}: {} as built {w:?}, instrumented {n:?}",
                             spec.display(),
@@ -339,8 +337,8 @@ fn registers_and_sass_instructions_per_example() {
     let rt = runtime::compile(&nvrtc, &runtime::SHADOW, arch).unwrap_or_else(|e| panic!("{e}"));
     let values_rt =
         runtime::compile(&nvrtc, &runtime::SHADOW_VALUES, arch).unwrap_or_else(|e| panic!("{e}"));
-    println!("| example | build | registers | stack B | spills B | SASS instructions |");
-    println!("|---|---|---:|---:|---:|---:|");
+    println!("| example (kernel) | build | registers | stack B | spills B | SASS instructions | LDL+STL | LD+ST (generic) |");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|");
     for spec in example_specs() {
         let original = built(&spec, FlagSet::DEFAULT);
         let kernels: Vec<String> = original.kernels().map(|f| f.name.clone()).collect();
@@ -384,9 +382,18 @@ fn registers_and_sass_instructions_per_example() {
                     .filter(|l| &l.function == k)
                     .flat_map(|l| l.ops.values())
                     .sum();
+                let ops = |names: &[&str]| -> u32 {
+                    sass.lines
+                        .iter()
+                        .filter(|l| &l.function == k)
+                        .flat_map(|l| names.iter().filter_map(|n| l.ops.get(*n)))
+                        .sum()
+                };
+                let local = ops(&["LDL", "STL"]);
+                let generic = ops(&["LD", "ST"]);
                 let short: String = k.chars().take(28).collect();
                 println!(
-                    "| {name} ({short}) | {build} | {} | {} | {} | {count} |",
+                    "| {name} ({short}) | {build} | {} | {} | {} | {count} | {local} | {generic} |",
                     r.and_then(|r| r.registers)
                         .map_or("?".into(), |n| n.to_string()),
                     r.map_or(0, |r| r.stack_frame_bytes),

@@ -19,7 +19,8 @@
 //! ([`crate::pass::inline`]) replaces every call of the per-execution runtime functions by
 //! their bodies, so the runtime stays one CUDA header on `mantissa.cuh`'s twin arithmetic and
 //! ptxas sees straight-line code. Statistics accumulate per thread in a record of the function's
-//! `.local` array (plain loads and stores; zeroed at entry by `mantissa_sv_zero`) and are
+//! `.local` array (`ld.local`/`st.local` at constant offsets, which cannot alias the program's
+//! memory; zeroed at entry by `mantissa_sv_zero`) and are
 //! flushed once per exit (`mantissa_sv_flush`, before every `ret`/`exit`, under its guard):
 //! warp peers combine each word by shuffles and one lane adds it with one atomic into one of
 //! [`COPIES`] copies of the record chosen by its SM, which [`ValuesReport::decode`] sums. A

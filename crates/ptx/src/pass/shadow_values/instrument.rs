@@ -100,9 +100,10 @@ pub fn instrument(module: &Module) -> Result<Instrumented, ValuesError> {
                 init: None,
                 line: SrcLine(0),
             }),
+            // The local-space address: the runtime reads it with ld.local/st.local.
             instruction(
-                "cvta",
-                &["local", "u64"],
+                "mov",
+                &["u64"],
                 vec![reg(&records.base), Operand::Symbol(array)],
             ),
         ]
@@ -185,7 +186,7 @@ struct State {
     notes: Vec<String>,
 }
 
-/// Where a function's thread records are: the register holding the generic address of its
+/// Where a function's thread records are: the register holding the local-space address of its
 /// `.local` array, its sites' records (global `first_site..first_site + sites`, slots from 0)
 /// and its re-seed points' (global from `first_reseed`, slots after the sites').
 #[derive(Debug, Clone)]
@@ -269,7 +270,8 @@ impl<'a, 'f> FunctionRewrite<'a, 'f> {
             .filter(|t| matches!(t, ValueType::F32 | ValueType::F64))
     }
 
-    /// The generic address of `record`'s thread record, computed into a new register by `code`.
+    /// The local-space address of `record`'s thread record, computed into a new register by
+    /// `code`.
     fn record_address(
         &mut self,
         record: u32,

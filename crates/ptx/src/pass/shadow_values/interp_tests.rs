@@ -123,7 +123,11 @@ fn runnable(m: &Module) -> Module {
             let mut code = Vec::new();
             if callee == ZERO_FUNCTION {
                 for w in 0..i64::from(number(&args[1])) * words {
-                    code.push(instruction("st", &["u64"], vec![at(8 * w), int(0)]));
+                    code.push(instruction(
+                        "st",
+                        &["local", "u64"],
+                        vec![at(8 * w), int(0)],
+                    ));
                 }
             } else {
                 let (first_site, sites) = (number(&args[1]), number(&args[2]));
@@ -147,7 +151,7 @@ fn runnable(m: &Module) -> Module {
                         if sum {
                             code.push(instruction(
                                 "ld",
-                                &["f64"],
+                                &["local", "f64"],
                                 vec![Operand::Reg(SUM.into()), mine],
                             ));
                             code.push(instruction(
@@ -158,7 +162,7 @@ fn runnable(m: &Module) -> Module {
                         } else {
                             code.push(instruction(
                                 "ld",
-                                &["u64"],
+                                &["local", "u64"],
                                 vec![Operand::Reg(WORD.into()), mine],
                             ));
                             let op = if max { "max" } else { "add" };
