@@ -560,7 +560,9 @@ extern "C" __device__ __noinline__ void mantissa_sv_flush(
     unsigned long long acc, unsigned int first_site, unsigned int sites,
     unsigned int first_reseed, unsigned int reseeds)
 {
-    unsigned int peers = __match_any_sync(__activemask(), first_site ^ (first_reseed << 16));
+    // Lanes flushing the same function's records together (one key per function: its ranges).
+    unsigned int peers =
+        __match_any_sync(__activemask(), ((unsigned long long)first_site << 32) | first_reseed);
     unsigned int lane;
     unsigned int sm;
     asm("mov.u32 %0, %%laneid;" : "=r"(lane));
