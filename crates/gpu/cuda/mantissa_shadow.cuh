@@ -23,23 +23,21 @@
 //     (inf, no operand inf), DIV_BY_ZERO, SUBNORMAL.
 //
 // NEEDS FROM THE MODULE IT IS MERGED INTO
-//   __mantissa_shadow: `.global .align 128 .u64 __mantissa_shadow[16 * 32 * N];`, N greater than
-//   every site passed: per site MANTISSA_SHADOW_STRIPES (32) copies of its record, each
-//   MANTISSA_SHADOW_STRIPE_WORDS (16) 8-byte words long (one 128-byte line), copy c of site s at
-//   word (s * 32 + c) * 16, holding MANTISSA_SHADOW_WORDS words in the order of the
-//   MANTISSA_SHADOW_* indices below (mantissa_ptx::pass::shadow::{Word, STRIPES, STRIPE_WORDS,
-//   record_offset}). A warp adds into copy %smid mod 32: atomics on one address serialise, and
-//   a site run by every warp of the grid would queue them all on one word. The pass adds the
-//   global, zero-initialised; the host reads it back with Gpu::read_symbol, decodes it with
-//   ShadowReport::decode (counts and sums added over the copies, maxima by max), and zeroes it
-//   with Gpu::write_symbol before a run that must start from zero.
+//   __mantissa_shadow: `.global .align 8 .u64 __mantissa_shadow[N * 16 * 11];`, N greater than
+//   every site passed: per site MANTISSA_SHADOW_COPIES copies side by side of its record of
+//   MANTISSA_SHADOW_WORDS 8-byte words, in the order of the MANTISSA_SHADOW_* indices below
+//   (mantissa_ptx::pass::shadow::Word); a warp adds into the copy of its SM (%smid mod 16),
+//   the pass's own per-thread atomics into copy 0, and ShadowReport::decode sums them. The pass adds it,
+//   zero-initialised; the host reads it back with Gpu::read_symbol and decodes it with
+//   ShadowReport::decode, and zeroes it with Gpu::write_symbol before a run that must start
+//   from zero.
 //
 // WHAT THE REWRITER PASSES
 //   The site index as an immediate. A measured f64 instruction inside a loop accumulates per
 //   thread (in registers, or in a .local array past mantissa_ptx's ACCUMULATED_PER_FUNCTION):
 //   count, sum and max, the relative error computed inline exactly as mantissa_shadow_demotion
 //   does, summed with add.rn.f64, maximum by max.f64; it counts its rare r64 == +-0 and
-//   non-finite executions by one red.global.add.u64 per thread on copy 0 of the record's words, and
+//   non-finite executions by one red.global.add.u64 per thread on the record's words, and
 //   mantissa_shadow_flush is called for it before every ret/exit of the function, under that
 //   instruction's guard. A measured f64 instruction outside every loop calls
 //   mantissa_shadow_demotion, under its guard, after every execution.
@@ -68,8 +66,7 @@
 //   Everything here is named mantissa_ or __mantissa_ so that merging cannot clash with user names.
 
 #define MANTISSA_SHADOW_WORDS 11
-#define MANTISSA_SHADOW_STRIPES 32u
-#define MANTISSA_SHADOW_STRIPE_WORDS 16u
+#define MANTISSA_SHADOW_COPIES 16  // copies of each site's record; a warp adds into its SM's
 #define MANTISSA_SHADOW_COUNT 0
 #define MANTISSA_SHADOW_SUM 1
 #define MANTISSA_SHADOW_MAX 2
@@ -126,14 +123,14 @@ static __device__ __forceinline__ void mantissa_shadow_add(
     }
 }
 
-// The calling warp's copy of site `site`'s record (see NEEDS above).
+// Site `site`'s record in the copy of this warp's SM (the host sums the copies): warps of
+// different SMs add into different addresses, so fewer atomics wait on one another.
 static __device__ __forceinline__ unsigned long long *mantissa_shadow_record(unsigned int site)
 {
-    unsigned int smid;
-    asm("mov.u32 %0, %%smid;" : "=r"(smid));
-    unsigned long long copy = (unsigned long long)site * MANTISSA_SHADOW_STRIPES
-        + smid % MANTISSA_SHADOW_STRIPES;
-    return &__mantissa_shadow[copy * MANTISSA_SHADOW_STRIPE_WORDS];
+    unsigned int sm;
+    asm("mov.u32 %0, %%smid;" : "=r"(sm));
+    unsigned long long copy = sm % MANTISSA_SHADOW_COPIES;
+    return &__mantissa_shadow[((unsigned long long)site * MANTISSA_SHADOW_COPIES + copy) * MANTISSA_SHADOW_WORDS];
 }
 
 static __device__ __forceinline__ bool mantissa_shadow_finite(double x)

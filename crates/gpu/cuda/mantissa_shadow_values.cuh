@@ -10,17 +10,24 @@
 //
 // PROVIDES (every value argument is a double: f32 values widened exactly by the caller)
 //   struct mantissa_sv_pair { double hi, lo; }: a double-word shadow, or (f64 shadow, 0).
-//   extern "C" mantissa_sv_pair mantissa_sv_arith(unsigned int record, unsigned int how,
-//       double a, double ah, double al, double b, double bh, double bl,
+//   A thread's RECORD is MANTISSA_SV_WORDS 8-byte words in a .local array of its function (the
+//   pass declares it; `acc` is its address in the local state space, read and written with
+//   ld.local/st.local): the statistics of one site or re-seed
+//   point, accumulated per thread and flushed once at every exit of the function.
+//   extern "C" mantissa_sv_pair mantissa_sv_<op>_<type>(unsigned long long acc,
+//       unsigned int how, double a, double ah, double al, double b, double bh, double bl,
 //       double c, double ch, double cl, double r)
+//     <op> add sub mul fma div rcp sqrt rsqrt convert round, <type> f64 or f32 (the result's).
 //     One execution of a site: operands a, b, c (unused ones 0) with their shadows (ah, al)...,
-//     its result r. `how` = operation | flags | rounding (MANTISSA_SV_* below). Returns the
-//     result's shadow: the operation in double-word on the operands' shadows (for an f32 site,
-//     MANTISSA_SV_F32, rounded to one double: (hi, 0)). Records, into `record`:
+//     its result r; `how` = flags | rounding (MANTISSA_SV_NO_LOCAL, _NO_VALUE, the rounding of
+//     ROUND << MANTISSA_SV_MODE_SHIFT). Returns the result's shadow: for f64, the operation in
+//     double-word on the operands' shadows; for f32, the exact operation on the f64 shadows
+//     rounded once to a double (hi, 0) (a double-word operand of a conversion: its hi).
+//     Records, into the thread's record at `acc`:
 //       EXECUTIONS += 1;
-//       local error (unless MANTISSA_SV_NO_LOCAL): x = the exact operation on the operand VALUES
-//         in double-word (exact for add, sub, mul, conversions and roundings to integers; 3u^2
-//         fma, 3u^2 div, 25/8u^2 sqrt, u = 2^-53);
+//       local error (unless MANTISSA_SV_NO_LOCAL): x = the exact operation on the operand
+//         VALUES in double-word (exact for add, sub, mul, conversions and roundings to integers;
+//         3u^2 fma, 3u^2 div, 25/8u^2 sqrt, u = 2^-53);
 //         x or r not finite -> LOCAL_NON_FINITE; x = 0 -> LOCAL_ZERO; else
 //         e = |x - r| / |x| as __ddiv_rn(|dw_sub_base(x, r).hi|, |x.hi|) -> LOCAL_COUNT/SUM/MAX;
 //       accumulated error (unless MANTISSA_SV_NO_VALUE): s = the returned shadow;
@@ -30,9 +37,9 @@
 //         b = E - exponent(r) >= 10 bits, E the largest exponent of the addends' values (a*b
 //         rounded, and c, for an fma), 64 when r = 0, AND some operand carried an accumulated
 //         error (its shadow differs from its value) -> CANCELLATIONS += 1, CANCEL_MAX_BITS max.
-//     MANTISSA_SV_RESEED: shadow := (r, 0) and RESEEDED += 1; nothing else is measured.
-//   extern "C" mantissa_sv_pair mantissa_sv_load(unsigned int record, unsigned long long address,
-//       double value, unsigned int f32)
+//     Sums are added in the thread's order (__dadd_rn), maxima by fmax.
+//   extern "C" mantissa_sv_pair mantissa_sv_load(unsigned long long acc,
+//       unsigned long long address, double value, unsigned int f32)
 //     A float loaded from `address`: its shadow is value + the difference stored for it in the
 //     shadow buffer (f64x2 for an f64, f64 for an f32), or (value, 0) when the address is in no
 //     registered buffer (RESEEDED += 1). EXECUTIONS += 1.
@@ -44,13 +51,24 @@
 //   extern "C" void mantissa_sv_clear(unsigned long long address, unsigned int bytes)
 //     A store the pass cannot shadow (an integer store, an atomic): zeroes the differences of
 //     `bytes` bytes of data at `address` (shadow := value).
-//   extern "C" void mantissa_sv_reseed(unsigned int record)
-//     A re-seed point that is not a site (a load from unshadowed memory, bits moved from an
+//   extern "C" void mantissa_sv_reseed(unsigned long long acc)
+//     A re-seed (a site that cannot propagate, a load from unshadowed memory, bits moved from an
 //     integer, a call result...): EXECUTIONS += 1, RESEEDED += 1 (the caller sets shadow := value).
+//   extern "C" void mantissa_sv_zero(unsigned long long acc, unsigned int records)
+//     Zeroes `records` records at `acc` (at the entry of a function).
+//   extern "C" void mantissa_sv_flush(unsigned long long acc, unsigned int first_site,
+//       unsigned int sites, unsigned int first_reseed, unsigned int reseeds)
+//     At an exit of a function: its thread records (`sites` sites from global record
+//     `first_site`, then `reseeds` re-seed points from `first_reseed`) added to __mantissa_values:
+//     the lanes flushing together (__match_any_sync on the ranges) combine each word by
+//     shuffles (counts and sums added, maxima by max), and the lowest lane adds it with one
+//     atomic into copy (its %smid mod MANTISSA_SV_COPIES) of the record. Words zero in every
+//     peer are skipped.
 //
 // NEEDS FROM THE MODULE IT IS MERGED INTO
-//   __mantissa_values: `.global .align 8 .u64 __mantissa_values[14 * N]`: one record of
-//     MANTISSA_SV_WORDS 8-byte words per site and re-seed point, in the order of the
+//   __mantissa_values: `.global .align 8 .u64 __mantissa_values[N * 16 * 14]`: per site and
+//     re-seed point, MANTISSA_SV_COPIES copies side by side of its record of MANTISSA_SV_WORDS
+//     8-byte words, in the order of the
 //     MANTISSA_SV_W_* indices (mantissa_ptx::pass::shadow_values::Word); counts u64, sums and
 //     maxima f64 (CANCEL_MAX_BITS u64). Zero-initialised by the pass.
 //   __mantissa_values_table: `.global .align 8 .u64 __mantissa_values_table[1 + 3 * 32]`: word
@@ -63,12 +81,13 @@
 //   (global or generic: for device allocations the two are the same number).
 //
 // INVARIANTS
-//   It writes nothing but __mantissa_values and the shadow buffers, and returns its results, so
-//   an instrumented kernel computes the same bits as the kernel as written. Its arithmetic is
-//   mantissa.cuh's (explicit _rn intrinsics, which no flag set changes) and _rn intrinsics here.
-//   Lanes of a warp that record together (__match_any_sync by record) are aggregated first:
-//   ballots for counts, shuffles for sums and maxima, then one atomic per changed word from the
-//   lowest lane. Sums depend on scheduling (atomicAdd on doubles); counts and maxima are exact.
+//   It writes nothing but the thread records given to it, __mantissa_values and the shadow
+//   buffers, and returns its results, so an instrumented kernel computes the same bits as the
+//   kernel as written. Its arithmetic is mantissa.cuh's (explicit _rn intrinsics, which no flag
+//   set changes) and _rn intrinsics here. Everything but mantissa_sv_zero and mantissa_sv_flush
+//   is written to be inlined (mantissa_ptx::pass::inline, after the merge): no local depot,
+//   no warp operation, plain loads and stores of the thread's record. Sums over threads depend
+//   on scheduling (atomicAdd on doubles); counts and maxima are exact.
 //   A buffer is read and written with one element type (an f64 buffer by f64 accesses): the
 //   difference of an element is found at shadow + 2 (address - base) with the width of the
 //   access. Needs sm_70+.
@@ -116,6 +135,7 @@
 #define MANTISSA_SV_MODE_SHIFT 8u // ROUND: 0 rni, 1 rzi, 2 rmi, 3 rpi
 
 #define MANTISSA_SV_MAX_BUFFERS 32
+#define MANTISSA_SV_COPIES 16  // copies of __mantissa_values that warps flush into
 #define MANTISSA_SV_CANCEL_BITS 10
 
 extern __device__ unsigned long long __mantissa_values[];
@@ -149,68 +169,6 @@ static __device__ __forceinline__ double mantissa_sv_shfl(unsigned int mask, dou
     asm volatile("shfl.sync.idx.b32 %0, %0, %1, 31, %2;" : "+r"(hi) : "r"(from), "r"(mask));
     asm volatile("shfl.sync.idx.b32 %0, %0, %1, 31, %2;" : "+r"(lo) : "r"(from), "r"(mask));
     return __hiloint2double(hi, lo);
-}
-
-// The lanes calling together with the same record, and whether this lane speaks for them.
-struct mantissa_sv_peers {
-    unsigned int mask;
-    bool leader;
-    unsigned long long *record;
-};
-
-static __device__ __forceinline__ mantissa_sv_peers mantissa_sv_group(unsigned int record)
-{
-    mantissa_sv_peers g;
-    g.mask = __match_any_sync(__activemask(), record);
-    unsigned int lane;
-    asm("mov.u32 %0, %%laneid;" : "=r"(lane));
-    g.leader = lane == (unsigned int)(__ffs(g.mask) - 1);
-    g.record = &__mantissa_values[(unsigned long long)record * MANTISSA_SV_WORDS];
-    return g;
-}
-
-// Word `w` += the number of peers with `counted`.
-static __device__ __forceinline__ void mantissa_sv_count(const mantissa_sv_peers &g, int w, bool counted)
-{
-    unsigned int n = __popc(__ballot_sync(g.mask, counted));
-    if (g.leader && n != 0) {
-        atomicAdd(&g.record[w], (unsigned long long)n);
-    }
-}
-
-// Words w, w+1, w+2 (count, sum, max) take the peers' `e` where `measured` (e >= 0, finite).
-static __device__ void mantissa_sv_error(const mantissa_sv_peers &g, int w, bool measured, double e)
-{
-    unsigned int lanes = __ballot_sync(g.mask, measured);
-    if (lanes == 0) {
-        return;
-    }
-    double x = measured ? e : 0.0;
-    double sum = 0.0;
-    double max = 0.0;
-    for (unsigned int rest = g.mask; rest != 0; rest &= rest - 1) {
-        double v = mantissa_sv_shfl(g.mask, x, __ffs(rest) - 1);
-        sum = __dadd_rn(sum, v);
-        max = fmax(max, v);
-    }
-    if (g.leader) {
-        atomicAdd(&g.record[w], (unsigned long long)__popc(lanes));
-        atomicAdd((double *)&g.record[w + 1], sum);
-        atomicMax(&g.record[w + 2], (unsigned long long)__double_as_longlong(max));
-    }
-}
-
-// Word w = max(word, the peers' `bits` where `counted`), by shuffles (no sm_80 reductions).
-static __device__ void mantissa_sv_max_bits(const mantissa_sv_peers &g, int w, bool counted, unsigned int bits)
-{
-    double x = counted ? (double)bits : 0.0;
-    double max = 0.0;
-    for (unsigned int rest = g.mask; rest != 0; rest &= rest - 1) {
-        max = fmax(max, mantissa_sv_shfl(g.mask, x, __ffs(rest) - 1));
-    }
-    if (g.leader && max != 0.0) {
-        atomicMax(&g.record[w], (unsigned long long)max);
-    }
 }
 
 // |x - r| / |x| for an exact value x (double-word) and a double r; `ok` false when undefined
@@ -308,68 +266,140 @@ static __device__ __forceinline__ bool mantissa_sv_carries(double v, double h, d
     return v != h || l != 0.0;
 }
 
-extern "C" __device__ __noinline__ mantissa_sv_pair mantissa_sv_arith(
-    unsigned int record, unsigned int how, double a, double ah, double al, double b, double bh,
-    double bl, double c, double ch, double cl, double r)
+// The operation on f64 shadows of f32 values: one double, the exact operation rounded once
+// (the f64 shadow of an f32 needs no double-word).
+static __device__ __forceinline__ double mantissa_sv_shadow32(
+    unsigned int op, unsigned int mode, mantissa::f64x2 a, mantissa::f64x2 b, mantissa::f64x2 c)
+{
+    switch (op) {
+    case MANTISSA_SV_ADD: return __dadd_rn(a.hi, b.hi);
+    case MANTISSA_SV_SUB: return __dsub_rn(a.hi, b.hi);
+    case MANTISSA_SV_MUL: return __dmul_rn(a.hi, b.hi);
+    case MANTISSA_SV_FMA: return __fma_rn(a.hi, b.hi, c.hi);
+    case MANTISSA_SV_DIV: return __ddiv_rn(a.hi, b.hi);
+    case MANTISSA_SV_RCP: return __drcp_rn(a.hi);
+    case MANTISSA_SV_SQRT: return __dsqrt_rn(a.hi);
+    case MANTISSA_SV_RSQRT: return __ddiv_rn(1.0, __dsqrt_rn(a.hi));
+    case MANTISSA_SV_ROUND: return mantissa_sv_round(a, mode).hi;
+    default: return a.hi;  // CONVERT: a double-word operand's nearest double
+    }
+}
+
+// Word w of the thread record at local-space address `at`, read and written with ld.local and
+// st.local: C++ has no pointer to local memory, and through a generic pointer ptxas would
+// neither know the space nor that the user's global accesses cannot alias the record. Both
+// volatile with a memory clobber, so that NVVM keeps their order.
+static __device__ __forceinline__ unsigned long long mantissa_sv_get(unsigned long long at, int w)
+{
+    unsigned long long v;
+    asm volatile("ld.local.u64 %0, [%1];" : "=l"(v) : "l"(at + 8ull * w) : "memory");
+    return v;
+}
+
+static __device__ __forceinline__ void mantissa_sv_put(unsigned long long at, int w, unsigned long long v)
+{
+    asm volatile("st.local.u64 [%0], %1;" ::"l"(at + 8ull * w), "l"(v) : "memory");
+}
+
+static __device__ __forceinline__ void mantissa_sv_bump(unsigned long long at, int w)
+{
+    mantissa_sv_put(at, w, mantissa_sv_get(at, w) + 1);
+}
+
+// The statistics of one error measurement into words w..w+4 of a thread's record (count, sum,
+// max, zero, non-finite).
+static __device__ __forceinline__ void mantissa_sv_note(
+    unsigned long long at, int w, bool ok, bool zero, double e)
+{
+    if (ok) {
+        mantissa_sv_bump(at, w);
+        double sum = __longlong_as_double((long long)mantissa_sv_get(at, w + 1));
+        double max = __longlong_as_double((long long)mantissa_sv_get(at, w + 2));
+        mantissa_sv_put(at, w + 1, (unsigned long long)__double_as_longlong(__dadd_rn(sum, e)));
+        mantissa_sv_put(at, w + 2, (unsigned long long)__double_as_longlong(fmax(max, e)));
+    } else if (zero) {
+        mantissa_sv_bump(at, w + 3);
+    } else {
+        mantissa_sv_bump(at, w + 4);
+    }
+}
+
+// One execution of a site whose operation is OP (F32: its result is an f32), into the thread's
+// record at `acc`; returns the result's shadow. See mantissa_sv_<op>_<type> in the header.
+template <unsigned int OP, bool F32>
+static __device__ __forceinline__ mantissa_sv_pair mantissa_sv_site(
+    unsigned long long acc, unsigned int how, double a, double ah, double al, double b,
+    double bh, double bl, double c, double ch, double cl, double r)
 {
     using namespace mantissa;
-    mantissa_sv_peers g = mantissa_sv_group(record);
-    unsigned int op = how & MANTISSA_SV_OP_MASK;
-    bool reseed = op == MANTISSA_SV_RESEED;
-    mantissa_sv_count(g, MANTISSA_SV_W_EXECUTIONS, true);
-    mantissa_sv_count(g, MANTISSA_SV_W_RESEEDED, reseed);
-    if (__ballot_sync(g.mask, !reseed) == 0) {
-        return mantissa_sv_make(r, 0.0);
-    }
+    unsigned int mode = (how >> MANTISSA_SV_MODE_SHIFT) & 3u;
+    mantissa_sv_bump(acc, MANTISSA_SV_W_EXECUTIONS);
+    f64x2 s = F32 ? dw_from_base(mantissa_sv_shadow32(OP, mode, dw_make(ah, al), dw_make(bh, bl),
+                                                      dw_make(ch, cl)))
+                  : mantissa_sv_shadow(OP, mode, dw_make(ah, al), dw_make(bh, bl), dw_make(ch, cl));
 
-    f64x2 s = reseed ? dw_from_base(r)
-                     : mantissa_sv_shadow(op, (how >> MANTISSA_SV_MODE_SHIFT) & 3u, dw_make(ah, al),
-                                          dw_make(bh, bl), dw_make(ch, cl));
-    if ((how & MANTISSA_SV_F32) != 0) {
-        s = dw_from_base(s.hi);  // the f64 shadow of an f32: hi is RN(hi + lo)
-    }
-
-    bool local = !reseed && (how & MANTISSA_SV_NO_LOCAL) == 0;
-    bool ok = false, zero = false;
-    double e = 0.0;
+    bool local = (how & MANTISSA_SV_NO_LOCAL) == 0;
     if (local) {
-        unsigned int mode = (how >> MANTISSA_SV_MODE_SHIFT) & 3u;
-        e = mantissa_sv_relative(mantissa_sv_exact(op, mode, a, b, c), r, ok, zero);
+        bool ok = false, zero = false;
+        double e = mantissa_sv_relative(mantissa_sv_exact(OP, mode, a, b, c), r, ok, zero);
+        mantissa_sv_note(acc, MANTISSA_SV_W_LOCAL_COUNT, ok, zero, e);
     }
-    mantissa_sv_count(g, MANTISSA_SV_W_LOCAL_ZERO, local && zero);
-    mantissa_sv_count(g, MANTISSA_SV_W_LOCAL_NON_FINITE, local && !ok && !zero);
-    mantissa_sv_error(g, MANTISSA_SV_W_LOCAL_COUNT, local && ok, e);
-
-    bool value = !reseed && (how & MANTISSA_SV_NO_VALUE) == 0;
-    bool acc_ok = false, acc_zero = false;
-    double acc = 0.0;
-    if (value) {
-        acc = mantissa_sv_relative(s, r, acc_ok, acc_zero);
+    if ((how & MANTISSA_SV_NO_VALUE) == 0) {
+        bool ok = false, zero = false;
+        double e = mantissa_sv_relative(s, r, ok, zero);
+        mantissa_sv_note(acc, MANTISSA_SV_W_ACC_COUNT, ok, zero, e);
     }
-    mantissa_sv_count(g, MANTISSA_SV_W_ACC_ZERO, value && acc_zero);
-    mantissa_sv_count(g, MANTISSA_SV_W_ACC_NON_FINITE, value && !acc_ok && !acc_zero);
-    mantissa_sv_error(g, MANTISSA_SV_W_ACC_COUNT, value && acc_ok, acc);
-
     // Cancellation: the bits the sum lost against its largest addend, by value.
-    bool sum_op = op == MANTISSA_SV_ADD || op == MANTISSA_SV_SUB || op == MANTISSA_SV_FMA;
-    unsigned int lost = 0;
-    if (local && sum_op && mantissa_sv_finite(r)) {
-        double x = op == MANTISSA_SV_FMA ? __dmul_rn(a, b) : a;
-        double y = op == MANTISSA_SV_FMA ? c : b;
-        int ex = 0, ey = 0, er = 0;
-        bool hx = exponent(x, ex), hy = exponent(y, ey);
-        int big = hx && hy ? max(ex, ey) : (hx ? ex : ey);
-        bool carried = mantissa_sv_carries(a, ah, al) || mantissa_sv_carries(b, bh, bl)
-                       || (op == MANTISSA_SV_FMA && mantissa_sv_carries(c, ch, cl));
-        if ((hx || hy) && carried) {
-            int bits = exponent(r, er) ? big - er : 64;
-            lost = bits >= MANTISSA_SV_CANCEL_BITS ? (unsigned int)min(bits, 64) : 0u;
+    if (OP == MANTISSA_SV_ADD || OP == MANTISSA_SV_SUB || OP == MANTISSA_SV_FMA) {
+        if (local && mantissa_sv_finite(r)) {
+            double x = OP == MANTISSA_SV_FMA ? __dmul_rn(a, b) : a;
+            double y = OP == MANTISSA_SV_FMA ? c : b;
+            int ex = 0, ey = 0, er = 0;
+            bool hx = exponent(x, ex), hy = exponent(y, ey);
+            int big = hx && hy ? max(ex, ey) : (hx ? ex : ey);
+            bool carried = mantissa_sv_carries(a, ah, al) || mantissa_sv_carries(b, bh, bl)
+                           || (OP == MANTISSA_SV_FMA && mantissa_sv_carries(c, ch, cl));
+            if ((hx || hy) && carried) {
+                int bits = exponent(r, er) ? big - er : 64;
+                if (bits >= MANTISSA_SV_CANCEL_BITS) {
+                    unsigned long long lost = (unsigned long long)min(bits, 64);
+                    mantissa_sv_bump(acc, MANTISSA_SV_W_CANCELLATIONS);
+                    mantissa_sv_put(acc, MANTISSA_SV_W_CANCEL_MAX_BITS,
+                                    max(mantissa_sv_get(acc, MANTISSA_SV_W_CANCEL_MAX_BITS), lost));
+                }
+            }
         }
     }
-    mantissa_sv_count(g, MANTISSA_SV_W_CANCELLATIONS, lost != 0);
-    mantissa_sv_max_bits(g, MANTISSA_SV_W_CANCEL_MAX_BITS, lost != 0, lost);
     return mantissa_sv_make(s.hi, s.lo);
 }
+
+#define MANTISSA_SV_SITE(name, OP, F32)                                                          \
+    extern "C" __device__ __noinline__ mantissa_sv_pair name(                                    \
+        unsigned long long acc, unsigned int how, double a, double ah, double al, double b,      \
+        double bh, double bl, double c, double ch, double cl, double r)                          \
+    {                                                                                            \
+        return mantissa_sv_site<OP, F32>(acc, how, a, ah, al, b, bh, bl, c, ch, cl, r);          \
+    }
+MANTISSA_SV_SITE(mantissa_sv_add_f64, MANTISSA_SV_ADD, false)
+MANTISSA_SV_SITE(mantissa_sv_sub_f64, MANTISSA_SV_SUB, false)
+MANTISSA_SV_SITE(mantissa_sv_mul_f64, MANTISSA_SV_MUL, false)
+MANTISSA_SV_SITE(mantissa_sv_fma_f64, MANTISSA_SV_FMA, false)
+MANTISSA_SV_SITE(mantissa_sv_div_f64, MANTISSA_SV_DIV, false)
+MANTISSA_SV_SITE(mantissa_sv_rcp_f64, MANTISSA_SV_RCP, false)
+MANTISSA_SV_SITE(mantissa_sv_sqrt_f64, MANTISSA_SV_SQRT, false)
+MANTISSA_SV_SITE(mantissa_sv_rsqrt_f64, MANTISSA_SV_RSQRT, false)
+MANTISSA_SV_SITE(mantissa_sv_convert_f64, MANTISSA_SV_CONVERT, false)
+MANTISSA_SV_SITE(mantissa_sv_round_f64, MANTISSA_SV_ROUND, false)
+MANTISSA_SV_SITE(mantissa_sv_add_f32, MANTISSA_SV_ADD, true)
+MANTISSA_SV_SITE(mantissa_sv_sub_f32, MANTISSA_SV_SUB, true)
+MANTISSA_SV_SITE(mantissa_sv_mul_f32, MANTISSA_SV_MUL, true)
+MANTISSA_SV_SITE(mantissa_sv_fma_f32, MANTISSA_SV_FMA, true)
+MANTISSA_SV_SITE(mantissa_sv_div_f32, MANTISSA_SV_DIV, true)
+MANTISSA_SV_SITE(mantissa_sv_rcp_f32, MANTISSA_SV_RCP, true)
+MANTISSA_SV_SITE(mantissa_sv_sqrt_f32, MANTISSA_SV_SQRT, true)
+MANTISSA_SV_SITE(mantissa_sv_rsqrt_f32, MANTISSA_SV_RSQRT, true)
+MANTISSA_SV_SITE(mantissa_sv_convert_f32, MANTISSA_SV_CONVERT, true)
+MANTISSA_SV_SITE(mantissa_sv_round_f32, MANTISSA_SV_ROUND, true)
 
 // The shadow address of `bytes` bytes of data at `address`, 0 when they are in no buffer.
 static __device__ unsigned long long mantissa_sv_address(unsigned long long address, unsigned int bytes)
@@ -388,13 +418,12 @@ static __device__ unsigned long long mantissa_sv_address(unsigned long long addr
 }
 
 extern "C" __device__ __noinline__ mantissa_sv_pair mantissa_sv_load(
-    unsigned int record, unsigned long long address, double value, unsigned int f32)
+    unsigned long long acc, unsigned long long address, double value, unsigned int f32)
 {
-    mantissa_sv_peers g = mantissa_sv_group(record);
     unsigned long long at = mantissa_sv_address(address, f32 ? 4u : 8u);
-    mantissa_sv_count(g, MANTISSA_SV_W_EXECUTIONS, true);
-    mantissa_sv_count(g, MANTISSA_SV_W_RESEEDED, at == 0);
+    mantissa_sv_bump(acc, MANTISSA_SV_W_EXECUTIONS);
     if (at == 0) {
+        mantissa_sv_bump(acc, MANTISSA_SV_W_RESEEDED);
         return mantissa_sv_make(value, 0.0);
     }
     const double *diff = (const double *)at;
@@ -437,9 +466,121 @@ extern "C" __device__ __noinline__ void mantissa_sv_clear(unsigned long long add
     }
 }
 
-extern "C" __device__ __noinline__ void mantissa_sv_reseed(unsigned int record)
+extern "C" __device__ __noinline__ void mantissa_sv_reseed(unsigned long long acc)
 {
-    mantissa_sv_peers g = mantissa_sv_group(record);
-    mantissa_sv_count(g, MANTISSA_SV_W_EXECUTIONS, true);
-    mantissa_sv_count(g, MANTISSA_SV_W_RESEEDED, true);
+    mantissa_sv_bump(acc, MANTISSA_SV_W_EXECUTIONS);
+    mantissa_sv_bump(acc, MANTISSA_SV_W_RESEEDED);
+}
+
+extern "C" __device__ __noinline__ void mantissa_sv_zero(unsigned long long acc, unsigned int records)
+{
+    for (unsigned int k = 0; k < records * MANTISSA_SV_WORDS; ++k) {
+        mantissa_sv_put(acc, (int)k, 0);
+    }
+}
+
+// A u64 from lane `from` of `mask` (`xor`: lane ^ from), through the double shuffle (bits kept).
+static __device__ __forceinline__ unsigned long long mantissa_sv_shfl_u64(
+    unsigned int mask, unsigned long long x, unsigned int from)
+{
+    return (unsigned long long)__double_as_longlong(
+        mantissa_sv_shfl(mask, __longlong_as_double((long long)x), from));
+}
+
+static __device__ __forceinline__ unsigned long long mantissa_sv_bfly_u64(unsigned long long x, unsigned int d)
+{
+    int hi = (int)(x >> 32);
+    int lo = (int)x;
+    asm volatile("shfl.sync.bfly.b32 %0, %0, %1, 31, -1;" : "+r"(hi) : "r"(d));
+    asm volatile("shfl.sync.bfly.b32 %0, %0, %1, 31, -1;" : "+r"(lo) : "r"(d));
+    return ((unsigned long long)(unsigned int)hi << 32) | (unsigned int)lo;
+}
+
+// Word kind of a record word: how peers' values combine.
+static __device__ __forceinline__ int mantissa_sv_word_kind(int w)
+{
+    // 0 count (sum of u64), 1 sum (sum of f64), 2 max (of non-negative f64 or u64 bits).
+    switch (w) {
+    case MANTISSA_SV_W_LOCAL_SUM:
+    case MANTISSA_SV_W_ACC_SUM: return 1;
+    case MANTISSA_SV_W_LOCAL_MAX:
+    case MANTISSA_SV_W_ACC_MAX:
+    case MANTISSA_SV_W_CANCEL_MAX_BITS: return 2;
+    default: return 0;
+    }
+}
+
+// One word of the peers' records combined and added to copy `copy` of the global by the leader.
+static __device__ __forceinline__ void mantissa_sv_flush_word(
+    unsigned int peers, bool leader, unsigned long long *global, int w, unsigned long long x)
+{
+    if (__ballot_sync(peers, x != 0) == 0) {
+        return;  // every peer's word is 0: nothing to add
+    }
+    int kind = mantissa_sv_word_kind(w);
+    unsigned long long total = x;
+    if (peers == 0xffffffffu) {
+        for (unsigned int d = 16; d > 0; d >>= 1) {
+            unsigned long long y = mantissa_sv_bfly_u64(total, d);
+            if (kind == 0) {
+                total += y;
+            } else if (kind == 1) {
+                total = (unsigned long long)__double_as_longlong(
+                    __dadd_rn(__longlong_as_double((long long)total), __longlong_as_double((long long)y)));
+            } else {
+                total = max(total, y);
+            }
+        }
+    } else {
+        total = 0;
+        for (unsigned int rest = peers; rest != 0; rest &= rest - 1) {
+            unsigned long long y = mantissa_sv_shfl_u64(peers, x, __ffs(rest) - 1);
+            if (kind == 0) {
+                total += y;
+            } else if (kind == 1) {
+                total = (unsigned long long)__double_as_longlong(
+                    __dadd_rn(__longlong_as_double((long long)total), __longlong_as_double((long long)y)));
+            } else {
+                total = max(total, y);
+            }
+        }
+    }
+    if (leader && total != 0) {
+        if (kind == 0) {
+            atomicAdd(&global[w], total);
+        } else if (kind == 1) {
+            atomicAdd((double *)&global[w], __longlong_as_double((long long)total));
+        } else {
+            atomicMax(&global[w], total);  // non-negative doubles order as their bits
+        }
+    }
+}
+
+extern "C" __device__ __noinline__ void mantissa_sv_flush(
+    unsigned long long acc, unsigned int first_site, unsigned int sites,
+    unsigned int first_reseed, unsigned int reseeds)
+{
+    // Lanes flushing the same function's records together (one key per function: its ranges).
+    unsigned int peers =
+        __match_any_sync(__activemask(), ((unsigned long long)first_site << 32) | first_reseed);
+    unsigned int lane;
+    unsigned int sm;
+    asm("mov.u32 %0, %%laneid;" : "=r"(lane));
+    asm("mov.u32 %0, %%smid;" : "=r"(sm));
+    bool leader = lane == (unsigned int)(__ffs(peers) - 1);
+    // Warps on different SMs add into different copies (fewer same-address atomics); the host
+    // sums the copies.
+    unsigned int copy = sm % MANTISSA_SV_COPIES;  // the same for the whole warp
+    for (unsigned int k = 0; k < sites + reseeds; ++k) {
+        unsigned int record = k < sites ? first_site + k : first_reseed + (k - sites);
+        unsigned long long mine = acc + 8ull * k * MANTISSA_SV_WORDS;
+        unsigned long long *global =
+            &__mantissa_values[((unsigned long long)record * MANTISSA_SV_COPIES + copy) * MANTISSA_SV_WORDS];
+        if (__ballot_sync(peers, mantissa_sv_get(mine, MANTISSA_SV_W_EXECUTIONS) != 0) == 0) {
+            continue;  // no peer executed it: every word is 0
+        }
+        for (int w = 0; w < MANTISSA_SV_WORDS; ++w) {
+            mantissa_sv_flush_word(peers, leader, global, w, mantissa_sv_get(mine, w));
+        }
+    }
 }

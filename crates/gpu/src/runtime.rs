@@ -37,8 +37,8 @@ pub const SHADOW: RuntimeHeader = RuntimeHeader {
     text: include_str!("../cuda/mantissa_shadow.cuh"),
 };
 
-/// The shadow-values pass's runtime (`mantissa_sv_arith`, `_load`, `_store`, `_clear`,
-/// `_reseed`), for `mantissa_ptx::pass::shadow_values`: `mantissa.cuh`, whose double-word
+/// The shadow-values pass's runtime (`mantissa_sv_<op>_<type>` per site, `_load`, `_store`,
+/// `_clear`, `_reseed`, inlined after the merge; `_zero` and `_flush` of the thread records), for `mantissa_ptx::pass::shadow_values`: `mantissa.cuh`, whose double-word
 /// arithmetic it propagates shadows with, then `mantissa_shadow_values.cuh`.
 pub const SHADOW_VALUES: RuntimeHeader = RuntimeHeader {
     name: "mantissa_shadow_values.cuh",
@@ -185,7 +185,9 @@ mod tests {
     /// The header's word indices and `how` codes are the ones the pass writes and decodes.
     #[test]
     fn the_shadow_values_header_and_the_pass_agree_on_the_layout() {
-        use mantissa_ptx::pass::shadow_values::{how, Word, MAX_BUFFERS, WORDS_PER_RECORD};
+        use mantissa_ptx::pass::shadow_values::{
+            how, site_function, Word, COPIES, MAX_BUFFERS, WORDS_PER_RECORD,
+        };
         let define = |name: &str| -> u64 {
             let line = SHADOW_VALUES
                 .text
@@ -200,6 +202,33 @@ mod tests {
         };
         assert_eq!(define("MANTISSA_SV_WORDS"), u64::from(WORDS_PER_RECORD));
         assert_eq!(define("MANTISSA_SV_MAX_BUFFERS"), MAX_BUFFERS as u64);
+        assert_eq!(define("MANTISSA_SV_COPIES"), u64::from(COPIES));
+        let shadow_copies = format!(
+            "#define MANTISSA_SHADOW_COPIES {}",
+            mantissa_ptx::pass::shadow::COPIES
+        );
+        assert!(SHADOW.text.contains(&shadow_copies), "no {shadow_copies}");
+        // Each operation's site function is defined with that operation.
+        for (op, code) in [
+            ("ADD", how::ADD),
+            ("SUB", how::SUB),
+            ("MUL", how::MUL),
+            ("FMA", how::FMA),
+            ("DIV", how::DIV),
+            ("RCP", how::RCP),
+            ("SQRT", how::SQRT),
+            ("RSQRT", how::RSQRT),
+            ("CONVERT", how::CONVERT),
+            ("ROUND", how::ROUND),
+        ] {
+            for (f32, ty) in [(false, "false"), (true, "true")] {
+                let line = format!(
+                    "MANTISSA_SV_SITE({}, MANTISSA_SV_{op}, {ty})",
+                    site_function(code, f32)
+                );
+                assert!(SHADOW_VALUES.text.contains(&line), "no {line}");
+            }
+        }
         for (name, word) in [
             ("EXECUTIONS", Word::Executions),
             ("LOCAL_COUNT", Word::LocalCount),

@@ -19,7 +19,8 @@ use mantissa_harness::{TrialError, TrialOutcome, TrialRunner, TrialTiming};
 use mantissa_ptx::link::merge_runtime;
 use mantissa_ptx::model::Module;
 use mantissa_ptx::pass::shadow_values::{
-    digits, instrument, table_bytes, ShadowedBuffer, Treatment, ValueStats, TABLE_GLOBAL,
+    digits, inline_runtime, instrument, table_bytes, ShadowedBuffer, Treatment, ValueStats,
+    TABLE_GLOBAL,
 };
 use mantissa_ptx::site::Site;
 use serde::Serialize;
@@ -251,7 +252,8 @@ pub(crate) fn run(
     let arch = runner.target_arch().ok_or(ShadowError::NoTarget)?;
     let rt = runtime::compile(gpu.compiler(), &runtime::SHADOW_VALUES, arch)
         .map_err(|e| ShadowError::Runtime(e.to_string()))?;
-    let ptx = merge_runtime(&instrumented.module, &rt)?.to_string();
+    let merged = merge_runtime(&instrumented.module, &rt)?;
+    let ptx = inline_runtime(&merged)?.to_string();
 
     let buffers: Vec<_> = runner
         .buffer_addresses()

@@ -103,7 +103,22 @@ fn inserted_code_on_its_own_line(original: &Module, instrumented: &Module) -> Mo
         let mut in_inserted = false;
         for s in std::mem::take(body) {
             match &s {
-                Statement::Loc(l) => current = Some(l.clone()),
+                Statement::Loc(l) => {
+                    current = Some(l.clone());
+                    if in_inserted {
+                        // A user's `.loc` inside a run of inserted code (code inserted before
+                        // an instruction follows that instruction's `.loc`): the run stays on
+                        // its own line; the user's line comes back where the run ends. The
+                        // user's `.loc` stays too (with no instruction under it): a later
+                        // `inlined_at` may name its position, which ptxas wants seen before.
+                        let mut moved = l.clone();
+                        moved.line = INSERTED_LINE;
+                        moved.inlined = None;
+                        new.push(s.clone());
+                        new.push(Statement::Loc(moved));
+                        continue;
+                    }
+                }
                 Statement::Inst(i) => {
                     let inserted = !kept.contains(&i.id);
                     if inserted != in_inserted {
@@ -273,7 +288,13 @@ fn every_shipped_example_keeps_its_floating_point_instructions_when_instrumented
             for (analysis, pass, rt) in &analyses {
                 let out = pass(&original);
                 let moved = inserted_code_on_its_own_line(&original, &out);
-                let merged = merge_runtime(&moved, rt).unwrap_or_else(|e| panic!("{e}"));
+                let mut merged = merge_runtime(&moved, rt).unwrap_or_else(|e| panic!("{e}"));
+                if *analysis == "shadow" {
+                    // What runs: the runtime's per-execution functions inlined, on the inserted
+                    // code's own line (the inliner keeps the caller's line).
+                    merged = mantissa_ptx::pass::shadow_values::inline_runtime(&merged)
+                        .unwrap_or_else(|e| panic!("{what}: {e}"));
+                }
                 let now = fused(&sass(&merged), &functions);
                 let keys: std::collections::BTreeSet<_> = was.keys().chain(now.keys()).collect();
                 for key in keys {
@@ -296,4 +317,89 @@ fn every_shipped_example_keeps_its_floating_point_instructions_when_instrumented
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The cost of each analysis in registers and instructions, per shipped example (default flag
+/// set, sm_90): `ptxas -v` registers, stack frame and spills of the user's kernels, and their
+/// SASS instruction count, as built and instrumented (demotion + exceptions; shadow values with
+/// the runtime called, and inlined as it runs). Prints a table; `--ignored --nocapture`.
+#[test]
+#[ignore = "prints the registers/SASS table of every example (a measurement, not a check)"]
+fn registers_and_sass_instructions_per_example() {
+    let (Some((ptxas, nvdisasm)), Some(_), Some(nvrtc)) = (
+        tools_or_skip(),
+        require_nvcc_or_skip(),
+        require_nvrtc_or_skip(),
+    ) else {
+        return;
+    };
+    let arch = Arch::new(9, 0);
+    let rt = runtime::compile(&nvrtc, &runtime::SHADOW, arch).unwrap_or_else(|e| panic!("{e}"));
+    let values_rt =
+        runtime::compile(&nvrtc, &runtime::SHADOW_VALUES, arch).unwrap_or_else(|e| panic!("{e}"));
+    println!("| example (kernel) | build | registers | stack B | spills B | SASS instructions | LDL+STL | LD+ST (generic) |");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|");
+    for spec in example_specs() {
+        let original = built(&spec, FlagSet::DEFAULT);
+        let kernels: Vec<String> = original.kernels().map(|f| f.name.clone()).collect();
+        let shadow = merge_runtime(
+            &instrument(&original, &ShadowOptions::all())
+                .unwrap_or_else(|e| panic!("{e}"))
+                .module,
+            &rt,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let called = merge_runtime(
+            &mantissa_ptx::pass::shadow_values::instrument(&original)
+                .unwrap_or_else(|e| panic!("{e}"))
+                .module,
+            &values_rt,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let inlined = mantissa_ptx::pass::shadow_values::inline_runtime(&called)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let name = spec
+            .file_stem()
+            .map(|s| s.to_string_lossy().to_string())
+            .unwrap_or_default();
+        for (build, m) in [
+            ("as built", &original),
+            ("demotion+exceptions", &shadow),
+            ("values, calls", &called),
+            ("values, inlined", &inlined),
+        ] {
+            let ptx = m.to_string();
+            let (_, log) = cubin_with(&ptxas, &ptx, "sm_90", &["-v"])
+                .unwrap_or_else(|e| panic!("{name} {build}: {e}"));
+            let resources = mantissa_ptx::ptxas::parse_verbose(&log);
+            let sass = mantissa_ptx::sass::disassemble(&ptxas, &nvdisasm, &ptx, "sm_90")
+                .unwrap_or_else(|e| panic!("{name} {build}: {e}"));
+            for k in &kernels {
+                let r = resources.iter().find(|r| &r.function == k);
+                let count: u32 = sass
+                    .lines
+                    .iter()
+                    .filter(|l| &l.function == k)
+                    .flat_map(|l| l.ops.values())
+                    .sum();
+                let ops = |names: &[&str]| -> u32 {
+                    sass.lines
+                        .iter()
+                        .filter(|l| &l.function == k)
+                        .flat_map(|l| names.iter().filter_map(|n| l.ops.get(*n)))
+                        .sum()
+                };
+                let local = ops(&["LDL", "STL"]);
+                let generic = ops(&["LD", "ST"]);
+                let short: String = k.chars().take(28).collect();
+                println!(
+                    "| {name} ({short}) | {build} | {} | {} | {} | {count} | {local} | {generic} |",
+                    r.and_then(|r| r.registers)
+                        .map_or("?".into(), |n| n.to_string()),
+                    r.map_or(0, |r| r.stack_frame_bytes),
+                    r.map_or(0, |r| r.spill_store_bytes),
+                );
+            }
+        }
+    }
 }

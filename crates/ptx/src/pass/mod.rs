@@ -19,13 +19,17 @@
 //! demotion error and the exceptions per instruction, through a merged device runtime),
 //! [`shadow_values`] (higher-precision shadow values: local and accumulated error per
 //! instruction, cancellations, shadows through memory),
+//! [`inline`] (calls of chosen device functions replaced by their bodies: the merged
+//! shadow-values runtime, inlined into the instrumented kernels),
 //! [`pin_contraction`] (ptxas's FMA contractions, read from its SASS, written into the PTX
-//! as `fma.rn` and `.rn`), and [`cause`] (the causes of CPU/GPU differences listed per site, each switchable per site: one
+//! as `fma.rn` and `.rn`), and [`cause`] (the causes of CPU/GPU differences listed per site,
+//! each switchable per site: one
 //! pass per cause).
 
 pub mod cause;
 pub mod count;
 pub mod demote;
+pub mod inline;
 pub mod pin_contraction;
 pub mod shadow;
 pub mod shadow_values;

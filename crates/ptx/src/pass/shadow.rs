@@ -57,11 +57,12 @@
 //! measured (a note says so), since any added read could change what ptxas fuses and so the
 //! program's bits.
 //!
-//! **The global**: per site [`STRIPES`] copies of a record of [`WORDS_PER_SITE`] little-endian
-//! 8-byte words (see [`Word`]; [`record_offset`]), counts as u64, the sum and the maximum as
-//! f64; the runtime `crates/gpu/cuda/mantissa_shadow.cuh` (`mantissa_gpu::runtime::SHADOW`)
-//! aggregates within the warp before one atomic per word, into the copy of the warp's SM, and
-//! [`ShadowReport::decode`] adds the copies up. The
+//! **The global**: per site, [`COPIES`] copies side by side of its record of [`WORDS_PER_SITE`]
+//! little-endian 8-byte words (see [`Word`]), counts as u64, the sum and the maximum as f64; the
+//! runtime `crates/gpu/cuda/mantissa_shadow.cuh` (`mantissa_gpu::runtime::SHADOW`) aggregates
+//! within the warp before one atomic per word into the copy of the warp's SM (fewer warps
+//! contend for one address), the inline per-thread atomics go to copy 0, and
+//! [`ShadowReport::decode`] combines the copies. The
 //! instrumented module calls `mantissa_shadow_demotion`, `mantissa_shadow_flush` and
 //! `mantissa_shadow_exception`, which
 //! [`crate::link::merge_runtime`] supplies; the instrumented kernels compute the same bits as the
@@ -97,22 +98,11 @@ pub const FLUSH_FUNCTION: &str = "mantissa_shadow_flush";
 /// The runtime function the exception slow path calls: `(site: u32, flags: u32)` ([`flags`]).
 pub const EXCEPTION_FUNCTION: &str = "mantissa_shadow_exception";
 
-/// 8-byte words of a site's record (the [`Word`]s).
-pub const WORDS_PER_SITE: u32 = 11;
-/// Copies of each site's record in the global. A warp adds into the copy of its SM (`%smid`
-/// modulo this): atomics on one address serialise in the L2, and a site executed by every warp
-/// of a short straight-line kernel (options: 8,192 warps) otherwise queues them all on one
-/// word. The host adds the copies up ([`ShadowReport::decode`]).
-pub const STRIPES: u32 = 32;
-/// 8-byte words from one copy of a record to the next: a 128-byte L2 line each, so that two
-/// copies never share a line.
-pub const STRIPE_WORDS: u32 = 16;
+/// Copies of each site's record in the global: a warp adds into copy `%smid mod COPIES`.
+pub const COPIES: u32 = 16;
 
-/// The byte offset in the global of word `w` of copy 0 of site `index`'s record (where the
-/// inline per-thread counts of rare cases go).
-pub fn record_offset(index: u32, w: Word) -> i64 {
-    8 * ((i64::from(index) * i64::from(STRIPES)) * i64::from(STRIPE_WORDS) + w as i64)
-}
+/// 8-byte words of the global per site.
+pub const WORDS_PER_SITE: u32 = 11;
 
 /// The words of one site's record, in order (the runtime's `MANTISSA_SHADOW_*` indices).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -185,7 +175,7 @@ impl ShadowOptions {
 /// One candidate instruction (see the module docs), in index order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ShadowSite {
-    /// Its record in the global: [`STRIPES`] copies from byte [`record_offset`]`(index, 0)`.
+    /// Its record in the global: words `WORDS_PER_SITE * index ..`.
     pub index: u32,
     /// Its address: function, file, line, ordinal, inlined chain.
     pub site: Site,
@@ -208,10 +198,8 @@ pub struct ShadowSite {
 pub struct ShadowReport {
     /// The statistics array's name ([`SHADOW_GLOBAL`]).
     pub global: String,
-    /// 8-byte words of a record ([`WORDS_PER_SITE`]).
+    /// 8-byte words per site ([`WORDS_PER_SITE`]).
     pub words_per_site: u32,
-    /// Copies of each record ([`STRIPES`]), [`STRIPE_WORDS`] words apart.
-    pub stripes: u32,
     /// The options it ran with.
     pub options: ShadowOptions,
     /// Every candidate, instrumented or not, in index order.
@@ -303,7 +291,7 @@ pub enum ShadowError {
 impl ShadowReport {
     /// The size of the global in bytes (at least one record: PTX has no empty arrays).
     pub fn global_bytes(&self) -> usize {
-        8 * STRIPE_WORDS as usize * self.stripes as usize * self.sites.len().max(1)
+        8 * self.words_per_site as usize * COPIES as usize * self.sites.len().max(1)
     }
 
     /// The statistics per site, from the bytes of the global as read back from the device
@@ -315,36 +303,33 @@ impl ShadowReport {
                 expected: self.global_bytes(),
             });
         }
-        let stripes = self.stripes as usize;
-        let words = STRIPE_WORDS as usize;
+        let words = self.words_per_site as usize;
         Ok(self
             .sites
             .iter()
             .map(|s| {
-                let at = s.index as usize * stripes * words * 8;
-                let bits = |copy: usize, w: Word| {
-                    let k = at + 8 * (copy * words + w as usize);
+                let copies = COPIES as usize;
+                let copy_word = |c: usize, w: Word| {
+                    let k = 8 * ((s.index as usize * copies + c) * words + w as usize);
                     let mut b = [0u8; 8];
                     b.copy_from_slice(&bytes[k..k + 8]);
                     u64::from_le_bytes(b)
                 };
-                // Counts add up over the copies, sums too (in copy order), maxima by max.
-                let word = |w: Word| (0..stripes).fold(0u64, |t, c| t.wrapping_add(bits(c, w)));
-                let sum = |w: Word| {
-                    (0..stripes)
-                        .map(|c| f64::from_bits(bits(c, w)))
-                        .sum::<f64>()
+                // Counts add over the copies; the maximum (a non-negative double's bits)
+                // is the largest; the sum adds as doubles, in copy order.
+                let word = |w: Word| match w {
+                    Word::Max => (0..copies).map(|c| copy_word(c, w)).max().unwrap_or(0),
+                    _ => (0..copies).map(|c| copy_word(c, w)).sum(),
                 };
-                let max = |w: Word| {
-                    (0..stripes)
-                        .map(|c| f64::from_bits(bits(c, w)))
-                        .fold(0.0, f64::max)
+                let float = |w: Word| match w {
+                    Word::Sum => (0..copies).map(|c| f64::from_bits(copy_word(c, w))).sum(),
+                    _ => f64::from_bits(word(w)),
                 };
                 SiteStats {
                     demotion: (s.demotion && s.instrumented).then(|| ErrorStats {
                         count: word(Word::Count),
-                        sum: sum(Word::Sum),
-                        max: max(Word::Max),
+                        sum: float(Word::Sum),
+                        max: float(Word::Max),
                         zero_reference: word(Word::ZeroReference),
                         non_finite: word(Word::NonFinite),
                     }),

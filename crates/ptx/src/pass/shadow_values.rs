@@ -11,8 +11,22 @@
 //!
 //! **Propagation.** At `add sub mul fma/mad div rcp sqrt rsqrt` (f32 and f64, `.approx` forms
 //! included: the shadow is the exact operation) and float-to-float `cvt` (rounding to an integral
-//! value too), the runtime's `mantissa_sv_arith` computes the result's shadow from the operands'
-//! shadows in double-word (an f32 result keeps the double nearest). `mov`, `neg`, `abs`, `selp`,
+//! value too), the runtime's `mantissa_sv_<op>_<type>` ([`site_function`]) computes the result's
+//! shadow from the operands' shadows: in double-word for an f64 result, as the exact operation
+//! rounded once to a double for an f32 one (its shadow is one f64).
+//!
+//! **Cost.** Nothing is called per execution: after the merge, [`inline_runtime`]
+//! ([`crate::pass::inline`]) replaces every call of the per-execution runtime functions by
+//! their bodies, so the runtime stays one CUDA header on `mantissa.cuh`'s twin arithmetic and
+//! ptxas sees straight-line code. Statistics accumulate per thread in a record of the function's
+//! `.local` array (`ld.local`/`st.local` at constant offsets, which cannot alias the program's
+//! memory; zeroed at entry by `mantissa_sv_zero`) and are
+//! flushed once per exit (`mantissa_sv_flush`, before every `ret`/`exit`, under its guard):
+//! warp peers combine each word by shuffles and one lane adds it with one atomic into one of
+//! [`COPIES`] copies of the record chosen by its SM, which [`ValuesReport::decode`] sums. A
+//! `.local` array rather than registers for the hottest sites (as `pass::shadow` does for the
+//! demotion error): a record is 14 words, too many to keep in registers for many sites, and a
+//! thread's own local words stay in L1. `mov`, `neg`, `abs`, `selp`,
 //! `min`/`max` (the shadow of the operand chosen) are a few inline PTX instructions on the
 //! shadow registers. Immediates and loads of kernel parameters and `.const` memory are inputs:
 //! their shadow is the value. **Re-seeding** (shadow := value, counted as `reseeded`): at the
@@ -62,6 +76,8 @@
 mod emit;
 mod instrument;
 #[cfg(test)]
+mod interp_tests;
+#[cfg(test)]
 mod tests;
 
 use super::shadow::ErrorStats;
@@ -80,19 +96,56 @@ pub const VALUES_GLOBAL: &str = "__mantissa_values";
 pub const TABLE_GLOBAL: &str = "__mantissa_values_table";
 /// Buffers the table holds at most.
 pub const MAX_BUFFERS: usize = 32;
-/// 8-byte words per record.
+/// 8-byte words per record (per copy).
 pub const WORDS_PER_RECORD: u32 = 14;
 
-/// The runtime's functions, as the pass declares them.
-pub const ARITH_FUNCTION: &str = "mantissa_sv_arith";
-/// A float load: `(record, address, value, f32) -> shadow`.
+/// Copies of the statistics per record: a warp flushes into copy `%smid mod COPIES` of each
+/// record (fewer atomics on one address); [`ValuesReport::decode`] combines them.
+pub const COPIES: u32 = 16;
+
+/// The operations of the runtime's site functions (`mantissa_sv_<op>_<type>`), by [`how`] code.
+const SITE_OPERATIONS: [&str; 10] = [
+    "add", "sub", "mul", "fma", "div", "rcp", "sqrt", "rsqrt", "convert", "round",
+];
+
+/// The runtime's site function of operation `how_code` ([`how`]'s operation codes) with a
+/// result of type f32 or f64: `(acc, how, a, ah, al, b, bh, bl, c, ch, cl, r) -> shadow`.
+pub fn site_function(how_code: u32, f32: bool) -> String {
+    let op = SITE_OPERATIONS[(how_code & 15) as usize % SITE_OPERATIONS.len()];
+    format!("mantissa_sv_{op}_{}", if f32 { "f32" } else { "f64" })
+}
+
+/// A float load: `(acc, address, value, f32) -> shadow`.
 pub const LOAD_FUNCTION: &str = "mantissa_sv_load";
 /// A float store: `(address, value, hi, lo, f32)`.
 pub const STORE_FUNCTION: &str = "mantissa_sv_store";
 /// A store the pass cannot shadow: `(address, bytes)`.
 pub const CLEAR_FUNCTION: &str = "mantissa_sv_clear";
-/// A re-seed point's execution: `(record)`.
+/// A re-seed's execution: `(acc)`.
 pub const RESEED_FUNCTION: &str = "mantissa_sv_reseed";
+/// A function's thread records zeroed at its entry: `(acc, records)`.
+pub const ZERO_FUNCTION: &str = "mantissa_sv_zero";
+/// A function's thread records added to the global at an exit:
+/// `(acc, first_site, sites, first_reseed, reseeds)`.
+pub const FLUSH_FUNCTION: &str = "mantissa_sv_flush";
+
+/// The runtime functions an instrumented module calls per execution, to be inlined after the
+/// merge ([`crate::pass::inline`]): every site function, the load, store, clear and re-seed.
+pub fn inlined_functions() -> Vec<String> {
+    let mut names: Vec<String> = (0..SITE_OPERATIONS.len() as u32)
+        .flat_map(|op| [site_function(op, false), site_function(op, true)])
+        .collect();
+    names.extend(
+        [
+            LOAD_FUNCTION,
+            STORE_FUNCTION,
+            CLEAR_FUNCTION,
+            RESEED_FUNCTION,
+        ]
+        .map(String::from),
+    );
+    names
+}
 
 /// The words of one record, in order (the runtime's `MANTISSA_SV_W_*`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -292,6 +345,9 @@ pub enum ValuesError {
         /// Bytes expected ([`ValuesReport::global_bytes`]).
         expected: usize,
     },
+    /// The merged runtime could not be inlined (a runtime built with a local depot, say).
+    #[error(transparent)]
+    Inline(#[from] crate::pass::inline::InlineError),
     /// More buffers than the table holds.
     #[error("{0} floating-point buffers; the shadow-values table holds at most {MAX_BUFFERS}")]
     TooManyBuffers(usize),
@@ -330,9 +386,10 @@ impl ValuesReport {
         (self.sites.len() + self.reseeds.len()).max(1)
     }
 
-    /// The size of [`ValuesReport::global`] in bytes.
+    /// The size of [`ValuesReport::global`] in bytes: [`COPIES`] copies of each record, a
+    /// record's copies side by side.
     pub fn global_bytes(&self) -> usize {
-        8 * self.words_per_record as usize * self.records()
+        8 * self.words_per_record as usize * COPIES as usize * self.records()
     }
 
     /// The statistics, from the bytes of the global read back after the run.
@@ -344,14 +401,29 @@ impl ValuesReport {
             });
         }
         let words = self.words_per_record as usize;
+        let copies = COPIES as usize;
         let record = |r: usize| {
-            let word = |w: Word| {
-                let k = 8 * (r * words + w as usize);
+            let copy_word = |c: usize, w: Word| {
+                let k = 8 * ((r * copies + c) * words + w as usize);
                 let mut b = [0u8; 8];
                 b.copy_from_slice(&bytes[k..k + 8]);
                 u64::from_le_bytes(b)
             };
-            let float = |w: Word| f64::from_bits(word(w));
+            // Counts add over the copies, sums add (in copy order), maxima take the largest
+            // (non-negative doubles and counts of bits order as their bits).
+            let word = |w: Word| match w {
+                Word::LocalMax | Word::AccMax | Word::CancelMaxBits => {
+                    (0..copies).map(|c| copy_word(c, w)).max().unwrap_or(0)
+                }
+                _ => (0..copies).map(|c| copy_word(c, w)).sum(),
+            };
+            let float = |w: Word| {
+                let bits = |c: usize| f64::from_bits(copy_word(c, w));
+                match w {
+                    Word::LocalSum | Word::AccSum => (0..copies).map(bits).sum(),
+                    _ => f64::from_bits(word(w)),
+                }
+            };
             ValueStats {
                 executions: word(Word::Executions),
                 local: ErrorStats {
@@ -391,13 +463,16 @@ pub fn runtime_prototypes() -> Vec<Function> {
             dims: vec![Some(16)],
         }]
     };
-    let mut arith = vec![".b32", ".b32"];
-    arith.extend([".b64"; 10]);
-    vec![
-        prototype(ARITH_FUNCTION, &arith, Some(pair())),
+    let mut site = vec![".b64", ".b32"];
+    site.extend([".b64"; 10]);
+    let mut out: Vec<Function> = (0..SITE_OPERATIONS.len() as u32)
+        .flat_map(|op| [site_function(op, false), site_function(op, true)])
+        .map(|name| prototype(&name, &site, Some(pair())))
+        .collect();
+    out.extend([
         prototype(
             LOAD_FUNCTION,
-            &[".b32", ".b64", ".b64", ".b32"],
+            &[".b64", ".b64", ".b64", ".b32"],
             Some(pair()),
         ),
         prototype(
@@ -406,8 +481,15 @@ pub fn runtime_prototypes() -> Vec<Function> {
             None,
         ),
         prototype(CLEAR_FUNCTION, &[".b64", ".b32"], None),
-        prototype(RESEED_FUNCTION, &[".b32"], None),
-    ]
+        prototype(RESEED_FUNCTION, &[".b64"], None),
+        prototype(ZERO_FUNCTION, &[".b64", ".b32"], None),
+        prototype(
+            FLUSH_FUNCTION,
+            &[".b64", ".b32", ".b32", ".b32", ".b32"],
+            None,
+        ),
+    ]);
+    out
 }
 
 fn prototype(name: &str, types: &[&str], returns: Option<Vec<Param>>) -> Function {
@@ -427,10 +509,20 @@ fn prototype(name: &str, types: &[&str], returns: Option<Vec<Param>>) -> Functio
     }
 }
 
+/// `merged` (an instrumented module with `mantissa_gpu::runtime::SHADOW_VALUES` merged by
+/// [`crate::link::merge_runtime`]) with the runtime's per-execution functions
+/// ([`inlined_functions`]) inlined: what is loaded and run.
+pub fn inline_runtime(merged: &Module) -> Result<Module, ValuesError> {
+    let names = inlined_functions();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    Ok(crate::pass::inline::inline(merged, &names)?.module)
+}
+
 /// The rewritten module and its report.
 #[derive(Debug, Clone)]
 pub struct Instrumented {
-    /// The instrumented module; merge `mantissa_gpu::runtime::SHADOW_VALUES` before loading.
+    /// The instrumented module; merge `mantissa_gpu::runtime::SHADOW_VALUES` and
+    /// [`inline_runtime`] before loading.
     pub module: Module,
     /// Where each record comes from.
     pub report: ValuesReport,

@@ -2,8 +2,8 @@
 //! (see the parent module's docs for what it measures).
 
 use super::{
-    Instrumented, ShadowError, ShadowOptions, ShadowReport, ShadowSite, DEMOTION_FUNCTION,
-    EXCEPTION_FUNCTION, FLUSH_FUNCTION, SHADOW_GLOBAL, STRIPES, STRIPE_WORDS, WORDS_PER_SITE,
+    Instrumented, ShadowError, ShadowOptions, ShadowReport, ShadowSite, COPIES, DEMOTION_FUNCTION,
+    EXCEPTION_FUNCTION, FLUSH_FUNCTION, SHADOW_GLOBAL, WORDS_PER_SITE,
 };
 use crate::decode::Decoded;
 use crate::model::*;
@@ -17,7 +17,28 @@ mod demotion;
 
 pub use demotion::ACCUMULATED_PER_FUNCTION;
 mod exceptions;
-mod splice;
+pub(crate) mod splice;
+
+/// Names a `.local` array of function `f` must not take (it would shadow, or clash): its
+/// parameters and variables, and every module-scope name.
+pub(crate) fn local_names<'m>(
+    module: &'m Module,
+    f: &'m Function,
+) -> std::collections::HashSet<&'m str> {
+    f.params
+        .iter()
+        .map(|p| p.name.as_str())
+        .chain(f.body.iter().flatten().filter_map(|s| match s {
+            Statement::Var(v) => Some(v.name.as_str()),
+            _ => None,
+        }))
+        .chain(module.items.iter().filter_map(|i| match i {
+            Item::Var(v) => Some(v.name.as_str()),
+            Item::Function(g) => Some(g.name.as_str()),
+            _ => None,
+        }))
+        .collect()
+}
 
 /// The result type of a site, or `None` for an instruction that is not one: f32/f64 arithmetic
 /// that rounds (`add sub mul fma div rcp sqrt rsqrt`, the approximate functions) and conversions
@@ -267,9 +288,8 @@ pub(crate) fn instrument_with(
     }
     let (sites, plans, notes) = sites(module, options);
     let mut out = module.clone();
-    let words = u64::from(STRIPE_WORDS) * u64::from(STRIPES) * (sites.len() as u64).max(1);
-    // Aligned to a line, so that each copy of a record is one line of its own.
-    let global = rewrite::add_global(&mut out, "u64", 128, SHADOW_GLOBAL, words);
+    let records = u64::from(WORDS_PER_SITE) * u64::from(COPIES) * (sites.len() as u64).max(1);
+    let global = rewrite::add_global(&mut out, "u64", 8, SHADOW_GLOBAL, records);
     if global != SHADOW_GLOBAL {
         // A parameter or local has the name: the runtime could not reach the array by it.
         return Err(ShadowError::NameTaken(SHADOW_GLOBAL.to_string()));
@@ -299,21 +319,7 @@ pub(crate) fn instrument_with(
             continue;
         };
         let d = Decoded::of(f);
-        // Names a `.local` array of the function must not take (it would shadow, or clash).
-        let local_names: std::collections::HashSet<&str> = f
-            .params
-            .iter()
-            .map(|p| p.name.as_str())
-            .chain(f.body.iter().flatten().filter_map(|s| match s {
-                Statement::Var(v) => Some(v.name.as_str()),
-                _ => None,
-            }))
-            .chain(module.items.iter().filter_map(|i| match i {
-                Item::Var(v) => Some(v.name.as_str()),
-                Item::Function(g) => Some(g.name.as_str()),
-                _ => None,
-            }))
-            .collect();
+        let local_names = local_names(module, f);
         let position: HashMap<InstId, usize> =
             d.insts.iter().enumerate().map(|(j, i)| (i.id, j)).collect();
         let mut rw = Rewriter::new(&out, &function)?;
@@ -371,7 +377,6 @@ pub(crate) fn instrument_with(
         report: ShadowReport {
             global,
             words_per_site: WORDS_PER_SITE,
-            stripes: STRIPES,
             options: options.clone(),
             sites,
             notes,

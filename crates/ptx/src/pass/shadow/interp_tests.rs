@@ -68,7 +68,8 @@ fn flushes_as_atomics(m: &Module) -> Module {
             };
             let word = |w: Word| Operand::Addr {
                 base: SHADOW_GLOBAL.into(),
-                offset: record_offset(*site as u32, w),
+                offset: 8
+                    * (i64::from(WORDS_PER_SITE) * i64::from(COPIES) * *site as i64 + w as i64),
             };
             let mut code = vec![
                 instruction(

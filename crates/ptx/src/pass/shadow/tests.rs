@@ -110,8 +110,7 @@ fn sites_are_the_rounding_float_instructions_with_their_analyses() {
         assert_eq!(s.site.function, "profile");
     }
     assert_eq!((r.global.as_str(), r.words_per_site), (SHADOW_GLOBAL, 11));
-    assert_eq!((r.stripes, STRIPE_WORDS), (32, 16));
-    assert_eq!(r.global_bytes(), 5 * 32 * 16 * 8);
+    assert_eq!(r.global_bytes(), 5 * 16 * 11 * 8);
 
     // f32 sites, approximate ones included, count exceptions only; integer arithmetic is none.
     let fast = parse_clean("divsqrt fast", FIXTURES[2].1);
@@ -350,27 +349,26 @@ fn decode_reads_the_runtime_layout() {
     let m = parse_clean("profile", PROFILE);
     let r = instrument(&m, &ShadowOptions::all()).unwrap().report;
     let mut bytes = vec![0u8; r.global_bytes()];
-    // Copy `copy` of a site's record: the runtime adds each SM's warps into one copy, and the
-    // decode adds counts and sums over the copies and takes the largest maximum.
-    let mut put = |site: u32, copy: usize, word: Word, v: u64| {
-        let at = record_offset(site, word) as usize + 8 * STRIPE_WORDS as usize * copy;
+    // Site `site`'s copy `c`: 16 copies of 11 words side by side per site.
+    let mut put = |site: usize, c: usize, word: Word, v: u64| {
+        let at = 8 * ((16 * site + c) * 11 + word as usize);
         bytes[at..at + 8].copy_from_slice(&v.to_le_bytes());
     };
-    put(1, 0, Word::Count, 3);
-    put(1, 31, Word::Count, 4);
+    // Site 1 spread over copies: counts and sums add, the maximum is the largest.
+    put(1, 0, Word::Count, 5);
+    put(1, 15, Word::Count, 2);
     put(1, 0, Word::Sum, 0.25f64.to_bits());
     put(1, 7, Word::Sum, 0.25f64.to_bits());
     put(1, 0, Word::Max, 0.125f64.to_bits());
-    put(1, 5, Word::Max, 0.25f64.to_bits());
-    put(1, 0, Word::ZeroReference, 2);
-    put(1, 0, Word::NonFinite, 1);
-    put(1, 2, Word::NonFinite, 2);
+    put(1, 7, Word::Max, 0.25f64.to_bits());
+    put(1, 3, Word::ZeroReference, 2);
+    put(1, 0, Word::NonFinite, 3);
     put(4, 0, Word::Nan, 11);
     put(4, 0, Word::NanOrigin, 12);
     put(4, 0, Word::Inf, 13);
     put(4, 0, Word::InfOrigin, 14);
     put(4, 0, Word::DivByZero, 15);
-    put(4, 9, Word::Subnormal, 16);
+    put(4, 0, Word::Subnormal, 16);
     let s = r.decode(&bytes).unwrap();
     assert_eq!(s.len(), 5);
     assert_eq!(

@@ -6,18 +6,19 @@ use super::emit::{
     Shadow, Shadows,
 };
 use super::{
-    how, Instrumented, ReseedPoint, Treatment, ValueSite, ValuesError, ValuesReport,
-    ARITH_FUNCTION, CLEAR_FUNCTION, LOAD_FUNCTION, MAX_BUFFERS, RESEED_FUNCTION, STORE_FUNCTION,
-    TABLE_GLOBAL, VALUES_GLOBAL, WORDS_PER_RECORD,
+    how, site_function, Instrumented, ReseedPoint, Treatment, ValueSite, ValuesError, ValuesReport,
+    CLEAR_FUNCTION, COPIES, FLUSH_FUNCTION, LOAD_FUNCTION, MAX_BUFFERS, RESEED_FUNCTION,
+    STORE_FUNCTION, TABLE_GLOBAL, VALUES_GLOBAL, WORDS_PER_RECORD, ZERO_FUNCTION,
 };
 use crate::cfg::Cfg;
 use crate::decode::Decoded;
 use crate::graph::Graph;
 use crate::model::*;
 use crate::op::{Arith, Op, OpKind, Rounding, Space, ValueType};
-use crate::pass::shadow::instrument::{is_fusible_product, sites as shadow_sites};
+use crate::pass::shadow::instrument::splice::{falls_off_the_end, splice};
+use crate::pass::shadow::instrument::{is_fusible_product, local_names, sites as shadow_sites};
 use crate::pass::shadow::{ShadowOptions, ShadowSite};
-use crate::rewrite::{self, instruction, int, Guarding, Rewriter};
+use crate::rewrite::{self, call, instruction, int, Guarding, Rewriter};
 use crate::site::{self, Site};
 use std::collections::{HashMap, HashSet};
 
@@ -67,11 +68,73 @@ pub fn instrument(module: &Module) -> Result<Instrumented, ValuesError> {
             .map(|(_, s)| s)
             .collect();
         let mut rw = Rewriter::new(&out, &f.name)?;
-        let mut fun = FunctionRewrite::new(&d, &shadow, &addresses, &mut rw);
+        let here: Vec<u32> = shadow
+            .iter()
+            .filter(|s| s.site.function == f.name)
+            .map(|s| s.index)
+            .collect();
+        let records = Records {
+            base: rw.reg("u64")?,
+            first_site: here.first().copied().unwrap_or(0),
+            sites: here.len() as u32,
+            first_reseed: (state.sites.len() + state.reseeds.len()) as u32,
+        };
+        let mut fun = FunctionRewrite::new(&d, &shadow, &addresses, &mut rw, records.clone());
         for k in 0..d.insts.len() {
             fun.instruction(k, &mut state)?;
         }
+        let reseeds = state.reseeds.len() as u32 + state.sites.len() as u32 - records.first_reseed;
+        let count = records.sites + reseeds;
+        if count == 0 {
+            rw.apply(&mut out)?;
+            continue;
+        }
+        // The thread records: a `.local` array zeroed at entry, flushed before every exit.
+        let taken = local_names(module, f);
+        let array = rewrite::unique_name("__mantissa_sv_records", |n| taken.contains(n));
+        let init = vec![
+            Statement::Var(VarDecl {
+                attrs: vec![".local".into(), ".align".into(), "8".into(), ".b8".into()],
+                name: array.clone(),
+                dims: vec![Some(8 * u64::from(WORDS_PER_RECORD) * u64::from(count))],
+                init: None,
+                line: SrcLine(0),
+            }),
+            // The local-space address: the runtime reads it with ld.local/st.local.
+            instruction(
+                "mov",
+                &["u64"],
+                vec![reg(&records.base), Operand::Symbol(array)],
+            ),
+        ]
+        .into_iter()
+        .chain(call(
+            ZERO_FUNCTION,
+            &[("b64", reg(&records.base)), ("b32", word(count))],
+        ))
+        .collect();
+        let flush = call(
+            FLUSH_FUNCTION,
+            &[
+                ("b64", reg(&records.base)),
+                ("b32", word(records.first_site)),
+                ("b32", word(records.sites)),
+                ("b32", word(records.first_reseed)),
+                ("b32", word(reseeds)),
+            ],
+        );
+        for i in &d.insts {
+            if matches!(i.opcode.as_str(), "ret" | "exit") {
+                rw.insert_before(i.id, flush.clone(), Guarding::Keep)?;
+            }
+        }
+        let mut at_end = Vec::new();
+        if falls_off_the_end(&d) {
+            at_end.extend(flush);
+            at_end.push(instruction("ret", &[], Vec::new()));
+        }
         rw.apply(&mut out)?;
+        splice(&mut out, &f.name, init, at_end);
     }
 
     let records = (state.sites.len() + state.reseeds.len()).max(1) as u64;
@@ -80,7 +143,7 @@ pub fn instrument(module: &Module) -> Result<Instrumented, ValuesError> {
         "u64",
         8,
         VALUES_GLOBAL,
-        u64::from(WORDS_PER_RECORD) * records,
+        u64::from(WORDS_PER_RECORD) * u64::from(COPIES) * records,
     );
     let table = rewrite::add_global(&mut out, "u64", 8, TABLE_GLOBAL, 1 + 3 * MAX_BUFFERS as u64);
     for (got, want) in [(&global, VALUES_GLOBAL), (&table, TABLE_GLOBAL)] {
@@ -123,8 +186,20 @@ struct State {
     notes: Vec<String>,
 }
 
+/// Where a function's thread records are: the register holding the local-space address of its
+/// `.local` array, its sites' records (global `first_site..first_site + sites`, slots from 0)
+/// and its re-seed points' (global from `first_reseed`, slots after the sites').
+#[derive(Debug, Clone)]
+struct Records {
+    base: String,
+    first_site: u32,
+    sites: u32,
+    first_reseed: u32,
+}
+
 /// The rewrite of one function.
 struct FunctionRewrite<'a, 'f> {
+    records: Records,
     d: &'a Decoded<'f>,
     addresses: &'a [Site],
     rw: &'a mut Rewriter,
@@ -148,6 +223,7 @@ impl<'a, 'f> FunctionRewrite<'a, 'f> {
         shadow: &'a [ShadowSite],
         addresses: &'a [Site],
         rw: &'a mut Rewriter,
+        records: Records,
     ) -> Self {
         let name = &d.function.name;
         let sites: HashMap<InstId, &ShadowSite> = shadow
@@ -173,6 +249,7 @@ impl<'a, 'f> FunctionRewrite<'a, 'f> {
         }
         let deferred = deferred_to_span_ends(d);
         FunctionRewrite {
+            records,
             d,
             addresses,
             rw,
@@ -191,6 +268,33 @@ impl<'a, 'f> FunctionRewrite<'a, 'f> {
             .regs
             .type_of(name)
             .filter(|t| matches!(t, ValueType::F32 | ValueType::F64))
+    }
+
+    /// The local-space address of `record`'s thread record, computed into a new register by
+    /// `code`.
+    fn record_address(
+        &mut self,
+        record: u32,
+        code: &mut Vec<Statement>,
+    ) -> Result<Operand, ValuesError> {
+        let r = &self.records;
+        let slot = if record < r.first_reseed {
+            record - r.first_site
+        } else {
+            r.sites + (record - r.first_reseed)
+        };
+        let base = r.base.clone();
+        let a = self.rw.reg("u64")?;
+        code.push(instruction(
+            "add",
+            &["s64"],
+            vec![
+                reg(&a),
+                reg(&base),
+                int(8 * i128::from(WORDS_PER_RECORD) * i128::from(slot)),
+            ],
+        ));
+        Ok(reg(&a))
     }
 
     fn shadow(&mut self, name: &str, ty: ValueType) -> Result<Shadow, ValuesError> {
@@ -320,13 +424,15 @@ impl<'a, 'f> FunctionRewrite<'a, 'f> {
         } else {
             reg(&widen(self.rw, dest, dt, &mut after)?)
         };
-        let mut call_args = vec![("b32", word(s.index)), ("b32", word(how))];
+        let record = self.record_address(s.index, &mut after)?;
+        let mut call_args = vec![("b64", record), ("b32", word(how))];
         for a in args {
             call_args.extend([("b64", a.value), ("b64", a.hi), ("b64", a.lo)]);
         }
         call_args.push(("b64", result));
         let pair = [self.rw.reg("f64")?, self.rw.reg("f64")?];
-        after.extend(call_ret(ARITH_FUNCTION, &call_args, Some(&pair)));
+        let function = site_function(code, dt == ValueType::F32);
+        after.extend(call_ret(&function, &call_args, Some(&pair)));
         let to = self.shadow(dest, dt)?;
         set_shadow(&to, &pair, &mut after);
         if product {
@@ -381,7 +487,8 @@ impl<'a, 'f> FunctionRewrite<'a, 'f> {
             let to = self.shadow(&name, t)?;
             seed(&to, &reg(&name), t, &mut after);
         }
-        after.extend(call_ret(RESEED_FUNCTION, &[("b32", word(record))], None));
+        let record = self.record_address(record, &mut after)?;
+        after.extend(call_ret(RESEED_FUNCTION, &[("b64", record)], None));
         self.insert_after(k, after)?;
         Ok(())
     }
@@ -714,10 +821,11 @@ impl<'a, 'f> FunctionRewrite<'a, 'f> {
             let address = self.address(&base, offset + width * e as i64, &mut before)?;
             let value = widen(self.rw, r, t, &mut after)?;
             let pair = [self.rw.reg("f64")?, self.rw.reg("f64")?];
+            let acc = self.record_address(record, &mut after)?;
             after.extend(call_ret(
                 LOAD_FUNCTION,
                 &[
-                    ("b32", word(record)),
+                    ("b64", acc),
                     ("b64", reg(&address)),
                     ("b64", reg(&value)),
                     ("b32", word(u32::from(t == ValueType::F32))),

@@ -6,7 +6,7 @@
 
 use super::*;
 use crate::link::merge_runtime;
-use crate::model::{Instruction, Item, Statement};
+use crate::model::{Instruction, Item, Operand, Statement};
 use crate::pass::shadow::{self, ShadowOptions};
 use crate::test_support::{assert_sound, parse_clean};
 
@@ -179,7 +179,7 @@ fn the_mixed_kernel_propagates_inlines_and_reseeds_as_documented() {
         ]
     );
     assert_eq!(r.records(), 14 + 4);
-    assert_eq!(r.global_bytes(), 18 * 14 * 8);
+    assert_eq!(r.global_bytes(), 18 * 16 * 14 * 8);
 }
 
 #[test]
@@ -199,7 +199,7 @@ fn inserted_code_is_what_each_definition_needs() {
             .filter(|i| i.starts_with("call") || i.contains(" call"))
             .map(|i| {
                 [
-                    ARITH_FUNCTION,
+                    "mantissa_sv_mul_f64",
                     LOAD_FUNCTION,
                     STORE_FUNCTION,
                     CLEAR_FUNCTION,
@@ -221,7 +221,7 @@ fn inserted_code_is_what_each_definition_needs() {
     assert!(param[1].starts_with("mov.f64") && param[1].contains("0d0000000000000000"));
     // Arithmetic calls the runtime once and takes the pair.
     let mul = after("mul.rn.f64");
-    assert_eq!(calls(&mul), [ARITH_FUNCTION], "{mul:?}");
+    assert_eq!(calls(&mul), ["mantissa_sv_mul_f64"], "{mul:?}");
     assert_eq!(
         mul.iter().filter(|i| i.starts_with("ld.param.f64")).count(),
         2
@@ -307,19 +307,28 @@ fn the_original_code_is_kept_and_inserted_code_writes_only_its_registers() {
 fn decode_reads_the_runtime_layout_and_the_table_is_written_as_the_runtime_reads_it() {
     let m = parse_clean("mixed", MIXED);
     let r = instrument(&m).unwrap().report;
-    let mut words = vec![0u64; r.records() * WORDS_PER_RECORD as usize];
-    let at = |rec: usize, w: Word| rec * WORDS_PER_RECORD as usize + w as usize;
-    words[at(1, Word::Executions)] = 7;
-    words[at(1, Word::LocalCount)] = 6;
-    words[at(1, Word::LocalSum)] = 3e-16f64.to_bits();
-    words[at(1, Word::LocalMax)] = 1e-16f64.to_bits();
-    words[at(1, Word::LocalZero)] = 1;
-    words[at(1, Word::AccCount)] = 5;
-    words[at(1, Word::AccMax)] = 1e-9f64.to_bits();
-    words[at(1, Word::AccNonFinite)] = 2;
-    words[at(1, Word::Cancellations)] = 3;
-    words[at(1, Word::CancelMaxBits)] = 40;
-    words[at(15, Word::Reseeded)] = 9;
+    let copies = COPIES as usize;
+    let mut words = vec![0u64; r.records() * copies * WORDS_PER_RECORD as usize];
+    // Record `rec`'s copy `c`: the copies of a record are side by side.
+    let at =
+        |rec: usize, c: usize, w: Word| (rec * copies + c) * WORDS_PER_RECORD as usize + w as usize;
+    // Record 1 spread over copies 0, 3 and the last: counts and sums add, maxima the largest.
+    words[at(1, 0, Word::Executions)] = 4;
+    words[at(1, 3, Word::Executions)] = 2;
+    words[at(1, copies - 1, Word::Executions)] = 1;
+    words[at(1, 0, Word::LocalCount)] = 6;
+    words[at(1, 0, Word::LocalSum)] = 1e-16f64.to_bits();
+    words[at(1, 3, Word::LocalSum)] = 2e-16f64.to_bits();
+    words[at(1, 0, Word::LocalMax)] = 0.5e-16f64.to_bits();
+    words[at(1, copies - 1, Word::LocalMax)] = 1e-16f64.to_bits();
+    words[at(1, 3, Word::LocalZero)] = 1;
+    words[at(1, 0, Word::AccCount)] = 5;
+    words[at(1, 3, Word::AccMax)] = 1e-9f64.to_bits();
+    words[at(1, 0, Word::AccNonFinite)] = 2;
+    words[at(1, 0, Word::Cancellations)] = 3;
+    words[at(1, 0, Word::CancelMaxBits)] = 12;
+    words[at(1, 3, Word::CancelMaxBits)] = 40;
+    words[at(15, 2, Word::Reseeded)] = 9;
     let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
     let stats = r.decode(&bytes).unwrap();
     assert_eq!(stats.sites.len(), 14);
@@ -329,7 +338,7 @@ fn decode_reads_the_runtime_layout_and_the_table_is_written_as_the_runtime_reads
         (s.executions, s.local.count, s.local.zero_reference),
         (7, 6, 1)
     );
-    assert_eq!((s.local.sum, s.local.max), (3e-16, 1e-16));
+    assert_eq!((s.local.sum, s.local.max), (1e-16 + 2e-16, 1e-16));
     assert_eq!((s.accumulated.count, s.accumulated.non_finite), (5, 2));
     assert_eq!((s.cancellations, s.cancel_max_bits), (3, 40));
     assert!((s.worst_digits().unwrap() - 9.0).abs() < 1e-12);
@@ -391,7 +400,7 @@ fn a_module_instrumented_once_is_refused() {
 }
 
 /// The shadow-values runtime compiled by NVRTC for sm_90, or `None` (skip) without NVRTC.
-fn runtime() -> Option<String> {
+pub(super) fn runtime() -> Option<String> {
     let nvrtc = mantissa_gpu::testing::require_nvrtc_or_skip()?;
     Some(
         mantissa_gpu::runtime::compile(
@@ -420,5 +429,27 @@ fn instrumented_modules_merge_with_the_runtime_and_assemble() {
             "{name}"
         );
         assert_sound(name, &merged);
+        // What runs: no call per execution is left, only the entry zeroing and exit flushes.
+        let inlined = inline_runtime(&merged).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let per_execution: HashSet<String> = inlined_functions().into_iter().collect();
+        for f in inlined.functions() {
+            assert!(
+                !per_execution.contains(&f.name),
+                "{name}: {} is still defined",
+                f.name
+            );
+            for i in f.instructions().filter(|i| i.opcode == "call") {
+                let callee = i.operands.iter().find_map(|o| match o {
+                    Operand::Symbol(s) => Some(s.as_str()),
+                    _ => None,
+                });
+                assert!(
+                    matches!(callee, Some(ZERO_FUNCTION | FLUSH_FUNCTION))
+                        || !callee.is_some_and(|c| c.starts_with("mantissa_sv")),
+                    "{name}: {i}"
+                );
+            }
+        }
+        assert_sound(&format!("{name} inlined"), &inlined);
     }
 }

@@ -9,7 +9,7 @@ use crate::decode::Decoded;
 use crate::model::*;
 use crate::pass::demote::{f64_imm_to_f32, Plan};
 use crate::pass::shadow::{
-    record_offset, ShadowError, Word, DEMOTION_FUNCTION, FLUSH_FUNCTION, SHADOW_GLOBAL,
+    ShadowError, Word, COPIES, DEMOTION_FUNCTION, FLUSH_FUNCTION, SHADOW_GLOBAL, WORDS_PER_SITE,
 };
 use crate::rewrite::{call, instruction, int, Guarding, Rewriter};
 
@@ -238,7 +238,8 @@ fn f64_imm(x: f64) -> Operand {
 
 /// `red.global.add.u64 [__mantissa_shadow + word w of site index], 1`.
 fn count_in_global(index: u32, w: Word) -> Statement {
-    let offset = record_offset(index, w);
+    // Copy 0 of the site's record (the runtime's warps add into the copy of their SM).
+    let offset = 8 * (i64::from(WORDS_PER_SITE) * i64::from(COPIES) * i64::from(index) + w as i64);
     instruction(
         "red",
         &["global", "add", "u64"],

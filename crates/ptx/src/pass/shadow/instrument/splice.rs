@@ -8,7 +8,7 @@ use crate::model::*;
 
 /// Whether control can run past the last instruction of `d` (the body does not end in an
 /// unguarded `ret`, `exit` or `bra`): code appended at the end needs a `ret` before it.
-pub(super) fn falls_off_the_end(d: &Decoded) -> bool {
+pub(crate) fn falls_off_the_end(d: &Decoded) -> bool {
     d.insts
         .last()
         .is_none_or(|i| i.guard.is_some() || !matches!(i.opcode.as_str(), "ret" | "exit" | "bra"))
@@ -16,7 +16,7 @@ pub(super) fn falls_off_the_end(d: &Decoded) -> bool {
 
 /// Puts `at_start` before the first label or instruction of `function`'s body (after its
 /// declarations and line info) and `at_end` after its last statement; both get fresh ids.
-pub(super) fn splice(
+pub(crate) fn splice(
     module: &mut Module,
     function: &str,
     at_start: Vec<Statement>,

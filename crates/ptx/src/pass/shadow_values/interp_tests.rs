@@ -1,0 +1,290 @@
+//! The shadow-values code as it runs (instrumented, the runtime merged by NVRTC's PTX and
+//! inlined) executed in the interpreter, and its statistics checked against values worked out
+//! by hand from the runtime's contract. The interpreter has no calls or warp operations, so the
+//! entry's `mantissa_sv_zero` becomes the stores it stands for and each exit's
+//! `mantissa_sv_flush` the per-thread atomics it stands for (counts and sums added, maxima by
+//! `max`, into copy 0); everything per execution is the inlined runtime itself.
+
+use super::tests::runtime;
+use super::*;
+use crate::interp::{self, Arg, Launch, Memory};
+use crate::link::merge_runtime;
+use crate::model::{Imm, Operand, RegDecl, RegName, SrcLine, Statement};
+use crate::rewrite::{instruction, int};
+use crate::test_support::parse_clean;
+
+/// y = ((x + 1) - 1)^2 per thread: an add that may lose x, a subtraction that cancels, a
+/// product that may overflow.
+const KERNEL: &str = r#"
+.version 8.0
+.target sm_90
+.address_size 64
+
+.visible .entry k(
+	.param .u64 k_param_0,
+	.param .u64 k_param_1
+)
+{
+	.reg .b32 	%r<2>;
+	.reg .f64 	%fd<5>;
+	.reg .b64 	%rd<6>;
+
+	ld.param.u64 	%rd1, [k_param_0];
+	ld.param.u64 	%rd2, [k_param_1];
+	mov.u32 	%r1, %tid.x;
+	mul.wide.u32 	%rd3, %r1, 8;
+	add.s64 	%rd4, %rd1, %rd3;
+	ld.global.f64 	%fd1, [%rd4];
+	add.rn.f64 	%fd2, %fd1, 0d3FF0000000000000;
+	sub.rn.f64 	%fd3, %fd2, 0d3FF0000000000000;
+	mul.rn.f64 	%fd4, %fd3, %fd3;
+	add.s64 	%rd5, %rd2, %rd3;
+	st.global.f64 	[%rd5], %fd4;
+	ret;
+}
+"#;
+
+const WORD: &str = "%interp_word";
+const SUM: &str = "%interp_sum";
+
+/// The values of the `st.param`s of a call block, in order.
+fn call_args(block: &[Statement]) -> Vec<Operand> {
+    block
+        .iter()
+        .filter_map(|s| match s {
+            Statement::Inst(i) if i.opcode == "st" => i.operands.get(1).cloned(),
+            _ => None,
+        })
+        .collect()
+}
+
+fn number(o: &Operand) -> u32 {
+    match o {
+        Operand::Imm(Imm::Int { value, .. }) => *value as u32,
+        other => panic!("not an immediate: {other:?}"),
+    }
+}
+
+/// `m` with the zero and flush calls replaced by what they stand for.
+fn runnable(m: &Module) -> Module {
+    let mut out = m.clone();
+    for f in out.functions_mut() {
+        let Some(body) = f.body.as_mut() else {
+            continue;
+        };
+        let old = std::mem::take(body);
+        let mut new = vec![
+            Statement::Reg(RegDecl {
+                ty: ".b64".into(),
+                names: vec![RegName::Single(WORD.into())],
+                line: SrcLine(0),
+            }),
+            Statement::Reg(RegDecl {
+                ty: ".f64".into(),
+                names: vec![RegName::Single(SUM.into())],
+                line: SrcLine(0),
+            }),
+        ];
+        let mut k = 0;
+        while k < old.len() {
+            let end = old[k..]
+                .iter()
+                .position(|s| matches!(s, Statement::BlockEnd(_)))
+                .map(|e| k + e);
+            let call = match (&old[k], end) {
+                (Statement::BlockStart(_), Some(end)) => old[k..end].iter().find_map(|s| match s {
+                    Statement::Inst(i) if i.opcode == "call" => {
+                        let callee = i.operands.iter().find_map(|o| match o {
+                            Operand::Symbol(s) => Some(s.clone()),
+                            _ => None,
+                        })?;
+                        [ZERO_FUNCTION, FLUSH_FUNCTION]
+                            .contains(&callee.as_str())
+                            .then(|| (callee, i.guard.clone(), end))
+                    }
+                    _ => None,
+                }),
+                _ => None,
+            };
+            let Some((callee, guard, end)) = call else {
+                new.push(old[k].clone());
+                k += 1;
+                continue;
+            };
+            let args = call_args(&old[k..end]);
+            let Operand::Reg(base) = &args[0] else {
+                panic!("no record address: {args:?}")
+            };
+            let words = WORDS_PER_RECORD as i64;
+            let at = |offset: i64| Operand::Addr {
+                base: base.clone(),
+                offset,
+            };
+            let mut code = Vec::new();
+            if callee == ZERO_FUNCTION {
+                for w in 0..i64::from(number(&args[1])) * words {
+                    code.push(instruction(
+                        "st",
+                        &["local", "u64"],
+                        vec![at(8 * w), int(0)],
+                    ));
+                }
+            } else {
+                let (first_site, sites) = (number(&args[1]), number(&args[2]));
+                let (first_reseed, reseeds) = (number(&args[3]), number(&args[4]));
+                for slot in 0..sites + reseeds {
+                    let record = if slot < sites {
+                        first_site + slot
+                    } else {
+                        first_reseed + slot - sites
+                    };
+                    for w in 0..words {
+                        let mine = at(8 * (i64::from(slot) * words + w));
+                        let global = Operand::Addr {
+                            base: VALUES_GLOBAL.into(),
+                            offset: 8 * (i64::from(record) * i64::from(COPIES) * words + w),
+                        };
+                        let sum = w == Word::LocalSum as i64 || w == Word::AccSum as i64;
+                        let max = w == Word::LocalMax as i64
+                            || w == Word::AccMax as i64
+                            || w == Word::CancelMaxBits as i64;
+                        if sum {
+                            code.push(instruction(
+                                "ld",
+                                &["local", "f64"],
+                                vec![Operand::Reg(SUM.into()), mine],
+                            ));
+                            code.push(instruction(
+                                "red",
+                                &["global", "add", "f64"],
+                                vec![global, Operand::Reg(SUM.into())],
+                            ));
+                        } else {
+                            code.push(instruction(
+                                "ld",
+                                &["local", "u64"],
+                                vec![Operand::Reg(WORD.into()), mine],
+                            ));
+                            let op = if max { "max" } else { "add" };
+                            code.push(instruction(
+                                "red",
+                                &["global", op, "u64"],
+                                vec![global, Operand::Reg(WORD.into())],
+                            ));
+                        }
+                    }
+                }
+            }
+            for s in &mut code {
+                if let Statement::Inst(i) = s {
+                    i.guard = guard.clone();
+                }
+            }
+            new.extend(code);
+            k = end + 1;
+        }
+        *body = new;
+    }
+    out
+}
+
+#[test]
+fn the_inlined_code_measures_what_the_contract_says() {
+    let Some(rt) = runtime() else {
+        return;
+    };
+    let m = parse_clean("values interp", KERNEL);
+    let out = instrument(&m).unwrap_or_else(|e| panic!("{e}"));
+    let merged = merge_runtime(&out.module, &rt).unwrap_or_else(|e| panic!("{e}"));
+    let inlined = inline_runtime(&merged).unwrap_or_else(|e| panic!("{e}"));
+    let run = parse_clean("runnable", &runnable(&inlined).to_string());
+
+    let x = [2f64.powi(-60), 0.5, 1e300];
+    let mut mem = Memory::new();
+    let input = mem.f64s(&x);
+    let output = mem.f64s(&[0.0; 3]);
+    interp::run(
+        &run,
+        "k",
+        Launch::linear(1, 3),
+        &[Arg::u64(input), Arg::u64(output)],
+        &mut mem,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    // The program's own results are untouched.
+    let y = mem.read_f64s(output, 3).unwrap();
+    let want: Vec<f64> = x
+        .iter()
+        .map(|&v| ((v + 1.0) - 1.0) * ((v + 1.0) - 1.0))
+        .collect();
+    assert_eq!(
+        y.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+        want.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+    );
+    let at = mem.symbol(&run, VALUES_GLOBAL).unwrap();
+    let bytes = mem.read(at, out.report.global_bytes()).unwrap().to_vec();
+    let stats = out.report.decode(&bytes).unwrap();
+    assert_eq!(stats.sites.len(), 3);
+    let tiny = 2f64.powi(-60);
+    let (add, sub, mul) = (stats.sites[0], stats.sites[1], stats.sites[2]);
+    // x + 1: 2^-60 is lost (error 2^-60 exactly), 0.5 is exact, 1e300 + 1 loses the 1.
+    assert_eq!(add.executions, 3);
+    let add_errors = (3, tiny + 0.0 + 1.0 / 1e300, tiny);
+    assert_eq!((add.local.count, add.local.sum, add.local.max), add_errors);
+    assert_eq!(
+        (
+            add.accumulated.count,
+            add.accumulated.sum,
+            add.accumulated.max
+        ),
+        add_errors
+    );
+    assert_eq!((add.cancellations, add.reseeded), (0, 0));
+    // (x + 1) - 1: exact for 2^-60 (0: a zero reference) and 0.5; 1e300 - 1 rounds. Its shadow
+    // keeps 2^-60, which the result lost entirely (accumulated error 1), a cancellation of 64
+    // bits with an operand carrying error.
+    assert_eq!(sub.executions, 3);
+    assert_eq!(
+        (
+            sub.local.count,
+            sub.local.sum,
+            sub.local.max,
+            sub.local.zero_reference
+        ),
+        (2, 1.0 / 1e300, 1.0 / 1e300, 1)
+    );
+    assert_eq!(
+        (
+            sub.accumulated.count,
+            sub.accumulated.sum,
+            sub.accumulated.max
+        ),
+        (3, 1.0, 1.0)
+    );
+    assert_eq!((sub.cancellations, sub.cancel_max_bits), (1, 64));
+    // The square: 0 (exact: a zero reference; its shadow 2^-120: error 1), 0.25, and an
+    // overflow (not finite, both errors).
+    assert_eq!(
+        (
+            mul.local.count,
+            mul.local.zero_reference,
+            mul.local.non_finite
+        ),
+        (1, 1, 1)
+    );
+    assert_eq!(
+        (
+            mul.accumulated.count,
+            mul.accumulated.sum,
+            mul.accumulated.max,
+            mul.accumulated.non_finite
+        ),
+        (2, 1.0, 1.0, 1)
+    );
+    // The load re-seeds: no buffer is registered.
+    assert_eq!(stats.reseeds.len(), 1);
+    assert_eq!(
+        (stats.reseeds[0].executions, stats.reseeds[0].reseeded),
+        (3, 3)
+    );
+}
