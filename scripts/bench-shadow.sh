@@ -4,12 +4,12 @@
 # the whole loop, each cell `mantissa shadow SPEC --analysis A --time --json` (median of 5 timed
 # runs after a warm-up, as written and instrumented). Writes OUT/shadow-bench.jsonl (one line per
 # cell: pass, spec, analysis, timing, registers, or the error) and prints the table.
-# Usage: scripts/bench-shadow.sh MANTISSA OUT [EXTRA_ARGS...]   (e.g. --set n=4194304)
+# Usage: [PASSES=2] scripts/bench-shadow.sh MANTISSA OUT [EXTRA_ARGS...]   (e.g. --set n=4194304)
 set -uo pipefail
 bin=${1:?mantissa binary}; out=${2:?output directory}; shift 2
 mkdir -p "$out"; log="$out/shadow-bench.jsonl"; : > "$log"
 specs=$(ls examples/kernels/*/*.toml)
-for pass in 1 2; do
+for pass in $(seq 1 "${PASSES:-2}"); do
   for spec in $specs; do
     for a in exceptions demotion shadow demotion,shadow,exceptions; do
       json=$("$bin" shadow "$spec" --analysis "$a" --time --json "$@" 2>/tmp/bench-err)
