@@ -12,17 +12,17 @@ specs=$(ls examples/kernels/*/*.toml)
 for pass in $(seq 1 "${PASSES:-2}"); do
   for spec in $specs; do
     for a in exceptions demotion shadow demotion,shadow,exceptions; do
-      json=$("$bin" shadow "$spec" --analysis "$a" --time --json "$@" 2>/tmp/bench-err)
+      "$bin" shadow "$spec" --analysis "$a" --time --json "$@" >/tmp/bench-out 2>/tmp/bench-err
       rc=$?
-      python3 - "$pass" "$spec" "$a" "$rc" "$json" >> "$log" <<'PY'
+      python3 - "$pass" "$spec" "$a" "$rc" >> "$log" <<'PY'
 import json, sys
-p, spec, a, rc, text = sys.argv[1:6]
+p, spec, a, rc = sys.argv[1:5]
 row = {"pass": int(p), "spec": spec, "analysis": a, "rc": int(rc)}
 try:
-    d = json.loads(text)
+    d = json.load(open("/tmp/bench-out"))
     row["timing"] = d.get("timing"); row["resources"] = d.get("resources")
 except ValueError:
-    row["error"] = open("/tmp/bench-err").read().strip().splitlines()[-1:] 
+    row["error"] = open("/tmp/bench-err").read().strip().splitlines()[-1:]
 print(json.dumps(row))
 PY
     done
