@@ -9,30 +9,10 @@
 use mantissa_gpu::testing::{require_gpu_or_skip, require_nvcc_or_skip};
 use mantissa_gpu::FlagSet;
 use mantissa_harness::{RunnerOptions, Spec, TrialRunner, TrialTiming};
-use std::path::{Path, PathBuf};
 
-fn example_specs() -> Vec<PathBuf> {
-    let root = Path::new("../../examples");
-    let tomls = |dir: &Path| -> Vec<PathBuf> {
-        std::fs::read_dir(dir)
-            .into_iter()
-            .flatten()
-            .filter_map(|f| f.ok().map(|f| f.path()))
-            .filter(|p| p.extension().is_some_and(|e| e == "toml"))
-            .collect()
-    };
-    let mut specs: Vec<PathBuf> = std::fs::read_dir(root.join("kernels"))
-        .unwrap_or_else(|e| panic!("{}: {e}", root.display()))
-        .filter_map(|d| d.ok().map(|d| d.path()))
-        .filter(|p| p.is_dir())
-        .flat_map(|dir| tomls(&dir))
-        .collect();
-    specs.extend(tomls(&root.join("shadow")));
-    specs.extend(tomls(&root.join("diff/projector")));
-    specs.sort();
-    assert!(specs.len() >= 13, "the examples: {specs:?}");
-    specs
-}
+mod support;
+
+use support::example_specs;
 
 #[test]
 fn every_pinned_example_computes_the_outputs_of_the_program_as_written() {

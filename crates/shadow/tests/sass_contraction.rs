@@ -29,28 +29,15 @@ use mantissa_ptx::sass::{parse_nvdisasm, Sass};
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
+mod support;
+
+use support::tools_or_skip;
+
 /// The line the inserted code is moved to: past the end of every example.
 const INSERTED_LINE: u32 = 999_999;
 
 /// The SASS opcodes whose number per line shows contraction.
 const FUSED: [&str; 2] = ["FFMA", "DFMA"];
-
-fn tools_or_skip() -> Option<(PathBuf, PathBuf)> {
-    match (
-        mantissa_gpu::cuda_tool("ptxas"),
-        mantissa_gpu::cuda_tool("nvdisasm"),
-    ) {
-        (Some(p), Some(d)) => Some((p, d)),
-        _ => {
-            assert!(
-                std::env::var("MANTISSA_REQUIRE_NVDISASM").as_deref() != Ok("1"),
-                "ptxas or nvdisasm not found but MANTISSA_REQUIRE_NVDISASM=1"
-            );
-            eprintln!("skipped: no ptxas or nvdisasm");
-            None
-        }
-    }
-}
 
 /// Every shipped example spec (tests run in the crate's directory).
 fn example_specs() -> Vec<PathBuf> {
