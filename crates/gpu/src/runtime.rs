@@ -208,8 +208,8 @@ mod tests {
             mantissa_ptx::pass::shadow::COPIES
         );
         assert!(SHADOW.text.contains(&shadow_copies), "no {shadow_copies}");
-        // Each operation's site function is defined with that operation.
-        for (op, code) in [
+        // The operations, each with its code in the runtime's `how`.
+        let operations = [
             ("ADD", how::ADD),
             ("SUB", how::SUB),
             ("MUL", how::MUL),
@@ -220,7 +220,9 @@ mod tests {
             ("RSQRT", how::RSQRT),
             ("CONVERT", how::CONVERT),
             ("ROUND", how::ROUND),
-        ] {
+        ];
+        // Each operation's site function is defined with that operation.
+        for (op, code) in operations {
             for (f32, ty) in [(false, "false"), (true, "true")] {
                 let line = format!(
                     "MANTISSA_SV_SITE({}, MANTISSA_SV_{op}, {ty})",
@@ -251,23 +253,13 @@ mod tests {
                 "{name}"
             );
         }
-        for (name, code) in [
-            ("ADD", how::ADD),
-            ("SUB", how::SUB),
-            ("MUL", how::MUL),
-            ("FMA", how::FMA),
-            ("DIV", how::DIV),
-            ("RCP", how::RCP),
-            ("SQRT", how::SQRT),
-            ("RSQRT", how::RSQRT),
-            ("CONVERT", how::CONVERT),
-            ("ROUND", how::ROUND),
+        for (name, code) in operations.into_iter().chain([
             ("RESEED", how::RESEED),
             ("F32", how::F32),
             ("NO_LOCAL", how::NO_LOCAL),
             ("NO_VALUE", how::NO_VALUE),
             ("MODE_SHIFT", how::MODE_SHIFT),
-        ] {
+        ]) {
             assert_eq!(
                 define(&format!("MANTISSA_SV_{name}")),
                 u64::from(code),
