@@ -29,8 +29,8 @@ use mantissa_mathlib::cpu::CpuLibrary;
 use mantissa_mathlib::format::Format;
 use mantissa_mathlib::functions::{Function, Variant};
 use mantissa_mathlib::hexfloat::to_hex;
-use mantissa_mathlib::measure::Column;
-use mantissa_mathlib::search::{search, SearchOptions, Subject};
+use mantissa_mathlib::measure::{Column, CpuSubject, GpuSubject};
+use mantissa_mathlib::search::{search, SearchOptions};
 use mantissa_mathlib::stats::same_value;
 use mantissa_mathlib::{MathGpu, MathlibError};
 use mantissa_ptx::op::ValueType;
@@ -276,43 +276,6 @@ pub fn cuda_variant(flags: FlagSet) -> (Variant, Option<String>) {
     (variant, note)
 }
 
-/// CUDA's function on the GPU as a search subject.
-struct Cuda<'a> {
-    gpu: &'a MathGpu,
-    variant: Variant,
-}
-
-impl Subject for Cuda<'_> {
-    fn eval(
-        &self,
-        f: Function,
-        format: Format,
-        xs: &[f64],
-        ys: &[f64],
-    ) -> Result<Vec<f64>, MathlibError> {
-        Ok(self.gpu.eval(f, format, self.variant, xs, ys)?)
-    }
-}
-
-/// Rust `std`'s function as a search subject.
-struct Cpu;
-
-impl Subject for Cpu {
-    fn eval(
-        &self,
-        f: Function,
-        format: Format,
-        xs: &[f64],
-        ys: &[f64],
-    ) -> Result<Vec<f64>, MathlibError> {
-        Ok(xs
-            .iter()
-            .zip(ys)
-            .map(|(&x, &y)| CpuLibrary::Std.eval(f, format, x, y).unwrap_or(f64::NAN))
-            .collect())
-    }
-}
-
 /// The `mantissa mathlib --check` command for `f` at `args` in `format` (the f32 spelling
 /// selects binary32, the double spelling binary64; two arguments as `x,y`).
 pub fn check_command(f: Function, format: Format, args: &[f64]) -> String {
@@ -365,12 +328,18 @@ pub fn find_differing(
     variant: Variant,
     budget: Duration,
 ) -> Result<Result<Differing, String>, MathlibError> {
-    let cuda = Cuda { gpu, variant };
+    let cuda = GpuSubject { gpu, variant };
     let options = SearchOptions {
         budget,
         ..SearchOptions::default()
     };
-    let summary = search(f, format, &[&cuda, &Cpu], &options, &mut |_| {})?;
+    let summary = search(
+        f,
+        format,
+        &[&cuda, &CpuSubject(CpuLibrary::Std)],
+        &options,
+        &mut |_| {},
+    )?;
     for r in &summary.results {
         if let Some(w) = &r.stats.worst {
             if let Some(d) = differing_at(gpu, f, format, variant, &w.args)? {

@@ -100,10 +100,12 @@ pub struct Plan {
     pub seed: u64,
 }
 
-/// A GPU variant as a search subject.
-struct GpuSubject<'a> {
-    gpu: &'a MathGpu,
-    variant: Variant,
+/// A GPU variant as a search subject (CUDA's function as built under `variant`).
+pub struct GpuSubject<'a> {
+    /// The GPU evaluator.
+    pub gpu: &'a MathGpu,
+    /// Which build of CUDA's function.
+    pub variant: Variant,
 }
 
 impl Subject for GpuSubject<'_> {
@@ -119,7 +121,7 @@ impl Subject for GpuSubject<'_> {
 }
 
 /// A CPU library as a search subject.
-struct CpuSubject(CpuLibrary);
+pub struct CpuSubject(pub CpuLibrary);
 
 impl Subject for CpuSubject {
     fn eval(
