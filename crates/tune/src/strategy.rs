@@ -1,0 +1,1 @@
+//! Search strategies over units: they call [`crate::Evaluate::trial`] and know nothing else.
