@@ -21,6 +21,7 @@ mod run;
 mod shadow;
 mod study;
 mod table;
+mod tune;
 
 use std::process::ExitCode;
 
@@ -72,6 +73,11 @@ enum Command {
     /// flush-to-zero, float→integer casts), each proved by switching it off in the PTX and
     /// rerunning. Needs a GPU.
     Diff(diff::DiffArgs),
+    /// Tune your CUDA program's precision for speed (seed 002, GPUMixer): find the FISets (f64
+    /// arithmetic that can run in f32 with few conversions), measure their demotion error, and
+    /// search for the configuration meeting your digits and speed-up thresholds (modes 1-3),
+    /// beside the delta-debugging baseline (--baseline). Needs a GPU.
+    Tune(tune::TuneArgs),
     /// Measure the accuracy of CUDA's math functions (default, -use_fast_math, intrinsics) and
     /// the CPU's (Rust std, the libm crate) against correctly rounded references: binary32
     /// univariate functions exhaustively on the GPU, the rest by search; or --check one input.
@@ -102,6 +108,7 @@ fn main() -> ExitCode {
         Command::Run(args) => run::run(args),
         Command::Shadow(args) => shadow::run(args),
         Command::Diff(args) => diff::run(args),
+        Command::Tune(args) => tune::run(args),
         Command::Mathlib(args) => mathlib::run(args),
     };
     match result {

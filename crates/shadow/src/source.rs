@@ -34,7 +34,7 @@ fn candidates(file: &str, spec_dir: &Path) -> Vec<PathBuf> {
 }
 
 /// The lines of `file` (as a `.file` names it), or `None` when it cannot be read.
-pub(crate) fn read_lines(file: &str, spec_dir: &Path) -> Option<Vec<String>> {
+pub fn read_lines(file: &str, spec_dir: &Path) -> Option<Vec<String>> {
     if file.is_empty() {
         return None;
     }

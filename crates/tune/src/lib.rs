@@ -4,20 +4,31 @@
 //!
 //! The crate is split the way Kernel Tuner splits strategies from runners:
 //! - [`unit`]: what a configuration is made of — [`Unit`]s (FISets, variables, buffers), each a
-//!   set of PTX sites or a buffer kept in f32 — and a [`Config`], a set of unit indices.
+//!   set of PTX sites or a buffer kept in f32 — and a [`Config`], a set of unit indices;
+//!   [`units`] makes them from the program's PTX and the shadow run's demotion errors.
 //! - [`evaluate`]: the one question a search asks, [`Evaluate::trial`]: run this configuration,
-//!   how many digits does it keep and how much faster is it. The GPU evaluator answers it
-//!   through the harness's trial runner; tests answer it with simulated programs.
+//!   how many digits does it keep and how much faster is it. [`gpu`] answers it through the
+//!   harness's trial runner, timing with the noise of [`noise`] and keeping every measurement in
+//!   [`store`]; tests answer it with simulated programs.
 //! - [`strategy`]: the searches (modes 1–3 over FISets, delta debugging over variables, the
 //!   exhaustive search of small cases). They know nothing of GPUs, PTX or files.
+//! - [`flow`]: one tuning run from a spec; [`text`], [`table`] and [`save`]: what the user gets.
 //!
 //! Nothing here prints: progress goes through callbacks, results come back as values.
 
 #![deny(missing_docs)]
 
 pub mod evaluate;
+pub mod flow;
+pub mod gpu;
+pub mod noise;
+pub mod save;
+pub mod store;
 pub mod strategy;
+pub mod table;
+pub mod text;
 pub mod unit;
+pub mod units;
 
 pub use evaluate::{ErrorThreshold, Evaluate, Need, Thresholds, Trial};
 pub use unit::{Config, Unit, UnitKind};

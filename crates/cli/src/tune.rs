@@ -1,0 +1,182 @@
+//! `mantissa tune`: wiring for [`mantissa_tune::flow::tune`] — read a kernel spec, parse the
+//! thresholds, show progress on stderr, print the table in the shape of seed 002 Table 4 (or the
+//! JSON document), with every trial kept in OUT/results.jsonl as it runs and the chosen
+//! configurations saved in OUT/configs/.
+
+use crate::run::RunUsage;
+use anyhow::anyhow;
+use clap::Args;
+use mantissa_gpu::{FlagSet, Gpu};
+use mantissa_harness::spec::SizeOverride;
+use mantissa_harness::Spec;
+use mantissa_ptx::fiset::FisetOptions;
+use mantissa_tune::flow::{tune, TuneEvent, TuneRequest};
+use mantissa_tune::gpu::TimingPolicy;
+use mantissa_tune::ErrorThreshold;
+use std::path::PathBuf;
+
+/// The options of `mantissa tune` (see docs/COMMANDS.md).
+#[derive(Args)]
+pub struct TuneArgs {
+    /// The kernel spec (TOML; the format is in docs/SPEC.md).
+    spec: PathBuf,
+    /// Error thresholds: correct digits of every output against the f64 program,
+    /// comma-separated (1 to 15).
+    #[arg(long, default_value = "3", value_name = "LIST", value_parser = parse_digits)]
+    digits: Digits,
+    /// Use the spec's own tolerance as an error threshold too (element-wise digits are 0
+    /// wherever an output element is near zero; a tolerance can be normwise or absolute).
+    #[arg(long)]
+    tolerance: bool,
+    /// Performance thresholds in % of the ideal speed-up (seed 002 Eq. 3), comma-separated
+    /// (modes 2 and 3 and the baseline; 0 to 100).
+    #[arg(long, default_value = "10", value_name = "LIST", value_parser = parse_speedups)]
+    speedup: Speedups,
+    /// Modes, comma-separated: 1 (FISets by error, first meeting the digits), 2 (by error,
+    /// first meeting both thresholds), 3 (by arithmetic-to-cast ratio, first meeting both).
+    #[arg(long, default_value = "1,2,3", value_name = "LIST", value_parser = parse_modes)]
+    mode: Modes,
+    /// Also run the delta-debugging baseline (Precimonious) over variables, for comparison.
+    #[arg(long)]
+    baseline: bool,
+    /// At most this many FISets (φ).
+    #[arg(long, default_value_t = 200, value_name = "N")]
+    max_fisets: usize,
+    /// Timed runs of a configuration's first batch (more are added while a decision is inside
+    /// the noise, up to --max-repeats).
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    repeats: u32,
+    /// At most this many timed runs per configuration; the f64 and all-f32 references get this
+    /// many.
+    #[arg(long, default_value_t = 80, value_name = "N")]
+    max_repeats: u32,
+    /// The flag set to build the program with.
+    #[arg(long, default_value = "default", value_parser = parse_flags)]
+    flags: FlagSet,
+    /// Replace a [sizes] entry, e.g. `--set n=4096` (repeatable).
+    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_override)]
+    set: Vec<SizeOverride>,
+    /// Output directory: results.jsonl (every trial, as it runs) and configs/ (the chosen
+    /// configurations: NAME.json for `mantissa run SPEC --demote`, NAME.txt per source line).
+    #[arg(long, default_value = "mantissa-tune", value_name = "DIR")]
+    out: PathBuf,
+    /// Keep OUT/results.jsonl and run only the trials it lacks.
+    #[arg(long)]
+    resume: bool,
+    /// Print one JSON document instead of tables.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Clone)]
+struct Digits(Vec<f64>);
+#[derive(Clone)]
+struct Speedups(Vec<f64>);
+#[derive(Clone)]
+struct Modes(Vec<u8>);
+
+fn list<T: std::str::FromStr>(s: &str, what: &str, ok: impl Fn(&T) -> bool, range: &str) -> Result<Vec<T>, String> {
+    let mut out = Vec::new();
+    for part in s.split(',') {
+        let v: T = part
+            .trim()
+            .parse()
+            .map_err(|_| format!("{what} `{}` is not a number ({range})", part.trim()))?;
+        if !ok(&v) {
+            return Err(format!("{what} `{}` is out of range ({range})", part.trim()));
+        }
+        out.push(v);
+    }
+    Ok(out)
+}
+
+fn parse_digits(s: &str) -> Result<Digits, String> {
+    list(s, "digits", |d: &f64| (1.0..=15.0).contains(d), "1 to 15").map(Digits)
+}
+
+fn parse_speedups(s: &str) -> Result<Speedups, String> {
+    list(s, "speed-up", |p: &f64| (0.0..=100.0).contains(p), "0 to 100 % of the ideal").map(Speedups)
+}
+
+fn parse_modes(s: &str) -> Result<Modes, String> {
+    list(s, "mode", |m: &u8| (1..=3).contains(m), "1, 2 or 3").map(Modes)
+}
+
+fn parse_flags(s: &str) -> Result<FlagSet, String> {
+    s.trim()
+        .parse()
+        .map_err(|e: mantissa_gpu::UnknownFlagSet| e.to_string())
+}
+
+fn parse_override(s: &str) -> Result<SizeOverride, String> {
+    s.parse()
+}
+
+pub fn run(args: TuneArgs) -> anyhow::Result<()> {
+    let spec = Spec::load_with(&args.spec, &args.set).map_err(|e| RunUsage(e.to_string()))?;
+    if args.repeats == 0 || args.max_repeats < args.repeats {
+        return Err(RunUsage(format!(
+            "--repeats {} --max-repeats {}: need 1 ≤ repeats ≤ max-repeats",
+            args.repeats, args.max_repeats
+        ))
+        .into());
+    }
+    let gpu = Gpu::probe().map_err(|why| {
+        anyhow!(
+            "mantissa tune needs a GPU: {why}; `mantissa run {} --check` checks the spec without one",
+            args.spec.display()
+        )
+    })?;
+    let mut errors: Vec<ErrorThreshold> = args.digits.0.iter().map(|&d| ErrorThreshold::Digits(d)).collect();
+    if args.tolerance {
+        errors.push(ErrorThreshold::SpecTolerance);
+    }
+    let request = TuneRequest {
+        flags: args.flags,
+        errors,
+        speedups: args.speedup.0.clone(),
+        modes: args.mode.0.clone(),
+        baseline: args.baseline,
+        fiset: FisetOptions {
+            max_sets: args.max_fisets,
+        },
+        policy: TimingPolicy {
+            warmup: 2,
+            repeats: args.repeats,
+            max_repeats: args.max_repeats,
+        },
+        out: Some(args.out.clone()),
+        resume: args.resume,
+    };
+    let quiet = args.json;
+    let result = tune(&gpu, &spec, &request, &mut |event| {
+        if quiet {
+            return;
+        }
+        match event {
+            TuneEvent::Baseline => eprintln!("building and running {} as written", spec.name),
+            TuneEvent::Units { fisets, variables } => {
+                eprintln!("{fisets} FISets, {variables} variables")
+            }
+            TuneEvent::Shadow => eprintln!("measuring the demotion error of every f64 instruction"),
+            TuneEvent::References => eprintln!("timing the f64 and the all-f32 programs"),
+            TuneEvent::Resumed(n) => eprintln!("resuming: {n} records already in the store"),
+            TuneEvent::Search { label } => eprintln!("{label}"),
+            TuneEvent::Trial { number, config, trial } => {
+                eprintln!("  trial {number}: {}", mantissa_tune::text::trial_line(&config, &trial))
+            }
+        }
+    });
+    let run = match result {
+        Ok(r) => r,
+        Err(e) if e.is_usage() => return Err(RunUsage(e.to_string()).into()),
+        Err(e) => return Err(e.into()),
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&run)?);
+    } else {
+        print!("{}", mantissa_tune::text::render(&run));
+        eprintln!("trials kept in {}", args.out.join("results.jsonl").display());
+    }
+    Ok(())
+}

@@ -1,0 +1,461 @@
+//! The flow of `mantissa tune`: build and run the program as written, find its units (FISets,
+//! variables), measure their demotion error with the shadow analysis, time the f64 and the
+//! all-f32 programs (Eq. 3's 0% and 100%), then run each requested search — modes 1–3 over
+//! FISets and the delta-debugging baseline over variables, for every threshold — through one
+//! [`GpuEvaluator`], so that a configuration met by two searches is run once and every trial is
+//! in the store as soon as it is measured.
+
+use crate::evaluate::{ErrorThreshold, Evaluate, Need, Thresholds, Trial};
+use crate::gpu::{reference_time, EvaluateError, GpuEvaluator, References, TimingPolicy};
+use crate::store::{Identity, StoreError, TrialStore};
+use crate::strategy::{self, Search};
+use crate::unit::{Config, Unit};
+use crate::units::{
+    attach_errors, demoted_module, program_units, site_errors, ErrorCoverage,
+};
+use mantissa_gpu::{FlagSet, Gpu};
+use mantissa_harness::{
+    Configuration, Demotion, RunnerOptions, Spec, TrialError, TrialRunner, TrialTiming,
+};
+use mantissa_ptx::fiset::{FisetOptions, FunctionProfile};
+use mantissa_report::Backend;
+use mantissa_shadow::{Analyses, ShadowRequest};
+use serde::Serialize;
+use std::path::PathBuf;
+
+/// What to tune and how.
+#[derive(Debug, Clone)]
+pub struct TuneRequest {
+    /// The flag set the program is built with.
+    pub flags: FlagSet,
+    /// Error thresholds, one search per threshold (and per performance threshold).
+    pub errors: Vec<ErrorThreshold>,
+    /// Performance thresholds in % of the ideal speed-up (modes 2, 3 and the baseline).
+    pub speedups: Vec<f64>,
+    /// Modes among 1, 2, 3.
+    pub modes: Vec<u8>,
+    /// Also run the delta-debugging baseline.
+    pub baseline: bool,
+    /// φ and the FISet analysis's options.
+    pub fiset: FisetOptions,
+    /// Repetitions.
+    pub policy: TimingPolicy,
+    /// The results store's directory (none: nothing kept).
+    pub out: Option<PathBuf>,
+    /// Keep what `out` holds and run only what is missing.
+    pub resume: bool,
+}
+
+/// Where a tuning run is, for a progress display.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TuneEvent {
+    /// Building the program and running it as written.
+    Baseline,
+    /// The units were found.
+    Units {
+        /// FISets.
+        fisets: usize,
+        /// Variables.
+        variables: usize,
+    },
+    /// Measuring the demotion error of every f64 instruction (one instrumented run).
+    Shadow,
+    /// Timing the f64 and the all-f32 programs.
+    References,
+    /// A search begins.
+    Search {
+        /// `mode 2, 3 digits, 10%`.
+        label: String,
+    },
+    /// A trial of the current search finished.
+    Trial {
+        /// Its number in the search (1-based).
+        number: usize,
+        /// Its configuration.
+        config: String,
+        /// What it measured.
+        trial: Trial,
+    },
+    /// The store held this many records of an interrupted run.
+    Resumed(usize),
+}
+
+/// One search with the thresholds it ran under.
+#[derive(Debug, Clone, Serialize)]
+pub struct SearchEntry {
+    /// `mode 2, 3 digits, 10%`.
+    pub label: String,
+    /// Over FISets (`fisets`) or variables (`variables`).
+    pub units: &'static str,
+    /// The search and what it found (its configurations index that unit list).
+    pub search: Search,
+    /// Where its chosen configuration was saved (`--out`), as a configuration file beside its
+    /// listing per source line.
+    pub saved: Option<PathBuf>,
+}
+
+/// A kernel's profile (seed 002 Table 3, without the share of time).
+#[derive(Debug, Clone, Serialize)]
+pub struct KernelProfile {
+    /// The FISet analysis's profile of the function.
+    pub fisets: FunctionProfile,
+    /// Registers per thread as written.
+    pub registers_f64: Option<u32>,
+    /// Registers per thread with every FISet demoted.
+    pub registers_mixed: Option<u32>,
+    /// Local memory per thread as written, bytes (spills).
+    pub local_f64: Option<u32>,
+    /// Local memory with every FISet demoted.
+    pub local_mixed: Option<u32>,
+}
+
+/// What a tuning run found.
+#[derive(Debug, Clone, Serialize)]
+pub struct TuneRun {
+    /// The spec's name.
+    pub spec: String,
+    /// The device's name.
+    pub device: String,
+    /// The flag set's name.
+    pub flags: String,
+    /// The FISets (configurations of modes 1–3 index this list).
+    pub fisets: Vec<Unit>,
+    /// The variables (the baseline's configurations index this list).
+    pub variables: Vec<Unit>,
+    /// How many unit sites the shadow run measured.
+    pub coverage: ErrorCoverage,
+    /// Per kernel: FISets, mean r_ac, registers.
+    pub profile: Vec<KernelProfile>,
+    /// The f64 and the all-f32 program.
+    pub references: References,
+    /// Every search, in the order run.
+    pub searches: Vec<SearchEntry>,
+    /// Trials that ran on the device (the searches' trials met again are not run again).
+    pub device_trials: usize,
+    /// Records the store held from an interrupted run.
+    pub resumed: usize,
+    /// Anything the reader should know.
+    pub notes: Vec<String>,
+}
+
+/// Why a tuning run could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum TuneError {
+    /// The spec, the program or the device failed before any search.
+    #[error(transparent)]
+    Trial(#[from] TrialError),
+    /// The shadow analysis failed.
+    #[error("measuring the demotion errors: {0}")]
+    Shadow(#[from] mantissa_shadow::ShadowError),
+    /// A search stopped.
+    #[error(transparent)]
+    Evaluate(#[from] EvaluateError),
+    /// The results store.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A chosen configuration could not be saved.
+    #[error("{0}")]
+    Save(String),
+    /// Nothing to tune: the program has no f64 arithmetic to demote.
+    #[error("{0}")]
+    NothingToTune(String),
+}
+
+impl TuneError {
+    /// Whether the user's input is at fault (exit 2).
+    pub fn is_usage(&self) -> bool {
+        matches!(self, TuneError::Trial(TrialError::Spec(_)))
+    }
+}
+
+/// An evaluator over a sub-list of the run's units: the search's index i is unit `map[i]`.
+struct Sub<'e, 'r, 'g> {
+    inner: &'e mut GpuEvaluator<'r, 'g>,
+    offset: usize,
+}
+
+impl Evaluate for Sub<'_, '_, '_> {
+    type Error = EvaluateError;
+    fn trial(&mut self, config: &Config, need: Need) -> Result<Trial, EvaluateError> {
+        let shifted: Config = config.iter().map(|i| i + self.offset).collect();
+        self.inner.trial(&shifted, need)
+    }
+}
+
+fn fingerprint(units: &[Unit]) -> String {
+    let text = serde_json::to_string(units).unwrap_or_default();
+    format!("{:016x}", mantissa_gpu::cache::fnv1a64(text.as_bytes()))
+}
+
+fn label(strategy: &str, t: &Thresholds) -> String {
+    let e = match t.error {
+        ErrorThreshold::Digits(d) => format!("{d} digits"),
+        ErrorThreshold::SpecTolerance => "the spec's tolerance".into(),
+    };
+    match t.speedup_pct {
+        Some(p) => format!("{strategy}, {e}, {p}%"),
+        None => format!("{strategy}, {e}"),
+    }
+}
+
+/// Runs `request` on `spec` (see the module docs).
+pub fn tune(
+    gpu: &Gpu,
+    spec: &Spec,
+    request: &TuneRequest,
+    progress: &mut dyn FnMut(TuneEvent),
+) -> Result<TuneRun, TuneError> {
+    progress(TuneEvent::Baseline);
+    let opts = RunnerOptions {
+        baseline_timing: TrialTiming::AccuracyOnly,
+        ..RunnerOptions::default()
+    };
+    let mut runner = TrialRunner::new(gpu, spec, request.flags, opts)?;
+    let module = demoted_module(&mut runner)?;
+    let mut units = program_units(module, &request.fiset);
+    let mut notes = units.report.notes.clone();
+    progress(TuneEvent::Units {
+        fisets: units.fisets.len(),
+        variables: units.variables.len(),
+    });
+    if units.fisets.is_empty() && units.variables.is_empty() {
+        return Err(TuneError::NothingToTune(format!(
+            "{}: no f64 arithmetic that a configuration can demote (no FISet, no variable): nothing to tune",
+            spec.name
+        )));
+    }
+
+    // The demotion error of every f64 instruction: seed 002 §4.5's shadow run.
+    progress(TuneEvent::Shadow);
+    let shadow = mantissa_shadow::analyse(
+        gpu,
+        spec,
+        &ShadowRequest {
+            flags: request.flags,
+            analyses: Analyses {
+                demotion: true,
+                shadow: false,
+                exceptions: false,
+            },
+            time: false,
+        },
+        &mut |_| {},
+    )?;
+    let plain = mantissa_ptx::parse(&runner.built().ptx).module;
+    let pinned = runner.pinned(&plain);
+    let errors = site_errors(&shadow, &plain, &pinned.module);
+    let mut coverage = ErrorCoverage::default();
+    attach_errors(&mut units.fisets, &errors, &mut coverage);
+    attach_errors(&mut units.variables, &errors, &mut coverage);
+    if coverage.measured < coverage.sites {
+        notes.push(format!(
+            "the shadow run measured {} of the units' {} instructions (the others are ordered as if exact)",
+            coverage.measured, coverage.sites
+        ));
+    }
+
+    let profile = profile(&mut runner, &units.report.profiles, &units.fisets);
+
+    let all_units: Vec<Unit> = units
+        .fisets
+        .iter()
+        .chain(units.variables.iter())
+        .cloned()
+        .collect();
+    let identity = Identity {
+        spec: spec.name.clone(),
+        flags: request.flags.name().to_string(),
+        device: gpu.info().name.clone(),
+        backend: runner.baseline().first_launch.map_or(Backend::gpu(0, 0), |d| {
+            Backend::Gpu {
+                grid: [d.grid.0, d.grid.1, d.grid.2],
+                block: [d.block.0, d.block.1, d.block.2],
+            }
+        }),
+    };
+    let mut store = TrialStore::open(
+        request.out.as_deref(),
+        request.resume,
+        identity,
+        &fingerprint(&all_units),
+    )?;
+    if store.resumed > 0 {
+        progress(TuneEvent::Resumed(store.resumed));
+    }
+
+    // Eq. 3's references, timed once for the whole run (or taken from the resumed one).
+    progress(TuneEvent::References);
+    let (t64, _) = match store.reference("f64") {
+        Some(r) => r,
+        None => {
+            let r = reference_time(&mut runner, &Configuration::AsWritten, &request.policy)?;
+            store.reference_measured("f64", r.0, r.1)?;
+            r
+        }
+    };
+    let (t32, digits32) = match store.reference("all-f32") {
+        Some(r) => r,
+        None => {
+            let all = Configuration::Demote(Demotion::all());
+            let r = reference_time(&mut runner, &all, &request.policy)?;
+            store.reference_measured("all-f32", r.0, r.1)?;
+            r
+        }
+    };
+    let references = References {
+        t64,
+        t32,
+        digits32,
+    };
+    if crate::noise::speedup(&t64, &t64, &t32).is_none() {
+        notes.push(format!(
+            "the all-f32 program ({:.4} ms) is not measurably faster than the f64 program ({:.4} ms): no speed-up in % of the ideal exists, so no performance threshold can be met",
+            t32.median_ms, t64.median_ms
+        ));
+    }
+    // Accuracy-only trials without a JIT each: one switched build of everything.
+    if let Err(e) = runner.enable_switching(&Configuration::Demote(Demotion::all())) {
+        notes.push(format!("every trial is a build of its own: {e}"));
+    }
+
+    let resumed = store.resumed;
+    let n_fisets = units.fisets.len();
+    let mut eval = GpuEvaluator::new(
+        &mut runner,
+        all_units,
+        references,
+        request.policy,
+        &mut store,
+    );
+    let mut searches = Vec::new();
+    for &error in &request.errors {
+        eval.set_error(error);
+        let mut plans: Vec<(String, u8, Option<f64>)> = Vec::new();
+        for &m in &request.modes {
+            if m == 1 {
+                plans.push(("mode 1".into(), 1, None));
+            } else {
+                for &p in &request.speedups {
+                    plans.push((format!("mode {m}"), m, Some(p)));
+                }
+            }
+        }
+        if request.baseline {
+            let ps: Vec<Option<f64>> = if request.speedups.is_empty() {
+                vec![None]
+            } else {
+                request.speedups.iter().copied().map(Some).collect()
+            };
+            for p in ps {
+                plans.push(("delta debugging".into(), 0, p));
+            }
+        }
+        for (name, mode, p) in plans {
+            let t = Thresholds {
+                error,
+                speedup_pct: p,
+            };
+            progress(TuneEvent::Search {
+                label: label(&name, &t),
+            });
+            let mut number = 0;
+            let mut report = |c: &Config, trial: &Trial| {
+                number += 1;
+                progress(TuneEvent::Trial {
+                    number,
+                    config: crate::store::config_key(c),
+                    trial: trial.clone(),
+                });
+            };
+            let name_label = label(&name, &t);
+            let (search, over) = if mode == 0 {
+                let mut sub = Sub {
+                    inner: &mut eval,
+                    offset: n_fisets,
+                };
+                let s = strategy::delta_debugging(&units.variables, &t, &mut sub, &mut report)?;
+                (s, "variables")
+            } else {
+                let mut sub = Sub {
+                    inner: &mut eval,
+                    offset: 0,
+                };
+                let s = strategy::mode(mode, &units.fisets, &t, &mut sub, &mut report)?;
+                (s, "fisets")
+            };
+            let list = if over == "fisets" {
+                &units.fisets
+            } else {
+                &units.variables
+            };
+            let saved = match (&request.out, &search.chosen) {
+                (Some(dir), Some(c)) => Some(
+                    crate::save::save(
+                        &dir.join("configs"),
+                        &crate::save::slug(&name_label),
+                        list,
+                        c,
+                        &units.module,
+                        &spec.dir,
+                    )
+                    .map_err(|e| {
+                        TuneError::Save(format!("saving a configuration in {}: {e}", dir.display()))
+                    })?,
+                ),
+                _ => None,
+            };
+            searches.push(SearchEntry {
+                label: name_label,
+                units: over,
+                search,
+                saved,
+            });
+        }
+    }
+    let device_trials = eval.device_trials;
+    Ok(TuneRun {
+        spec: spec.name.clone(),
+        device: gpu.info().name.clone(),
+        flags: request.flags.name().to_string(),
+        fisets: units.fisets,
+        variables: units.variables,
+        coverage,
+        profile,
+        references,
+        searches,
+        device_trials,
+        resumed,
+        notes,
+    })
+}
+
+/// Registers as written and with every FISet demoted, per kernel.
+fn profile(
+    runner: &mut TrialRunner<'_>,
+    profiles: &[FunctionProfile],
+    fisets: &[Unit],
+) -> Vec<KernelProfile> {
+    let f64_res = runner.baseline_resources().unwrap_or_default();
+    let everything: Config = (0..fisets.len()).collect();
+    let mixed_res = crate::gpu::configuration(fisets, &everything, "all fisets");
+    let mixed = runner
+        .ptx_of(&mixed_res)
+        .ok()
+        .flatten()
+        .and_then(|ptx| runner.resources(&ptx).ok())
+        .unwrap_or_default();
+    profiles
+        .iter()
+        .map(|p| {
+            let f = f64_res.iter().find(|(k, _)| *k == p.function).map(|r| r.1);
+            let m = mixed.iter().find(|(k, _)| *k == p.function).map(|r| r.1);
+            KernelProfile {
+                fisets: p.clone(),
+                registers_f64: f.map(|r| r.registers),
+                registers_mixed: m.map(|r| r.registers),
+                local_f64: f.map(|r| r.local_bytes),
+                local_mixed: m.map(|r| r.local_bytes),
+            }
+        })
+        .collect()
+}

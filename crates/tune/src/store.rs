@@ -1,0 +1,381 @@
+//! The tuner's trials in the results store (`DIR/results.jsonl`, [`mantissa_report::ResultsLog`],
+//! the one store every command writes): one record per measurement as it is made, so that a run
+//! interrupted at any point and resumed (`--resume`) finds every finished trial and runs none of
+//! them again.
+//!
+//! Records: `workload` the spec, `algorithm` `tune`, `input` the configuration
+//! ([`config_key`]: unit indices as ranges, `0-3,7`), `precision` what was measured
+//! (`accuracy`, `time`, the references `f64` and `all-f32`, and `units`, whose note is the
+//! fingerprint of the unit list: indices only mean the same units in a run of the same program
+//! with the same options, so a resume over another fingerprint is refused). Quantities are in
+//! `extra`: `digits`, `within_tolerance` (1 or 0, absent without a tolerance), `time_ms`,
+//! `noise_ms`, `reps`.
+
+use crate::noise::Time;
+use crate::unit::Config;
+use mantissa_report::{read_records, Backend, Record, RecordError, ResultsLog, Status, SCHEMA};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::path::Path;
+
+/// What is known of one configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Measured {
+    /// Worst digits over the outputs against the f64 program.
+    pub digits: f64,
+    /// Every stated tolerance met (`None`: the spec states none).
+    pub within_tolerance: Option<bool>,
+    /// Its time, when timed.
+    pub time: Option<Time>,
+    /// Why it could not run.
+    pub failed: Option<String>,
+}
+
+impl Measured {
+    /// A configuration that could not run.
+    pub fn failed(why: String) -> Measured {
+        Measured {
+            digits: f64::NEG_INFINITY,
+            within_tolerance: None,
+            time: None,
+            failed: Some(why),
+        }
+    }
+}
+
+/// `0-3,7,9-10`: the sorted unit indices as ranges.
+pub fn config_key(config: &Config) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut it = config.iter().copied().peekable();
+    while let Some(start) = it.next() {
+        let mut end = start;
+        while it.peek() == Some(&(end + 1)) {
+            end = it.next().unwrap_or(end);
+        }
+        out.push(if end == start {
+            start.to_string()
+        } else {
+            format!("{start}-{end}")
+        });
+    }
+    if out.is_empty() {
+        "none".into()
+    } else {
+        out.join(",")
+    }
+}
+
+/// The inverse of [`config_key`].
+pub fn parse_config_key(key: &str) -> Option<Config> {
+    if key == "none" {
+        return Some(Config::new());
+    }
+    let mut c = Config::new();
+    for part in key.split(',') {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (usize, usize) = (a.parse().ok()?, b.parse().ok()?);
+                if a > b {
+                    return None;
+                }
+                c.extend(a..=b);
+            }
+            None => {
+                c.insert(part.parse().ok()?);
+            }
+        }
+    }
+    Some(c)
+}
+
+/// Who measured: the fields every record of one run shares.
+#[derive(Debug, Clone)]
+pub struct Identity {
+    /// The spec's name.
+    pub spec: String,
+    /// The flag set's name.
+    pub flags: String,
+    /// The device's name.
+    pub device: String,
+    /// The first launch's shape.
+    pub backend: Backend,
+}
+
+/// The results store of one tuning run, and what it already held.
+pub struct TrialStore {
+    log: Option<ResultsLog>,
+    identity: Identity,
+    known: HashMap<Config, Measured>,
+    references: HashMap<String, (Time, f64)>,
+    /// Records found in the store when it was opened.
+    pub resumed: usize,
+}
+
+/// Why a store cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// Reading or writing the file failed.
+    #[error(transparent)]
+    Record(#[from] RecordError),
+    /// The store holds a tuning run of other units.
+    #[error("{0}")]
+    OtherRun(String),
+}
+
+const ALGORITHM: &str = "tune";
+
+impl TrialStore {
+    /// Opens `dir`'s store (none: nothing is kept), checking on resume that it holds a run of
+    /// the same units (`fingerprint`), and recording the fingerprint otherwise.
+    pub fn open(
+        dir: Option<&Path>,
+        resume: bool,
+        identity: Identity,
+        fingerprint: &str,
+    ) -> Result<TrialStore, StoreError> {
+        let mut store = TrialStore {
+            log: None,
+            identity,
+            known: HashMap::new(),
+            references: HashMap::new(),
+            resumed: 0,
+        };
+        let Some(dir) = dir else {
+            return Ok(store);
+        };
+        let log = ResultsLog::open(dir, resume)?;
+        if resume && log.previous_records() > 0 {
+            let (records, _) = read_records(log.path())?;
+            store.load(&records, fingerprint, log.path())?;
+        }
+        store.log = Some(log);
+        if store.resumed == 0 {
+            store.append("units", "units", None, &[], Some(fingerprint.to_string()))?;
+        }
+        Ok(store)
+    }
+
+    fn load(&mut self, records: &[Record], fingerprint: &str, path: &Path) -> Result<(), StoreError> {
+        let ours: Vec<&Record> = records
+            .iter()
+            .filter(|r| r.algorithm == ALGORITHM && r.workload == self.identity.spec)
+            .collect();
+        if ours.is_empty() {
+            return Ok(());
+        }
+        let theirs = ours
+            .iter()
+            .find(|r| r.precision == "units")
+            .and_then(|r| r.note.clone())
+            .unwrap_or_default();
+        if theirs != fingerprint {
+            return Err(StoreError::OtherRun(format!(
+                "{} holds a tuning run of other units (another build, spec or --max-fisets); give another --out or leave out --resume",
+                path.display()
+            )));
+        }
+        for r in ours {
+            let get = |k: &str| r.extra.get(k).copied();
+            let time = match (get("time_ms"), get("noise_ms"), get("reps")) {
+                (Some(m), Some(n), Some(reps)) => Some(Time {
+                    median_ms: m,
+                    noise_ms: n,
+                    reps: reps as usize,
+                }),
+                _ => None,
+            };
+            match r.precision.as_str() {
+                "f64" | "all-f32" => {
+                    if let Some(t) = time {
+                        let d = get("digits").unwrap_or(f64::INFINITY); // absent: identical
+                        self.references.insert(r.precision.clone(), (t, d));
+                    }
+                }
+                "accuracy" | "time" => {
+                    let Some(config) = parse_config_key(&r.input) else {
+                        continue;
+                    };
+                    let m = if r.status == Status::Failed {
+                        Measured::failed(r.note.clone().unwrap_or_default())
+                    } else {
+                        Measured {
+                            digits: get("digits").unwrap_or(if get("identical").is_some() {
+                                f64::INFINITY
+                            } else {
+                                f64::NEG_INFINITY
+                            }),
+                            within_tolerance: get("within_tolerance").map(|v| v != 0.0),
+                            time,
+                            failed: None,
+                        }
+                    };
+                    // A timed record supersedes the accuracy-only one of the same configuration.
+                    if r.precision == "time" || !self.known.contains_key(&config) {
+                        self.known.insert(config, m);
+                    }
+                }
+                _ => {}
+            }
+            self.resumed += 1;
+        }
+        Ok(())
+    }
+
+    /// Every configuration measured in a resumed run.
+    pub fn known(&self) -> &HashMap<Config, Measured> {
+        &self.known
+    }
+
+    /// A reference time (`f64` or `all-f32`) of a resumed run, with its digits.
+    pub fn reference(&self, which: &str) -> Option<(Time, f64)> {
+        self.references.get(which).copied()
+    }
+
+    fn append(
+        &mut self,
+        input: &str,
+        precision: &str,
+        m: Option<&Measured>,
+        more: &[(&str, f64, &str)],
+        note: Option<String>,
+    ) -> Result<(), StoreError> {
+        let Some(log) = self.log.as_mut() else {
+            return Ok(());
+        };
+        let mut q: Vec<(&str, f64, &str)> = more.to_vec();
+        if let Some(m) = m {
+            // JSON has no infinity: outputs identical to the f64 program's say so instead.
+            if m.failed.is_none() && m.digits.is_finite() {
+                q.push(("digits", m.digits, "worst correct digits over the outputs, against the f64 program"));
+            } else if m.failed.is_none() {
+                q.push(("identical", 1.0, "1: every output bit-identical to the f64 program's"));
+            }
+            if let Some(w) = m.within_tolerance {
+                q.push(("within_tolerance", f64::from(u8::from(w)), "1: every output within the spec's tolerance"));
+            }
+            if let Some(t) = m.time {
+                q.push(("time_ms", t.median_ms, "median time of the step sequence, ms"));
+                q.push(("noise_ms", t.noise_ms, "noise of that median, ms"));
+                q.push(("reps", t.reps as f64, "timed repetitions"));
+            }
+        }
+        let (extra, descriptions) = Record::quantities(&q);
+        let failed = m.and_then(|m| m.failed.clone());
+        let record = Record {
+            schema: SCHEMA,
+            workload: self.identity.spec.clone(),
+            algorithm: ALGORITHM.into(),
+            input: input.into(),
+            size: 0,
+            seed: 0,
+            precision: precision.into(),
+            backend: self.identity.backend,
+            flags: Some(self.identity.flags.clone()),
+            device: self.identity.device.clone(),
+            status: if failed.is_some() {
+                Status::Failed
+            } else {
+                Status::Ok
+            },
+            value: m
+                .filter(|m| m.failed.is_none() && m.digits.is_finite())
+                .map(|m| m.digits),
+            reference: None,
+            error: None,
+            time: None,
+            extra,
+            descriptions,
+            note: failed.or(note),
+            build: None,
+            version: Record::current_version(),
+            git_revision: Record::current_git_revision(),
+            date: Record::now(),
+        };
+        log.append(&record)?;
+        Ok(())
+    }
+
+    /// Records an accuracy-only measurement.
+    pub fn accuracy(&mut self, config: &Config, m: &Measured) -> Result<(), StoreError> {
+        self.append(&config_key(config), "accuracy", Some(m), &[], None)
+    }
+
+    /// Records a timed measurement.
+    pub fn timed(&mut self, config: &Config, m: &Measured) -> Result<(), StoreError> {
+        self.append(&config_key(config), "time", Some(m), &[], None)
+    }
+
+    /// Records a reference time (`f64` or `all-f32`).
+    pub fn reference_measured(&mut self, which: &str, t: Time, digits: f64) -> Result<(), StoreError> {
+        let m = Measured {
+            digits,
+            within_tolerance: None,
+            time: Some(t),
+            failed: None,
+        };
+        self.append("reference", which, Some(&m), &[], None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn configuration_keys_are_ranges_and_read_back() {
+        let c: Config = [0, 1, 2, 3, 7, 9, 10].into_iter().collect();
+        assert_eq!(config_key(&c), "0-3,7,9-10");
+        assert_eq!(parse_config_key("0-3,7,9-10"), Some(c));
+        assert_eq!(config_key(&Config::new()), "none");
+        assert_eq!(parse_config_key("none"), Some(Config::new()));
+        assert_eq!(parse_config_key("3-1"), None);
+        assert_eq!(parse_config_key("x"), None);
+    }
+
+    fn identity() -> Identity {
+        Identity {
+            spec: "axpy".into(),
+            flags: "default".into(),
+            device: "test".into(),
+            backend: Backend::gpu(1, 1),
+        }
+    }
+
+    #[test]
+    fn a_resumed_store_knows_every_trial_and_refuses_other_units() {
+        let dir = std::env::temp_dir().join(format!("mantissa-tune-store-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let a: Config = [0, 2].into_iter().collect();
+        let b: Config = [1].into_iter().collect();
+        let t = Time {
+            median_ms: 2.0,
+            noise_ms: 0.01,
+            reps: 10,
+        };
+        {
+            let mut s = TrialStore::open(Some(&dir), false, identity(), "fp1").unwrap();
+            let m = Measured {
+                digits: 5.5,
+                within_tolerance: Some(true),
+                time: None,
+                failed: None,
+            };
+            s.accuracy(&a, &m).unwrap();
+            s.timed(&a, &Measured { time: Some(t), ..m }).unwrap();
+            s.accuracy(&b, &Measured::failed("out of resources".into())).unwrap();
+            s.reference_measured("f64", t, f64::INFINITY).unwrap();
+        }
+        let s = TrialStore::open(Some(&dir), true, identity(), "fp1").unwrap();
+        assert_eq!(s.known()[&a].time, Some(t));
+        assert_eq!(s.known()[&a].digits, 5.5);
+        assert_eq!(s.known()[&a].within_tolerance, Some(true));
+        assert_eq!(s.known()[&b].failed.as_deref(), Some("out of resources"));
+        assert_eq!(s.reference("f64").unwrap().0, t);
+        let other = TrialStore::open(Some(&dir), true, identity(), "fp2");
+        assert!(matches!(other, Err(StoreError::OtherRun(_))));
+        // Without --resume the old file is moved aside and nothing is known.
+        let fresh = TrialStore::open(Some(&dir), false, identity(), "fp2").unwrap();
+        assert!(fresh.known().is_empty());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

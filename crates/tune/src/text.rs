@@ -1,0 +1,136 @@
+//! `mantissa tune` as text: the references, the units and the kernel profile, the table in the
+//! shape of seed 002 Table 4, and what each search chose.
+
+use crate::evaluate::Trial;
+use crate::flow::TuneRun;
+use crate::unit::Unit;
+use std::fmt::Write;
+
+/// One trial in a progress line: `0-2: 5.3 digits, 41.2% ±0.8 of the ideal (1.234 ms)`.
+pub fn trial_line(config: &str, t: &Trial) -> String {
+    if let Some(why) = &t.failed {
+        return format!("{config}: failed: {why}");
+    }
+    let digits = if t.digits.is_infinite() {
+        "identical".to_string()
+    } else {
+        format!("{:.1} digits", t.digits)
+    };
+    match (t.speedup_pct, t.noise_pct, t.time_ms) {
+        (Some(s), Some(n), Some(ms)) => {
+            format!("{config}: {digits}, {s:.1}% ±{n:.1} of the ideal ({ms:.4} ms)")
+        }
+        (None, _, Some(ms)) => format!("{config}: {digits} ({ms:.4} ms)"),
+        _ => format!("{config}: {digits}"),
+    }
+}
+
+fn names(units: &[Unit], config: &crate::unit::Config) -> String {
+    let n: Vec<&str> = config.iter().map(|&u| units[u].name.as_str()).collect();
+    if n.len() > 4 {
+        format!("{} and {} more", n[..3].join(" + "), n.len() - 3)
+    } else {
+        n.join(" + ")
+    }
+}
+
+/// The whole report.
+pub fn render(run: &TuneRun) -> String {
+    let mut o = String::new();
+    let r = &run.references;
+    let _ = writeln!(o, "{} ({}, {} flags)", run.spec, run.device, run.flags);
+    let _ = writeln!(
+        o,
+        "f64 program {:.4} ms ±{:.4}, all-f32 program {:.4} ms ±{:.4} ({:.2}× faster, {} digits)",
+        r.t64.median_ms,
+        r.t64.noise_ms,
+        r.t32.median_ms,
+        r.t32.noise_ms,
+        r.t64.median_ms / r.t32.median_ms,
+        if r.digits32.is_infinite() {
+            "identical".to_string()
+        } else {
+            format!("{:.1}", r.digits32)
+        }
+    );
+    let _ = writeln!(
+        o,
+        "{} FISets, {} variables; demotion error measured at {} of their {} instructions",
+        run.fisets.len(),
+        run.variables.len(),
+        run.coverage.measured,
+        run.coverage.sites
+    );
+    if !run.profile.is_empty() {
+        let _ = writeln!(o, "\nkernel profile (seed 002 Table 3):");
+        let _ = writeln!(
+            o,
+            "  {:<40} {:>6} {:>9} {:>14} {:>12}",
+            "kernel", "FISets", "mean r_ac", "registers f64", "mixed"
+        );
+        for p in &run.profile {
+            let reg = |r: Option<u32>, l: Option<u32>| match (r, l) {
+                (Some(r), Some(l)) if l > 0 => format!("{r} (+{l} B local)"),
+                (Some(r), _) => r.to_string(),
+                _ => "?".into(),
+            };
+            let _ = writeln!(
+                o,
+                "  {:<40} {:>6} {:>9} {:>14} {:>12}",
+                p.fisets.function,
+                p.fisets.fisets,
+                p.fisets
+                    .mean_r_ac
+                    .map_or("–".into(), |m| format!("{m:.2}")),
+                reg(p.registers_f64, p.local_f64),
+                reg(p.registers_mixed, p.local_mixed)
+            );
+        }
+    }
+    let _ = writeln!(o);
+    o.push_str(&crate::table::text(&run.searches));
+    let _ = writeln!(o, "\nchosen configurations:");
+    for s in &run.searches {
+        let units = if s.units == "fisets" {
+            &run.fisets
+        } else {
+            &run.variables
+        };
+        let first = s
+            .search
+            .first_met_at
+            .map_or(String::new(), |k| format!(", first met at trial {k}"));
+        match (&s.search.chosen, &s.search.chosen_trial) {
+            (Some(c), Some(t)) => {
+                let _ = writeln!(
+                    o,
+                    "  {}: {} — {}; {} trials{first}",
+                    s.label,
+                    names(units, c),
+                    trial_line(&format!("{} units", c.len()), t),
+                    s.search.trials
+                );
+                if let Some(p) = &s.saved {
+                    let _ = writeln!(o, "      saved: {}", p.display());
+                }
+            }
+            _ => {
+                let _ = writeln!(o, "  {}: none met ({} trials)", s.label, s.search.trials);
+            }
+        }
+    }
+    let _ = writeln!(
+        o,
+        "\n{} trials ran on the device{}",
+        run.device_trials,
+        if run.resumed > 0 {
+            format!(" ({} records resumed)", run.resumed)
+        } else {
+            String::new()
+        }
+    );
+    for n in &run.notes {
+        let _ = writeln!(o, "note: {n}");
+    }
+    o
+}

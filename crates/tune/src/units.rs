@@ -1,0 +1,185 @@
+//! The tuner's units, made from the program's PTX — FISets ([`mantissa_ptx::fiset`]) for modes
+//! 1–3, variables ([`mantissa_ptx::variables`]) for the delta-debugging baseline — and given
+//! the demotion error the shadow analysis measured at their instructions (seed 002's
+//! FISet_error, Σ over the set).
+//!
+//! **Which PTX.** The sites of a unit must name instructions of the PTX the trial runner demotes:
+//! the rewrite's input of the empty configuration (the marked build when the program calls
+//! math functions), which [`TrialRunner::ptx_of`] gives. The shadow analysis instruments the
+//! plain build with ptxas's contractions pinned ([`TrialRunner::pinned`]): pinning turns a fused
+//! mul/add pair into one `fma.rn` that keeps the add's instruction id, so its sites are mapped
+//! back through instruction ids to the plain build's, and the fma's error is the add's (its mul
+//! gets none: the pair is one operation on the device). Where the plain and the marked build
+//! differ (math calls), sites that do not match get no error, and [`ErrorCoverage`] says how
+//! many.
+
+use crate::unit::{Unit, UnitKind};
+use mantissa_harness::{Configuration, Demotion, TrialError, TrialRunner};
+use mantissa_ptx::fiset::{fisets, FisetOptions, FisetReport};
+use mantissa_ptx::site::{self, Site};
+use mantissa_ptx::variables::variables;
+use mantissa_ptx::Module;
+use mantissa_shadow::ShadowRun;
+use serde::Serialize;
+use std::collections::HashMap;
+
+/// The units of one program.
+#[derive(Debug, Clone)]
+pub struct ProgramUnits {
+    /// The module the units' sites name (the rewrite's input).
+    pub module: Module,
+    /// FISets, in [`fisets`]'s order.
+    pub fisets: Vec<Unit>,
+    /// Variables, in [`variables`]'s order.
+    pub variables: Vec<Unit>,
+    /// The FISet analysis's per-function profile and notes.
+    pub report: FisetReport,
+}
+
+/// The PTX the runner demotes: the rewrite's input for the empty configuration.
+pub fn demoted_module(runner: &mut TrialRunner<'_>) -> Result<Module, TrialError> {
+    let none = Configuration::Demote(Demotion::none());
+    let ptx = match runner.ptx_of(&none)? {
+        Some(p) => p,
+        None => runner.built().ptx.clone(),
+    };
+    Ok(mantissa_ptx::parse(&ptx).module)
+}
+
+fn lines_of(sites: &[Site]) -> Vec<(String, u32)> {
+    let mut lines: Vec<(String, u32)> = sites.iter().map(|s| (s.file.clone(), s.line)).collect();
+    lines.sort();
+    lines.dedup();
+    lines
+}
+
+/// `nbody.cu:70-78` / `nbody.cu:70,74`: where a unit's lines are, short.
+pub fn where_(lines: &[(String, u32)]) -> String {
+    let mut by_file: Vec<(String, Vec<u32>)> = Vec::new();
+    for (f, l) in lines {
+        let short = f.rsplit(['/', '\\']).next().unwrap_or(f).to_string();
+        match by_file.last_mut() {
+            Some((g, ls)) if *g == short => ls.push(*l),
+            _ => by_file.push((short, vec![*l])),
+        }
+    }
+    by_file
+        .iter()
+        .map(|(f, ls)| {
+            let (lo, hi) = (ls[0], ls[ls.len() - 1]);
+            if ls.len() == 1 {
+                format!("{f}:{lo}")
+            } else if (hi - lo) as usize + 1 == ls.len() {
+                format!("{f}:{lo}-{hi}")
+            } else {
+                format!("{f}:{}", ls.iter().map(u32::to_string).collect::<Vec<_>>().join(","))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The FISets and variables of `module`.
+pub fn program_units(module: Module, opts: &FisetOptions) -> ProgramUnits {
+    let report = fisets(&module, opts);
+    let fiset_units = report
+        .sets
+        .iter()
+        .enumerate()
+        .map(|(i, f)| Unit {
+            kind: UnitKind::Fiset,
+            name: format!("fiset {} ({})", i + 1, where_(&f.lines)),
+            sites: f.sites.clone(),
+            buffers: Vec::new(),
+            error: None,
+            r_ac: Some(f.r_ac),
+            lines: f.lines.clone(),
+        })
+        .collect();
+    let variable_units = variables(&module)
+        .into_iter()
+        .map(|v| {
+            let lines = lines_of(&v.sites);
+            Unit {
+                kind: UnitKind::Variable,
+                name: format!("variable {} ({})", v.registers.join("/"), where_(&lines)),
+                sites: v.sites,
+                buffers: Vec::new(),
+                error: None,
+                r_ac: None,
+                lines,
+            }
+        })
+        .collect();
+    ProgramUnits {
+        module,
+        fisets: fiset_units,
+        variables: variable_units,
+        report,
+    }
+}
+
+/// How many of the units' sites got a demotion error from the shadow run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct ErrorCoverage {
+    /// Sites of FISets and variables.
+    pub sites: usize,
+    /// Of them, those the shadow run measured.
+    pub measured: usize,
+}
+
+/// The demotion error (Σ over threads and executions) per site of the plain build, from a
+/// shadow run of the pinned plain build (see the module docs).
+pub fn site_errors(run: &ShadowRun, plain: &Module, pinned: &Module) -> HashMap<Site, f64> {
+    let pinned_index = site::sites(pinned);
+    let plain_index = site::sites(plain);
+    let mut out = HashMap::new();
+    for s in &run.sites {
+        let Some(d) = &s.demotion else { continue };
+        let Some(id) = pinned_index.inst(&s.site) else {
+            continue;
+        };
+        if let Some(plain_site) = plain_index.site(id) {
+            *out.entry(plain_site.clone()).or_insert(0.0) += d.sum;
+        }
+    }
+    out
+}
+
+/// Gives every unit the sum of its sites' errors; units none of whose sites was measured keep
+/// `None` (searched last by modes 1 and 2).
+pub fn attach_errors(units: &mut [Unit], errors: &HashMap<Site, f64>, cov: &mut ErrorCoverage) {
+    for u in units {
+        let mut sum = 0.0;
+        let mut any = false;
+        for s in &u.sites {
+            cov.sites += 1;
+            if let Some(e) = errors.get(s) {
+                cov.measured += 1;
+                sum += e;
+                any = true;
+            }
+        }
+        u.error = any.then_some(sum);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_are_named_short() {
+        let l = |f: &str, n| (f.to_string(), n);
+        assert_eq!(where_(&[l("/a/b/nbody.cu", 70)]), "nbody.cu:70");
+        assert_eq!(
+            where_(&[l("/a/nbody.cu", 70), l("/a/nbody.cu", 71), l("/a/nbody.cu", 72)]),
+            "nbody.cu:70-72"
+        );
+        assert_eq!(
+            where_(&[l("x.cu", 3), l("x.cu", 9), l("y.h", 1)]),
+            "x.cu:3,9 y.h:1"
+        );
+        assert_eq!(where_(&[]), "");
+    }
+}
