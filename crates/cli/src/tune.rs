@@ -39,6 +39,10 @@ pub struct TuneArgs {
     /// Also run the delta-debugging baseline (Precimonious) over variables, for comparison.
     #[arg(long)]
     baseline: bool,
+    /// Also search every subset of FISets (at most 16): the best configuration there is, to
+    /// judge the modes by on small programs.
+    #[arg(long)]
+    exhaustive: bool,
     /// At most this many FISets (φ).
     #[arg(long, default_value_t = 200, value_name = "N")]
     max_fisets: usize,
@@ -137,6 +141,7 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
         speedups: args.speedup.0.clone(),
         modes: args.mode.0.clone(),
         baseline: args.baseline,
+        exhaustive: args.exhaustive,
         fiset: FisetOptions {
             max_sets: args.max_fisets,
         },

@@ -36,6 +36,8 @@ pub struct TuneRequest {
     pub modes: Vec<u8>,
     /// Also run the delta-debugging baseline.
     pub baseline: bool,
+    /// Also search every subset of FISets (the best configuration there is; small programs).
+    pub exhaustive: bool,
     /// φ and the FISet analysis's options.
     pub fiset: FisetOptions,
     /// Repetitions.
@@ -350,6 +352,11 @@ pub fn tune(
                 plans.push(("delta debugging".into(), 0, p));
             }
         }
+        if request.exhaustive {
+            for &p in &request.speedups {
+                plans.push(("exhaustive".into(), 4, Some(p)));
+            }
+        }
         for (name, mode, p) in plans {
             let t = Thresholds {
                 error,
@@ -375,6 +382,13 @@ pub fn tune(
                 };
                 let s = strategy::delta_debugging(&units.variables, &t, &mut sub, &mut report)?;
                 (s, "variables")
+            } else if mode == 4 {
+                let mut sub = Sub {
+                    inner: &mut eval,
+                    offset: 0,
+                };
+                let s = strategy::exhaustive(&units.fisets, &t, &mut sub, &mut report)?;
+                (s, "fisets")
             } else {
                 let mut sub = Sub {
                     inner: &mut eval,

@@ -1,0 +1,164 @@
+//! GPU tests of `mantissa tune` on `examples/tune/relax` (skip without a GPU; fail under
+//! `MANTISSA_REQUIRE_GPU=1`), whose answer is known (see relax.cu): a contracting loop that
+//! keeps about 6 digits in f32 and is nearly all of the work, beside a cancellation that keeps
+//! none.
+//! - the FISets separate the two (one holds the LINE:loop line, another the LINE:cancel line);
+//! - at 3 digits and 10% of the ideal, the exhaustive search of every FISet subset chooses the
+//!   loop's FISet alone, and modes 1 and 2 choose the same configuration;
+//! - every chosen configuration meets its thresholds, and, re-run in a fresh process with
+//!   `mantissa run SPEC --demote FILE`, reproduces its digits exactly;
+//! - the run resumed from its store runs no trial again and chooses the same configurations.
+
+use mantissa_gpu::testing::require_gpu_or_skip;
+use mantissa_gpu::FlagSet;
+use mantissa_harness::Spec;
+use mantissa_ptx::fiset::FisetOptions;
+use mantissa_tune::flow::{tune, TuneRequest, TuneRun};
+use mantissa_tune::gpu::TimingPolicy;
+use mantissa_tune::{ErrorThreshold, Thresholds};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const RELAX_CU: &str = include_str!("../../../examples/tune/relax.cu");
+
+fn marked(name: &str) -> u32 {
+    let tag = format!("// LINE:{name}");
+    let found: Vec<u32> = RELAX_CU
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.trim_end().ends_with(&tag))
+        .map(|(i, _)| i as u32 + 1)
+        .collect();
+    assert_eq!(found.len(), 1, "one {tag} in relax.cu");
+    found[0]
+}
+
+fn spec_path() -> PathBuf {
+    Path::new("../../examples/tune/relax.toml").to_path_buf()
+}
+
+/// The binary beside the test (the GPU machine's layout) or Cargo's.
+fn mantissa_binary() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let dir = exe.parent()?;
+    [
+        dir.join("../bin/mantissa"),
+        dir.join("../mantissa"),
+        dir.join("../../release/mantissa"),
+        dir.join("../../debug/mantissa"),
+    ]
+    .into_iter()
+    .find(|p| p.exists())
+}
+
+fn request(out: &Path, resume: bool) -> TuneRequest {
+    TuneRequest {
+        flags: FlagSet::DEFAULT,
+        errors: vec![ErrorThreshold::Digits(3.0)],
+        speedups: vec![10.0],
+        modes: vec![1, 2, 3],
+        baseline: true,
+        exhaustive: true,
+        fiset: FisetOptions::default(),
+        policy: TimingPolicy::default(),
+        out: Some(out.to_path_buf()),
+        resume,
+    }
+}
+
+fn chosen<'r>(run: &'r TuneRun, strategy: &str) -> &'r mantissa_tune::strategy::Search {
+    &run.searches
+        .iter()
+        .find(|s| s.search.strategy == strategy)
+        .unwrap_or_else(|| panic!("no {strategy} search"))
+        .search
+}
+
+#[test]
+fn the_tuner_finds_the_known_best_configuration_and_it_reproduces() {
+    let Some(gpu) = require_gpu_or_skip() else {
+        return;
+    };
+    let spec = Spec::load(&spec_path()).unwrap_or_else(|e| panic!("{e}"));
+    let out = std::env::temp_dir().join(format!("mantissa-tune-gpu-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let run = tune(&gpu, &spec, &request(&out, false), &mut |_| {})
+        .unwrap_or_else(|e| panic!("{e}"));
+    println!("{}", mantissa_tune::text::render(&run));
+
+    let (loop_line, cancel_line) = (marked("loop"), marked("cancel"));
+    let holds = |u: &mantissa_tune::Unit, line: u32| u.lines.iter().any(|(_, l)| *l == line);
+    let loop_sets: Vec<usize> = (0..run.fisets.len())
+        .filter(|&i| holds(&run.fisets[i], loop_line))
+        .collect();
+    assert_eq!(loop_sets.len(), 1, "one FISet holds the loop: {:#?}", run.fisets);
+    let l = loop_sets[0];
+    assert!(!holds(&run.fisets[l], cancel_line), "the loop's FISet holds the cancellation");
+    assert!(
+        run.fisets.iter().any(|u| holds(u, cancel_line)),
+        "a FISet holds the cancellation"
+    );
+    assert!(
+        run.references.t64.median_ms > 1.3 * run.references.t32.median_ms,
+        "the all-f32 program is at least 1.3× faster: {:?}",
+        run.references
+    );
+
+    let best = chosen(&run, "exhaustive");
+    let want: mantissa_tune::Config = [l].into_iter().collect();
+    assert_eq!(best.chosen.as_ref(), Some(&want), "exhaustive");
+    for m in ["mode 1", "mode 2"] {
+        assert_eq!(chosen(&run, m).chosen.as_ref(), Some(&want), "{m}");
+    }
+    let t = Thresholds {
+        error: ErrorThreshold::Digits(3.0),
+        speedup_pct: Some(10.0),
+    };
+    for s in &run.searches {
+        if let Some(trial) = &s.search.chosen_trial {
+            assert!(trial.meets_error(&t), "{}: {trial:?}", s.label);
+            if s.search.strategy != "mode 1" {
+                assert!(trial.meets_speed(&t), "{}: {trial:?}", s.label);
+            }
+        }
+    }
+
+    // A fresh process runs each saved configuration to the same digits.
+    if let Some(bin) = mantissa_binary() {
+        for s in run.searches.iter().filter(|s| s.saved.is_some()) {
+            let file = s.saved.as_ref().unwrap();
+            let o = Command::new(&bin)
+                .arg("run")
+                .arg(spec_path())
+                .arg("--demote")
+                .arg(file)
+                .arg("--json")
+                .arg("--repeats")
+                .arg("0")
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            let records: Vec<serde_json::Value> = serde_json::from_slice(&o.stdout).unwrap();
+            let name = file.file_stem().unwrap().to_string_lossy().into_owned();
+            let digits = records
+                .iter()
+                .filter(|r| r["precision"] == serde_json::Value::String(name.clone()))
+                .map(|r| r["extra"]["baseline.digits"].as_f64().unwrap())
+                .fold(f64::INFINITY, f64::min);
+            let want = s.search.chosen_trial.as_ref().unwrap().digits.min(99.0);
+            assert_eq!(digits, want, "{}: fresh run of {}", s.label, file.display());
+        }
+    } else {
+        println!("no mantissa binary beside the test: the fresh-process re-run is skipped");
+    }
+
+    // Resumed: nothing runs again, the same choices.
+    let again = tune(&gpu, &spec, &request(&out, true), &mut |_| {})
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(again.device_trials, 0, "a resumed run ran trials again");
+    for (a, b) in run.searches.iter().zip(&again.searches) {
+        assert_eq!(a.search.chosen, b.search.chosen, "{}", a.label);
+        assert_eq!(a.search.trials, b.search.trials, "{}", a.label);
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}
