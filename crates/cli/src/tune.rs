@@ -177,11 +177,17 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
         Err(e) if e.is_usage() => return Err(RunUsage(e.to_string()).into()),
         Err(e) => return Err(e.into()),
     };
+    let page = mantissa_tune::page::write(&args.out, &run)
+        .map_err(|e| anyhow!("writing the report page in {}: {e}", args.out.display()))?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&run)?);
     } else {
         print!("{}", mantissa_tune::text::render(&run));
-        eprintln!("trials kept in {}", args.out.join("results.jsonl").display());
+        eprintln!(
+            "trials kept in {}; report page {}",
+            args.out.join("results.jsonl").display(),
+            page.display()
+        );
     }
     Ok(())
 }

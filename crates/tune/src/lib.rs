@@ -22,6 +22,7 @@ pub mod evaluate;
 pub mod flow;
 pub mod gpu;
 pub mod noise;
+pub mod page;
 pub mod save;
 pub mod store;
 pub mod strategy;
