@@ -10,8 +10,9 @@ use crate::gpu::{reference_time, EvaluateError, GpuEvaluator, References, Timing
 use crate::store::{Identity, StoreError, TrialStore};
 use crate::strategy::{self, Search};
 use crate::unit::{Config, Unit};
+use crate::detail::Detail;
 use crate::units::{
-    attach_errors, demoted_module, program_units, site_errors, ErrorCoverage,
+    attach_errors, demoted_module, program_units, site_errors, ErrorCoverage, ProgramUnits,
 };
 use mantissa_gpu::{FlagSet, Gpu};
 use mantissa_harness::{
@@ -94,6 +95,8 @@ pub struct SearchEntry {
     /// Where its chosen configuration was saved (`--out`), as a configuration file beside its
     /// listing per source line.
     pub saved: Option<PathBuf>,
+    /// Its chosen configuration's digits per output element and registers per kernel.
+    pub detail: Option<Detail>,
 }
 
 /// A kernel's profile (seed 002 Table 3, without the share of time).
@@ -423,10 +426,13 @@ pub fn tune(
                 units: over,
                 search,
                 saved,
+                detail: None,
             });
         }
     }
     let device_trials = eval.device_trials;
+    drop(eval);
+    details(&mut runner, spec, request, &units, &mut searches, &mut notes);
     Ok(TuneRun {
         spec: spec.name.clone(),
         device: gpu.info().name.clone(),
@@ -441,6 +447,53 @@ pub fn tune(
         resumed,
         notes,
     })
+}
+
+/// Measures every chosen configuration's output elements and registers ([`crate::detail`]);
+/// a configuration that fails here is noted, not fatal (its search's result stands).
+fn details(
+    runner: &mut TrialRunner<'_>,
+    spec: &Spec,
+    request: &TuneRequest,
+    units: &ProgramUnits,
+    searches: &mut [SearchEntry],
+    notes: &mut Vec<String>,
+) {
+    if searches.iter().all(|s| s.search.chosen.is_none()) {
+        return;
+    }
+    let baseline = match crate::detail::baseline_outputs(runner) {
+        Ok(b) => b,
+        Err(e) => {
+            notes.push(format!("the outputs as written could not be read back: {e}"));
+            return;
+        }
+    };
+    let mut done: Vec<(&'static str, Config, Detail)> = Vec::new();
+    for s in searches.iter_mut() {
+        let Some(c) = s.search.chosen.clone() else {
+            continue;
+        };
+        if let Some((_, _, d)) = done.iter().find(|(u, k, _)| *u == s.units && *k == c) {
+            s.detail = Some(d.clone());
+            continue;
+        }
+        let list = if s.units == "fisets" {
+            &units.fisets
+        } else {
+            &units.variables
+        };
+        let dir = request.out.as_ref().map(|d| d.join("configs"));
+        let stem = crate::save::slug(&s.label);
+        let save = dir.as_deref().map(|d| (d, stem.as_str()));
+        match crate::detail::detail(runner, spec, list, &c, &baseline, save) {
+            Ok(d) => {
+                done.push((s.units, c, d.clone()));
+                s.detail = Some(d);
+            }
+            Err(e) => notes.push(format!("{}: measuring its elements: {e}", s.label)),
+        }
+    }
 }
 
 /// Registers as written and with every FISet demoted, per kernel.

@@ -18,6 +18,7 @@
 
 #![deny(missing_docs)]
 
+pub mod detail;
 pub mod evaluate;
 pub mod flow;
 pub mod gpu;
