@@ -113,6 +113,9 @@ pub fn render(run: &TuneRun) -> String {
                 if let Some(p) = &s.saved {
                     let _ = writeln!(o, "      saved: {}", p.display());
                 }
+                if let Some(d) = &s.detail {
+                    detail(&mut o, d);
+                }
             }
             _ => {
                 let _ = writeln!(o, "  {}: none met ({} trials)", s.label, s.search.trials);
@@ -133,4 +136,46 @@ pub fn render(run: &TuneRun) -> String {
         let _ = writeln!(o, "note: {n}");
     }
     o
+}
+
+fn digits_text(d: f64) -> String {
+    if d.is_infinite() {
+        "identical".into()
+    } else {
+        format!("{d:.2}")
+    }
+}
+
+/// A chosen configuration's digits per output element and its registers.
+fn detail(o: &mut String, d: &crate::detail::Detail) {
+    for out in &d.outputs {
+        let _ = writeln!(
+            o,
+            "      {}: {} elements, {} identical; digits min {}, median {}; fewer than 3: {}, fewer than 6: {}",
+            out.output,
+            out.elements,
+            out.identical,
+            digits_text(out.min),
+            digits_text(out.median),
+            out.below.get(2).copied().unwrap_or(0),
+            out.below.get(5).copied().unwrap_or(0)
+        );
+        if let Some(&(i, v, r, dg)) = out.worst.first() {
+            let _ = writeln!(o, "        worst: [{i}] {v:e} against {r:e} ({dg:.2} digits)");
+        }
+    }
+    let k: Vec<String> = d
+        .kernels
+        .iter()
+        .map(|k| {
+            if k.local_bytes > 0 {
+                format!("{} {} registers, {} B local", k.kernel, k.registers, k.local_bytes)
+            } else {
+                format!("{} {} registers", k.kernel, k.registers)
+            }
+        })
+        .collect();
+    if !k.is_empty() {
+        let _ = writeln!(o, "      {}", k.join("; "));
+    }
 }
