@@ -10,6 +10,7 @@
 //!   through the harness's trial runner; tests answer it with simulated programs.
 //! - [`strategy`]: the searches (modes 1–3 over FISets, delta debugging over variables, the
 //!   exhaustive search of small cases). They know nothing of GPUs, PTX or files.
+//! - [`table`]: searches laid out as seed 002's Table 4 (plain text and Markdown).
 //!
 //! Nothing here prints: progress goes through callbacks, results come back as values.
 
@@ -17,7 +18,9 @@
 
 pub mod evaluate;
 pub mod strategy;
+pub mod table;
 pub mod unit;
 
 pub use evaluate::{ErrorThreshold, Evaluate, Need, Thresholds, Trial};
+pub use strategy::{Mode, Search, SearchError};
 pub use unit::{Config, Unit, UnitKind};
