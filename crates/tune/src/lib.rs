@@ -3,7 +3,7 @@
 //! baseline, so that every claim is a comparison on the same program.
 //!
 //! The crate is split the way Kernel Tuner splits strategies from runners:
-//! - [`unit`]: what a configuration is made of — [`Unit`]s (FISets, variables, buffers), each a
+//! - [`unit`](mod@unit): what a configuration is made of — [`Unit`]s (FISets, variables, buffers), each a
 //!   set of PTX sites or a buffer kept in f32 — and a [`Config`], a set of unit indices.
 //! - [`evaluate`]: the one question a search asks, [`Evaluate::trial`]: run this configuration,
 //!   how many digits does it keep and how much faster is it. The GPU evaluator answers it

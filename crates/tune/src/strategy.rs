@@ -5,7 +5,7 @@
 //!   unions of the first k.
 //! - [`delta`]: the Precimonious baseline (seed 002 §5.1), Zeller's ddmin to a 1-minimal set of
 //!   units kept in f64.
-//! - [`exhaustive`]: every non-empty subset, for small cases and benchmark references.
+//! - [`exhaustive`](mod@exhaustive): every non-empty subset, for small cases and benchmark references.
 //!
 //! Every strategy returns a [`Search`]: what it settled on, how many trials it ran and every trial
 //! in order. A configuration is run at most once per search (results are remembered, and a

@@ -49,7 +49,10 @@ fn threshold_label(p: Option<f64>) -> String {
 /// A cell: the chosen configuration's speed-up and the trials, `– (n)` when nothing was chosen.
 fn cell(search: &Search) -> String {
     let trials = search.trials;
-    match (&search.chosen, search.chosen_trial.as_ref().and_then(|t| t.speedup_pct)) {
+    match (
+        &search.chosen,
+        search.chosen_trial.as_ref().and_then(|t| t.speedup_pct),
+    ) {
         (Some(_), Some(s)) => format!("{s:.1}% ({trials})"),
         // Chosen but not timed: only an evaluator that ignores `Need::Speed` gets here.
         (Some(_), None) => format!("untimed ({trials})"),
@@ -86,10 +89,12 @@ fn layout(searches: &[Search]) -> Layout {
         .map(|c| (rank(&c.strategy), first_seen(&c.strategy), c.clone()))
         .collect();
     order.sort_by(|a, b| {
-        (a.0, a.1).cmp(&(b.0, b.1)).then_with(|| match (a.2.speedup_pct, b.2.speedup_pct) {
-            (Some(x), Some(y)) => x.total_cmp(&y),
-            (x, y) => x.is_some().cmp(&y.is_some()),
-        })
+        (a.0, a.1)
+            .cmp(&(b.0, b.1))
+            .then_with(|| match (a.2.speedup_pct, b.2.speedup_pct) {
+                (Some(x), Some(y)) => x.total_cmp(&y),
+                (x, y) => x.is_some().cmp(&y.is_some()),
+            })
     });
     let columns: Vec<Column> = order.into_iter().map(|(_, _, c)| c).collect();
 
@@ -140,12 +145,20 @@ pub fn text(searches: &[Search]) -> String {
     let mut thresholds = vec!["(digits)".to_string()];
     for (i, c) in l.columns.iter().enumerate() {
         let opens_group = i == 0 || l.columns[i - 1].strategy != c.strategy;
-        strategies.push(if opens_group { c.strategy.clone() } else { String::new() });
+        strategies.push(if opens_group {
+            c.strategy.clone()
+        } else {
+            String::new()
+        });
         thresholds.push(threshold_label(c.speedup_pct));
     }
     let mut lines = vec![strategies, thresholds];
     for (row, cells) in l.rows.iter().zip(&l.cells) {
-        lines.push(std::iter::once(row_label(row)).chain(cells.iter().cloned()).collect());
+        lines.push(
+            std::iter::once(row_label(row))
+                .chain(cells.iter().cloned())
+                .collect(),
+        );
     }
     let widths: Vec<usize> = (0..=l.columns.len())
         .map(|c| lines.iter().map(|line| width(&line[c])).max().unwrap_or(0))
@@ -176,7 +189,11 @@ pub fn markdown(searches: &[Search]) -> String {
         .rows
         .iter()
         .zip(&l.cells)
-        .map(|(row, cells)| std::iter::once(row_label(row)).chain(cells.iter().cloned()).collect())
+        .map(|(row, cells)| {
+            std::iter::once(row_label(row))
+                .chain(cells.iter().cloned())
+                .collect()
+        })
         .collect();
     let widths: Vec<usize> = (0..header.len())
         .map(|c| {
@@ -203,7 +220,13 @@ mod tests {
     use crate::evaluate::{Thresholds, Trial};
     use crate::unit::Config;
 
-    fn search(strategy: &str, digits: f64, pct: Option<f64>, speedup: Option<f64>, trials: usize) -> Search {
+    fn search(
+        strategy: &str,
+        digits: f64,
+        pct: Option<f64>,
+        speedup: Option<f64>,
+        trials: usize,
+    ) -> Search {
         Search {
             strategy: strategy.into(),
             thresholds: Thresholds {
@@ -244,9 +267,22 @@ mod tests {
         // Column widths 8, 9, 9, 9, 15 (the widest entry of each), two spaces between columns,
         // no trailing spaces; the baseline has no 6-digit search, so its cell is empty.
         let expected = [
-            format!("error{}mode 1{}mode 2{}delta debugging", " ".repeat(5), " ".repeat(5), " ".repeat(16)),
-            format!("(digits)  any{}5%{}10%{}5%", " ".repeat(8), " ".repeat(9), " ".repeat(8)),
-            format!("3{}9.8% (1)   9.8% (1)   30.4% (2)  11.6% (11)", " ".repeat(9)),
+            format!(
+                "error{}mode 1{}mode 2{}delta debugging",
+                " ".repeat(5),
+                " ".repeat(5),
+                " ".repeat(16)
+            ),
+            format!(
+                "(digits)  any{}5%{}10%{}5%",
+                " ".repeat(8),
+                " ".repeat(9),
+                " ".repeat(8)
+            ),
+            format!(
+                "3{}9.8% (1)   9.8% (1)   30.4% (2)  11.6% (11)",
+                " ".repeat(9)
+            ),
             format!("6{}0.3% (12)  8.4% (79)  – (79)", " ".repeat(9)),
         ];
         assert_eq!(text(&lulesh()), expected.map(|l| l + "\n").concat());
@@ -260,6 +296,26 @@ mod tests {
              | -------------- | --------- | ---------- | ----------- | ------------------- |\n\
              | 3              | 9.8% (1)  | 9.8% (1)   | 30.4% (2)   | 11.6% (11)          |\n\
              | 6              | 0.3% (12) | 8.4% (79)  | – (79)      |                     |\n"
+        );
+    }
+
+    #[test]
+    fn spec_tolerance_is_the_last_row_and_unknown_strategies_the_last_columns() {
+        let mut spec = search(EXHAUSTIVE, 0.0, Some(5.0), Some(50.0), 31);
+        spec.thresholds.error = ErrorThreshold::SpecTolerance;
+        let searches = [
+            spec,
+            search("random", 4.5, Some(5.0), None, 100),
+            search(EXHAUSTIVE, 4.5, Some(5.0), Some(-1.25), 31),
+            search("mode 3", 4.5, Some(5.0), Some(12.0), 2),
+            search("mode 3", 4.5, None, Some(3.0), 1),
+        ];
+        assert_eq!(
+            markdown(&searches),
+            "| error (digits) | mode 3   | mode 3, 5% | exhaustive, 5% | random, 5% |\n\
+             | -------------- | -------- | ---------- | -------------- | ---------- |\n\
+             | 4.5            | 3.0% (1) | 12.0% (2)  | -1.2% (31)     | – (100)    |\n\
+             | spec           |          |            | 50.0% (31)     |            |\n"
         );
     }
 

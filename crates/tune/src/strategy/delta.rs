@@ -51,9 +51,8 @@ pub fn delta_debugging<V: Evaluate>(
 ) -> Result<Search, SearchError<V::Error>> {
     let mut runner = Runner::new(eval, *thresholds, progress);
     let all: Vec<usize> = (0..units.len()).collect();
-    let demoting_all_but = |kept: &[usize]| -> Config {
-        all.iter().copied().filter(|u| !kept.contains(u)).collect()
-    };
+    let demoting_all_but =
+        |kept: &[usize]| -> Config { all.iter().copied().filter(|u| !kept.contains(u)).collect() };
     if units.is_empty() {
         return Ok(runner.finish(DELTA_DEBUGGING, None));
     }

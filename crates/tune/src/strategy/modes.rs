@@ -112,6 +112,8 @@ pub fn candidates(mode: Mode, units: &[Unit]) -> Vec<Config> {
 /// Runs a mode: one trial per [`candidates`] entry until the mode's stop rule holds (mode 1: the
 /// error threshold, even when the speed-up is small or negative; modes 2 and 3: both thresholds).
 /// `chosen` is the candidate it stopped at, or `None` when every candidate ran without stopping.
+/// Modes 2 and 3 without a performance threshold stop at the first candidate that is accurate
+/// enough *and* faster than f64 beyond the noise ([`Trial::meets_speed`]).
 /// `progress` sees each trial as it completes.
 pub fn mode<V: Evaluate>(
     mode: Mode,

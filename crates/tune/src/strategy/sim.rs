@@ -129,7 +129,8 @@ impl Sim {
         };
         if matches!(need, Need::Speed { .. }) && accurate {
             let mask = config.iter().fold(0u64, |m, &i| m | 1 << i);
-            let mut rng = Xoshiro256PlusPlus::seed_from_u64(self.seed ^ mask.wrapping_mul(0x9e37_79b9));
+            let mut rng =
+                Xoshiro256PlusPlus::seed_from_u64(self.seed ^ mask.wrapping_mul(0x9e37_79b9));
             let noise = if self.noise_pct > 0.0 {
                 rng.random_range(-self.noise_pct..self.noise_pct)
             } else {
@@ -173,9 +174,7 @@ pub fn random(n: usize, seed: u64, digits: f64) -> Sim {
                 estimated_error: rng
                     .random_bool(0.9)
                     .then(|| error * 10f64.powf(rng.random_range(-1.0..1.0))),
-                r_ac: rng
-                    .random_bool(0.9)
-                    .then(|| rng.random_range(0.5..10.0)),
+                r_ac: rng.random_bool(0.9).then(|| rng.random_range(0.5..10.0)),
             }
         })
         .collect();
