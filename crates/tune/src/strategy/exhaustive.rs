@@ -1,0 +1,43 @@
+//! The exhaustive search: every non-empty subset of the units, for small programs and as the
+//! reference the other strategies are measured against (how far from the best they stop).
+
+use super::{passes, Runner, Search, SearchError, EXHAUSTIVE};
+use crate::evaluate::{Evaluate, Thresholds, Trial};
+use crate::unit::{Config, Unit};
+
+/// The most units the exhaustive search takes: 2^16 − 1 = 65,535 trials is already hours of
+/// GPU runs; beyond that the search is refused rather than left running for days.
+pub const EXHAUSTIVE_MAX_UNITS: usize = 16;
+
+/// Runs every non-empty configuration (2^n − 1 trials, in the order of the bit mask whose bit i
+/// is unit i) and chooses, among those passing both thresholds, the one with the highest
+/// measured speed-up (on a tie, the earlier in that order). Refuses more than
+/// [`EXHAUSTIVE_MAX_UNITS`] units. `progress` sees each trial as it completes.
+pub fn exhaustive<V: Evaluate>(
+    units: &[Unit],
+    thresholds: &Thresholds,
+    eval: &mut V,
+    progress: &mut dyn FnMut(&Config, &Trial),
+) -> Result<Search, SearchError<V::Error>> {
+    if units.len() > EXHAUSTIVE_MAX_UNITS {
+        return Err(SearchError::TooManyUnits {
+            units: units.len(),
+            max: EXHAUSTIVE_MAX_UNITS,
+        });
+    }
+    let mut runner = Runner::new(eval, *thresholds, progress);
+    let mut best: Option<(Config, f64)> = None;
+    for mask in 1u32..(1u32 << units.len()) {
+        let config: Config = (0..units.len()).filter(|i| mask & (1 << i) != 0).collect();
+        let trial = runner.trial(&config)?;
+        if !passes(trial, thresholds) {
+            continue;
+        }
+        // A passing trial has a speed-up (meets_speed requires one).
+        let speedup = trial.speedup_pct.unwrap_or(f64::NEG_INFINITY);
+        if best.as_ref().is_none_or(|(_, s)| speedup > *s) {
+            best = Some((config, speedup));
+        }
+    }
+    Ok(runner.finish(EXHAUSTIVE, best.map(|(c, _)| c)))
+}
