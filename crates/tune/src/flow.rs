@@ -8,7 +8,7 @@
 use crate::evaluate::{ErrorThreshold, Evaluate, Need, Thresholds, Trial};
 use crate::gpu::{reference_time, EvaluateError, GpuEvaluator, References, TimingPolicy};
 use crate::store::{Identity, StoreError, TrialStore};
-use crate::strategy::{self, Search};
+use crate::strategy::{self, Mode, Search, SearchError};
 use crate::unit::{Config, Unit};
 use crate::detail::Detail;
 use crate::units::{
@@ -155,6 +155,9 @@ pub enum TuneError {
     /// A search stopped.
     #[error(transparent)]
     Evaluate(#[from] EvaluateError),
+    /// A search could not run.
+    #[error(transparent)]
+    Search(#[from] SearchError<EvaluateError>),
     /// The results store.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -390,14 +393,21 @@ pub fn tune(
                     inner: &mut eval,
                     offset: 0,
                 };
-                let s = strategy::exhaustive(&units.fisets, &t, &mut sub, &mut report)?;
-                (s, "fisets")
+                match strategy::exhaustive(&units.fisets, &t, &mut sub, &mut report) {
+                    Ok(s) => (s, "fisets"),
+                    Err(e @ SearchError::TooManyUnits { .. }) => {
+                        notes.push(e.to_string());
+                        continue;
+                    }
+                    Err(e) => return Err(e.into()),
+                }
             } else {
                 let mut sub = Sub {
                     inner: &mut eval,
                     offset: 0,
                 };
-                let s = strategy::mode(mode, &units.fisets, &t, &mut sub, &mut report)?;
+                let m = Mode::from_number(mode).unwrap_or(Mode::ErrorFirst);
+                let s = strategy::mode(m, &units.fisets, &t, &mut sub, &mut report)?;
                 (s, "fisets")
             };
             let list = if over == "fisets" {

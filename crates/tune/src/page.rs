@@ -217,7 +217,7 @@ pub fn render(run: &TuneRun) -> String {
         run.device_trials
     );
     h.push_str("<h2>Speed-up found (trials in parentheses)</h2>\n<pre>");
-    h.push_str(&escape(&crate::table::text(&run.searches)));
+    h.push_str(&escape(&crate::table::text(&run.searches.iter().map(|s| s.search.clone()).collect::<Vec<_>>())));
     h.push_str("</pre>\n<h2>Every timed trial</h2>\n");
     h.push_str(&scatter(run));
     h.push_str("\n<h2>What each search chose</h2>\n<table><tr><th>search</th><th>configuration</th><th>digits</th><th>speed-up</th><th>trials</th><th>saved</th></tr>\n");

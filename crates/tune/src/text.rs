@@ -88,7 +88,7 @@ pub fn render(run: &TuneRun) -> String {
         }
     }
     let _ = writeln!(o);
-    o.push_str(&crate::table::text(&run.searches));
+    o.push_str(&crate::table::text(&run.searches.iter().map(|s| s.search.clone()).collect::<Vec<_>>()));
     let _ = writeln!(o, "\nchosen configurations:");
     for s in &run.searches {
         let units = if s.units == "fisets" {
