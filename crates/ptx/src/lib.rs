@@ -34,6 +34,13 @@
 //! - [`promotion`]: accidental double precision — f64 regions entered from f32 and rounded
 //!   back, per source line, with the literal or call responsible and the fix; f64 values that
 //!   are carried (loops, memory, parameters) are told apart as intentional.
+//! - [`fiset`]: FISets (seed 002's Fast Imprecise Sets, Algorithm 1) — groups of eligible f64
+//!   instructions grown over the def-use graph whose arithmetic-to-conversion ratio (the
+//!   conversions counted exactly as [`demote`] inserts them) exceeds 1, united where they
+//!   overlap, filtered by the §4.4 loop heuristic; [`fiset::fisets`] gives them with a profile
+//!   per function.
+//! - [`variables`]: PTX-level variables for delta debugging — webs of f64 registers joined by
+//!   `mov.f64`/`selp.f64`, each with the eligible instructions writing it.
 //! - [`units`]: math-function units — the instructions of one `exp(x)` call, found from the
 //!   `function_name` of `.loc`s in a build with `crates/gpu/cuda/mantissa_units.cuh`
 //!   pre-included ([`units::units`] gives [`units::Unit`]s per function) — and, for PTX without
@@ -76,6 +83,7 @@ pub mod cfg;
 pub mod compare;
 pub mod decode;
 pub mod entry;
+pub mod fiset;
 pub mod graph;
 pub mod interp;
 pub mod lex;
@@ -93,6 +101,7 @@ pub mod sass;
 pub mod site;
 pub mod symbols;
 pub mod units;
+pub mod variables;
 
 pub use model::*;
 pub use parse::{parse, Diagnostic, Parsed};
