@@ -10,9 +10,10 @@
 //! moves, bit reinterpretation, unit code) is a *terminating node*: never a member, and the
 //! search never walks through it, so a value stored and loaded again starts a new region.
 //!
-//! **Arithmetic (O).** Members that compute ([`Op::is_float_arith`]: f64 `add sub mul fma mad
-//! div rcp sqrt rsqrt neg abs min max`). Joiners (`setp`, `selp`, `mov`, `cvt` with an f64 side)
-//! may be members, as in the seed's §4.2 (they join groups of arithmetic), but count in no O.
+//! **Arithmetic (O).** Members that compute ([`crate::op::Op::is_float_arith`]: f64 `add sub
+//! mul fma mad div rcp sqrt rsqrt neg abs min max`). Joiners (`setp`, `selp`, `mov`, `cvt` with
+//! an f64 side) may be members, as in the seed's §4.2 (they join groups of arithmetic), but count
+//! in no O.
 //!
 //! **Casts (C)** are counted exactly as [`crate::pass::demote`] inserts conversions for the set,
 //! because that is the code that will run. The rewrite works per register (PTX is not SSA), so

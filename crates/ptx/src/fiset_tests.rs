@@ -11,7 +11,7 @@ fn kernel(body: &str) -> Module {
     let text = format!(
         ".version 8.0\n.target sm_90\n.address_size 64\n.file 1 \"f.cu\"\n\
          .visible .entry k(.param .u64 k_param_0)\n{{\n.reg .pred %p<9>;\n\
-         .reg .b32 %r<9>;\n.reg .b64 %rd<9>;\n.reg .f64 %fd<40>;\n\
+         .reg .b32 %r<9>;\n.reg .b64 %rd<9>;\n.reg .f32 %f<9>;\n.reg .f64 %fd<40>;\n\
          ld.param.u64 %rd1, [k_param_0];\n{body}\nret;\n}}\n"
     );
     parse_clean("fiset test", &text)
@@ -311,6 +311,29 @@ fn conversions_no_deeper_than_the_arithmetic_need_nothing() {
     let all: Vec<InstId> = f.instructions().map(|i| i.id).collect();
     assert_eq!(cost_of(&m, f, &all), (2, 3));
     assert!(fisets(&m, &FisetOptions::default()).sets.is_empty());
+}
+
+#[test]
+fn an_f32_value_promoted_and_rounded_back_costs_no_conversion() {
+    // float x; (double)x * x, rounded back to float: the promotion and the rounding are members
+    // (demote turns both into mov.f32), so nothing is converted: C = 0, r_ac infinite, written
+    // as the string "inf" in JSON.
+    let m = kernel(
+        "ld.global.f32 %f1, [%rd1];\n\
+         cvt.f64.f32 %fd1, %f1;\n\
+         mul.f64 %fd2, %fd1, %fd1;\n\
+         cvt.rn.f32.f64 %f2, %fd2;\n\
+         st.global.f32 [%rd1], %f2;",
+    );
+    let report = fisets(&m, &FisetOptions::default());
+    assert_eq!(report.sets.len(), 1, "{report:#?}");
+    let s = &report.sets[0];
+    assert_eq!((s.sites.len(), s.arithmetic, s.casts), (3, 1, 0));
+    assert_eq!(s.r_ac, f64::INFINITY);
+    assert_eq!(report.profiles[0].mean_r_ac, None);
+    let json = serde_json::to_value(s).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(json["r_ac"], "inf");
+    assert_eq!(inserted_cvts(&m, &DemoteSet::sites(s.sites.clone())), 0);
 }
 
 /// Every set the tests can think of for `m`: each FISet, all eligible instructions, every other
