@@ -79,7 +79,12 @@ struct Speedups(Vec<f64>);
 #[derive(Clone)]
 struct Modes(Vec<u8>);
 
-fn list<T: std::str::FromStr>(s: &str, what: &str, ok: impl Fn(&T) -> bool, range: &str) -> Result<Vec<T>, String> {
+fn list<T: std::str::FromStr>(
+    s: &str,
+    what: &str,
+    ok: impl Fn(&T) -> bool,
+    range: &str,
+) -> Result<Vec<T>, String> {
     let mut out = Vec::new();
     for part in s.split(',') {
         let v: T = part
@@ -87,7 +92,10 @@ fn list<T: std::str::FromStr>(s: &str, what: &str, ok: impl Fn(&T) -> bool, rang
             .parse()
             .map_err(|_| format!("{what} `{}` is not a number ({range})", part.trim()))?;
         if !ok(&v) {
-            return Err(format!("{what} `{}` is out of range ({range})", part.trim()));
+            return Err(format!(
+                "{what} `{}` is out of range ({range})",
+                part.trim()
+            ));
         }
         out.push(v);
     }
@@ -99,7 +107,13 @@ fn parse_digits(s: &str) -> Result<Digits, String> {
 }
 
 fn parse_speedups(s: &str) -> Result<Speedups, String> {
-    list(s, "speed-up", |p: &f64| (0.0..=100.0).contains(p), "0 to 100 % of the ideal").map(Speedups)
+    list(
+        s,
+        "speed-up",
+        |p: &f64| (0.0..=100.0).contains(p),
+        "0 to 100 % of the ideal",
+    )
+    .map(Speedups)
 }
 
 fn parse_modes(s: &str) -> Result<Modes, String> {
@@ -131,7 +145,12 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
             args.spec.display()
         )
     })?;
-    let mut errors: Vec<ErrorThreshold> = args.digits.0.iter().map(|&d| ErrorThreshold::Digits(d)).collect();
+    let mut errors: Vec<ErrorThreshold> = args
+        .digits
+        .0
+        .iter()
+        .map(|&d| ErrorThreshold::Digits(d))
+        .collect();
     if args.tolerance {
         errors.push(ErrorThreshold::SpecTolerance);
     }
@@ -167,8 +186,15 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
             TuneEvent::References => eprintln!("timing the f64 and the all-f32 programs"),
             TuneEvent::Resumed(n) => eprintln!("resuming: {n} records already in the store"),
             TuneEvent::Search { label } => eprintln!("{label}"),
-            TuneEvent::Trial { number, config, trial } => {
-                eprintln!("  trial {number}: {}", mantissa_tune::text::trial_line(&config, &trial))
+            TuneEvent::Trial {
+                number,
+                config,
+                trial,
+            } => {
+                eprintln!(
+                    "  trial {number}: {}",
+                    mantissa_tune::text::trial_line(&config, &trial)
+                )
             }
         }
     });

@@ -83,7 +83,10 @@ pub fn summarise(output: &str, values: &[f64], reference: &[f64], digits: &[f64]
         elements: digits.len(),
         identical: digits.iter().filter(|d| d.is_infinite()).count(),
         min: sorted.first().copied().unwrap_or(f64::INFINITY),
-        median: sorted.get(sorted.len() / 2).copied().unwrap_or(f64::INFINITY),
+        median: sorted
+            .get(sorted.len() / 2)
+            .copied()
+            .unwrap_or(f64::INFINITY),
         below: (1..=16)
             .map(|k| digits.iter().filter(|&&d| d < f64::from(k)).count())
             .collect(),
@@ -108,7 +111,9 @@ fn values(spec: &Spec, outputs: &[(String, HostData)]) -> Vec<(String, Vec<f64>)
 }
 
 /// The program as written's outputs, for [`detail`] to compare with.
-pub fn baseline_outputs(runner: &mut TrialRunner<'_>) -> Result<Vec<(String, HostData)>, TrialError> {
+pub fn baseline_outputs(
+    runner: &mut TrialRunner<'_>,
+) -> Result<Vec<(String, HostData)>, TrialError> {
     runner.trial(&Configuration::AsWritten, TrialTiming::AccuracyOnly)?;
     runner.download_outputs()
 }
@@ -134,7 +139,13 @@ pub fn detail(
         if let Some((dir, stem)) = save {
             let file: String = name
                 .chars()
-                .map(|c| if c.is_ascii_alphanumeric() || c == '.' { c } else { '_' })
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '.' {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
                 .collect();
             let path = dir.join(format!("{stem}.digits.{file}.npy"));
             if mantissa_harness::npy::write(&path, &HostData::F64(d)).is_ok() {
@@ -174,7 +185,10 @@ mod tests {
         let s = summarise("u", &v, &r, &d);
         assert_eq!(s.elements, 5);
         assert_eq!(s.identical, 2);
-        assert_eq!(s.worst.iter().map(|w| w.0).collect::<Vec<_>>(), vec![4, 1, 2]);
+        assert_eq!(
+            s.worst.iter().map(|w| w.0).collect::<Vec<_>>(),
+            vec![4, 1, 2]
+        );
         assert_eq!(s.min, d[4]);
         assert_eq!(s.median, d[2]);
         // Fewer than 1 digit: none (element 4 has 1.0 up to rounding); fewer than 4: 2.

@@ -5,12 +5,12 @@
 //! [`GpuEvaluator`], so that a configuration met by two searches is run once and every trial is
 //! in the store as soon as it is measured.
 
+use crate::detail::Detail;
 use crate::evaluate::{ErrorThreshold, Evaluate, Need, Thresholds, Trial};
 use crate::gpu::{reference_time, EvaluateError, GpuEvaluator, References, TimingPolicy};
 use crate::store::{Identity, StoreError, TrialStore};
 use crate::strategy::{self, Mode, Search, SearchError};
 use crate::unit::{Config, Unit};
-use crate::detail::Detail;
 use crate::units::{
     attach_errors, demoted_module, program_units, site_errors, ErrorCoverage, ProgramUnits,
 };
@@ -274,12 +274,13 @@ pub fn tune(
         spec: spec.name.clone(),
         flags: request.flags.name().to_string(),
         device: gpu.info().name.clone(),
-        backend: runner.baseline().first_launch.map_or(Backend::gpu(0, 0), |d| {
-            Backend::Gpu {
+        backend: runner
+            .baseline()
+            .first_launch
+            .map_or(Backend::gpu(0, 0), |d| Backend::Gpu {
                 grid: [d.grid.0, d.grid.1, d.grid.2],
                 block: [d.block.0, d.block.1, d.block.2],
-            }
-        }),
+            }),
     };
     let mut store = TrialStore::open(
         request.out.as_deref(),
@@ -310,11 +311,7 @@ pub fn tune(
             r
         }
     };
-    let references = References {
-        t64,
-        t32,
-        digits32,
-    };
+    let references = References { t64, t32, digits32 };
     if crate::noise::speedup(&t64, &t64, &t32).is_none() {
         notes.push(format!(
             "the all-f32 program ({:.4} ms) is not measurably faster than the f64 program ({:.4} ms): no speed-up in % of the ideal exists, so no performance threshold can be met",
@@ -442,7 +439,14 @@ pub fn tune(
     }
     let device_trials = eval.device_trials;
     drop(eval);
-    details(&mut runner, spec, request, &units, &mut searches, &mut notes);
+    details(
+        &mut runner,
+        spec,
+        request,
+        &units,
+        &mut searches,
+        &mut notes,
+    );
     Ok(TuneRun {
         spec: spec.name.clone(),
         device: gpu.info().name.clone(),
@@ -475,7 +479,9 @@ fn details(
     let baseline = match crate::detail::baseline_outputs(runner) {
         Ok(b) => b,
         Err(e) => {
-            notes.push(format!("the outputs as written could not be read back: {e}"));
+            notes.push(format!(
+                "the outputs as written could not be read back: {e}"
+            ));
             return;
         }
     };

@@ -116,7 +116,9 @@ fn run(
 }
 
 fn samples_of(o: &TrialOutcome) -> Vec<f64> {
-    o.timing.as_ref().map_or(Vec::new(), |t| t.samples_ms.clone())
+    o.timing
+        .as_ref()
+        .map_or(Vec::new(), |t| t.samples_ms.clone())
 }
 
 /// Times `configuration` with `reps` timed runs (for the references).
@@ -129,9 +131,8 @@ pub fn reference_time(
         warmup: policy.warmup,
         repeats: policy.max_repeats.max(1),
     };
-    let o = run(runner, configuration, timing)?.map_err(|why| {
-        EvaluateError::Fatal(format!("{}: {why}", configuration.name()))
-    })?;
+    let o = run(runner, configuration, timing)?
+        .map_err(|why| EvaluateError::Fatal(format!("{}: {why}", configuration.name())))?;
     let time = Time::of(&samples_of(&o)).ok_or_else(|| {
         EvaluateError::Fatal(format!("{}: no timed sample", configuration.name()))
     })?;
@@ -228,8 +229,7 @@ impl<'r, 'g> GpuEvaluator<'r, 'g> {
         loop {
             let have = self.samples.get(config).map_or(0, Vec::len) as u32;
             if let Some(t) = m.time {
-                let decided = match noise::speedup(&t, &self.references.t64, &self.references.t32)
-                {
+                let decided = match noise::speedup(&t, &self.references.t64, &self.references.t32) {
                     Some((s, n)) => !noise::undecided(s, n, threshold_pct),
                     None => true,
                 };
@@ -292,10 +292,9 @@ impl Evaluate for GpuEvaluator<'_, '_> {
                         }
                     }
                 };
-                let more = self
-                    .samples
-                    .get(config)
-                    .map_or(m.time.is_none(), |s| (s.len() as u32) < self.policy.max_repeats);
+                let more = self.samples.get(config).map_or(m.time.is_none(), |s| {
+                    (s.len() as u32) < self.policy.max_repeats
+                });
                 if undecided && more {
                     m = self.measure_time(config, m, threshold_pct)?;
                 }

@@ -166,7 +166,10 @@ pub fn scatter(run: &TuneRun) -> String {
             escape(&p.label)
         );
         if p.chosen {
-            let _ = write!(o, "<circle cx=\"{x}\" cy=\"{y}\" r=\"8\" fill=\"none\" stroke=\"#000\"/>");
+            let _ = write!(
+                o,
+                "<circle cx=\"{x}\" cy=\"{y}\" r=\"8\" fill=\"none\" stroke=\"#000\"/>"
+            );
         }
     }
     for (k, name) in series.iter().enumerate() {
@@ -217,7 +220,12 @@ pub fn render(run: &TuneRun) -> String {
         run.device_trials
     );
     h.push_str("<h2>Speed-up found (trials in parentheses)</h2>\n<pre>");
-    h.push_str(&escape(&crate::table::text(&run.searches.iter().map(|s| s.search.clone()).collect::<Vec<_>>())));
+    h.push_str(&escape(&crate::table::text(
+        &run.searches
+            .iter()
+            .map(|s| s.search.clone())
+            .collect::<Vec<_>>(),
+    )));
     h.push_str("</pre>\n<h2>Every timed trial</h2>\n");
     h.push_str(&scatter(run));
     h.push_str("\n<h2>What each search chose</h2>\n<table><tr><th>search</th><th>configuration</th><th>digits</th><th>speed-up</th><th>trials</th><th>saved</th></tr>\n");

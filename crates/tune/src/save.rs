@@ -67,9 +67,19 @@ pub fn listing(units: &[Unit], config: &Config, module: &Module, spec_dir: &Path
         }
         let ops: Vec<String> = count
             .iter()
-            .map(|(o, n)| if *n > 1 { format!("{n}× {o}") } else { o.to_string() })
+            .map(|(o, n)| {
+                if *n > 1 {
+                    format!("{n}× {o}")
+                } else {
+                    o.to_string()
+                }
+            })
             .collect();
-        out.push_str(&format!("{short}:{line}  {text}\n    f32: {}  [{}]\n", ops.join(", "), names.join("; ")));
+        out.push_str(&format!(
+            "{short}:{line}  {text}\n    f32: {}  [{}]\n",
+            ops.join(", "),
+            names.join("; ")
+        ));
     }
     out
 }
@@ -104,6 +114,9 @@ mod tests {
     #[test]
     fn labels_become_file_names() {
         assert_eq!(slug("mode 2, 3 digits, 10%"), "mode-2-3-digits-10pct");
-        assert_eq!(slug("delta debugging, the spec's tolerance"), "delta-debugging-the-spec-s-tolerance");
+        assert_eq!(
+            slug("delta debugging, the spec's tolerance"),
+            "delta-debugging-the-spec-s-tolerance"
+        );
     }
 }

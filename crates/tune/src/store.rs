@@ -155,7 +155,12 @@ impl TrialStore {
         Ok(store)
     }
 
-    fn load(&mut self, records: &[Record], fingerprint: &str, path: &Path) -> Result<(), StoreError> {
+    fn load(
+        &mut self,
+        records: &[Record],
+        fingerprint: &str,
+        path: &Path,
+    ) -> Result<(), StoreError> {
         let ours: Vec<&Record> = records
             .iter()
             .filter(|r| r.algorithm == ALGORITHM && r.workload == self.identity.spec)
@@ -246,15 +251,31 @@ impl TrialStore {
         if let Some(m) = m {
             // JSON has no infinity: outputs identical to the f64 program's say so instead.
             if m.failed.is_none() && m.digits.is_finite() {
-                q.push(("digits", m.digits, "worst correct digits over the outputs, against the f64 program"));
+                q.push((
+                    "digits",
+                    m.digits,
+                    "worst correct digits over the outputs, against the f64 program",
+                ));
             } else if m.failed.is_none() {
-                q.push(("identical", 1.0, "1: every output bit-identical to the f64 program's"));
+                q.push((
+                    "identical",
+                    1.0,
+                    "1: every output bit-identical to the f64 program's",
+                ));
             }
             if let Some(w) = m.within_tolerance {
-                q.push(("within_tolerance", f64::from(u8::from(w)), "1: every output within the spec's tolerance"));
+                q.push((
+                    "within_tolerance",
+                    f64::from(u8::from(w)),
+                    "1: every output within the spec's tolerance",
+                ));
             }
             if let Some(t) = m.time {
-                q.push(("time_ms", t.median_ms, "median time of the step sequence, ms"));
+                q.push((
+                    "time_ms",
+                    t.median_ms,
+                    "median time of the step sequence, ms",
+                ));
                 q.push(("noise_ms", t.noise_ms, "noise of that median, ms"));
                 q.push(("reps", t.reps as f64, "timed repetitions"));
             }
@@ -306,7 +327,12 @@ impl TrialStore {
     }
 
     /// Records a reference time (`f64` or `all-f32`).
-    pub fn reference_measured(&mut self, which: &str, t: Time, digits: f64) -> Result<(), StoreError> {
+    pub fn reference_measured(
+        &mut self,
+        which: &str,
+        t: Time,
+        digits: f64,
+    ) -> Result<(), StoreError> {
         let m = Measured {
             digits,
             within_tolerance: None,
@@ -362,7 +388,8 @@ mod tests {
             };
             s.accuracy(&a, &m).unwrap();
             s.timed(&a, &Measured { time: Some(t), ..m }).unwrap();
-            s.accuracy(&b, &Measured::failed("out of resources".into())).unwrap();
+            s.accuracy(&b, &Measured::failed("out of resources".into()))
+                .unwrap();
             s.reference_measured("f64", t, f64::INFINITY).unwrap();
         }
         let s = TrialStore::open(Some(&dir), true, identity(), "fp1").unwrap();

@@ -79,16 +79,19 @@ pub fn render(run: &TuneRun) -> String {
                 "  {:<40} {:>6} {:>9} {:>14} {:>12}",
                 p.fisets.function,
                 p.fisets.fisets,
-                p.fisets
-                    .mean_r_ac
-                    .map_or("–".into(), |m| format!("{m:.2}")),
+                p.fisets.mean_r_ac.map_or("–".into(), |m| format!("{m:.2}")),
                 reg(p.registers_f64, p.local_f64),
                 reg(p.registers_mixed, p.local_mixed)
             );
         }
     }
     let _ = writeln!(o);
-    o.push_str(&crate::table::text(&run.searches.iter().map(|s| s.search.clone()).collect::<Vec<_>>()));
+    o.push_str(&crate::table::text(
+        &run.searches
+            .iter()
+            .map(|s| s.search.clone())
+            .collect::<Vec<_>>(),
+    ));
     let _ = writeln!(o, "\nchosen configurations:");
     for s in &run.searches {
         let units = if s.units == "fisets" {
@@ -161,7 +164,10 @@ fn detail(o: &mut String, d: &crate::detail::Detail) {
             out.below.get(5).copied().unwrap_or(0)
         );
         if let Some(&(i, v, r, dg)) = out.worst.first() {
-            let _ = writeln!(o, "        worst: [{i}] {v:e} against {r:e} ({dg:.2} digits)");
+            let _ = writeln!(
+                o,
+                "        worst: [{i}] {v:e} against {r:e} ({dg:.2} digits)"
+            );
         }
     }
     let k: Vec<String> = d
@@ -169,7 +175,10 @@ fn detail(o: &mut String, d: &crate::detail::Detail) {
         .iter()
         .map(|k| {
             if k.local_bytes > 0 {
-                format!("{} {} registers, {} B local", k.kernel, k.registers, k.local_bytes)
+                format!(
+                    "{} {} registers, {} B local",
+                    k.kernel, k.registers, k.local_bytes
+                )
             } else {
                 format!("{} {} registers", k.kernel, k.registers)
             }

@@ -72,7 +72,10 @@ pub fn where_(lines: &[(String, u32)]) -> String {
             } else if (hi - lo) as usize + 1 == ls.len() {
                 format!("{f}:{lo}-{hi}")
             } else {
-                format!("{f}:{}", ls.iter().map(u32::to_string).collect::<Vec<_>>().join(","))
+                format!(
+                    "{f}:{}",
+                    ls.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+                )
             }
         })
         .collect::<Vec<_>>()
@@ -173,7 +176,11 @@ mod tests {
         let l = |f: &str, n| (f.to_string(), n);
         assert_eq!(where_(&[l("/a/b/nbody.cu", 70)]), "nbody.cu:70");
         assert_eq!(
-            where_(&[l("/a/nbody.cu", 70), l("/a/nbody.cu", 71), l("/a/nbody.cu", 72)]),
+            where_(&[
+                l("/a/nbody.cu", 70),
+                l("/a/nbody.cu", 71),
+                l("/a/nbody.cu", 72)
+            ]),
             "nbody.cu:70-72"
         );
         assert_eq!(

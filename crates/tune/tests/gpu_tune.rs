@@ -82,8 +82,8 @@ fn the_tuner_finds_the_known_best_configuration_and_it_reproduces() {
     let spec = Spec::load(&spec_path()).unwrap_or_else(|e| panic!("{e}"));
     let out = std::env::temp_dir().join(format!("mantissa-tune-gpu-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
-    let run = tune(&gpu, &spec, &request(&out, false), &mut |_| {})
-        .unwrap_or_else(|e| panic!("{e}"));
+    let run =
+        tune(&gpu, &spec, &request(&out, false), &mut |_| {}).unwrap_or_else(|e| panic!("{e}"));
     println!("{}", mantissa_tune::text::render(&run));
 
     let (loop_line, cancel_line) = (marked("loop"), marked("cancel"));
@@ -91,9 +91,17 @@ fn the_tuner_finds_the_known_best_configuration_and_it_reproduces() {
     let loop_sets: Vec<usize> = (0..run.fisets.len())
         .filter(|&i| holds(&run.fisets[i], loop_line))
         .collect();
-    assert_eq!(loop_sets.len(), 1, "one FISet holds the loop: {:#?}", run.fisets);
+    assert_eq!(
+        loop_sets.len(),
+        1,
+        "one FISet holds the loop: {:#?}",
+        run.fisets
+    );
     let l = loop_sets[0];
-    assert!(!holds(&run.fisets[l], cancel_line), "the loop's FISet holds the cancellation");
+    assert!(
+        !holds(&run.fisets[l], cancel_line),
+        "the loop's FISet holds the cancellation"
+    );
     assert!(
         run.fisets.iter().any(|u| holds(u, cancel_line)),
         "a FISet holds the cancellation"
@@ -153,8 +161,8 @@ fn the_tuner_finds_the_known_best_configuration_and_it_reproduces() {
     }
 
     // Resumed: nothing runs again, the same choices.
-    let again = tune(&gpu, &spec, &request(&out, true), &mut |_| {})
-        .unwrap_or_else(|e| panic!("{e}"));
+    let again =
+        tune(&gpu, &spec, &request(&out, true), &mut |_| {}).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(again.device_trials, 0, "a resumed run ran trials again");
     for (a, b) in run.searches.iter().zip(&again.searches) {
         assert_eq!(a.search.chosen, b.search.chosen, "{}", a.label);
