@@ -177,3 +177,24 @@ fn a_buffer_in_f32_gives_seven_digits_and_leaks_nothing() {
         Err(TrialError::Refused(_))
     ));
 }
+
+#[test]
+fn the_conversion_kernels_compile() {
+    use mantissa_gpu::{Arch, Source, Target};
+    let Some(nvrtc) = mantissa_gpu::testing::require_nvrtc_or_skip() else {
+        return;
+    };
+    let c = nvrtc
+        .compile(
+            &Source::new(
+                "mantissa_storage.cu",
+                mantissa_harness::trial::storage::STORAGE_CU,
+            ),
+            FlagSet::STRICT,
+            Target::Ptx(Arch::new(9, 0)),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    // The narrowing rounds to nearest, as the rewritten stores do; the widening is exact.
+    assert!(c.ptx.contains("cvt.rn.f32.f64"), "{}", c.ptx);
+    assert!(c.ptx.contains("cvt.f64.f32"), "{}", c.ptx);
+}
