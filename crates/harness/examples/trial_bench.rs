@@ -196,6 +196,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     name: format!("half{seed}"),
                     math: Selection::Only(Vec::new()),
                     instructions: Selection::Only(chosen),
+                    buffers: Vec::new(),
                 };
                 mantissa_ptx::demote::demote(&module, &d.demote_set())
                     .map(|r| r.module.to_string())
@@ -305,6 +306,7 @@ fn switched_vs_static(gpu: &Gpu, spec: &Spec) -> Result<SwitchRow, Box<dyn std::
                 .map(|m| mantissa_ptx::demote::Request::Site(m.site.clone()))
                 .collect(),
         ),
+        buffers: Vec::new(),
     });
     let switched_ms = median_wall(&mut switched, &c, BuildKind::Switched)?;
     let mut plain = TrialRunner::new(

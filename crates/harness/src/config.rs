@@ -15,6 +15,11 @@
 //!
 //! The buffers and symbols keep the types the spec declares: they are the program's interface,
 //! and loads and stores stay f64, with conversions where values enter or leave the demoted set.
+//! A third, optional half, **buffers**, changes that for the f64 buffers it names: they are kept
+//! in f32 on the device (storage precision, [`mantissa_ptx::pass::store_f32`]): every kernel
+//! that receives one loads and stores f32 there, and the harness narrows the buffer's contents
+//! after every restore and widens them before outputs are compared, so comparisons with the f64
+//! program still hold.
 //!
 //! A configuration file is JSON (`mantissa run SPEC --demote FILE`); `mantissa run SPEC
 //! --write-config FILE` writes the file that names every call and instruction of the program,
@@ -26,7 +31,8 @@
 //!   "instructions": [ { "function": "_Z4stepPdi", "file": "step.cu", "line": 57, "ordinal": 3 } ] }
 //! ```
 //!
-//! `"math": "all"` and `"instructions": "all"` select everything of that kind.
+//! `"math": "all"` and `"instructions": "all"` select everything of that kind; `"buffers":
+//! ["u", "v"]` keeps those spec buffers in f32.
 
 use mantissa_ptx::demote::{DemoteSet, Request};
 use serde::{Deserialize, Serialize};
@@ -116,6 +122,9 @@ pub struct Demotion {
     /// Other f64 instructions demoted by the PTX rewrite, by site (or selector, in older files).
     #[serde(default = "Selection::none")]
     pub instructions: Selection<Request>,
+    /// Spec buffers (f64) kept in f32 on the device: their loads and stores convert.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub buffers: Vec<String>,
 }
 
 impl Demotion {
@@ -127,6 +136,7 @@ impl Demotion {
             name: "none".into(),
             math: Selection::none(),
             instructions: Selection::none(),
+            buffers: Vec::new(),
         }
     }
 
@@ -137,6 +147,7 @@ impl Demotion {
             name: "all".into(),
             math: Selection::all(),
             instructions: Selection::all(),
+            buffers: Vec::new(),
         }
     }
 
@@ -150,7 +161,7 @@ impl Demotion {
         })?;
         let mut d: Demotion = serde_json::from_str(&text).map_err(|e| {
             format!(
-                "{}:{}:{}: {}; a configuration is {{\"math\": \"all\" or [{{\"function\", \"line\"}}], \"instructions\": \"all\" or [{{\"function\", \"file\", \"line\", \"ordinal\"}}]}}",
+                "{}:{}:{}: {}; a configuration is {{\"math\": \"all\" or [{{\"function\", \"line\"}}], \"instructions\": \"all\" or [{{\"function\", \"file\", \"line\", \"ordinal\"}}], \"buffers\": [buffer names]}}",
                 path.display(),
                 e.line(),
                 e.column(),
@@ -184,10 +195,11 @@ impl Demotion {
         }
     }
 
-    /// Whether nothing is demoted.
+    /// Whether nothing is demoted (and no buffer is kept in f32).
     pub fn is_empty(&self) -> bool {
         matches!(&self.math, Selection::Only(v) if v.is_empty())
             && matches!(&self.instructions, Selection::Only(v) if v.is_empty())
+            && self.buffers.is_empty()
     }
 }
 
@@ -205,6 +217,7 @@ pub fn full_configuration(ptx: &str) -> Demotion {
                 .map(|c| Request::Site(c.site))
                 .collect(),
         ),
+        buffers: Vec::new(),
     }
 }
 

@@ -23,6 +23,11 @@
 //! [`TrialRunner::enable_switching`]: every site able to run either precision, chosen by a mask
 //! in a module global) is one loaded module with a different mask per trial, so that an
 //! accuracy-only trial is a symbol write and no JIT ([`TrialOutcome::build`] says which ran).
+//!
+//! A configuration that keeps buffers in f32 ([`crate::config::Demotion::buffers`]) runs its
+//! static build only; its buffers are narrowed after every restore from the pristine copies and
+//! widened before the outputs are compared or downloaded ([`storage`]), so that the comparison
+//! with the f64 baseline reads doubles.
 
 pub mod build;
 mod instrumented;
@@ -30,6 +35,7 @@ pub use instrumented::{BufferAddress, GlobalBytes};
 mod outputs;
 pub mod pin;
 mod resources;
+pub mod storage;
 pub mod switched;
 
 use crate::compare::OutputResult;
@@ -281,6 +287,8 @@ pub struct TrialRunner<'g> {
     baseline: Option<TrialOutcome>,
     /// The switched build, once [`TrialRunner::enable_switching`] made it.
     switched: Option<switched::SwitchedBuild>,
+    /// The f32-storage conversion kernels, built by the first trial that keeps a buffer in f32.
+    storage: Option<storage::Storage>,
 }
 
 impl<'g> TrialRunner<'g> {
@@ -375,6 +383,7 @@ impl<'g> TrialRunner<'g> {
             opts,
             baseline: None,
             switched: None,
+            storage: None,
         };
         if shared_given.is_none() {
             let pristine = pristine.unwrap_or_default();
@@ -408,11 +417,12 @@ impl<'g> TrialRunner<'g> {
                 baseline_reduced,
             });
             let timing = runner.opts.baseline_timing;
-            let outcome = runner.finish(ModuleRef::Baseline, &[], first, timing, Vec::new())?;
+            let outcome =
+                runner.finish(ModuleRef::Baseline, &[], &[], first, timing, Vec::new())?;
             runner.baseline = Some(outcome);
         } else {
             let timing = runner.opts.baseline_timing;
-            let outcome = runner.run(ModuleRef::Baseline, &[], timing, Vec::new())?;
+            let outcome = runner.run(ModuleRef::Baseline, &[], &[], timing, Vec::new())?;
             runner.baseline = Some(outcome);
         }
         Ok(runner)
@@ -491,6 +501,7 @@ impl<'g> TrialRunner<'g> {
             &self.spec,
             self.flags,
             &self.built,
+            &self.plan,
             configuration,
             &mut self.marked,
         );
@@ -514,7 +525,7 @@ impl<'g> TrialRunner<'g> {
         timing: TrialTiming,
     ) -> Result<TrialOutcome, TrialError> {
         let why_static = match self.switched_writes(configuration, timing) {
-            Ok(r) => return self.run(ModuleRef::Switched, &r.writes, timing, r.notes),
+            Ok(r) => return self.run(ModuleRef::Switched, &r.writes, &[], timing, r.notes),
             Err(why) => why,
         };
         let prepared = self.prepared_ptx(configuration)?;
@@ -524,7 +535,7 @@ impl<'g> TrialRunner<'g> {
         };
         let mut notes = prepared.notes;
         notes.extend(why_static);
-        self.run(module, &[], timing, notes)
+        self.run(module, &[], &prepared.f32_buffers, timing, notes)
     }
 
     /// The spec's symbols under their PTX names, as every loaded module gets them.
@@ -581,27 +592,37 @@ impl<'g> TrialRunner<'g> {
         Ok(())
     }
 
-    /// A whole trial of `m` with `writes`: restore, setup, checked run, compare, time.
+    /// A whole trial of `m` with `writes`, the buffers `stored` kept in f32: restore, setup,
+    /// checked run, compare, time.
     fn run(
         &mut self,
         m: ModuleRef,
         writes: &[(String, Vec<u8>)],
+        stored: &[String],
         timing: TrialTiming,
         notes: Vec<String>,
     ) -> Result<TrialOutcome, TrialError> {
-        let first = self.restore_and_check(m, writes)?;
-        self.finish(m, writes, first, timing, notes)
+        let first = self.restore_and_check(m, writes, stored)?;
+        self.finish(m, writes, stored, first, timing, notes)
     }
 
-    /// Restores the working buffers and runs `m` with `writes` once, checked: the start of
-    /// every trial, static, switched or instrumented.
+    /// Restores the working buffers (narrowing the ones `stored` keeps in f32) and runs `m`
+    /// with `writes` once, checked: the start of every trial, static, switched or instrumented.
     fn restore_and_check(
         &mut self,
         m: ModuleRef,
         writes: &[(String, Vec<u8>)],
+        stored: &[String],
     ) -> Result<Option<LaunchDims>, TrialError> {
         let shared = self.shared.clone();
         self.restore_from(&shared.pristine)?;
+        convert(
+            self.gpu,
+            &mut self.storage,
+            &mut self.work,
+            stored,
+            Layout::F32,
+        )?;
         let loaded = pick(m, &self.baseline_module, &self.loaded, &self.switched)?;
         let program = Program { loaded, writes };
         run_checked(
@@ -617,16 +638,25 @@ impl<'g> TrialRunner<'g> {
         )
     }
 
-    /// After the checked run: compare, download, time.
+    /// After the checked run: compare, download, time (buffers `stored` in f32 are widened
+    /// for the comparison and narrowed again after each restore from the pristine copies).
     fn finish(
         &mut self,
         m: ModuleRef,
         writes: &[(String, Vec<u8>)],
+        stored: &[String],
         first_launch: Option<LaunchDims>,
         timing: TrialTiming,
         notes: Vec<String>,
     ) -> Result<TrialOutcome, TrialError> {
         let shared = self.shared.clone();
+        convert(
+            self.gpu,
+            &mut self.storage,
+            &mut self.work,
+            stored,
+            Layout::F64,
+        )?;
         let outputs = outputs::compare_all(
             self.gpu,
             &self.spec,
@@ -656,6 +686,7 @@ impl<'g> TrialRunner<'g> {
             baseline_module,
             loaded,
             switched,
+            storage,
             ..
         } = self;
         let gpu: &Gpu = gpu;
@@ -672,6 +703,11 @@ impl<'g> TrialRunner<'g> {
                     gpu.copy(src, dst)
                         .map_err(device_error(&format!("restoring buffer '{name}'")))?;
                 }
+            }
+            // The setup's end state is already in the f32 layout (its launches are rewritten
+            // too); the pristine copies are f64. Outside the timed region either way.
+            if after_setup.is_none() {
+                convert(gpu, storage, work, stored, Layout::F32)?;
             }
             restore_globals(gpu, &loaded.module, globals, writes)?;
             let failure: RefCell<Option<ExecError>> = RefCell::new(None);
@@ -708,6 +744,51 @@ impl<'g> TrialRunner<'g> {
             },
         })
     }
+}
+
+/// The layout a buffer kept in f32 is converted to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Layout {
+    /// Its values as floats in the first half: what the rewritten kernels read and write.
+    F32,
+    /// Its values as doubles: what the pristine copies, the comparison and downloads hold.
+    F64,
+}
+
+/// Converts the working buffers `names` to `layout`, building the kernels on first use.
+fn convert(
+    gpu: &Gpu,
+    storage: &mut Option<storage::Storage>,
+    work: &mut HashMap<String, DeviceBuffer>,
+    names: &[String],
+    layout: Layout,
+) -> Result<(), TrialError> {
+    if names.is_empty() {
+        return Ok(());
+    }
+    if storage.is_none() {
+        *storage = Some(
+            storage::Storage::new(gpu)
+                .map_err(device_error("building the f32-storage conversion kernels"))?,
+        );
+    }
+    let Some(kernels) = storage.as_mut() else {
+        return Ok(());
+    };
+    for name in names {
+        let Some(buffer) = work.get_mut(name) else {
+            return Err(TrialError::Refused(format!(
+                "buffer '{name}' kept in f32 is not a buffer of this run"
+            )));
+        };
+        let what = format!("converting buffer '{name}' to its {layout:?} layout");
+        match layout {
+            Layout::F32 => kernels.narrow(gpu, buffer),
+            Layout::F64 => kernels.widen(gpu, buffer),
+        }
+        .map_err(device_error(&what))?;
+    }
+    Ok(())
 }
 
 /// Which loaded module a trial runs.

@@ -56,6 +56,7 @@ fn demotion(name: &str, sites: Vec<Request>) -> Configuration {
         name: name.into(),
         math: Selection::Only(Vec::new()),
         instructions: Selection::Only(sites),
+        buffers: Vec::new(),
     })
 }
 

@@ -1,11 +1,14 @@
 //! Building a spec's program and the PTX of each configuration: the baseline build under a
 //! flag set, the marked builds (math calls as units, some replaced by their f32 functions) and
-//! the demotion rewrite, with what each rewrite did as notes.
+//! the demotion rewrite and the storage-precision rewrite (buffers kept in f32), with what each
+//! rewrite did as notes.
 
 use crate::config::{self, Configuration};
-use crate::spec::{FrontEnd, Spec};
+use crate::spec::{FrontEnd, Spec, StepKind};
 use crate::trial::TrialError;
+use crate::validate::{Plan, PlannedArg};
 use mantissa_gpu::{BuildFacts, BuildRequest, Define, FlagSet, FrontEnd as GpuFrontEnd, Gpu};
+use mantissa_ptx::pass::store_f32::{store_f32, StoreRequest};
 use std::collections::BTreeMap;
 
 /// A built program: its PTX, and what to load.
@@ -100,6 +103,9 @@ pub struct Prepared {
     pub ptx: Option<String>,
     /// What the rewrite did, for the record's note.
     pub notes: Vec<String>,
+    /// Spec buffers kept in f32 on the device: narrowed after each restore, widened before
+    /// outputs are compared ([`crate::trial::storage`]).
+    pub f32_buffers: Vec<String>,
 }
 
 /// Marked builds of one flag set, by the list of call lines replaced: a configuration file run
@@ -228,12 +234,106 @@ pub(crate) fn replaced_math_lines(
         .map_or(Vec::new(), |calls| demotion.math_lines(&calls))
 }
 
-/// Makes the PTX of `configuration` from the baseline build `built` (see [`crate::config`]).
+/// The [`store_f32`] requests that keep `buffers` in f32: one per (kernel, pointer parameter)
+/// that receives one of them in some launch of `plan` (setup steps included), or why the
+/// configuration cannot keep them, in one line: an unknown or non-f64 buffer, a buffer that a
+/// copy or fill step touches (those work on the f64 layout), or a kernel parameter that
+/// receives a buffer kept in f32 in one launch and an f64 buffer in another (its code can only
+/// have one layout).
+pub fn storage_requests(
+    spec: &Spec,
+    plan: &Plan,
+    buffers: &[String],
+) -> Result<Vec<StoreRequest>, String> {
+    for name in buffers {
+        let b = spec
+            .buffers
+            .iter()
+            .find(|b| &b.name == name)
+            .ok_or_else(|| {
+                format!(
+                    "buffer '{name}' kept in f32 is not a buffer of the spec; its buffers are: {}",
+                    spec.buffers
+                        .iter()
+                        .map(|b| b.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            })?;
+        if b.dtype != mantissa_gpu::DType::F64 {
+            return Err(format!(
+                "buffer '{name}' is {}: only f64 buffers can be kept in f32",
+                b.dtype
+            ));
+        }
+    }
+    let kept = |n: &str| buffers.iter().any(|b| b == n);
+    for (step, _) in spec.walk() {
+        let touched = match &step.kind {
+            StepKind::Copy { from, to, .. } => [from, to].into_iter().find(|b| kept(b)),
+            StepKind::Fill { buffer, .. } => Some(buffer).filter(|b| kept(b)),
+            _ => None,
+        };
+        if let Some(b) = touched {
+            return Err(format!(
+                "buffer '{b}' kept in f32 is used by {}: copy and fill steps work on f64 contents",
+                step.describe()
+            ));
+        }
+    }
+    // Launches in path order, so that messages and requests do not depend on hashing.
+    let mut launches: Vec<(&String, &crate::validate::ResolvedLaunch)> =
+        plan.launches.iter().collect();
+    launches.sort_by(|a, b| a.0.cmp(b.0));
+    let mut requests: Vec<StoreRequest> = Vec::new();
+    for (path, l) in &launches {
+        for (k, arg) in l.args.iter().enumerate() {
+            let PlannedArg::Buffer(name) = arg else {
+                continue;
+            };
+            if !kept(name) {
+                continue;
+            }
+            let Some(param) = l.params.get(k) else {
+                return Err(format!(
+                    "{path}: argument {k} has no parameter (an internal error)"
+                ));
+            };
+            // Every launch of this kernel must pass a kept buffer at this parameter.
+            for (other_path, other) in &launches {
+                if other.entry != l.entry {
+                    continue;
+                }
+                if let Some(PlannedArg::Buffer(o)) = other.args.get(k) {
+                    if !kept(o) {
+                        return Err(format!(
+                            "kernel {} parameter {} receives '{name}' (kept in f32) at {path} and '{o}' (f64) at {other_path}",
+                            l.entry, param.name
+                        ));
+                    }
+                }
+            }
+            let r = StoreRequest {
+                function: l.entry.clone(),
+                param: param.name.clone(),
+            };
+            if !requests.contains(&r) {
+                requests.push(r);
+            }
+        }
+    }
+    Ok(requests)
+}
+
+/// Makes the PTX of `configuration` from the baseline build `built` (see [`crate::config`]);
+/// `plan` (the spec resolved against `built`) says which kernel parameters receive the buffers
+/// the configuration keeps in f32.
 pub fn prepare(
     gpu: &Gpu,
     spec: &Spec,
     flags: FlagSet,
     built: &Built,
+    plan: &Plan,
     configuration: &Configuration,
     marked: &mut MarkedBuilds,
 ) -> Result<Prepared, TrialError> {
@@ -242,9 +342,15 @@ pub fn prepare(
             return Ok(Prepared {
                 ptx: None,
                 notes: Vec::new(),
+                f32_buffers: Vec::new(),
             })
         }
         Configuration::Demote(d) => d,
+    };
+    // Refused before any build: a wrong buffer name costs nothing.
+    let requests = match demotion.buffers.is_empty() {
+        true => Vec::new(),
+        false => storage_requests(spec, plan, &demotion.buffers).map_err(TrialError::Refused)?,
     };
     let (base, mut notes) = base_ptx(gpu, spec, flags, built, demotion, marked)?;
     let parsed = mantissa_ptx::parse(&base).module;
@@ -277,9 +383,29 @@ pub fn prepare(
         ));
     }
     notes.extend(r.notes.iter().cloned());
+    let mut module = demoted.module;
+    if !demotion.buffers.is_empty() {
+        let stored = store_f32(&module, &requests)
+            .map_err(|e| TrialError::Refused(format!("keeping buffers in f32: {e}")))?;
+        if let Some(why) = stored.report.refused.first() {
+            return Err(TrialError::Refused(format!(
+                "buffers {} cannot be kept in f32: {why}",
+                demotion.buffers.join(", ")
+            )));
+        }
+        notes.push(format!(
+            "buffers in f32: {} ({} loads and {} stores in {} kernel parameters)",
+            demotion.buffers.join(", "),
+            stored.report.loads(),
+            stored.report.stores(),
+            stored.report.stored.len()
+        ));
+        module = stored.module;
+    }
     Ok(Prepared {
-        ptx: Some(demoted.module.to_string()),
+        ptx: Some(module.to_string()),
         notes,
+        f32_buffers: demotion.buffers.clone(),
     })
 }
 

@@ -55,7 +55,7 @@ impl TrialRunner<'_> {
         timing: TrialTiming,
     ) -> Result<(TrialOutcome, GlobalBytes), TrialError> {
         let m = self.load(ptx)?;
-        let first = self.restore_and_check(m, writes)?;
+        let first = self.restore_and_check(m, writes, &[])?;
         let loaded = pick(m, &self.baseline_module, &self.loaded, &self.switched)?;
         let mut globals = Vec::with_capacity(read_back.len());
         for name in read_back {
@@ -65,7 +65,7 @@ impl TrialRunner<'_> {
                 .map_err(device_error(&format!("reading symbol '{name}'")))?;
             globals.push((name.to_string(), bytes));
         }
-        let outcome = self.finish(m, writes, first, timing, Vec::new())?;
+        let outcome = self.finish(m, writes, &[], first, timing, Vec::new())?;
         Ok((outcome, globals))
     }
 

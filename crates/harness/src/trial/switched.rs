@@ -155,6 +155,12 @@ impl TrialRunner<'_> {
         if self.switched.is_none() {
             return Err(None);
         }
+        if !demotion.buffers.is_empty() {
+            return Err(Some(
+                "static build: buffers kept in f32 change the memory layout, which the switched build does not"
+                    .into(),
+            ));
+        }
         if timing != TrialTiming::AccuracyOnly {
             return Err(Some(
                 "static build: timed trials do not run on the switched build (its switches cost time)"

@@ -22,7 +22,8 @@
 //! [`inline`] (calls of chosen device functions replaced by their bodies: the merged
 //! shadow-values runtime, inlined into the instrumented kernels),
 //! [`pin_contraction`] (ptxas's FMA contractions, read from its SASS, written into the PTX
-//! as `fma.rn` and `.rn`), and [`cause`] (the causes of CPU/GPU differences listed per site,
+//! as `fma.rn` and `.rn`), [`store_f32`] (storage precision: a kernel's f64 buffer kept in f32
+//! on the device, its loads and stores converting), and [`cause`] (the causes of CPU/GPU differences listed per site,
 //! each switchable per site: one
 //! pass per cause).
 
@@ -33,6 +34,7 @@ pub mod inline;
 pub mod pin_contraction;
 pub mod shadow;
 pub mod shadow_values;
+pub mod store_f32;
 pub mod switch;
 
 use crate::model::Module;
