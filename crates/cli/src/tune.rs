@@ -179,9 +179,13 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
         }
         match event {
             TuneEvent::Baseline => eprintln!("building and running {} as written", spec.name),
-            TuneEvent::Units { fisets, variables } => {
-                eprintln!("{fisets} FISets, {variables} variables")
-            }
+            TuneEvent::Units {
+                fisets,
+                variables,
+                buffers,
+            } => eprintln!(
+                "{fisets} FISets, {variables} variables, {buffers} buffers that can be kept in f32"
+            ),
             TuneEvent::Shadow => eprintln!("measuring the demotion error of every f64 instruction"),
             TuneEvent::References => eprintln!("timing the f64 and the all-f32 programs"),
             TuneEvent::Resumed(n) => eprintln!("resuming: {n} records already in the store"),

@@ -12,7 +12,8 @@ use crate::store::{Identity, StoreError, TrialStore};
 use crate::strategy::{self, Mode, Search, SearchError};
 use crate::unit::{Config, Unit};
 use crate::units::{
-    attach_errors, demoted_module, program_units, site_errors, ErrorCoverage, ProgramUnits,
+    attach_errors, buffer_units, demoted_module, program_units, site_errors, ErrorCoverage,
+    ProgramUnits,
 };
 use mantissa_gpu::{FlagSet, Gpu};
 use mantissa_harness::{
@@ -60,6 +61,8 @@ pub enum TuneEvent {
         fisets: usize,
         /// Variables.
         variables: usize,
+        /// Buffers that can be kept in f32.
+        buffers: usize,
     },
     /// Measuring the demotion error of every f64 instruction (one instrumented run).
     Shadow,
@@ -123,10 +126,14 @@ pub struct TuneRun {
     pub device: String,
     /// The flag set's name.
     pub flags: String,
-    /// The FISets (configurations of modes 1–3 index this list).
+    /// What modes 1–3 search (their configurations index this list): the FISets, then the
+    /// buffers that can be kept in f32.
     pub fisets: Vec<Unit>,
-    /// The variables (the baseline's configurations index this list).
+    /// What the baseline searches (its configurations index this list): the variables, then
+    /// the same buffers.
     pub variables: Vec<Unit>,
+    /// Of those, the buffers (the last `buffers` units of each list).
+    pub buffers: usize,
     /// How many unit sites the shadow run measured.
     pub coverage: ErrorCoverage,
     /// Per kernel: FISets, mean r_ac, registers.
@@ -179,14 +186,14 @@ impl TuneError {
 /// An evaluator over a sub-list of the run's units: the search's index i is unit `map[i]`.
 struct Sub<'e, 'r, 'g> {
     inner: &'e mut GpuEvaluator<'r, 'g>,
-    offset: usize,
+    map: &'e [usize],
 }
 
 impl Evaluate for Sub<'_, '_, '_> {
     type Error = EvaluateError;
     fn trial(&mut self, config: &Config, need: Need) -> Result<Trial, EvaluateError> {
-        let shifted: Config = config.iter().map(|i| i + self.offset).collect();
-        self.inner.trial(&shifted, need)
+        let mapped: Config = config.iter().map(|&i| self.map[i]).collect();
+        self.inner.trial(&mapped, need)
     }
 }
 
@@ -222,15 +229,23 @@ pub fn tune(
     let module = demoted_module(&mut runner)?;
     let mut units = program_units(module, &request.fiset);
     let mut notes = units.report.notes.clone();
+    let (buffers, why_not) = buffer_units(&mut runner, spec);
+    notes.extend(why_not);
     progress(TuneEvent::Units {
         fisets: units.fisets.len(),
         variables: units.variables.len(),
+        buffers: buffers.len(),
     });
-    if units.fisets.is_empty() && units.variables.is_empty() {
+    if units.fisets.is_empty() && units.variables.is_empty() && buffers.is_empty() {
         return Err(TuneError::NothingToTune(format!(
-            "{}: no f64 arithmetic that a configuration can demote (no FISet, no variable): nothing to tune",
+            "{}: no f64 arithmetic that a configuration can demote and no f64 buffer that can be kept in f32 (no FISet, variable or buffer): nothing to tune",
             spec.name
         )));
+    }
+    if units.fisets.is_empty() {
+        notes.push(
+            "no FISet: no group of f64 arithmetic runs in f32 with fewer conversions than operations (memory-bound code, or arithmetic only inside math functions); modes 1-3 search the buffers alone".into(),
+        );
     }
 
     // The demotion error of every f64 instruction: seed 002 §4.5's shadow run.
@@ -264,12 +279,19 @@ pub fn tune(
 
     let profile = profile(&mut runner, &units.report.profiles, &units.fisets);
 
+    // One list for the evaluator (FISets, buffers, variables); each search sees its own.
+    let (nf, nb, nv) = (units.fisets.len(), buffers.len(), units.variables.len());
     let all_units: Vec<Unit> = units
         .fisets
         .iter()
+        .chain(buffers.iter())
         .chain(units.variables.iter())
         .cloned()
         .collect();
+    let mode_map: Vec<usize> = (0..nf + nb).collect();
+    let baseline_map: Vec<usize> = (nf + nb..nf + nb + nv).chain(nf..nf + nb).collect();
+    units.fisets.extend(buffers.iter().cloned());
+    units.variables.extend(buffers.iter().cloned());
     let identity = Identity {
         spec: spec.name.clone(),
         flags: request.flags.name().to_string(),
@@ -324,7 +346,6 @@ pub fn tune(
     }
 
     let resumed = store.resumed;
-    let n_fisets = units.fisets.len();
     let mut eval = GpuEvaluator::new(
         &mut runner,
         all_units,
@@ -381,14 +402,14 @@ pub fn tune(
             let (search, over) = if mode == 0 {
                 let mut sub = Sub {
                     inner: &mut eval,
-                    offset: n_fisets,
+                    map: &baseline_map,
                 };
                 let s = strategy::delta_debugging(&units.variables, &t, &mut sub, &mut report)?;
                 (s, "variables")
             } else if mode == 4 {
                 let mut sub = Sub {
                     inner: &mut eval,
-                    offset: 0,
+                    map: &mode_map,
                 };
                 match strategy::exhaustive(&units.fisets, &t, &mut sub, &mut report) {
                     Ok(s) => (s, "fisets"),
@@ -401,7 +422,7 @@ pub fn tune(
             } else {
                 let mut sub = Sub {
                     inner: &mut eval,
-                    offset: 0,
+                    map: &mode_map,
                 };
                 let m = Mode::from_number(mode).unwrap_or(Mode::ErrorFirst);
                 let s = strategy::mode(m, &units.fisets, &t, &mut sub, &mut report)?;
@@ -453,6 +474,7 @@ pub fn tune(
         flags: request.flags.name().to_string(),
         fisets: units.fisets,
         variables: units.variables,
+        buffers: nb,
         coverage,
         profile,
         references,

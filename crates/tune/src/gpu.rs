@@ -82,10 +82,17 @@ pub fn configuration(units: &[Unit], config: &Config, name: &str) -> Configurati
     for &u in config {
         sites.extend(units[u].sites.iter().cloned().map(Request::Site));
     }
+    let mut buffers: Vec<String> = config
+        .iter()
+        .flat_map(|&u| units[u].buffers.iter().cloned())
+        .collect();
+    buffers.sort();
+    buffers.dedup();
     Configuration::Demote(Demotion {
         name: name.to_string(),
         math: Selection::Only(Vec::new()),
         instructions: Selection::Only(sites),
+        buffers,
     })
 }
 

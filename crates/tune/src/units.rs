@@ -14,7 +14,8 @@
 //! many.
 
 use crate::unit::{Unit, UnitKind};
-use mantissa_harness::{Configuration, Demotion, TrialError, TrialRunner};
+use mantissa_gpu::DType;
+use mantissa_harness::{Configuration, Demotion, Spec, TrialError, TrialRunner};
 use mantissa_ptx::fiset::{fisets, FisetOptions, FisetReport};
 use mantissa_ptx::site::{self, Site};
 use mantissa_ptx::variables::variables;
@@ -120,6 +121,34 @@ pub fn program_units(module: Module, opts: &FisetOptions) -> ProgramUnits {
         variables: variable_units,
         report,
     }
+}
+
+/// The spec's f64 buffers that can be kept in f32 on the device (storage precision), one unit
+/// each, and for the others why not (`store_f32`'s refusals: atomics on it, a pointer escaping,
+/// a copy step…). Asking costs a rewrite on the CPU, no JIT.
+pub fn buffer_units(runner: &mut TrialRunner<'_>, spec: &Spec) -> (Vec<Unit>, Vec<String>) {
+    let mut units = Vec::new();
+    let mut notes = Vec::new();
+    for b in spec.buffers.iter().filter(|b| b.dtype == DType::F64) {
+        let c = Configuration::Demote(Demotion {
+            name: format!("buffer {}", b.name),
+            buffers: vec![b.name.clone()],
+            ..Demotion::none()
+        });
+        match runner.ptx_of(&c) {
+            Ok(_) => units.push(Unit {
+                kind: UnitKind::Buffer,
+                name: format!("buffer {}", b.name),
+                sites: Vec::new(),
+                buffers: vec![b.name.clone()],
+                error: None,
+                r_ac: None,
+                lines: Vec::new(),
+            }),
+            Err(e) => notes.push(format!("buffer {} stays f64: {e}", b.name)),
+        }
+    }
+    (units, notes)
 }
 
 /// How many of the units' sites got a demotion error from the shadow run.
