@@ -2,9 +2,10 @@
 //! digits of *every* output element against the f64 program (not only the worst), and the
 //! registers and local memory its kernels use.
 //!
-//! Digits per element are measured exactly ([`mantissa_num::metrics::measure_values`], as the
-//! harness's comparison does, so the smallest of them is the trial's digits); bit-identical
-//! elements count as identical. The per-element digits are saved beside the configuration
+//! Digits per element are −log10 of its relative error, measured exactly
+//! ([`mantissa_num::metrics::measure_values`], as the harness's comparison does, so the smallest
+//! of them is the trial's digits, [`crate::gpu::relative_digits`]); bit-identical elements count
+//! as identical. The per-element digits are saved beside the configuration
 //! (`NAME.digits.OUTPUT.npy`, f64, identical elements as +inf) for the user's own plots.
 
 use crate::gpu::configuration;
@@ -66,7 +67,12 @@ pub fn element_digits(values: &[f64], reference: &[f64]) -> Vec<f64> {
             if v.to_bits() == r.to_bits() || (v.is_nan() && r.is_nan()) {
                 f64::INFINITY
             } else {
-                measure_values(&Reference::from_f64(v), &Reference::from_f64(r)).digits
+                let rel = measure_values(&Reference::from_f64(v), &Reference::from_f64(r)).rel;
+                if rel == 0.0 {
+                    f64::INFINITY
+                } else {
+                    (-rel.log10()).max(0.0)
+                }
             }
         })
         .collect()
