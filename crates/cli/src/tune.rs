@@ -188,6 +188,14 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
             ),
             TuneEvent::Shadow => eprintln!("measuring the demotion error of every f64 instruction"),
             TuneEvent::References => eprintln!("timing the f64 and the all-f32 programs"),
+            TuneEvent::Timed(r) => eprintln!(
+                "f64 program {:.4} ms ±{:.4}, all-f32 program {:.4} ms ±{:.4} ({:.2}×)",
+                r.t64.median_ms,
+                r.t64.noise_ms,
+                r.t32.median_ms,
+                r.t32.noise_ms,
+                r.t64.median_ms / r.t32.median_ms
+            ),
             TuneEvent::Resumed(n) => eprintln!("resuming: {n} records already in the store"),
             TuneEvent::Search { label } => eprintln!("{label}"),
             TuneEvent::Trial {

@@ -90,9 +90,17 @@ fn wrong_buffers_copies_fills_and_shared_parameters_are_refused() {
     assert_eq!(e, "buffer 'k' is f32: only f64 buffers can be kept in f32");
     let copy = "[[steps]]\ncopy = { from = \"w\", to = \"x\" }\n";
     let e = requests(copy, &["x"]).unwrap_err();
-    assert!(
-        e.starts_with("buffer 'x' kept in f32 is used by steps[2] (copy w -> x)"),
-        "{e}"
+    assert_eq!(
+        e,
+        "buffer 'x' kept in f32 is copied by steps[2] (copy w -> x) to or from 'w', which stays f64: keep both in f32"
+    );
+    // Both kept: a whole-buffer copy keeps the layout; a partial one counts f64 elements.
+    assert!(requests(copy, &["x", "w"]).is_ok());
+    let part = "[[steps]]\ncopy = { from = \"w\", to = \"x\", len = 2 }\n";
+    let e = requests(part, &["x", "w"]).unwrap_err();
+    assert_eq!(
+        e,
+        "buffers 'w' and 'x' kept in f32 are copied in part by steps[2] (copy w -> x): only whole-buffer copies keep the f32 layout"
     );
     // twice reads y in one step and x (kept in f32) in another: one code, two layouts.
     let again = "[[steps]]\nlaunch = \"twice\"\ngrid = \"ceil(n / 128)\"\nblock = 128\nargs = [\"x\", \"w\", \"n\"]\n";

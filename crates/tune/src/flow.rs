@@ -68,6 +68,8 @@ pub enum TuneEvent {
     Shadow,
     /// Timing the f64 and the all-f32 programs.
     References,
+    /// They are timed (or read from the resumed store).
+    Timed(References),
     /// A search begins.
     Search {
         /// `mode 2, 3 digits, 10%`.
@@ -334,9 +336,10 @@ pub fn tune(
         }
     };
     let references = References { t64, t32, digits32 };
-    if crate::noise::speedup(&t64, &t64, &t32).is_none() {
+    let measurable = crate::noise::speedup(&t64, &t64, &t32).is_some();
+    if !measurable {
         notes.push(format!(
-            "the all-f32 program ({:.4} ms) is not measurably faster than the f64 program ({:.4} ms): no speed-up in % of the ideal exists, so no performance threshold can be met",
+            "the all-f32 program ({:.4} ms) is not measurably faster than the f64 program ({:.4} ms): no speed-up in % of the ideal exists, so no performance threshold can be met and only mode 1 ran",
             t32.median_ms, t64.median_ms
         ));
     }
@@ -389,6 +392,26 @@ pub fn tune(
             progress(TuneEvent::Search {
                 label: label(&name, &t),
             });
+            // Every search but mode 1 stops only on a measured speed-up: without a measurable
+            // ideal none can, and its trials would be spent for nothing.
+            if mode != 1 && !measurable {
+                searches.push(SearchEntry {
+                    label: label(&name, &t),
+                    units: if mode == 0 { "variables" } else { "fisets" },
+                    search: Search {
+                        strategy: name.clone(),
+                        thresholds: t,
+                        chosen: None,
+                        chosen_trial: None,
+                        trials: 0,
+                        log: Vec::new(),
+                        first_met_at: None,
+                    },
+                    saved: None,
+                    detail: None,
+                });
+                continue;
+            }
             let mut number = 0;
             let mut report = |c: &Config, trial: &Trial| {
                 number += 1;

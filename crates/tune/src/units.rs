@@ -15,6 +15,7 @@
 
 use crate::unit::{Unit, UnitKind};
 use mantissa_gpu::DType;
+use mantissa_harness::spec::StepKind;
 use mantissa_harness::{Configuration, Demotion, Spec, TrialError, TrialRunner};
 use mantissa_ptx::fiset::{fisets, FisetOptions, FisetReport};
 use mantissa_ptx::site::{self, Site};
@@ -123,29 +124,65 @@ pub fn program_units(module: Module, opts: &FisetOptions) -> ProgramUnits {
     }
 }
 
-/// The spec's f64 buffers that can be kept in f32 on the device (storage precision), one unit
-/// each, and for the others why not (`store_f32`'s refusals: atomics on it, a pointer escaping,
-/// a copy step…). Asking costs a rewrite on the CPU, no JIT.
+/// The spec's f64 buffers that can be kept in f32 on the device (storage precision), and for
+/// the others why not (`store_f32`'s refusals: atomics on it, a pointer escaping, a fill…).
+/// Buffers joined by copy steps (heat2d's `u_new -> u`) must share a layout, so they make one
+/// unit together. Asking costs a rewrite on the CPU, no JIT.
 pub fn buffer_units(runner: &mut TrialRunner<'_>, spec: &Spec) -> (Vec<Unit>, Vec<String>) {
+    let names: Vec<&str> = spec
+        .buffers
+        .iter()
+        .filter(|b| b.dtype == DType::F64)
+        .map(|b| b.name.as_str())
+        .collect();
+    // Union-find over copy steps.
+    let mut group: Vec<usize> = (0..names.len()).collect();
+    fn root(g: &mut [usize], mut i: usize) -> usize {
+        while g[i] != i {
+            g[i] = g[g[i]];
+            i = g[i];
+        }
+        i
+    }
+    for (step, _) in spec.walk() {
+        if let StepKind::Copy { from, to, .. } = &step.kind {
+            let (Some(a), Some(b)) = (
+                names.iter().position(|n| n == from),
+                names.iter().position(|n| n == to),
+            ) else {
+                continue;
+            };
+            let (ra, rb) = (root(&mut group, a), root(&mut group, b));
+            group[ra.max(rb)] = ra.min(rb);
+        }
+    }
     let mut units = Vec::new();
     let mut notes = Vec::new();
-    for b in spec.buffers.iter().filter(|b| b.dtype == DType::F64) {
+    for i in 0..names.len() {
+        if root(&mut group, i) != i {
+            continue;
+        }
+        let members: Vec<String> = (0..names.len())
+            .filter(|&j| root(&mut group, j) == i)
+            .map(|j| names[j].to_string())
+            .collect();
+        let name = format!("buffer {}", members.join("+"));
         let c = Configuration::Demote(Demotion {
-            name: format!("buffer {}", b.name),
-            buffers: vec![b.name.clone()],
+            name: name.clone(),
+            buffers: members.clone(),
             ..Demotion::none()
         });
         match runner.ptx_of(&c) {
             Ok(_) => units.push(Unit {
                 kind: UnitKind::Buffer,
-                name: format!("buffer {}", b.name),
+                name,
                 sites: Vec::new(),
-                buffers: vec![b.name.clone()],
+                buffers: members,
                 error: None,
                 r_ac: None,
                 lines: Vec::new(),
             }),
-            Err(e) => notes.push(format!("buffer {} stays f64: {e}", b.name)),
+            Err(e) => notes.push(format!("{name} stays f64: {e}")),
         }
     }
     (units, notes)

@@ -268,17 +268,44 @@ pub fn storage_requests(
         }
     }
     let kept = |n: &str| buffers.iter().any(|b| b == n);
+    let len_of = |n: &str| spec.buffers.iter().find(|b| b.name == n).map(|b| b.len);
     for (step, _) in spec.walk() {
-        let touched = match &step.kind {
-            StepKind::Copy { from, to, .. } => [from, to].into_iter().find(|b| kept(b)),
-            StepKind::Fill { buffer, .. } => Some(buffer).filter(|b| kept(b)),
-            _ => None,
-        };
-        if let Some(b) = touched {
-            return Err(format!(
-                "buffer '{b}' kept in f32 is used by {}: copy and fill steps work on f64 contents",
-                step.describe()
-            ));
+        match &step.kind {
+            // A whole-buffer copy copies the whole allocation, so two buffers both kept in f32
+            // (the values in the first half of each) copy correctly; a range counts f64
+            // elements, and one side in f64 would reinterpret the other's bytes.
+            StepKind::Copy {
+                from,
+                to,
+                len,
+                src_offset,
+                dst_offset,
+            } if kept(from) || kept(to) => {
+                let whole = len.is_none()
+                    && src_offset.is_none()
+                    && dst_offset.is_none()
+                    && len_of(from) == len_of(to);
+                if !(kept(from) && kept(to)) {
+                    let (k, other) = if kept(from) { (from, to) } else { (to, from) };
+                    return Err(format!(
+                        "buffer '{k}' kept in f32 is copied by {} to or from '{other}', which stays f64: keep both in f32",
+                        step.describe()
+                    ));
+                }
+                if !whole {
+                    return Err(format!(
+                        "buffers '{from}' and '{to}' kept in f32 are copied in part by {}: only whole-buffer copies keep the f32 layout",
+                        step.describe()
+                    ));
+                }
+            }
+            StepKind::Fill { buffer, .. } if kept(buffer) => {
+                return Err(format!(
+                    "buffer '{buffer}' kept in f32 is used by {}: a fill writes f64 contents",
+                    step.describe()
+                ));
+            }
+            _ => {}
         }
     }
     // Launches in path order, so that messages and requests do not depend on hashing.
