@@ -183,8 +183,9 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
                 fisets,
                 variables,
                 buffers,
+                math,
             } => eprintln!(
-                "{fisets} FISets, {variables} variables, {buffers} buffers that can be kept in f32"
+                "{fisets} FISets, {variables} variables, {math} math calls, {buffers} buffers that can be kept in f32"
             ),
             TuneEvent::Shadow => eprintln!("measuring the demotion error of every f64 instruction"),
             TuneEvent::References => eprintln!("timing the f64 and the all-f32 programs"),

@@ -12,8 +12,8 @@ use crate::store::{Identity, StoreError, TrialStore};
 use crate::strategy::{self, Mode, Search, SearchError};
 use crate::unit::{Config, Unit};
 use crate::units::{
-    attach_errors, buffer_units, demoted_module, program_units, site_errors, ErrorCoverage,
-    ProgramUnits,
+    attach_errors, buffer_units, demoted_module, math_units, program_units, site_errors,
+    ErrorCoverage, ProgramUnits,
 };
 use mantissa_gpu::{FlagSet, Gpu};
 use mantissa_harness::{
@@ -63,6 +63,8 @@ pub enum TuneEvent {
         variables: usize,
         /// Buffers that can be kept in f32.
         buffers: usize,
+        /// Math calls that can be replaced by their f32 functions.
+        math: usize,
     },
     /// Measuring the demotion error of every f64 instruction (one instrumented run).
     Shadow,
@@ -134,7 +136,11 @@ pub struct TuneRun {
     /// What the baseline searches (its configurations index this list): the variables, then
     /// the same buffers.
     pub variables: Vec<Unit>,
-    /// Of those, the buffers (the last `buffers` units of each list).
+    /// Of those, the units both lists end with (math calls, then buffers).
+    pub shared: usize,
+    /// Math-call units among them.
+    pub math: usize,
+    /// Buffer units among them (the last of each list).
     pub buffers: usize,
     /// How many unit sites the shadow run measured.
     pub coverage: ErrorCoverage,
@@ -240,12 +246,18 @@ pub fn tune(
     let mut notes = units.report.notes.clone();
     let (buffers, why_not) = buffer_units(&mut runner, spec);
     notes.extend(why_not);
+    let maths = math_units(&units.module);
     progress(TuneEvent::Units {
         fisets: units.fisets.len(),
         variables: units.variables.len(),
         buffers: buffers.len(),
+        math: maths.len(),
     });
-    if units.fisets.is_empty() && units.variables.is_empty() && buffers.is_empty() {
+    if units.fisets.is_empty()
+        && units.variables.is_empty()
+        && buffers.is_empty()
+        && maths.is_empty()
+    {
         return Err(TuneError::NothingToTune(format!(
             "{}: no f64 arithmetic that a configuration can demote and no f64 buffer that can be kept in f32 (no FISet, variable or buffer): nothing to tune",
             spec.name
@@ -288,19 +300,29 @@ pub fn tune(
 
     let profile = profile(&mut runner, &units.report.profiles, &units.fisets);
 
-    // One list for the evaluator (FISets, buffers, variables); each search sees its own.
-    let (nf, nb, nv) = (units.fisets.len(), buffers.len(), units.variables.len());
+    // One list for the evaluator (FISets, math calls, buffers, variables); each search sees
+    // its own: modes the FISets, then math calls and buffers; the baseline the variables, then
+    // the same math calls and buffers.
+    let (nf, nm, nb, nv) = (
+        units.fisets.len(),
+        maths.len(),
+        buffers.len(),
+        units.variables.len(),
+    );
+    let shared: Vec<Unit> = maths.iter().chain(buffers.iter()).cloned().collect();
     let all_units: Vec<Unit> = units
         .fisets
         .iter()
-        .chain(buffers.iter())
+        .chain(shared.iter())
         .chain(units.variables.iter())
         .cloned()
         .collect();
-    let mode_map: Vec<usize> = (0..nf + nb).collect();
-    let baseline_map: Vec<usize> = (nf + nb..nf + nb + nv).chain(nf..nf + nb).collect();
-    units.fisets.extend(buffers.iter().cloned());
-    units.variables.extend(buffers.iter().cloned());
+    let mode_map: Vec<usize> = (0..nf + nm + nb).collect();
+    let baseline_map: Vec<usize> = (nf + nm + nb..nf + nm + nb + nv)
+        .chain(nf..nf + nm + nb)
+        .collect();
+    units.fisets.extend(shared.iter().cloned());
+    units.variables.extend(shared.iter().cloned());
     let identity = Identity {
         spec: spec.name.clone(),
         flags: request.flags.name().to_string(),
@@ -504,6 +526,8 @@ pub fn tune(
         flags: request.flags.name().to_string(),
         fisets: units.fisets,
         variables: units.variables,
+        shared: nm + nb,
+        math: nm,
         buffers: nb,
         coverage,
         profile,

@@ -12,7 +12,7 @@ use crate::evaluate::{ErrorThreshold, Evaluate, Need, Trial};
 use crate::noise::{self, Time};
 use crate::store::{Measured, TrialStore};
 use crate::unit::{Config, Unit};
-use mantissa_harness::config::{Demotion, Selection};
+use mantissa_harness::config::{Demotion, MathCall, Selection};
 use mantissa_harness::{Configuration, TrialError, TrialOutcome, TrialRunner, TrialTiming};
 use mantissa_ptx::demote::Request;
 use std::collections::HashMap;
@@ -88,9 +88,15 @@ pub fn configuration(units: &[Unit], config: &Config, name: &str) -> Configurati
         .collect();
     buffers.sort();
     buffers.dedup();
+    let mut math: Vec<MathCall> = config
+        .iter()
+        .flat_map(|&u| units[u].math.iter().cloned())
+        .collect();
+    math.sort();
+    math.dedup();
     Configuration::Demote(Demotion {
         name: name.to_string(),
-        math: Selection::Only(Vec::new()),
+        math: Selection::Only(math),
         instructions: Selection::Only(sites),
         buffers,
     })

@@ -209,14 +209,15 @@ pub fn render(run: &TuneRun) -> String {
     let r = &run.references;
     let _ = writeln!(
         h,
-        "<p class=\"meta\">device {} · flags {} · f64 program {:.4} ms, all-f32 {:.4} ms ({:.2}×) · {} FISets, {} variables, {} buffers · {} trials on the device</p>",
+        "<p class=\"meta\">device {} · flags {} · f64 program {:.4} ms, all-f32 {:.4} ms ({:.2}×) · {} FISets, {} variables, {} math calls, {} buffers · {} trials on the device</p>",
         escape(&run.device),
         escape(&run.flags),
         r.t64.median_ms,
         r.t32.median_ms,
         r.t64.median_ms / r.t32.median_ms,
-        run.fisets.len() - run.buffers,
-        run.variables.len() - run.buffers,
+        run.fisets.len() - run.shared,
+        run.variables.len() - run.shared,
+        run.math,
         run.buffers,
         run.device_trials
     );

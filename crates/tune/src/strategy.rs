@@ -2,7 +2,7 @@
 //!
 //! - [`modes`]: GPUMixer's modes 1–3 (seed 002 §4.5), one candidate configuration per FISet in
 //!   the order of its error (modes 1 and 2) or of its arithmetic-to-cast ratio (mode 3), then the
-//!   unions of the first k.
+//!   unions of the first k of those accurate enough alone.
 //! - [`delta`]: the Precimonious baseline (seed 002 §5.1), Zeller's ddmin to a 1-minimal set of
 //!   units kept in f64.
 //! - [`exhaustive`](mod@exhaustive): every non-empty subset, for small cases and benchmark references.

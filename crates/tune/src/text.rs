@@ -55,9 +55,10 @@ pub fn render(run: &TuneRun) -> String {
     );
     let _ = writeln!(
         o,
-        "{} FISets, {} variables, {} buffers that can be kept in f32; demotion error measured at {} of the FISets' and variables' {} instructions",
-        run.fisets.len() - run.buffers,
-        run.variables.len() - run.buffers,
+        "{} FISets, {} variables, {} math calls, {} buffers that can be kept in f32; demotion error measured at {} of the FISets' and variables' {} instructions",
+        run.fisets.len() - run.shared,
+        run.variables.len() - run.shared,
+        run.math,
         run.buffers,
         run.coverage.measured,
         run.coverage.sites

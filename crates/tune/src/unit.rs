@@ -1,5 +1,6 @@
 //! The units a tuning configuration is made of, and configurations as sets of them.
 
+use mantissa_harness::config::MathCall;
 use mantissa_ptx::site::Site;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
@@ -15,6 +16,9 @@ pub enum UnitKind {
     Variable,
     /// A buffer kept in f32 on the device (storage precision).
     Buffer,
+    /// Calls of a double math function on one source line, replaced by the f32 function
+    /// (`exp` → `expf`, at source level by `mantissa_units.cuh`).
+    Math,
 }
 
 /// One unit: the instructions (sites) it demotes, or the buffer it stores in f32, and what the
@@ -29,6 +33,9 @@ pub struct Unit {
     pub sites: Vec<Site>,
     /// The spec buffers it keeps in f32 (empty for instruction units).
     pub buffers: Vec<String>,
+    /// The math calls it replaces by their f32 functions (empty but for math units).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub math: Vec<MathCall>,
     /// Σ over its instructions of the demotion error the shadow analysis measured (seed 002's
     /// FISet_error); `None` when not measured.
     pub error: Option<f64>,

@@ -96,6 +96,7 @@ pub fn program_units(module: Module, opts: &FisetOptions) -> ProgramUnits {
             name: format!("fiset {} ({})", i + 1, where_(&f.lines)),
             sites: f.sites.clone(),
             buffers: Vec::new(),
+            math: Vec::new(),
             error: None,
             r_ac: Some(f.r_ac),
             lines: f.lines.clone(),
@@ -110,6 +111,7 @@ pub fn program_units(module: Module, opts: &FisetOptions) -> ProgramUnits {
                 name: format!("variable {} ({})", v.registers.join("/"), where_(&lines)),
                 sites: v.sites,
                 buffers: Vec::new(),
+                math: Vec::new(),
                 error: None,
                 r_ac: None,
                 lines,
@@ -178,6 +180,7 @@ pub fn buffer_units(runner: &mut TrialRunner<'_>, spec: &Spec) -> (Vec<Unit>, Ve
                 name,
                 sites: Vec::new(),
                 buffers: members,
+                math: Vec::new(),
                 error: None,
                 r_ac: None,
                 lines: Vec::new(),
@@ -186,6 +189,27 @@ pub fn buffer_units(runner: &mut TrialRunner<'_>, spec: &Spec) -> (Vec<Unit>, Ve
         }
     }
     (units, notes)
+}
+
+/// One unit per math call of `module` (a function on a source line, as the marked build finds
+/// them: [`mantissa_harness::config::math_calls`]); none in an unmarked build. Seed 002's FISets
+/// stop at calls; a math-heavy program's f32 speed-up is mostly in its math functions, so both
+/// searches get them as units of their own (searched after the FISets: the shadow run does not
+/// measure a whole function's demotion error).
+pub fn math_units(module: &Module) -> Vec<Unit> {
+    mantissa_harness::config::math_calls(module)
+        .into_iter()
+        .map(|c| Unit {
+            kind: UnitKind::Math,
+            name: format!("{} at line {}", c.function, c.line),
+            sites: Vec::new(),
+            buffers: Vec::new(),
+            lines: Vec::new(),
+            error: None,
+            r_ac: None,
+            math: vec![c],
+        })
+        .collect()
 }
 
 /// How many of the units' sites got a demotion error from the shadow run.

@@ -76,6 +76,7 @@ impl Sim {
                 name: format!("fiset {i}"),
                 sites: Vec::new(),
                 buffers: Vec::new(),
+                math: Vec::new(),
                 error: u.estimated_error,
                 r_ac: u.r_ac,
                 lines: Vec::new(),

@@ -96,6 +96,7 @@ fn order_puts_units_without_the_key_last_and_breaks_ties_by_index() {
         name: String::new(),
         sites: Vec::new(),
         buffers: Vec::new(),
+        math: Vec::new(),
         error,
         r_ac,
         lines: Vec::new(),
@@ -176,10 +177,11 @@ fn mode_1_stops_at_the_first_accurate_candidate_even_when_slow() {
     );
     assert!(s.chosen_trial.unwrap().speedup_pct.unwrap() < 0.0);
 
-    // 9 digits: no candidate (the most accurate keeps 8); every candidate runs once.
+    // 9 digits: no unit alone (the most accurate keeps 8), so no union is tried either: the
+    // five singles, once each.
     let mut sim = five(9.0);
     let s = run_mode(Mode::ErrorOnly, &mut sim, &thresholds(9.0, None));
-    assert_eq!((s.chosen, s.trials, s.first_met_at), (None, 9, None));
+    assert_eq!((s.chosen, s.trials, s.first_met_at), (None, 5, None));
 }
 
 #[test]
@@ -200,9 +202,12 @@ fn mode_2_runs_in_error_order_until_both_thresholds_hold() {
         .iter()
         .filter(|(c, _)| c == &cfg(&[2]))
         .all(|(_, t)| t.speedup_pct.is_none()));
-    // 40 %: nothing accurate is that fast.
+    // 40 %: nothing accurate is that fast: the five singles, then the unions of the accurate
+    // ones only ({1,4}, {1,3,4}; units 0 and 2 keep 4 and 2 digits alone).
     let s = run_mode(Mode::ErrorFirst, &mut five(6.0), &t(40.0));
-    assert_eq!((s.chosen, s.trials, s.first_met_at), (None, 9, None));
+    assert_eq!((s.chosen, s.trials, s.first_met_at), (None, 7, None));
+    assert_eq!(s.log[5].0, cfg(&[1, 4]));
+    assert_eq!(s.log[6].0, cfg(&[1, 3, 4]));
 }
 
 #[test]
@@ -223,12 +228,15 @@ fn mode_3_runs_in_decreasing_r_ac_until_both_thresholds_hold() {
         (s.chosen, s.trials, s.first_met_at),
         (Some(cfg(&[0, 1, 3])), 7, Some(7))
     );
+    // 6 digits, 25 %: singles {3} 20 %, {1}, {0} (4 digits), {2} (2 digits), {4}; the unions
+    // of the accurate ones in r_ac order: {1,3} 23 %, then {1,3,4} 29 % at trial 7 (the
+    // union with unit 0 that the plain prefix order would try is skipped).
     let s = run_mode(
         Mode::SpeedFirst,
         &mut five(6.0),
         &thresholds(6.0, Some(25.0)),
     );
-    assert_eq!((s.chosen, s.trials), (None, 9));
+    assert_eq!((s.chosen, s.trials), (Some(cfg(&[1, 3, 4])), 7));
 }
 
 #[test]
@@ -294,7 +302,8 @@ fn a_failed_trial_is_never_chosen() {
     let mut sim = five(6.0);
     sim.broken.insert(3);
     let s = run_mode(Mode::ErrorFirst, &mut sim, &thresholds(6.0, Some(10.0)));
-    assert_eq!((s.chosen, s.trials), (None, 9));
+    // Singles {1} 3 %, {4} 6 %, {3} failed, {0} and {2} inaccurate; the one union {1,4} 9 %.
+    assert_eq!((s.chosen, s.trials), (None, 6));
 }
 
 #[test]
@@ -382,7 +391,20 @@ fn random_programs_every_choice_re_evaluates_as_meeting_its_thresholds() {
         let mut both = Vec::new();
         for (k, m) in Mode::ALL.into_iter().enumerate() {
             let s = run_mode(m, &mut base.clone(), &t);
-            let all = candidates(m, &base.units());
+            // What the mode must try, worked out independently: the singles in its order, then
+            // the unions of the first k of those accurate alone.
+            let order = modes::order(m, &base.units());
+            let tt = m.thresholds(&t);
+            let accurate: Vec<usize> = order
+                .iter()
+                .copied()
+                .filter(|&i| base.answer(&cfg(&[i]), need).meets_error(&tt))
+                .collect();
+            let all: Vec<Config> = order
+                .iter()
+                .map(|&i| cfg(&[i]))
+                .chain((2..=accurate.len()).map(|k| cfg(&accurate[..k])))
+                .collect();
             assert!(
                 s.trials <= (2 * n - 1)
                     && s.log.iter().map(|(c, _)| c).eq(all.iter().take(s.trials))
