@@ -3,8 +3,8 @@
 //! baseline, so that every claim is a comparison on the same program.
 //!
 //! The crate is split the way Kernel Tuner splits strategies from runners:
-//! - [`unit`](mod@unit): what a configuration is made of — [`Unit`]s (FISets, variables, buffers), each a
-//!   set of PTX sites or a buffer kept in f32 — and a [`Config`], a set of unit indices;
+//! - [`unit`](mod@unit): what a configuration is made of — [`Unit`]s (FISets, variables, math calls, buffers), each a
+//!   set of PTX sites, f32 math functions or a buffer kept in f32 — and a [`Config`], a set of unit indices;
 //!   [`units`] makes them from the program's PTX and the shadow run's demotion errors.
 //! - [`evaluate`]: the one question a search asks, [`Evaluate::trial`]: run this configuration,
 //!   how many digits does it keep and how much faster is it. [`gpu`] answers it through the
