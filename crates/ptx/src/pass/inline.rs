@@ -76,7 +76,7 @@ pub enum InlineError {
         /// What.
         why: String,
     },
-    /// Calls still left after [`MAX_DEPTH`] rounds: the callee reaches itself.
+    /// Calls still left after `MAX_DEPTH` rounds: the callee reaches itself.
     #[error("cannot inline {0}: it calls itself, directly or not")]
     Recursive(String),
 }

@@ -4,7 +4,7 @@
 //! ptxas fuses an unrounded `mul` into an unrounded `add`/`sub` of the same type (FFMA, DFMA),
 //! choosing which product when an add has two, and the choice can change when code around them
 //! changes (an instrumented read of a product, a switch). This pass reads what ptxas did to the
-//! module as given ([`crate::sass::per_instruction`]: the SASS opcodes of every PTX
+//! module as given ([`crate::sass::per_instruction()`]: the SASS opcodes of every PTX
 //! instruction) and writes it down: a fused pair becomes one `fma.rn` (`.ftz` kept) at the add,
 //! with the signs ptxas folded (a `neg` between product and add, the `sub`) made explicit by
 //! `neg`, which is exact; every other unrounded f32/f64 `mul`/`add`/`sub` linked to a product or

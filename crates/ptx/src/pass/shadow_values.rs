@@ -181,7 +181,7 @@ pub enum Word {
     Reseeded = 13,
 }
 
-/// The `how` argument of [`ARITH_FUNCTION`]: an operation, flags, a rounding mode.
+/// The `how` argument of the runtime's arithmetic functions: an operation, flags, a rounding mode.
 pub mod how {
     /// Addition.
     pub const ADD: u32 = 0;
