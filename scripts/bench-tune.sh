@@ -6,7 +6,7 @@
 # configurations under OUT/NAME). Writes OUT/tune-bench.jsonl (one line per program: the run,
 # or its error) and prints the summary: the all-f32 speed-up, mode 2's best % of the ideal at
 # 3 digits with its trials, the baseline's, and the ratio of trials.
-# Usage: [TUNE_TIMEOUT=seconds] scripts/bench-tune.sh MANTISSA OUT [SPEC...]   (default: the programs above)
+# Usage: [TUNE_TIMEOUT=seconds] [TUNE_ARGS='--set n=...'] scripts/bench-tune.sh MANTISSA OUT [SPEC...]   (default: the programs above)
 set -uo pipefail
 bin=${1:?mantissa binary}; out=${2:?output directory}; shift 2
 mkdir -p "$out"; log="$out/tune-bench.jsonl"; : > "$log"
@@ -19,7 +19,7 @@ for spec in "${specs[@]}"; do
   name=$(basename "$spec" .toml)
   start=$(date +%s.%N)
   timeout "${TUNE_TIMEOUT:-3600}" "$bin" tune "$spec" --digits 3,6,9 --speedup 5,10,15,20 --mode 1,2,3 --baseline \
-      --out "$out/$name" --json >"$out/$name.json" 2>"$out/$name.err"
+      --out "$out/$name" --json ${TUNE_ARGS:-} >"$out/$name.json" 2>"$out/$name.err"
   rc=$?
   end=$(date +%s.%N)
   python3 - "$spec" "$rc" "$out/$name.json" "$out/$name.err" "$start" "$end" >> "$log" <<'PY'
