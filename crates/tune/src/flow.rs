@@ -365,6 +365,7 @@ pub fn tune(
         }
     };
     let references = References { t64, t32, digits32 };
+    progress(TuneEvent::Timed(references));
     let measurable = crate::noise::speedup(&t64, &t64, &t32).is_some();
     if !measurable {
         notes.push(format!(
