@@ -20,6 +20,8 @@
 
 pub mod detail;
 pub mod evaluate;
+#[cfg(test)]
+mod fixture;
 pub mod flow;
 pub mod gpu;
 pub mod noise;

@@ -98,11 +98,13 @@ pub fn scatter(run: &TuneRun) -> String {
         .map(|p| p.speedup - p.noise)
         .fold(0.0_f64, f64::min)
         .floor();
+    // Room above the highest point for its ring.
     let y_hi = points
         .iter()
         .map(|p| p.speedup + p.noise)
         .fold(100.0_f64, f64::max)
-        .ceil();
+        .ceil()
+        + 5.0;
     let px = |d: f64| left + d / x_max * (w - left - right);
     let py = |s: f64| top + (y_hi - s) / (y_hi - y_lo) * (h - top - bottom);
     let mut o = String::new();
@@ -239,10 +241,7 @@ pub fn render(run: &TuneRun) -> String {
         };
         let (conf, digits, speed) = match (&s.search.chosen, &s.search.chosen_trial) {
             (Some(c), Some(t)) => (
-                c.iter()
-                    .map(|&u| units[u].name.clone())
-                    .collect::<Vec<_>>()
-                    .join(" + "),
+                crate::text::names(units, c),
                 if t.digits.is_finite() {
                     format!("{:.2}", t.digits)
                 } else {
@@ -284,4 +283,32 @@ pub fn write(dir: &Path, run: &TuneRun) -> std::io::Result<PathBuf> {
     mantissa_report::write_atomically(&path, render(run).as_bytes())
         .map_err(|e| std::io::Error::other(e.to_string()))?;
     Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixture::run;
+
+    #[test]
+    fn the_scatter_draws_every_timed_trial_once_and_rings_the_chosen() {
+        let svg = scatter(&run());
+        // Two timed trials (the inaccurate one was not timed), one legend dot, one ring for
+        // the chosen configuration and one in the legend.
+        assert_eq!(svg.matches("<circle").count(), 2 + 1 + 2, "{svg}");
+        assert_eq!(svg.matches("r=\"8\"").count(), 2);
+        // Bit-identical outputs are drawn at the right edge, labelled "same".
+        assert!(svg.contains(">same</text>"), "{svg}");
+        assert!(svg.starts_with("<svg") && svg.ends_with("</svg>"));
+    }
+
+    #[test]
+    fn the_page_escapes_names_and_lists_what_each_search_chose() {
+        let page = render(&run());
+        assert!(page.contains("mantissa tune: k&lt;1&gt;"));
+        assert!(page.contains("<li>a &lt;note&gt;</li>"));
+        assert!(page.contains("<td>fiset 1 (k.cu:3)</td>"), "{page}");
+        assert!(page.contains("40.0% ±1.0"));
+        assert!(!page.contains("<script"));
+    }
 }

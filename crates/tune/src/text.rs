@@ -25,7 +25,8 @@ pub fn trial_line(config: &str, t: &Trial) -> String {
     }
 }
 
-fn names(units: &[Unit], config: &crate::unit::Config) -> String {
+/// The units of `config` by name, the first three and a count when there are more.
+pub(crate) fn names(units: &[Unit], config: &crate::unit::Config) -> String {
     let n: Vec<&str> = config.iter().map(|&u| units[u].name.as_str()).collect();
     if n.len() > 4 {
         format!("{} and {} more", n[..3].join(" + "), n.len() - 3)
@@ -188,5 +189,37 @@ fn detail(o: &mut String, d: &crate::detail::Detail) {
         .collect();
     if !k.is_empty() {
         let _ = writeln!(o, "      {}", k.join("; "));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_trial_line_says_digits_speed_up_and_time_or_why_it_failed() {
+        let mut t = crate::fixture::run().searches[0].search.log[1].1.clone();
+        assert_eq!(
+            trial_line("0", &t),
+            "0: 6.5 digits, 40.0% ±1.0 of the ideal (1.0000 ms)"
+        );
+        t.digits = f64::INFINITY;
+        t.speedup_pct = None;
+        assert_eq!(trial_line("0-2", &t), "0-2: identical (1.0000 ms)");
+        t.failed = Some("out of resources".into());
+        assert_eq!(trial_line("1", &t), "1: failed: out of resources");
+    }
+
+    #[test]
+    fn the_report_has_the_references_the_table_and_each_choice() {
+        let text = render(&crate::fixture::run());
+        assert!(text.starts_with("k<1> (H200, default flags)\n"), "{text}");
+        assert!(text.contains("(2.00× faster, 2.0 digits)"), "{text}");
+        assert!(text.contains("40.0% (3)"), "{text}");
+        assert!(
+            text.contains("mode 2, 3 digits, 10%: fiset 1 (k.cu:3) — 1 units: 6.5 digits, 40.0% ±1.0 of the ideal (1.0000 ms); 3 trials, first met at trial 2"),
+            "{text}"
+        );
+        assert!(text.contains("note: a <note>"), "{text}");
     }
 }
