@@ -66,7 +66,11 @@ pub struct Record {
     /// Further measured quantities of the point, by name: PTX instruction counts of the kernel
     /// (`ptx.add.f32`), mismatch counts (`mismatches`, `mismatch_pct`), GFLOP/s, ... Absent
     /// from the JSON line when empty.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        with = "float_map"
+    )]
     pub extra: BTreeMap<String, f64>,
     /// What each `extra` quantity is, by the same name, as the workload that measured it says
     /// (thresholds included: "entries with |L·U − A| > 1e-4"). Absent from the JSON line when
@@ -739,6 +743,42 @@ pub mod float {
     }
 }
 
+/// Named quantities (`Record::extra`) with the encoding of [`float`]: serde_json writes a bare
+/// non-finite f64 as `null`, which does not read back as a number, so a record holding an
+/// infinite quantity (a relative error against 0) would become an unreadable line. A `null`
+/// written that way before reads back as NaN: its value is lost, the record is kept.
+mod float_map {
+    use serde::de::Deserializer;
+    use serde::ser::{SerializeMap, Serializer};
+    use serde::Deserialize;
+    use std::collections::BTreeMap;
+
+    #[derive(serde::Serialize)]
+    struct Out<'a>(#[serde(with = "super::float")] &'a f64);
+
+    #[derive(Deserialize)]
+    struct In(#[serde(deserialize_with = "nullable")] f64);
+
+    fn nullable<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        #[derive(Deserialize)]
+        struct Wrap(#[serde(with = "super::float")] f64);
+        Ok(Option::<Wrap>::deserialize(d)?.map_or(f64::NAN, |w| w.0))
+    }
+
+    pub fn serialize<S: Serializer>(m: &BTreeMap<String, f64>, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(m.len()))?;
+        for (k, v) in m {
+            map.serialize_entry(k, &Out(v))?;
+        }
+        map.end()
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, f64>, D::Error> {
+        let m = BTreeMap::<String, In>::deserialize(d)?;
+        Ok(m.into_iter().map(|(k, v)| (k, v.0)).collect())
+    }
+}
+
 /// `Option<f64>` with the same encoding as [`float`]; `null` is `None`.
 mod opt_float {
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -805,6 +845,26 @@ mod tests {
         assert_eq!(back.value, Some(f64::INFINITY));
         assert!(back.error.as_ref().unwrap().ulps.unwrap().is_nan());
         assert_eq!(back.key(), r.key());
+    }
+
+    #[test]
+    fn non_finite_quantities_round_trip_and_old_nulls_read_as_nan() {
+        let mut r = sample();
+        r.extra.insert("baseline.max_rel".into(), f64::INFINITY);
+        r.extra.insert("low".into(), f64::NEG_INFINITY);
+        r.extra.insert("nan".into(), f64::NAN);
+        r.extra.insert("x".into(), 0.5);
+        let line = serde_json::to_string(&r).unwrap();
+        assert!(line.contains(r#""baseline.max_rel":"inf""#), "{line}");
+        let back = Record::from_json_line(&line).unwrap();
+        assert_eq!(back.extra["baseline.max_rel"], f64::INFINITY);
+        assert_eq!(back.extra["low"], f64::NEG_INFINITY);
+        assert!(back.extra["nan"].is_nan());
+        assert_eq!(back.extra["x"], 0.5);
+        // What serde_json wrote for an infinite quantity before: null.
+        let old = line.replace(r#""baseline.max_rel":"inf""#, r#""baseline.max_rel":null"#);
+        let back = Record::from_json_line(&old).unwrap();
+        assert!(back.extra["baseline.max_rel"].is_nan());
     }
 
     #[test]
