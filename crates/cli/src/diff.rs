@@ -4,10 +4,10 @@
 //! the JSON document; append the records to OUT/results.jsonl when `--out` is given.
 
 use crate::run::RunUsage;
-use anyhow::anyhow;
+use crate::spec_args::{gpu_for, parse_flags, parse_override};
 use clap::Args;
 use mantissa_diff::{diff, Against, DiffEvent, DiffRequest};
-use mantissa_gpu::{FlagSet, Gpu};
+use mantissa_gpu::FlagSet;
 use mantissa_harness::spec::SizeOverride;
 use mantissa_harness::Spec;
 use mantissa_report::ResultsLog;
@@ -45,16 +45,6 @@ pub struct DiffArgs {
     repeats: u32,
 }
 
-fn parse_flags(s: &str) -> Result<FlagSet, String> {
-    s.trim()
-        .parse()
-        .map_err(|e: mantissa_gpu::UnknownFlagSet| e.to_string())
-}
-
-fn parse_override(s: &str) -> Result<SizeOverride, String> {
-    s.parse()
-}
-
 pub fn run(args: DiffArgs) -> anyhow::Result<()> {
     // The spec is read before the GPU is probed, so a wrong spec says so on any machine.
     let spec = Spec::load_with(&args.spec, &args.set).map_err(|e| RunUsage(e.to_string()))?;
@@ -71,12 +61,7 @@ pub fn run(args: DiffArgs) -> anyhow::Result<()> {
     if request.against == Against::Reference {
         mantissa_diff::check_references(&spec).map_err(|e| RunUsage(e.to_string()))?;
     }
-    let gpu = Gpu::probe().map_err(|why| {
-        anyhow!(
-            "mantissa diff needs a GPU: {why}; `mantissa run {} --check` checks the spec without one",
-            args.spec.display()
-        )
-    })?;
+    let gpu = gpu_for("diff", &args.spec)?;
     let json = args.json;
     let name = spec.name.clone();
     let result = diff(&gpu, &spec, &request, &mut |event| {

@@ -19,6 +19,7 @@ mod progress;
 mod report;
 mod run;
 mod shadow;
+mod spec_args;
 mod study;
 mod table;
 mod tune;

@@ -3,6 +3,7 @@
 //! OUT/results.jsonl when `--out` is given.
 
 use crate::inspect::{parse_flag_list, FlagList};
+use crate::spec_args::parse_override;
 use crate::table::{markdown, num};
 use anyhow::anyhow;
 use clap::Args;
@@ -62,10 +63,6 @@ pub struct RunArgs {
     /// the error names); checks the spec first.
     #[arg(long)]
     verbose: bool,
-}
-
-fn parse_override(s: &str) -> Result<SizeOverride, String> {
-    s.parse()
 }
 
 /// A spec error (one line with FILE:LINE:COL): exit code 2.

@@ -5,9 +5,10 @@
 //! write DIR/shadow.html (the source beside what each line measured).
 
 use crate::run::RunUsage;
+use crate::spec_args::{gpu_for, parse_flags, parse_override};
 use anyhow::anyhow;
 use clap::Args;
-use mantissa_gpu::{FlagSet, Gpu};
+use mantissa_gpu::FlagSet;
 use mantissa_harness::spec::SizeOverride;
 use mantissa_harness::Spec;
 use mantissa_report::ResultsLog;
@@ -56,25 +57,10 @@ fn parse_analyses(s: &str) -> Result<Analyses, String> {
         .map_err(|e: mantissa_shadow::analyses::AnalysesError| e.to_string())
 }
 
-fn parse_flags(s: &str) -> Result<FlagSet, String> {
-    s.trim()
-        .parse()
-        .map_err(|e: mantissa_gpu::UnknownFlagSet| e.to_string())
-}
-
-fn parse_override(s: &str) -> Result<SizeOverride, String> {
-    s.parse()
-}
-
 pub fn run(args: ShadowArgs) -> anyhow::Result<()> {
     // The spec is read before the GPU is probed, so a wrong spec says so on any machine.
     let spec = Spec::load_with(&args.spec, &args.set).map_err(|e| RunUsage(e.to_string()))?;
-    let gpu = Gpu::probe().map_err(|why| {
-        anyhow!(
-            "mantissa shadow needs a GPU: {why}; `mantissa run {} --check` checks the spec without one",
-            args.spec.display()
-        )
-    })?;
+    let gpu = gpu_for("shadow", &args.spec)?;
     let request = ShadowRequest {
         flags: args.flags,
         analyses: args.analysis,

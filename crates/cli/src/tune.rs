@@ -4,9 +4,10 @@
 //! configurations saved in OUT/configs/.
 
 use crate::run::RunUsage;
+use crate::spec_args::{gpu_for, parse_flags, parse_override};
 use anyhow::anyhow;
 use clap::Args;
-use mantissa_gpu::{FlagSet, Gpu};
+use mantissa_gpu::FlagSet;
 use mantissa_harness::spec::SizeOverride;
 use mantissa_harness::Spec;
 use mantissa_ptx::fiset::FisetOptions;
@@ -120,16 +121,6 @@ fn parse_modes(s: &str) -> Result<Modes, String> {
     list(s, "mode", |m: &u8| (1..=3).contains(m), "1, 2 or 3").map(Modes)
 }
 
-fn parse_flags(s: &str) -> Result<FlagSet, String> {
-    s.trim()
-        .parse()
-        .map_err(|e: mantissa_gpu::UnknownFlagSet| e.to_string())
-}
-
-fn parse_override(s: &str) -> Result<SizeOverride, String> {
-    s.parse()
-}
-
 pub fn run(args: TuneArgs) -> anyhow::Result<()> {
     let spec = Spec::load_with(&args.spec, &args.set).map_err(|e| RunUsage(e.to_string()))?;
     if args.repeats == 0 || args.max_repeats < args.repeats {
@@ -139,12 +130,7 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
         ))
         .into());
     }
-    let gpu = Gpu::probe().map_err(|why| {
-        anyhow!(
-            "mantissa tune needs a GPU: {why}; `mantissa run {} --check` checks the spec without one",
-            args.spec.display()
-        )
-    })?;
+    let gpu = gpu_for("tune", &args.spec)?;
     let mut errors: Vec<ErrorThreshold> = args
         .digits
         .0
