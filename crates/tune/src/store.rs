@@ -192,7 +192,7 @@ impl TrialStore {
             match r.precision.as_str() {
                 "f64" | "all-f32" => {
                     if let Some(t) = time {
-                        let d = get("digits").unwrap_or(f64::INFINITY); // absent: identical
+                        let d = get("digits").unwrap_or(f64::INFINITY);
                         self.references.insert(r.precision.clone(), (t, d));
                     }
                 }
@@ -204,11 +204,7 @@ impl TrialStore {
                         Measured::failed(r.note.clone().unwrap_or_default())
                     } else {
                         Measured {
-                            digits: get("digits").unwrap_or(if get("identical").is_some() {
-                                f64::INFINITY
-                            } else {
-                                f64::NEG_INFINITY
-                            }),
+                            digits: get("digits").unwrap_or(f64::NEG_INFINITY),
                             within_tolerance: get("within_tolerance").map(|v| v != 0.0),
                             time,
                             failed: None,
@@ -249,18 +245,12 @@ impl TrialStore {
         };
         let mut q: Vec<(&str, f64, &str)> = more.to_vec();
         if let Some(m) = m {
-            // JSON has no infinity: outputs identical to the f64 program's say so instead.
-            if m.failed.is_none() && m.digits.is_finite() {
+            // +inf (every output bit-identical) is written as "inf" by the record's encoding.
+            if m.failed.is_none() {
                 q.push((
                     "digits",
                     m.digits,
                     "worst correct digits over the outputs, against the f64 program",
-                ));
-            } else if m.failed.is_none() {
-                q.push((
-                    "identical",
-                    1.0,
-                    "1: every output bit-identical to the f64 program's",
                 ));
             }
             if let Some(w) = m.within_tolerance {
@@ -298,9 +288,7 @@ impl TrialStore {
             } else {
                 Status::Ok
             },
-            value: m
-                .filter(|m| m.failed.is_none() && m.digits.is_finite())
-                .map(|m| m.digits),
+            value: m.filter(|m| m.failed.is_none()).map(|m| m.digits),
             reference: None,
             error: None,
             time: None,
@@ -391,6 +379,14 @@ mod tests {
             s.accuracy(&b, &Measured::failed("out of resources".into()))
                 .unwrap();
             s.reference_measured("f64", t, f64::INFINITY).unwrap();
+            let same: Config = [4].into_iter().collect();
+            let identical = Measured {
+                digits: f64::INFINITY,
+                within_tolerance: None,
+                time: None,
+                failed: None,
+            };
+            s.accuracy(&same, &identical).unwrap();
         }
         let s = TrialStore::open(Some(&dir), true, identity(), "fp1").unwrap();
         assert_eq!(s.known()[&a].time, Some(t));
@@ -398,6 +394,9 @@ mod tests {
         assert_eq!(s.known()[&a].within_tolerance, Some(true));
         assert_eq!(s.known()[&b].failed.as_deref(), Some("out of resources"));
         assert_eq!(s.reference("f64").unwrap().0, t);
+        assert_eq!(s.reference("f64").unwrap().1, f64::INFINITY);
+        let same: Config = [4].into_iter().collect();
+        assert_eq!(s.known()[&same].digits, f64::INFINITY);
         let other = TrialStore::open(Some(&dir), true, identity(), "fp2");
         assert!(matches!(other, Err(StoreError::OtherRun(_))));
         // Without --resume the old file is moved aside and nothing is known.
