@@ -15,7 +15,7 @@ use crate::data::{from_f64, Inputs};
 use crate::expr::Val;
 use crate::spec::{lookup, ArgSpec, CopyRange, CopySide, Quantity, Spec, Step, StepKind};
 use crate::validate::{Plan, PlannedArg, ScalarKind};
-use mantissa_gpu::{DeviceBuffer, Gpu, GpuError, HostData, KernelArg, LaunchDims, Module};
+use mantissa_gpu::{DeviceBuffer, Gpu, GpuError, HostData, KernelArg, LaunchDims, Mark, Module};
 use std::collections::HashMap;
 
 /// How often to run.
@@ -190,6 +190,9 @@ pub struct Steps<'a> {
     fills: &'a HashMap<String, DeviceBuffer>,
     /// The first launch's shape, once one ran.
     pub first_launch: Option<LaunchDims>,
+    /// When set, every launch is bracketed by two marks, recorded here with its entry's name
+    /// (for the time per kernel: [`crate::trial::profile`]).
+    pub launch_marks: Option<Vec<(String, Mark, Mark)>>,
 }
 
 impl<'a> Steps<'a> {
@@ -206,6 +209,7 @@ impl<'a> Steps<'a> {
             plan,
             fills,
             first_launch: None,
+            launch_marks: None,
         }
     }
 
@@ -331,7 +335,15 @@ impl<'a> Steps<'a> {
                         };
                         args.push(arg);
                     }
+                    let before = match self.launch_marks {
+                        Some(_) => Some(self.gpu.mark().map_err(|e| gpu_fail(c, e))?),
+                        None => None,
+                    };
                     let launched = self.gpu.launch(module, &r.entry, dims, &args);
+                    if let (Some(before), Some(marks)) = (before, self.launch_marks.as_mut()) {
+                        let after = self.gpu.mark().map_err(|e| gpu_fail(c, e))?;
+                        marks.push((r.entry.clone(), before, after));
+                    }
                     let launched = if checked {
                         launched.and_then(|()| self.gpu.synchronize())
                     } else {

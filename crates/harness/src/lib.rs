@@ -48,6 +48,6 @@ pub use config::{Configuration, Demotion};
 pub use run::{run_spec, ConfigRun, HarnessError, RunEvent, RunRequest, RunResult};
 pub use spec::{Spec, SpecError};
 pub use trial::{
-    BufferAddress, BuildKind, Resources, RunnerOptions, SwitchSummary, TrialError, TrialOutcome,
-    TrialRunner, TrialTiming,
+    BufferAddress, BuildKind, KernelTime, Resources, RunnerOptions, SwitchSummary, TrialError,
+    TrialOutcome, TrialRunner, TrialTiming,
 };

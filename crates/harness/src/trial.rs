@@ -34,6 +34,8 @@ mod instrumented;
 pub use instrumented::{BufferAddress, GlobalBytes};
 mod outputs;
 pub mod pin;
+mod profile;
+pub use profile::KernelTime;
 mod resources;
 pub mod storage;
 pub mod switched;
@@ -675,41 +677,22 @@ impl<'g> TrialRunner<'g> {
             TrialTiming::AccuracyOnly => (0, 0),
             TrialTiming::Timed { warmup, repeats } => (warmup, repeats),
         };
-        let TrialRunner {
-            gpu,
-            spec,
-            plan,
-            fills,
-            work,
-            after_setup,
-            setup_globals,
-            baseline_module,
-            loaded,
-            switched,
-            storage,
-            ..
-        } = self;
-        let gpu: &Gpu = gpu;
-        let loaded = pick(m, baseline_module, loaded, switched)?;
         let mut samples = Vec::new();
         for r in 0..warmup + repeats {
-            // The restore point: the pristine inputs, or what the setup steps left.
-            let (from, globals) = match after_setup.as_ref() {
-                Some(snapshot) => (snapshot, &*setup_globals),
-                None => (&shared.pristine, &loaded.globals),
-            };
-            for (name, src) in from {
-                if let Some(dst) = work.get_mut(name) {
-                    gpu.copy(src, dst)
-                        .map_err(device_error(&format!("restoring buffer '{name}'")))?;
-                }
-            }
-            // The setup's end state is already in the f32 layout (its launches are rewritten
-            // too); the pristine copies are f64. Outside the timed region either way.
-            if after_setup.is_none() {
-                convert(gpu, storage, work, stored, Layout::F32)?;
-            }
-            restore_globals(gpu, &loaded.module, globals, writes)?;
+            self.restore_repeat(m, writes, stored)?;
+            let TrialRunner {
+                gpu,
+                spec,
+                plan,
+                fills,
+                work,
+                baseline_module,
+                loaded,
+                switched,
+                ..
+            } = &mut *self;
+            let gpu: &Gpu = gpu;
+            let loaded = pick(m, baseline_module, loaded, switched)?;
             let failure: RefCell<Option<ExecError>> = RefCell::new(None);
             let mut steps = Steps::new(gpu, spec, plan, fills);
             let timed = gpu.time_with(TimingOptions { warmup: 0, reps: 1 }, 1, |_| {
@@ -743,6 +726,49 @@ impl<'g> TrialRunner<'g> {
                 ModuleRef::Baseline | ModuleRef::Loaded(_) => BuildKind::Static,
             },
         })
+    }
+}
+
+impl TrialRunner<'_> {
+    /// Brings the working buffers and `m`'s globals back to the restore point of a repeat: the
+    /// pristine inputs, or what the setup steps left (buffers `stored` in f32 narrowed). Outside
+    /// any timed region.
+    fn restore_repeat(
+        &mut self,
+        m: ModuleRef,
+        writes: &[(String, Vec<u8>)],
+        stored: &[String],
+    ) -> Result<(), TrialError> {
+        let TrialRunner {
+            gpu,
+            shared,
+            work,
+            after_setup,
+            setup_globals,
+            baseline_module,
+            loaded,
+            switched,
+            storage,
+            ..
+        } = self;
+        let gpu: &Gpu = gpu;
+        let loaded = pick(m, baseline_module, loaded, switched)?;
+        let (from, globals) = match after_setup.as_ref() {
+            Some(snapshot) => (snapshot, &*setup_globals),
+            None => (&shared.pristine, &loaded.globals),
+        };
+        for (name, src) in from {
+            if let Some(dst) = work.get_mut(name) {
+                gpu.copy(src, dst)
+                    .map_err(device_error(&format!("restoring buffer '{name}'")))?;
+            }
+        }
+        // The setup's end state is already in the f32 layout (its launches are rewritten too);
+        // the pristine copies are f64.
+        if after_setup.is_none() {
+            convert(gpu, storage, work, stored, Layout::F32)?;
+        }
+        restore_globals(gpu, &loaded.module, globals, writes)
     }
 }
 

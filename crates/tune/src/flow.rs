@@ -106,11 +106,18 @@ pub struct SearchEntry {
     pub detail: Option<Detail>,
 }
 
-/// A kernel's profile (seed 002 Table 3, without the share of time).
+/// A kernel's profile (seed 002 Table 3).
 #[derive(Debug, Clone, Serialize)]
 pub struct KernelProfile {
     /// The FISet analysis's profile of the function.
     pub fisets: FunctionProfile,
+    /// Its share of the program's kernel time as written, 0–1 (`None` for a `.func`, or when
+    /// the profiling runs failed: the notes say why).
+    pub share: Option<f64>,
+    /// Its median GPU time per run of the steps as written, ms.
+    pub time_ms: Option<f64>,
+    /// Launches per run of the steps.
+    pub launches: Option<u64>,
     /// Registers per thread as written.
     pub registers_f64: Option<u32>,
     /// Registers per thread with every FISet demoted.
@@ -298,7 +305,12 @@ pub fn tune(
         ));
     }
 
-    let profile = profile(&mut runner, &units.report.profiles, &units.fisets);
+    let profile = profile(
+        &mut runner,
+        &units.report.profiles,
+        &units.fisets,
+        &mut notes,
+    );
 
     // One list for the evaluator (FISets, math calls, buffers, variables); each search sees
     // its own: modes the FISets, then math calls and buffers; the baseline the variables, then
@@ -589,12 +601,24 @@ fn details(
     }
 }
 
-/// Registers as written and with every FISet demoted, per kernel.
+/// Profiling runs of the program as written (one warm-up): enough for a share of time, which
+/// only decides where demoting can pay.
+const PROFILE_RUNS: u32 = 5;
+
+/// Share of time, registers as written and with every FISet demoted, per kernel.
 fn profile(
     runner: &mut TrialRunner<'_>,
     profiles: &[FunctionProfile],
     fisets: &[Unit],
+    notes: &mut Vec<String>,
 ) -> Vec<KernelProfile> {
+    let times = match runner.kernel_times(&Configuration::AsWritten, PROFILE_RUNS) {
+        Ok(t) => t,
+        Err(e) => {
+            notes.push(format!("the time per kernel was not measured: {e}"));
+            Vec::new()
+        }
+    };
     let f64_res = runner.baseline_resources().unwrap_or_default();
     let everything: Config = (0..fisets.len()).collect();
     let mixed_res = crate::gpu::configuration(fisets, &everything, "all fisets");
@@ -609,8 +633,12 @@ fn profile(
         .map(|p| {
             let f = f64_res.iter().find(|(k, _)| *k == p.function).map(|r| r.1);
             let m = mixed.iter().find(|(k, _)| *k == p.function).map(|r| r.1);
+            let t = times.iter().find(|t| t.kernel == p.function);
             KernelProfile {
                 fisets: p.clone(),
+                share: t.map(|t| t.share),
+                time_ms: t.map(|t| t.median_ms),
+                launches: t.map(|t| t.launches),
                 registers_f64: f.map(|r| r.registers),
                 registers_mixed: m.map(|r| r.registers),
                 local_f64: f.map(|r| r.local_bytes),

@@ -68,8 +68,8 @@ pub fn render(run: &TuneRun) -> String {
         let _ = writeln!(o, "\nkernel profile (seed 002 Table 3):");
         let _ = writeln!(
             o,
-            "  {:<40} {:>6} {:>9} {:>14} {:>12}",
-            "kernel", "FISets", "mean r_ac", "registers f64", "mixed"
+            "  {:<40} {:>7} {:>6} {:>9} {:>14} {:>12}",
+            "kernel", "time", "FISets", "mean r_ac", "registers f64", "mixed"
         );
         for p in &run.profile {
             let reg = |r: Option<u32>, l: Option<u32>| match (r, l) {
@@ -79,8 +79,9 @@ pub fn render(run: &TuneRun) -> String {
             };
             let _ = writeln!(
                 o,
-                "  {:<40} {:>6} {:>9} {:>14} {:>12}",
+                "  {:<40} {:>7} {:>6} {:>9} {:>14} {:>12}",
                 p.fisets.function,
+                p.share.map_or("–".into(), |s| format!("{:.1}%", 100.0 * s)),
                 p.fisets.fisets,
                 p.fisets.mean_r_ac.map_or("–".into(), |m| format!("{m:.2}")),
                 reg(p.registers_f64, p.local_f64),

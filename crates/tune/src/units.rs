@@ -58,12 +58,17 @@ fn lines_of(sites: &[Site]) -> Vec<(String, u32)> {
 /// `nbody.cu:70-78` / `nbody.cu:70,74`: where a unit's lines are, short.
 pub fn where_(lines: &[(String, u32)]) -> String {
     let mut by_file: Vec<(String, Vec<u32>)> = Vec::new();
-    for (f, l) in lines {
+    // Line 0 is an instruction without a `.loc` (code the compiler made, e.g. a conversion
+    // or a move between blocks): no line to show.
+    for (f, l) in lines.iter().filter(|(_, l)| *l > 0) {
         let short = f.rsplit(['/', '\\']).next().unwrap_or(f).to_string();
         match by_file.last_mut() {
             Some((g, ls)) if *g == short => ls.push(*l),
             _ => by_file.push((short, vec![*l])),
         }
+    }
+    if by_file.is_empty() {
+        return "no source line".into();
     }
     by_file
         .iter()
@@ -277,6 +282,11 @@ mod tests {
             where_(&[l("x.cu", 3), l("x.cu", 9), l("y.h", 1)]),
             "x.cu:3,9 y.h:1"
         );
-        assert_eq!(where_(&[]), "");
+        assert_eq!(where_(&[]), "no source line");
+        assert_eq!(where_(&[l("x.cu", 0)]), "no source line");
+        assert_eq!(
+            where_(&[l("x.cu", 0), l("x.cu", 25), l("x.cu", 26)]),
+            "x.cu:25-26"
+        );
     }
 }

@@ -88,6 +88,14 @@ fn the_tuner_finds_the_known_best_configuration_and_it_reproduces() {
         tune(&gpu, &spec, &request(&out, false), &mut |_| {}).unwrap_or_else(|e| panic!("{e}"));
     println!("{}", mantissa_tune::text::render(&run));
 
+    // Table 3's share of time: one kernel, all of the time, launched once per run.
+    assert_eq!(run.profile.len(), 1, "{:?}", run.profile);
+    let p = &run.profile[0];
+    assert_eq!(p.fisets.function, "relax");
+    assert_eq!(p.launches, Some(1));
+    assert_eq!(p.share, Some(1.0));
+    assert!(p.time_ms.is_some_and(|t| t > 0.0), "{p:?}");
+
     let (loop_line, cancel_line) = (marked("loop"), marked("cancel"));
     let holds = |u: &mantissa_tune::Unit, line: u32| u.lines.iter().any(|(_, l)| *l == line);
     let loop_sets: Vec<usize> = (0..run.fisets.len())
@@ -207,4 +215,98 @@ fn the_tuner_finds_the_known_best_configuration_and_it_reproduces() {
         assert_eq!(a.search.trials, b.search.trials, "{}", a.label);
     }
     let _ = std::fs::remove_dir_all(&out);
+}
+
+/// The spec's own tolerance as the error threshold (`--tolerance`): relax's `smooth` keeps
+/// about 6 digits in f32 and `fragile` none, so with a relative tolerance of 1e-4 on `smooth`
+/// and 0 digits asked of `fragile` (its f64 value is itself mostly rounding error), mode 1
+/// must choose a configuration demoting the loop, and its trial must say it is within both.
+#[test]
+fn the_spec_tolerance_as_the_error_threshold() {
+    let Some(gpu) = require_gpu_or_skip() else {
+        return;
+    };
+    let mut spec = Spec::load(&spec_path()).unwrap_or_else(|e| panic!("{e}"));
+    use mantissa_harness::spec::Tolerance;
+    spec.outputs[0].tolerance = Some(Tolerance::Rel(1e-4));
+    spec.outputs[1].tolerance = Some(Tolerance::Digits(0.0));
+    let out = std::env::temp_dir().join(format!("mantissa-tune-tol-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let mut req = request(&out, false);
+    req.errors = vec![ErrorThreshold::SpecTolerance];
+    req.modes = vec![1];
+    req.baseline = false;
+    req.exhaustive = false;
+    let run = tune(&gpu, &spec, &req, &mut |_| {}).unwrap_or_else(|e| panic!("{e}"));
+    println!("{}", mantissa_tune::text::render(&run));
+    let m1 = chosen(&run, "mode 1");
+    let trial = m1
+        .chosen_trial
+        .as_ref()
+        .expect("mode 1 chose within the tolerance");
+    assert_eq!(trial.within_tolerance, Some(true), "{trial:?}");
+    let loop_line = marked("loop");
+    let chosen_units = m1.chosen.as_ref().unwrap();
+    assert!(
+        chosen_units
+            .iter()
+            .any(|&u| run.fisets[u].lines.iter().any(|(_, l)| *l == loop_line)),
+        "the loop (6 digits in f32, within 1e-4) is demoted: {chosen_units:?}"
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+const F32_ONLY_CU: &str = r#"
+extern "C" __global__ void scale(int n, const float* x, float* y) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = 2.0f * x[i] + 1.0f;
+}
+"#;
+
+const F32_ONLY_TOML: &str = r#"
+name = "f32only"
+[source]
+file = "scale.cu"
+[sizes]
+n = 4096
+[buffers.x]
+type = "f32"
+len = "n"
+init = { random = "uniform", min = 0.0, max = 1.0, seed = 1 }
+[buffers.y]
+type = "f32"
+len = "n"
+[[steps]]
+launch = "scale"
+grid = "n / 256"
+block = 256
+args = ["n", "x", "y"]
+[[outputs]]
+buffer = "y"
+"#;
+
+/// A program without f64 work has nothing to tune: one error, before any search.
+#[test]
+fn a_program_without_f64_work_has_nothing_to_tune() {
+    let Some(gpu) = require_gpu_or_skip() else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("mantissa-tune-f32-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("scale.cu"), F32_ONLY_CU).unwrap();
+    std::fs::write(dir.join("spec.toml"), F32_ONLY_TOML).unwrap();
+    let spec = Spec::load(&dir.join("spec.toml")).unwrap();
+    let out = dir.join("out");
+    match tune(&gpu, &spec, &request(&out, false), &mut |_| {}) {
+        Err(e @ mantissa_tune::flow::TuneError::NothingToTune(_)) => {
+            let line = e.to_string();
+            assert!(
+                !line.contains('\n') && line.contains("nothing to tune"),
+                "{line}"
+            );
+        }
+        Err(e) => panic!("wrong error: {e}"),
+        Ok(run) => panic!("tuned a program without f64: {run:?}"),
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
