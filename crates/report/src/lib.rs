@@ -39,6 +39,7 @@ mod html;
 mod labels;
 mod manifest;
 mod markdown;
+pub mod merge;
 mod plots;
 pub mod record;
 mod schema1;

@@ -133,13 +133,7 @@ impl<L: StoreLine> Store<L> {
         } else if len > 0 {
             // Moved while this process holds the old file's lock: a writer still using it would
             // have refused this open.
-            let aside = move_aside(dir, &path)?;
-            if manifest_path.exists() {
-                let stem = aside.file_stem().and_then(|s| s.to_str()).unwrap_or("old");
-                let old_manifest = dir.join(format!("{stem}.manifest.json"));
-                std::fs::rename(&manifest_path, &old_manifest).map_err(io_err(&manifest_path))?;
-            }
-            moved_aside = Some(aside);
+            moved_aside = Some(move_aside(dir, &path, &manifest_path)?);
             (file, unlocked) = open_locked(&path)?;
         }
         if let Some(mut manifest) = options.manifest {
@@ -239,7 +233,7 @@ impl Store<Record> {
 /// Opens (creating) `path` for appending and takes its exclusive lock; a lock held elsewhere is
 /// [`RecordError::Locked`]. Where the file system cannot lock at all, the file is used unlocked
 /// and the second value says why.
-fn open_locked(path: &Path) -> Result<(File, Option<String>), RecordError> {
+pub(crate) fn open_locked(path: &Path) -> Result<(File, Option<String>), RecordError> {
     let file = OpenOptions::new()
         .create(true)
         .append(true)
@@ -282,9 +276,10 @@ fn check_resumable(path: &Path, manifest_path: &Path, ours: &Manifest) -> Result
     }
 }
 
-/// Renames `path` to `STEM-<timestamp>.jsonl` in `dir` (numbered if that exists) and returns
-/// the new path.
-fn move_aside(dir: &Path, path: &Path) -> Result<PathBuf, RecordError> {
+/// Renames `path` to `STEM-<timestamp>.jsonl` in `dir` (numbered if that exists), and its
+/// manifest, if there is one, to `STEM-<timestamp>.manifest.json`; returns the data file's new
+/// path.
+pub(crate) fn move_aside(dir: &Path, path: &Path, manifest: &Path) -> Result<PathBuf, RecordError> {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -298,6 +293,11 @@ fn move_aside(dir: &Path, path: &Path) -> Result<PathBuf, RecordError> {
         k += 1;
     }
     std::fs::rename(path, &aside).map_err(io_err(path))?;
+    if manifest.exists() {
+        let stem = aside.file_stem().and_then(|s| s.to_str()).unwrap_or("old");
+        let old_manifest = dir.join(format!("{stem}.manifest.json"));
+        std::fs::rename(manifest, &old_manifest).map_err(io_err(manifest))?;
+    }
     Ok(aside)
 }
 
