@@ -14,6 +14,7 @@ mod devices;
 mod diff;
 mod inspect;
 mod mathlib;
+mod merge;
 mod ops;
 mod progress;
 mod report;
@@ -83,6 +84,10 @@ enum Command {
     /// the CPU's (Rust std, the libm crate) against correctly rounded references: binary32
     /// univariate functions exhaustively on the GPU, the rest by search; or --check one input.
     Mathlib(mathlib::MathlibArgs),
+    /// Merge the shard stores of a split run (`study` or `mathlib` with `--shard I/N`) into the
+    /// store a single process writes, in plan order, and write its report; shards of different
+    /// settings, versions or revisions, and missing or duplicated shards, are refused.
+    Merge(merge::MergeArgs),
 }
 
 fn main() -> ExitCode {
@@ -111,6 +116,7 @@ fn main() -> ExitCode {
         Command::Diff(args) => diff::run(args),
         Command::Tune(args) => tune::run(args),
         Command::Mathlib(args) => mathlib::run(args),
+        Command::Merge(args) => merge::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
