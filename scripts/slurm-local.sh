@@ -58,7 +58,8 @@ need() {
   fi
 }
 
-pid_alive() { [[ -s $1 ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
+# A daemon removes its pid file as it exits: a vanished file is a stopped daemon.
+pid_alive() { [[ -s $1 ]] && kill -0 "$(cat "$1" 2>/dev/null)" 2>/dev/null; }
 
 logs() {
   for f in "$dir"/log/*.log; do
