@@ -14,6 +14,7 @@ mod devices;
 mod diff;
 mod inspect;
 mod mathlib;
+mod merge;
 mod ops;
 mod progress;
 mod report;
@@ -89,6 +90,10 @@ enum Command {
     /// succeeded: `mantissa slurm --shards 4 -- study … --out DIR`, then `bash DIR/submit.sh`.
     /// Submits nothing itself.
     Slurm(slurm::SlurmArgs),
+    /// Merge the shard stores of a split run (`study` or `mathlib` with `--shard I/N`) into the
+    /// store a single process writes, in plan order, and write its report; shards of different
+    /// settings, versions or revisions, and missing or duplicated shards, are refused.
+    Merge(merge::MergeArgs),
 }
 
 fn main() -> ExitCode {
@@ -118,6 +123,7 @@ fn main() -> ExitCode {
         Command::Tune(args) => tune::run(args),
         Command::Mathlib(args) => mathlib::run(args),
         Command::Slurm(args) => slurm::run(args, cli.threads.map(usize::from)),
+        Command::Merge(args) => merge::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

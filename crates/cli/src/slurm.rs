@@ -126,7 +126,9 @@ pub fn run(args: SlurmArgs, threads: Option<usize>) -> anyhow::Result<()> {
             (spec.out, spec.gpu) = (out, gpu);
             let mut plans = vec![Plan::cpu(&cfg)];
             if spec.gpus()?.0 > 0 && gpu != GpuUse::Never {
-                plans.push(Plan::gpu(&cfg, full_device_of(PLANNING_SMS)));
+                // GPU units are numbered after the CPU ones, as the study numbers them.
+                let first_unit = plans[0].points.len() as u64;
+                plans.push(Plan::gpu(&cfg, full_device_of(PLANNING_SMS), first_unit));
             }
             let refs: Vec<&Plan> = plans.iter().collect();
             let mut e = Estimate::study(&refs, cfg.suite, args.shards.max(1));

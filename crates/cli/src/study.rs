@@ -2,6 +2,7 @@
 //! OUT/results.jsonl, then write the report from that file and print its summary (every table
 //! with `--tables`) and where the rest is.
 
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -9,7 +10,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use mantissa_gpu::Gpu;
-use mantissa_report::{Record, ResultsLog};
+use mantissa_report::{Manifest, Record, ResultsLog, Shard, StoreOptions};
 use mantissa_slurm::GpuUse;
 use mantissa_study::guard::{self, Length};
 use mantissa_study::inputs::InputClass;
@@ -69,6 +70,11 @@ pub struct StudyArgs {
     /// Print every table at the end, not only the summary (`mantissa report OUT` prints them too).
     #[arg(long)]
     tables: bool,
+    /// Run only shard I of N (0 ≤ I < N) of the plan: unit k (CPU points, then GPU points) is
+    /// shard k mod N's. Records go to OUT/results.shard-I-of-N.jsonl, so every shard can share
+    /// one OUT; `mantissa merge OUT` joins them and writes the report.
+    #[arg(long, value_name = "I/N")]
+    shard: Option<Shard>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -161,9 +167,9 @@ pub fn run(args: StudyArgs, max_threads: Option<usize>) -> anyhow::Result<()> {
             }
         },
     };
-    let gpu_plan = gpu
-        .as_ref()
-        .map(|g| Plan::gpu(&cfg, runner::full_device(g)));
+    let cpu_plan = Plan::cpu(&cfg);
+    let gpu_launch = gpu.as_ref().map(runner::full_device);
+    let gpu_plan = gpu_launch.map(|full| Plan::gpu(&cfg, full, cpu_plan.points.len() as u64));
     if let (Some(g), Some(plan)) = (&gpu, &gpu_plan) {
         // Before anything runs, is allocated or moved.
         runner::check_fits(plan, g)?;
@@ -175,7 +181,6 @@ pub fn run(args: StudyArgs, max_threads: Option<usize>) -> anyhow::Result<()> {
         );
     }
 
-    let cpu_plan = Plan::cpu(&cfg);
     if cpu_plan.points.is_empty() && gpu_plan.as_ref().is_none_or(|p| p.points.is_empty()) {
         let names = |v: Vec<String>| v.join(", ");
         return Err(StudyError::Usage(format!(
@@ -185,11 +190,30 @@ pub fn run(args: StudyArgs, max_threads: Option<usize>) -> anyhow::Result<()> {
         ))
         .into());
     }
+    let units = cpu_plan.points.len() + gpu_plan.as_ref().map_or(0, |p| p.points.len());
+    let manifest =
+        Manifest::new("study", settings(&cfg, args.backend, gpu_launch)).with_units(units as u64);
+    // The points of other shards count as done: the estimate and the guard see only this
+    // shard's share. They are known by address, since the guard walks these same plans.
+    let not_ours: HashSet<*const Point> = match args.shard {
+        Some(shard) => std::iter::once(&cpu_plan)
+            .chain(&gpu_plan)
+            .flat_map(Plan::units)
+            .filter(|(unit, _)| !shard.owns(*unit))
+            .map(|(_, p)| p as *const Point)
+            .collect(),
+        None => HashSet::new(),
+    };
 
     // A resumed log is opened before the guard, which counts only the points it lacks; a fresh
     // one after it, so that a refused run moves no earlier results aside.
     let open_log = || {
-        ResultsLog::open(&args.out, args.resume)
+        let options = StoreOptions {
+            resume: args.resume,
+            shard: args.shard,
+            manifest: Some(manifest.clone()),
+        };
+        ResultsLog::open_with(&args.out, options)
             .with_context(|| format!("cannot use output directory {}", args.out.display()))
     };
     let resumed = if args.resume { Some(open_log()?) } else { None };
@@ -204,9 +228,10 @@ pub fn run(args: StudyArgs, max_threads: Option<usize>) -> anyhow::Result<()> {
             } else {
                 &cpu_device
             };
-            resumed
-                .as_ref()
-                .is_some_and(|log| log.contains(&p.key(device)))
+            not_ours.contains(&(p as *const Point))
+                || resumed
+                    .as_ref()
+                    .is_some_and(|log| log.contains(&p.key(device)))
         },
         args.force,
     )?;
@@ -219,6 +244,9 @@ pub fn run(args: StudyArgs, max_threads: Option<usize>) -> anyhow::Result<()> {
             "note: the previous results were moved to {} (use --resume to continue them)",
             old.display()
         );
+    }
+    if let Some(why) = log.unlocked() {
+        eprintln!("note: {why}: a second run writing it at the same time would not be refused");
     }
     if args.resume {
         eprintln!(
@@ -237,14 +265,23 @@ pub fn run(args: StudyArgs, max_threads: Option<usize>) -> anyhow::Result<()> {
             summarize("gpu", &summary, &log);
         }
     }
+    let records_path = log.path().to_path_buf();
     drop(log);
-    write_report(&args.out, args.tables)?;
+    match args.shard {
+        // The merge writes the report, from every shard's records.
+        Some(shard) => eprintln!(
+            "shard {shard}: records in {}; when every shard is done, `mantissa merge {}` writes the report",
+            records_path.display(),
+            args.out.display()
+        ),
+        None => write_report(&args.out, args.tables)?,
+    }
     if stop.load(Ordering::Relaxed) {
         // Interrupted: the report covers what was measured, and the exit status says the run is
         // incomplete (130, as a shell reports SIGINT), so scripts do not mistake it for done.
         eprintln!(
             "stopped: every finished point is in {}; the point running was not recorded. To finish: {}",
-            args.out.join(mantissa_report::RESULTS_FILE).display(),
+            records_path.display(),
             resume_command(std::env::args())
         );
         std::process::exit(130);
@@ -288,6 +325,64 @@ pub fn for_slurm(
         BackendChoice::Gpu => GpuUse::Required,
     };
     Ok((cfg, args.out.clone(), gpu))
+}
+
+/// What decides the study's work units and their values, for its store's manifest: a resumed
+/// run or a shard with other settings would plan other units.
+fn settings(
+    cfg: &StudyConfig,
+    backend: BackendChoice,
+    gpu_launch: Option<(u32, u32)>,
+) -> BTreeMap<String, String> {
+    let list = |items: Vec<String>| items.join(",");
+    let backend = match backend {
+        BackendChoice::Cpu => "cpu",
+        BackendChoice::Gpu => "gpu",
+        BackendChoice::All => "all",
+    };
+    let suite = match cfg.suite {
+        Suite::Quick => "quick",
+        Suite::Full => "full",
+    };
+    let inputs = cfg.classes.as_ref().map_or("default".into(), |classes| {
+        list(
+            classes
+                .iter()
+                .map(|c| format!("{}={}|{}", c.name, c.small, c.large))
+                .collect(),
+        )
+    });
+    let sizes = cfg.sizes.as_ref().map_or("default".into(), |sizes| {
+        list(sizes.iter().map(u64::to_string).collect())
+    });
+    [
+        (
+            "workloads",
+            list(cfg.workloads.iter().map(|w| w.to_string()).collect()),
+        ),
+        ("suite", suite.into()),
+        ("backend", backend.into()),
+        (
+            "precisions",
+            list(cfg.precisions.iter().map(|p| p.to_string()).collect()),
+        ),
+        ("inputs", inputs),
+        ("sizes", sizes),
+        ("seed", cfg.seed.to_string()),
+        // CPU thread counts follow the machine's cores (and --threads): they are CPU points.
+        (
+            "threads",
+            list(cfg.threads.iter().map(usize::to_string).collect()),
+        ),
+        // The launch that fills the GPU decides the GPU points; "none" without a GPU plan.
+        (
+            "gpu_launch",
+            gpu_launch.map_or("none".into(), |(grid, block)| format!("{grid}x{block}")),
+        ),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
 }
 
 /// The estimate and the refusals before a run (`mantissa_study::guard`): a point that needs
@@ -386,7 +481,7 @@ fn summarize(backend: &str, s: &RunSummary, log: &ResultsLog) {
 /// The report files, rebuilt from results.jsonl alone (so a resumed or interrupted run reports
 /// everything measured so far), then on stdout the summary, or every table with `tables`, and
 /// where the rest is.
-fn write_report(out: &Path, tables: bool) -> anyhow::Result<()> {
+pub fn write_report(out: &Path, tables: bool) -> anyhow::Result<()> {
     let (records, _) = mantissa_report::load(out)?;
     mantissa_report::write_html(out, &records)?;
     mantissa_report::write_csv(out, &records)?;

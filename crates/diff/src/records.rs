@@ -79,6 +79,8 @@ fn record_timed(
         version: Record::current_version(),
         git_revision: Record::current_git_revision(),
         date: date.to_string(),
+        shard: None,
+        unit: None,
     }
 }
 

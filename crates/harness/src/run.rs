@@ -484,6 +484,8 @@ fn push_records(
             version: Record::current_version(),
             git_revision: Record::current_git_revision(),
             date: Record::now(),
+            shard: None,
+            unit: None,
         };
         progress(RunEvent::Record(&record));
         result.records.push(record);

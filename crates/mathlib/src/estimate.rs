@@ -7,6 +7,8 @@
 //! (plus the batch in progress when the budget ends), an exhaustive binary32 sweep by the
 //! device's rate; the constants are from docs/BENCHMARKS.md ("Math-library accuracy").
 
+use mantissa_report::Shard;
+
 use crate::cpu::CpuLibrary;
 use crate::format::Format;
 use crate::functions::{Function, Variant};
@@ -116,17 +118,24 @@ fn unit(plan: &Plan, function: Function, format: Format, gpu: bool) -> UnitEstim
     }
 }
 
-/// The estimate of each of `shards` shards of `plan`: unit k goes to shard k mod `shards`.
-pub fn shard_estimates(plan: &Plan, gpu: bool, shards: usize) -> Vec<ShardEstimate> {
-    let shards = shards.max(1);
-    let mut out = vec![ShardEstimate::default(); shards];
-    for (k, u) in units(plan, gpu).into_iter().enumerate() {
-        let s = &mut out[k % shards];
-        s.units += 1;
-        s.seconds += u.seconds;
-        s.bytes = s.bytes.max(u.bytes);
-    }
-    out
+/// The estimate of each of `shards` shards of `plan`: the units each owns
+/// ([`mantissa_report::Shard::owns`]: unit k is shard k mod N's).
+pub fn shard_estimates(plan: &Plan, gpu: bool, shards: u32) -> Vec<ShardEstimate> {
+    let all = units(plan, gpu);
+    (0..shards)
+        .filter_map(|i| Shard::new(i, shards).ok())
+        .map(|shard| {
+            let mine = (0u64..)
+                .zip(&all)
+                .filter(|(k, _)| shard.owns(*k))
+                .map(|(_, u)| u);
+            mine.fold(ShardEstimate::default(), |s, u| ShardEstimate {
+                units: s.units + 1,
+                seconds: s.seconds + u.seconds,
+                bytes: s.bytes.max(u.bytes),
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -37,10 +37,14 @@ mod glossary;
 mod heatmap;
 mod html;
 mod labels;
+mod manifest;
 mod markdown;
+pub mod merge;
 mod plots;
 pub mod record;
 mod schema1;
+mod shard;
+pub mod store;
 mod summary;
 mod tables;
 
@@ -49,12 +53,15 @@ use std::path::Path;
 pub use csv::{csv, write_csv, CSV_FILE};
 pub use error::ReportError;
 pub use html::{escape, write_html, HTML_FILE, PLOTS_DIR};
+pub use manifest::Manifest;
 pub use markdown::markdown;
 pub use plots::ZERO_AT;
 pub use record::{
     point_key, read_records, write_atomically, Backend, Build, ErrorMetrics, ReadNotes, Record,
     RecordError, ResultsLog, Status, TimeStats, DEFAULT_FLAGS, RESULTS_FILE, SCHEMA,
 };
+pub use shard::{Shard, ShardError};
+pub use store::{Place, Store, StoreLine, StoreOptions};
 pub use summary::summary_markdown;
 
 /// Reads `out_dir/results.jsonl` for a report: a missing directory or file, or a file with no

@@ -5,14 +5,17 @@
 //! error), which JSON cannot hold as numbers: they are written as the strings `"inf"`, `"-inf"`
 //! and `"nan"` and read back as the same values. Finite values round-trip bit-exactly.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::fmt;
-use std::fs::{File, OpenOptions};
-use std::io::{self, BufRead, BufReader, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
+
+use crate::shard::Shard;
+use crate::store::{read_lines, Place, Store, StoreLine};
+pub use crate::store::{write_atomically, ReadNotes};
 
 /// File name of the records inside a study's output directory.
 pub const RESULTS_FILE: &str = "results.jsonl";
@@ -93,6 +96,13 @@ pub struct Record {
     pub git_revision: String,
     /// When the point completed, UTC, RFC 3339.
     pub date: String,
+    /// The shard of a sharded run (`--shard I/N`) that measured the point; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<Shard>,
+    /// The point's work unit: its 0-based place in the whole run's plan (CPU points, then GPU
+    /// points), written by a sharded run so that `mantissa merge` restores plan order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unit: Option<u64>,
 }
 
 fn schema_1() -> u32 {
@@ -455,240 +465,59 @@ pub enum RecordError {
         /// Where it was looked for.
         path: PathBuf,
     },
+    /// Another process holds the store file's lock: two writers would interleave their lines.
+    #[error("{path} is being written by another mantissa process")]
+    Locked {
+        /// The store file.
+        path: PathBuf,
+    },
+    /// `--resume` of a file whose manifest plans other work.
+    #[error("cannot resume {path}: it holds a run with {field} = {was}, this run has {field} = {now} (give the same options, or leave out --resume to start afresh)")]
+    OtherRun {
+        /// The store file.
+        path: PathBuf,
+        /// The first field that differs: `command` or `settings.NAME`.
+        field: String,
+        /// Its value in the file's manifest.
+        was: String,
+        /// Its value in this run.
+        now: String,
+    },
 }
 
-fn io_err(path: &Path) -> impl FnOnce(io::Error) -> RecordError + '_ {
-    move |cause| RecordError::Io {
-        path: path.to_path_buf(),
-        cause,
+/// The study's store: `DIR/results.jsonl`, written through the one [`Store`] implementation.
+pub type ResultsLog = Store<Record>;
+
+/// Records are the study's lines: `results.jsonl` beside `store.json`.
+impl StoreLine for Record {
+    const STEM: &'static str = "results";
+    const MANIFEST_STEM: &'static str = "store";
+
+    fn key(&self) -> String {
+        Record::key(self)
     }
-}
 
-/// What reading a results file found besides the records.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct ReadNotes {
-    /// A last line without its newline that did not parse: the run was killed while writing it.
-    /// The point is simply missing (a resumed run measures it again).
-    pub truncated_tail: bool,
-    /// Whole lines that are not records (1-based line numbers, in order), skipped so that one
-    /// damaged line (an edit, a disk error, two writers) does not cost every other record.
-    pub skipped: Vec<usize>,
-    /// What the parser said about the first skipped line.
-    pub first_problem: Option<String>,
-}
-
-impl ReadNotes {
-    /// The skipped lines as a short list for a one-line message: the first `shown` line
-    /// numbers, then how many more (`2, 5, 9 and 4 more`).
-    pub fn skipped_lines(&self, shown: usize) -> String {
-        let list: Vec<String> = self
-            .skipped
-            .iter()
-            .take(shown)
-            .map(usize::to_string)
-            .collect();
-        let more = self.skipped.len().saturating_sub(shown);
-        if more > 0 {
-            format!("{} and {more} more", list.join(", "))
-        } else {
-            list.join(", ")
-        }
-    }
-}
-
-/// Reads every record of a results file. A line that is not a record is skipped and listed in
-/// the notes ([`ReadNotes::skipped`]; an unterminated last line, which a killed run leaves, is
-/// [`ReadNotes::truncated_tail`] instead), unless no line at all is a record: then the file is not
-/// a results file and the error names its first bad line.
-pub fn read_records(path: &Path) -> Result<(Vec<Record>, ReadNotes), RecordError> {
-    let file = File::open(path).map_err(|e| {
-        if e.kind() == io::ErrorKind::NotFound {
-            RecordError::Missing {
-                path: path.to_path_buf(),
-            }
-        } else {
-            io_err(path)(e)
-        }
-    })?;
-    let mut reader = BufReader::new(file);
-    let mut records = Vec::new();
-    let mut notes = ReadNotes::default();
-    let mut line = Vec::new();
-    let mut number = 0;
-    loop {
-        line.clear();
-        // Bytes, not a String: a line that is not UTF-8 is one bad line, not an unreadable file.
-        let n = reader.read_until(b'\n', &mut line).map_err(io_err(path))?;
-        if n == 0 {
-            break;
-        }
-        number += 1;
-        let terminated = line.ends_with(b"\n");
-        let parsed = std::str::from_utf8(&line)
-            .map_err(|e| format!("not UTF-8 ({e})"))
-            .map(str::trim);
-        if parsed.as_ref().is_ok_and(|t| t.is_empty()) {
-            continue;
-        }
-        match parsed.and_then(|text| Record::from_json_line(text).map_err(|e| within_line(&e))) {
-            Ok(r) => records.push(r),
-            Err(_) if !terminated => notes.truncated_tail = true,
-            Err(message) => {
-                notes.skipped.push(number);
-                notes.first_problem.get_or_insert(message);
-            }
-        }
-    }
-    if records.is_empty() {
-        if let (Some(&line), Some(message)) = (notes.skipped.first(), notes.first_problem.take()) {
-            return Err(RecordError::Parse {
-                path: path.to_path_buf(),
-                line,
-                message,
-            });
-        }
-    }
-    Ok((records, notes))
-}
-
-/// What the JSON parser said about one line, placed by column only (serde's "line 1" is the line's
-/// own first line, not the file's).
-fn within_line(e: &serde_json::Error) -> String {
-    let full = e.to_string();
-    let position = format!(" at line {} column {}", e.line(), e.column());
-    match full.strip_suffix(&position) {
-        Some(what) if e.column() > 0 => format!("{what} at column {}", e.column()),
-        Some(what) => what.to_string(),
-        None => full,
-    }
-}
-
-/// The append-only `results.jsonl` of one output directory.
-#[derive(Debug)]
-pub struct ResultsLog {
-    path: PathBuf,
-    file: File,
-    done: HashSet<String>,
-    /// Where an earlier results file was moved when starting afresh.
-    moved_aside: Option<PathBuf>,
-    previous: usize,
-}
-
-impl ResultsLog {
-    /// Opens `dir/results.jsonl`, creating `dir` if needed.
-    ///
-    /// With `resume`, the records already there are kept and their points count as done.
-    /// Without it, an existing non-empty file is renamed to `results-<timestamp>.jsonl` (nothing
-    /// is ever overwritten) and a fresh file is started.
-    pub fn open(dir: &Path, resume: bool) -> Result<ResultsLog, RecordError> {
-        std::fs::create_dir_all(dir).map_err(io_err(dir))?;
-        let path = dir.join(RESULTS_FILE);
-        let exists = path.metadata().map(|m| m.len() > 0).unwrap_or(false);
-        let mut done = HashSet::new();
-        let mut moved_aside = None;
-        let mut previous = 0;
-        if exists && resume {
-            let (records, notes) = read_records(&path)?;
-            previous = records.len();
-            done.extend(records.iter().map(Record::key));
-            if notes.truncated_tail {
-                // Drop the partial line so the next append starts on a line of its own.
-                truncate_partial_tail(&path)?;
-            }
-        } else if exists {
-            let stamp = Record::now().replace([':', '-'], "");
-            let mut aside = dir.join(format!("results-{stamp}.jsonl"));
-            let mut k = 1;
-            while aside.exists() {
-                aside = dir.join(format!("results-{stamp}-{k}.jsonl"));
-                k += 1;
-            }
-            std::fs::rename(&path, &aside).map_err(io_err(&path))?;
-            moved_aside = Some(aside);
-        }
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .map_err(io_err(&path))?;
-        Ok(ResultsLog {
-            path,
-            file,
-            done,
-            moved_aside,
-            previous,
+    fn place(&self) -> Option<Place> {
+        Some(Place {
+            shard: self.shard?,
+            unit: self.unit?,
         })
     }
 
-    /// The `results.jsonl` being appended to.
-    pub fn path(&self) -> &Path {
-        &self.path
+    fn set_place(&mut self, place: Option<Place>) {
+        self.shard = place.map(|p| p.shard);
+        self.unit = place.map(|p| p.unit);
     }
 
-    /// Where the previous results file went, if this log started afresh over one.
-    pub fn moved_aside(&self) -> Option<&Path> {
-        self.moved_aside.as_deref()
-    }
-
-    /// Records found in the file when it was opened with `resume`.
-    pub fn previous_records(&self) -> usize {
-        self.previous
-    }
-
-    /// Whether a point with this key is already recorded.
-    pub fn contains(&self, key: &str) -> bool {
-        self.done.contains(key)
-    }
-
-    /// Appends one record as one line and flushes it to disk before returning, so a crash
-    /// afterwards cannot lose it.
-    pub fn append(&mut self, record: &Record) -> Result<(), RecordError> {
-        let mut line = serde_json::to_string(record).map_err(|e| RecordError::Io {
-            path: self.path.clone(),
-            cause: io::Error::other(e),
-        })?;
-        line.push('\n');
-        // One write call per line: an interrupted run leaves whole lines (and at worst one
-        // unterminated tail, which readers skip).
-        self.file
-            .write_all(line.as_bytes())
-            .and_then(|()| self.file.sync_data())
-            .map_err(io_err(&self.path))?;
-        self.done.insert(record.key());
-        Ok(())
+    fn parse(line: &str) -> Result<Record, serde_json::Error> {
+        Record::from_json_line(line)
     }
 }
 
-fn truncate_partial_tail(path: &Path) -> Result<(), RecordError> {
-    let bytes = std::fs::read(path).map_err(io_err(path))?;
-    let keep = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-    let file = OpenOptions::new()
-        .write(true)
-        .open(path)
-        .map_err(io_err(path))?;
-    file.set_len(keep as u64).map_err(io_err(path))?;
-    file.sync_data().map_err(io_err(path))
-}
-
-/// Writes `contents` to `path` through a temporary file in the same directory and a rename, so
-/// readers never see a half-written file.
-pub fn write_atomically(path: &Path, contents: &[u8]) -> Result<(), RecordError> {
-    let dir = path.parent().unwrap_or_else(|| Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "out".into());
-    let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
-    let write = || -> io::Result<()> {
-        let mut f = File::create(&tmp)?;
-        f.write_all(contents)?;
-        f.sync_data()?;
-        std::fs::rename(&tmp, path)
-    };
-    write().map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        io_err(path)(e)
-    })
+/// Reads every record of a results file (see [`read_lines`]): schema-1 lines in the current
+/// shape, damaged lines skipped and listed, a torn tail noted.
+pub fn read_records(path: &Path) -> Result<(Vec<Record>, ReadNotes), RecordError> {
+    read_lines(path)
 }
 
 /// f64 fields that may be non-finite: numbers when finite, else "inf", "-inf" or "nan" (for
@@ -796,10 +625,10 @@ mod opt_float {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn sample() -> Record {
+    pub(crate) fn sample() -> Record {
         Record {
             schema: SCHEMA,
             workload: "sum".into(),
@@ -828,6 +657,8 @@ mod tests {
             version: Record::current_version(),
             git_revision: Record::current_git_revision(),
             date: Record::now(),
+            shard: None,
+            unit: None,
         }
     }
 
@@ -951,112 +782,5 @@ mod tests {
         assert_eq!(rfc3339_utc(0), "1970-01-01T00:00:00Z");
         assert_eq!(rfc3339_utc(951_782_400), "2000-02-29T00:00:00Z");
         assert_eq!(rfc3339_utc(1_795_329_296), "2026-11-22T06:34:56Z");
-    }
-
-    #[test]
-    fn resume_keeps_records_and_drops_a_torn_last_line() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut log = ResultsLog::open(dir.path(), false).unwrap();
-        let r = sample();
-        log.append(&r).unwrap();
-        drop(log);
-        // A run killed mid-write leaves an unterminated line.
-        let path = dir.path().join(RESULTS_FILE);
-        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
-        f.write_all(br#"{"workload":"sum","algo"#).unwrap();
-        drop(f);
-
-        let mut log = ResultsLog::open(dir.path(), true).unwrap();
-        assert_eq!(log.previous_records(), 1);
-        assert!(log.contains(&r.key()));
-        let mut r2 = sample();
-        r2.size = 1024;
-        assert!(!log.contains(&r2.key()));
-        log.append(&r2).unwrap();
-        let (records, notes) = read_records(&path).unwrap();
-        assert_eq!(records.len(), 2);
-        assert!(!notes.truncated_tail);
-    }
-
-    #[test]
-    fn a_fresh_run_moves_old_results_aside_instead_of_overwriting() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut log = ResultsLog::open(dir.path(), false).unwrap();
-        log.append(&sample()).unwrap();
-        drop(log);
-        let log = ResultsLog::open(dir.path(), false).unwrap();
-        let aside = log.moved_aside().expect("old file moved").to_path_buf();
-        assert_eq!(read_records(&aside).unwrap().0.len(), 1);
-        assert_eq!(read_records(log.path()).unwrap().0.len(), 0);
-    }
-
-    /// Writes `bytes` as a results file in a fresh directory.
-    fn results_file(bytes: &[u8]) -> (tempfile::TempDir, PathBuf) {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(RESULTS_FILE);
-        std::fs::write(&path, bytes).unwrap();
-        (dir, path)
-    }
-
-    #[test]
-    fn one_bad_line_in_the_middle_costs_only_that_line() {
-        // Lines 1, 2 and 4 are records of a real run; line 3 is a damaged one.
-        let (_dir, path) = results_file(include_bytes!("fixtures/one-bad-line.jsonl"));
-        let (records, notes) = read_records(&path).unwrap();
-        assert_eq!(records.len(), 3);
-        assert_eq!(notes.skipped, [3]);
-        assert!(!notes.truncated_tail);
-        assert_eq!(
-            notes.first_problem.as_deref(),
-            Some("key must be a string at column 21")
-        );
-    }
-
-    #[test]
-    fn several_bad_lines_are_skipped_and_listed_and_the_torn_tail_stays_a_tail() {
-        // Good records on lines 1, 2, 4, 6 and 9; line 3 is not JSON, 5 is half a record, 7 a
-        // record without its fields, 8 not UTF-8, and line 10 is torn (no newline).
-        let (_dir, path) = results_file(include_bytes!("fixtures/damaged.jsonl"));
-        let (records, notes) = read_records(&path).unwrap();
-        assert_eq!(records.len(), 5);
-        assert_eq!(notes.skipped, [3, 5, 7, 8]);
-        assert!(notes.truncated_tail);
-        assert_eq!(notes.skipped_lines(3), "3, 5, 7 and 1 more");
-        assert_eq!(notes.skipped_lines(4), "3, 5, 7, 8");
-        // The records kept are the good lines, in order.
-        let sizes: Vec<u64> = records.iter().map(|r| r.size).collect();
-        let text = include_str!("../../../docs/results/cpu-sum-full/results.jsonl");
-        let want: Vec<u64> = text
-            .lines()
-            .take(6)
-            .enumerate()
-            .filter(|(i, _)| *i != 3)
-            .map(|(_, l)| Record::from_json_line(l).unwrap().size)
-            .collect();
-        assert_eq!(sizes, want);
-    }
-
-    #[test]
-    fn a_file_of_no_record_names_its_first_bad_line() {
-        let (_dir, path) = results_file(b"\nnot json\nneither\n");
-        let err = read_records(&path).unwrap_err().to_string();
-        assert!(err.contains(":2: not a mantissa record"), "{err}");
-        assert!(!err.contains('\n'), "{err}");
-        let missing = read_records(&path.with_file_name("nope.jsonl")).unwrap_err();
-        assert!(matches!(missing, RecordError::Missing { .. }));
-        // A resumed run over a damaged file keeps going, and its points count as done.
-        let (dir, _path) = results_file(include_bytes!("fixtures/one-bad-line.jsonl"));
-        let log = ResultsLog::open(dir.path(), true).unwrap();
-        assert_eq!(log.previous_records(), 3);
-    }
-
-    #[test]
-    fn write_atomically_replaces_the_whole_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("report.html");
-        write_atomically(&path, b"first").unwrap();
-        write_atomically(&path, b"second").unwrap();
-        assert_eq!(std::fs::read(&path).unwrap(), b"second");
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 }

@@ -991,6 +991,8 @@ pub(crate) mod tests {
             version: "0.1.0".into(),
             git_revision: "0123456789ab".into(),
             date: "2026-11-22T06:00:00Z".into(),
+            shard: None,
+            unit: None,
         }
     }
 

@@ -201,6 +201,8 @@ pub fn records(run: &ShadowRun) -> Vec<Record> {
             version: Record::current_version(),
             git_revision: Record::current_git_revision(),
             date: date.clone(),
+            shard: None,
+            unit: None,
         }
     };
     let sites = run.sites.iter().map(|s| {

@@ -50,7 +50,7 @@ impl Estimate {
     /// A study's: the points of `plans` (CPU plan first, as the study runs them) under
     /// `mantissa_study::guard`'s host model, the one `mantissa study` estimates with.
     pub fn study(plans: &[&StudyPlan], suite: Suite, shards: u32) -> Estimate {
-        let shards = guard::shard_estimates(plans, suite, shards as usize)
+        let shards = guard::shard_estimates(plans, suite, shards)
             .iter()
             .map(|e| ShardLoad {
                 units: e.workloads.iter().map(|w| w.points).sum(),
@@ -70,7 +70,7 @@ impl Estimate {
     /// mathlib's: each (function, format) of `plan` under `mantissa_mathlib::estimate` (its
     /// search budget, sweeps and builds), with a GPU or without.
     pub fn mathlib(plan: &MathlibPlan, gpu: bool, shards: u32) -> Estimate {
-        let shards = mantissa_mathlib::estimate::shard_estimates(plan, gpu, shards as usize)
+        let shards = mantissa_mathlib::estimate::shard_estimates(plan, gpu, shards)
             .into_iter()
             .map(|e| ShardLoad {
                 units: e.units,

@@ -4,6 +4,8 @@
 //! length ([`Length`]): fine, worth a warning (over [`WARN_SECONDS`]) or too long to start
 //! without `--force` (over [`FORCE_SECONDS`]). Nothing is allocated or run here.
 
+use mantissa_report::Shard;
+
 use crate::cost::Cost;
 use crate::registry;
 use crate::study::{Plan, Point, StudyError, Suite};
@@ -120,21 +122,22 @@ pub fn estimate(plans: &[&Plan], suite: Suite, done: &dyn Fn(&Point) -> bool) ->
     out
 }
 
-/// The estimate of each of `shards` shards of a run (`--shard I/N`): the points of `plans`, in
-/// their order, are its units, and unit k goes to shard k mod `shards`. `mantissa slurm` sizes
-/// a job array's time and memory from the largest of them.
-pub fn shard_estimates(plans: &[&Plan], suite: Suite, shards: usize) -> Vec<Estimate> {
-    let shards = shards.max(1);
-    let points = plans.iter().flat_map(|p| &p.points);
+/// The estimate of each of `shards` shards of a run (`--shard I/N`): the units of `plans`
+/// ([`Plan::units`]: CPU points, then GPU points) that each shard owns
+/// ([`mantissa_report::Shard::owns`]: unit k is shard k mod N's). `mantissa slurm` sizes a job
+/// array's time and memory from the largest of them.
+pub fn shard_estimates(plans: &[&Plan], suite: Suite, shards: u32) -> Vec<Estimate> {
     (0..shards)
-        .map(|i| {
+        .filter_map(|i| Shard::new(i, shards).ok())
+        .map(|shard| {
             let share = Plan {
-                points: points
-                    .clone()
-                    .enumerate()
-                    .filter(|(k, _)| k % shards == i)
+                points: plans
+                    .iter()
+                    .flat_map(|p| p.units())
+                    .filter(|(unit, _)| shard.owns(*unit))
                     .map(|(_, p)| p.clone())
                     .collect(),
+                first_unit: 0,
             };
             estimate(&[&share], suite, &|_| false)
         })

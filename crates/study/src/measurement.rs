@@ -93,6 +93,8 @@ impl Measurement {
             version: Record::current_version(),
             git_revision: Record::current_git_revision(),
             date: Record::now(),
+            shard: None,
+            unit: None,
         }
     }
 }

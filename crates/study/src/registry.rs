@@ -158,7 +158,7 @@ mod tests {
         let mut cfg = StudyConfig::for_tests(WORKLOADS.to_vec(), Suite::Quick);
         assert!(Plan::cpu(&cfg).points.iter().all(|p| p.flags.is_none()));
         cfg.cpu = false;
-        let gpu = Plan::gpu(&cfg, (8, 32)).points;
+        let gpu = Plan::gpu(&cfg, (8, 32), 0).points;
         for p in &gpu {
             let want = match p.workload {
                 "doundo" => crate::chains::DivMode::from_name(p.algorithm)

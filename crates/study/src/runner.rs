@@ -185,13 +185,13 @@ impl Loop {
     ) -> Result<RunSummary, StudyError> {
         let device = &self.device;
         let mut summary = RunSummary::default();
-        let todo: Vec<&Point> = plan
-            .points
-            .iter()
-            .filter(|p| p.backend.is_gpu() == self.gpu)
+        // A shard's points are the units it owns; the others are another shard's to run.
+        let todo: Vec<(u64, &Point)> = plan
+            .units()
+            .filter(|(unit, p)| p.backend.is_gpu() == self.gpu && log.owns(*unit))
             .collect();
         progress.start(if self.gpu { "gpu" } else { "cpu" }, todo.len() as u64);
-        for point in todo {
+        for (unit, point) in todo {
             if stop.load(Ordering::Relaxed) {
                 summary.interrupted = true;
                 break;
@@ -211,13 +211,13 @@ impl Loop {
             match measured {
                 Ok(m) => {
                     let described = descriptions(workload, &m.extra);
-                    log.append(&m.record(point, device, described))?;
+                    log.append_unit(m.record(point, device, described), unit)?;
                     summary.measured += 1;
                 }
                 Err(e) => {
                     let sticky = e.driver_status().is_some_and(|s| s.is_sticky());
                     let failed = Measurement::failed(e.to_string());
-                    log.append(&failed.record(point, device, BTreeMap::new()))?;
+                    log.append_unit(failed.record(point, device, BTreeMap::new()), unit)?;
                     summary.failed += 1;
                     if sticky {
                         progress.finish();
@@ -324,6 +324,42 @@ mod tests {
     }
 
     #[test]
+    fn shards_run_their_own_units_and_together_the_whole_plan() {
+        let mut cfg = config(&["sum", "dot"]);
+        cfg.classes = Some(vec![InputClass::range(1)]);
+        cfg.sizes = Some(vec![256]);
+        cfg.precisions = StudyPrecision::parse_list("f32,f64").unwrap();
+        let plan = Plan::cpu(&cfg);
+        assert!(plan.points.len() > 3, "{} points", plan.points.len());
+        let dir = tempfile::tempdir().unwrap();
+        let stop = AtomicBool::new(false);
+        let mut units = Vec::new();
+        for i in 0..3 {
+            let shard = mantissa_report::Shard::new(i, 3).unwrap();
+            let options = mantissa_report::StoreOptions {
+                shard: Some(shard),
+                ..Default::default()
+            };
+            let mut log = ResultsLog::open_with(dir.path(), options).unwrap();
+            let s = run_cpu(&plan, Suite::Quick, &mut log, &crate::NoProgress, &stop).unwrap();
+            let path = log.path().to_path_buf();
+            drop(log);
+            let (records, _) = mantissa_report::read_records(&path).unwrap();
+            assert_eq!(s.measured, records.len());
+            for r in records {
+                let unit = r.unit.expect("a shard's records carry their unit");
+                assert_eq!(r.shard, Some(shard));
+                assert_eq!(unit % 3, u64::from(i), "{shard} ran unit {unit}");
+                assert_eq!(r.key(), plan.points[unit as usize].key(&r.device));
+                units.push(unit);
+            }
+        }
+        units.sort_unstable();
+        let all: Vec<u64> = (0..plan.points.len() as u64).collect();
+        assert_eq!(units, all, "every unit ran once");
+    }
+
+    #[test]
     fn a_stop_request_ends_the_run_between_points() {
         let dir = tempfile::tempdir().unwrap();
         let mut cfg = config(&["pi"]);
@@ -357,6 +393,7 @@ mod tests {
         };
         let plan = Plan {
             points: vec![quick, long],
+            first_unit: 0,
         };
         let stop = AtomicBool::new(false);
         let path = dir.path().join("results.jsonl");
@@ -397,6 +434,7 @@ mod tests {
                 backend: Backend::Cpu { threads: 1 },
                 flags: None,
             }],
+            first_unit: 0,
         };
         let mut log = ResultsLog::open(dir.path(), false).unwrap();
         let stop = AtomicBool::new(false);

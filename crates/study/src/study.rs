@@ -271,6 +271,10 @@ impl Point {
 pub struct Plan {
     /// The points, in the order they run.
     pub points: Vec<Point>,
+    /// The work unit of the first point: a run's units are its CPU plan's points then its GPU
+    /// plan's, numbered from 0, so the GPU plan starts at the CPU plan's length. A sharded run
+    /// (`--shard I/N`) runs the units k ≡ I (mod N) and records each point's unit.
+    pub first_unit: u64,
 }
 
 impl Plan {
@@ -285,19 +289,27 @@ impl Plan {
                 .iter()
                 .flat_map(|w| w.cpu_points(cfg))
                 .collect(),
+            first_unit: 0,
         }
     }
 
     /// The GPU points of `cfg` on a device whose full-occupancy launch is `full` (grid, block),
-    /// workload by workload in `cfg`'s order.
-    pub fn gpu(cfg: &StudyConfig, full: (u32, u32)) -> Plan {
+    /// workload by workload in `cfg`'s order; its units follow the CPU plan's (`cpu_units` of
+    /// them).
+    pub fn gpu(cfg: &StudyConfig, full: (u32, u32), cpu_units: u64) -> Plan {
         Plan {
             points: cfg
                 .workloads
                 .iter()
                 .flat_map(|w| w.gpu_points(cfg, full))
                 .collect(),
+            first_unit: cpu_units,
         }
+    }
+
+    /// Each point with its work unit, in plan order.
+    pub fn units(&self) -> impl Iterator<Item = (u64, &Point)> {
+        (self.first_unit..).zip(&self.points)
     }
 }
 

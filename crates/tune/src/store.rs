@@ -299,6 +299,8 @@ impl TrialStore {
             version: Record::current_version(),
             git_revision: Record::current_git_revision(),
             date: Record::now(),
+            shard: None,
+            unit: None,
         };
         log.append(&record)?;
         Ok(())

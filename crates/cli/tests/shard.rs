@@ -1,0 +1,242 @@
+//! Split runs: `--shard I/N` then `mantissa merge` gives the records a single process writes
+//! (every field but times, dates and the shard header, in the same order); a resumed shard
+//! measures exactly the units its file lacks; and merge refuses, in one line with exit code 1,
+//! anything that is not every shard of one run.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+/// A fresh directory, removed when dropped.
+struct Dir(PathBuf);
+
+impl Dir {
+    fn new(tag: &str) -> Dir {
+        let d = std::env::temp_dir().join(format!("mantissa-shard-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        Dir(d)
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn mantissa(args: &[&str]) -> Output {
+    Command::new(support::mantissa_binary())
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn ok(out: Output) -> Output {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// A small CPU study (12 points, seconds), into `out`, with `extra` options.
+fn study(out: &Path, extra: &[&str]) -> Output {
+    let out = out.to_str().unwrap();
+    let mut args = vec!["--threads", "2", "study", "sum", "--backend", "cpu"];
+    args.extend([
+        "--precision",
+        "f32,f64",
+        "--input",
+        "range1",
+        "--size",
+        "1024,2048",
+        "--out",
+        out,
+    ]);
+    args.extend(extra);
+    mantissa(&args)
+}
+
+/// The lines of a store file as JSON, with what differs between two runs of the same work
+/// removed: times, dates, and the shard header.
+fn comparable(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut v: Value = serde_json::from_str(l).unwrap();
+            let o = v.as_object_mut().unwrap();
+            for k in ["time", "date", "shard", "unit"] {
+                o.remove(k);
+            }
+            v
+        })
+        .collect()
+}
+
+/// The one line a refused command printed, checked to be one line with exit code 1.
+fn refused(out: Output) -> String {
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    stderr.trim_end().to_string()
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_file() {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_study_in_three_shards_merges_into_the_single_run_records() {
+    let single = Dir::new("single");
+    ok(study(single.path(), &[]));
+    let shards = Dir::new("three");
+    for i in 0..3 {
+        let shard = format!("{i}/3");
+        let out = ok(study(shards.path(), &["--shard", &shard]));
+        // A shard writes no report and says where its records went.
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert!(
+            stderr.contains(&format!("results.shard-{i}-of-3.jsonl")),
+            "{stderr}"
+        );
+        assert!(out.stdout.is_empty(), "a shard prints no report");
+    }
+    assert!(!shards.path().join("report.html").exists());
+    assert!(!shards.path().join("results.jsonl").exists());
+
+    let merged = ok(mantissa(&["merge", shards.path().to_str().unwrap()]));
+    let stdout = String::from_utf8(merged.stdout).unwrap();
+    assert!(stdout.starts_with("# mantissa report"), "{stdout}");
+    for f in ["report.html", "results.csv", "plots"] {
+        assert!(shards.path().join(f).exists(), "{f}");
+    }
+    let want = comparable(&single.path().join("results.jsonl"));
+    let got = comparable(&shards.path().join("results.jsonl"));
+    assert_eq!(want.len(), 12);
+    assert_eq!(got, want);
+    // The merged lines have no shard header at all.
+    let text = std::fs::read_to_string(shards.path().join("results.jsonl")).unwrap();
+    assert!(!text.contains("\"shard\"") && !text.contains("\"unit\""));
+
+    // Refusals. A missing shard:
+    let two = Dir::new("missing");
+    copy_dir(shards.path(), two.path());
+    std::fs::remove_file(two.path().join("results.shard-2-of-3.jsonl")).unwrap();
+    let line = refused(mantissa(&["merge", two.path().to_str().unwrap()]));
+    assert_eq!(
+        line,
+        format!("error: shard 2/3 is missing in {}", two.path().display())
+    );
+    // A duplicated shard (the same shard in two directories):
+    let dup = Dir::new("dup");
+    std::fs::copy(
+        shards.path().join("results.shard-1-of-3.jsonl"),
+        dup.path().join("results.shard-1-of-3.jsonl"),
+    )
+    .unwrap();
+    std::fs::copy(
+        shards.path().join("store.shard-1-of-3.json"),
+        dup.path().join("store.shard-1-of-3.json"),
+    )
+    .unwrap();
+    let line = refused(mantissa(&[
+        "merge",
+        shards.path().to_str().unwrap(),
+        dup.path().to_str().unwrap(),
+    ]));
+    assert!(
+        line.starts_with("error: shard 1/3 appears twice: "),
+        "{line}"
+    );
+    // A mix of a whole run and shards:
+    let line = refused(mantissa(&[
+        "merge",
+        shards.path().to_str().unwrap(),
+        single.path().to_str().unwrap(),
+    ]));
+    assert!(
+        line.contains("cannot merge a mix of sharded and unsharded stores"),
+        "{line}"
+    );
+    // Nothing to merge:
+    let empty = Dir::new("empty");
+    let line = refused(mantissa(&["merge", empty.path().to_str().unwrap()]));
+    assert!(line.contains("no shard stores"), "{line}");
+}
+
+#[test]
+fn shards_of_other_settings_are_refused_naming_the_setting() {
+    let dir = Dir::new("settings");
+    ok(study(dir.path(), &["--shard", "0/2"]));
+    ok(study(dir.path(), &["--shard", "1/2", "--seed", "7"]));
+    let line = refused(mantissa(&["merge", dir.path().to_str().unwrap()]));
+    assert!(line.ends_with("differ in settings.seed: 1 vs 7"), "{line}");
+    assert!(
+        line.contains("shards 0/2 (") && line.contains(") and 1/2 ("),
+        "{line}"
+    );
+}
+
+#[test]
+fn a_resumed_shard_appends_exactly_the_units_its_file_lacks() {
+    let dir = Dir::new("resume");
+    ok(study(dir.path(), &["--shard", "1/4"]));
+    let path = dir.path().join("results.shard-1-of-4.jsonl");
+    let full = std::fs::read_to_string(&path).unwrap();
+    let units = |text: &str| -> Vec<u64> {
+        text.lines()
+            .map(|l| {
+                serde_json::from_str::<Value>(l).unwrap()["unit"]
+                    .as_u64()
+                    .unwrap()
+            })
+            .collect()
+    };
+    // Units 1, 5 and 9 of the 12.
+    assert_eq!(units(&full), [1, 5, 9]);
+    // Killed after its first record, in the middle of writing the second.
+    let first = full.lines().next().unwrap().len() + 1;
+    let torn = format!("{}{}", &full[..first], &full[first..first + 40]);
+    std::fs::write(&path, &torn).unwrap();
+
+    let out = ok(study(dir.path(), &["--shard", "1/4", "--resume"]));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("1 points already measured"), "{stderr}");
+    assert!(stderr.contains("2 points measured"), "{stderr}");
+    let resumed = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        resumed.starts_with(&full[..first]),
+        "the kept line is untouched"
+    );
+    assert_eq!(
+        units(&resumed),
+        [1, 5, 9],
+        "exactly the missing units, once each"
+    );
+
+    // Resuming with other settings is refused in one line naming the difference.
+    let out = study(dir.path(), &["--shard", "1/4", "--resume", "--seed", "3"]);
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("settings.seed = 1, this run has settings.seed = 3"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), resumed);
+}
