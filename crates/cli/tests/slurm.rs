@@ -82,12 +82,28 @@ fn slurm(program: &str) -> Command {
 /// Whether a controller answers; otherwise the reason is printed (and is a failure under
 /// MANTISSA_REQUIRE_SLURM=1).
 fn cluster_is_up(test: &str) -> bool {
-    let why = match slurm("sinfo").args(["--noheader", "--format=%T"]).output() {
-        Err(e) => format!("sinfo cannot run ({e}): Slurm's clients are not installed"),
+    // Without a configuration file sinfo retries for a minute before it gives up: look first.
+    let conf = slurm_conf().unwrap_or_else(|| PathBuf::from("/etc/slurm/slurm.conf"));
+    let answer = if conf.is_file() {
+        slurm("sinfo")
+            .args(["--noheader", "--format=%T"])
+            .output()
+            .map_err(|e| format!("sinfo cannot run ({e}): Slurm's clients are not installed"))
+    } else {
+        Err(format!(
+            "no Slurm configuration at {} (SLURM_CONF names one elsewhere)",
+            conf.display()
+        ))
+    };
+    let why = match answer {
+        Err(why) => why,
         Ok(o) if o.status.success() && !o.stdout.is_empty() => return true,
         Ok(o) => format!(
             "sinfo cannot reach a controller: {}",
-            String::from_utf8_lossy(&o.stderr).trim()
+            String::from_utf8_lossy(&o.stderr)
+                .lines()
+                .rfind(|l| !l.trim().is_empty())
+                .unwrap_or("no answer")
         ),
     };
     if std::env::var("MANTISSA_REQUIRE_SLURM").as_deref() == Ok("1") {
@@ -392,6 +408,11 @@ fn a_killed_shard_resumes_without_repeating_finished_points() {
     if finished_alone {
         eprintln!(
             "note: shard 1/4 finished before it could be killed; the torn file above stands for it"
+        );
+    } else {
+        eprintln!(
+            "killed shard 1/4 with {whole_lines} of its {} points on disk",
+            full.len()
         );
     }
     check_resumed(&killed, &kept[..whole_lines], &full);
