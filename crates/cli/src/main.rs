@@ -20,6 +20,7 @@ mod progress;
 mod report;
 mod run;
 mod shadow;
+mod slurm;
 mod spec_args;
 mod study;
 mod table;
@@ -84,6 +85,11 @@ enum Command {
     /// the CPU's (Rust std, the libm crate) against correctly rounded references: binary32
     /// univariate functions exhaustively on the GPU, the rest by search; or --check one input.
     Mathlib(mathlib::MathlibArgs),
+    /// Write a Slurm job array that runs `study` or `mathlib` in N shards (`--shard I/N`), its
+    /// time and memory estimated from the work, and a merge job that starts when every shard has
+    /// succeeded: `mantissa slurm --shards 4 -- study … --out DIR`, then `bash DIR/submit.sh`.
+    /// Submits nothing itself.
+    Slurm(slurm::SlurmArgs),
     /// Merge the shard stores of a split run (`study` or `mathlib` with `--shard I/N`) into the
     /// store a single process writes, in plan order, and write its report; shards of different
     /// settings, versions or revisions, and missing or duplicated shards, are refused.
@@ -116,6 +122,7 @@ fn main() -> ExitCode {
         Command::Diff(args) => diff::run(args),
         Command::Tune(args) => tune::run(args),
         Command::Mathlib(args) => mathlib::run(args),
+        Command::Slurm(args) => slurm::run(args, cli.threads.map(usize::from)),
         Command::Merge(args) => merge::run(args),
     };
     match result {
@@ -129,6 +136,7 @@ fn main() -> ExitCode {
                 _ if e.is::<inspect::InspectUsage>() => ExitCode::from(2),
                 _ if e.is::<run::RunUsage>() => ExitCode::from(2),
                 _ if e.is::<mathlib::MathlibUsage>() => ExitCode::from(2),
+                _ if e.is::<mantissa_slurm::Usage>() => ExitCode::from(2),
                 _ => ExitCode::FAILURE,
             }
         }

@@ -17,6 +17,7 @@ use mantissa_mathlib::run::{check, check_arity, run_plan, setting, Event};
 use mantissa_mathlib::table::{tables, ulps, Table};
 use mantissa_mathlib::{Format, Function, MathGpu, MathlibError, Variant};
 use mantissa_report::Shard;
+use mantissa_slurm::GpuUse;
 
 use crate::table::markdown;
 
@@ -157,55 +158,7 @@ pub fn run(args: MathlibArgs) -> anyhow::Result<()> {
     if args.report {
         return run_report(&args);
     }
-    let functions = parse_list(
-        &args.functions,
-        "functions",
-        &Function::ALL,
-        Function::parse,
-        &Function::names(),
-    )?;
-    let variants = parse_list(
-        &args.variants,
-        "variants",
-        &Variant::ALL,
-        Variant::parse,
-        "default, fast, intrinsic",
-    )?;
-    let libraries = if args.libraries.iter().any(|s| s.trim() == "none") {
-        Vec::new()
-    } else {
-        parse_list(
-            &args.libraries,
-            "libraries",
-            &CpuLibrary::ALL,
-            |s| CpuLibrary::ALL.into_iter().find(|l| l.name() == s.trim()),
-            "std, libm, none",
-        )?
-    };
-    let budget: f64 = args
-        .budget
-        .trim()
-        .parse()
-        .ok()
-        .filter(|b: &f64| b.is_finite() && *b > 0.0)
-        .ok_or_else(|| {
-            usage(format!(
-                "--budget: '{}' is not a positive number of seconds",
-                args.budget
-            ))
-        })?;
-    if args.cpu_sample == 0 {
-        return Err(usage("--cpu-sample: must be at least 1"));
-    }
-    let plan = Plan {
-        functions,
-        formats: precisions,
-        variants,
-        libraries,
-        budget: Duration::from_secs_f64(budget),
-        cpu_sample: args.cpu_sample,
-        seed: args.seed,
-    };
+    let plan = plan(&args, precisions)?;
     let gpu = probe_gpu(args.cpu_only);
     let run_setting = setting(&plan, gpu.as_ref());
     let mut store =
@@ -293,6 +246,82 @@ pub fn run(args: MathlibArgs) -> anyhow::Result<()> {
         page.display()
     );
     Ok(())
+}
+
+/// The plan `args` give (functions, variants, libraries, budget, …), each list checked.
+fn plan(args: &MathlibArgs, precisions: Vec<Format>) -> anyhow::Result<Plan> {
+    let functions = parse_list(
+        &args.functions,
+        "functions",
+        &Function::ALL,
+        Function::parse,
+        &Function::names(),
+    )?;
+    let variants = parse_list(
+        &args.variants,
+        "variants",
+        &Variant::ALL,
+        Variant::parse,
+        "default, fast, intrinsic",
+    )?;
+    let libraries = if args.libraries.iter().any(|s| s.trim() == "none") {
+        Vec::new()
+    } else {
+        parse_list(
+            &args.libraries,
+            "libraries",
+            &CpuLibrary::ALL,
+            |s| CpuLibrary::ALL.into_iter().find(|l| l.name() == s.trim()),
+            "std, libm, none",
+        )?
+    };
+    let budget: f64 = args
+        .budget
+        .trim()
+        .parse()
+        .ok()
+        .filter(|b: &f64| b.is_finite() && *b > 0.0)
+        .ok_or_else(|| {
+            usage(format!(
+                "--budget: '{}' is not a positive number of seconds",
+                args.budget
+            ))
+        })?;
+    if args.cpu_sample == 0 {
+        return Err(usage("--cpu-sample: must be at least 1"));
+    }
+    Ok(Plan {
+        functions,
+        formats: precisions,
+        variants,
+        libraries,
+        budget: Duration::from_secs_f64(budget),
+        cpu_sample: args.cpu_sample,
+        seed: args.seed,
+    })
+}
+
+/// What `mantissa slurm` needs of mathlib's arguments: its plan, its output directory and
+/// whether it uses a GPU; `--check` and `--report`, which measure no plan, are refused.
+pub fn for_slurm(args: &MathlibArgs) -> anyhow::Result<(Plan, PathBuf, GpuUse)> {
+    if !args.check.is_empty() || args.report {
+        return Err(usage(
+            "mantissa slurm: mathlib --check and --report measure no plan; there is nothing to shard",
+        ));
+    }
+    let precisions = parse_list(
+        &args.precision,
+        "precision",
+        &Format::ALL,
+        Format::parse,
+        "f32, f64",
+    )?;
+    let gpu = if args.cpu_only {
+        GpuUse::Never
+    } else {
+        GpuUse::WhenPresent
+    };
+    Ok((plan(args, precisions)?, args.out.clone(), gpu))
 }
 
 fn run_report(args: &MathlibArgs) -> anyhow::Result<()> {

@@ -11,6 +11,7 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 use mantissa_gpu::Gpu;
 use mantissa_report::{Manifest, Record, ResultsLog, Shard, StoreOptions};
+use mantissa_slurm::GpuUse;
 use mantissa_study::guard::{self, Length};
 use mantissa_study::inputs::InputClass;
 use mantissa_study::registry;
@@ -137,7 +138,6 @@ fn parse_sizes(s: &str) -> Result<Sizes, String> {
 /// Plans the study, runs the CPU and then the GPU points into `OUT/results.jsonl`, and writes
 /// the report; `max_threads` (the global `--threads`) caps the CPU pools.
 pub fn run(args: StudyArgs, max_threads: Option<usize>) -> anyhow::Result<()> {
-    let suite = if args.full { Suite::Full } else { Suite::Quick };
     let mut threads = StudyConfig::default_threads();
     if let Some(cap) = max_threads {
         threads.retain(|&t| t <= cap);
@@ -145,23 +145,8 @@ pub fn run(args: StudyArgs, max_threads: Option<usize>) -> anyhow::Result<()> {
             threads.push(cap);
         }
     }
-    let cfg = StudyConfig {
-        workloads: if args.workloads.is_empty() {
-            registry::WORKLOADS.to_vec()
-        } else {
-            args.workloads.clone()
-        },
-        suite,
-        cpu: args.backend != BackendChoice::Gpu,
-        precisions: args
-            .precision
-            .map(|p| p.0)
-            .unwrap_or_else(StudyPrecision::defaults),
-        classes: (!args.inputs.is_empty()).then(|| args.inputs.clone()),
-        sizes: args.size.map(|s| s.0),
-        threads,
-        seed: args.seed,
-    };
+    let cfg = config(&args, threads);
+    let suite = cfg.suite;
 
     cfg.check_sizes()?;
 
@@ -302,6 +287,44 @@ pub fn run(args: StudyArgs, max_threads: Option<usize>) -> anyhow::Result<()> {
         std::process::exit(130);
     }
     Ok(())
+}
+
+/// The configuration `args` give, with CPU thread counts `threads`.
+fn config(args: &StudyArgs, threads: Vec<usize>) -> StudyConfig {
+    StudyConfig {
+        workloads: if args.workloads.is_empty() {
+            registry::WORKLOADS.to_vec()
+        } else {
+            args.workloads.clone()
+        },
+        suite: if args.full { Suite::Full } else { Suite::Quick },
+        cpu: args.backend != BackendChoice::Gpu,
+        precisions: args
+            .precision
+            .clone()
+            .map(|p| p.0)
+            .unwrap_or_else(StudyPrecision::defaults),
+        classes: (!args.inputs.is_empty()).then(|| args.inputs.clone()),
+        sizes: args.size.clone().map(|s| s.0),
+        threads,
+        seed: args.seed,
+    }
+}
+
+/// What `mantissa slurm` needs of a study's arguments: the configuration a shard on `threads`
+/// CPUs plans (checked as `run` checks it), the output directory, and whether it uses a GPU.
+pub fn for_slurm(
+    args: &StudyArgs,
+    threads: usize,
+) -> anyhow::Result<(StudyConfig, PathBuf, GpuUse)> {
+    let cfg = config(args, StudyConfig::threads_up_to(threads));
+    cfg.check_sizes()?;
+    let gpu = match args.backend {
+        BackendChoice::Cpu => GpuUse::Never,
+        BackendChoice::All => GpuUse::WhenPresent,
+        BackendChoice::Gpu => GpuUse::Required,
+    };
+    Ok((cfg, args.out.clone(), gpu))
 }
 
 /// What decides the study's work units and their values, for its store's manifest: a resumed

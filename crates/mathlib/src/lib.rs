@@ -8,6 +8,7 @@
 //! - [`regions`], [`search`], [`stats`]: where to look, the sampling and search engine, what
 //!   a measurement keeps.
 //! - [`measure`], [`run`]: one function's every column; a whole plan with records; `--check`.
+//! - [`estimate`]: a plan's time and memory before it runs, per unit and per shard.
 //! - [`records`], [`table`], [`html`], [`hexfloat`]: `mathlib.jsonl` (through the results
 //!   store), the tables, the page, input spellings.
 //! - [`cpu`]: the CPU libraries measured beside CUDA (Rust `std` over the platform libm, the
@@ -16,6 +17,7 @@
 //! - [`gpu`]: CUDA's functions on the GPU: evaluation, exhaustive f32 sweeps, screening.
 
 pub mod cpu;
+pub mod estimate;
 pub mod format;
 pub mod functions;
 pub mod gpu;

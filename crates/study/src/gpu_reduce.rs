@@ -78,7 +78,13 @@ impl Shape {
     /// the f64x2 sum of f64 data (0.243 ms) and the exact sum (0.259 ms); 4 × 256 per SM was as
     /// fast for f64 but 5% slower for f64x2, half the threads up to 1.45× slower.
     pub fn full_device(gpu: &Gpu) -> Shape {
-        Shape::new(gpu.info().sm_count.max(1) * 2, 1024)
+        Shape::for_sms(gpu.info().sm_count)
+    }
+
+    /// The [`Shape::full_device`] grid of a device with `sm_count` multiprocessors, for planning
+    /// without the device at hand (`mantissa slurm` on a login node).
+    pub fn for_sms(sm_count: u32) -> Shape {
+        Shape::new(sm_count.max(1) * 2, 1024)
     }
 
     /// Threads in all.

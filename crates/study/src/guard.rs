@@ -4,6 +4,8 @@
 //! length ([`Length`]): fine, worth a warning (over [`WARN_SECONDS`]) or too long to start
 //! without `--force` (over [`FORCE_SECONDS`]). Nothing is allocated or run here.
 
+use mantissa_report::Shard;
+
 use crate::cost::Cost;
 use crate::registry;
 use crate::study::{Plan, Point, StudyError, Suite};
@@ -118,6 +120,28 @@ pub fn estimate(plans: &[&Plan], suite: Suite, done: &dyn Fn(&Point) -> bool) ->
         }
     }
     out
+}
+
+/// The estimate of each of `shards` shards of a run (`--shard I/N`): the units of `plans`
+/// ([`Plan::units`]: CPU points, then GPU points) that each shard owns
+/// ([`mantissa_report::Shard::owns`]: unit k is shard k mod N's). `mantissa slurm` sizes a job
+/// array's time and memory from the largest of them.
+pub fn shard_estimates(plans: &[&Plan], suite: Suite, shards: u32) -> Vec<Estimate> {
+    (0..shards)
+        .filter_map(|i| Shard::new(i, shards).ok())
+        .map(|shard| {
+            let share = Plan {
+                points: plans
+                    .iter()
+                    .flat_map(|p| p.units())
+                    .filter(|(unit, _)| shard.owns(*unit))
+                    .map(|(_, p)| p.clone())
+                    .collect(),
+                first_unit: 0,
+            };
+            estimate(&[&share], suite, &|_| false)
+        })
+        .collect()
 }
 
 /// Refuses, in one line, a run whose largest point needs more than `available` bytes: what it
@@ -333,6 +357,44 @@ mod tests {
         assert_eq!(all.workloads[0].points, plan.points.len());
         assert!(none.workloads.is_empty() && none.largest.is_none());
         assert_eq!(none.seconds(), 0.0);
+    }
+
+    #[test]
+    fn shards_share_the_points_round_robin_and_a_bigger_run_estimates_more() {
+        let cfg = config("sum", 1 << 16, "f32,f64,f64x2");
+        let plan = Plan::cpu(&cfg);
+        let whole = estimate(&[&plan], cfg.suite, &|_| false);
+        let shards = shard_estimates(&[&plan], cfg.suite, 4);
+        assert_eq!(shards.len(), 4);
+        let points: usize = shards
+            .iter()
+            .flat_map(|s| &s.workloads)
+            .map(|w| w.points)
+            .sum();
+        assert_eq!(points, plan.points.len());
+        // Shard 1 holds points 1, 5, 9, …: ceil((n − 1) / 4) of them.
+        assert_eq!(
+            shards[1].workloads[0].points,
+            (plan.points.len() - 1).div_ceil(4)
+        );
+        let total: f64 = shards.iter().map(Estimate::seconds).sum();
+        assert!((total - whole.seconds()).abs() <= 1e-9 * whole.seconds());
+        // Every shard's largest point is at most the run's, and one of them has it.
+        let need = |e: &Estimate| e.largest.as_ref().map_or(0, |l| l.1);
+        assert_eq!(shards.iter().map(need).max(), Some(need(&whole)));
+        // One shard is the whole run.
+        assert_eq!(
+            shard_estimates(&[&plan], cfg.suite, 1)[0].seconds(),
+            whole.seconds()
+        );
+        // A bigger configuration (16 times the size) costs its largest shard more time and more
+        // memory.
+        let big = config("sum", 1 << 20, "f32,f64,f64x2");
+        let big_shards = shard_estimates(&[&Plan::cpu(&big)], big.suite, 4);
+        let slowest = |v: &[Estimate]| v.iter().map(Estimate::seconds).fold(0.0, f64::max);
+        let hungriest = |v: &[Estimate]| v.iter().map(need).max().unwrap_or(0);
+        assert!(slowest(&big_shards) > 4.0 * slowest(&shards));
+        assert_eq!(hungriest(&big_shards), 16 * hungriest(&shards));
     }
 
     #[test]

@@ -39,6 +39,13 @@ pub fn full_device(gpu: &Gpu) -> (u32, u32) {
     (s.grid, s.block)
 }
 
+/// The launch that fills a device of `sm_count` multiprocessors: [`full_device`] without the
+/// device, for plans made where it is not (`mantissa slurm`'s estimates).
+pub fn full_device_of(sm_count: u32) -> (u32, u32) {
+    let s = Shape::for_sms(sm_count);
+    (s.grid, s.block)
+}
+
 /// The workload that made `point`.
 fn workload_of(point: &Point) -> Result<&'static dyn Workload, StudyError> {
     registry::of_point(point).ok_or_else(|| {

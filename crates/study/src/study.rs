@@ -125,7 +125,14 @@ pub struct StudyConfig {
 impl StudyConfig {
     /// The default CPU thread counts: 1, 2, 4, … up to all cores (and all cores itself).
     pub fn default_threads() -> Vec<usize> {
-        let all = std::thread::available_parallelism().map_or(1, |n| n.get());
+        Self::threads_up_to(std::thread::available_parallelism().map_or(1, |n| n.get()))
+    }
+
+    /// The thread counts of a machine of `all` cores: 1, 2, 4, … below `all`, then `all` (what
+    /// [`StudyConfig::default_threads`] gives there, and what `mantissa --threads all` plans on a
+    /// machine of `all` or more cores).
+    pub fn threads_up_to(all: usize) -> Vec<usize> {
+        let all = all.max(1);
         let mut v: Vec<usize> = std::iter::successors(Some(1usize), |t| Some(t * 2))
             .take_while(|&t| t < all)
             .collect();
