@@ -262,6 +262,23 @@ fn the_most_accurate_build_computes_in_f64_and_rounds_once() {
         division.iter().any(|a| a.starts_with("div.rn.f64")),
         "{division:?}"
     );
+    // The saved listing names them.
+    let t = mantissa_gpu::Timing::from_samples(vec![1.0, 1.1, 0.9], 2, 1)
+        .unwrap_or_else(|| panic!("samples"));
+    let saved = mantissa_diff::builds::changes_text(&mantissa_diff::builds::Build {
+        name: "most-accurate".into(),
+        how: "h".into(),
+        flags: "approx-div".into(),
+        switched: ieee.clone(),
+        changes: changes.clone(),
+        time: mantissa_diff::cost::Relative::of(t.clone(), &t),
+        errors: Vec::new(),
+        within_tolerance: false,
+        shadow_unavailable: None,
+        ptx: ptx.clone(),
+    });
+    assert!(saved.contains("projector.cu:17\n  promoted"), "{saved}");
+    assert!(saved.contains("-> fma.rn.f64"), "{saved}");
     let sorted = changes
         .windows(2)
         .all(|w| (&w[0].file, w[0].line) <= (&w[1].file, w[1].line));

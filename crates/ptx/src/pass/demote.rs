@@ -21,7 +21,7 @@
 //! [`Selector::kernel`], and their values cross the call boundary in f64 (`st.param`/`ld.param`
 //! are never demoted). A `.func` called from inside a math unit is part of that unit.
 //!
-//! **The rewrite works per register** ([`super::twins`], shared with [`super::promote`], its
+//! **The rewrite works per register** (`pass/twins.rs`, shared with [`super::promote`], its
 //! mirror image), since PTX is not SSA (loops, predicated defs and join
 //! points give a register several defs). Each f64 register R that a demoted instruction reads or
 //! writes gets an f32 twin; demoted instructions read and write twins only. Both forms are kept

@@ -46,7 +46,7 @@
 //! instructions (`rcp`, `max`, `min`) carry the guard and follow the one they complete; the
 //! original id stays on the first.
 //!
-//! **The rewrite works per register** ([`super::twins`], shared with demotion): each f32
+//! **The rewrite works per register** (`pass/twins.rs`, shared with demotion): each f32
 //! register a promoted instruction reads or writes gets an f64 twin (one `.reg .f64 %mpd<N>;`
 //! declaration); promoted instructions read and write twins; `cvt.f64.f32` follows an f32 def
 //! whose register a promoted instruction reads, `cvt.rn.f32.f64` a promoted def whose register
