@@ -92,6 +92,9 @@ pub fn run(args: DiffArgs) -> anyhow::Result<()> {
             DiffEvent::MathFunction(f) => eprintln!(
                 "searching for an input where CUDA's and the CPU's {f} differ (mathlib)"
             ),
+            DiffEvent::Shadow(name) => eprintln!(
+                "running the {name} build with shadow values (digits against higher precision)"
+            ),
         }
     });
     let run = match result {

@@ -108,6 +108,9 @@ pub enum DiffEvent {
     Build(String),
     /// Searching for an input where CUDA's and the CPU's math function (its name) differ.
     MathFunction(String),
+    /// Running one build (its name) with shadow values, for its digits against a
+    /// higher-precision shadow.
+    Shadow(String),
 }
 
 /// One output as written and with the minimal set switched.
@@ -246,6 +249,9 @@ impl DiffError {
 /// Each output's compared values, in spec order, as f64 in the output's type.
 pub(crate) type Values = Vec<Vec<f64>>;
 
+/// Each output buffer as a trial downloaded it (what the shadow run of a build must reproduce).
+pub(crate) type Downloaded = Vec<(String, HostData)>;
+
 /// The values of every output of `spec` from a trial's downloaded buffers.
 fn values_of(spec: &Spec, downloaded: &[(String, HostData)]) -> Result<Values, DiffError> {
     spec.outputs
@@ -294,8 +300,17 @@ fn differing(values: &Values, reference: &Values) -> Vec<u64> {
 
 /// Runs `ptx` as a trial and returns its outputs' values.
 fn trial(runner: &mut TrialRunner, spec: &Spec, ptx: &str) -> Result<Values, DiffError> {
+    Ok(trial_with_outputs(runner, spec, ptx)?.0)
+}
+
+/// [`trial`], with the output buffers as downloaded.
+fn trial_with_outputs(
+    runner: &mut TrialRunner,
+    spec: &Spec,
+    ptx: &str,
+) -> Result<(Values, Downloaded), DiffError> {
     let (outcome, _) = runner.run_instrumented(ptx, &[], TrialTiming::AccuracyOnly)?;
-    values_of(spec, &outcome.downloaded)
+    Ok((values_of(spec, &outcome.downloaded)?, outcome.downloaded))
 }
 
 /// The tolerance an output must stay within for a build to count as "within tolerance": the
@@ -345,12 +360,27 @@ impl Session<'_, '_> {
     /// Runs `ptx` as a timed trial (the request's repetitions after two warm-ups): its outputs'
     /// values and the harness's timing of the step sequence.
     pub(crate) fn timed(&mut self, ptx: &str) -> Result<(Values, Option<Timing>), DiffError> {
+        let (values, timing, _) = self.timed_with_outputs(ptx)?;
+        Ok((values, timing))
+    }
+
+    /// The output buffers of `ptx` run once, untimed.
+    pub(crate) fn outputs_of(&mut self, ptx: &str) -> Result<Downloaded, DiffError> {
+        Ok(trial_with_outputs(self.runner, self.spec, ptx)?.1)
+    }
+
+    /// [`Session::timed`], with the output buffers of the checked run as downloaded.
+    pub(crate) fn timed_with_outputs(
+        &mut self,
+        ptx: &str,
+    ) -> Result<(Values, Option<Timing>, Downloaded), DiffError> {
         let timing = TrialTiming::Timed {
             warmup: 2,
             repeats: self.request.repeats,
         };
         let (outcome, _) = self.runner.run_instrumented(ptx, &[], timing)?;
-        Ok((values_of(self.spec, &outcome.downloaded)?, outcome.timing))
+        let values = values_of(self.spec, &outcome.downloaded)?;
+        Ok((values, outcome.timing, outcome.downloaded))
     }
 
     /// The program as written with the candidates `chosen` switched, and what each pass did.
@@ -376,6 +406,7 @@ impl Session<'_, '_> {
                     max_ulps: c.max_ulps,
                     max_rel: c.max_rel,
                     digits: c.digits,
+                    shadow: None,
                 }
             })
             .collect()
@@ -416,7 +447,7 @@ pub fn diff(
     };
     let mut runner = TrialRunner::new(gpu, spec, request.flags, opts)?;
     let ptx = runner.built().ptx.clone();
-    let first = trial(&mut runner, spec, &ptx)?;
+    let (first, first_outputs) = trial_with_outputs(&mut runner, spec, &ptx)?;
     let second = trial(&mut runner, spec, &ptx)?;
     let unstable: Vec<String> = spec
         .outputs
@@ -585,6 +616,7 @@ pub fn diff(
                 &crate::builds::Tried {
                     naive,
                     naive_values: &first,
+                    naive_outputs: &first_outputs,
                     minimal: &minimal,
                     within: &within,
                     costs: &measured,

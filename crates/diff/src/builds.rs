@@ -8,23 +8,39 @@
 //!   the spec's tolerance of the reference (an output without `tolerance` must equal it): the
 //!   preset flag sets' builds, the switch sets the search tested, each blamed line switched off
 //!   alone, and the other three builds.
-//! - **most-accurate**: IEEE operations: every approximate division, reciprocal and square root
-//!   made `.rn`, every `.ftz` removed. Contractions are *kept*: an `fma` rounds once where
-//!   `mul.rn` + `add.rn` round twice, so its error bound (half an ulp of the result) is never
-//!   larger than the split pair's, and splitting one can only add an error (the CPU-matching
-//!   build splits them to match, not to be accurate). Float→integer conversions are kept as
-//!   the GPU computes them: saturating is not less accurate than wrapping. Math-library code
-//!   stays as it is (listed, not switched), and f32 arithmetic stays f32: there is no pass
-//!   promoting f32 to f64 yet (the inverse of `pass::demote`), so this build does not compute
-//!   in f64 where digits are lost.
+//! - **most-accurate**: IEEE operations, computed in f64: every approximate division,
+//!   reciprocal and square root made `.rn`, every `.ftz` removed, then every f32 arithmetic
+//!   instruction promoted to f64 ([`mantissa_ptx::pass::promote`], [`most_accurate`]), so that
+//!   chains of f32 operations keep their intermediates in f64 and are rounded to f32 once,
+//!   where a value is stored, passed to a call or read by an instruction without an f64 form
+//!   (the hardware special functions, directed roundings, bit operations). Contractions are
+//!   *kept*: an `fma` rounds once where `mul.rn` + `add.rn` round twice, so its error bound
+//!   (half an ulp of the result) is never larger than the split pair's, and splitting one can
+//!   only add an error (the CPU-matching build splits them to match, not to be accurate); this
+//!   holds in f64 as in f32. Float→integer conversions are kept as the GPU computes them
+//!   (saturating is not less accurate than wrapping), now of the f64 value. Math-library code
+//!   stays as it is (listed, not switched; code nvcc marks as inlined from a math function is
+//!   not promoted). f64 arithmetic stays f64: an f64 program has nothing to promote, and
+//!   double-word arithmetic (pairs of f64) is out of scope, so its most-accurate build is its
+//!   IEEE build. The build's change list names every promoted instruction (`promoted`) and
+//!   every conversion of an f32 value into f64 for promoted code (`to_f64`), per source line.
+//!
+//! Each build's error is measured twice: against the reference, and per floating-point output
+//! against the higher-precision shadow of that same build (digits right, minimum and median
+//! over the elements), by the shadow-values analysis of `mantissa shadow`
+//! ([`mantissa_shadow::values::output_digits_of`]) run on the build's PTX through the same
+//! runner. When that run is impossible (the instrumented build exceeds the launch's resources,
+//! or it changes the build's outputs), the build says why and has no shadow digits.
 
-use crate::analyse::{DiffError, DiffEvent, Session, Values};
+use crate::analyse::{DiffError, DiffEvent, Downloaded, Session, Values};
 use crate::cost::{LineCost, Relative};
 use mantissa_gpu::{FlagSet, Timing};
 use mantissa_harness::trial::build::build_module;
-use mantissa_ptx::pass::cause::{Cause, CauseReport};
-use mantissa_ptx::pass::PipelineRun;
-use serde::Serialize;
+use mantissa_ptx::model::Module;
+use mantissa_ptx::pass::cause::{switch, Candidate, Cause, CauseReport, SwitchError};
+use mantissa_ptx::pass::promote::{Promote, PromoteReport, PromoteSet};
+use mantissa_ptx::pass::{Pass, PipelineRun};
+use serde::{Serialize, Serializer};
 
 /// The builds' names, in the order tables list them.
 pub const NAMES: [&str; 4] = ["naive", "cpu-matching", "fastest", "most-accurate"];
@@ -44,6 +60,51 @@ pub struct OutputError {
     pub max_rel: f64,
     /// Correct decimal digits, minimum over elements (infinite when all are equal).
     pub digits: f64,
+    /// Digits against the build's own higher-precision shadow, for a floating-point output
+    /// when the shadow run was possible (over the output's whole buffer).
+    pub shadow: Option<ShadowDigits>,
+}
+
+/// The digits an output's elements get right against the higher-precision shadow of the same
+/// build (`mantissa_shadow::values::OutputDigits`, summarised).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct ShadowDigits {
+    /// The fewest digits of any element (`None`: no element with a finite value and shadow).
+    pub min: Option<f64>,
+    /// The median over those elements.
+    pub median: Option<f64>,
+    /// Elements with a finite value and shadow (the others are not in the digits).
+    pub finite: usize,
+    /// Elements of the buffer.
+    pub elements: usize,
+}
+
+/// What a build did to one instruction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChangeKind {
+    /// A cause switched off.
+    Switched(Cause),
+    /// Computed in f64 (`pass::promote`).
+    Promoted,
+    /// An f32 value converted to f64 after it is written, for the promoted code reading it.
+    ToF64,
+}
+
+impl ChangeKind {
+    /// The name listings and JSON use: the cause's (`approximate`), `promoted` or `to_f64`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ChangeKind::Switched(c) => c.name(),
+            ChangeKind::Promoted => "promoted",
+            ChangeKind::ToF64 => "to_f64",
+        }
+    }
+}
+
+impl Serialize for ChangeKind {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
 }
 
 /// One instruction a build changed, at its source line.
@@ -53,8 +114,8 @@ pub struct LineChange {
     pub file: String,
     /// The source line.
     pub line: u32,
-    /// The cause switched.
-    pub cause: Cause,
+    /// What was done to it: the cause switched, or promoted to f64.
+    pub kind: ChangeKind,
     /// The instruction as written.
     pub before: String,
     /// What replaced it.
@@ -80,6 +141,8 @@ pub struct Build {
     pub errors: Vec<OutputError>,
     /// Every output within its tolerance.
     pub within_tolerance: bool,
+    /// Why the outputs have no digits against the shadow, when the shadow run was impossible.
+    pub shadow_unavailable: Option<String>,
     /// The PTX (saved as NAME.ptx; not in the JSON).
     #[serde(skip)]
     pub ptx: String,
@@ -91,6 +154,8 @@ pub(crate) struct Tried<'a> {
     pub naive: &'a Timing,
     /// Its outputs.
     pub naive_values: &'a Values,
+    /// Its output buffers, as downloaded.
+    pub naive_outputs: &'a Downloaded,
     /// The minimal set.
     pub minimal: &'a [usize],
     /// The switch sets the search tested whose outputs stayed within tolerance.
@@ -107,6 +172,9 @@ const MAX_SEARCH_SETS: usize = 8;
 enum Origin {
     /// The program as written with these candidates switched.
     Switched(Vec<usize>),
+    /// The program as written with these candidates switched, then its f32 arithmetic
+    /// promoted to f64 ([`most_accurate`]).
+    Promoted(Vec<usize>),
     /// Another flag set's build, as written.
     Flags(FlagSet, String),
 }
@@ -117,21 +185,25 @@ struct Measured {
     how: String,
     time: Timing,
     values: Values,
+    /// Its output buffers, as its timed trial's checked run left them (`None` for a cost
+    /// trial, which kept only the values: downloaded again when it is named).
+    outputs: Option<Downloaded>,
 }
 
-/// Makes and measures the four builds; a note when no build stays within tolerance (then
-/// there is no fastest).
+/// Makes and measures the four builds; notes when no build stays within tolerance (then there
+/// is no fastest), when another flag set's build failed, and what promotion left in f32.
 pub(crate) fn make(
     session: &mut Session<'_, '_>,
     tried: &Tried<'_>,
     progress: &mut dyn FnMut(DiffEvent),
-) -> Result<(Vec<Build>, Option<String>), DiffError> {
+) -> Result<(Vec<Build>, Vec<String>), DiffError> {
     let flags = session.request.flags;
     let naive = Measured {
         origin: Origin::Switched(Vec::new()),
         how: format!("as written under {}", flags.name()),
         time: tried.naive.clone(),
         values: tried.naive_values.clone(),
+        outputs: Some(tried.naive_outputs.clone()),
     };
     progress(DiffEvent::Build(NAMES[1].into()));
     let cpu = measure(
@@ -140,18 +212,36 @@ pub(crate) fn make(
         format!("the minimal set switched ({} causes)", tried.minimal.len()),
     )?;
     progress(DiffEvent::Build(NAMES[3].into()));
-    let ieee: Vec<usize> = (0..session.list.len())
-        .filter(|&k| {
-            let c = &session.list[k];
-            c.switchable() && matches!(c.cause, Cause::Approximate | Cause::FlushToZero)
+    let ieee = ieee_switches(&session.list);
+    let origin = Origin::Promoted(ieee.clone());
+    let run = ptx_of(session, &origin)?.1;
+    let promotion = run
+        .as_ref()
+        .and_then(|r| r.reports.iter().find_map(|r| r.details::<PromoteReport>()));
+    let promoted = promotion.map_or(0, PromoteReport::promoted);
+    let mut notes: Vec<String> = promotion
+        .map(|p| {
+            p.notes
+                .iter()
+                .map(|n| format!("most-accurate: {n}"))
+                .collect()
         })
-        .collect();
+        .unwrap_or_default();
     let accurate = measure(
         session,
-        Origin::Switched(ieee.clone()),
+        origin,
         format!(
-            "IEEE division, reciprocal and square root, no ftz ({} switched); fma kept",
-            ieee.len()
+            "IEEE division, reciprocal and square root, no ftz ({} switched); fma kept; {}",
+            ieee.len(),
+            if promoted > 0 {
+                format!(
+                    "f32 arithmetic in f64 ({promoted} instructions promoted, chains kept in f64)"
+                )
+            } else {
+                "no f32 arithmetic to promote (f64 stays f64: double-word arithmetic is not \
+                 done)"
+                    .to_string()
+            }
         ),
     )?;
     // The fastest: among everything tried that stays within tolerance.
@@ -167,6 +257,7 @@ pub(crate) fn make(
             ),
             time: cost.switched_off.time.clone(),
             values: values.clone(),
+            outputs: None,
         });
     }
     let mut sets: Vec<&Vec<usize>> = tried
@@ -183,7 +274,6 @@ pub(crate) fn make(
             format!("a set the search tried ({} causes switched)", set.len()),
         )?);
     }
-    let mut note = None;
     for other in FlagSet::ALL.into_iter().filter(|f| *f != flags) {
         match build_module(session.gpu, session.spec, other) {
             Ok(built) => pool.push(measure(
@@ -193,7 +283,7 @@ pub(crate) fn make(
             )?),
             Err(e) => {
                 let first = e.lines().next().unwrap_or_default().to_string();
-                note = Some(format!("the {} build failed: {first}", other.name()));
+                notes.push(format!("the {} build failed: {first}", other.name()));
             }
         }
     }
@@ -202,20 +292,18 @@ pub(crate) fn make(
         .chain(pool.iter())
         .filter(|m| session.within_tolerance(&m.values));
     let fastest = candidates.min_by(|a, b| a.time.median_ms.total_cmp(&b.time.median_ms));
-    let mut out = vec![named(session, NAMES[0], &naive, tried.naive)?];
-    out.push(named(session, NAMES[1], &cpu, tried.naive)?);
+    let mut out = vec![named(session, NAMES[0], &naive, tried.naive, progress)?];
+    out.push(named(session, NAMES[1], &cpu, tried.naive, progress)?);
     match fastest {
-        Some(f) => out.push(named(session, NAMES[2], f, tried.naive)?),
-        None => {
-            note = Some(
-                "no build tried stays within the spec's tolerance of the reference, so there \
-                 is no fastest one (an output without `tolerance` must equal the reference)"
-                    .into(),
-            )
-        }
+        Some(f) => out.push(named(session, NAMES[2], f, tried.naive, progress)?),
+        None => notes.push(
+            "no build tried stays within the spec's tolerance of the reference, so there is no \
+             fastest one (an output without `tolerance` must equal the reference)"
+                .into(),
+        ),
     }
-    out.push(named(session, NAMES[3], &accurate, tried.naive)?);
-    Ok((out, note))
+    out.push(named(session, NAMES[3], &accurate, tried.naive, progress)?);
+    Ok((out, notes))
 }
 
 /// Runs one build timed.
@@ -225,7 +313,7 @@ fn measure(
     how: String,
 ) -> Result<Measured, DiffError> {
     let ptx = ptx_of(session, &origin)?.0;
-    let (values, time) = session.timed(&ptx)?;
+    let (values, time, outputs) = session.timed_with_outputs(&ptx)?;
     let time = time.ok_or_else(|| {
         DiffError::Trial(mantissa_harness::TrialError::Failed(
             "a timed trial came back without a timing".into(),
@@ -236,6 +324,7 @@ fn measure(
         how,
         time,
         values,
+        outputs: Some(outputs),
     })
 }
 
@@ -250,47 +339,104 @@ fn ptx_of(
             let run = session.switched(set)?;
             (run.module.to_string(), Some(run))
         }
+        Origin::Promoted(set) => {
+            let run = most_accurate(&session.module, &session.list, set)?;
+            (run.module.to_string(), Some(run))
+        }
         Origin::Flags(_, ptx) => (ptx.clone(), None),
     })
 }
 
-/// `m` as the build `name`.
+/// The candidates the most-accurate build switches: every switchable approximate division,
+/// reciprocal, square root and flush-to-zero.
+pub fn ieee_switches(list: &[Candidate]) -> Vec<usize> {
+    (0..list.len())
+        .filter(|&k| {
+            let c = &list[k];
+            c.switchable() && matches!(c.cause, Cause::Approximate | Cause::FlushToZero)
+        })
+        .collect()
+}
+
+/// The most-accurate build of `module` (the program as written, `list` its candidates): the
+/// candidates `ieee` switched ([`ieee_switches`]), then every eligible f32 instruction promoted
+/// to f64; the cause passes' reports, then promotion's ([`PromoteReport`]).
+pub fn most_accurate(
+    module: &Module,
+    list: &[Candidate],
+    ieee: &[usize],
+) -> Result<PipelineRun, SwitchError> {
+    let mut run = switch(module, list, ieee)?;
+    let promoted = Promote::new(PromoteSet::all()).run(&run.module)?;
+    run.module = promoted.module;
+    run.reports.push(promoted.report);
+    Ok(run)
+}
+
+/// `m` as the build `name`, with its digits against its own shadow.
 fn named(
-    session: &Session<'_, '_>,
+    session: &mut Session<'_, '_>,
     name: &str,
     m: &Measured,
     naive: &Timing,
+    progress: &mut dyn FnMut(DiffEvent),
 ) -> Result<Build, DiffError> {
     let (ptx, run) = ptx_of(session, &m.origin)?;
     let (flags, switched) = match &m.origin {
-        Origin::Switched(set) => (session.request.flags, set.clone()),
+        Origin::Switched(set) | Origin::Promoted(set) => (session.request.flags, set.clone()),
         Origin::Flags(f, _) => (*f, Vec::new()),
     };
-    let errors = session.errors(&m.values);
+    let mut errors = session.errors(&m.values);
+    progress(DiffEvent::Shadow(name.into()));
+    let outputs = match &m.outputs {
+        Some(o) => o.clone(),
+        None => session.outputs_of(&ptx)?,
+    };
+    let shadow_unavailable = match crate::digits::of_build(session, &ptx, &outputs)? {
+        Ok(digits) => {
+            crate::digits::attach(session.spec, &mut errors, &digits);
+            None
+        }
+        Err(why) => Some(why),
+    };
     Ok(Build {
         name: name.into(),
         how: m.how.clone(),
         flags: flags.name(),
         switched,
-        changes: run.map_or_else(Vec::new, |r| line_changes(session, &r)),
+        changes: run.map_or_else(Vec::new, |r| line_changes(&session.list, &r)),
         time: Relative::of(m.time.clone(), naive),
         within_tolerance: errors.iter().all(|e| e.within_tolerance),
         errors,
+        shadow_unavailable,
         ptx,
     })
 }
 
-/// Every instruction the passes of `run` changed, at its candidate's source line.
-fn line_changes(session: &Session<'_, '_>, run: &PipelineRun) -> Vec<LineChange> {
+/// Every instruction the passes of `run` changed, at its source line: the cause passes' at
+/// their candidate's (`list`, the candidates `run` switched), promotion's at their site.
+pub fn line_changes(list: &[Candidate], run: &PipelineRun) -> Vec<LineChange> {
     let mut out = Vec::new();
     for report in &run.reports {
+        if let Some(p) = report.details::<PromoteReport>() {
+            out.extend(p.changes.iter().map(|c| LineChange {
+                file: c.site.file.clone(),
+                line: c.site.line,
+                kind: if c.promoted {
+                    ChangeKind::Promoted
+                } else {
+                    ChangeKind::ToF64
+                },
+                before: c.before.clone(),
+                after: c.after.clone(),
+            }));
+        }
         let Some(r) = report.details::<CauseReport>() else {
             continue;
         };
         for change in &r.changes {
             // The contraction pass reports both of its causes as one; the candidate says which.
-            let c = session
-                .list
+            let c = list
                 .iter()
                 .filter(|c| c.inst == change.inst)
                 .min_by_key(|c| c.cause != r.cause);
@@ -298,12 +444,13 @@ fn line_changes(session: &Session<'_, '_>, run: &PipelineRun) -> Vec<LineChange>
             out.push(LineChange {
                 file: c.site.file.clone(),
                 line: c.site.line,
-                cause: c.cause,
+                kind: ChangeKind::Switched(c.cause),
                 before: change.before.clone(),
                 after: change.after.clone(),
             });
         }
     }
+    // Stable: within a line, the passes' order, then module order.
     out.sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
     out
 }
@@ -326,7 +473,7 @@ pub fn changes_text(build: &Build) -> String {
         }
         s.push_str(&format!(
             "  {:<14} {}\n  {:<14} -> {}\n",
-            c.cause.name(),
+            c.kind.name(),
             c.before,
             "",
             c.after

@@ -14,7 +14,9 @@
 //!   function; pure, tested on simulated programs).
 //! - [`sass`]: where the SASS confirms a blamed contraction.
 //! - [`cost`]: the time of the program with each blamed line's causes switched off.
-//! - [`builds`] and [`save`]: seed 003's four builds, measured, and saved runnable.
+//! - [`builds`] and [`save`]: seed 003's four builds, measured, and saved runnable;
+//!   [`digits`]: each build's digits against its own higher-precision shadow (`mantissa
+//!   shadow`'s values analysis).
 //! - [`mathfn`]: the math functions the kernels call, and where CUDA's and the CPU's differ.
 //! - [`text`] and [`records`]: the report per source line, and its records.
 
@@ -23,6 +25,7 @@
 pub mod analyse;
 pub mod builds;
 pub mod cost;
+pub mod digits;
 pub mod mathfn;
 pub mod records;
 pub mod sass;

@@ -3,7 +3,8 @@
 //! algorithm `diff`, the site's address and the cause as the input (distinct point keys), and
 //! one summary record (input `all`) with the elements differing and explained; one record per
 //! blamed line's time cost (input `cost FILE:LINE`, its time the line switched off) and one per
-//! build (input `build NAME`, its time and its error against the reference as extras).
+//! build (input `build NAME`, its time, its error against the reference and, when its shadow
+//! run was possible, its digits against its own higher-precision shadow as extras).
 
 use crate::analyse::DiffRun;
 use crate::cost::Verdict;
@@ -186,11 +187,35 @@ fn records_with(
         let differing: u64 = b.errors.iter().map(|e| e.differing).sum();
         let max_ulps = b.errors.iter().map(|e| e.max_ulps).fold(0.0, f64::max);
         let max_rel = b.errors.iter().map(|e| e.max_rel).fold(0.0, f64::max);
+        let (shadow_min, shadow_median) = crate::digits::worst(&b.errors);
+        let mut shadow = Vec::new();
+        if let Some(d) = shadow_min {
+            shadow.push((
+                "shadow_min_digits",
+                d,
+                "fewest digits right of any output element against the build's own \
+                 higher-precision shadow",
+            ));
+        }
+        if let Some(d) = shadow_median {
+            shadow.push((
+                "shadow_median_digits",
+                d,
+                "median digits against the shadow, of the output with the fewest",
+            ));
+        }
+        let note = match &b.shadow_unavailable {
+            Some(why) => format!(
+                "{} ({}); no digits against the shadow: {why}",
+                b.how, b.flags
+            ),
+            None => format!("{} ({})", b.how, b.flags),
+        };
         out.push(record_timed(
             run,
             date,
             format!("build {}", b.name),
-            format!("{} ({})", b.how, b.flags),
+            note,
             vec![
                 (
                     "switched",
@@ -218,7 +243,10 @@ fn records_with(
                     f64::from(u8::from(b.within_tolerance)),
                     "1 when every output is within the spec's tolerance of the reference",
                 ),
-            ],
+            ]
+            .into_iter()
+            .chain(shadow)
+            .collect(),
             Some(time_stats(&b.time.time)),
         ));
     }
@@ -299,6 +327,58 @@ mod tests {
         assert_eq!(recs[0].input, "project /src/projector.cu:40#0 float_to_int");
         assert_eq!(recs[0].extra["fixes"], 300.0);
         assert_eq!(recs[2].extra["remaining"], 10.0);
+    }
+
+    #[test]
+    fn build_records_carry_the_digits_against_the_shadow_or_why_not() {
+        use crate::builds::{Build, OutputError, ShadowDigits};
+        use crate::cost::Relative;
+        let t = mantissa_gpu::Timing::from_samples(vec![1.0, 1.1, 0.9], 2, 1)
+            .unwrap_or_else(|| panic!("samples"));
+        let build = |name: &str, shadow: Option<ShadowDigits>, why: Option<&str>| Build {
+            name: name.into(),
+            how: "h".into(),
+            flags: "default".into(),
+            switched: Vec::new(),
+            changes: Vec::new(),
+            time: Relative::of(t.clone(), &t),
+            errors: vec![OutputError {
+                name: "proj".into(),
+                within_tolerance: true,
+                differing: 0,
+                max_ulps: 0.0,
+                max_rel: 0.0,
+                digits: f64::INFINITY,
+                shadow,
+            }],
+            within_tolerance: true,
+            shadow_unavailable: why.map(str::to_string),
+            ptx: String::new(),
+        };
+        let mut run = crate::text::tests::run();
+        let digits = ShadowDigits {
+            min: Some(6.5),
+            median: Some(7.25),
+            finite: 10,
+            elements: 10,
+        };
+        run.builds = vec![
+            build("naive", Some(digits), None),
+            build("fastest", None, Some("too many registers")),
+        ];
+        let recs = records(&run);
+        let of = |name: &str| {
+            recs.iter()
+                .find(|r| r.input == format!("build {name}"))
+                .unwrap_or_else(|| panic!("{name}"))
+        };
+        assert_eq!(of("naive").extra["shadow_min_digits"], 6.5);
+        assert_eq!(of("naive").extra["shadow_median_digits"], 7.25);
+        assert!(!of("fastest").extra.contains_key("shadow_min_digits"));
+        assert!(of("fastest")
+            .note
+            .as_deref()
+            .is_some_and(|n| n.ends_with("no digits against the shadow: too many registers")));
     }
 
     #[test]

@@ -174,8 +174,16 @@ fn builds(s: &mut String, run: &DiffRun) {
     }
     let _ = writeln!(
         s,
-        "\n{:<14} {:<12} {:>8} {:<34} {:<22} {:>9} {:>10} {:>10}  tolerance",
-        "build", "flags", "switched", "time", "vs as written", "differ", "max ulps", "max rel"
+        "\n{:<14} {:<12} {:>8} {:<34} {:<22} {:>9} {:>10} {:>10}  {:<9}  vs shadow",
+        "build",
+        "flags",
+        "switched",
+        "time",
+        "vs as written",
+        "differ",
+        "max ulps",
+        "max rel",
+        "tolerance"
     );
     for b in &run.builds {
         let differ: u64 = b.errors.iter().map(|e| e.differing).sum();
@@ -183,7 +191,7 @@ fn builds(s: &mut String, run: &DiffRun) {
         let rel = b.errors.iter().map(|e| e.max_rel).fold(0.0, f64::max);
         let _ = writeln!(
             s,
-            "{:<14} {:<12} {:>8} {:<34} {:<22} {:>9} {:>10} {:>10.2e}  {}",
+            "{:<14} {:<12} {:>8} {:<34} {:<22} {:>9} {:>10} {:>10.2e}  {:<9}  {}",
             b.name,
             b.flags,
             b.switched.len(),
@@ -200,9 +208,20 @@ fn builds(s: &mut String, run: &DiffRun) {
                 "within"
             } else {
                 "outside"
-            }
+            },
+            against_shadow(b)
         );
     }
+    for b in &run.builds {
+        if let Some(why) = &b.shadow_unavailable {
+            let _ = writeln!(s, "  {}: no digits against the shadow: {why}", b.name);
+        }
+    }
+    let _ = writeln!(
+        s,
+        "(vs shadow: digits right against the same build's higher-precision shadow values, \
+         minimum/median over each floating-point output's elements)"
+    );
     let _ = writeln!(
         s,
         "(differ, max ulps, max rel: against the {}; each build: {})",
@@ -213,6 +232,26 @@ fn builds(s: &mut String, run: &DiffRun) {
             .collect::<Vec<_>>()
             .join("; ")
     );
+}
+
+/// A build's digits against its shadow: `min/median` per floating-point output (named when
+/// there are several), `-` without a shadow run.
+fn against_shadow(b: &crate::builds::Build) -> String {
+    let with: Vec<(&str, &crate::builds::ShadowDigits)> = b
+        .errors
+        .iter()
+        .filter_map(|e| Some((e.name.as_str(), e.shadow.as_ref()?)))
+        .collect();
+    let d = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.1}"));
+    match with.as_slice() {
+        [] => "-".into(),
+        [(_, s)] => format!("{}/{}", d(s.min), d(s.median)),
+        many => many
+            .iter()
+            .map(|(name, s)| format!("{name} {}/{}", d(s.min), d(s.median)))
+            .collect::<Vec<_>>()
+            .join(", "),
+    }
 }
 
 /// A kernel name short enough for a column (mangled C++ names are long).
@@ -350,7 +389,7 @@ pub(crate) mod tests {
 #[cfg(test)]
 mod timed_tests {
     use super::*;
-    use crate::builds::{Build, OutputError};
+    use crate::builds::{Build, OutputError, ShadowDigits};
     use crate::cost::{LineCost, Relative};
     use mantissa_gpu::Timing;
 
@@ -395,8 +434,16 @@ mod timed_tests {
                     max_ulps: 0.0,
                     max_rel: 0.0,
                     digits: f64::INFINITY,
+                    shadow: (*name != "fastest").then_some(ShadowDigits {
+                        min: Some(6.31),
+                        median: Some(7.0),
+                        finite: 4096,
+                        elements: 4096,
+                    }),
                 }],
                 within_tolerance: true,
+                shadow_unavailable: (*name == "fastest")
+                    .then(|| "the instrumented program exceeds the launch's resources".into()),
                 ptx: String::new(),
             })
             .collect();
@@ -417,7 +464,16 @@ mod timed_tests {
         );
         assert!(line("projector.cu:40 ").ends_with("2.00× slower"), "{text}");
         for name in crate::builds::NAMES {
-            assert!(line(&format!("{name} ")).ends_with("within"), "{text}");
+            let want = if name == "fastest" {
+                "within     -"
+            } else {
+                "within     6.3/7.0"
+            };
+            assert!(line(&format!("{name} ")).ends_with(want), "{text}");
         }
+        assert!(
+            text.contains("  fastest: no digits against the shadow: the instrumented program"),
+            "{text}"
+        );
     }
 }

@@ -1,12 +1,13 @@
 //! Seed 003's four builds of the projector example (examples/diff/projector) and bad input.
 //! Without a GPU: the saved files (a spec that loads, reading the PTX, with paths that work
 //! from the directory) and the references refused in one line before anything runs. On a GPU:
-//! the four builds made, each what its definition says, and each saved spec, run through the
-//! harness, computes what the diff measured for it.
+//! the four builds made, each what its definition says (most-accurate computing in f64, its
+//! digits against its own shadow no fewer than the naive build's), and each saved spec, run
+//! through the harness, computes what the diff measured for it.
 
 mod support;
 
-use mantissa_diff::builds::{Build, NAMES};
+use mantissa_diff::builds::{Build, ChangeKind, NAMES};
 use mantissa_diff::cost::Relative;
 use mantissa_diff::{check_references, diff, Against, DiffError, DiffRequest};
 use mantissa_gpu::{HostData, Timing};
@@ -66,6 +67,7 @@ fn a_saved_build_is_a_spec_that_reads_its_ptx_from_anywhere() {
         time: Relative::of(timing(), &timing()),
         errors: Vec::new(),
         within_tolerance: false,
+        shadow_unavailable: None,
         ptx: "// the PTX\n".into(),
     };
     let out = dir.join("elsewhere").join("builds");
@@ -138,19 +140,56 @@ fn the_four_builds_are_what_they_say_and_their_saved_specs_compute_what_was_meas
             b.name
         );
     }
-    // most-accurate: only the approximate division switched (no ftz under approx-div), the
-    // contraction kept as an fma.
+    // most-accurate: only the approximate division switched (no ftz under approx-div), then
+    // the f32 arithmetic promoted to f64, the contraction kept as an fma (in f64).
     let accurate = by_name(&run.builds, "most-accurate");
-    assert!(!accurate.changes.is_empty());
-    for c in &accurate.changes {
+    let switched: Vec<_> = accurate
+        .changes
+        .iter()
+        .filter(|c| matches!(c.kind, ChangeKind::Switched(_)))
+        .collect();
+    assert!(!switched.is_empty());
+    for c in switched {
         assert_eq!(
-            (c.line, c.cause),
-            (DIVISION_LINE, Cause::Approximate),
+            (c.line, c.kind),
+            (DIVISION_LINE, ChangeKind::Switched(Cause::Approximate)),
             "{c:?}"
         );
         assert!(c.after.starts_with("div.rn"), "{c:?}");
     }
-    assert!(accurate.ptx.contains("fma.rn.f32"));
+    let promoted: BTreeSet<u32> = accurate
+        .changes
+        .iter()
+        .filter(|c| c.kind == ChangeKind::Promoted)
+        .map(|c| c.line)
+        .collect();
+    for line in [DIVISION_LINE, CONTRACTION_LINE, CAST_LINE] {
+        assert!(promoted.contains(&line), "{line}: {promoted:?}");
+    }
+    assert!(accurate.ptx.contains("fma.rn.f64") && !accurate.ptx.contains("fma.rn.f32"));
+    assert!(accurate.how.contains("promoted"), "{}", accurate.how);
+    // Each build's digits against its own higher-precision shadow: the naive build's are
+    // finite, and the most-accurate build's are no fewer than the naive build's on every
+    // floating-point output (min and median); the integer output has none.
+    for b in [naive, accurate] {
+        assert_eq!(b.shadow_unavailable, None, "{}\n{text}", b.name);
+    }
+    for (n, a) in naive.errors.iter().zip(&accurate.errors) {
+        match (n.shadow, a.shadow) {
+            (Some(n), Some(a)) => {
+                let (nmin, nmed) = (n.min.unwrap_or(f64::NAN), n.median.unwrap_or(f64::NAN));
+                assert!(nmin.is_finite() && nmed.is_finite(), "{n:?}\n{text}");
+                assert!(a.min.is_some_and(|m| m >= nmin), "{a:?} vs {n:?}\n{text}");
+                assert!(
+                    a.median.is_some_and(|m| m >= nmed),
+                    "{a:?} vs {n:?}\n{text}"
+                );
+            }
+            (None, None) => assert_eq!(n.name, "bins", "{text}"),
+            other => panic!("{}: {other:?}\n{text}", n.name),
+        }
+    }
+    assert!(naive.errors.iter().any(|e| e.shadow.is_some()), "{text}");
     // Each saved spec, run through the harness as `mantissa run` runs it, computes what the
     // diff measured for its build.
     let out = dir.join("builds");

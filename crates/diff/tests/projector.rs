@@ -148,6 +148,144 @@ fn every_cause_switched_computes_the_cpu_reference_in_the_interpreter() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The projector computed in f64 from its f32 inputs (as the most-accurate build's promoted
+/// PTX orders it: the slope divided in f64, the position an fma, each step's `vol + x` added to
+/// the sum), each output rounded once.
+fn in_f64(vol: &[f32]) -> (Vec<f32>, Vec<u32>) {
+    let (x0, dist, bias) = (f64::from(X0), f64::from(DIST), f64::from(BIAS));
+    let mut proj = Vec::with_capacity(M);
+    let mut bins = Vec::with_capacity(M);
+    for i in 0..M as i32 {
+        let slope = f64::from(2 * i - M as i32) / dist;
+        let mut sum = 0.0f64;
+        for k in 0..STEPS {
+            let x = slope.mul_add(k as f64, x0);
+            let cell = (x.trunc() as i32).clamp(0, NX as i32 - 1) as usize;
+            sum += x + f64::from(vol[cell]);
+        }
+        proj.push(sum as f32);
+        // cvt.rzi.u32.f64 saturates (NaN → 0), as Rust's `as` does.
+        bins.push((sum - bias) as u32);
+    }
+    (proj, bins)
+}
+
+/// The most-accurate build of the approx-div PTX: the approximate division made `.rn`, then
+/// every f32 instruction of the kernel promoted, so it computes the projector in f64 and
+/// rounds each output once, bit for bit in the interpreter; its change list names the
+/// promotions per line; it assembles. (Its digits against the shadow are the GPU test's.)
+#[test]
+fn the_most_accurate_build_computes_in_f64_and_rounds_once() {
+    use mantissa_diff::builds::{ieee_switches, line_changes, most_accurate, ChangeKind};
+    let (Some(strict), Some(approx)) = (
+        build(FlagSet::STRICT),
+        build("approx-div".parse().unwrap_or_else(|e| panic!("{e}"))),
+    ) else {
+        return;
+    };
+    let dir = scratch("accurate");
+    let (_, vol) = write_example(&dir);
+    let list = candidates(&approx, Some(&strict));
+    let ieee = ieee_switches(&list);
+    let kinds: Vec<(u32, Cause)> = ieee
+        .iter()
+        .map(|&k| (list[k].site.line, list[k].cause))
+        .collect();
+    assert_eq!(kinds, [(DIVISION_LINE, Cause::Approximate)]);
+    let run = most_accurate(&approx, &list, &ieee).unwrap_or_else(|e| panic!("{e}"));
+    let ptx = run.module.to_string();
+    // No f32 arithmetic is left: the kernel has no special function or library code.
+    for op in [
+        "add.f32",
+        "fma.rn.f32",
+        "div.",
+        "cvt.rzi.s32.f32",
+        "cvt.rzi.u32.f32",
+    ] {
+        let f32_form = ptx.lines().any(|l| l.contains(op) && !l.contains(".f64"));
+        assert!(!f32_form, "{op}\n{ptx}");
+    }
+    assert!(
+        ptx.contains("div.rn.f64") && ptx.contains("fma.rn.f64"),
+        "{ptx}"
+    );
+    if let Some(ptxas) = mantissa_ptx::ptxas::find() {
+        if let Err(e) = mantissa_ptx::ptxas::assemble_with(&ptxas, &ptx, "sm_90") {
+            panic!("ptxas: {e}\n{ptx}");
+        }
+    }
+    let (proj, bins) = interpret(&run.module, &vol);
+    let (want_proj, want_bins) = in_f64(&vol);
+    assert_eq!(bits(&proj), bits(&want_proj), "proj");
+    assert_eq!(bins, want_bins, "bins");
+    // Never farther from the f64 projection than the same IEEE switches left in f32 (the
+    // interpreter does not run the approximate division of the build as written).
+    let ieee_f32 = switch(&approx, &list, &ieee)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .module;
+    let (naive, _) = interpret(&ieee_f32, &vol);
+    let exact = |i: usize| {
+        let slope = f64::from(2 * i as i32 - M as i32) / f64::from(DIST);
+        (0..STEPS).fold(0.0f64, |s, k| {
+            let x = slope.mul_add(k as f64, f64::from(X0));
+            s + x + f64::from(vol[(x.trunc() as i32).clamp(0, NX as i32 - 1) as usize])
+        })
+    };
+    let worse = (0..M)
+        .filter(|&i| (f64::from(proj[i]) - exact(i)).abs() > (f64::from(naive[i]) - exact(i)).abs())
+        .count();
+    assert_eq!(worse, 0);
+    assert!(bits(&proj) != bits(&naive));
+    // The change list: the division switched, then every line's promotions and the loads and
+    // parameters converted into f64 for them.
+    let changes = line_changes(&list, &run);
+    let per_line: BTreeSet<(u32, &str)> = changes.iter().map(|c| (c.line, c.kind.name())).collect();
+    let promoted_lines: BTreeSet<u32> = changes
+        .iter()
+        .filter(|c| c.kind == ChangeKind::Promoted)
+        .map(|c| c.line)
+        .collect();
+    for line in [DIVISION_LINE, CONTRACTION_LINE, CAST_LINE, 18, 20] {
+        assert!(promoted_lines.contains(&line), "{line}: {per_line:?}");
+    }
+    assert!(
+        per_line.contains(&(DIVISION_LINE, "approximate")),
+        "{per_line:?}"
+    );
+    assert!(per_line.contains(&(20, "to_f64")), "{per_line:?}");
+    let division = changes
+        .iter()
+        .filter(|c| c.line == DIVISION_LINE)
+        .map(|c| c.after.as_str())
+        .collect::<Vec<_>>();
+    assert!(
+        division.iter().any(|a| a.starts_with("div.rn.f64")),
+        "{division:?}"
+    );
+    // The saved listing names them.
+    let t = mantissa_gpu::Timing::from_samples(vec![1.0, 1.1, 0.9], 2, 1)
+        .unwrap_or_else(|| panic!("samples"));
+    let saved = mantissa_diff::builds::changes_text(&mantissa_diff::builds::Build {
+        name: "most-accurate".into(),
+        how: "h".into(),
+        flags: "approx-div".into(),
+        switched: ieee.clone(),
+        changes: changes.clone(),
+        time: mantissa_diff::cost::Relative::of(t.clone(), &t),
+        errors: Vec::new(),
+        within_tolerance: false,
+        shadow_unavailable: None,
+        ptx: ptx.clone(),
+    });
+    assert!(saved.contains("projector.cu:17\n  promoted"), "{saved}");
+    assert!(saved.contains("-> fma.rn.f64"), "{saved}");
+    let sorted = changes
+        .windows(2)
+        .all(|w| (&w[0].file, w[0].line) <= (&w[1].file, w[1].line));
+    assert!(sorted);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// (line, cause) of every blamed cause.
 fn blamed(run: &DiffRun) -> BTreeSet<(u32, Cause)> {
     run.blamed

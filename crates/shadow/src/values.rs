@@ -11,10 +11,17 @@
 //!
 //! A launch the instrumented kernel cannot take is an error naming its registers: the sites
 //! cannot be split over several runs, since shadows must flow through the whole program.
+//!
+//! **Another build of the program** ([`output_digits_of`], what `mantissa diff` measures each of
+//! its four builds with): its PTX is instrumented and run through the same runner, and its
+//! outputs are checked against that build's own outputs rather than the runner's baseline (a
+//! build that computes differently from the program as written is what is measured, not an
+//! instrumentation fault); only the per-output digits are returned.
 
 use crate::analyse::ShadowError;
 use crate::lines::Demotion;
 use mantissa_gpu::{runtime, DType, DeviceBuffer, Gpu, HostData};
+use mantissa_harness::compare::{compare, output_values};
 use mantissa_harness::{TrialError, TrialOutcome, TrialRunner, TrialTiming};
 use mantissa_ptx::link::merge_runtime;
 use mantissa_ptx::model::Module;
@@ -237,6 +244,62 @@ fn floats(data: &HostData) -> Option<Vec<f64>> {
     }
 }
 
+/// What the instrumented run's outputs must equal.
+#[derive(Clone, Copy)]
+enum Expected<'a> {
+    /// The runner's baseline (the program as written), as the trial compares them on the GPU.
+    Baseline,
+    /// These buffers (another build's own outputs), compared after the run.
+    Outputs(&'a [(String, HostData)]),
+}
+
+/// The outputs of `downloaded` that differ from `expected` (same buffer name) in some element's
+/// bits (NaN payloads included) or are missing, as one phrase each.
+fn differing_outputs(
+    downloaded: &[(String, HostData)],
+    expected: &[(String, HostData)],
+) -> Vec<String> {
+    expected
+        .iter()
+        .filter_map(|(name, want)| {
+            let Some((_, got)) = downloaded.iter().find(|(n, _)| n == name) else {
+                return Some(format!("{name}: not downloaded"));
+            };
+            let (got, want) = (
+                output_values(got, None, None),
+                output_values(want, None, None),
+            );
+            let c = compare(DType::F64, &got, &want);
+            let n = c.differing.max(c.nonfinite_mismatches) + got.len().abs_diff(want.len());
+            (n > 0).then(|| format!("{name}: {n} of {} elements differ", want.len()))
+        })
+        .collect()
+}
+
+/// The digits of every floating-point output of `ptx` against its higher-precision shadow:
+/// the values analysis run on `ptx` (a build of the runner's program, any flag set or
+/// rewrite, launched with the same steps and buffers) through `runner`, whose outputs must
+/// equal `expected`, that build's own outputs as it computes them uninstrumented (the buffers
+/// of a trial of `ptx`). Errors as [`crate::analyse()`]'s: among them the instrumented build
+/// exceeding the launch's resources ([`ShadowError::ValuesResources`]) and outputs it changes
+/// ([`ShadowError::ChangedOutputs`]).
+pub fn output_digits_of(
+    gpu: &Gpu,
+    runner: &mut TrialRunner,
+    ptx: &str,
+    expected: &[(String, HostData)],
+) -> Result<Vec<OutputDigits>, ShadowError> {
+    let module = mantissa_ptx::parse(ptx).module;
+    let run = run_against(
+        gpu,
+        runner,
+        &module,
+        TrialTiming::AccuracyOnly,
+        Expected::Outputs(expected),
+    )?;
+    Ok(run.outputs)
+}
+
 /// Runs the values analysis of `module` (the program as written) through `runner`; with
 /// `timing` timed, it is timed afterwards in a second trial of the same build (the measurement's
 /// trial is never timed: its repeats would restore the buffers but not their shadows, and the
@@ -246,6 +309,17 @@ pub(crate) fn run(
     runner: &mut TrialRunner,
     module: &Module,
     timing: TrialTiming,
+) -> Result<ValuesRun, ShadowError> {
+    run_against(gpu, runner, module, timing, Expected::Baseline)
+}
+
+/// [`run`], the instrumented outputs checked against `expected`.
+fn run_against(
+    gpu: &Gpu,
+    runner: &mut TrialRunner,
+    module: &Module,
+    timing: TrialTiming,
+    expected: Expected<'_>,
 ) -> Result<ValuesRun, ShadowError> {
     let instrumented = instrument(module)?;
     let report = &instrumented.report;
@@ -298,7 +372,10 @@ pub(crate) fn run(
             }
             Err(e) => return Err(e.into()),
         };
-    let changed = changed_outputs(&outcome);
+    let changed = match expected {
+        Expected::Baseline => changed_outputs(&outcome),
+        Expected::Outputs(want) => differing_outputs(&runner.download_outputs()?, want),
+    };
     if !changed.is_empty() {
         return Err(ShadowError::ChangedOutputs(format!(
             "the shadow-values build: {}",
@@ -359,7 +436,10 @@ pub(crate) fn run(
         run.outputs
             .push(output_digits(name, buffers[k].dtype, &values, &hi, &lo));
     }
-    run.resources = crate::analyse::costs("shadow", runner.resources(&ptx)?);
+    // Another build's digits are all that is asked for: no ptxas run for its resources.
+    if let Expected::Baseline = expected {
+        run.resources = crate::analyse::costs("shadow", runner.resources(&ptx)?);
+    }
     if matches!(timing, TrialTiming::Timed { .. }) {
         let (timed, _) = runner.run_instrumented_with(&ptx, &writes, &[], timing)?;
         run.time_ms = timed.timing.map(|t| t.median_ms);
@@ -432,6 +512,33 @@ mod tests {
         assert!((m.digits.unwrap() - 9.0).abs() < 1e-9);
         assert_eq!((m.cancellations, m.cancel_max_bits, m.reseeded), (6, 40, 6));
         assert_eq!(m.treatment, "propagated");
+    }
+
+    #[test]
+    fn another_builds_outputs_are_compared_bit_for_bit_by_name() {
+        let f = |v: Vec<f32>| HostData::F32(v);
+        let want = vec![
+            ("y".to_string(), f(vec![1.0, f32::NAN, 3.0])),
+            ("n".to_string(), HostData::U32(vec![7, 8])),
+        ];
+        let same = vec![
+            ("n".to_string(), HostData::U32(vec![7, 8])),
+            ("y".to_string(), f(vec![1.0, f32::NAN, 3.0])),
+        ];
+        assert!(differing_outputs(&same, &want).is_empty());
+        let off = vec![
+            ("y".to_string(), f(vec![1.0, f32::NAN, 3.0000002])),
+            ("n".to_string(), HostData::U32(vec![7, 9])),
+        ];
+        assert_eq!(
+            differing_outputs(&off, &want),
+            ["y: 1 of 3 elements differ", "n: 1 of 2 elements differ"]
+        );
+        let missing = vec![("y".to_string(), f(vec![1.0, 2.0]))];
+        assert_eq!(
+            differing_outputs(&missing, &want),
+            ["y: 2 of 3 elements differ", "n: not downloaded"]
+        );
     }
 
     #[test]

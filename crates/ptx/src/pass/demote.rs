@@ -21,7 +21,8 @@
 //! [`Selector::kernel`], and their values cross the call boundary in f64 (`st.param`/`ld.param`
 //! are never demoted). A `.func` called from inside a math unit is part of that unit.
 //!
-//! **The rewrite works per register**, since PTX is not SSA (loops, predicated defs and join
+//! **The rewrite works per register** (`pass/twins.rs`, shared with [`super::promote`], its
+//! mirror image), since PTX is not SSA (loops, predicated defs and join
 //! points give a register several defs). Each f64 register R that a demoted instruction reads or
 //! writes gets an f32 twin; demoted instructions read and write twins only. Both forms are kept
 //! in sync right after every def that needs it: after a def that stays f64, of a register some
@@ -48,6 +49,7 @@
 //! ineligible instructions are reported ([`DemoteReport::unmatched`], [`DemoteReport::refused`]),
 //! not errors.
 
+use super::twins::{self, Counts, Direction, TwinPlan};
 use super::{Outcome, Pass, PassError, Report};
 use crate::decode::Decoded;
 use crate::model::*;
@@ -272,7 +274,6 @@ pub enum DemoteError {
     },
 }
 
-mod rewrite;
 #[cfg(test)]
 mod site_tests;
 #[cfg(test)]
@@ -352,6 +353,35 @@ impl Plan {
                 }
             }
         }
+    }
+}
+
+/// Demotion's twins: f32, converted in with `cvt.rn.f32.f64` and out with `cvt.f64.f32`.
+const DEMOTE: Direction = Direction {
+    twin_type: ".f32",
+    prefix: "%mdf",
+    into_twin: &["rn", "f32", "f64"],
+    from_twin: &["f64", "f32"],
+};
+
+impl TwinPlan for Plan {
+    fn twinned(&self) -> u32 {
+        self.f64_operands
+    }
+
+    fn defines(&self) -> bool {
+        self.defines
+    }
+
+    fn immediate(&self, imm: Imm) -> Imm {
+        match imm {
+            Imm::F64(bits) => Imm::F32(f64_imm_to_f32(bits)),
+            other => other,
+        }
+    }
+
+    fn finish(&self, i: &mut Instruction, _: &mut Vec<Instruction>) {
+        self.retype(i);
     }
 }
 
@@ -689,7 +719,17 @@ pub fn demote(module: &Module, set: &DemoteSet) -> Result<Demoted, DemoteError> 
             ..FunctionReport::default()
         };
         new_bodies.push(if any {
-            Some(rewrite::rewrite(&d, &chosen, &mut next_id, &mut fr)?)
+            let mut counts = Counts::default();
+            let body = twins::rewrite(&d, &chosen, &DEMOTE, &mut next_id, &mut counts, None)
+                .map_err(|(id, message)| DemoteError::Malformed {
+                    function: f.name.clone(),
+                    id,
+                    message,
+                })?;
+            fr.demoted = counts.rewritten;
+            fr.cvt_to_f32 = counts.into_twin;
+            fr.cvt_to_f64 = counts.from_twin;
+            Some(body)
         } else {
             None
         });

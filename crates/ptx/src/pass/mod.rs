@@ -13,7 +13,9 @@
 //! ([`Module::fresh_inst_id`]), and never prints, compiles or touches a device. Which
 //! instructions a pass may change is its own filter over sites ([`crate::site::Site`]).
 //!
-//! The passes: [`demote`] (f64 → f32 per instruction), [`switch`] (each f64 instruction f64 or
+//! The passes: [`demote`] (f64 → f32 per instruction), [`promote`] (f32 → f64 per
+//! instruction, its mirror image; both rewrite through per-register twins, `twins.rs`),
+//! [`switch`] (each f64 instruction f64 or
 //! f32 by a byte of a module global, chosen at run time), [`count`] (executions per
 //! instruction into a module global, through a merged device runtime), [`shadow`] (the
 //! demotion error and the exceptions per instruction, through a merged device runtime),
@@ -32,10 +34,12 @@ pub mod count;
 pub mod demote;
 pub mod inline;
 pub mod pin_contraction;
+pub mod promote;
 pub mod shadow;
 pub mod shadow_values;
 pub mod store_f32;
 pub mod switch;
+mod twins;
 
 use crate::model::Module;
 use std::any::Any;

@@ -46,7 +46,7 @@ pub(crate) fn module(text: &str) -> Module {
 
 /// ptxas: the crate's own lookup, then `$CUDA_HOME/bin`, `/usr/local/cuda/bin`, and the
 /// `nvidia-cuda-nvcc` wheel in python's site-packages (what CI installs).
-fn ptxas() -> Option<std::path::PathBuf> {
+pub(crate) fn ptxas() -> Option<std::path::PathBuf> {
     if let Some(p) = crate::ptxas::find() {
         return Some(p);
     }
@@ -72,7 +72,7 @@ fn ptxas() -> Option<std::path::PathBuf> {
 }
 
 /// Asserts `text` assembles for sm_90 when ptxas is there; says so (once per call) when not.
-fn assembles(what: &str, text: &str, ptxas_path: &Option<std::path::PathBuf>) {
+pub(crate) fn assembles(what: &str, text: &str, ptxas_path: &Option<std::path::PathBuf>) {
     match ptxas_path {
         Some(p) => {
             if let Err(e) = crate::ptxas::assemble_with(p, text, "sm_90") {
