@@ -2,7 +2,7 @@
 //! columns only without one), run or resume the plan into OUT/mathlib.jsonl, print the tables
 //! and write OUT/mathlib.html; or `--check FUNCTION INPUT` one input everywhere.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::Args;
@@ -12,10 +12,11 @@ use mantissa_mathlib::cpu::CpuLibrary;
 use mantissa_mathlib::hexfloat::{parse, to_decimal, to_hex};
 use mantissa_mathlib::html::write_html;
 use mantissa_mathlib::measure::Plan;
-use mantissa_mathlib::records::{prepare, read_records};
+use mantissa_mathlib::records::{self, read_records, Record};
 use mantissa_mathlib::run::{check, check_arity, run_plan, setting, Event};
 use mantissa_mathlib::table::{tables, ulps, Table};
 use mantissa_mathlib::{Format, Function, MathGpu, MathlibError, Variant};
+use mantissa_report::Shard;
 use mantissa_slurm::GpuUse;
 
 use crate::table::markdown;
@@ -64,6 +65,11 @@ pub struct MathlibArgs {
     /// existing file is moved aside, never overwritten).
     #[arg(long)]
     resume: bool,
+    /// Run only shard I of N (0 ≤ I < N): unit k, the k-th (function, precision) pair
+    /// (precisions outer, functions inner), is shard k mod N's. Records go to
+    /// OUT/mathlib.shard-I-of-N.jsonl; `mantissa merge OUT` joins them and writes the tables.
+    #[arg(long, value_name = "I/N", conflicts_with_all = ["check", "report"])]
+    shard: Option<Shard>,
     /// Print the measurements as JSON lines instead of tables.
     #[arg(long)]
     json: bool,
@@ -154,8 +160,14 @@ pub fn run(args: MathlibArgs) -> anyhow::Result<()> {
     }
     let plan = plan(&args, precisions)?;
     let gpu = probe_gpu(args.cpu_only);
-    if let Some(old) = prepare(&args.out, args.resume).map_err(lift)? {
+    let run_setting = setting(&plan, gpu.as_ref());
+    let mut store =
+        records::open(&args.out, args.resume, args.shard, &plan, &run_setting).map_err(lift)?;
+    if let Some(old) = store.moved_aside() {
         eprintln!("earlier records moved to {}", old.display());
+    }
+    if let Some(why) = store.unlocked() {
+        eprintln!("note: {why}: a second run writing it at the same time would not be refused");
     }
     let bar = ProgressBar::new(1000);
     bar.set_style(
@@ -167,7 +179,7 @@ pub fn run(args: MathlibArgs) -> anyhow::Result<()> {
     let measurements = run_plan(
         &plan,
         gpu.as_ref(),
-        Some(&args.out),
+        Some(&mut store),
         &mut |event| match event {
             Event::Progress(what, p) => {
                 bar.set_prefix(what.to_string());
@@ -206,25 +218,31 @@ pub fn run(args: MathlibArgs) -> anyhow::Result<()> {
         for m in &measurements {
             println!("{}", serde_json::to_string(m)?);
         }
-    } else {
+    }
+    if let Some(shard) = args.shard {
+        // The merge prints the tables and writes the page, from every shard's records.
+        eprintln!(
+            "shard {shard}: records in {}; when every shard is done, `mantissa merge {}` writes the report",
+            store.path().display(),
+            args.out.display()
+        );
+        return Ok(());
+    }
+    if !args.json {
         for format in Format::ALL {
             for t in tables(&measurements, format) {
                 print_table(&t);
             }
         }
     }
+    drop(store);
     // The page shows everything in the records, earlier functions of a resumed run included.
-    let all: Vec<_> = read_records(&args.out)
-        .map_err(lift)?
-        .into_iter()
-        .map(|r| r.measurement)
-        .collect();
-    let page = write_html(&args.out, &all, Some(&setting(&plan, gpu.as_ref()))).map_err(lift)?;
+    let (records, _) = read_records(&args.out).map_err(lift)?;
+    let all: Vec<_> = records.into_iter().map(|r| r.measurement).collect();
+    let page = write_html(&args.out, &all, Some(&run_setting)).map_err(lift)?;
     eprintln!(
         "records: {}; report: {}",
-        args.out
-            .join(mantissa_mathlib::records::RECORDS_FILE)
-            .display(),
+        records::records_path(&args.out).display(),
         page.display()
     );
     Ok(())
@@ -307,15 +325,26 @@ pub fn for_slurm(args: &MathlibArgs) -> anyhow::Result<(Plan, PathBuf, GpuUse)> 
 }
 
 fn run_report(args: &MathlibArgs) -> anyhow::Result<()> {
-    let records = read_records(&args.out).map_err(lift)?;
+    let (records, notes) = read_records(&args.out).map_err(lift)?;
+    if !notes.skipped.is_empty() {
+        eprintln!(
+            "note: {}: lines {} are not records and were left out",
+            records::records_path(&args.out).display(),
+            notes.skipped_lines(5)
+        );
+    }
     if records.is_empty() {
         return Err(usage(format!(
             "--report: no records in {}",
-            args.out
-                .join(mantissa_mathlib::records::RECORDS_FILE)
-                .display()
+            records::records_path(&args.out).display()
         )));
     }
+    write_report(&args.out, records)
+}
+
+/// The tables of `records` on stdout and `out/mathlib.html`: what a whole run and `--report`
+/// write, and `mantissa merge` after joining shards.
+pub fn write_report(out: &Path, records: Vec<Record>) -> anyhow::Result<()> {
     let setting = records.last().map(|r| r.setting.clone());
     let all: Vec<_> = records.into_iter().map(|r| r.measurement).collect();
     for format in Format::ALL {
@@ -323,7 +352,7 @@ fn run_report(args: &MathlibArgs) -> anyhow::Result<()> {
             print_table(&t);
         }
     }
-    let page = write_html(&args.out, &all, setting.as_ref()).map_err(lift)?;
+    let page = write_html(out, &all, setting.as_ref()).map_err(lift)?;
     eprintln!("report: {}", page.display());
     Ok(())
 }

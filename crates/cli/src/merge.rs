@@ -4,9 +4,12 @@
 
 use std::path::PathBuf;
 
+use anyhow::bail;
 use clap::Args;
-use mantissa_report::merge::{merge, Merged};
-use mantissa_report::Record;
+use mantissa_mathlib::records::Record as MathlibRecord;
+use mantissa_report::merge::{merge, shard_files, Merged};
+use mantissa_report::store::data_file;
+use mantissa_report::{Record, StoreLine};
 
 /// The options of `mantissa merge` (see docs/COMMANDS.md).
 #[derive(Args)]
@@ -24,9 +27,55 @@ pub struct MergeArgs {
 
 pub fn run(args: MergeArgs) -> anyhow::Result<()> {
     let out = args.out.clone().unwrap_or_else(|| args.dirs[0].clone());
-    let merged = merge::<Record>(&args.dirs, &out)?;
-    announce(&merged);
-    crate::study::write_report(&out, args.tables)
+    let dirs = || {
+        args.dirs
+            .iter()
+            .map(|d| d.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let pattern = |file: String| file.replace("shard-0-of-1", "shard-I-of-N");
+    let (study, mathlib) = (
+        any_shards::<Record>(&args.dirs)?,
+        any_shards::<MathlibRecord>(&args.dirs)?,
+    );
+    match (study, mathlib) {
+        (true, true) => bail!(
+            "{} hold shards of both `mantissa study` ({}) and `mantissa mathlib` ({}): give each command's shards a directory of their own",
+            dirs(),
+            pattern(data_file::<Record>(Some(ONE))),
+            pattern(data_file::<MathlibRecord>(Some(ONE)))
+        ),
+        (false, false) => bail!(
+            "no shard stores ({} or {}) in {}: run `mantissa study` or `mantissa mathlib` with --shard I/N first",
+            pattern(data_file::<Record>(Some(ONE))),
+            pattern(data_file::<MathlibRecord>(Some(ONE))),
+            dirs()
+        ),
+        (true, false) => {
+            let merged = merge::<Record>(&args.dirs, &out)?;
+            announce(&merged);
+            crate::study::write_report(&out, args.tables)
+        }
+        (false, true) => {
+            let merged = merge::<MathlibRecord>(&args.dirs, &out)?;
+            announce(&merged);
+            crate::mathlib::write_report(&out, merged.lines)
+        }
+    }
+}
+
+/// A shard, for spelling file names as patterns.
+const ONE: mantissa_report::Shard = mantissa_report::Shard::ONE;
+
+/// Whether any of `dirs` holds a shard store of `L`.
+fn any_shards<L: StoreLine>(dirs: &[PathBuf]) -> anyhow::Result<bool> {
+    for dir in dirs {
+        if !shard_files::<L>(dir)?.is_empty() {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// What the merge did, on stderr: what it noticed, then where the merged store is.

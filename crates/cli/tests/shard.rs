@@ -1,7 +1,7 @@
 //! Split runs: `--shard I/N` then `mantissa merge` gives the records a single process writes
-//! (every field but times, dates and the shard header, in the same order); a resumed shard
-//! measures exactly the units its file lacks; and merge refuses, in one line with exit code 1,
-//! anything that is not every shard of one run.
+//! (every field but times, dates and the shard header, in the same order), for a study and for
+//! mathlib; a resumed shard measures exactly the units its file lacks; and merge refuses, in one
+//! line with exit code 1, anything that is not every shard of one run.
 
 mod support;
 
@@ -67,7 +67,8 @@ fn study(out: &Path, extra: &[&str]) -> Output {
 }
 
 /// The lines of a store file as JSON, with what differs between two runs of the same work
-/// removed: times, dates, and the shard header.
+/// removed: times (a study point's `time`, a mathlib column's `seconds`), dates, and the shard
+/// header.
 fn comparable(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
         .unwrap()
@@ -78,9 +79,36 @@ fn comparable(path: &Path) -> Vec<Value> {
             for k in ["time", "date", "shard", "unit"] {
                 o.remove(k);
             }
+            if let Some(m) = o.get_mut("measurement").and_then(Value::as_object_mut) {
+                assert!(m.remove("seconds").is_some());
+            }
             v
         })
         .collect()
+}
+
+/// A small CPU-only mathlib run (8 units) into `out`. The budget of 1 ns ends each search after
+/// its first batch of the evenly spread binary32 sample (and the random phase of binary64 before
+/// it starts), so the figures do not depend on how fast the machine is.
+fn mathlib(out: &Path, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "--threads",
+        "2",
+        "mathlib",
+        "--cpu-only",
+        "--functions",
+        "sin,cos,exp,log",
+        "--precision",
+        "f32,f64",
+        "--budget",
+        "1e-9",
+        "--cpu-sample",
+        "256",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend(extra);
+    mantissa(&args)
 }
 
 /// The one line a refused command printed, checked to be one line with exit code 1.
@@ -239,4 +267,49 @@ fn a_resumed_shard_appends_exactly_the_units_its_file_lacks() {
         "{stderr}"
     );
     assert_eq!(std::fs::read_to_string(&path).unwrap(), resumed);
+}
+
+#[test]
+fn a_mathlib_run_in_three_shards_merges_into_the_single_run_records() {
+    let single = Dir::new("mathlib-single");
+    ok(mathlib(single.path(), &[]));
+    let shards = Dir::new("mathlib-three");
+    for i in 0..3 {
+        let out = ok(mathlib(shards.path(), &["--shard", &format!("{i}/3")]));
+        assert!(out.stdout.is_empty(), "a shard prints no tables");
+    }
+    assert!(!shards.path().join("mathlib.html").exists());
+    let merged = ok(mantissa(&["merge", shards.path().to_str().unwrap()]));
+    let stdout = String::from_utf8(merged.stdout).unwrap();
+    let stderr = String::from_utf8(merged.stderr).unwrap();
+    assert!(stderr.contains("of a `mantissa mathlib` run"), "{stderr}");
+    // The tables a single run prints, and its page.
+    let single_run = ok(mathlib(Dir::new("mathlib-again").path(), &[]));
+    assert_eq!(
+        stdout
+            .lines()
+            .filter(|l| l.starts_with("## "))
+            .collect::<Vec<_>>(),
+        String::from_utf8(single_run.stdout)
+            .unwrap()
+            .lines()
+            .filter(|l| l.starts_with("## "))
+            .collect::<Vec<_>>()
+    );
+    assert!(shards.path().join("mathlib.html").exists());
+    let want = comparable(&single.path().join("mathlib.jsonl"));
+    let got = comparable(&shards.path().join("mathlib.jsonl"));
+    // sin, cos, exp and log in f32 and f64, a std and a libm column each.
+    assert_eq!(want.len(), 16);
+    assert_eq!(got, want);
+
+    // Merge refuses shards of different commands in one line.
+    let study_shards = Dir::new("mathlib-and-study");
+    ok(study(study_shards.path(), &["--shard", "0/1"]));
+    copy_dir(shards.path(), study_shards.path());
+    let line = refused(mantissa(&["merge", study_shards.path().to_str().unwrap()]));
+    assert!(
+        line.contains("hold shards of both `mantissa study`"),
+        "{line}"
+    );
 }

@@ -9,8 +9,8 @@
 //!   a measurement keeps.
 //! - [`measure`], [`run`]: one function's every column; a whole plan with records; `--check`.
 //! - [`estimate`]: a plan's time and memory before it runs, per unit and per shard.
-//! - [`records`], [`table`], [`html`], [`hexfloat`]: `mathlib.jsonl`, the tables, the page, input
-//!   spellings.
+//! - [`records`], [`table`], [`html`], [`hexfloat`]: `mathlib.jsonl` (through the results
+//!   store), the tables, the page, input spellings.
 //! - [`cpu`]: the CPU libraries measured beside CUDA (Rust `std` over the platform libm, the
 //!   `libm` crate).
 //! - [`published`]: the CUDA guide's documented bounds and Gladman et al.'s measured errors.
@@ -49,4 +49,8 @@ pub enum MathlibError {
     /// Records could not be read or written.
     #[error("{0}")]
     Io(String),
+    /// The results store refused or failed: another writer, a resumed file of another plan, a
+    /// file system error.
+    #[error(transparent)]
+    Store(#[from] mantissa_report::RecordError),
 }

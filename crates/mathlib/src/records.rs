@@ -1,23 +1,28 @@
 //! `OUT/mathlib.jsonl`: one line per measured column, appended (and synced) as each function
-//! finishes, so an interrupted run keeps what it measured and a rerun resumes: functions whose
-//! records match the plan (same device, budget and sample) are read back instead of measured.
+//! finishes through the one results store ([`mantissa_report::Store`]: the writer's lock,
+//! move-aside, torn-line recovery, per-shard files `mathlib.shard-I-of-N.jsonl`), so an
+//! interrupted run keeps what it measured and a rerun resumes: functions whose records match the
+//! plan (same device, budget and sample) are read back instead of measured.
 
-use std::fs::OpenOptions;
-use std::io::Write;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use mantissa_report::store::{data_file, read_lines, ReadNotes};
+use mantissa_report::{Manifest, Place, RecordError, Shard, Store, StoreLine, StoreOptions};
 use serde::{Deserialize, Serialize};
 
 use crate::format::Format;
 use crate::functions::Function;
-use crate::measure::Measurement;
+use crate::measure::{Column, Measurement, Plan};
 use crate::MathlibError;
 
-/// File name of the records inside the output directory.
+/// File name of the records inside the output directory (a whole run's; a shard's is
+/// `mathlib.shard-I-of-N.jsonl`).
 pub const RECORDS_FILE: &str = "mathlib.jsonl";
 
-/// The record format's version.
-pub const SCHEMA: u32 = 1;
+/// The record format's version. Schema 1 lacked the store's common header (git revision,
+/// date, shard, unit) and named the version `mantissa`; its lines read with those absent.
+pub const SCHEMA: u32 = 2;
 
 /// Where and how a measurement was taken: what decides whether an old record can stand in
 /// for a new measurement.
@@ -37,71 +42,159 @@ pub struct Setting {
     pub seed: u64,
 }
 
-/// One line of `mathlib.jsonl`.
+/// One line of `mathlib.jsonl`: the store's common header, then the setting and the column.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Record {
-    /// [`SCHEMA`].
+    /// [`SCHEMA`] (1 for a line written before the common header).
     pub schema: u32,
-    /// mantissa's version.
-    pub mantissa: String,
+    /// mantissa's version (`mantissa` in schema-1 lines).
+    #[serde(alias = "mantissa")]
+    pub version: String,
+    /// mantissa's git revision (see `mantissa_report::Record::git_revision`); `unknown` in
+    /// schema-1 lines.
+    #[serde(default = "unknown")]
+    pub git_revision: String,
+    /// When the function finished, UTC, RFC 3339; empty in schema-1 lines.
+    #[serde(default)]
+    pub date: String,
+    /// The shard of a sharded run (`--shard I/N`) that measured it; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<Shard>,
+    /// Its work unit, the (function, format) pair's place in the plan (formats outer, functions
+    /// inner), written by a sharded run so that `mantissa merge` restores plan order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unit: Option<u64>,
     /// The setting.
     pub setting: Setting,
     /// The measurement.
     pub measurement: Measurement,
 }
 
-/// The records file of an output directory.
+fn unknown() -> String {
+    "unknown".into()
+}
+
+impl Record {
+    /// A record of `measurement` under `setting`, by this build, now.
+    pub fn new(setting: &Setting, measurement: Measurement) -> Record {
+        Record {
+            schema: SCHEMA,
+            version: mantissa_report::Record::current_version(),
+            git_revision: mantissa_report::Record::current_git_revision(),
+            date: mantissa_report::Record::now(),
+            shard: None,
+            unit: None,
+            setting: setting.clone(),
+            measurement,
+        }
+    }
+}
+
+/// What identifies a line: the column of a function in a format.
+#[derive(Serialize)]
+struct Key<'a> {
+    function: Function,
+    format: Format,
+    column: &'a Column,
+}
+
+impl StoreLine for Record {
+    const STEM: &'static str = "mathlib";
+    const MANIFEST_STEM: &'static str = "mathlib.store";
+
+    fn key(&self) -> String {
+        let m = &self.measurement;
+        let key = Key {
+            function: m.function,
+            format: m.format,
+            column: &m.column,
+        };
+        serde_json::to_string(&key).expect("plain enums always serialise")
+    }
+
+    fn place(&self) -> Option<Place> {
+        Some(Place {
+            shard: self.shard?,
+            unit: self.unit?,
+        })
+    }
+
+    fn set_place(&mut self, place: Option<Place>) {
+        self.shard = place.map(|p| p.shard);
+        self.unit = place.map(|p| p.unit);
+    }
+}
+
+/// The records file of an output directory (a whole run's).
 pub fn records_path(out: &Path) -> PathBuf {
     out.join(RECORDS_FILE)
 }
 
-/// Read every record of `out` (none when the file does not exist). A truncated last line (a
-/// run killed mid-write) is skipped; any other bad line is an error naming it.
-pub fn read_records(out: &Path) -> Result<Vec<Record>, MathlibError> {
-    let path = records_path(out);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(MathlibError::Io(format!("{}: {e}", path.display()))),
+/// The store of `plan` run under `setting` in `out` (shard `shard`, if given): with `resume`
+/// its records are kept (and a file of another plan or setting is refused), without it an
+/// existing file is moved aside. Its manifest holds the plan and the setting.
+pub fn open(
+    out: &Path,
+    resume: bool,
+    shard: Option<Shard>,
+    plan: &Plan,
+    setting: &Setting,
+) -> Result<Store<Record>, MathlibError> {
+    let options = StoreOptions {
+        resume,
+        shard,
+        manifest: Some(Manifest::new("mathlib", settings(plan, setting))),
     };
-    let lines: Vec<&str> = text.lines().collect();
-    let mut out = Vec::new();
-    for (i, line) in lines.iter().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        match serde_json::from_str::<Record>(line) {
-            Ok(r) => out.push(r),
-            Err(_) if i + 1 == lines.len() && !text.ends_with('\n') => {}
-            Err(e) => {
-                return Err(MathlibError::Io(format!(
-                    "{}:{}: not a mathlib record: {e}",
-                    path.display(),
-                    i + 1
-                )))
-            }
-        }
-    }
-    Ok(out)
+    Ok(Store::open_with(out, options)?)
 }
 
-/// Append records (one write per line, synced before returning).
-pub fn append_records(out: &Path, records: &[Record]) -> Result<(), MathlibError> {
-    let path = records_path(out);
-    let io = |e: std::io::Error| MathlibError::Io(format!("{}: {e}", path.display()));
-    std::fs::create_dir_all(out).map_err(io)?;
-    let mut file = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)
-        .map_err(io)?;
-    let mut text = String::new();
-    for r in records {
-        text += &serde_json::to_string(r).map_err(|e| MathlibError::Io(e.to_string()))?;
-        text.push('\n');
+/// What decides a mathlib run's units and their values, for its store's manifest: the plan's
+/// lists and the setting, each as text.
+pub fn settings(plan: &Plan, setting: &Setting) -> BTreeMap<String, String> {
+    let list = |names: Vec<&str>| names.join(",");
+    let mut map = BTreeMap::from([
+        (
+            "functions".to_string(),
+            list(plan.functions.iter().map(|f| f.name()).collect()),
+        ),
+        (
+            "precisions".to_string(),
+            list(plan.formats.iter().map(|f| f.name()).collect()),
+        ),
+        (
+            "variants".to_string(),
+            list(plan.variants.iter().map(|v| v.name()).collect()),
+        ),
+    ]);
+    let serde_json::Value::Object(fields) =
+        serde_json::to_value(setting).expect("a setting always serialises")
+    else {
+        unreachable!("a struct serialises as an object")
+    };
+    for (name, value) in fields {
+        let text = match value {
+            serde_json::Value::String(s) => s,
+            serde_json::Value::Null => "none".into(),
+            other => other.to_string(),
+        };
+        map.insert(name, text);
     }
-    file.write_all(text.as_bytes()).map_err(io)?;
-    file.sync_data().map_err(io)
+    map
+}
+
+/// Every record of the store file `path` (none when it does not exist), with what reading
+/// found: a truncated last line (a run killed mid-write) or damaged lines are skipped and
+/// noted; a file of no record at all is an error naming its first line.
+pub fn read(path: &Path) -> Result<(Vec<Record>, ReadNotes), MathlibError> {
+    match read_lines(path) {
+        Err(RecordError::Missing { .. }) => Ok((Vec::new(), ReadNotes::default())),
+        other => Ok(other?),
+    }
+}
+
+/// Every record of `out`'s whole-run file, `OUT/mathlib.jsonl` (see [`read`]).
+pub fn read_records(out: &Path) -> Result<(Vec<Record>, ReadNotes), MathlibError> {
+    read(&out.join(data_file::<Record>(None)))
 }
 
 /// The measurements of (`f`, `format`) already recorded under `setting`, if any.
@@ -113,41 +206,10 @@ pub fn recorded(
 ) -> Vec<Measurement> {
     records
         .iter()
-        .filter(|r| r.schema == SCHEMA && &r.setting == setting)
+        // Schema 1 holds the same measurement, only a shorter header.
+        .filter(|r| r.schema <= SCHEMA && &r.setting == setting)
         .map(|r| &r.measurement)
         .filter(|m| m.function == f && m.format == format)
         .cloned()
         .collect()
-}
-
-/// Get `out/mathlib.jsonl` ready before a run. With `resume`, keep it (dropping a partial last
-/// line left by a killed run, so the next append starts on a line of its own); without, move
-/// an existing file aside to `mathlib-<timestamp>.jsonl` (nothing is overwritten) and return
-/// where it went.
-pub fn prepare(out: &Path, resume: bool) -> Result<Option<PathBuf>, MathlibError> {
-    let path = records_path(out);
-    let io = |e: std::io::Error| MathlibError::Io(format!("{}: {e}", path.display()));
-    let Ok(bytes) = std::fs::read(&path) else {
-        return Ok(None);
-    };
-    if bytes.is_empty() {
-        return Ok(None);
-    }
-    if resume {
-        if !bytes.ends_with(b"\n") {
-            let keep = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-            let file = OpenOptions::new().write(true).open(&path).map_err(io)?;
-            file.set_len(keep as u64).map_err(io)?;
-        }
-        return Ok(None);
-    }
-    let stamp = mantissa_report::record::Record::now().replace([':', '-'], "");
-    let mut aside = out.join(format!("mathlib-{stamp}.jsonl"));
-    let mut k = 1;
-    while aside.exists() {
-        aside = out.join(format!("mathlib-{stamp}-{k}.jsonl"));
-        k += 1;
-    }
-    std::fs::rename(&path, &aside).map_err(io)?;
-    Ok(Some(aside))
 }

@@ -1,14 +1,14 @@
 //! A whole `mantissa mathlib` run: every (function, format) of a plan, resumed from and
 //! appended to the records as it goes; and `--check`, one input on every column.
 
-use std::path::Path;
+use mantissa_report::Store;
 
 use crate::cpu::CpuLibrary;
 use crate::format::{ulp_error, Format};
 use crate::functions::{Function, Variant};
 use crate::gpu::MathGpu;
 use crate::measure::{measure, Column, Measurement, Plan};
-use crate::records::{append_records, read_records, recorded, Record, Setting, SCHEMA};
+use crate::records::{read, recorded, Record, Setting};
 use crate::reference::{reference, Reference};
 use crate::MathlibError;
 
@@ -37,52 +37,51 @@ pub fn setting(plan: &Plan, gpu: Option<&MathGpu>) -> Setting {
     }
 }
 
-/// Measure every (function, format) of `plan`; with `out`, resume from and append to
-/// `out/mathlib.jsonl`.
+/// Measure every (function, format) of `plan` — each pair one work unit, formats outer and
+/// functions inner — or, with a sharded `store`, the units that are its shard's. With `store`,
+/// units it already holds under the same setting are read back instead of measured, and each
+/// measured unit's columns are appended as it finishes.
 pub fn run_plan(
     plan: &Plan,
     gpu: Option<&MathGpu>,
-    out: Option<&Path>,
+    mut store: Option<&mut Store<Record>>,
     on_event: &mut dyn FnMut(Event<'_>),
 ) -> Result<Vec<Measurement>, MathlibError> {
     let setting = setting(plan, gpu);
-    let old = match out {
-        Some(dir) => read_records(dir)?,
-        None => Vec::new(),
+    let old = match &store {
+        Some(s) if s.previous_records() > 0 => read(s.path())?.0,
+        _ => Vec::new(),
     };
+    let units = plan
+        .formats
+        .iter()
+        .flat_map(|&format| plan.functions.iter().map(move |&f| (format, f)));
     let mut all = Vec::new();
-    for &format in &plan.formats {
-        for &f in &plan.functions {
-            let before = recorded(&old, &setting, f, format);
-            if !before.is_empty() {
-                on_event(Event::Measured {
-                    measurements: &before,
-                    resumed: true,
-                });
-                all.extend(before);
-                continue;
-            }
-            let ms = measure(f, format, plan, gpu, &mut |what, p| {
-                on_event(Event::Progress(what, p))
-            })?;
-            if let Some(dir) = out {
-                let records: Vec<Record> = ms
-                    .iter()
-                    .map(|m| Record {
-                        schema: SCHEMA,
-                        mantissa: env!("CARGO_PKG_VERSION").into(),
-                        setting: setting.clone(),
-                        measurement: m.clone(),
-                    })
-                    .collect();
-                append_records(dir, &records)?;
-            }
-            on_event(Event::Measured {
-                measurements: &ms,
-                resumed: false,
-            });
-            all.extend(ms);
+    for (unit, (format, f)) in (0u64..).zip(units) {
+        if store.as_ref().is_some_and(|s| !s.owns(unit)) {
+            continue;
         }
+        let before = recorded(&old, &setting, f, format);
+        if !before.is_empty() {
+            on_event(Event::Measured {
+                measurements: &before,
+                resumed: true,
+            });
+            all.extend(before);
+            continue;
+        }
+        let ms = measure(f, format, plan, gpu, &mut |what, p| {
+            on_event(Event::Progress(what, p))
+        })?;
+        if let Some(store) = store.as_deref_mut() {
+            let records = ms.iter().map(|m| Record::new(&setting, m.clone()));
+            store.append_unit(records, unit)?;
+        }
+        on_event(Event::Measured {
+            measurements: &ms,
+            resumed: false,
+        });
+        all.extend(ms);
     }
     Ok(all)
 }

@@ -1,15 +1,20 @@
-//! Records (append, resume after a killed run, moving aside), the tables' marks and the page,
-//! on made-up measurements whose figures are known.
+//! Records (append, resume after a killed run, moving aside, old lines, shards), the tables'
+//! marks and the page, on made-up measurements whose figures are known.
 
 use mantissa_mathlib::cpu::CpuLibrary;
 use mantissa_mathlib::html::write_html;
 use mantissa_mathlib::measure::{Column, Measurement, Method};
+use std::time::Duration;
+
+use mantissa_mathlib::measure::Plan;
 use mantissa_mathlib::records::{
-    append_records, prepare, read_records, recorded, records_path, Record, Setting, SCHEMA,
+    open, read, read_records, recorded, records_path, Record, Setting, SCHEMA,
 };
+use mantissa_mathlib::run::{run_plan, setting as setting_of, Event};
 use mantissa_mathlib::stats::{BinMax, Stats, Worst};
 use mantissa_mathlib::table::tables;
 use mantissa_mathlib::{Format, Function, Variant};
+use mantissa_report::Shard;
 
 fn measurement(f: Function, column: Column, max: f64) -> Measurement {
     Measurement {
@@ -61,41 +66,48 @@ fn setting() -> Setting {
     }
 }
 
-fn record(m: Measurement) -> Record {
-    Record {
-        schema: SCHEMA,
-        mantissa: "0".into(),
-        setting: setting(),
-        measurement: m,
+fn plan() -> Plan {
+    Plan {
+        functions: vec![Function::Sin, Function::Cos, Function::Tgamma],
+        formats: vec![Format::F32],
+        variants: Variant::ALL.to_vec(),
+        libraries: vec![CpuLibrary::Std],
+        budget: Duration::from_secs(5),
+        cpu_sample: 1024,
+        seed: 1,
     }
+}
+
+fn record(m: Measurement) -> Record {
+    Record::new(&setting(), m)
 }
 
 #[test]
 fn records_append_read_back_and_resume_after_a_partial_line() {
-    let dir = std::env::temp_dir().join(format!("mathlib-records-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = tempfile_dir("records");
     let inf = measurement(
         Function::Tgamma,
         Column::Gpu(Variant::Default),
         f64::INFINITY,
     );
-    append_records(
-        &dir,
-        &[
-            record(measurement(
-                Function::Sin,
-                Column::Gpu(Variant::Default),
-                1.5,
-            )),
-            record(inf),
-        ],
-    )
-    .unwrap();
-    let back = read_records(&dir).unwrap();
+    let mut store = open(&dir, false, None, &plan(), &setting()).unwrap();
+    let sin = record(measurement(
+        Function::Sin,
+        Column::Gpu(Variant::Default),
+        1.5,
+    ));
+    store.append_all(&[sin, record(inf)]).unwrap();
+    drop(store);
+    let back = read_records(&dir).unwrap().0;
     assert_eq!(back.len(), 2);
     assert_eq!(
         back[0].measurement.stats,
         measurement(Function::Sin, Column::Gpu(Variant::Default), 1.5).stats
+    );
+    assert_eq!(back[0].schema, SCHEMA);
+    assert_eq!(
+        back[0].git_revision,
+        mantissa_report::Record::current_git_revision()
     );
     assert!(
         back[1].measurement.stats.max_ulps.is_infinite(),
@@ -117,30 +129,138 @@ fn records_append_read_back_and_resume_after_a_partial_line() {
     // A killed run leaves half a line: reading skips it, resuming truncates it.
     let path = records_path(&dir);
     let mut text = std::fs::read_to_string(&path).unwrap();
-    text += "{\"schema\":1,\"mant";
+    text += "{\"schema\":2,\"vers";
     std::fs::write(&path, &text).unwrap();
-    assert_eq!(read_records(&dir).unwrap().len(), 2);
-    assert_eq!(prepare(&dir, true).unwrap(), None);
-    append_records(
-        &dir,
-        &[record(measurement(
+    let (kept, notes) = read_records(&dir).unwrap();
+    assert_eq!((kept.len(), notes.truncated_tail), (2, true));
+    let mut store = open(&dir, true, None, &plan(), &setting()).unwrap();
+    assert_eq!(store.previous_records(), 2);
+    store
+        .append_all(&[record(measurement(
             Function::Cos,
             Column::Gpu(Variant::Fast),
             2.0,
-        ))],
-    )
-    .unwrap();
-    assert_eq!(read_records(&dir).unwrap().len(), 3);
+        ))])
+        .unwrap();
+    drop(store);
+    let (all, notes) = read_records(&dir).unwrap();
+    assert_eq!((all.len(), notes.truncated_tail), (3, false));
 
-    // A bad line in the middle is an error naming the line.
+    // Resuming under another setting is refused in one line naming it.
+    let e = open(&dir, true, None, &plan(), &other)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("settings.budget_s = 5.0, this run has settings.budget_s = 9.0"),
+        "{e}"
+    );
+    // So is a second writer.
+    let first = open(&dir, true, None, &plan(), &setting()).unwrap();
+    let e = open(&dir, true, None, &plan(), &setting())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.ends_with("mathlib.jsonl is being written by another mantissa process"),
+        "{e}"
+    );
+    drop(first);
+
+    // A file of no record is an error naming its first line.
     std::fs::write(&path, "garbage\n{}\n").unwrap();
     let e = read_records(&dir).unwrap_err().to_string();
     assert!(e.contains("mathlib.jsonl:1:"), "{e}");
 
     // Without --resume the old file is moved aside, never overwritten.
-    let aside = prepare(&dir, false).unwrap().expect("moved");
-    assert!(aside.exists() && !path.exists());
+    let store = open(&dir, false, None, &plan(), &setting()).unwrap();
+    let aside = store.moved_aside().expect("moved").to_path_buf();
+    assert!(aside.exists() && std::fs::read_to_string(&path).unwrap().is_empty());
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn old_mathlib_lines_keep_loading_and_are_reused_on_resume() {
+    // A line `mantissa mathlib --cpu-only` wrote before the store's common header (schema 1:
+    // `mantissa` for the version, no git revision, date, shard or unit), checked in as written.
+    let dir = tempfile_dir("old");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        records_path(&dir),
+        include_str!("fixtures/old-mathlib.jsonl"),
+    )
+    .unwrap();
+    let (records, notes) = read_records(&dir).unwrap();
+    assert!(notes.skipped.is_empty() && !notes.truncated_tail);
+    assert_eq!(records.len(), 1);
+    let r = &records[0];
+    assert_eq!((r.schema, r.version.as_str()), (1, "0.1.0"));
+    assert_eq!((r.git_revision.as_str(), r.date.as_str()), ("unknown", ""));
+    assert_eq!((r.shard, r.unit), (None, None));
+    assert_eq!(
+        (r.measurement.function, r.measurement.format),
+        (Function::Sin, Format::F32)
+    );
+    // Measured under its own setting, the old line stands in for a new measurement.
+    assert_eq!(
+        recorded(&records, &r.setting, Function::Sin, Format::F32).len(),
+        1
+    );
+    // A file written before manifests resumes.
+    let store = open(&dir, true, None, &plan(), &r.setting).unwrap();
+    assert_eq!(store.previous_records(), 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_sharded_plan_measures_its_own_units_and_records_them() {
+    // CPU only, a budget that ends the search after the first batch of the uniform sample:
+    // seconds, and the same figures every time.
+    let plan = Plan {
+        functions: vec![Function::Sin, Function::Cos, Function::Exp],
+        formats: vec![Format::F32, Format::F64],
+        variants: Vec::new(),
+        libraries: vec![CpuLibrary::Std],
+        budget: Duration::from_nanos(1),
+        cpu_sample: 64,
+        seed: 1,
+    };
+    let dir = tempfile_dir("shard");
+    let setting = setting_of(&plan, None);
+    let shard: Shard = "1/4".parse().unwrap();
+    let mut store = open(&dir, false, Some(shard), &plan, &setting).unwrap();
+    let ms = run_plan(&plan, None, Some(&mut store), &mut |_| {}).unwrap();
+    let path = store.path().to_path_buf();
+    drop(store);
+    assert!(path.ends_with("mathlib.shard-1-of-4.jsonl"), "{path:?}");
+    // Units: (f32: sin 0, cos 1, exp 2), (f64: sin 3, cos 4, exp 5); shard 1/4 has 1 and 5.
+    let got: Vec<(Function, Format)> = ms.iter().map(|m| (m.function, m.format)).collect();
+    assert_eq!(
+        got,
+        [(Function::Cos, Format::F32), (Function::Exp, Format::F64)]
+    );
+    let (records, _) = read(&path).unwrap();
+    let units: Vec<(Option<u64>, Option<Shard>)> =
+        records.iter().map(|r| (r.unit, r.shard)).collect();
+    assert_eq!(units, [(Some(1), Some(shard)), (Some(5), Some(shard))]);
+    // Resumed, nothing is measured again.
+    let mut store = open(&dir, true, Some(shard), &plan, &setting).unwrap();
+    let mut measured = 0;
+    run_plan(&plan, None, Some(&mut store), &mut |e| {
+        if let Event::Measured { resumed: false, .. } = e {
+            measured += 1;
+        }
+    })
+    .unwrap();
+    assert_eq!(measured, 0);
+    drop(store);
+    assert_eq!(read(&path).unwrap().0.len(), 2);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A fresh directory path for one test (removed first if a run left it).
+fn tempfile_dir(tag: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("mathlib-records-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
 }
 
 #[test]

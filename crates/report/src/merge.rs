@@ -99,8 +99,7 @@ pub fn merge<L: StoreLine>(dirs: &[PathBuf], out: &Path) -> Result<Merged<L>, Me
     if found.is_empty() {
         return Err(MergeError::Refused(format!(
             "no shard stores ({}) in {}: run the command with --shard I/N first",
-            data_file::<L>(Some(Shard::new(0, 2).expect("0/2 is a shard")))
-                .replace("shard-0-of-2", "shard-I-of-N"),
+            data_file::<L>(Some(Shard::ONE)).replace("shard-0-of-1", "shard-I-of-N"),
             places()
         )));
     }
@@ -379,7 +378,7 @@ mod tests {
             for unit in (0..UNITS).filter(|&u| shard.owns(u)) {
                 let mut r = sample();
                 r.size = unit;
-                store.append_unit(r, unit).unwrap();
+                store.append_unit([r], unit).unwrap();
             }
         }
     }

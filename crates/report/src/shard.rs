@@ -23,6 +23,9 @@ pub struct Shard {
 pub struct ShardError(String);
 
 impl Shard {
+    /// The whole run as one shard, `0/1`.
+    pub const ONE: Shard = Shard { index: 0, count: 1 };
+
     /// Shard `index` of `count`, or why that is not one.
     pub fn new(index: u32, count: u32) -> Result<Shard, ShardError> {
         if count == 0 {

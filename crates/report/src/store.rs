@@ -193,26 +193,47 @@ impl<L: StoreLine> Store<L> {
     /// Appends one line and flushes it to disk before returning, so a crash afterwards cannot
     /// lose it.
     pub fn append(&mut self, line: &L) -> Result<(), RecordError> {
-        let mut text = serde_json::to_string(line).map_err(|e| RecordError::Io {
-            path: self.path.clone(),
-            cause: io::Error::other(e),
-        })?;
-        text.push('\n');
-        // One write call per line: an interrupted run leaves whole lines (and at worst one
-        // unterminated tail, which readers skip).
+        self.append_all(std::slice::from_ref(line))
+    }
+
+    /// Appends lines in one write and one flush: the lines of one unit of work (a mathlib
+    /// function's columns) land together, so a resumed run never finds half of a unit.
+    pub fn append_all(&mut self, lines: &[L]) -> Result<(), RecordError> {
+        let mut text = String::new();
+        for line in lines {
+            text += &serde_json::to_string(line).map_err(|e| RecordError::Io {
+                path: self.path.clone(),
+                cause: io::Error::other(e),
+            })?;
+            text.push('\n');
+        }
+        // One write call: an interrupted run leaves whole lines (and at worst one unterminated
+        // tail, which readers skip).
         self.file
             .write_all(text.as_bytes())
             .and_then(|()| self.file.sync_data())
             .map_err(io_err(&self.path))?;
-        self.done.insert(line.key());
+        self.done.extend(lines.iter().map(L::key));
         Ok(())
     }
 
-    /// Appends the result of work unit `unit`: a sharded store writes the line with its shard
-    /// and unit in the header; a whole run's line has neither (its file is in plan order).
-    pub fn append_unit(&mut self, mut line: L, unit: u64) -> Result<(), RecordError> {
-        line.set_place(self.shard.map(|shard| Place { shard, unit }));
-        self.append(&line)
+    /// Appends the results of work unit `unit` (see [`Store::append_all`]): a sharded store
+    /// writes each line with its shard and unit in the header; a whole run's lines have neither
+    /// (its file is in plan order).
+    pub fn append_unit(
+        &mut self,
+        lines: impl IntoIterator<Item = L>,
+        unit: u64,
+    ) -> Result<(), RecordError> {
+        let place = self.shard.map(|shard| Place { shard, unit });
+        let lines: Vec<L> = lines
+            .into_iter()
+            .map(|mut line| {
+                line.set_place(place);
+                line
+            })
+            .collect();
+        self.append_all(&lines)
     }
 }
 
@@ -465,8 +486,8 @@ mod tests {
         assert!(store.owns(5) && !store.owns(4));
         let (a, mut b) = (sample(), sample());
         b.size = 2048;
-        store.append_unit(a.clone(), 1).unwrap();
-        store.append_unit(b.clone(), 5).unwrap();
+        store.append_unit([a.clone()], 1).unwrap();
+        store.append_unit([b.clone()], 5).unwrap();
         assert!(store.contains(&a.key()) && store.contains(&b.key()));
         drop(store);
         let text = std::fs::read_to_string(dir.path().join("results.shard-1-of-4.jsonl")).unwrap();
@@ -491,7 +512,7 @@ mod tests {
 
         // A whole run's lines carry neither shard nor unit.
         let mut whole = ResultsLog::open(dir.path(), false).unwrap();
-        whole.append_unit(sample(), 3).unwrap();
+        whole.append_unit([sample()], 3).unwrap();
         drop(whole);
         let text = std::fs::read_to_string(dir.path().join(RESULTS_FILE)).unwrap();
         assert!(!text.contains("shard") && !text.contains("unit"), "{text}");
@@ -533,7 +554,7 @@ mod tests {
             Store::<Record>::open_with(dir.path(), sharded("0/2", resume, Some(manifest(sizes))))
         };
         let mut s = open("1024", false).unwrap();
-        s.append_unit(sample(), 0).unwrap();
+        s.append_unit([sample()], 0).unwrap();
         drop(s);
         let e = open("2048", true).unwrap_err().to_string();
         assert!(

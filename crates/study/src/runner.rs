@@ -211,13 +211,13 @@ impl Loop {
             match measured {
                 Ok(m) => {
                     let described = descriptions(workload, &m.extra);
-                    log.append_unit(m.record(point, device, described), unit)?;
+                    log.append_unit([m.record(point, device, described)], unit)?;
                     summary.measured += 1;
                 }
                 Err(e) => {
                     let sticky = e.driver_status().is_some_and(|s| s.is_sticky());
                     let failed = Measurement::failed(e.to_string());
-                    log.append_unit(failed.record(point, device, BTreeMap::new()), unit)?;
+                    log.append_unit([failed.record(point, device, BTreeMap::new())], unit)?;
                     summary.failed += 1;
                     if sticky {
                         progress.finish();
