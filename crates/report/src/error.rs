@@ -26,6 +26,12 @@ pub enum ReportError {
         /// The results file.
         path: PathBuf,
     },
+    /// The directory holds a split run's shard stores but no merged `results.jsonl`.
+    #[error("{dir} holds the shard stores of a split run (--shard) and no results.jsonl yet: run `mantissa merge {dir}` first")]
+    Unmerged {
+        /// The directory.
+        dir: PathBuf,
+    },
     /// The output directory is missing or not a directory.
     #[error("{path}: no such directory (give the --out DIR of a `mantissa study` run)")]
     NoDir {

@@ -3,9 +3,14 @@
 //! A study run appends one [`Record`] per measurement point to `OUT/results.jsonl` through a
 //! [`ResultsLog`] (line by line, fsynced, resumable); everything a user reads afterwards is
 //! rebuilt from that file alone, never by re-running:
+//! - [`store`]: the one results store, [`Store`], that every analysis's records go through (one
+//!   locked writer per file, append-only, self-describing lines, per-shard files, a
+//!   [`Manifest`] per file), [`read_lines`](store::read_lines) and atomic file writes;
+//! - `shard`: [`Shard`], one part `I/N` of a split run (`--shard I/N`), and [`merge`]: the
+//!   shards of one run joined into the store a single process writes (`mantissa merge`);
 //! - [`record`]: the [`Record`] schema (version [`SCHEMA`]: build facts, git revision, 3-D
-//!   launches, descriptions of extra quantities, a key of named fields), [`read_records`] and
-//!   atomic file writes;
+//!   launches, descriptions of extra quantities, a key of named fields, a shard's header) and
+//!   [`read_records`];
 //! - `schema1`: the migration table that gives schema-1 lines (every file written before schema
 //!   2) the current shape — the only place the old quantity names are known;
 //! - `summary`: what a report opens with (and `mantissa study` prints, [`summary_markdown`]):
@@ -73,6 +78,12 @@ pub fn load(out_dir: &Path) -> Result<(Vec<Record>, ReadNotes), ReportError> {
         });
     }
     let path = out_dir.join(RESULTS_FILE);
+    let shards = || merge::shard_files::<Record>(out_dir).is_ok_and(|f| !f.is_empty());
+    if !path.exists() && shards() {
+        return Err(ReportError::Unmerged {
+            dir: out_dir.to_path_buf(),
+        });
+    }
     let (records, notes) = read_records(&path)?;
     if records.is_empty() {
         return Err(ReportError::Empty { path });
@@ -97,6 +108,16 @@ pub(crate) mod tests {
         assert!(e.contains("no records yet"), "{e}");
         // Each message is one line.
         assert!(!e.contains('\n'));
+        // A directory of shards says how to get its report.
+        let shards = tempfile::tempdir().unwrap();
+        let options = StoreOptions {
+            shard: Some(Shard::new(0, 2).unwrap()),
+            ..Default::default()
+        };
+        drop(ResultsLog::open_with(shards.path(), options).unwrap());
+        let e = load(shards.path()).unwrap_err().to_string();
+        let hint = format!("run `mantissa merge {}` first", shards.path().display());
+        assert!(e.ends_with(&hint), "{e}");
     }
 
     /// Every committed results file, embedded so the test also runs from a copied test binary.
