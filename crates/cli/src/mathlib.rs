@@ -334,8 +334,18 @@ fn run_report(args: &MathlibArgs) -> anyhow::Result<()> {
         );
     }
     if records.is_empty() {
+        let sharded =
+            mantissa_report::merge::shard_files::<Record>(&args.out).is_ok_and(|f| !f.is_empty());
+        let hint = if sharded {
+            format!(
+                " (it holds a split run's shards: run `mantissa merge {}` first)",
+                args.out.display()
+            )
+        } else {
+            String::new()
+        };
         return Err(usage(format!(
-            "--report: no records in {}",
+            "--report: no records in {}{hint}",
             records::records_path(&args.out).display()
         )));
     }

@@ -50,8 +50,13 @@ fn ok(out: Output) -> Output {
 
 /// A small CPU study (12 points, seconds), into `out`, with `extra` options.
 fn study(out: &Path, extra: &[&str]) -> Output {
+    study_on("cpu", out, extra)
+}
+
+/// The same study on `backend`.
+fn study_on(backend: &str, out: &Path, extra: &[&str]) -> Output {
     let out = out.to_str().unwrap();
-    let mut args = vec!["--threads", "2", "study", "sum", "--backend", "cpu"];
+    let mut args = vec!["--threads", "2", "study", "sum", "--backend", backend];
     args.extend([
         "--precision",
         "f32,f64",
@@ -312,4 +317,43 @@ fn a_mathlib_run_in_three_shards_merges_into_the_single_run_records() {
         line.contains("hold shards of both `mantissa study`"),
         "{line}"
     );
+}
+
+/// On a GPU machine (skips with a printed reason elsewhere; fails under MANTISSA_REQUIRE_GPU=1):
+/// the units run on from the CPU plan into the GPU plan, every shard runs its share of both, and
+/// the merge equals the single run, GPU points included.
+#[test]
+fn a_cpu_and_gpu_study_in_two_shards_merges_into_the_single_run_records() {
+    if mantissa_gpu::testing::require_gpu_or_skip().is_none() {
+        return;
+    }
+    let gpu = |dir: &Path, extra: &[&str]| ok(study_on("all", dir, extra));
+    let single = Dir::new("gpu-single");
+    gpu(single.path(), &[]);
+    let shards = Dir::new("gpu-two");
+    for i in 0..2 {
+        gpu(shards.path(), &["--shard", &format!("{i}/2")]);
+    }
+    // Each shard ran GPU points, numbered after every CPU point.
+    let want = comparable(&single.path().join("results.jsonl"));
+    let cpu_points = want
+        .iter()
+        .filter(|r| r["backend"]["kind"] == "cpu")
+        .count() as u64;
+    assert!(cpu_points > 0 && (want.len() as u64) > cpu_points + 2);
+    for i in 0..2 {
+        let text =
+            std::fs::read_to_string(shards.path().join(format!("results.shard-{i}-of-2.jsonl")))
+                .unwrap();
+        let gpu_units: Vec<u64> = text
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|r| r["backend"]["kind"] != "cpu")
+            .map(|r| r["unit"].as_u64().unwrap())
+            .collect();
+        assert!(!gpu_units.is_empty(), "shard {i}/2 ran no GPU point");
+        assert!(gpu_units.iter().all(|&u| u >= cpu_points && u % 2 == i));
+    }
+    ok(mantissa(&["merge", shards.path().to_str().unwrap()]));
+    assert_eq!(comparable(&shards.path().join("results.jsonl")), want);
 }

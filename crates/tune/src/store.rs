@@ -399,6 +399,8 @@ mod tests {
         assert_eq!(s.reference("f64").unwrap().1, f64::INFINITY);
         let same: Config = [4].into_iter().collect();
         assert_eq!(s.known()[&same].digits, f64::INFINITY);
+        // One writer per file: the store above is closed before the file is opened again.
+        drop(s);
         let other = TrialStore::open(Some(&dir), true, identity(), "fp2");
         assert!(matches!(other, Err(StoreError::OtherRun(_))));
         // Without --resume the old file is moved aside and nothing is known.
