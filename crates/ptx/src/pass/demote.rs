@@ -219,12 +219,12 @@ pub struct FunctionReport {
     pub cvt_to_f64: u32,
 }
 
-/// A requested instruction that was not demoted, and why.
+/// A requested instruction that was not rewritten (demoted or promoted), and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Refused {
-    /// The selector or instruction id as requested (`kernel 1:42 #0`, `i17`).
+    /// The site, selector or instruction id as requested (`kernel 1:42 #0`, `i17`).
     pub requested: String,
-    /// Why (`in unit exp at line 42`, `a load`).
+    /// Why (`in unit exp at line 42`, `a load`, `a hardware special function`).
     pub reason: String,
 }
 

@@ -157,14 +157,8 @@ pub struct Change {
     pub after: String,
 }
 
-/// A requested instruction that was not promoted, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Refused {
-    /// The site or instruction id as requested.
-    pub requested: String,
-    /// Why (`a load`, `a hardware special function ...`).
-    pub reason: String,
-}
+/// A requested instruction that was not promoted, and why (the same type demote reports).
+pub use super::demote::Refused;
 
 /// What [`promote`] did, and what it could not do.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
