@@ -40,7 +40,10 @@
 //   non-finite executions by one red.global.add.u64 per thread on the record's words, and
 //   mantissa_shadow_flush is called for it before every ret/exit of the function, under that
 //   instruction's guard. A measured f64 instruction outside every loop calls
-//   mantissa_shadow_demotion, under its guard, after every execution.
+//   mantissa_shadow_demotion, under its guard, after every execution, and the pass's
+//   inline_runtime (mantissa_ptx::pass::shadow::inline_runtime) replaces every such call by the
+//   function's body, which it MUST: the body aggregates over the active lanes, which are all at
+//   one site only in an inlined copy.
 //   mantissa_shadow_exception is called only from the out-of-line slow paths: after each
 //   floating-point instruction the instrumented code tests for a result that is zero or normal
 //   (testp.normal, setp.eq.or) without branching, folds the tests of a straight-line group into
@@ -51,13 +54,15 @@
 //   It touches no state but __mantissa_shadow and returns nothing, so an instrumented kernel
 //   computes the same bits as the kernel as written. Its floating-point arithmetic is spelt with
 //   explicit _rn intrinsics, which no flag set changes; comparisons and fabs do not round.
-//   Lanes of a warp that call it together (possibly from different sites: __match_any_sync groups
-//   them by site) are aggregated first: ballots for counts, shuffles for the sum and the
-//   maximum, then one lane does one atomic per word that changes. Sums are in an order that
+//   Lanes of a warp that call it together (possibly from different sites in the flush and the
+//   exception slow path: __match_any_sync groups them by site; one site in an inlined
+//   mantissa_shadow_demotion) are aggregated first: ballots for counts, shuffles for the sum, two
+//   __reduce_max_sync on the words of the maximum, then one lane does one atomic per word that
+//   changes (the rare zero-reference and non-finite executions: one atomic per lane). Sums are in an order that
 //   depends on scheduling (atomicAdd on doubles), so they may differ from a serial sum within
 //   the bound of any summation order; counts and maxima are exact. The maximum is an atomicMax
 //   on the bits of a non-negative double (which order as unsigned integers).
-//   Needs sm_70+ (__match_any_sync; atomicAdd on double needs sm_60).
+//   Needs sm_80+ (__reduce_max_sync; __match_any_sync needs sm_70, atomicAdd on double sm_60).
 //
 // HOW IT IS BUILT
 //   mantissa_gpu::runtime compiles it with NVRTC and -rdc=true (see mantissa_count.cuh: without
@@ -138,11 +143,11 @@ static __device__ __forceinline__ bool mantissa_shadow_finite(double x)
     return fabs(x) <= 1.7976931348623157e308;  // false for NaN and +-inf
 }
 
-extern "C" __device__ __noinline__ void mantissa_shadow_demotion(
-    unsigned int site, double r64, double r32)
+// One execution's demotion error over the lanes `peers` (all at one site): the counts, sum and
+// maximum of the lanes' relative errors added into the site's record by the lowest peer.
+static __device__ __forceinline__ void mantissa_shadow_demotion_over(
+    unsigned int peers, unsigned int site, double r64, double r32)
 {
-    unsigned int active = __activemask();
-    unsigned int peers = __match_any_sync(active, site);
     unsigned int lane = mantissa_shadow_lane();
     bool leader = lane == (unsigned int)(__ffs(peers) - 1);
     unsigned long long *record = mantissa_shadow_record(site);
@@ -152,36 +157,50 @@ extern "C" __device__ __noinline__ void mantissa_shadow_demotion(
     bool measured = !non_finite && !zero_reference;
     double e = measured ? __ddiv_rn(fabs(__dsub_rn(r32, r64)), fabs(r64)) : 0.0;
 
-    mantissa_shadow_add(record, MANTISSA_SHADOW_NON_FINITE, peers, leader, non_finite);
-    mantissa_shadow_add(record, MANTISSA_SHADOW_ZERO_REFERENCE, peers, leader, zero_reference);
+    // Rare: one atomic per lane that has one, rather than a ballot per kind on every execution.
+    if (non_finite) {
+        atomicAdd(&record[MANTISSA_SHADOW_NON_FINITE], 1ull);
+    }
+    if (zero_reference) {
+        atomicAdd(&record[MANTISSA_SHADOW_ZERO_REFERENCE], 1ull);
+    }
     unsigned int measured_lanes = __ballot_sync(peers, measured);
     if (measured_lanes == 0) {
         return;
     }
-    // The sum and maximum over the peers (0 for lanes not measured: neither changes them).
+    // The maximum: e >= 0, so its bits order as an unsigned integer: the largest high word over
+    // the peers, then the largest low word among the lanes holding that high word (0 for lanes
+    // not measured: e = 0 changes nothing).
+    unsigned int hi = (unsigned int)__double2hiint(e);
+    unsigned int lo = (unsigned int)__double2loint(e);
+    unsigned int max_hi = __reduce_max_sync(peers, hi);
+    unsigned int max_lo = __reduce_max_sync(peers, hi == max_hi ? lo : 0u);
+    // The sum over the peers.
     double sum = e;
-    double max = e;
     if (peers == 0xffffffffu) {
         for (unsigned int d = 16; d > 0; d >>= 1) {
-            double s = mantissa_shadow_shfl(peers, sum, d, true);
-            double m = mantissa_shadow_shfl(peers, max, d, true);
-            sum = __dadd_rn(sum, s);
-            max = fmax(max, m);
+            sum = __dadd_rn(sum, mantissa_shadow_shfl(peers, sum, d, true));
         }
     } else {
         sum = 0.0;
-        max = 0.0;
         for (unsigned int rest = peers; rest != 0; rest &= rest - 1) {
-            double v = mantissa_shadow_shfl(peers, e, __ffs(rest) - 1, false);
-            sum = __dadd_rn(sum, v);
-            max = fmax(max, v);
+            sum = __dadd_rn(sum, mantissa_shadow_shfl(peers, e, __ffs(rest) - 1, false));
         }
     }
     if (leader) {
         atomicAdd(&record[MANTISSA_SHADOW_COUNT], (unsigned long long)__popc(measured_lanes));
         atomicAdd((double *)&record[MANTISSA_SHADOW_SUM], sum);
-        atomicMax(&record[MANTISSA_SHADOW_MAX], (unsigned long long)__double_as_longlong(max));
+        atomicMax(&record[MANTISSA_SHADOW_MAX],
+                  ((unsigned long long)max_hi << 32) | (unsigned long long)max_lo);
     }
+}
+
+extern "C" __device__ __noinline__ void mantissa_shadow_demotion(
+    unsigned int site, double r64, double r32)
+{
+    // Inlined into its one call site (see WHAT THE REWRITER PASSES): every lane executing this
+    // copy is at the same site, so the active lanes are the peers.
+    mantissa_shadow_demotion_over(__activemask(), site, r64, r32);
 }
 
 // A u64 from lane `from` of `mask`, through the double shuffle (bits kept).

@@ -28,7 +28,7 @@ use mantissa_harness::{RunnerOptions, Spec, SpecError, TrialError, TrialRunner, 
 use mantissa_ptx::link::merge_runtime;
 use mantissa_ptx::model::FunctionKind;
 use mantissa_ptx::pass::pin_contraction::PinReport;
-use mantissa_ptx::pass::shadow::{instrument, ShadowOptions, SiteStats};
+use mantissa_ptx::pass::shadow::{inline_runtime, instrument, ShadowOptions, SiteStats};
 use serde::Serialize;
 use std::collections::VecDeque;
 use std::ops::Range;
@@ -345,7 +345,7 @@ pub fn analyse(
             split = instrument(&module, &options(Some(range.clone())))?;
             &split
         };
-        let ptx = merge_runtime(&part.module, &rt)?.to_string();
+        let ptx = inline_runtime(&merge_runtime(&part.module, &rt)?)?.to_string();
         progress(ShadowEvent::Running {
             sites: range.clone(),
         });

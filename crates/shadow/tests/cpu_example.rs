@@ -56,9 +56,11 @@ fn the_example_instruments_merges_and_its_oracle_gives_the_seeded_lines() {
     };
     let instrumented = instrument(&module, &options).unwrap();
     let rt = runtime::compile(&nvrtc, &runtime::SHADOW, Arch::new(9, 0)).unwrap();
-    let merged = merge_runtime(&instrumented.module, &rt)
-        .unwrap()
-        .to_string();
+    let merged = mantissa_ptx::pass::shadow::inline_runtime(
+        &merge_runtime(&instrumented.module, &rt).unwrap(),
+    )
+    .unwrap()
+    .to_string();
     if mantissa_ptx::ptxas::find().is_some() {
         mantissa_ptx::ptxas::assemble(&merged, "sm_90").unwrap_or_else(|e| panic!("{e}"));
     }

@@ -276,12 +276,15 @@ fn every_shipped_example_keeps_its_floating_point_instructions_when_instrumented
                 let out = pass(&original);
                 let moved = inserted_code_on_its_own_line(&original, &out);
                 let mut merged = merge_runtime(&moved, rt).unwrap_or_else(|e| panic!("{e}"));
-                if *analysis == "shadow" {
-                    // What runs: the runtime's per-execution functions inlined, on the inserted
-                    // code's own line (the inliner keeps the caller's line).
-                    merged = mantissa_ptx::pass::shadow_values::inline_runtime(&merged)
-                        .unwrap_or_else(|e| panic!("{what}: {e}"));
-                }
+                // What runs: the runtime's per-execution functions inlined, on the inserted
+                // code's own line (the inliner keeps the caller's line).
+                merged = if *analysis == "shadow" {
+                    mantissa_ptx::pass::shadow_values::inline_runtime(&merged)
+                        .unwrap_or_else(|e| panic!("{what}: {e}"))
+                } else {
+                    mantissa_ptx::pass::shadow::inline_runtime(&merged)
+                        .unwrap_or_else(|e| panic!("{what}: {e}"))
+                };
                 let now = fused(&sass(&merged), &functions);
                 let keys: std::collections::BTreeSet<_> = was.keys().chain(now.keys()).collect();
                 for key in keys {
@@ -329,11 +332,14 @@ fn registers_and_sass_instructions_per_example() {
     for spec in example_specs() {
         let original = built(&spec, FlagSet::DEFAULT);
         let kernels: Vec<String> = original.kernels().map(|f| f.name.clone()).collect();
-        let shadow = merge_runtime(
-            &instrument(&original, &ShadowOptions::all())
-                .unwrap_or_else(|e| panic!("{e}"))
-                .module,
-            &rt,
+        let shadow = mantissa_ptx::pass::shadow::inline_runtime(
+            &merge_runtime(
+                &instrument(&original, &ShadowOptions::all())
+                    .unwrap_or_else(|e| panic!("{e}"))
+                    .module,
+                &rt,
+            )
+            .unwrap_or_else(|e| panic!("{e}")),
         )
         .unwrap_or_else(|e| panic!("{e}"));
         let called = merge_runtime(

@@ -4,7 +4,7 @@
 use super::round::{self, Mode};
 use super::{Executed, InterpError, Launch, Memory, Options, Run, LOCAL_BASE, SHARED_BASE};
 use crate::decode::Decoded;
-use crate::model::{Imm, Operand};
+use crate::model::{Imm, Instruction, Operand};
 use crate::op::{Arith, AtomicOp, BitOp, BoolOp, Cmp, Control, Op, OpKind, Part, Space, ValueType};
 use crate::regs::RegId;
 use std::collections::HashMap;
@@ -583,6 +583,11 @@ impl Thread {
                     result: v,
                 });
             }
+            OpKind::Bits(BitOp::Testp) => {
+                let x = self.val(ctx, arg(1)?, ty)?;
+                let p = testp(inst, x, ty)?;
+                self.write(ctx, arg(0)?, u64::from(p))?;
+            }
             OpKind::Call => return Err(unsupported("calls")),
             OpKind::Other(_) => {
                 return Err(unsupported("an instruction this crate does not decode"))
@@ -614,6 +619,33 @@ impl Thread {
         }
         Ok(Flow::Next)
     }
+}
+
+/// `testp.CLASS.T`: whether float bits `x` of type `ty` are of the class the modifier names.
+fn testp(inst: &Instruction, x: u64, ty: ValueType) -> Result<bool, InterpError> {
+    let v = match ty {
+        ValueType::F64 => f64v(x),
+        ValueType::F32 => f64::from(f32v(x)),
+        _ => return Err(unsupported("testp of a non-float type")),
+    };
+    let subnormal = match ty {
+        ValueType::F64 => v.is_subnormal(),
+        _ => f32v(x).is_subnormal(),
+    };
+    let class = inst
+        .modifiers
+        .iter()
+        .find(|m| !matches!(m.as_str(), "f32" | "f64"))
+        .map(String::as_str);
+    Ok(match class {
+        Some("finite") => v.is_finite(),
+        Some("infinite") => v.is_infinite(),
+        Some("number") => !v.is_nan(),
+        Some("notanumber") => v.is_nan(),
+        Some("normal") => v.is_finite() && v != 0.0 && !subnormal,
+        Some("subnormal") => subnormal,
+        _ => return Err(unsupported("this testp class")),
+    })
 }
 
 /// The f32 form of an f64 operation (types f64 → f32).

@@ -32,20 +32,25 @@
 //! `red.global.add.u64` each. Before every `ret`/`exit` (under its guard; and at the end of a
 //! body that control can run off) the totals are flushed by [`FLUSH_FUNCTION`], one atomic per
 //! word per warp. Sites outside loops, which run once per call of their function, call
-//! [`DEMOTION_FUNCTION`] per execution. Either way the statistics are the ones above: counts and
-//! maxima exact, sums in an order that only changes their rounding.
+//! [`DEMOTION_FUNCTION`] per execution, and [`inline_runtime`] puts its body in place of
+//! each call (no call ABI, no `match.any`: a warp's active lanes there are all at that site;
+//! two `redux.sync` for the maximum, shuffles for the sum, one atomic per word by one lane).
+//! Either way the statistics are the ones above: counts and maxima exact, sums in an order that
+//! only changes their rounding.
 //!
 //! **Exceptions** at every site: after the instruction (and only where its guard held), a
-//! result that is zero or normal is fine (`testp.normal`, `setp.eq.or` with zero); any other
-//! result (NaN, ±inf, subnormal) is classified and counted, per execution. The test is
-//! branch-free: the sites of one straight-line *group* (a run of about 8 within a basic
-//! block, ended before the block's terminator and before any instruction that redefines a
-//! register the group's classification reads: a result, an operand, a guard) fold their tests
-//! into one predicate,
-//! and one branch per group goes to an out-of-line slow path (after the function's last
-//! instruction) that classifies each site of the group and returns. *Origin* means the result
-//! is NaN (±inf) while no operand was NaN (±inf): the first place a NaN or infinity appears;
-//! otherwise the result *propagated* one. Division by zero: a `div` whose divisor, or an `rcp`
+//! result that is zero or normal is fine; any other result (NaN, ±inf, subnormal) is classified
+//! and counted, per execution. The test is branch-free: the sites of one straight-line *group*
+//! (a run of about 8 within a basic block, ended before the block's terminator and before any
+//! instruction that redefines a register the group's classification reads: a result, an
+//! operand, a guard) fold the exponent fields of their results into one unsigned minimum (two
+//! integer instructions per site), and one comparison and one branch per group go to an
+//! out-of-line slow path (after the function's last instruction) when some result had the
+//! exponent field of a NaN, an infinity, a subnormal or a zero. The slow path tests each site
+//! of the group exactly (`testp.normal`, `setp.eq.or` with zero), counts those that were not
+//! fine, and returns; a group with an exact zero result takes it and counts nothing. *Origin*
+//! means the result is NaN (±inf) while no operand was NaN (±inf): the first place a NaN or
+//! infinity appears; otherwise the result *propagated* one. Division by zero: a `div` whose divisor, or an `rcp`
 //! whose operand, is ±0 by its bits (a subnormal divisor of a `.ftz` operation is not counted,
 //! though the instruction treats it as zero; the infinite result is). Operands that the
 //! instruction overwrites are saved before it. A subnormal result is one the instruction wrote
@@ -90,7 +95,9 @@ pub use instrument::{instrument, ACCUMULATED_PER_FUNCTION};
 
 /// The name of the per-site statistics array; `mantissa_shadow.cuh` declares it `extern`.
 pub const SHADOW_GLOBAL: &str = "__mantissa_shadow";
-/// The runtime function the demotion error calls: `(site: u32, r64: f64, r32 widened: f64)`.
+/// The runtime function the demotion error calls at sites outside loops, `(site: u32, r64: f64,
+/// r32 widened: f64)`; [`inline_runtime`] must inline it (its body aggregates the active lanes,
+/// which are all at one site only in an inlined copy).
 pub const DEMOTION_FUNCTION: &str = "mantissa_shadow_demotion";
 /// The runtime function that adds one thread's accumulated demotion error of a site to the
 /// global, at every exit of the function: `(site: u32, count: u64, sum: f64, max: f64)`.
@@ -278,6 +285,9 @@ pub enum ShadowError {
     /// An edit failed (a bug of this pass: it only makes edits the rewriter accepts).
     #[error(transparent)]
     Rewrite(#[from] RewriteError),
+    /// The merged runtime could not be inlined (a bug: the runtime is written for it).
+    #[error(transparent)]
+    Inline(#[from] crate::pass::inline::InlineError),
     /// Bytes read back that are not the statistics array.
     #[error("{got} bytes read back for a shadow array of {expected} bytes")]
     Bytes {
@@ -286,6 +296,24 @@ pub enum ShadowError {
         /// Bytes expected ([`ShadowReport::global_bytes`]).
         expected: usize,
     },
+}
+
+/// Inlines the per-execution runtime function ([`DEMOTION_FUNCTION`]) into every site
+/// that calls it, in a module [`instrument`] wrote and [`crate::link::merge_runtime`] merged
+/// with the runtime: a call per execution would pay the call's ABI at every site of
+/// straight-line code. The flush and the exception slow path stay calls (once per exit, and
+/// rare).
+pub fn inline_runtime(merged: &Module) -> Result<Module, ShadowError> {
+    let calls = merged.functions().any(|f| {
+        f.body
+            .iter()
+            .flatten()
+            .any(|s| matches!(s, crate::model::Statement::Inst(i) if i.opcode == "call" && i.operands.iter().any(|o| matches!(o, crate::model::Operand::Symbol(n) if n == DEMOTION_FUNCTION))))
+    });
+    if !calls {
+        return Ok(merged.clone());
+    }
+    Ok(crate::pass::inline::inline(merged, &[DEMOTION_FUNCTION])?.module)
 }
 
 impl ShadowReport {

@@ -19,8 +19,12 @@ use super::oracle_tests::known::{self, Case, Param};
 /// The register holding a flushed maximum's bits for `red.max.u64`.
 const MAX_BITS: &str = "%interp_max_bits";
 
-/// `m` with every flush call block replaced by the atomics it stands for.
-fn flushes_as_atomics(m: &Module) -> Module {
+/// `m` with every call block of `function` replaced by `code(guard, arguments)`.
+fn calls_replaced(
+    m: &Module,
+    function: &str,
+    code: impl Fn(&[Operand]) -> Vec<Statement>,
+) -> Module {
     let mut out = m.clone();
     for f in out.functions_mut() {
         let Some(body) = f.body.as_mut() else {
@@ -38,12 +42,11 @@ fn flushes_as_atomics(m: &Module) -> Module {
                 .iter()
                 .position(|s| matches!(s, Statement::BlockEnd(_)))
                 .map(|e| k + e);
-            let flush = match (&old[k], end) {
+            let call = match (&old[k], end) {
                 (Statement::BlockStart(_), Some(end)) => old[k..end].iter().find_map(|s| match s {
                     Statement::Inst(i)
                         if i.opcode == "call"
-                            && i.operands.first()
-                                == Some(&Operand::Symbol(FLUSH_FUNCTION.into())) =>
+                            && i.operands.first() == Some(&Operand::Symbol(function.into())) =>
                     {
                         Some((i.guard.clone(), end))
                     }
@@ -51,7 +54,7 @@ fn flushes_as_atomics(m: &Module) -> Module {
                 }),
                 _ => None,
             };
-            let Some((guard, end)) = flush else {
+            let Some((guard, end)) = call else {
                 new.push(old[k].clone());
                 k += 1;
                 continue;
@@ -63,47 +66,69 @@ fn flushes_as_atomics(m: &Module) -> Module {
                     _ => None,
                 })
                 .collect();
-            let Some(Operand::Imm(Imm::Int { value: site, .. })) = args.first() else {
-                panic!("a flush without its site: {:?}", &old[k..end]);
-            };
-            let word = |w: Word| Operand::Addr {
-                base: SHADOW_GLOBAL.into(),
-                offset: 8
-                    * (i64::from(WORDS_PER_SITE) * i64::from(COPIES) * *site as i64 + w as i64),
-            };
-            let mut code = vec![
-                instruction(
-                    "red",
-                    &["global", "add", "u64"],
-                    vec![word(Word::Count), args[1].clone()],
-                ),
-                instruction(
-                    "red",
-                    &["global", "add", "f64"],
-                    vec![word(Word::Sum), args[2].clone()],
-                ),
-                instruction(
-                    "mov",
-                    &["b64"],
-                    vec![Operand::Reg(MAX_BITS.into()), args[3].clone()],
-                ),
-                instruction(
-                    "red",
-                    &["global", "max", "u64"],
-                    vec![word(Word::Max), Operand::Reg(MAX_BITS.into())],
-                ),
-            ];
-            for s in &mut code {
+            let mut replaced = code(&args);
+            for s in &mut replaced {
                 if let Statement::Inst(i) = s {
                     i.guard = guard.clone();
                 }
             }
-            new.extend(code);
+            new.extend(replaced);
             k = end + 1;
         }
         *body = new;
     }
     out
+}
+
+/// Word `w` of site `args[0]`'s record, copy 0.
+fn word_of(args: &[Operand], w: Word) -> Operand {
+    let Some(Operand::Imm(Imm::Int { value: site, .. })) = args.first() else {
+        panic!("a runtime call without its site: {args:?}");
+    };
+    Operand::Addr {
+        base: SHADOW_GLOBAL.into(),
+        offset: 8 * (i64::from(WORDS_PER_SITE) * i64::from(COPIES) * *site as i64 + w as i64),
+    }
+}
+
+/// `m` with every flush call block replaced by the atomics it stands for.
+fn flushes_as_atomics(m: &Module) -> Module {
+    calls_replaced(m, FLUSH_FUNCTION, |args| {
+        vec![
+            instruction(
+                "red",
+                &["global", "add", "u64"],
+                vec![word_of(args, Word::Count), args[1].clone()],
+            ),
+            instruction(
+                "red",
+                &["global", "add", "f64"],
+                vec![word_of(args, Word::Sum), args[2].clone()],
+            ),
+            instruction(
+                "mov",
+                &["b64"],
+                vec![Operand::Reg(MAX_BITS.into()), args[3].clone()],
+            ),
+            instruction(
+                "red",
+                &["global", "max", "u64"],
+                vec![word_of(args, Word::Max), Operand::Reg(MAX_BITS.into())],
+            ),
+        ]
+    })
+}
+
+/// `m` with every call of the exception runtime replaced by one count in the site's NaN word:
+/// the slow path calls it once per execution whose result was not zero or normal.
+fn exception_calls_counted(m: &Module) -> Module {
+    calls_replaced(m, EXCEPTION_FUNCTION, |args| {
+        vec![instruction(
+            "red",
+            &["global", "add", "u64"],
+            vec![word_of(args, Word::Nan), crate::rewrite::int(1)],
+        )]
+    })
 }
 
 /// The demotion statistics of the instrumented `m` (every site accumulated, in registers up to
@@ -231,4 +256,78 @@ fn a_kernel_that_falls_off_its_end_still_flushes() {
     };
     let (got, want) = measured_and_expected(&m, &case, 1);
     assert_same("profile without ret", &got, &want);
+}
+
+/// The exception test's fast path (the exponent fields folded per group) and slow path (the
+/// exact test, then the runtime) run in the interpreter: the runtime is called exactly once per
+/// execution whose result is NaN, ±inf or subnormal, by the oracle's classification, and never
+/// for a zero or normal result (the kernels below make zeros: `(1 + x) - 1` of tiny x, and the
+/// zero-sum arrays' partial sums).
+#[test]
+fn the_slow_path_runs_for_exactly_the_executions_the_oracle_counts() {
+    let options = ShadowOptions {
+        demotion: false,
+        ..ShadowOptions::all()
+    };
+    let check = |what: &str, m: &Module, case: &Case| {
+        let mut mem = Memory::new();
+        let args = launch_args(case, &mut mem);
+        let launch = Launch::linear(case.blocks, case.threads);
+        let mut oracle_mem = mem.clone();
+        let want = expected(m, case.kernel, launch, &args, &mut oracle_mem, &options)
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        let out = instrument(m, &options).unwrap_or_else(|e| panic!("{e}"));
+        let runnable = exception_calls_counted(&out.module);
+        interp::run(&runnable, case.kernel, launch, &args, &mut mem)
+            .unwrap_or_else(|e| panic!("{what}: {e}\n{runnable}"));
+        let at = mem
+            .symbol(&runnable, SHADOW_GLOBAL)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let bytes = mem
+            .read(at, out.report.global_bytes())
+            .unwrap_or_else(|e| panic!("{e}"))
+            .to_vec();
+        let got = out.report.decode(&bytes).unwrap_or_else(|e| panic!("{e}"));
+        let mut exceptional = 0;
+        for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+            let (Some(g), Some(w)) = (g.exceptions, w.exceptions) else {
+                assert_eq!(
+                    g.exceptions.is_some(),
+                    w.exceptions.is_some(),
+                    "{what}: site {k}"
+                );
+                continue;
+            };
+            let calls = w.nan + w.inf + w.subnormal;
+            exceptional += calls;
+            assert_eq!(g.nan, calls, "{what}: site {k}: {w:?}");
+        }
+        exceptional
+    };
+    let mut exceptional = 0;
+    for flags in [mantissa_gpu::FlagSet::DEFAULT, mantissa_gpu::FlagSet::FTZ] {
+        let Some(m) = known_module(flags) else {
+            return;
+        };
+        for case in [
+            known::exceptions(2, 64),
+            known::one_plus_x(1, 64),
+            known::serial_sum(),
+            known::square_plus(1, 64),
+        ] {
+            exceptional += check(&format!("{} {flags}", case.kernel), &m, &case);
+        }
+    }
+    let m = parse_clean(
+        "profile",
+        include_str!("../../../tests/fixtures/count/profile.ptx"),
+    );
+    let case = Case {
+        kernel: "profile",
+        blocks: 1,
+        threads: 64,
+        params: vec![Param::OutF64(64), Param::Int(5)],
+    };
+    check("profile", &m, &case);
+    assert!(exceptional > 0, "no kernel made an exception");
 }

@@ -1,7 +1,7 @@
 //! The demotion error's inserted code: the f32 form of a site on its operands rounded to f32,
 //! then either per-thread accumulation in registers of the function, flushed to the global at
 //! every exit ([`FLUSH_FUNCTION`]), or, for sites past the per-function cap, a call of
-//! [`DEMOTION_FUNCTION`] per execution.
+//! [`DEMOTION_FUNCTION`] per execution (inlined after the merge).
 
 use super::{dest, reg, Scratch};
 use crate::cfg::Cfg;
@@ -253,10 +253,19 @@ fn count_in_global(index: u32, w: Word) -> Statement {
     )
 }
 
-fn guarded_by(mut s: Statement, pred: &str) -> Statement {
+fn guarded_by(s: Statement, pred: &str) -> Statement {
+    with_guard(s, false, pred)
+}
+
+/// `s` under `@!pred`.
+fn unless(s: Statement, pred: &str) -> Statement {
+    with_guard(s, true, pred)
+}
+
+fn with_guard(mut s: Statement, negated: bool, pred: &str) -> Statement {
     if let Statement::Inst(i) = &mut s {
         i.guard = Some(Guard {
-            negated: false,
+            negated,
             reg: pred.to_string(),
         });
     }
@@ -334,62 +343,101 @@ pub(super) fn measure(
         after.push(branch);
     }
     let a64 = scratch.reg(rw, "f64", 1)?;
-    let a32 = scratch.reg(rw, "f64", 2)?;
     let e = scratch.reg(rw, "f64", 3)?;
-    let measured = scratch.reg(rw, "pred", 2)?;
+    let skip_pred = scratch.reg(rw, "pred", 2)?;
     let zero_reference = scratch.reg(rw, "pred", 3)?;
     let non_finite = scratch.reg(rw, "pred", 4)?;
-    let inf = f64_imm(f64::INFINITY);
-    let zero = f64_imm(0.0);
-    let setp = |cmp: &str, combine: Option<&str>, p: &str, x: &str, y: &Operand| {
-        let mut mods = vec![cmp];
-        let mut operands = vec![reg(p), reg(x), y.clone()];
-        if let Some(c) = combine {
-            mods.push(c);
-            operands.push(reg(p));
-        }
-        mods.push("f64");
-        instruction("setp", &mods, operands)
-    };
+    let low = scratch.reg(rw, "b32", 30)?;
+    let high = scratch.reg(rw, "b32", 31)?;
+    let narrow_bits = scratch.reg(rw, "b32", 32)?;
+    let word = scratch.reg(rw, "b32", 33)?;
+    let b32 = |op: &str, mods: &[&str], operands: Vec<Operand>| instruction(op, mods, operands);
+    // The classes from the results' bits, on the integer pipe (the f64 pipe is what an f64
+    // program is bound by): r64 NaN or ±inf (exponent all ones), r32 NaN or ±inf, r64 = ±0.
     after.extend([
         Statement::Inst(form),
         instruction("cvt", &["f64", "f32"], vec![reg(&wide), reg(&r32)]),
-        instruction("abs", &["f64"], vec![reg(&a64), reg(&r64)]),
-        instruction("abs", &["f64"], vec![reg(&a32), reg(&wide)]),
-        // Ordered comparisons are false on NaN: `measured` is r64 finite and non-zero, r32
-        // finite; the unordered `geu` makes `non_finite` true on NaN.
-        setp("lt", None, &measured, &a64, &inf),
-        setp("lt", Some("and"), &measured, &a32, &inf),
-        setp("gt", Some("and"), &measured, &a64, &zero),
-        setp("geu", None, &non_finite, &a64, &inf),
-        setp("geu", Some("or"), &non_finite, &a32, &inf),
-        setp("eq", None, &zero_reference, &a64, &zero),
-        setp("lt", Some("and"), &zero_reference, &a32, &inf),
+        instruction(
+            "mov",
+            &["b64"],
+            vec![Operand::Vector(vec![reg(&low), reg(&high)]), reg(&r64)],
+        ),
+        instruction("mov", &["b32"], vec![reg(&narrow_bits), reg(&r32)]),
+        b32(
+            "and",
+            &["b32"],
+            vec![reg(&high), reg(&high), int(0x7fff_ffff)],
+        ),
+        b32(
+            "and",
+            &["b32"],
+            vec![reg(&narrow_bits), reg(&narrow_bits), int(0x7fff_ffff)],
+        ),
+        // non_finite = r64 or r32 NaN or ±inf.
+        b32(
+            "setp",
+            &["ge", "u32"],
+            vec![reg(&non_finite), reg(&high), int(0x7ff0_0000)],
+        ),
+        b32(
+            "setp",
+            &["ge", "or", "u32"],
+            vec![
+                reg(&non_finite),
+                reg(&narrow_bits),
+                int(0x7f80_0000),
+                reg(&non_finite),
+            ],
+        ),
+        // zero_reference = r64 = ±0 and r32 finite.
+        b32("or", &["b32"], vec![reg(&word), reg(&high), reg(&low)]),
+        b32(
+            "setp",
+            &["eq", "u32"],
+            vec![reg(&zero_reference), reg(&word), int(0)],
+        ),
+        b32(
+            "setp",
+            &["lt", "and", "u32"],
+            vec![
+                reg(&zero_reference),
+                reg(&narrow_bits),
+                int(0x7f80_0000),
+                reg(&zero_reference),
+            ],
+        ),
+        // Not measured: either of the two.
+        instruction(
+            "or",
+            &["pred"],
+            vec![reg(&skip_pred), reg(&non_finite), reg(&zero_reference)],
+        ),
         // Rare: one atomic per thread and execution instead of a call.
         guarded_by(count_in_global(index, Word::NonFinite), &non_finite),
         guarded_by(count_in_global(index, Word::ZeroReference), &zero_reference),
         // e = |r32 - r64| / |r64|, two roundings, as the runtime computes it.
+        instruction("abs", &["f64"], vec![reg(&a64), reg(&r64)]),
         instruction("sub", &["rn", "f64"], vec![reg(&e), reg(&wide), reg(&r64)]),
         instruction("abs", &["f64"], vec![reg(&e), reg(&e)]),
-        guarded_by(
+        unless(
             instruction("div", &["rn", "f64"], vec![reg(&e), reg(&e), reg(&a64)]),
-            &measured,
+            &skip_pred,
         ),
     ]);
     let (loads, [count, sum, max]) = acc.totals(rw, scratch)?;
     after.extend(loads);
     after.extend([
-        guarded_by(
+        unless(
             instruction("add", &["u64"], vec![reg(&count), reg(&count), int(1)]),
-            &measured,
+            &skip_pred,
         ),
-        guarded_by(
+        unless(
             instruction("add", &["rn", "f64"], vec![reg(&sum), reg(&sum), reg(&e)]),
-            &measured,
+            &skip_pred,
         ),
-        guarded_by(
+        unless(
             instruction("max", &["f64"], vec![reg(&max), reg(&max), reg(&e)]),
-            &measured,
+            &skip_pred,
         ),
     ]);
     after.extend(acc.store(&[count, sum, max]));

@@ -2,14 +2,18 @@
 //! of about [`GROUP_SITES`] sites within one basic block, each ended before the block's
 //! terminator (or after its last instruction) and before any instruction that redefines a
 //! register the group's slow path reads (a site's result, operands or guard). After each site,
-//! without a branch, its result is tested (`testp.normal`, `setp.eq.or` with zero: normal or
-//! zero is fine; a site whose guard is false is fine) and folded into the group's predicate; at
-//! the end of the group one branch goes to the group's out-of-line slow path where any site was
-//! not fine. The slow path, placed after the function's last instruction, classifies every site
-//! of the group as the fast path did, counts the ones that were not fine through
-//! [`EXCEPTION_FUNCTION`] with their flags, and branches back. So ptxas sees far fewer block
-//! boundaries than a branch per site (contraction and scheduling as written within a group),
-//! and a clean execution costs a few predicate instructions per site.
+//! without a branch, the exponent field of its result is folded into the group's minimum (see
+//! [`fold`]: two SASS instructions per site, `LEA` and a three-input `VIMNMX3` shared by two
+//! sites); at the end of the group one comparison and one branch go to the group's out-of-line
+//! slow path when some result had the exponent field of a NaN, an infinity, a subnormal or a
+//! zero. The slow path, placed after the function's last instruction, tests every site of the
+//! group exactly (`testp.normal`, `setp.eq.or` with zero: normal or zero is fine; a site whose
+//! guard was false is fine), counts the ones that were not fine through [`EXCEPTION_FUNCTION`]
+//! with their flags, and branches back. So ptxas sees far fewer block boundaries than a branch
+//! per site (contraction and scheduling as written within a group), a clean execution costs
+//! about two integer instructions per site, and a group whose results include an exact zero
+//! takes the slow path to find that it was fine (zero shares its exponent field with the
+//! subnormals; telling them apart in the fast path costs more than it saves when zeros are rare).
 
 use super::{dest, reg, Scratch};
 use crate::cfg::Cfg;
@@ -32,6 +36,13 @@ const GROUP_SITES: usize = 8;
 const ACC: usize = 10;
 const TEST: usize = 11;
 const COPIES: usize = 100;
+/// b32 scratch numbers of the fast path: the group's minimum per type, a result's words, the
+/// folded word.
+const MIN_F64: usize = 20;
+const MIN_F32: usize = 21;
+const LOW_WORD: usize = 22;
+const HIGH_WORD: usize = 23;
+const FOLDED: usize = 24;
 
 /// Where a group's branch goes: before its closing instruction, or after its block's last one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -145,6 +156,73 @@ fn fine(p: &str, inst: &Instruction, t: ValueType) -> Vec<Statement> {
     code
 }
 
+/// The fast path's test of one type: a result whose high word `h` (f64) or whole word (f32)
+/// has exponent field `E` folds `2·h + 2^k` (k = 21 for f64, 24 for f32: one added to the
+/// exponent field, which the shift has moved to the top bits, so that the all-ones field of NaN
+/// and ±inf wraps to 0) into the group's unsigned minimum; the group needs its slow path when the
+/// minimum's top field is 0 or 1, i.e. some result had `E` all ones (NaN, ±inf) or 0 (a
+/// subnormal or ±0), i.e. the minimum is below `2^(k+1)`.
+struct Fold {
+    /// The added constant, `2^k`.
+    one: i128,
+    /// The bound below which the slow path runs, `2^(k+1)`.
+    bound: i128,
+    /// Which scratch holds the group's minimum.
+    min: usize,
+}
+
+fn fold_of(t: ValueType) -> Fold {
+    match t {
+        ValueType::F32 => Fold {
+            one: 1 << 24,
+            bound: 1 << 25,
+            min: MIN_F32,
+        },
+        _ => Fold {
+            one: 1 << 21,
+            bound: 1 << 22,
+            min: MIN_F64,
+        },
+    }
+}
+
+/// The fast path after site `inst` of result type `t`: its result's top word folded into the
+/// group's minimum, under the site's guard (a site that did not run is fine).
+fn fold(
+    rw: &mut Rewriter,
+    scratch: &mut Scratch,
+    inst: &Instruction,
+    t: ValueType,
+) -> Result<Vec<Statement>, ShadowError> {
+    let result = dest(inst);
+    let f = fold_of(t);
+    let min = scratch.reg(rw, "b32", f.min)?;
+    let high = scratch.reg(rw, "b32", HIGH_WORD)?;
+    let folded = scratch.reg(rw, "b32", FOLDED)?;
+    let mut code = Vec::new();
+    if t == ValueType::F32 {
+        code.push(instruction("mov", &["b32"], vec![reg(&high), reg(&result)]));
+    } else {
+        let low = scratch.reg(rw, "b32", LOW_WORD)?;
+        code.push(instruction(
+            "mov",
+            &["b64"],
+            vec![Operand::Vector(vec![reg(&low), reg(&high)]), reg(&result)],
+        ));
+    }
+    code.push(instruction(
+        "mad",
+        &["lo", "u32"],
+        vec![reg(&folded), reg(&high), int(2), int(f.one)],
+    ));
+    let mut min_of = instruction("min", &["u32"], vec![reg(&min), reg(&min), reg(&folded)]);
+    if let (Some(g), Statement::Inst(i)) = (&inst.guard, &mut min_of) {
+        i.guard = Some(g.clone());
+    }
+    code.push(min_of);
+    Ok(code)
+}
+
 /// Instruments the exception sites `sites` of the function of `d` (text order): the fast path
 /// through `rw`; returns the slow paths, for after the function's last instruction.
 pub(super) fn instrument(
@@ -155,27 +233,28 @@ pub(super) fn instrument(
 ) -> Result<Vec<Statement>, ShadowError> {
     let mut slow = Vec::new();
     let acc = scratch.reg(rw, "pred", ACC)?;
-    let test = scratch.reg(rw, "pred", TEST)?;
     for (members, close) in groups(d, sites) {
-        let Some(&(_, first)) = members.first() else {
+        let Some(&(first_j, first)) = members.first() else {
             continue;
         };
         let slow_label = format!("{}slow{first}", scratch.labels);
         let back = format!("{}back{first}", scratch.labels);
         let mut slow_code = vec![Statement::Label(slow_label.clone(), SrcLine(0))];
+        let mut types: Vec<ValueType> = Vec::new();
         for (position, &(j, index)) in members.iter().enumerate() {
             let inst = d.insts[j];
             let Some(t) = site_type(&d.ops[j]) else {
                 continue;
             };
-            let mut after = fine(if position == 0 { &acc } else { &test }, inst, t);
-            if position > 0 {
-                after.push(instruction(
-                    "and",
-                    &["pred"],
-                    vec![reg(&acc), reg(&acc), reg(&test)],
-                ));
+            let t = if t == ValueType::F32 {
+                t
+            } else {
+                ValueType::F64
+            };
+            if !types.contains(&t) {
+                types.push(t);
             }
+            let after = fold(rw, scratch, inst, t)?;
             rw.insert_after(inst.id, after, Guarding::Ignore)?;
             let (before, classify) = slow_path(rw, scratch, d, j, index, position)?;
             if !before.is_empty() {
@@ -183,15 +262,36 @@ pub(super) fn instrument(
             }
             slow_code.extend(classify);
         }
+        // Every minimum starts above any folded word.
+        let mut start = Vec::new();
+        let mut test = Vec::new();
+        for &t in &types {
+            let f = fold_of(t);
+            let min = scratch.reg(rw, "b32", f.min)?;
+            start.push(instruction("mov", &["b32"], vec![reg(&min), int(-1)]));
+            let mut mods = vec!["lt"];
+            let mut operands = vec![reg(&acc), reg(&min), int(f.bound)];
+            if !test.is_empty() {
+                mods.push("or");
+                operands.push(reg(&acc));
+            }
+            mods.push("u32");
+            test.push(instruction("setp", &mods, operands));
+        }
+        if types.is_empty() {
+            continue;
+        }
+        rw.insert_before(d.insts[first_j].id, start, Guarding::Ignore)?;
         slow_code.push(instruction("bra", &[], vec![Operand::Symbol(back.clone())]));
-        let branch = vec![
+        let mut branch = test;
+        branch.extend([
             with_guard(
                 instruction("bra", &[], vec![Operand::Symbol(slow_label)]),
-                true,
+                false,
                 &acc,
             ),
             Statement::Label(back, SrcLine(0)),
-        ];
+        ]);
         match close {
             Close::Before(k) => rw.insert_before(d.insts[k].id, branch, Guarding::Ignore)?,
             Close::After(k) => rw.insert_after(d.insts[k].id, branch, Guarding::Ignore)?,
