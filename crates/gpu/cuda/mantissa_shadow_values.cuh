@@ -60,8 +60,9 @@
 //       unsigned int sites, unsigned int first_reseed, unsigned int reseeds)
 //     At an exit of a function: its thread records (`sites` sites from global record
 //     `first_site`, then `reseeds` re-seed points from `first_reseed`) added to __mantissa_values:
-//     the lanes flushing together (__match_any_sync on the ranges) combine each word by
-//     shuffles (counts and sums added, maxima by max), and the lowest lane adds it with one
+//     the lanes flushing together (__match_any_sync on the ranges) combine each word (counts
+//     added by redux.sync.add when every lane's is below 2^27, else exactly by shuffles; sums
+//     added by shuffles; maxima by two redux.sync.max on their words), and the lowest lane adds it with one
 //     atomic into copy (its %smid mod MANTISSA_SV_COPIES) of the record. Words zero in every
 //     peer are skipped.
 //
@@ -90,7 +91,7 @@
 //   on scheduling (atomicAdd on doubles); counts and maxima are exact.
 //   A buffer is read and written with one element type (an f64 buffer by f64 accesses): the
 //   difference of an element is found at shadow + 2 (address - base) with the width of the
-//   access. Needs sm_70+.
+//   access. Needs sm_80+ (redux.sync).
 //
 // HOW IT IS BUILT
 //   As mantissa_shadow.cuh: NVRTC with -rdc=true (mantissa_gpu::runtime), merged by
@@ -510,6 +511,34 @@ static __device__ __forceinline__ int mantissa_sv_word_kind(int w)
     }
 }
 
+// The largest of the peers' non-negative doubles or u64s (their bits order as unsigned
+// integers): the largest high word, then the largest low word among the lanes holding it; two
+// redux.sync instead of five rounds of shuffles.
+static __device__ __forceinline__ unsigned long long mantissa_sv_max_u64(
+    unsigned int peers, unsigned long long x)
+{
+    unsigned int hi = (unsigned int)(x >> 32);
+    unsigned int top = __reduce_max_sync(peers, hi);
+    unsigned int low = __reduce_max_sync(peers, hi == top ? (unsigned int)x : 0u);
+    return ((unsigned long long)top << 32) | low;
+}
+
+// The peers' u64 counts added. A count below 2^27 on every lane (the common case: a thread's
+// executions of one site) sums to below 2^32 over a warp, so one redux.sync.add on the low
+// words does; otherwise the peers' words are added one by one, exactly, by shuffles.
+static __device__ __forceinline__ unsigned long long mantissa_sv_sum_u64(
+    unsigned int peers, unsigned long long x)
+{
+    if (__ballot_sync(peers, x >= (1ull << 27)) == 0) {
+        return __reduce_add_sync(peers, (unsigned int)x);
+    }
+    unsigned long long total = 0;
+    for (unsigned int rest = peers; rest != 0; rest &= rest - 1) {
+        total += mantissa_sv_shfl_u64(peers, x, __ffs(rest) - 1);
+    }
+    return total;
+}
+
 // One word of the peers' records combined and added to copy `copy` of the global by the leader.
 static __device__ __forceinline__ void mantissa_sv_flush_word(
     unsigned int peers, bool leader, unsigned long long *global, int w, unsigned long long x)
@@ -518,31 +547,24 @@ static __device__ __forceinline__ void mantissa_sv_flush_word(
         return;  // every peer's word is 0: nothing to add
     }
     int kind = mantissa_sv_word_kind(w);
-    unsigned long long total = x;
-    if (peers == 0xffffffffu) {
+    unsigned long long total;
+    if (kind == 0) {
+        total = mantissa_sv_sum_u64(peers, x);
+    } else if (kind == 2) {
+        total = mantissa_sv_max_u64(peers, x);
+    } else if (peers == 0xffffffffu) {
+        total = x;
         for (unsigned int d = 16; d > 0; d >>= 1) {
             unsigned long long y = mantissa_sv_bfly_u64(total, d);
-            if (kind == 0) {
-                total += y;
-            } else if (kind == 1) {
-                total = (unsigned long long)__double_as_longlong(
-                    __dadd_rn(__longlong_as_double((long long)total), __longlong_as_double((long long)y)));
-            } else {
-                total = max(total, y);
-            }
+            total = (unsigned long long)__double_as_longlong(
+                __dadd_rn(__longlong_as_double((long long)total), __longlong_as_double((long long)y)));
         }
     } else {
         total = 0;
         for (unsigned int rest = peers; rest != 0; rest &= rest - 1) {
             unsigned long long y = mantissa_sv_shfl_u64(peers, x, __ffs(rest) - 1);
-            if (kind == 0) {
-                total += y;
-            } else if (kind == 1) {
-                total = (unsigned long long)__double_as_longlong(
-                    __dadd_rn(__longlong_as_double((long long)total), __longlong_as_double((long long)y)));
-            } else {
-                total = max(total, y);
-            }
+            total = (unsigned long long)__double_as_longlong(
+                __dadd_rn(__longlong_as_double((long long)total), __longlong_as_double((long long)y)));
         }
     }
     if (leader && total != 0) {

@@ -44,11 +44,11 @@
 //! (a run of about 8 within a basic block, ended before the block's terminator and before any
 //! instruction that redefines a register the group's classification reads: a result, an
 //! operand, a guard) fold the exponent fields of their results into one unsigned minimum (two
-//! integer instructions per site), and one comparison and one branch per group go to an
+//! integer instructions per f64 site, four per f32 site), and one comparison and one branch per group go to an
 //! out-of-line slow path (after the function's last instruction) when some result had the
 //! exponent field of a NaN, an infinity, a subnormal or a zero. The slow path tests each site
 //! of the group exactly (`testp.normal`, `setp.eq.or` with zero), counts those that were not
-//! fine, and returns; a group with an exact zero result takes it and counts nothing. *Origin*
+//! fine, and returns; a group with an exact f64 zero result takes it and counts nothing. *Origin*
 //! means the result is NaN (±inf) while no operand was NaN (±inf): the first place a NaN or
 //! infinity appears; otherwise the result *propagated* one. Division by zero: a `div` whose divisor, or an `rcp`
 //! whose operand, is ±0 by its bits (a subnormal divisor of a `.ftz` operation is not counted,

@@ -3,17 +3,18 @@
 //! terminator (or after its last instruction) and before any instruction that redefines a
 //! register the group's slow path reads (a site's result, operands or guard). After each site,
 //! without a branch, the exponent field of its result is folded into the group's minimum (see
-//! [`fold`]: two SASS instructions per site, `LEA` and a three-input `VIMNMX3` shared by two
-//! sites); at the end of the group one comparison and one branch go to the group's out-of-line
-//! slow path when some result had the exponent field of a NaN, an infinity, a subnormal or a
-//! zero. The slow path, placed after the function's last instruction, tests every site of the
+//! [`fold`]: two SASS instructions per f64 site, `LEA` and a three-input `VIMNMX3` shared by
+//! two sites, two more per f32 site to let ±0 pass); at the end of the group one comparison and
+//! one branch go to the group's out-of-line slow path when some result had the exponent field
+//! of a NaN, an infinity, a subnormal or (f64) a zero. The slow path, placed after the function's last instruction, tests every site of the
 //! group exactly (`testp.normal`, `setp.eq.or` with zero: normal or zero is fine; a site whose
 //! guard was false is fine), counts the ones that were not fine through [`EXCEPTION_FUNCTION`]
 //! with their flags, and branches back. So ptxas sees far fewer block boundaries than a branch
 //! per site (contraction and scheduling as written within a group), a clean execution costs
-//! about two integer instructions per site, and a group whose results include an exact zero
-//! takes the slow path to find that it was fine (zero shares its exponent field with the
-//! subnormals; telling them apart in the fast path costs more than it saves when zeros are rare).
+//! two to four integer instructions per site, and a group whose f64 results include an exact
+//! zero takes the slow path to find that it was fine (zero shares its exponent field with the
+//! subnormals; telling them apart needs the low word too, which costs more than it saves when
+//! zeros are rare; f32 zeros, common where f32 underflows, are told apart in the fast path).
 
 use super::{dest, reg, Scratch};
 use crate::cfg::Cfg;
@@ -43,6 +44,8 @@ const MIN_F32: usize = 21;
 const LOW_WORD: usize = 22;
 const HIGH_WORD: usize = 23;
 const FOLDED: usize = 24;
+/// The predicate scratch number of the fast path's f32 zero test.
+const ZERO: usize = 25;
 
 /// Where a group's branch goes: before its closing instruction, or after its block's last one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -215,6 +218,22 @@ fn fold(
         &["lo", "u32"],
         vec![reg(&folded), reg(&high), int(2), int(f.one)],
     ));
+    if t == ValueType::F32 {
+        // An f32 ±0 folds exactly 2^24; it is fine, so it folds all ones instead (two more
+        // instructions: f32 results underflow to zero often, and each zero would take the slow
+        // path; f64 zeros are rarer and take it).
+        let zero = scratch.reg(rw, "pred", ZERO)?;
+        code.push(instruction(
+            "setp",
+            &["eq", "u32"],
+            vec![reg(&zero), reg(&folded), int(f.one)],
+        ));
+        code.push(instruction(
+            "selp",
+            &["b32"],
+            vec![reg(&folded), int(-1), reg(&folded), reg(&zero)],
+        ));
+    }
     let mut min_of = instruction("min", &["u32"], vec![reg(&min), reg(&min), reg(&folded)]);
     if let (Some(g), Statement::Inst(i)) = (&inst.guard, &mut min_of) {
         i.guard = Some(g.clone());
