@@ -52,6 +52,12 @@ pub struct Record {
     pub flags: Option<String>,
     /// The machine: CPU model or GPU name.
     pub device: String,
+    /// The CUDA ordinal of the GPU that ran the point, when the run used more than one GPU or
+    /// one other than GPU 0; absent otherwise, and in records written before runs on several
+    /// GPUs existed. Not part of the point's key: a resumed run may measure a point on any
+    /// device of the same model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_ordinal: Option<u32>,
     /// Whether the point produced a result.
     pub status: Status,
     /// The computed result, rounded to f64 (absent when the point did not run).
@@ -639,6 +645,7 @@ pub(crate) mod tests {
             precision: "f32".into(),
             backend: Backend::Cpu { threads: 4 },
             device: "test cpu".into(),
+            device_ordinal: None,
             status: Status::Ok,
             value: Some(f64::INFINITY),
             reference: Some(0.0),
