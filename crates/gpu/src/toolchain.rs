@@ -105,12 +105,13 @@ pub enum DeviceSelection {
     Ordinals(Vec<usize>),
 }
 
-/// `--devices` text that names no set of GPUs; one line.
+/// `--devices` text that names no set of GPUs; one line (the command line's parser names the
+/// option).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum BadDeviceSelection {
     /// Empty text, an empty item or something not a whole number.
     #[error(
-        "--devices {text:?}: {problem}; write `all` or GPU ordinals separated by commas, like 0,2"
+        "{text:?} names no GPUs: {problem}; write `all` or GPU ordinals separated by commas, like 0,2"
     )]
     Syntax {
         /// The text given.
@@ -120,7 +121,7 @@ pub enum BadDeviceSelection {
     },
     /// An ordinal given twice: one device runs one unit at a time, so a second worker on it
     /// would share it and spoil its timings.
-    #[error("--devices: GPU {ordinal} is listed twice; list each GPU once")]
+    #[error("GPU {ordinal} is listed twice; list each GPU once")]
     Duplicate {
         /// The repeated ordinal.
         ordinal: usize,
@@ -242,10 +243,7 @@ mod tests {
     fn duplicates_are_refused() {
         let e = parse("0,1,0").unwrap_err();
         assert_eq!(e, BadDeviceSelection::Duplicate { ordinal: 0 });
-        assert_eq!(
-            e.to_string(),
-            "--devices: GPU 0 is listed twice; list each GPU once"
-        );
+        assert_eq!(e.to_string(), "GPU 0 is listed twice; list each GPU once");
         assert!(parse("3, 3").is_err());
     }
 

@@ -741,6 +741,27 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn the_device_ordinal_is_written_when_known_and_not_part_of_the_key() {
+        let plain = sample();
+        let line = serde_json::to_string(&plain).unwrap();
+        assert!(!line.contains("device_ordinal"), "{line}");
+        assert_eq!(Record::from_json_line(&line).unwrap().device_ordinal, None);
+        let mut on_two = plain.clone();
+        on_two.device_ordinal = Some(2);
+        let line = serde_json::to_string(&on_two).unwrap();
+        assert!(line.contains(r#""device_ordinal":2"#), "{line}");
+        assert_eq!(
+            Record::from_json_line(&line).unwrap().device_ordinal,
+            Some(2)
+        );
+        assert_eq!(
+            on_two.key(),
+            plain.key(),
+            "a resumed run may use another GPU"
+        );
+    }
+
+    #[test]
     fn point_keys_name_their_fields_and_ignore_only_the_default_flags() {
         let r = sample();
         let key: serde_json::Value = serde_json::from_str(&r.key()).unwrap();
