@@ -4,10 +4,9 @@
 //! request (Ctrl-C) ends the run (CPU points check it inside their loops and the interrupted
 //! point is dropped, never recorded; a GPU point finishes first), progress advances per point, a
 //! point that fails becomes a `failed` record with the reason, and a sticky device error ends the
-//! GPU part. Each
-//! point is measured by its workload's runner ([`crate::registry::of_point`]), one runner per
-//! runner group, made when the group's first point runs (so a run without a workload compiles
-//! nothing of it).
+//! GPU part. Each point is measured by its workload's runner ([`crate::registry::of_point`]), one
+//! runner per runner group (and per device), made when the group's first point runs (so a run
+//! without a workload compiles nothing of it).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
