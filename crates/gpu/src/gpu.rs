@@ -1,5 +1,7 @@
 //! [`Gpu`]: one device, found without panicking, with its compiler, one stream, buffers, modules,
-//! launches by kernel name and event timing.
+//! launches by kernel name and event timing. Devices of one host share a
+//! [`Toolchain`](crate::toolchain::Toolchain) (driver, NVRTC, caches); each `Gpu` is one device
+//! opened from it, usable from whichever thread owns it.
 //!
 //! All work goes to one stream of the device, in order. That is why cudarc's per-buffer event
 //! tracking (made for several streams) is switched off: stream order already guarantees that a
@@ -57,55 +59,6 @@ pub struct Gpu {
     /// Cubins the driver's JIT made from PTX (see [`crate::jit`]), shared with every device of
     /// the toolchain.
     pub(crate) jit: Arc<crate::jit::JitCache>,
-}
-
-/// Checks that the driver library is there, starts, and is new enough; returns its CUDA version.
-pub(crate) fn open_driver() -> Result<CudaVersion, GpuUnavailable> {
-    // cudarc panics on first use of a missing library: look first.
-    // SAFETY: only dlopens libcuda (running its initialisers), as any CUDA use does.
-    if !unsafe { cudarc::driver::sys::is_culib_present() } {
-        return Err(GpuUnavailable::NoDriver);
-    }
-    let panicked = |what| move |message| GpuUnavailable::Panicked { what, message };
-    match catch(cudarc::driver::result::init).map_err(panicked("cuInit"))? {
-        Ok(()) => {}
-        Err(DriverError(CUresult::CUDA_ERROR_NO_DEVICE)) => {
-            return Err(GpuUnavailable::NoDevice {
-                detail: "cuInit: CUDA_ERROR_NO_DEVICE (100)".into(),
-            })
-        }
-        Err(e) => return Err(GpuUnavailable::DriverInit { status: e.into() }),
-    }
-    let version = catch(|| {
-        let mut v = 0;
-        // SAFETY: plain out-parameter.
-        unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut v) }
-            .result()
-            .map(|()| v)
-    })
-    .map_err(panicked("cuDriverGetVersion"))?
-    .map_err(|e| GpuUnavailable::DriverInit { status: e.into() })?;
-    let version = CudaVersion::from_driver_int(version);
-    if version < MIN_DRIVER {
-        return Err(GpuUnavailable::DriverTooOld { found: version });
-    }
-    Ok(version)
-}
-
-/// How many GPUs the driver sees (after the same checks as [`Gpu::probe`] makes of the driver).
-pub fn device_count() -> Result<usize, GpuUnavailable> {
-    open_driver()?;
-    count_devices()
-}
-
-pub(crate) fn count_devices() -> Result<usize, GpuUnavailable> {
-    let count = catch(cudarc::driver::result::device::get_count)
-        .map_err(|message| GpuUnavailable::Panicked {
-            what: "cuDeviceGetCount",
-            message,
-        })?
-        .map_err(|e| GpuUnavailable::DriverInit { status: e.into() })?;
-    Ok(count.max(0) as usize)
 }
 
 impl Gpu {

@@ -105,7 +105,7 @@ pub use frontend::{
     read_source, BuildRequest, Builder, Built, Define, FrontEnd, FrontEndChoice, HostCode, Reason,
     UnknownFrontEnd,
 };
-pub use gpu::{device_count, symbols_of_ptx, Gpu, KernelResources, Module, Symbol};
+pub use gpu::{symbols_of_ptx, Gpu, KernelResources, Module, Symbol};
 pub use jit::JitCache;
 pub use launch::{DType, DeviceBuffer, HostData, KernelArg, LaunchDims, Scalar};
 pub use locate::{cuda_tool, nvrtc_library, NvrtcLibrary, NvrtcOrigin};
@@ -115,7 +115,7 @@ pub use nvcc::{Nvcc, NvccOrigin, NVCC_ENV, NVCC_PIP_INSTALL};
 pub use nvrtc::{source_hash, BuildFacts, Compiled, Compiler, Source, Target};
 pub use pool::{run_pool, PoolError, PoolSummary, WorkerSummary};
 pub use timing::{Timing, TimingOptions};
-pub use toolchain::{BadDeviceSelection, DeviceSelection, Toolchain};
+pub use toolchain::{device_count, BadDeviceSelection, DeviceSelection, Toolchain};
 pub use version::{Arch, CudaVersion, PtxIsa};
 
 /// Locks a mutex, ignoring poisoning: the guarded values here (counters, maps of finished

@@ -178,6 +178,6 @@ mod tests {
         // Either way it must return rather than panic (unless MANTISSA_REQUIRE_GPU=1 and no GPU).
         let _ = require_nvrtc_or_skip();
         let _ = require_gpu_or_skip();
-        let _ = crate::gpu::device_count();
+        let _ = crate::toolchain::device_count();
     }
 }

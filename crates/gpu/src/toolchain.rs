@@ -11,14 +11,65 @@
 //! checked against [`Toolchain::device_count`] when opened.
 
 use crate::cache::CompileCache;
-use crate::error::GpuUnavailable;
-use crate::gpu::{count_devices, open_driver, Gpu};
+use crate::error::{catch, GpuUnavailable};
+use crate::gpu::{Gpu, MIN_DRIVER};
 use crate::jit::JitCache;
 use crate::nvrtc::Compiler;
 use crate::version::CudaVersion;
+use cudarc::driver::result::DriverError;
+use cudarc::driver::sys::CUresult;
 use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
+
+/// Checks that the driver library is there, starts, and is new enough; returns its CUDA version.
+pub(crate) fn open_driver() -> Result<CudaVersion, GpuUnavailable> {
+    // cudarc panics on first use of a missing library: look first.
+    // SAFETY: only dlopens libcuda (running its initialisers), as any CUDA use does.
+    if !unsafe { cudarc::driver::sys::is_culib_present() } {
+        return Err(GpuUnavailable::NoDriver);
+    }
+    let panicked = |what| move |message| GpuUnavailable::Panicked { what, message };
+    match catch(cudarc::driver::result::init).map_err(panicked("cuInit"))? {
+        Ok(()) => {}
+        Err(DriverError(CUresult::CUDA_ERROR_NO_DEVICE)) => {
+            return Err(GpuUnavailable::NoDevice {
+                detail: "cuInit: CUDA_ERROR_NO_DEVICE (100)".into(),
+            })
+        }
+        Err(e) => return Err(GpuUnavailable::DriverInit { status: e.into() }),
+    }
+    let version = catch(|| {
+        let mut v = 0;
+        // SAFETY: plain out-parameter.
+        unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut v) }
+            .result()
+            .map(|()| v)
+    })
+    .map_err(panicked("cuDriverGetVersion"))?
+    .map_err(|e| GpuUnavailable::DriverInit { status: e.into() })?;
+    let version = CudaVersion::from_driver_int(version);
+    if version < MIN_DRIVER {
+        return Err(GpuUnavailable::DriverTooOld { found: version });
+    }
+    Ok(version)
+}
+
+/// How many GPUs the driver sees (after the same checks as [`Gpu::probe`] makes of the driver).
+pub fn device_count() -> Result<usize, GpuUnavailable> {
+    open_driver()?;
+    count_devices()
+}
+
+pub(crate) fn count_devices() -> Result<usize, GpuUnavailable> {
+    let count = catch(cudarc::driver::result::device::get_count)
+        .map_err(|message| GpuUnavailable::Panicked {
+            what: "cuDeviceGetCount",
+            message,
+        })?
+        .map_err(|e| GpuUnavailable::DriverInit { status: e.into() })?;
+    Ok(count.max(0) as usize)
+}
 
 /// The driver, NVRTC and the caches, probed once and shared by every [`Gpu`] opened from it.
 /// Cheap to clone.
