@@ -7,13 +7,13 @@ use std::time::Duration;
 
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use mantissa_gpu::Gpu;
+use mantissa_gpu::{DeviceSelection, Gpu, Toolchain};
 use mantissa_mathlib::cpu::CpuLibrary;
 use mantissa_mathlib::hexfloat::{parse, to_decimal, to_hex};
 use mantissa_mathlib::html::write_html;
 use mantissa_mathlib::measure::Plan;
 use mantissa_mathlib::records::{self, read_records, Record};
-use mantissa_mathlib::run::{check, check_arity, run_plan, setting, Event};
+use mantissa_mathlib::run::{check, check_arity, run_plan_on, setting, Event};
 use mantissa_mathlib::table::{tables, ulps, Table};
 use mantissa_mathlib::{Format, Function, MathGpu, MathlibError, Variant};
 use mantissa_report::Shard;
@@ -70,6 +70,11 @@ pub struct MathlibArgs {
     /// OUT/mathlib.shard-I-of-N.jsonl; `mantissa merge OUT` joins them and writes the tables.
     #[arg(long, value_name = "I/N", conflicts_with_all = ["check", "report"])]
     shard: Option<Shard>,
+    /// GPUs to measure on: `all`, or ordinals like 0,2 (after CUDA_VISIBLE_DEVICES). Each GPU
+    /// measures one function at a time; records are written in plan order whichever GPU
+    /// measured them. The GPUs must be of one model. `--check` uses GPU 0.
+    #[arg(long, value_name = "all|LIST", default_value = "all")]
+    devices: DeviceSelection,
     /// Print the measurements as JSON lines instead of tables.
     #[arg(long)]
     json: bool,
@@ -124,6 +129,7 @@ fn parse_list<T: Copy + PartialEq>(
     Ok(out)
 }
 
+/// The GPU for `--check`: GPU 0, or none (CPU columns only, said in one line).
 fn probe_gpu(cpu_only: bool) -> Option<MathGpu> {
     if cpu_only {
         return None;
@@ -144,6 +150,35 @@ fn probe_gpu(cpu_only: bool) -> Option<MathGpu> {
     }
 }
 
+/// The GPUs of `selection` through one shared toolchain; without a GPU, CPU columns only (said
+/// in one line). A GPU named in `--devices` that cannot be opened is an error.
+fn probe_gpus(cpu_only: bool, selection: &DeviceSelection) -> anyhow::Result<Vec<MathGpu>> {
+    if cpu_only {
+        return Ok(Vec::new());
+    }
+    match Toolchain::probe().and_then(|t| selection.open(&t)) {
+        Ok(gpus) => {
+            if let Some(gpu) = gpus.first() {
+                let on = match gpus.len() {
+                    1 => String::new(),
+                    n => format!(" x {n}"),
+                };
+                eprintln!(
+                    "GPU: {}{on} (driver CUDA {})",
+                    gpu.info().name,
+                    gpu.info().driver
+                );
+            }
+            Ok(gpus.into_iter().map(MathGpu::new).collect())
+        }
+        Err(e) if *selection == DeviceSelection::All => {
+            eprintln!("no GPU ({e}): CPU columns only");
+            Ok(Vec::new())
+        }
+        Err(e) => Err(usage(format!("--devices {selection}: {e}"))),
+    }
+}
+
 pub fn run(args: MathlibArgs) -> anyhow::Result<()> {
     let precisions: Vec<Format> = parse_list(
         &args.precision,
@@ -159,8 +194,8 @@ pub fn run(args: MathlibArgs) -> anyhow::Result<()> {
         return run_report(&args);
     }
     let plan = plan(&args, precisions)?;
-    let gpu = probe_gpu(args.cpu_only);
-    let run_setting = setting(&plan, gpu.as_ref());
+    let gpus = probe_gpus(args.cpu_only, &args.devices)?;
+    let run_setting = setting(&plan, gpus.first());
     let mut store =
         records::open(&args.out, args.resume, args.shard, &plan, &run_setting).map_err(lift)?;
     if let Some(old) = store.moved_aside() {
@@ -176,42 +211,43 @@ pub fn run(args: MathlibArgs) -> anyhow::Result<()> {
             .progress_chars("=> "),
     );
     let started = std::time::Instant::now();
-    let measurements = run_plan(
-        &plan,
-        gpu.as_ref(),
-        Some(&mut store),
-        &mut |event| match event {
-            Event::Progress(what, p) => {
-                bar.set_prefix(what.to_string());
-                bar.set_position((p * 1000.0) as u64);
-            }
-            Event::Measured {
-                measurements,
-                resumed,
-            } => {
-                if let Some(m) = measurements.first() {
-                    let line = format!(
-                        "{:<8} {}: {}{}",
-                        m.function.cuda_name(m.format),
-                        m.format.name(),
-                        measurements
-                            .iter()
-                            .map(|m| format!("{} {}", m.column.label(), ulps(m.stats.max_ulps)))
-                            .collect::<Vec<_>>()
-                            .join(", "),
-                        if resumed { " (from the records)" } else { "" }
-                    );
-                    // Without a terminal the bar is hidden and would swallow the line: logs keep it.
-                    if bar.is_hidden() {
-                        eprintln!("{line}");
-                    } else {
-                        bar.println(line);
-                    }
+    let ordinals: Vec<usize> = gpus.iter().map(|g| g.gpu().ordinal()).collect();
+    let mut pool_line = None;
+    let measurements = run_plan_on(&plan, &gpus, Some(&mut store), &mut |event| match event {
+        Event::Progress(what, p) => {
+            bar.set_prefix(what.to_string());
+            bar.set_position((p * 1000.0) as u64);
+        }
+        Event::Measured {
+            measurements,
+            resumed,
+        } => {
+            if let Some(m) = measurements.first() {
+                let line = format!(
+                    "{:<8} {}: {}{}",
+                    m.function.cuda_name(m.format),
+                    m.format.name(),
+                    measurements
+                        .iter()
+                        .map(|m| format!("{} {}", m.column.label(), ulps(m.stats.max_ulps)))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    if resumed { " (from the records)" } else { "" }
+                );
+                // Without a terminal the bar is hidden and would swallow the line: logs keep it.
+                if bar.is_hidden() {
+                    eprintln!("{line}");
+                } else {
+                    bar.println(line);
                 }
             }
-        },
-    )
+        }
+        Event::Pool(pool) => pool_line = Some(pool.describe(&ordinals)),
+    })
     .map_err(lift)?;
+    if let Some(line) = pool_line {
+        eprintln!("{line}");
+    }
     bar.finish_and_clear();
     eprintln!("measured in {:.1} s", started.elapsed().as_secs_f64());
     if args.json {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use mantissa_gpu::Gpu;
+use mantissa_gpu::{DeviceSelection, Gpu, Toolchain};
 use mantissa_report::{Manifest, Record, ResultsLog, Shard, StoreOptions};
 use mantissa_slurm::GpuUse;
 use mantissa_study::guard::{self, Length};
@@ -75,12 +75,21 @@ pub struct StudyArgs {
     /// one OUT; `mantissa merge OUT` joins them and writes the report.
     #[arg(long, value_name = "I/N")]
     shard: Option<Shard>,
+    /// GPUs to run the GPU points on: `all`, or ordinals like 0,2 (after CUDA_VISIBLE_DEVICES).
+    /// Each GPU measures one point at a time; records are written in plan order whichever GPU
+    /// measured them. The GPUs must be of one model.
+    #[arg(long, value_name = "all|LIST", default_value = "all")]
+    devices: DeviceSelection,
 }
 
+/// `--backend`.
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum BackendChoice {
+    /// The CPU only.
     Cpu,
+    /// The GPUs only.
     Gpu,
+    /// The CPU, and the GPUs when there are any.
     All,
 }
 
@@ -153,28 +162,23 @@ pub fn run(args: StudyArgs, max_threads: Option<usize>) -> anyhow::Result<()> {
     let stop = Arc::new(AtomicBool::new(false));
     install_interrupt_handler(stop.clone());
 
-    // The GPU: probed once; without one, `all` says why in one line and runs CPU-only.
-    let gpu = match args.backend {
-        BackendChoice::Cpu => None,
-        BackendChoice::Gpu => {
-            Some(Gpu::probe().map_err(|why| anyhow::anyhow!("--backend gpu needs a GPU: {why}"))?)
-        }
-        BackendChoice::All => match Gpu::probe() {
-            Ok(gpu) => Some(gpu),
-            Err(why) => {
-                eprintln!("{why}");
-                None
-            }
-        },
-    };
+    let gpus = open_gpus(args.backend, &args.devices)?;
+    let gpu = gpus.first();
     let cpu_plan = Plan::cpu(&cfg);
-    let gpu_launch = gpu.as_ref().map(runner::full_device);
+    let gpu_launch = gpu.map(runner::full_device);
     let gpu_plan = gpu_launch.map(|full| Plan::gpu(&cfg, full, cpu_plan.points.len() as u64));
-    if let (Some(g), Some(plan)) = (&gpu, &gpu_plan) {
+    if let (Some(g), Some(plan)) = (gpu, &gpu_plan) {
         // Before anything runs, is allocated or moved.
-        runner::check_fits(plan, g)?;
+        runner::check_devices(&gpus)?;
+        for device in &gpus {
+            runner::check_fits(plan, device)?;
+        }
+        let on = match gpus.len() {
+            1 => String::new(),
+            n => format!(" x {n} (GPUs {})", ordinals(&gpus)),
+        };
         eprintln!(
-            "gpu: {} ({} SMs), {} points",
+            "gpu: {} ({} SMs){on}, {} points",
             g.info().name,
             g.info().sm_count,
             plan.points.len()
@@ -217,7 +221,7 @@ pub fn run(args: StudyArgs, max_threads: Option<usize>) -> anyhow::Result<()> {
             .with_context(|| format!("cannot use output directory {}", args.out.display()))
     };
     let resumed = if args.resume { Some(open_log()?) } else { None };
-    let (cpu_device, gpu_device) = (cpu_name(), gpu.as_ref().map(|g| g.info().name.clone()));
+    let (cpu_device, gpu_device) = (cpu_name(), gpu.map(|g| g.info().name.clone()));
     check_before_running(
         &cfg,
         &cpu_plan,
@@ -259,10 +263,14 @@ pub fn run(args: StudyArgs, max_threads: Option<usize>) -> anyhow::Result<()> {
     let bar = Bar::new();
     let cpu = runner::run_cpu(&cpu_plan, suite, &mut log, &bar, &stop)?;
     summarize("cpu", &cpu, &log);
-    if let (Some(g), Some(plan)) = (&gpu, &gpu_plan) {
+    if let Some(plan) = &gpu_plan {
         if !stop.load(Ordering::Relaxed) {
-            let summary = runner::run_gpu(plan, g, suite, &mut log, &bar, &stop)?;
+            let summary = runner::run_gpus(plan, &gpus, suite, &mut log, &bar, &stop)?;
             summarize("gpu", &summary, &log);
+            if let (Some(pool), true) = (&summary.pool, gpus.len() > 1) {
+                let ordinals: Vec<usize> = gpus.iter().map(Gpu::ordinal).collect();
+                eprintln!("{}", pool.describe(&ordinals));
+            }
         }
     }
     let records_path = log.path().to_path_buf();
@@ -287,6 +295,29 @@ pub fn run(args: StudyArgs, max_threads: Option<usize>) -> anyhow::Result<()> {
         std::process::exit(130);
     }
     Ok(())
+}
+
+/// The GPUs of `selection`, probed once through one shared toolchain; none for `--backend cpu`.
+/// Without a GPU, `--backend all` says why in one line and runs CPU-only; a GPU named in
+/// `--devices` that cannot be opened is an error either way.
+fn open_gpus(backend: BackendChoice, selection: &DeviceSelection) -> anyhow::Result<Vec<Gpu>> {
+    let opened = Toolchain::probe().and_then(|t| selection.open(&t));
+    match (backend, opened) {
+        (BackendChoice::Cpu, _) => Ok(Vec::new()),
+        (_, Ok(gpus)) => Ok(gpus),
+        (BackendChoice::Gpu, Err(why)) => Err(anyhow::anyhow!("--backend gpu needs a GPU: {why}")),
+        (BackendChoice::All, Err(why)) if *selection == DeviceSelection::All => {
+            eprintln!("{why}");
+            Ok(Vec::new())
+        }
+        (BackendChoice::All, Err(why)) => Err(anyhow::anyhow!("--devices {selection}: {why}")),
+    }
+}
+
+/// `0,1,3`: the ordinals of `gpus`.
+fn ordinals(gpus: &[Gpu]) -> String {
+    let list: Vec<String> = gpus.iter().map(|g| g.ordinal().to_string()).collect();
+    list.join(",")
 }
 
 /// The configuration `args` give, with CPU thread counts `threads`.

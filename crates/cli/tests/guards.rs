@@ -163,3 +163,63 @@ fn ctrl_c_inside_a_long_point_keeps_what_finished_and_says_how_to_resume() {
     assert!(stopped_after < Duration::from_secs(15), "{stopped_after:?}");
     std::fs::remove_dir_all(&d).ok();
 }
+
+/// `--devices` text that names no set of GPUs is refused in one line, with the usage exit code,
+/// before anything is probed or written; on a machine without GPUs a named GPU is an error, while
+/// the default `all` goes on CPU-only.
+#[test]
+fn bad_device_lists_are_refused_before_anything_runs() {
+    let d = scratch_dir("devices");
+    let out_dir = d.join("out");
+    for (command, list, says) in [
+        ("study", "0,0", "GPU 0 is listed twice; list each GPU once"),
+        ("study", "0,gpu1", "\"gpu1\" is not a GPU ordinal"),
+        ("mathlib", "1,", "an empty item between commas"),
+        ("mathlib", "", "no GPU named"),
+    ] {
+        let out = Command::new(mantissa_binary())
+            .args([
+                command,
+                "--devices",
+                list,
+                "--out",
+                out_dir.to_str().unwrap(),
+            ])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{command} --devices {list:?}: {stderr}"
+        );
+        let error: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error")).collect();
+        assert_eq!(error.len(), 1, "{stderr}");
+        assert!(error[0].contains(says), "{stderr}");
+        assert!(
+            !out_dir.exists(),
+            "{command} --devices {list:?} wrote {out_dir:?}"
+        );
+    }
+    if mantissa_gpu::device_count().is_err() {
+        let out = Command::new(mantissa_binary())
+            .args([
+                "study",
+                "sum",
+                "--devices",
+                "0",
+                "--size",
+                "64",
+                "--precision",
+                "f32",
+            ])
+            .args(["--out", out_dir.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains("--devices 0: CPU only"), "{stderr}");
+        assert!(!out_dir.exists(), "nothing written");
+    }
+    std::fs::remove_dir_all(&d).ok();
+}

@@ -68,6 +68,7 @@ fn record_timed(
         },
         flags: Some(run.flags.clone()),
         device: run.device.clone(),
+        device_ordinal: None,
         status: Status::Ok,
         value: None,
         reference: None,

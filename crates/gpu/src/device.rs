@@ -9,10 +9,11 @@
 use crate::cache::{atomic_write, cache_root, fnv1a64};
 use crate::error::{DriverStatus, GpuError};
 use crate::flags::FlagSet;
-use crate::gpu::{device_count, Gpu};
+use crate::gpu::Gpu;
 use crate::launch::{DType, KernelArg, LaunchDims};
 use crate::nvrtc::Source;
 use crate::timing::TimingOptions;
+use crate::toolchain::device_count;
 use crate::version::{Arch, CudaVersion};
 use cudarc::driver::sys::CUdevice_attribute_enum as Attr;
 use cudarc::driver::CudaContext;

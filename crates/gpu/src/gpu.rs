@@ -1,5 +1,7 @@
 //! [`Gpu`]: one device, found without panicking, with its compiler, one stream, buffers, modules,
-//! launches by kernel name and event timing.
+//! launches by kernel name and event timing. Devices of one host share a
+//! [`Toolchain`](crate::toolchain::Toolchain) (driver, NVRTC, caches); each `Gpu` is one device
+//! opened from it, usable from whichever thread owns it.
 //!
 //! All work goes to one stream of the device, in order. That is why cudarc's per-buffer event
 //! tracking (made for several streams) is switched off: stream order already guarantees that a
@@ -21,6 +23,7 @@ use crate::launch::{
 use crate::lock;
 use crate::nvrtc::{Compiled, Compiler, Source, Target};
 use crate::timing::{rotation_sets, Timing, TimingOptions};
+use crate::toolchain::Toolchain;
 use crate::version::{Arch, CudaVersion, PtxIsa};
 use cudarc::driver::sys::{CUevent_flags, CUfunction_attribute_enum, CUresult};
 use cudarc::driver::{
@@ -53,57 +56,9 @@ pub struct Gpu {
     sync_timeout: Mutex<Duration>,
     /// The kernel an asynchronous failure is blamed on.
     last_kernel: Mutex<Option<String>>,
-    /// Cubins the driver's JIT made from PTX (see [`crate::jit`]).
-    pub(crate) jit: crate::jit::JitCache,
-}
-
-/// Checks that the driver library is there, starts, and is new enough; returns its CUDA version.
-fn open_driver() -> Result<CudaVersion, GpuUnavailable> {
-    // cudarc panics on first use of a missing library: look first.
-    // SAFETY: only dlopens libcuda (running its initialisers), as any CUDA use does.
-    if !unsafe { cudarc::driver::sys::is_culib_present() } {
-        return Err(GpuUnavailable::NoDriver);
-    }
-    let panicked = |what| move |message| GpuUnavailable::Panicked { what, message };
-    match catch(cudarc::driver::result::init).map_err(panicked("cuInit"))? {
-        Ok(()) => {}
-        Err(DriverError(CUresult::CUDA_ERROR_NO_DEVICE)) => {
-            return Err(GpuUnavailable::NoDevice {
-                detail: "cuInit: CUDA_ERROR_NO_DEVICE (100)".into(),
-            })
-        }
-        Err(e) => return Err(GpuUnavailable::DriverInit { status: e.into() }),
-    }
-    let version = catch(|| {
-        let mut v = 0;
-        // SAFETY: plain out-parameter.
-        unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut v) }
-            .result()
-            .map(|()| v)
-    })
-    .map_err(panicked("cuDriverGetVersion"))?
-    .map_err(|e| GpuUnavailable::DriverInit { status: e.into() })?;
-    let version = CudaVersion::from_driver_int(version);
-    if version < MIN_DRIVER {
-        return Err(GpuUnavailable::DriverTooOld { found: version });
-    }
-    Ok(version)
-}
-
-/// How many GPUs the driver sees (after the same checks as [`Gpu::probe`] makes of the driver).
-pub fn device_count() -> Result<usize, GpuUnavailable> {
-    open_driver()?;
-    count_devices()
-}
-
-fn count_devices() -> Result<usize, GpuUnavailable> {
-    let count = catch(cudarc::driver::result::device::get_count)
-        .map_err(|message| GpuUnavailable::Panicked {
-            what: "cuDeviceGetCount",
-            message,
-        })?
-        .map_err(|e| GpuUnavailable::DriverInit { status: e.into() })?;
-    Ok(count.max(0) as usize)
+    /// Cubins the driver's JIT made from PTX (see [`crate::jit`]), shared with every device of
+    /// the toolchain.
+    pub(crate) jit: Arc<crate::jit::JitCache>,
 }
 
 impl Gpu {
@@ -118,22 +73,27 @@ impl Gpu {
         Self::probe_device_with_cache(ordinal, CompileCache::default_location())
     }
 
-    /// GPU `ordinal`, compiling through `cache`.
+    /// GPU `ordinal`, compiling through `cache`: a [`Toolchain`] of its own, then
+    /// [`Gpu::open`]. Several devices should share one toolchain instead.
     pub fn probe_device_with_cache(
         ordinal: usize,
         cache: CompileCache,
     ) -> Result<Gpu, GpuUnavailable> {
-        let driver = open_driver()?;
-        let count = count_devices()?;
-        if count == 0 {
-            return Err(GpuUnavailable::NoDevice {
-                detail: "cuDeviceGetCount reports 0 devices".into(),
-            });
-        }
+        Gpu::open(&Toolchain::probe_with_cache(cache)?, ordinal)
+    }
+
+    /// GPU `ordinal` (after CUDA_VISIBLE_DEVICES), compiling and JIT-compiling through
+    /// `toolchain`'s caches, which it shares with every other device opened from it: devices of
+    /// one architecture compile each source once. Its own context (the device's primary
+    /// context), stream, facts and default build architecture. A handle can be moved to another
+    /// thread and used there: every method binds the context to the calling thread first.
+    pub fn open(toolchain: &Toolchain, ordinal: usize) -> Result<Gpu, GpuUnavailable> {
+        let count = toolchain.device_count();
         if ordinal >= count {
             return Err(GpuUnavailable::NoSuchDevice { ordinal, count });
         }
-        let compiler = Compiler::probe_with_cache(cache).map_err(GpuUnavailable::Nvrtc)?;
+        let driver = toolchain.driver();
+        let compiler = toolchain.compiler().clone();
         let context_err = |status: DriverStatus| GpuUnavailable::Context { ordinal, status };
         let ctx = catch(|| CudaContext::new(ordinal))
             .map_err(|message| GpuUnavailable::Panicked {
@@ -142,7 +102,8 @@ impl Gpu {
             })?
             .map_err(|e| context_err(e.into()))?;
         // SAFETY: every buffer and launch of this Gpu uses its one stream (see the module doc),
-        // and this runs before any buffer exists.
+        // and this runs before any buffer exists. A second handle on the same device shares the
+        // primary context; each handle's buffers still stay on its own stream.
         unsafe { ctx.disable_event_tracking() };
         let stream = ctx.new_stream().map_err(|e| context_err(e.into()))?;
         let info =
@@ -163,7 +124,6 @@ impl Gpu {
                 crate::error::NVRTC_PIP_PIN
             ));
         }
-        let compiler = Arc::new(compiler);
         let builder = Builder::new()
             .with_nvrtc(Ok(compiler.clone()))
             .with_default_arch(arch);
@@ -176,8 +136,22 @@ impl Gpu {
             notes,
             sync_timeout: Mutex::new(DEFAULT_SYNC_TIMEOUT),
             last_kernel: Mutex::new(None),
-            jit: crate::jit::JitCache::default_location(),
+            jit: toolchain.jit().clone(),
         })
+    }
+
+    /// Makes this device's context current on the calling thread. Methods of [`Gpu`] and
+    /// [`Module`] call it (or cudarc does) before every driver call that needs it, so a handle
+    /// moved to a worker thread just works; code calling the driver directly calls it first.
+    pub fn bind_to_thread(&self) -> Result<(), GpuError> {
+        self.ctx
+            .bind_to_thread()
+            .map_err(|e| GpuError::driver("making the CUDA context current", e))
+    }
+
+    /// The CUDA ordinal of this device (after CUDA_VISIBLE_DEVICES), as records name it.
+    pub fn ordinal(&self) -> usize {
+        self.info.ordinal
     }
 
     /// What the driver reports about the device (no measurements; see [`Gpu::report`]).
@@ -350,6 +324,7 @@ impl Gpu {
             ptx,
             lowered_names: BTreeMap::new(),
             cu,
+            ctx: self.ctx.clone(),
             device: self.info.clone(),
             kernels: Mutex::new(HashMap::new()),
         }
@@ -529,6 +504,7 @@ impl Gpu {
         if name.contains('\0') {
             return Err(not_found());
         }
+        self.bind_to_thread()?;
         let view = module
             .cu
             .get_global(name, &self.stream)
@@ -594,6 +570,7 @@ impl Gpu {
         }
         // Over 48 KiB of dynamic shared memory must be opted into per kernel.
         if dims.shared_bytes > 48 * 1024 {
+            self.bind_to_thread()?;
             k.func
                 .set_attribute(
                     CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -650,6 +627,7 @@ impl Gpu {
 
     /// Polls `event` until done, failed, or the timeout.
     fn wait_event(&self, event: &CudaEvent, what: &str) -> Result<(), GpuError> {
+        self.bind_to_thread()?;
         let timeout = self.sync_timeout();
         let start = Instant::now();
         let mut nap = Duration::from_micros(10);
@@ -827,6 +805,8 @@ pub struct Module {
     /// Name expressions of the source mapped to their kernels' lowered names.
     lowered_names: BTreeMap<String, String>,
     cu: Arc<CudaModule>,
+    /// Its device's context, made current before the driver is asked about the module.
+    ctx: Arc<CudaContext>,
     device: DeviceInfo,
     kernels: Mutex<HashMap<String, Arc<Kernel>>>,
 }
@@ -946,6 +926,9 @@ impl Module {
         if name.contains('\0') {
             return Err(not_found());
         }
+        self.ctx
+            .bind_to_thread()
+            .map_err(|e| GpuError::driver("making the CUDA context current", e))?;
         let func = self.cu.load_function(name).map_err(|e| match e.0 {
             CUresult::CUDA_ERROR_NOT_FOUND => not_found(),
             _ => GpuError::driver(format!("looking up kernel '{name}'"), e),

@@ -11,6 +11,11 @@
 //! library path, the pip wheel or a toolkit ([`locate`]).
 //!
 //! Where the main types are:
+//! - [`Toolchain`] (in `toolchain.rs`): the driver, NVRTC and the compile and JIT caches, probed
+//!   once and shared by every device of a host; [`Gpu::open`] opens one device from it, and
+//!   [`DeviceSelection`] is the commands' `--devices all|0,2`.
+//! - [`run_pool`] (in `pool.rs`): independent work units over several workers (one thread per
+//!   device), results handed back in unit order whichever worker ran them.
 //! - [`Gpu`] (in `gpu.rs`): probe a device, compile for it, load [`Module`]s from cubin or PTX
 //!   text, allocate [`DeviceBuffer`]s of any [`DType`], [`Gpu::launch`] a kernel by name (or
 //!   name expression) with [`KernelArg`]s checked against its PTX [`EntrySignature`],
@@ -75,10 +80,12 @@ pub mod locate;
 pub mod marks;
 pub mod nvcc;
 pub mod nvrtc;
+pub mod pool;
 mod ranges;
 pub mod runtime;
 pub mod testing;
 pub mod timing;
+pub mod toolchain;
 // The study helper rewrites twin.rs into the precision registry (issue 12); it documents it there.
 #[allow(missing_docs)]
 pub mod twin;
@@ -98,7 +105,7 @@ pub use frontend::{
     read_source, BuildRequest, Builder, Built, Define, FrontEnd, FrontEndChoice, HostCode, Reason,
     UnknownFrontEnd,
 };
-pub use gpu::{device_count, symbols_of_ptx, Gpu, KernelResources, Module, Symbol};
+pub use gpu::{symbols_of_ptx, Gpu, KernelResources, Module, Symbol};
 pub use jit::JitCache;
 pub use launch::{DType, DeviceBuffer, HostData, KernelArg, LaunchDims, Scalar};
 pub use locate::{cuda_tool, nvrtc_library, NvrtcLibrary, NvrtcOrigin};
@@ -106,7 +113,9 @@ pub use mantissa_ptx::entry::{EntryParam, EntrySignature};
 pub use marks::Mark;
 pub use nvcc::{Nvcc, NvccOrigin, NVCC_ENV, NVCC_PIP_INSTALL};
 pub use nvrtc::{source_hash, BuildFacts, Compiled, Compiler, Source, Target};
+pub use pool::{run_pool, PoolError, PoolSummary, WorkerSummary};
 pub use timing::{Timing, TimingOptions};
+pub use toolchain::{device_count, BadDeviceSelection, DeviceSelection, Toolchain};
 pub use version::{Arch, CudaVersion, PtxIsa};
 
 /// Locks a mutex, ignoring poisoning: the guarded values here (counters, maps of finished

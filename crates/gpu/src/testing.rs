@@ -1,6 +1,7 @@
 //! Helpers for tests that need a GPU or NVRTC, in this crate and in the crates above it.
 //!
-//! A GPU test starts with `let Some(gpu) = require_gpu_or_skip() else { return };`. Without a GPU it
+//! A GPU test starts with `let Some(gpu) = require_gpu_or_skip() else { return };` (or
+//! [`require_toolchain_or_skip`] to open several device handles). Without a GPU it
 //! prints why it skipped and passes, so CI (no GPU) stays green; with `MANTISSA_REQUIRE_GPU=1` (set
 //! by the GPU machine's runner) the same absence fails the test, so a broken setup cannot pass as
 //! a run of skips. NVRTC tests do the same with [`require_nvrtc_or_skip`]; they are required under
@@ -15,8 +16,10 @@
 use crate::cache::CompileCache;
 use crate::error::GpuUnavailable;
 use crate::gpu::Gpu;
+use crate::jit::JitCache;
 use crate::nvcc::Nvcc;
 use crate::nvrtc::Compiler;
+use crate::toolchain::Toolchain;
 use std::fmt::Display;
 use std::io::Write;
 use std::sync::{Arc, OnceLock};
@@ -82,6 +85,25 @@ pub fn require_gpu_or_skip() -> Option<Arc<Gpu>> {
         .get_or_init(|| Gpu::probe_device_with_cache(0, CompileCache::in_memory()).map(Arc::new));
     match probed {
         Ok(gpu) => Some(gpu.clone()),
+        Err(reason) => {
+            skip_or_fail(gpu_required(), REQUIRE_GPU_ENV, reason);
+            None
+        }
+    }
+}
+
+/// A toolchain shared by all tests of this process (compile and JIT caches in memory only), to
+/// open several device handles from, or `None` after printing why the test skips.
+///
+/// # Panics
+/// When `MANTISSA_REQUIRE_GPU=1` and no GPU is usable.
+pub fn require_toolchain_or_skip() -> Option<Toolchain> {
+    static TOOLCHAIN: OnceLock<Result<Toolchain, GpuUnavailable>> = OnceLock::new();
+    let probed = TOOLCHAIN.get_or_init(|| {
+        Toolchain::probe_with_caches(CompileCache::in_memory(), JitCache::new(None))
+    });
+    match probed {
+        Ok(toolchain) => Some(toolchain.clone()),
         Err(reason) => {
             skip_or_fail(gpu_required(), REQUIRE_GPU_ENV, reason);
             None
@@ -156,6 +178,6 @@ mod tests {
         // Either way it must return rather than panic (unless MANTISSA_REQUIRE_GPU=1 and no GPU).
         let _ = require_nvrtc_or_skip();
         let _ = require_gpu_or_skip();
-        let _ = crate::gpu::device_count();
+        let _ = crate::toolchain::device_count();
     }
 }

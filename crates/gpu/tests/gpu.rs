@@ -777,3 +777,90 @@ fn host_code_file_builds_with_nvcc_and_runs() {
     check_symbols(&gpu, &module);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Two handles on GPU 0 from one toolchain, each moved to its own worker thread (as the pool
+/// does with one handle per device): each compiles, launches and downloads there, and gets the
+/// CPU's answer; the second compile of the same source is a cache hit of the shared toolchain;
+/// the JIT cache is shared too. Pooled work on a one-GPU machine can only be exercised this way.
+#[test]
+fn handles_from_one_toolchain_work_on_their_own_threads_and_share_the_caches() {
+    let Some(toolchain) = mantissa_gpu::testing::require_toolchain_or_skip() else {
+        return;
+    };
+    let devices = mantissa_gpu::DeviceSelection::Ordinals(vec![0])
+        .open(&toolchain)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(devices.len(), 1);
+    assert_eq!(devices[0].ordinal(), 0);
+    assert_eq!(devices[0].info().ordinal, 0);
+    let all = mantissa_gpu::DeviceSelection::All
+        .open(&toolchain)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(all.len(), toolchain.device_count());
+    let beyond = mantissa_gpu::DeviceSelection::Ordinals(vec![toolchain.device_count()])
+        .open(&toolchain)
+        .unwrap_err();
+    assert!(beyond.to_string().contains("was asked for"), "{beyond}");
+
+    // A source of its own, so that other tests' compiles do not count.
+    let source = Source::new("pool_saxpy.cu", SAXPY.replace("saxpy", "pool_saxpy"));
+    let misses_before = toolchain.compiler().cache().stats().misses;
+    let handles = vec![
+        Gpu::open(&toolchain, 0).unwrap(),
+        Gpu::open(&toolchain, 0).unwrap(),
+    ];
+    let n = 50_001usize;
+    let (x, y) = inputs(n);
+    let results: Vec<Vec<f32>> = std::thread::scope(|s| {
+        let workers: Vec<_> = handles
+            .into_iter()
+            .enumerate()
+            .map(|(w, gpu)| {
+                let (x, y, source) = (&x, &y, &source);
+                s.spawn(move || {
+                    let module = gpu
+                        .build(source, FlagSet::STRICT)
+                        .unwrap_or_else(|e| panic!("worker {w}: {e}"));
+                    let jitted = gpu
+                        .load_jitted("pool_saxpy.ptx", module.ptx().unwrap())
+                        .unwrap_or_else(|e| panic!("worker {w}: {e}"));
+                    let a = 0.5f32 + w as f32;
+                    let xs = gpu.upload("x", &HostData::from(x.clone())).unwrap();
+                    let ys = gpu.upload("y", &HostData::from(y.clone())).unwrap();
+                    let args = [
+                        KernelArg::from(&ys),
+                        KernelArg::from(&xs),
+                        KernelArg::from(a),
+                        KernelArg::from(n as i32),
+                    ];
+                    for m in [&module, &jitted] {
+                        gpu.launch_sync(m, "pool_saxpy", LaunchDims::linear(n as u64, 256), &args)
+                            .unwrap_or_else(|e| panic!("worker {w}: {e}"));
+                    }
+                    let HostData::F32(out) = gpu.download(&ys).unwrap() else {
+                        panic!("type changed")
+                    };
+                    out
+                })
+            })
+            .collect();
+        workers.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for (w, out) in results.iter().enumerate() {
+        let a = 0.5f32 + w as f32;
+        // Two strict saxpys: y + a·x + a·x, rounded after each operation.
+        let wrong = (0..n)
+            .filter(|&i| {
+                let once = a * x[i] + y[i];
+                out[i].to_bits() != (a * x[i] + once).to_bits()
+            })
+            .count();
+        assert_eq!(wrong, 0, "worker {w}: {wrong} of {n} differ from the CPU");
+    }
+    let misses = toolchain.compiler().cache().stats().misses - misses_before;
+    // Both threads may miss at once (then both compile, and the cache keeps one); usually one.
+    assert!(
+        (1..=2).contains(&misses),
+        "{misses} compiles of one source for two handles"
+    );
+}

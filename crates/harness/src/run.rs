@@ -472,6 +472,7 @@ fn push_records(
             backend,
             flags: Some(run.flags.name()),
             device: gpu.info().name.clone(),
+            device_ordinal: None,
             status,
             value,
             reference,

@@ -64,6 +64,11 @@ pub struct Record {
     /// inner), written by a sharded run so that `mantissa merge` restores plan order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unit: Option<u64>,
+    /// The CUDA ordinal of the GPU that measured it, when the run used several GPUs or one
+    /// other than GPU 0; absent otherwise and in older lines. Not part of the setting: a
+    /// resumed run may measure on any GPU of the same model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_ordinal: Option<u32>,
     /// The setting.
     pub setting: Setting,
     /// The measurement.
@@ -84,6 +89,7 @@ impl Record {
             date: mantissa_report::Record::now(),
             shard: None,
             unit: None,
+            device_ordinal: None,
             setting: setting.clone(),
             measurement,
         }

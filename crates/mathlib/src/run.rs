@@ -1,6 +1,7 @@
 //! A whole `mantissa mathlib` run: every (function, format) of a plan, resumed from and
 //! appended to the records as it goes; and `--check`, one input on every column.
 
+use mantissa_gpu::{run_pool, PoolError, PoolSummary};
 use mantissa_report::Store;
 
 use crate::cpu::CpuLibrary;
@@ -23,6 +24,8 @@ pub enum Event<'a> {
         /// True when taken from earlier records.
         resumed: bool,
     },
+    /// A run on several GPUs ended: where its time went, per GPU (in the order given).
+    Pool(&'a PoolSummary),
 }
 
 /// The setting a plan runs under on this machine.
@@ -40,50 +43,161 @@ pub fn setting(plan: &Plan, gpu: Option<&MathGpu>) -> Setting {
 /// Measure every (function, format) of `plan` — each pair one work unit, formats outer and
 /// functions inner — or, with a sharded `store`, the units that are its shard's. With `store`,
 /// units it already holds under the same setting are read back instead of measured, and each
-/// measured unit's columns are appended as it finishes.
+/// measured unit's columns are appended as it finishes. One GPU (or none): [`run_plan_on`].
 pub fn run_plan(
     plan: &Plan,
     gpu: Option<&MathGpu>,
+    store: Option<&mut Store<Record>>,
+    on_event: &mut dyn FnMut(Event<'_>),
+) -> Result<Vec<Measurement>, MathlibError> {
+    run_plan_on(
+        plan,
+        gpu.map(std::slice::from_ref).unwrap_or(&[]),
+        store,
+        on_event,
+    )
+}
+
+/// [`run_plan`] on every GPU of `gpus` (distinct devices of one model): each device has a
+/// worker thread that measures one unit at a time (so a timed sweep never shares its GPU), a
+/// free device takes the next unit, and results are appended and reported in plan order
+/// whichever device measured them ([`mantissa_gpu::run_pool`]). With several devices, progress
+/// is reported per finished unit rather than inside each function.
+pub fn run_plan_on(
+    plan: &Plan,
+    gpus: &[MathGpu],
+    store: Option<&mut Store<Record>>,
+    on_event: &mut dyn FnMut(Event<'_>),
+) -> Result<Vec<Measurement>, MathlibError> {
+    check_devices(gpus)?;
+    run_units(plan, gpus, store, on_event)
+}
+
+/// [`run_plan_on`] without the check that devices are distinct: two handles on one GPU, the only
+/// way to exercise the pool on a machine with one GPU. For tests only.
+#[doc(hidden)]
+pub fn run_plan_sharing_devices_for_tests(
+    plan: &Plan,
+    gpus: &[MathGpu],
+    store: Option<&mut Store<Record>>,
+    on_event: &mut dyn FnMut(Event<'_>),
+) -> Result<Vec<Measurement>, MathlibError> {
+    run_units(plan, gpus, store, on_event)
+}
+
+/// The unit loop of [`run_plan_on`]: in this thread for one GPU or none, pooled for several.
+fn run_units(
+    plan: &Plan,
+    gpus: &[MathGpu],
     mut store: Option<&mut Store<Record>>,
     on_event: &mut dyn FnMut(Event<'_>),
 ) -> Result<Vec<Measurement>, MathlibError> {
-    let setting = setting(plan, gpu);
+    let setting = setting(plan, gpus.first());
     let old = match &store {
         Some(s) if s.previous_records() > 0 => read(s.path())?.0,
         _ => Vec::new(),
     };
-    let units = plan
+    let units: Vec<(u64, Format, Function)> = plan
         .formats
         .iter()
-        .flat_map(|&format| plan.functions.iter().map(move |&f| (format, f)));
+        .flat_map(|&format| plan.functions.iter().map(move |&f| (format, f)))
+        .zip(0u64..)
+        .map(|((format, f), unit)| (unit, format, f))
+        .filter(|(unit, ..)| store.as_ref().is_none_or(|s| s.owns(*unit)))
+        .collect();
+    // A record names its GPU's ordinal only where that is news: several GPUs, or not GPU 0.
+    let name_ordinal = |g: &MathGpu| {
+        let ordinal = g.gpu().ordinal();
+        (gpus.len() > 1 || ordinal != 0).then_some(ordinal as u32)
+    };
     let mut all = Vec::new();
-    for (unit, (format, f)) in (0u64..).zip(units) {
-        if store.as_ref().is_some_and(|s| !s.owns(unit)) {
-            continue;
-        }
-        let before = recorded(&old, &setting, f, format);
-        if !before.is_empty() {
-            on_event(Event::Measured {
-                measurements: &before,
-                resumed: true,
+    // What to do with one unit's result, in plan order.
+    let mut keep = |unit: u64,
+                    measured: Vec<Measurement>,
+                    resumed: bool,
+                    ordinal: Option<u32>,
+                    on_event: &mut dyn FnMut(Event<'_>)|
+     -> Result<(), MathlibError> {
+        if let (false, Some(store)) = (resumed, store.as_deref_mut()) {
+            let records = measured.iter().map(|m| Record {
+                device_ordinal: ordinal,
+                ..Record::new(&setting, m.clone())
             });
-            all.extend(before);
-            continue;
-        }
-        let ms = measure(f, format, plan, gpu, &mut |what, p| {
-            on_event(Event::Progress(what, p))
-        })?;
-        if let Some(store) = store.as_deref_mut() {
-            let records = ms.iter().map(|m| Record::new(&setting, m.clone()));
             store.append_unit(records, unit)?;
         }
         on_event(Event::Measured {
-            measurements: &ms,
-            resumed: false,
+            measurements: &measured,
+            resumed,
         });
-        all.extend(ms);
+        all.extend(measured);
+        Ok(())
+    };
+    if gpus.len() <= 1 {
+        let gpu = gpus.first();
+        for &(unit, format, f) in &units {
+            let before = recorded(&old, &setting, f, format);
+            if !before.is_empty() {
+                keep(unit, before, true, None, on_event)?;
+                continue;
+            }
+            let ms = measure(f, format, plan, gpu, &mut |what, p| {
+                on_event(Event::Progress(what, p))
+            })?;
+            keep(unit, ms, false, gpu.and_then(name_ordinal), on_event)?;
+        }
+        return Ok(all);
     }
-    Ok(all)
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let total = units.len();
+    let pooled = run_pool(
+        gpus,
+        &units,
+        &stop,
+        |_, gpu| gpu,
+        |gpu, _, &(_, format, f)| -> Result<_, MathlibError> {
+            let before = recorded(&old, &setting, f, format);
+            if !before.is_empty() {
+                return Ok((before, true, None));
+            }
+            let ms = measure(f, format, plan, Some(*gpu), &mut |_, _| {})?;
+            Ok((ms, false, name_ordinal(gpu)))
+        },
+        |i, &(unit, ..), measured| {
+            let (ms, resumed, ordinal) = measured?;
+            keep(unit, ms, resumed, ordinal, on_event)?;
+            on_event(Event::Progress("functions", (i + 1) as f64 / total as f64));
+            Ok(())
+        },
+    );
+    match pooled {
+        Ok(pool) => {
+            on_event(Event::Pool(&pool));
+            Ok(all)
+        }
+        Err(PoolError::Emit(e)) => Err(e),
+        Err(e) => Err(MathlibError::Usage(e.to_string())),
+    }
+}
+
+/// Refuses a device given twice (its timings would be shared) and devices of different models
+/// (the records' setting names one).
+fn check_devices(gpus: &[MathGpu]) -> Result<(), MathlibError> {
+    for (i, g) in gpus.iter().enumerate() {
+        let (a, b) = (gpus[0].gpu().info(), g.gpu().info());
+        if gpus[..i].iter().any(|e| e.gpu().ordinal() == b.ordinal) {
+            return Err(MathlibError::Usage(format!(
+                "GPU {} is given twice: each GPU measures one function at a time",
+                b.ordinal
+            )));
+        }
+        if a.name != b.name {
+            return Err(MathlibError::Usage(format!(
+                "GPU {} ({}) and GPU {} ({}) differ: the records name one GPU model; choose GPUs of one model with --devices",
+                a.ordinal, a.name, b.ordinal, b.name
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// One column's answer at the checked input.

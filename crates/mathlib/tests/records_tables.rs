@@ -91,15 +91,26 @@ fn records_append_read_back_and_resume_after_a_partial_line() {
         f64::INFINITY,
     );
     let mut store = open(&dir, false, None, &plan(), &setting()).unwrap();
-    let sin = record(measurement(
-        Function::Sin,
-        Column::Gpu(Variant::Default),
-        1.5,
-    ));
+    let sin = Record {
+        device_ordinal: Some(3),
+        ..record(measurement(
+            Function::Sin,
+            Column::Gpu(Variant::Default),
+            1.5,
+        ))
+    };
     store.append_all(&[sin, record(inf)]).unwrap();
     drop(store);
+    let lines = std::fs::read_to_string(records_path(&dir)).unwrap();
+    let lines: Vec<&str> = lines.lines().collect();
+    assert!(lines[0].contains("\"device_ordinal\":3"), "{}", lines[0]);
+    assert!(!lines[1].contains("device_ordinal"), "absent when unset");
     let back = read_records(&dir).unwrap().0;
     assert_eq!(back.len(), 2);
+    assert_eq!(
+        (back[0].device_ordinal, back[1].device_ordinal),
+        (Some(3), None)
+    );
     assert_eq!(
         back[0].measurement.stats,
         measurement(Function::Sin, Column::Gpu(Variant::Default), 1.5).stats
@@ -194,7 +205,7 @@ fn old_mathlib_lines_keep_loading_and_are_reused_on_resume() {
     let r = &records[0];
     assert_eq!((r.schema, r.version.as_str()), (1, "0.1.0"));
     assert_eq!((r.git_revision.as_str(), r.date.as_str()), ("unknown", ""));
-    assert_eq!((r.shard, r.unit), (None, None));
+    assert_eq!((r.shard, r.unit, r.device_ordinal), (None, None, None));
     assert_eq!(
         (r.measurement.function, r.measurement.format),
         (Function::Sin, Format::F32)

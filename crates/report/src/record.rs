@@ -52,6 +52,12 @@ pub struct Record {
     pub flags: Option<String>,
     /// The machine: CPU model or GPU name.
     pub device: String,
+    /// The CUDA ordinal of the GPU that ran the point, when the run used more than one GPU or
+    /// one other than GPU 0; absent otherwise, and in records written before runs on several
+    /// GPUs existed. Not part of the point's key: a resumed run may measure a point on any
+    /// device of the same model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_ordinal: Option<u32>,
     /// Whether the point produced a result.
     pub status: Status,
     /// The computed result, rounded to f64 (absent when the point did not run).
@@ -639,6 +645,7 @@ pub(crate) mod tests {
             precision: "f32".into(),
             backend: Backend::Cpu { threads: 4 },
             device: "test cpu".into(),
+            device_ordinal: None,
             status: Status::Ok,
             value: Some(f64::INFINITY),
             reference: Some(0.0),
@@ -731,6 +738,27 @@ pub(crate) mod tests {
         assert_eq!(back.key(), r.key());
         assert_eq!(r.backend.to_string(), "gpu (8×4×2)×(16×16)");
         assert_eq!(Backend::gpu(64, 32).to_string(), "gpu 64×32");
+    }
+
+    #[test]
+    fn the_device_ordinal_is_written_when_known_and_not_part_of_the_key() {
+        let plain = sample();
+        let line = serde_json::to_string(&plain).unwrap();
+        assert!(!line.contains("device_ordinal"), "{line}");
+        assert_eq!(Record::from_json_line(&line).unwrap().device_ordinal, None);
+        let mut on_two = plain.clone();
+        on_two.device_ordinal = Some(2);
+        let line = serde_json::to_string(&on_two).unwrap();
+        assert!(line.contains(r#""device_ordinal":2"#), "{line}");
+        assert_eq!(
+            Record::from_json_line(&line).unwrap().device_ordinal,
+            Some(2)
+        );
+        assert_eq!(
+            on_two.key(),
+            plain.key(),
+            "a resumed run may use another GPU"
+        );
     }
 
     #[test]

@@ -973,6 +973,7 @@ pub(crate) mod tests {
                 "Test CPU"
             }
             .into(),
+            device_ordinal: None,
             status: Status::Ok,
             value: Some(abs),
             reference: Some(0.0),

@@ -189,6 +189,7 @@ pub fn records(run: &ShadowRun) -> Vec<Record> {
             backend,
             flags: Some(run.flags.clone()),
             device: run.device.clone(),
+            device_ordinal: None,
             status: Status::Ok,
             value: None,
             reference: None,

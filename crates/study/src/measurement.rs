@@ -81,6 +81,7 @@ impl Measurement {
             backend: point.backend,
             flags: point.flags.map(mantissa_gpu::FlagSet::name),
             device: device.to_string(),
+            device_ordinal: None,
             status: self.status.clone(),
             value: self.value,
             reference: self.reference,

@@ -1,16 +1,17 @@
-//! Runs a [`Plan`]'s points into a [`ResultsLog`], on the CPU ([`run_cpu`]) or the GPU
-//! ([`run_gpu`]), through one point loop: points already in the log are skipped, a stop request
-//! (Ctrl-C) ends the run (CPU points check it inside their loops and the interrupted point is
-//! dropped, never recorded; a GPU point finishes first), progress advances per point, a point that fails
-//! becomes a `failed` record with the reason, and a sticky device error ends the GPU part. Each
-//! point is measured by its workload's runner ([`crate::registry::of_point`]), one runner per
-//! runner group, made when the group's first point runs (so a run without a workload compiles
-//! nothing of it).
+//! Runs a [`Plan`]'s points into a [`ResultsLog`], on the CPU ([`run_cpu`]) or on one or more
+//! GPUs ([`run_gpu`], [`run_gpus`]: the points go through `mantissa_gpu::run_pool`, one worker
+//! per device, and are recorded in plan order): points already in the log are skipped, a stop
+//! request (Ctrl-C) ends the run (CPU points check it inside their loops and the interrupted
+//! point is dropped, never recorded; a GPU point finishes first), progress advances per point, a
+//! point that fails becomes a `failed` record with the reason, and a sticky device error ends the
+//! GPU part. Each point is measured by its workload's runner ([`crate::registry::of_point`]), one
+//! runner per runner group (and per device), made when the group's first point runs (so a run
+//! without a workload compiles nothing of it).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use mantissa_gpu::{Gpu, GpuError, TimingOptions};
+use mantissa_gpu::{run_pool, Gpu, PoolError, TimingOptions};
 use mantissa_report::{Backend, ResultsLog};
 use rayon::ThreadPool;
 
@@ -98,10 +99,7 @@ pub fn run_cpu(
     let timing = CpuTiming::for_suite(suite).stopping_on(Stop::on(stop));
     let mut pools: HashMap<u32, ThreadPool> = HashMap::new();
     let mut runners: HashMap<&'static str, Box<dyn CpuMeasure>> = HashMap::new();
-    let backend = Loop {
-        gpu: false,
-        device: cpu_name(),
-    };
+    let backend = Loop { device: cpu_name() };
     backend.run(plan, log, progress, stop, |workload, point| {
         let Backend::Cpu { threads } = point.backend else {
             unreachable!("the loop gives CPU points only")
@@ -114,7 +112,7 @@ pub fn run_cpu(
         let runner = runners
             .entry(workload.runner_group())
             .or_insert_with(|| workload.cpu_runner());
-        Ok(Ok(runner.measure(point, pool, timing)))
+        Ok(runner.measure(point, pool, timing))
     })
 }
 
@@ -135,9 +133,8 @@ fn pool_of(pools: &mut HashMap<u32, ThreadPool>, threads: u32) -> Result<&Thread
     })
 }
 
-/// Runs the GPU points of `plan` into `log`, skipping those already recorded. A point that fails
-/// on the device becomes a `failed` record with the reason, and the run goes on, unless the
-/// device itself is lost (a sticky error), which ends the GPU part.
+/// Runs the GPU points of `plan` into `log` on one device, skipping those already recorded:
+/// [`run_gpus`] with one device.
 pub fn run_gpu(
     plan: &Plan,
     gpu: &Gpu,
@@ -146,51 +143,191 @@ pub fn run_gpu(
     progress: &dyn Progress,
     stop: &AtomicBool,
 ) -> Result<RunSummary, StudyError> {
-    check_fits(plan, gpu)?;
-    let timing = timing_for(suite);
-    let mut runners: HashMap<&'static str, Box<dyn GpuMeasure + '_>> = HashMap::new();
-    let backend = Loop {
-        gpu: true,
-        device: gpu.info().name.clone(),
-    };
-    backend.run(plan, log, progress, stop, |workload, point| {
-        let runner = runners
-            .entry(workload.runner_group())
-            .or_insert_with(|| workload.gpu_runner(gpu));
-        Ok(runner.measure(point, timing))
-    })
+    run_gpus(plan, std::slice::from_ref(gpu), suite, log, progress, stop)
 }
 
-/// The point loop of one backend.
+/// Runs the GPU points of `plan` into `log` on `devices`, skipping those already recorded. Each
+/// device has a worker thread with its own runners (its own compiled modules) and measures one
+/// point at a time, so a timed point never shares its device; a free device takes the next
+/// point, and records are appended in plan order whichever device measured them
+/// ([`mantissa_gpu::run_pool`]). A point that fails on a device becomes a `failed` record with
+/// the reason, and the run goes on, unless a device is lost (a sticky error), which ends the GPU
+/// part. The devices must be distinct and of one model: the plan's launches and the records'
+/// `device` are per model.
+pub fn run_gpus(
+    plan: &Plan,
+    devices: &[Gpu],
+    suite: Suite,
+    log: &mut ResultsLog,
+    progress: &dyn Progress,
+    stop: &AtomicBool,
+) -> Result<RunSummary, StudyError> {
+    check_devices(devices)?;
+    run_pooled(plan, devices, suite, log, progress, stop)
+}
+
+/// [`run_gpus`] without the check that devices are distinct: two handles on one GPU, the only
+/// way to exercise the pool's concurrency on a machine with one GPU. Timings are then shared
+/// and mean nothing; for tests only.
+#[doc(hidden)]
+pub fn run_gpus_sharing_devices_for_tests(
+    plan: &Plan,
+    devices: &[Gpu],
+    suite: Suite,
+    log: &mut ResultsLog,
+    progress: &dyn Progress,
+    stop: &AtomicBool,
+) -> Result<RunSummary, StudyError> {
+    run_pooled(plan, devices, suite, log, progress, stop)
+}
+
+/// Refuses an empty device list, a device given twice, and devices of different models.
+pub fn check_devices(devices: &[Gpu]) -> Result<(), StudyError> {
+    let Some(first) = devices.first() else {
+        return Err(StudyError::Usage("no GPU to run the GPU points on".into()));
+    };
+    for (i, d) in devices.iter().enumerate() {
+        if devices[..i].iter().any(|e| e.ordinal() == d.ordinal()) {
+            return Err(StudyError::Usage(format!(
+                "GPU {} is given twice: each GPU runs one point at a time, so timings stay its own",
+                d.ordinal()
+            )));
+        }
+        let (a, b) = (first.info(), d.info());
+        if a.name != b.name || a.sm_count != b.sm_count {
+            return Err(StudyError::Usage(format!(
+                "GPU {} ({}, {} SMs) and GPU {} ({}, {} SMs) differ: a study's launches and records are per GPU model; choose GPUs of one model with --devices",
+                a.ordinal, a.name, a.sm_count, b.ordinal, b.name, b.sm_count
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// One device's worker: its runners, made on its thread when its first point of a group runs.
+struct DeviceWorker<'g> {
+    gpu: &'g Gpu,
+    runners: HashMap<&'static str, Box<dyn GpuMeasure + 'g>>,
+}
+
+/// The pooled GPU point loop of [`run_gpus`].
+fn run_pooled(
+    plan: &Plan,
+    devices: &[Gpu],
+    suite: Suite,
+    log: &mut ResultsLog,
+    progress: &dyn Progress,
+    stop: &AtomicBool,
+) -> Result<RunSummary, StudyError> {
+    let Some(first) = devices.first() else {
+        return Err(StudyError::Usage("no GPU to run the GPU points on".into()));
+    };
+    for gpu in devices {
+        check_fits(plan, gpu)?;
+    }
+    let timing = timing_for(suite);
+    let device = first.info().name.clone();
+    // A record names its GPU's ordinal only where that is news: several GPUs, or not GPU 0.
+    let name_ordinals = devices.len() > 1 || first.ordinal() != 0;
+    let mut summary = RunSummary::default();
+    let owned: Vec<(u64, &Point)> = plan
+        .units()
+        .filter(|(unit, p)| p.backend.is_gpu() && log.owns(*unit))
+        .collect();
+    let total = owned.len();
+    progress.start("gpu", total as u64);
+    let todo: Vec<(u64, &Point)> = owned
+        .into_iter()
+        .filter(|(_, p)| !log.contains(&p.key(&device)))
+        .collect();
+    summary.skipped_done = total - todo.len();
+    progress.advance(summary.skipped_done as u64);
+    let pooled = run_pool(
+        devices,
+        &todo,
+        stop,
+        |_, gpu| DeviceWorker {
+            gpu,
+            runners: HashMap::new(),
+        },
+        |worker, _, &(_, point)| {
+            let workload = workload_of(point)?;
+            let runner = worker
+                .runners
+                .entry(workload.runner_group())
+                .or_insert_with(|| workload.gpu_runner(worker.gpu));
+            Ok((runner.measure(point, timing), worker.gpu.ordinal()))
+        },
+        |_, &(unit, point), measured: Result<_, StudyError>| {
+            let (measured, ordinal) = measured?;
+            let workload = workload_of(point)?;
+            let record = |m: &Measurement, described| {
+                let mut r = m.record(point, &device, described);
+                r.device_ordinal = name_ordinals.then_some(ordinal as u32);
+                r
+            };
+            let outcome = match measured {
+                Ok(m) => {
+                    let described = descriptions(workload, &m.extra);
+                    log.append_unit([record(&m, described)], unit)?;
+                    summary.measured += 1;
+                    Ok(())
+                }
+                Err(e) => {
+                    let sticky = e.driver_status().is_some_and(|s| s.is_sticky());
+                    let failed = Measurement::failed(e.to_string());
+                    log.append_unit([record(&failed, BTreeMap::new())], unit)?;
+                    summary.failed += 1;
+                    if sticky {
+                        Err(StudyError::Gpu(format!(
+                            "the GPU failed and cannot continue: {e}"
+                        )))
+                    } else {
+                        Ok(())
+                    }
+                }
+            };
+            progress.advance(1);
+            outcome
+        },
+    );
+    progress.finish();
+    match pooled {
+        Ok(pool) => {
+            summary.interrupted = pool.stopped;
+            summary.pool = Some(pool);
+            Ok(summary)
+        }
+        Err(PoolError::Emit(e)) => Err(e),
+        Err(e) => Err(StudyError::Gpu(e.to_string())),
+    }
+}
+
+/// The point loop of the CPU.
 struct Loop {
-    /// Whether it runs the plan's GPU points (else its CPU points).
-    gpu: bool,
     /// The device as records name it.
     device: String,
 }
 
 impl Loop {
-    /// Runs the backend's points of `plan` through `measure`, which gives a point's measurement,
-    /// or the device error that failed it, or an error that ends the run.
+    /// Runs the CPU points of `plan` through `measure`, which gives a point's measurement, or an
+    /// error that ends the run.
     fn run(
         &self,
         plan: &Plan,
         log: &mut ResultsLog,
         progress: &dyn Progress,
         stop: &AtomicBool,
-        mut measure: impl FnMut(
-            &'static dyn Workload,
-            &Point,
-        ) -> Result<Result<Measurement, GpuError>, StudyError>,
+        mut measure: impl FnMut(&'static dyn Workload, &Point) -> Result<Measurement, StudyError>,
     ) -> Result<RunSummary, StudyError> {
         let device = &self.device;
         let mut summary = RunSummary::default();
         // A shard's points are the units it owns; the others are another shard's to run.
         let todo: Vec<(u64, &Point)> = plan
             .units()
-            .filter(|(unit, p)| p.backend.is_gpu() == self.gpu && log.owns(*unit))
+            .filter(|(unit, p)| !p.backend.is_gpu() && log.owns(*unit))
             .collect();
-        progress.start(if self.gpu { "gpu" } else { "cpu" }, todo.len() as u64);
+        progress.start("cpu", todo.len() as u64);
         for (unit, point) in todo {
             if stop.load(Ordering::Relaxed) {
                 summary.interrupted = true;
@@ -202,31 +339,15 @@ impl Loop {
                 continue;
             }
             let workload = workload_of(point)?;
-            let measured = measure(workload, point)?;
-            if !self.gpu && stop.load(Ordering::Relaxed) {
+            let m = measure(workload, point)?;
+            if stop.load(Ordering::Relaxed) {
                 // The point's loops returned early: its numbers mean nothing.
                 summary.interrupted = true;
                 break;
             }
-            match measured {
-                Ok(m) => {
-                    let described = descriptions(workload, &m.extra);
-                    log.append_unit([m.record(point, device, described)], unit)?;
-                    summary.measured += 1;
-                }
-                Err(e) => {
-                    let sticky = e.driver_status().is_some_and(|s| s.is_sticky());
-                    let failed = Measurement::failed(e.to_string());
-                    log.append_unit([failed.record(point, device, BTreeMap::new())], unit)?;
-                    summary.failed += 1;
-                    if sticky {
-                        progress.finish();
-                        return Err(StudyError::Gpu(format!(
-                            "the GPU failed and cannot continue: {e}"
-                        )));
-                    }
-                }
-            }
+            let described = descriptions(workload, &m.extra);
+            log.append_unit([m.record(point, device, described)], unit)?;
+            summary.measured += 1;
             progress.advance(1);
         }
         progress.finish();

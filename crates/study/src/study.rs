@@ -442,6 +442,8 @@ pub struct RunSummary {
     pub failed: usize,
     /// The run stopped early on request; the remaining points were not measured.
     pub interrupted: bool,
+    /// Where the GPU part's time went, per device (absent for the CPU part).
+    pub pool: Option<mantissa_gpu::PoolSummary>,
 }
 
 #[cfg(test)]

@@ -283,6 +283,7 @@ impl TrialStore {
             backend: self.identity.backend,
             flags: Some(self.identity.flags.clone()),
             device: self.identity.device.clone(),
+            device_ordinal: None,
             status: if failed.is_some() {
                 Status::Failed
             } else {
