@@ -77,6 +77,9 @@ mod emit;
 mod instrument;
 #[cfg(test)]
 mod interp_tests;
+mod shared;
+#[cfg(test)]
+mod shared_tests;
 #[cfg(test)]
 mod tests;
 
@@ -121,6 +124,15 @@ pub const LOAD_FUNCTION: &str = "mantissa_sv_load";
 pub const STORE_FUNCTION: &str = "mantissa_sv_store";
 /// A store the pass cannot shadow: `(address, bytes)`.
 pub const CLEAR_FUNCTION: &str = "mantissa_sv_clear";
+/// A float load from shared memory: `(acc, address, first, end, area, value, f32) -> shadow`
+/// (`first..end` the kernel's static shared variables, `area` its shadow area).
+pub const LOAD_SHARED_FUNCTION: &str = "mantissa_sv_load_shared";
+/// A float store to shared memory: `(address, first, end, area, value, hi, lo, f32)`.
+pub const STORE_SHARED_FUNCTION: &str = "mantissa_sv_store_shared";
+/// Another store or atomic to shared memory: `(address, first, end, area, bytes)`.
+pub const CLEAR_SHARED_FUNCTION: &str = "mantissa_sv_clear_shared";
+/// A kernel's shadow area zeroed by its CTA at entry, then `bar.sync 0`: `(area, bytes)`.
+pub const ZERO_SHARED_FUNCTION: &str = "mantissa_sv_zero_shared";
 /// A re-seed's execution: `(acc)`.
 pub const RESEED_FUNCTION: &str = "mantissa_sv_reseed";
 /// A function's thread records zeroed at its entry: `(acc, records)`.
@@ -130,7 +142,9 @@ pub const ZERO_FUNCTION: &str = "mantissa_sv_zero";
 pub const FLUSH_FUNCTION: &str = "mantissa_sv_flush";
 
 /// The runtime functions an instrumented module calls per execution, to be inlined after the
-/// merge ([`crate::pass::inline`]): every site function, the load, store, clear and re-seed.
+/// merge ([`crate::pass::inline`]): every site function, the load, store, clear and re-seed,
+/// their shared-memory forms and the shadow area's zeroing (once per kernel, but inlined so
+/// that its barrier is the kernel's own and the interpreter, which has no calls, runs it).
 pub fn inlined_functions() -> Vec<String> {
     let mut names: Vec<String> = (0..SITE_OPERATIONS.len() as u32)
         .flat_map(|op| [site_function(op, false), site_function(op, true)])
@@ -141,6 +155,10 @@ pub fn inlined_functions() -> Vec<String> {
             STORE_FUNCTION,
             CLEAR_FUNCTION,
             RESEED_FUNCTION,
+            LOAD_SHARED_FUNCTION,
+            STORE_SHARED_FUNCTION,
+            CLEAR_SHARED_FUNCTION,
+            ZERO_SHARED_FUNCTION,
         ]
         .map(String::from),
     );
@@ -481,6 +499,24 @@ pub fn runtime_prototypes() -> Vec<Function> {
             None,
         ),
         prototype(CLEAR_FUNCTION, &[".b64", ".b32"], None),
+        prototype(
+            LOAD_SHARED_FUNCTION,
+            &[".b64", ".b32", ".b32", ".b32", ".b32", ".b64", ".b32"],
+            Some(pair()),
+        ),
+        prototype(
+            STORE_SHARED_FUNCTION,
+            &[
+                ".b32", ".b32", ".b32", ".b32", ".b64", ".b64", ".b64", ".b32",
+            ],
+            None,
+        ),
+        prototype(
+            CLEAR_SHARED_FUNCTION,
+            &[".b32", ".b32", ".b32", ".b32", ".b32"],
+            None,
+        ),
+        prototype(ZERO_SHARED_FUNCTION, &[".b32", ".b32"], None),
         prototype(RESEED_FUNCTION, &[".b64"], None),
         prototype(ZERO_FUNCTION, &[".b64", ".b32"], None),
         prototype(
