@@ -32,8 +32,8 @@
 //! their shadow is the value. **Re-seeding** (shadow := value, counted as `reseeded`): at the
 //! sites that cannot propagate (the approximate functions `sin cos ex2 lg2 tanh` as one unit,
 //! conversions from integers, `cvt.sat`), and at every other definition of a float register, each
-//! a [`ReseedPoint`] with its own record: loads from shared or local memory, from global memory
-//! outside the registered buffers (counted per execution), device-function parameters, bits
+//! a [`ReseedPoint`] with its own record: loads from local memory, from global memory outside
+//! the registered buffers or shared memory outside the shadow area (counted per execution), device-function parameters, bits
 //! moved from integer registers, call results, atomics, anything else.
 //!
 //! **Memory.** Each registered buffer (the spec's floating-point buffers) has a shadow buffer
@@ -42,8 +42,18 @@
 //! no initialisation). [`TABLE_GLOBAL`] maps addresses to shadows ([`table_bytes`]; written by
 //! the host after the restore). Global and generic `ld`/`st` of f32/f64 (`.v2`/`.v4` too) read
 //! and write the differences; other stores and atomics to global or generic memory zero the
-//! differences they cover (the shadow of what they write is its value). Shared memory is not
-//! shadowed: its loads re-seed.
+//! differences they cover (the shadow of what they write is its value). **Shared memory**: a
+//! kernel whose float loads or stores touch its static `.shared` variables gets a shadow area
+//! in shared memory (`shared.rs`) with the same layout rule (2 bytes of difference per byte,
+//! relative to the lowest variable), zeroed by the CTA at entry (then `bar.sync 0`, before any
+//! of the kernel's code); `ld.shared`/`st.shared` of f32/f64 (`.v2`/`.v4` too) read and write
+//! it through the runtime's `_shared` functions, other shared stores and atomics zero it.
+//! Re-seeding stays where the pass cannot keep it right: dynamic (`extern`) shared memory,
+//! shared memory in device functions, kernels whose shared memory something else may write
+//! (a device function it calls, a generic pointer from `cvta.shared`, `cp.async` and other
+//! unmodelled writers) or whose static shared memory with the area would exceed 48 KiB (a note
+//! says which). Generic loads and stores through a `cvta.shared` pointer are not looked up in
+//! the area (the table lookup fails: loads re-seed), hence the fallback above.
 //!
 //! **ptxas's contraction.** A mul→add pair ptxas may fuse into one FMA
 //! ([`super::shadow`]'s `fusible_pairs` rule: such sites are the ones it leaves unmeasured) must
