@@ -80,8 +80,20 @@ pub fn instrument(module: &Module) -> Result<Instrumented, ValuesError> {
             sites: here.len() as u32,
             first_reseed: (state.sites.len() + state.reseeds.len()) as u32,
         };
-        let plan = shared::plan(module, f, &d, &mut rw)?;
+        let area_name = rewrite::unique_module_name(&out, "__mantissa_sv_shared");
+        let plan = shared::plan(module, f, &d, &mut rw, &area_name)?;
         state.notes.extend(plan.note);
+        if let Some(area) = plan.area {
+            // Right before the kernel: after every shared variable it can use (see shared.rs).
+            let at = out
+                .items
+                .iter()
+                .position(
+                    |i| matches!(i, Item::Function(g) if g.name == f.name && g.body.is_some()),
+                )
+                .unwrap_or(out.items.len());
+            out.items.insert(at, Item::Var(area));
+        }
         let mut fun = FunctionRewrite::new(&d, &shadow, &addresses, &mut rw, records.clone());
         fun.shared = plan.memory;
         for k in 0..d.insts.len() {

@@ -7,11 +7,14 @@
 //! kernel, or in its body) span `[first, end)` once ptxas has placed them: `first` is the lowest
 //! start rounded down to 16 (so that an element's difference, at twice its offset, is aligned),
 //! `end` the highest end, both computed at entry from `mov.u32 %r, VAR`. The shadow area (a
-//! `.shared .align 16 .b8` array of the kernel) holds the difference of the byte at `a` at
-//! `area + 2 (a - first)`: 2 × (the variables' bytes + their alignment padding + 15), rounded
-//! up to 16. Should ptxas place other shared data between the variables (the area itself, say)
-//! so that `end - first` exceeds half the area, the entry code sets `end = first` and every
-//! shared load re-seeds: never a wrong shadow. Addresses outside `[first, end)` (dynamic
+//! module-scope `.shared .align 16 .b8` array used by the kernel alone) holds the difference
+//! of the byte at `a` at `area + 2 (a - first)`: 2 × (the variables' bytes + their alignment
+//! padding + 15), rounded up to 16. It is declared right before the kernel: ptxas places a
+//! kernel's function-scope shared variables first, then the module-scope ones it uses in
+//! declaration order (seen in the SASS of ptxas 13 for sm_90), so the area comes after every
+//! user variable. Should ptxas place other shared data between the variables all the same, so
+//! that `end - first` exceeds half the area, the entry code sets `end = first` and every shared
+//! load re-seeds: never a wrong shadow. Addresses outside `[first, end)` (dynamic
 //! `extern .shared` memory, whose size the PTX does not give) re-seed.
 //!
 //! Shared memory written where the pass cannot see it would leave stale differences, so a
@@ -31,8 +34,7 @@ use crate::decode::Decoded;
 use crate::interp::var_layout;
 use crate::model::{Function, FunctionKind, Item, Module, Operand, SrcLine, Statement, VarDecl};
 use crate::op::{OpKind, Space, ValueType};
-use crate::pass::shadow::instrument::local_names;
-use crate::rewrite::{self, call, instruction, int, Guarding, Rewriter};
+use crate::rewrite::{call, instruction, int, Guarding, Rewriter};
 use std::collections::{BTreeSet, HashSet};
 
 /// The static shared memory a kernel may declare, in bytes.
@@ -65,9 +67,10 @@ pub(super) enum SharedMemory {
 pub(super) struct Plan {
     /// The treatment of its shared memory.
     pub memory: SharedMemory,
-    /// Code for the top of the kernel (the area, `first`/`end`, the zeroing): empty when not
-    /// shadowed.
+    /// Code for the top of the kernel (`first`/`end`, the zeroing): empty when not shadowed.
     pub init: Vec<Statement>,
+    /// The shadow area, to be declared right before the kernel.
+    pub area: Option<VarDecl>,
     /// What the report should say, if anything.
     pub note: Option<String>,
 }
@@ -75,16 +78,19 @@ pub(super) struct Plan {
 /// The re-seed reason of a load from memory the pass does not shadow.
 pub(super) const DYNAMIC: &str = "a load from dynamic shared memory (not shadowed)";
 
-/// The shared-memory treatment of function `f` (`d` its decoding), with registers from `rw`.
+/// The shared-memory treatment of function `f` (`d` its decoding) of `module`, with registers
+/// from `rw` and `area_name` for its shadow area (a name unused in the module).
 pub(super) fn plan(
     module: &Module,
     f: &Function,
     d: &Decoded,
     rw: &mut Rewriter,
+    area_name: &str,
 ) -> Result<Plan, ValuesError> {
     let not = |why: &str| Plan {
         memory: SharedMemory::NotShadowed(why.to_string()),
         init: Vec::new(),
+        area: None,
         note: None,
     };
     if f.kind != FunctionKind::Entry {
@@ -133,21 +139,20 @@ pub(super) fn plan(
         });
     }
 
-    let taken = local_names(module, f);
-    let area_name = rewrite::unique_name("__mantissa_sv_shared", |n| taken.contains(n));
     let shadow = SharedShadow {
         first: rw.reg("u32")?,
         end: rw.reg("u32")?,
         area: rw.reg("u32")?,
         statics: statics.iter().map(|(v, _, _)| v.name.clone()).collect(),
     };
-    let mut init = vec![Statement::Var(VarDecl {
+    let area = VarDecl {
         attrs: vec![".shared".into(), ".align".into(), "16".into(), ".b8".into()],
-        name: area_name.clone(),
+        name: area_name.to_string(),
         dims: vec![Some(area_bytes)],
         init: None,
         line: SrcLine(0),
-    })];
+    };
+    let mut init = Vec::new();
     let (first, end) = (&shadow.first, &shadow.end);
     for (k, (v, b, _)) in statics.iter().enumerate() {
         let (start, stop) = if k == 0 {
@@ -204,7 +209,7 @@ pub(super) fn plan(
     init.push(instruction(
         "mov",
         &["u32"],
-        vec![reg(&shadow.area), Operand::Symbol(area_name)],
+        vec![reg(&shadow.area), Operand::Symbol(area_name.to_string())],
     ));
     init.extend(call(
         ZERO_SHARED_FUNCTION,
@@ -213,6 +218,7 @@ pub(super) fn plan(
     Ok(Plan {
         memory: SharedMemory::Shadowed(shadow),
         init,
+        area: Some(area),
         note: None,
     })
 }

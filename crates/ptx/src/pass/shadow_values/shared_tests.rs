@@ -24,6 +24,17 @@ fn shared_vars(m: &Module, f: &str) -> Vec<(String, Option<u64>)> {
         .collect()
 }
 
+/// The module-scope variables' names.
+fn module_vars(m: &Module) -> Vec<String> {
+    m.items
+        .iter()
+        .filter_map(|i| match i {
+            Item::Var(v) if v.space() == ".shared" => Some(v.name.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
 fn reseeds_of<'r>(r: &'r ValuesReport, f: &str) -> Vec<(&'r str, &'r str, bool)> {
     r.reseeds
         .iter()
@@ -40,14 +51,29 @@ const SHARED_LOAD: &str =
 fn shared_memory_goes_through_the_kernel_shadow_area() {
     let m = parse_clean("shared", SHARED);
     let out = instrument(&m).unwrap();
-    // One area: twice (256 + 7) + (64 + 3) + 15 bytes, rounded up to 16.
-    let vars = shared_vars(&out.module, "staged");
+    // One area, the last shared variable before the kernel: twice (256 + 7) + (64 + 3) + 15 bytes, rounded up
+    // to 16.
     assert_eq!(
-        vars,
-        [
-            ("_ZZ6stagedE5small".to_string(), Some(64)),
-            ("__mantissa_sv_shared".to_string(), Some(704))
-        ]
+        shared_vars(&out.module, "staged"),
+        [("_ZZ6stagedE5small".to_string(), Some(64))]
+    );
+    let kernel = out
+        .module
+        .items
+        .iter()
+        .position(|i| matches!(i, Item::Function(f) if f.name == "staged" && f.body.is_some()))
+        .unwrap();
+    let last_shared = out.module.items[..kernel]
+        .iter()
+        .rev()
+        .find_map(|i| match i {
+            Item::Var(v) if v.space() == ".shared" => Some(v),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(
+        (last_shared.name.as_str(), last_shared.dims.as_slice()),
+        ("__mantissa_sv_shared", &[Some(704)][..])
     );
     assert_eq!(
         reseeds_of(&out.report, "staged"),
@@ -148,7 +174,7 @@ fn a_kernel_without_shared_memory_gets_nothing_of_it() {
         })
         .collect();
     added.sort();
-    assert_eq!(added, [VALUES_GLOBAL, TABLE_GLOBAL]);
+    assert_eq!(added, ["__mantissa_sv_shared", VALUES_GLOBAL, TABLE_GLOBAL]);
 }
 
 #[test]
@@ -164,7 +190,7 @@ fn static_shared_memory_over_48_kib_with_its_shadow_is_not_shadowed() {
         "{:?}",
         out.report.notes
     );
-    assert_eq!(shared_vars(&out.module, "staged").len(), 1, "no area added");
+    assert_eq!(module_vars(&out.module), module_vars(&m), "no area added");
     let reasons: Vec<&str> = reseeds_of(&out.report, "staged")
         .into_iter()
         .filter(|(op, _, _)| op.starts_with("ld.shared"))
@@ -196,5 +222,48 @@ fn a_generic_pointer_to_shared_memory_leaves_it_unshadowed() {
         "{:?}",
         out.report.notes
     );
-    assert_eq!(shared_vars(&out.module, "staged").len(), 1, "no area added");
+    assert_eq!(module_vars(&out.module), module_vars(&m), "no area added");
+}
+
+#[test]
+fn a_device_function_writing_shared_memory_leaves_it_unshadowed() {
+    let writer = "
+.func writer(
+	.param .b32 writer_param_0
+)
+{
+	.reg .b32 	%r<2>;
+	.reg .f64 	%fd<2>;
+
+	ld.param.u32 	%r1, [writer_param_0];
+	mov.f64 	%fd1, 0d3FF0000000000000;
+	st.shared.f64 	[%r1], %fd1;
+	ret;
+}
+";
+    let call = "\t{
+	.param .b32 param0;
+	st.param.b32 	[param0], %r4;
+	call.uni 	writer, (param0);
+	}
+\tbar.sync \t0;";
+    let with_writer = SHARED
+        .replace(
+            ".visible .entry staged(",
+            &format!("{writer}\n.visible .entry staged("),
+        )
+        .replace("\tbar.sync \t0;", call);
+    let m = parse_clean("shared writer", &with_writer);
+    let out = instrument(&m).unwrap();
+    let note = "shared memory not shadowed in staged: the device function writer writes it (st.shared.f64)";
+    assert!(
+        out.report.notes.iter().any(|n| n == note),
+        "{:?}",
+        out.report.notes
+    );
+    assert_eq!(module_vars(&out.module), module_vars(&m), "no area added");
+    assert!(reseeds_of(&out.report, "staged")
+        .iter()
+        .filter(|(op, _, _)| op.starts_with("ld.shared"))
+        .all(|(_, _, conditional)| !conditional));
 }
