@@ -93,7 +93,8 @@
 //
 // WHAT THE REWRITER PASSES
 //   Record indices and `how` as immediates; values and shadows in registers; addresses as u64
-//   (global or generic: for device allocations the two are the same number).
+//   (global or generic: for device allocations the two are the same number), shared ones as
+//   u32 shared-space addresses (`mov.u32 %r, VAR` and what the kernel adds to it).
 //
 // INVARIANTS
 //   It writes nothing but the thread records given to it, __mantissa_values, the shadow

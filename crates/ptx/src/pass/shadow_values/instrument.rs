@@ -84,15 +84,7 @@ pub fn instrument(module: &Module) -> Result<Instrumented, ValuesError> {
         let plan = shared::plan(module, f, &d, &mut rw, &area_name)?;
         state.notes.extend(plan.note);
         if let Some(area) = plan.area {
-            // Right before the kernel: after every shared variable it can use (see shared.rs).
-            let at = out
-                .items
-                .iter()
-                .position(
-                    |i| matches!(i, Item::Function(g) if g.name == f.name && g.body.is_some()),
-                )
-                .unwrap_or(out.items.len());
-            out.items.insert(at, Item::Var(area));
+            shared::declare_area(&mut out, &f.name, area);
         }
         let mut fun = FunctionRewrite::new(&d, &shadow, &addresses, &mut rw, records.clone());
         fun.shared = plan.memory;

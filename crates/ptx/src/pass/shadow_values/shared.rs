@@ -223,6 +223,17 @@ pub(super) fn plan(
     })
 }
 
+/// Declares kernel `kernel`'s shadow area in `module` right before the kernel: after every
+/// shared variable the kernel can use, where ptxas then places it (see the module docs).
+pub(super) fn declare_area(module: &mut Module, kernel: &str, area: VarDecl) {
+    let at = module
+        .items
+        .iter()
+        .position(|i| matches!(i, Item::Function(g) if g.name == kernel && g.body.is_some()))
+        .unwrap_or(module.items.len());
+    module.items.insert(at, Item::Var(area));
+}
+
 impl SharedShadow {
     /// The shared-space address `operand` (`[base+offset]`) names, as a u32 in a new register
     /// computed by `code`; `None` for an address in dynamic shared memory or one the pass
