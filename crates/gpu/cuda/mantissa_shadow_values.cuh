@@ -51,6 +51,21 @@
 //   extern "C" void mantissa_sv_clear(unsigned long long address, unsigned int bytes)
 //     A store the pass cannot shadow (an integer store, an atomic): zeroes the differences of
 //     `bytes` bytes of data at `address` (shadow := value).
+//   extern "C" mantissa_sv_pair mantissa_sv_load_shared(unsigned long long acc,
+//       unsigned int address, unsigned int first, unsigned int end, unsigned int area,
+//       double value, unsigned int f32)
+//   extern "C" void mantissa_sv_store_shared(unsigned int address, unsigned int first,
+//       unsigned int end, unsigned int area, double value, double hi, double lo, unsigned int f32)
+//   extern "C" void mantissa_sv_clear_shared(unsigned int address, unsigned int first,
+//       unsigned int end, unsigned int area, unsigned int bytes)
+//     The same on shared memory (`address` a shared-space address): the kernel's static shared
+//     variables span [first, end) (first a multiple of 16) and their differences sit at
+//     area + 2 (address - first) in the shadow area, a shared array the pass declares; an
+//     address outside [first, end) (dynamic shared memory) is in no buffer.
+//   extern "C" void mantissa_sv_zero_shared(unsigned int area, unsigned int bytes)
+//     At the top of a kernel with a shadow area (every thread of the CTA calls it): the CTA
+//     zeroes the `bytes` bytes (a multiple of 16) at `area`, each thread every (16 * CTA size)th
+//     16 bytes, then bar.sync 0.
 //   extern "C" void mantissa_sv_reseed(unsigned long long acc)
 //     A re-seed (a site that cannot propagate, a load from unshadowed memory, bits moved from an
 //     integer, a call result...): EXECUTIONS += 1, RESEEDED += 1 (the caller sets shadow := value).
@@ -79,12 +94,13 @@
 //
 // WHAT THE REWRITER PASSES
 //   Record indices and `how` as immediates; values and shadows in registers; addresses as u64
-//   (global or generic: for device allocations the two are the same number).
+//   (global or generic: for device allocations the two are the same number), shared ones as
+//   u32 shared-space addresses (`mov.u32 %r, VAR` and what the kernel adds to it).
 //
 // INVARIANTS
-//   It writes nothing but the thread records given to it, __mantissa_values and the shadow
-//   buffers, and returns its results, so an instrumented kernel computes the same bits as the
-//   kernel as written. Its arithmetic is mantissa.cuh's (explicit _rn intrinsics, which no flag
+//   It writes nothing but the thread records given to it, __mantissa_values, the shadow
+//   buffers and the shadow areas, and returns its results, so an instrumented kernel computes
+//   the same bits as the kernel as written. Its arithmetic is mantissa.cuh's (explicit _rn intrinsics, which no flag
 //   set changes) and _rn intrinsics here. Everything but mantissa_sv_zero and mantissa_sv_flush
 //   is written to be inlined (mantissa_ptx::pass::inline, after the merge): no local depot,
 //   no warp operation, plain loads and stores of the thread's record. Sums over threads depend
@@ -418,6 +434,32 @@ static __device__ unsigned long long mantissa_sv_address(unsigned long long addr
     return 0;
 }
 
+// The shadow of a loaded value from its stored difference (d1 unused for an f32).
+static __device__ __forceinline__ mantissa_sv_pair mantissa_sv_from_difference(
+    double value, double d0, double d1, unsigned int f32)
+{
+    if (f32) {
+        return mantissa_sv_make(__dadd_rn(value, d0), 0.0);
+    }
+    mantissa::f64x2 s = mantissa::dw_add_base(mantissa::dw_make(d0, d1), value);
+    return mantissa_sv_make(s.hi, s.lo);
+}
+
+// The difference (shadow - value) to store for a value and its shadow: zero when either is not
+// finite (the shadow is re-seeded on reload); an f32's is one double (d.lo 0).
+static __device__ __forceinline__ mantissa::f64x2 mantissa_sv_difference(
+    double value, double hi, double lo, unsigned int f32)
+{
+    bool finite = mantissa_sv_finite(value) && mantissa_sv_finite(hi) && mantissa_sv_finite(lo);
+    if (!finite) {
+        return mantissa::dw_from_base(0.0);
+    }
+    if (f32) {
+        return mantissa::dw_from_base(__dsub_rn(hi, value));
+    }
+    return mantissa::dw_sub_base(mantissa::dw_make(hi, lo), value);
+}
+
 extern "C" __device__ __noinline__ mantissa_sv_pair mantissa_sv_load(
     unsigned long long acc, unsigned long long address, double value, unsigned int f32)
 {
@@ -428,11 +470,7 @@ extern "C" __device__ __noinline__ mantissa_sv_pair mantissa_sv_load(
         return mantissa_sv_make(value, 0.0);
     }
     const double *diff = (const double *)at;
-    if (f32) {
-        return mantissa_sv_make(__dadd_rn(value, diff[0]), 0.0);
-    }
-    mantissa::f64x2 s = mantissa::dw_add_base(mantissa::dw_make(diff[0], diff[1]), value);
-    return mantissa_sv_make(s.hi, s.lo);
+    return mantissa_sv_from_difference(value, diff[0], f32 ? 0.0 : diff[1], f32);
 }
 
 extern "C" __device__ __noinline__ void mantissa_sv_store(
@@ -443,15 +481,92 @@ extern "C" __device__ __noinline__ void mantissa_sv_store(
         return;
     }
     double *diff = (double *)at;
-    bool finite = mantissa_sv_finite(value) && mantissa_sv_finite(hi) && mantissa_sv_finite(lo);
-    if (f32) {
-        diff[0] = finite ? __dsub_rn(hi, value) : 0.0;
+    mantissa::f64x2 d = mantissa_sv_difference(value, hi, lo, f32);
+    diff[0] = d.hi;
+    if (!f32) {
+        diff[1] = d.lo;
+    }
+}
+
+// Shared memory: addresses in the shared state space (32 bits), read and written by ld.shared
+// and st.shared in inline PTX (C++ has no shared-space pointer from a number).
+#define MANTISSA_SV_NOWHERE 0xffffffffu
+
+// The shadow-area address of `bytes` bytes of shared data at `address`, MANTISSA_SV_NOWHERE
+// outside the static variables [first, end).
+static __device__ __forceinline__ unsigned int mantissa_sv_shared_address(
+    unsigned int address, unsigned int bytes, unsigned int first, unsigned int end, unsigned int area)
+{
+    if (address >= first && address - first <= end - first && end - address >= bytes) {
+        return area + 2u * (address - first);
+    }
+    return MANTISSA_SV_NOWHERE;
+}
+
+static __device__ __forceinline__ double mantissa_sv_ld_shared(unsigned int at)
+{
+    double v;
+    asm volatile("ld.shared.f64 %0, [%1];" : "=d"(v) : "r"(at) : "memory");
+    return v;
+}
+
+static __device__ __forceinline__ void mantissa_sv_st_shared(unsigned int at, double v)
+{
+    asm volatile("st.shared.f64 [%0], %1;" ::"r"(at), "d"(v) : "memory");
+}
+
+extern "C" __device__ __noinline__ mantissa_sv_pair mantissa_sv_load_shared(
+    unsigned long long acc, unsigned int address, unsigned int first, unsigned int end,
+    unsigned int area, double value, unsigned int f32)
+{
+    unsigned int at = mantissa_sv_shared_address(address, f32 ? 4u : 8u, first, end, area);
+    mantissa_sv_bump(acc, MANTISSA_SV_W_EXECUTIONS);
+    if (at == MANTISSA_SV_NOWHERE) {
+        mantissa_sv_bump(acc, MANTISSA_SV_W_RESEEDED);
+        return mantissa_sv_make(value, 0.0);
+    }
+    double d1 = f32 ? 0.0 : mantissa_sv_ld_shared(at + 8u);
+    return mantissa_sv_from_difference(value, mantissa_sv_ld_shared(at), d1, f32);
+}
+
+extern "C" __device__ __noinline__ void mantissa_sv_store_shared(
+    unsigned int address, unsigned int first, unsigned int end, unsigned int area, double value,
+    double hi, double lo, unsigned int f32)
+{
+    unsigned int at = mantissa_sv_shared_address(address, f32 ? 4u : 8u, first, end, area);
+    if (at == MANTISSA_SV_NOWHERE) {
         return;
     }
-    mantissa::f64x2 d = finite ? mantissa::dw_sub_base(mantissa::dw_make(hi, lo), value)
-                               : mantissa::dw_from_base(0.0);
-    diff[0] = d.hi;
-    diff[1] = d.lo;
+    mantissa::f64x2 d = mantissa_sv_difference(value, hi, lo, f32);
+    mantissa_sv_st_shared(at, d.hi);
+    if (!f32) {
+        mantissa_sv_st_shared(at + 8u, d.lo);
+    }
+}
+
+extern "C" __device__ __noinline__ void mantissa_sv_clear_shared(
+    unsigned int address, unsigned int first, unsigned int end, unsigned int area, unsigned int bytes)
+{
+    unsigned int at = mantissa_sv_shared_address(address, bytes, first, end, area);
+    if (at == MANTISSA_SV_NOWHERE) {
+        return;
+    }
+    // As mantissa_sv_clear: whole words, so a narrow store clears its element's difference.
+    unsigned int stop = (at + 2u * bytes + 7u) & ~7u;
+    for (unsigned int p = at & ~7u; p < stop; p += 8u) {
+        mantissa_sv_st_shared(p, 0.0);
+    }
+}
+
+extern "C" __device__ __noinline__ void mantissa_sv_zero_shared(unsigned int area, unsigned int bytes)
+{
+    unsigned int t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    unsigned int n = blockDim.x * blockDim.y * blockDim.z;
+    for (unsigned int p = 16u * t; p < bytes; p += 16u * n) {
+        mantissa_sv_st_shared(area + p, 0.0);
+        mantissa_sv_st_shared(area + p + 8u, 0.0);
+    }
+    __syncthreads();
 }
 
 extern "C" __device__ __noinline__ void mantissa_sv_clear(unsigned long long address, unsigned int bytes)

@@ -379,14 +379,10 @@ fn module_scope_names(module: &Module) -> impl Iterator<Item = String> + '_ {
     })
 }
 
-/// Adds a module global `.global .align ALIGN .TY name[len];` (zero-initialised, as PTX
-/// initialises `.global` variables without an initialiser) before the first function, named
-/// `name` or, if any name in the module (module scope, a parameter, a function-scope variable)
-/// already is, `name_1`, `name_2`...; returns the name.
-///
-/// Every such name is avoided because a parameter or local of the same name would shadow the
-/// global inside that function.
-pub fn add_global(module: &mut Module, ty: &str, align: u32, name: &str, len: u64) -> String {
+/// `name`, or `name_1`, `name_2`... if any name in the module (module scope, a parameter, a
+/// function-scope variable) already is: a name a new module-scope variable can take without
+/// being shadowed inside any function.
+pub(crate) fn unique_module_name(module: &Module, name: &str) -> String {
     let mut taken: HashSet<String> = module_scope_names(module).collect();
     for f in module.functions() {
         taken.extend(
@@ -400,7 +396,18 @@ pub fn add_global(module: &mut Module, ty: &str, align: u32, name: &str, len: u6
             _ => None,
         }));
     }
-    let name = unique_name(name, |n| taken.contains(n));
+    unique_name(name, |n| taken.contains(n))
+}
+
+/// Adds a module global `.global .align ALIGN .TY name[len];` (zero-initialised, as PTX
+/// initialises `.global` variables without an initialiser) before the first function, named
+/// `name` or, if any name in the module (module scope, a parameter, a function-scope variable)
+/// already is, `name_1`, `name_2`...; returns the name.
+///
+/// Every such name is avoided because a parameter or local of the same name would shadow the
+/// global inside that function.
+pub fn add_global(module: &mut Module, ty: &str, align: u32, name: &str, len: u64) -> String {
+    let name = unique_module_name(module, name);
     let decl = VarDecl {
         attrs: vec![
             ".global".into(),

@@ -222,3 +222,51 @@ fn every_shadow_example_runs_with_shadow_values_and_bit_identical_outputs() {
         assert!(!run.outputs.is_empty(), "{}", spec.display());
     }
 }
+
+#[test]
+fn shadows_follow_values_through_shared_memory() {
+    if require_gpu_or_skip().is_none() {
+        return;
+    }
+    let run = analysed(&examples().join("shadow/shared.toml"));
+    // examples/shadow/shared.cu: per block of 128, t = (1 + x) - 1 (its shadow is x exactly),
+    // summed by a tree through shared memory. Each double-word addition errs by 3u^2 (+13u^3)
+    // of its exact result; the tree's nodes of one level sum to the block's sum (x > 0), so
+    // over 7 levels: |measured - (exact - value)| <= 4u^2 (8 sum x) + u |exact - value|.
+    let x = sequence(1.0e-10, 1.0e-13);
+    let s = output(&run, "s");
+    for (b, block) in x.chunks(128).enumerate() {
+        let mut tile: Vec<f64> = block.iter().map(|&v| (1.0 + v) - 1.0).collect();
+        let mut stride = 64;
+        while stride > 0 {
+            for t in 0..stride {
+                tile[t] += tile[t + stride];
+            }
+            stride /= 2;
+        }
+        let value = tile[0];
+        let mut exact = ExactSum::new();
+        for &v in block {
+            exact.add(v);
+        }
+        exact.add(-value);
+        let expected = exact.round();
+        assert!(
+            expected != 0.0,
+            "block {b}: the staged values carry no error to measure"
+        );
+        let sum: f64 = block.iter().sum();
+        let bound = 4.0 * U2 * 8.0 * sum + f64::EPSILON * expected.abs();
+        check(s, b, value, expected, bound);
+    }
+    // The shared loads find their shadows: none re-seeds.
+    let shared: Vec<_> = run
+        .reseeds
+        .iter()
+        .filter(|r| r.opcode.starts_with("ld.shared"))
+        .collect();
+    assert!(!shared.is_empty(), "{:?}", run.reseeds);
+    for r in shared {
+        assert!(r.executions > 0 && r.reseeded == 0, "{r:?}");
+    }
+}

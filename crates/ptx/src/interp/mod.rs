@@ -270,7 +270,7 @@ impl Memory {
 }
 
 /// The element type and count of a variable declaration.
-fn var_layout(v: &VarDecl) -> Result<(ValueType, u32, usize), InterpError> {
+pub(crate) fn var_layout(v: &VarDecl) -> Result<(ValueType, u32, usize), InterpError> {
     let mut ty = None;
     let mut vector = 1;
     for a in &v.attrs {

@@ -32,8 +32,8 @@
 //! their shadow is the value. **Re-seeding** (shadow := value, counted as `reseeded`): at the
 //! sites that cannot propagate (the approximate functions `sin cos ex2 lg2 tanh` as one unit,
 //! conversions from integers, `cvt.sat`), and at every other definition of a float register, each
-//! a [`ReseedPoint`] with its own record: loads from shared or local memory, from global memory
-//! outside the registered buffers (counted per execution), device-function parameters, bits
+//! a [`ReseedPoint`] with its own record: loads from local memory, from global memory outside
+//! the registered buffers or shared memory outside the shadow area (counted per execution), device-function parameters, bits
 //! moved from integer registers, call results, atomics, anything else.
 //!
 //! **Memory.** Each registered buffer (the spec's floating-point buffers) has a shadow buffer
@@ -42,8 +42,18 @@
 //! no initialisation). [`TABLE_GLOBAL`] maps addresses to shadows ([`table_bytes`]; written by
 //! the host after the restore). Global and generic `ld`/`st` of f32/f64 (`.v2`/`.v4` too) read
 //! and write the differences; other stores and atomics to global or generic memory zero the
-//! differences they cover (the shadow of what they write is its value). Shared memory is not
-//! shadowed: its loads re-seed.
+//! differences they cover (the shadow of what they write is its value). **Shared memory**: a
+//! kernel whose float loads or stores touch its static `.shared` variables gets a shadow area
+//! in shared memory (`shared.rs`) with the same layout rule (2 bytes of difference per byte,
+//! relative to the lowest variable), zeroed by the CTA at entry (then `bar.sync 0`, before any
+//! of the kernel's code); `ld.shared`/`st.shared` of f32/f64 (`.v2`/`.v4` too) read and write
+//! it through the runtime's `_shared` functions, other shared stores and atomics zero it.
+//! Re-seeding stays where the pass cannot keep it right: dynamic (`extern`) shared memory,
+//! shared memory in device functions, kernels whose shared memory something else may write
+//! (a device function it calls, a generic pointer from `cvta.shared`, `cp.async` and other
+//! unmodelled writers) or whose static shared memory with the area would exceed 48 KiB (a note
+//! says which). Generic loads and stores through a `cvta.shared` pointer are not looked up in
+//! the area (the table lookup fails: loads re-seed), hence the fallback above.
 //!
 //! **ptxas's contraction.** A mul→add pair ptxas may fuse into one FMA
 //! ([`super::shadow`]'s `fusible_pairs` rule: such sites are the ones it leaves unmeasured) must
@@ -77,6 +87,9 @@ mod emit;
 mod instrument;
 #[cfg(test)]
 mod interp_tests;
+mod shared;
+#[cfg(test)]
+mod shared_tests;
 #[cfg(test)]
 mod tests;
 
@@ -121,6 +134,15 @@ pub const LOAD_FUNCTION: &str = "mantissa_sv_load";
 pub const STORE_FUNCTION: &str = "mantissa_sv_store";
 /// A store the pass cannot shadow: `(address, bytes)`.
 pub const CLEAR_FUNCTION: &str = "mantissa_sv_clear";
+/// A float load from shared memory: `(acc, address, first, end, area, value, f32) -> shadow`
+/// (`first..end` the kernel's static shared variables, `area` its shadow area).
+pub const LOAD_SHARED_FUNCTION: &str = "mantissa_sv_load_shared";
+/// A float store to shared memory: `(address, first, end, area, value, hi, lo, f32)`.
+pub const STORE_SHARED_FUNCTION: &str = "mantissa_sv_store_shared";
+/// Another store or atomic to shared memory: `(address, first, end, area, bytes)`.
+pub const CLEAR_SHARED_FUNCTION: &str = "mantissa_sv_clear_shared";
+/// A kernel's shadow area zeroed by its CTA at entry, then `bar.sync 0`: `(area, bytes)`.
+pub const ZERO_SHARED_FUNCTION: &str = "mantissa_sv_zero_shared";
 /// A re-seed's execution: `(acc)`.
 pub const RESEED_FUNCTION: &str = "mantissa_sv_reseed";
 /// A function's thread records zeroed at its entry: `(acc, records)`.
@@ -130,7 +152,9 @@ pub const ZERO_FUNCTION: &str = "mantissa_sv_zero";
 pub const FLUSH_FUNCTION: &str = "mantissa_sv_flush";
 
 /// The runtime functions an instrumented module calls per execution, to be inlined after the
-/// merge ([`crate::pass::inline`]): every site function, the load, store, clear and re-seed.
+/// merge ([`crate::pass::inline`]): every site function, the load, store, clear and re-seed,
+/// their shared-memory forms and the shadow area's zeroing (once per kernel, but inlined so
+/// that its barrier is the kernel's own and the interpreter, which has no calls, runs it).
 pub fn inlined_functions() -> Vec<String> {
     let mut names: Vec<String> = (0..SITE_OPERATIONS.len() as u32)
         .flat_map(|op| [site_function(op, false), site_function(op, true)])
@@ -141,6 +165,10 @@ pub fn inlined_functions() -> Vec<String> {
             STORE_FUNCTION,
             CLEAR_FUNCTION,
             RESEED_FUNCTION,
+            LOAD_SHARED_FUNCTION,
+            STORE_SHARED_FUNCTION,
+            CLEAR_SHARED_FUNCTION,
+            ZERO_SHARED_FUNCTION,
         ]
         .map(String::from),
     );
@@ -481,6 +509,24 @@ pub fn runtime_prototypes() -> Vec<Function> {
             None,
         ),
         prototype(CLEAR_FUNCTION, &[".b64", ".b32"], None),
+        prototype(
+            LOAD_SHARED_FUNCTION,
+            &[".b64", ".b32", ".b32", ".b32", ".b32", ".b64", ".b32"],
+            Some(pair()),
+        ),
+        prototype(
+            STORE_SHARED_FUNCTION,
+            &[
+                ".b32", ".b32", ".b32", ".b32", ".b64", ".b64", ".b64", ".b32",
+            ],
+            None,
+        ),
+        prototype(
+            CLEAR_SHARED_FUNCTION,
+            &[".b32", ".b32", ".b32", ".b32", ".b32"],
+            None,
+        ),
+        prototype(ZERO_SHARED_FUNCTION, &[".b32", ".b32"], None),
         prototype(RESEED_FUNCTION, &[".b64"], None),
         prototype(ZERO_FUNCTION, &[".b64", ".b32"], None),
         prototype(

@@ -5,6 +5,7 @@ use super::emit::{
     call_ret, copy_shadow, f64_imm, imm_value, pair_of, reg, seed, set_shadow, widen, word, Arg,
     Shadow, Shadows,
 };
+use super::shared::{self, SharedMemory};
 use super::{
     how, site_function, Instrumented, ReseedPoint, Treatment, ValueSite, ValuesError, ValuesReport,
     CLEAR_FUNCTION, COPIES, FLUSH_FUNCTION, LOAD_FUNCTION, MAX_BUFFERS, RESEED_FUNCTION,
@@ -79,20 +80,34 @@ pub fn instrument(module: &Module) -> Result<Instrumented, ValuesError> {
             sites: here.len() as u32,
             first_reseed: (state.sites.len() + state.reseeds.len()) as u32,
         };
+        let area_name = rewrite::unique_module_name(&out, "__mantissa_sv_shared");
+        let plan = shared::plan(module, f, &d, &mut rw, &area_name)?;
+        state.notes.extend(plan.note);
+        if let Some(area) = plan.area {
+            shared::declare_area(&mut out, &f.name, area);
+        }
         let mut fun = FunctionRewrite::new(&d, &shadow, &addresses, &mut rw, records.clone());
+        fun.shared = plan.memory;
         for k in 0..d.insts.len() {
             fun.instruction(k, &mut state)?;
         }
         let reseeds = state.reseeds.len() as u32 + state.sites.len() as u32 - records.first_reseed;
         let count = records.sites + reseeds;
+        if count == 0 && plan.init.is_empty() {
+            rw.apply(&mut out)?;
+            continue;
+        }
+        // The shadow area first: its zeroing ends in the barrier every thread must reach.
+        let mut init = plan.init;
         if count == 0 {
             rw.apply(&mut out)?;
+            splice(&mut out, &f.name, init, Vec::new());
             continue;
         }
         // The thread records: a `.local` array zeroed at entry, flushed before every exit.
         let taken = local_names(module, f);
         let array = rewrite::unique_name("__mantissa_sv_records", |n| taken.contains(n));
-        let init = vec![
+        let records_init: Vec<Statement> = vec![
             Statement::Var(VarDecl {
                 attrs: vec![".local".into(), ".align".into(), "8".into(), ".b8".into()],
                 name: array.clone(),
@@ -113,6 +128,7 @@ pub fn instrument(module: &Module) -> Result<Instrumented, ValuesError> {
             &[("b64", reg(&records.base)), ("b32", word(count))],
         ))
         .collect();
+        init.extend(records_init);
         let flush = call(
             FLUSH_FUNCTION,
             &[
@@ -180,7 +196,7 @@ pub fn instrument(module: &Module) -> Result<Instrumented, ValuesError> {
 }
 
 /// What the walk over the module collects.
-struct State {
+pub(super) struct State {
     sites: Vec<ValueSite>,
     reseeds: Vec<ReseedPoint>,
     notes: Vec<String>,
@@ -198,18 +214,20 @@ struct Records {
 }
 
 /// The rewrite of one function.
-struct FunctionRewrite<'a, 'f> {
+pub(super) struct FunctionRewrite<'a, 'f> {
     records: Records,
-    d: &'a Decoded<'f>,
+    pub(super) d: &'a Decoded<'f>,
     addresses: &'a [Site],
-    rw: &'a mut Rewriter,
+    pub(super) rw: &'a mut Rewriter,
+    /// How its shared memory is treated ([`shared::plan`]).
+    pub(super) shared: SharedMemory,
     shadows: Shadows,
     /// Site of each instruction id of this function.
     sites: HashMap<InstId, &'a ShadowSite>,
     /// Instructions (by index) that are the `mul` of a fusible pair: their result is never read.
     products: HashSet<usize>,
     /// Instructions (by index) that read a fusible product: they read no operand value.
-    readers: HashSet<usize>,
+    pub(super) readers: HashSet<usize>,
     /// Instructions (by index) between a fusible product and the last instruction of its span,
     /// in one basic block and under the same guard: their code goes after that last one.
     deferred: HashMap<usize, usize>,
@@ -259,11 +277,12 @@ impl<'a, 'f> FunctionRewrite<'a, 'f> {
             products,
             readers,
             is_kernel: d.function.kind == FunctionKind::Entry,
+            shared: SharedMemory::NotShadowed(shared::DYNAMIC.into()),
         }
     }
 
     /// The declared float type (f32 or f64) of register `name`.
-    fn float_type(&self, name: &str) -> Option<ValueType> {
+    pub(super) fn float_type(&self, name: &str) -> Option<ValueType> {
         self.d
             .regs
             .type_of(name)
@@ -272,7 +291,7 @@ impl<'a, 'f> FunctionRewrite<'a, 'f> {
 
     /// The local-space address of `record`'s thread record, computed into a new register by
     /// `code`.
-    fn record_address(
+    pub(super) fn record_address(
         &mut self,
         record: u32,
         code: &mut Vec<Statement>,
@@ -297,7 +316,7 @@ impl<'a, 'f> FunctionRewrite<'a, 'f> {
         Ok(reg(&a))
     }
 
-    fn shadow(&mut self, name: &str, ty: ValueType) -> Result<Shadow, ValuesError> {
+    pub(super) fn shadow(&mut self, name: &str, ty: ValueType) -> Result<Shadow, ValuesError> {
         self.shadows.of(self.rw, name, ty)
     }
 
@@ -462,7 +481,11 @@ impl<'a, 'f> FunctionRewrite<'a, 'f> {
 
     /// Inserts `after` after instruction `k`, or after the end of the fusible span `k` lies in
     /// ([`deferred_to_span_ends`]).
-    fn insert_after(&mut self, k: usize, after: Vec<Statement>) -> Result<(), ValuesError> {
+    pub(super) fn insert_after(
+        &mut self,
+        k: usize,
+        after: Vec<Statement>,
+    ) -> Result<(), ValuesError> {
         // Spans may chain (a span's end inside the next one): follow to the last end.
         let mut at = k;
         while let Some(&end) = self.deferred.get(&at) {
@@ -494,7 +517,13 @@ impl<'a, 'f> FunctionRewrite<'a, 'f> {
     }
 
     /// A new re-seed point at instruction `k`; its record.
-    fn reseed_point(&self, k: usize, reason: &str, conditional: bool, state: &mut State) -> u32 {
+    pub(super) fn reseed_point(
+        &self,
+        k: usize,
+        reason: &str,
+        conditional: bool,
+        state: &mut State,
+    ) -> u32 {
         let record = (state.sites.len() + state.reseeds.len()) as u32;
         let inst = self.d.insts[k];
         state.reseeds.push(ReseedPoint {
@@ -591,9 +620,7 @@ impl<'a, 'f> FunctionRewrite<'a, 'f> {
             (OpKind::Load(space @ (Space::Global | Space::Generic)), _) => {
                 return self.load(k, *space, state);
             }
-            (OpKind::Load(Space::Shared), _) => {
-                return self.reseed_at(k, "a load from shared memory (not shadowed)", state);
-            }
+            (OpKind::Load(Space::Shared), _) => return self.load_shared(k, state),
             (OpKind::Load(Space::Local), _) => {
                 return self.reseed_at(k, "a load from local memory (not shadowed)", state);
             }
@@ -612,7 +639,12 @@ impl<'a, 'f> FunctionRewrite<'a, 'f> {
     }
 
     /// A re-seed point at `k` with its record.
-    fn reseed_at(&mut self, k: usize, why: &str, state: &mut State) -> Result<(), ValuesError> {
+    pub(super) fn reseed_at(
+        &mut self,
+        k: usize,
+        why: &str,
+        state: &mut State,
+    ) -> Result<(), ValuesError> {
         let record = self.reseed_point(k, why, false, state);
         self.reseed(k, record)
     }
@@ -784,28 +816,9 @@ impl<'a, 'f> FunctionRewrite<'a, 'f> {
         let Some((base, offset)) = self.address_of(inst.operands.get(1)) else {
             return self.reseed_at(k, "a load from a variable (not a registered buffer)", state);
         };
-        let elements: Vec<Operand> = match inst.operands.first() {
-            Some(Operand::Vector(items)) => items.clone(),
-            Some(o) => vec![o.clone()],
-            None => Vec::new(),
-        };
-        let floats: Vec<Option<ValueType>> = elements
-            .iter()
-            .map(|e| match e {
-                Operand::Reg(r) => self.float_type(r),
-                _ => None,
-            })
-            .collect();
-        // `_` sinks aside, a vector moves one type.
-        let registers = elements
-            .iter()
-            .zip(&floats)
-            .filter(|(e, _)| matches!(e, Operand::Reg(_)));
-        if registers.clone().any(|(_, f)| f.is_none())
-            && registers.clone().any(|(_, f)| f.is_some())
-        {
+        let Some(elements) = self.loaded_floats(k) else {
             return self.reseed_at(k, "a vector load of floats and non-floats", state);
-        }
+        };
         let why = format!(
             "a {} load: re-seeds where the address is in no registered buffer",
             space.name()
@@ -814,12 +827,9 @@ impl<'a, 'f> FunctionRewrite<'a, 'f> {
         let mut before = Vec::new();
         let mut after = Vec::new();
         let width = self.d.ops[k].ty.map_or(8, |t| i64::from(t.bytes()));
-        for (e, (element, ty)) in elements.iter().zip(floats).enumerate() {
-            let (Operand::Reg(r), Some(t)) = (element, ty) else {
-                continue;
-            };
+        for (e, r, t) in elements {
             let address = self.address(&base, offset + width * e as i64, &mut before)?;
-            let value = widen(self.rw, r, t, &mut after)?;
+            let value = widen(self.rw, &r, t, &mut after)?;
             let pair = [self.rw.reg("f64")?, self.rw.reg("f64")?];
             let acc = self.record_address(record, &mut after)?;
             after.extend(call_ret(
@@ -832,7 +842,7 @@ impl<'a, 'f> FunctionRewrite<'a, 'f> {
                 ],
                 Some(&pair),
             ));
-            let to = self.shadow(r, t)?;
+            let to = self.shadow(&r, t)?;
             set_shadow(&to, &pair, &mut after);
         }
         self.rw.insert_before(inst.id, before, Guarding::Keep)?;
@@ -840,14 +850,35 @@ impl<'a, 'f> FunctionRewrite<'a, 'f> {
         Ok(())
     }
 
-    /// Stores and atomics to global or generic memory: a float's difference written, anything
-    /// else's zeroed.
+    /// The float registers load `k` writes: (element index, register, type); `None` for a
+    /// vector of floats and non-floats (`_` sinks aside, a vector moves one type).
+    pub(super) fn loaded_floats(&self, k: usize) -> Option<Vec<(usize, String, ValueType)>> {
+        let elements: Vec<Operand> = match self.d.insts[k].operands.first() {
+            Some(Operand::Vector(items)) => items.clone(),
+            Some(o) => vec![o.clone()],
+            None => Vec::new(),
+        };
+        let mut floats = Vec::new();
+        let mut others = false;
+        for (e, element) in elements.iter().enumerate() {
+            if let Operand::Reg(r) = element {
+                match self.float_type(r) {
+                    Some(t) => floats.push((e, r.clone(), t)),
+                    None => others = true,
+                }
+            }
+        }
+        (floats.is_empty() || !others).then_some(floats)
+    }
+
+    /// Stores and atomics to global, generic or shared memory: a float's difference written,
+    /// anything else's zeroed.
     fn memory_write(&mut self, k: usize) -> Result<(), ValuesError> {
         let inst = self.d.insts[k];
         let op: &Op = &self.d.ops[k];
         let width = op.ty.map_or(8, |t| t.bytes());
         let (address, values) = match &op.kind {
-            OpKind::Store(Space::Global | Space::Generic) => {
+            OpKind::Store(Space::Global | Space::Generic | Space::Shared) => {
                 let values = match inst.operands.get(1) {
                     Some(Operand::Vector(items)) => items.clone(),
                     Some(o) => vec![o.clone()],
@@ -855,8 +886,8 @@ impl<'a, 'f> FunctionRewrite<'a, 'f> {
                 };
                 (inst.operands.first(), values)
             }
-            OpKind::Atom(Space::Global | Space::Generic)
-            | OpKind::Red(Space::Global | Space::Generic) => {
+            OpKind::Atom(Space::Global | Space::Generic | Space::Shared)
+            | OpKind::Red(Space::Global | Space::Generic | Space::Shared) => {
                 let at = inst
                     .operands
                     .iter()
@@ -865,6 +896,12 @@ impl<'a, 'f> FunctionRewrite<'a, 'f> {
             }
             _ => return Ok(()),
         };
+        if matches!(
+            op.kind,
+            OpKind::Store(Space::Shared) | OpKind::Atom(Space::Shared) | OpKind::Red(Space::Shared)
+        ) {
+            return self.shared_write(k, address, &values, width);
+        }
         let Some((base, offset)) = self.address_of(address) else {
             return Ok(()); // a module variable: in no registered buffer
         };

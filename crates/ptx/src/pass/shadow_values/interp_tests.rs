@@ -288,3 +288,132 @@ fn the_inlined_code_measures_what_the_contract_says() {
         (3, 3)
     );
 }
+
+/// Thread 0 computes s = a·b and stages it through shared memory; after the barrier every
+/// thread reads s and computes (s + 1) − 1 (`staged`). `direct` computes the same with s in a
+/// register. With a = b = 1 + 2^-30 the product rounds away 2^-60, an error the shadow must
+/// carry through shared memory to the subtraction.
+const STAGED: &str = r#"
+.version 8.0
+.target sm_90
+.address_size 64
+
+.shared .align 8 .b8 _ZZ6stagedE1s[8];
+
+.visible .entry staged(
+	.param .u64 staged_param_0,
+	.param .u64 staged_param_1
+)
+{
+	.reg .pred 	%p<2>;
+	.reg .b32 	%r<2>;
+	.reg .f64 	%fd<7>;
+	.reg .b64 	%rd<5>;
+
+	ld.param.u64 	%rd1, [staged_param_0];
+	ld.param.u64 	%rd2, [staged_param_1];
+	mov.u32 	%r1, %tid.x;
+	setp.ne.s32 	%p1, %r1, 0;
+	@%p1 bra 	$L__BB0_2;
+	ld.global.f64 	%fd1, [%rd1];
+	ld.global.f64 	%fd2, [%rd1+8];
+	mul.rn.f64 	%fd3, %fd1, %fd2;
+	st.shared.f64 	[_ZZ6stagedE1s], %fd3;
+$L__BB0_2:
+	bar.sync 	0;
+	ld.shared.f64 	%fd4, [_ZZ6stagedE1s];
+	add.rn.f64 	%fd5, %fd4, 0d3FF0000000000000;
+	sub.rn.f64 	%fd6, %fd5, 0d3FF0000000000000;
+	mul.wide.u32 	%rd3, %r1, 8;
+	add.s64 	%rd4, %rd2, %rd3;
+	st.global.f64 	[%rd4], %fd6;
+	ret;
+}
+
+.visible .entry direct(
+	.param .u64 direct_param_0,
+	.param .u64 direct_param_1
+)
+{
+	.reg .b32 	%r<2>;
+	.reg .f64 	%fd<7>;
+	.reg .b64 	%rd<5>;
+
+	ld.param.u64 	%rd1, [direct_param_0];
+	ld.param.u64 	%rd2, [direct_param_1];
+	mov.u32 	%r1, %tid.x;
+	ld.global.f64 	%fd1, [%rd1];
+	ld.global.f64 	%fd2, [%rd1+8];
+	mul.rn.f64 	%fd3, %fd1, %fd2;
+	add.rn.f64 	%fd5, %fd3, 0d3FF0000000000000;
+	sub.rn.f64 	%fd6, %fd5, 0d3FF0000000000000;
+	mul.wide.u32 	%rd3, %r1, 8;
+	add.s64 	%rd4, %rd2, %rd3;
+	st.global.f64 	[%rd4], %fd6;
+	ret;
+}
+"#;
+
+#[test]
+fn a_value_staged_through_shared_memory_keeps_its_shadow() {
+    let Some(rt) = runtime() else {
+        return;
+    };
+    let m = parse_clean("staged", STAGED);
+    let out = instrument(&m).unwrap_or_else(|e| panic!("{e}"));
+    let merged = merge_runtime(&out.module, &rt).unwrap_or_else(|e| panic!("{e}"));
+    let inlined = inline_runtime(&merged).unwrap_or_else(|e| panic!("{e}"));
+    let run = parse_clean("runnable", &runnable(&inlined).to_string());
+
+    let a = 1.0 + 2f64.powi(-30);
+    let threads = 4;
+    let mut mem = Memory::new();
+    let input = mem.f64s(&[a, a]);
+    let outputs = [mem.f64s(&[0.0; 4]), mem.f64s(&[0.0; 4])];
+    for (kernel, output) in ["staged", "direct"].into_iter().zip(outputs) {
+        interp::run(
+            &run,
+            kernel,
+            Launch::linear(1, threads),
+            &[Arg::u64(input), Arg::u64(output)],
+            &mut mem,
+        )
+        .unwrap_or_else(|e| panic!("{kernel}: {e}"));
+        let y = mem.read_f64s(output, 4).unwrap();
+        assert!(
+            y.iter().all(|&v| v == 1.0 + 2f64.powi(-29)),
+            "{kernel}: {y:?}"
+        );
+    }
+    let at = mem.symbol(&run, VALUES_GLOBAL).unwrap();
+    let bytes = mem.read(at, out.report.global_bytes()).unwrap().to_vec();
+    let stats = out.report.decode(&bytes).unwrap();
+    let site = |function: &str, opcode: &str| {
+        let s = out
+            .report
+            .sites
+            .iter()
+            .find(|s| s.site.function == function && s.opcode == opcode)
+            .unwrap_or_else(|| panic!("{function} {opcode}"));
+        stats.sites[s.index as usize]
+    };
+    // The subtraction's result 1 + 2^-29 against the shadow 1 + 2^-29 + 2^-60: the product's
+    // lost 2^-60, carried through shared memory exactly as through a register.
+    let want = 2f64.powi(-60) / (1.0 + 2f64.powi(-29));
+    for opcode in ["add.rn.f64", "sub.rn.f64"] {
+        let (staged, direct) = (site("staged", opcode), site("direct", opcode));
+        assert_eq!(staged.accumulated, direct.accumulated, "{opcode}");
+        assert_eq!(staged.executions, threads as u64, "{opcode}");
+    }
+    let sub = site("staged", "sub.rn.f64").accumulated;
+    assert_eq!((sub.count, sub.max), (threads as u64, want));
+    // The shared load is a re-seed point that never re-seeds: the address is static.
+    let load = out
+        .report
+        .reseeds
+        .iter()
+        .position(|r| r.opcode == "ld.shared.f64")
+        .unwrap();
+    let load = stats.reseeds[load];
+    assert_eq!((load.executions, load.reseeded), (threads as u64, 0));
+}

@@ -12,8 +12,9 @@ use crate::test_support::{assert_sound, parse_clean};
 
 const MIXED: &str = include_str!("../../../tests/fixtures/shadow_values/mixed.ptx");
 
-const FIXTURES: [(&str, &str); 9] = [
+const FIXTURES: [(&str, &str); 10] = [
     ("mixed", MIXED),
+    ("shared", super::shared_tests::SHARED),
     (
         "values example",
         include_str!("../../../tests/fixtures/shadow_values/values.ptx"),
@@ -74,6 +75,39 @@ fn after(m: &Module, original: &Module, f: &str, id: InstId) -> Vec<String> {
 }
 
 use std::collections::HashSet;
+
+/// The instructions inserted right after the first original instruction of `f` whose text
+/// contains `text`.
+pub(super) fn after_in(m: &Module, original: &Module, f: &str, text: &str) -> Vec<String> {
+    let id = insts(original, f)
+        .into_iter()
+        .find(|i| i.to_string().contains(text))
+        .map(|i| i.id)
+        .unwrap_or_else(|| panic!("no {text} in {f}"));
+    after(m, original, f, id)
+}
+
+/// The memory runtime functions `code` calls, in order ("?" for any other call).
+pub(super) fn calls_in(code: &[String]) -> Vec<&'static str> {
+    code.iter()
+        .filter(|i| i.starts_with("call") || i.contains(" call"))
+        .map(|i| {
+            [
+                LOAD_FUNCTION,
+                STORE_FUNCTION,
+                CLEAR_FUNCTION,
+                RESEED_FUNCTION,
+                LOAD_SHARED_FUNCTION,
+                STORE_SHARED_FUNCTION,
+                CLEAR_SHARED_FUNCTION,
+                ZERO_SHARED_FUNCTION,
+            ]
+            .into_iter()
+            .find(|f| i.contains(&format!("{f},")))
+            .unwrap_or("?")
+        })
+        .collect()
+}
 
 #[test]
 fn sites_are_the_shadow_pass_sites_with_their_treatment() {
@@ -173,8 +207,8 @@ fn the_mixed_kernel_propagates_inlines_and_reseeds_as_documented() {
             ("mov.b64", "bits moved from a non-float register", false),
             (
                 "ld.shared.f64",
-                "a load from shared memory (not shadowed)",
-                false
+                "a shared load: re-seeds where the address is in dynamic shared memory (not shadowed)",
+                true
             ),
         ]
     );
@@ -204,6 +238,7 @@ fn inserted_code_is_what_each_definition_needs() {
                     STORE_FUNCTION,
                     CLEAR_FUNCTION,
                     RESEED_FUNCTION,
+                    LOAD_SHARED_FUNCTION,
                 ]
                 .into_iter()
                 .find(|f| i.contains(&format!("{f},")))
@@ -248,8 +283,9 @@ fn inserted_code_is_what_each_definition_needs() {
         [STORE_FUNCTION, STORE_FUNCTION]
     );
     assert_eq!(calls(&after("st.global.u32")), [CLEAR_FUNCTION]);
-    // Re-seeds count into their record.
-    assert_eq!(calls(&after("ld.shared.f64")), [RESEED_FUNCTION]);
+    // Re-seeds count into their record; shared memory has its shadow area.
+    assert_eq!(calls(&after("ld.shared.f64")), [LOAD_SHARED_FUNCTION]);
+    assert_eq!(calls(&after("mov.b64")), [RESEED_FUNCTION]);
     // A guarded instruction's shadow code runs under its guard (call staging aside).
     for i in after("@%p1 add.rn.f64") {
         let staging = i.starts_with("st.param") || i.starts_with("ld.param");
