@@ -31,6 +31,10 @@ fn plan() -> Plan {
 fn value(m: &Measurement) -> String {
     let mut m = m.clone();
     m.seconds = 0.0;
+    // The sum of errors over 2^32 inputs is added in an order the device's scheduling picks
+    // (seen on the H200: ...538.86 and ...538.84 for sqrt under `fast`, on one GPU): compare it
+    // to 12 significant digits, everything else exactly.
+    m.stats.sum_ulps = format!("{:.11e}", m.stats.sum_ulps).parse().unwrap();
     serde_json::to_string(&m).unwrap()
 }
 
