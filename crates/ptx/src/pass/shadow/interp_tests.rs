@@ -131,6 +131,34 @@ fn exception_calls_counted(m: &Module) -> Module {
     })
 }
 
+/// The statistics of `out` (an instrumented `m`, made runnable by `runnable`) run in the
+/// interpreter on `case`, and the oracle's under `options`.
+fn run_and_oracle(
+    m: &Module,
+    case: &Case,
+    options: &ShadowOptions,
+    out: &Instrumented,
+    runnable: &Module,
+) -> (Vec<SiteStats>, Vec<SiteStats>) {
+    let mut mem = Memory::new();
+    let args = launch_args(case, &mut mem);
+    let launch = Launch::linear(case.blocks, case.threads);
+    let mut oracle_mem = mem.clone();
+    let want = expected(m, case.kernel, launch, &args, &mut oracle_mem, options)
+        .unwrap_or_else(|e| panic!("{}: {e}", case.kernel));
+    interp::run(runnable, case.kernel, launch, &args, &mut mem)
+        .unwrap_or_else(|e| panic!("{}: {e}\n{runnable}", case.kernel));
+    let at = mem
+        .symbol(runnable, SHADOW_GLOBAL)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let bytes = mem
+        .read(at, out.report.global_bytes())
+        .unwrap_or_else(|e| panic!("{e}"))
+        .to_vec();
+    let got = out.report.decode(&bytes).unwrap_or_else(|e| panic!("{e}"));
+    (got, want)
+}
+
 /// The demotion statistics of the instrumented `m` (every site accumulated, in registers up to
 /// `registers`, then in the `.local` array) run in the interpreter, and the oracle's.
 fn measured_and_expected(
@@ -142,15 +170,8 @@ fn measured_and_expected(
         exceptions: false,
         ..ShadowOptions::all()
     };
-    let mut mem = Memory::new();
-    let args = launch_args(case, &mut mem);
-    let launch = Launch::linear(case.blocks, case.threads);
-    let mut oracle_mem = mem.clone();
-    let want = expected(m, case.kernel, launch, &args, &mut oracle_mem, &options)
-        .unwrap_or_else(|e| panic!("{}: {e}", case.kernel));
     let out = instrument_with(m, &options, registers, true).unwrap_or_else(|e| panic!("{e}"));
     let runnable = flushes_as_atomics(&out.module);
-    let text = runnable.to_string();
     let calls_per_execution = runnable
         .functions()
         .flat_map(|f| f.instructions())
@@ -159,17 +180,7 @@ fn measured_and_expected(
                 && i.operands.first() == Some(&Operand::Symbol(DEMOTION_FUNCTION.into()))
         });
     assert!(!calls_per_execution, "every site accumulates here");
-    interp::run(&runnable, case.kernel, launch, &args, &mut mem)
-        .unwrap_or_else(|e| panic!("{}: {e}\n{text}", case.kernel));
-    let at = mem
-        .symbol(&runnable, SHADOW_GLOBAL)
-        .unwrap_or_else(|e| panic!("{e}"));
-    let bytes = mem
-        .read(at, out.report.global_bytes())
-        .unwrap_or_else(|e| panic!("{e}"))
-        .to_vec();
-    let got = out.report.decode(&bytes).unwrap_or_else(|e| panic!("{e}"));
-    (got, want)
+    run_and_oracle(m, case, &options, &out, &runnable)
 }
 
 /// Counts and maxima exact; sums within a relative 1e-12 (per-thread partial sums change the
@@ -270,24 +281,9 @@ fn the_slow_path_runs_for_exactly_the_executions_the_oracle_counts() {
         ..ShadowOptions::all()
     };
     let check = |what: &str, m: &Module, case: &Case| {
-        let mut mem = Memory::new();
-        let args = launch_args(case, &mut mem);
-        let launch = Launch::linear(case.blocks, case.threads);
-        let mut oracle_mem = mem.clone();
-        let want = expected(m, case.kernel, launch, &args, &mut oracle_mem, &options)
-            .unwrap_or_else(|e| panic!("{what}: {e}"));
         let out = instrument(m, &options).unwrap_or_else(|e| panic!("{e}"));
         let runnable = exception_calls_counted(&out.module);
-        interp::run(&runnable, case.kernel, launch, &args, &mut mem)
-            .unwrap_or_else(|e| panic!("{what}: {e}\n{runnable}"));
-        let at = mem
-            .symbol(&runnable, SHADOW_GLOBAL)
-            .unwrap_or_else(|e| panic!("{e}"));
-        let bytes = mem
-            .read(at, out.report.global_bytes())
-            .unwrap_or_else(|e| panic!("{e}"))
-            .to_vec();
-        let got = out.report.decode(&bytes).unwrap_or_else(|e| panic!("{e}"));
+        let (got, want) = run_and_oracle(m, case, &options, &out, &runnable);
         let mut exceptional = 0;
         for (k, (g, w)) in got.iter().zip(&want).enumerate() {
             let (Some(g), Some(w)) = (g.exceptions, w.exceptions) else {
