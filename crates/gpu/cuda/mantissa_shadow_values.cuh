@@ -10,10 +10,17 @@
 //
 // PROVIDES (every value argument is a double: f32 values widened exactly by the caller)
 //   struct mantissa_sv_pair { double hi, lo; }: a double-word shadow, or (f64 shadow, 0).
-//   A thread's RECORD is MANTISSA_SV_WORDS 8-byte words in a .local array of its function (the
-//   pass declares it; `acc` is its address in the local state space, read and written with
-//   ld.local/st.local): the statistics of one site or re-seed
-//   point, accumulated per thread and flushed once at every exit of the function.
+//   A thread's RECORD is MANTISSA_SV_THREAD_BYTES bytes (16-aligned) of a .local array of its
+//   function (the pass declares it; `acc` is its address in the local state space, read and
+//   written with ld.local/st.local): the statistics of one site or re-seed point, accumulated
+//   per thread and flushed once at every exit of the function. Its first 32 bytes are what
+//   every execution updates (one ld/st.local.v2.f64 and one v4.u32 each way): the two sums
+//   (f64), the executions (u32, its carry in FLAGS >> 8), the two maxima as the HIGH WORD of
+//   the f64 rounded up (so a reported maximum is an upper bound within a relative 2^-20 of the
+//   measured one) and FLAGS (the site's MANTISSA_SV_NO_LOCAL | _NO_VALUE). The u64 counts of
+//   rare events (zero references, non-finite, cancellations, re-seeds) follow, touched only
+//   when they happen; the measured counts are derived at the flush (executions minus the zero
+//   and non-finite ones, 0 under NO_LOCAL / NO_VALUE). MANTISSA_SV_T_* are the offsets.
 //   extern "C" mantissa_sv_pair mantissa_sv_<op>_<type>(unsigned long long acc,
 //       unsigned int how, double a, double ah, double al, double b, double bh, double bl,
 //       double c, double ch, double cl, double r)
@@ -71,6 +78,9 @@
 //     integer, a call result...): EXECUTIONS += 1, RESEEDED += 1 (the caller sets shadow := value).
 //   extern "C" void mantissa_sv_zero(unsigned long long acc, unsigned int records)
 //     Zeroes `records` records at `acc` (at the entry of a function).
+//   extern "C" unsigned long long mantissa_sv_word(unsigned long long acc, unsigned int w)
+//     Word w (MANTISSA_SV_W_*) of the global record layout for the thread record at `acc`:
+//     what mantissa_sv_flush adds (exported for tests that flush without warp operations).
 //   extern "C" void mantissa_sv_flush(unsigned long long acc, unsigned int first_site,
 //       unsigned int sites, unsigned int first_reseed, unsigned int reseeds)
 //     At an exit of a function: its thread records (`sites` sites from global record
@@ -103,7 +113,8 @@
 //   the same bits as the kernel as written. Its arithmetic is mantissa.cuh's (explicit _rn intrinsics, which no flag
 //   set changes) and _rn intrinsics here. Everything but mantissa_sv_zero and mantissa_sv_flush
 //   is written to be inlined (mantissa_ptx::pass::inline, after the merge): no local depot,
-//   no warp operation, plain loads and stores of the thread's record. Sums over threads depend
+//   no warp operation, plain loads and stores of the thread's record. A thread's executions
+//   of one record count to 2^56 per function activation. Sums over threads depend
 //   on scheduling (atomicAdd on doubles); counts and maxima are exact.
 //   A buffer is read and written with one element type (an f64 buffer by f64 accesses): the
 //   difference of an element is found at shadow + 2 (address - base) with the width of the
@@ -132,6 +143,19 @@
 #define MANTISSA_SV_W_CANCELLATIONS 11
 #define MANTISSA_SV_W_CANCEL_MAX_BITS 12
 #define MANTISSA_SV_W_RESEEDED 13
+
+// A thread record (.local): byte offsets of its hot part, u64 word indices of its rare part.
+#define MANTISSA_SV_THREAD_BYTES 96
+#define MANTISSA_SV_T_SUMS 0          // f64 local sum, f64 accumulated sum
+#define MANTISSA_SV_T_COUNTS 16       // u32 executions, local max hi, acc max hi, flags
+#define MANTISSA_SV_T_LOCAL_ZERO 4    // u64 word indices from here on
+#define MANTISSA_SV_T_LOCAL_NON_FINITE 5
+#define MANTISSA_SV_T_ACC_ZERO 6
+#define MANTISSA_SV_T_ACC_NON_FINITE 7
+#define MANTISSA_SV_T_CANCELLATIONS 8
+#define MANTISSA_SV_T_CANCEL_MAX_BITS 9
+#define MANTISSA_SV_T_RESEEDED 10
+#define MANTISSA_SV_T_WORDS 12
 
 // `how`: the operation in bits 0-3, flags above it, an integral rounding mode in bits 8-9.
 #define MANTISSA_SV_ADD 0u
@@ -323,22 +347,73 @@ static __device__ __forceinline__ void mantissa_sv_bump(unsigned long long at, i
     mantissa_sv_put(at, w, mantissa_sv_get(at, w) + 1);
 }
 
-// The statistics of one error measurement into words w..w+4 of a thread's record (count, sum,
-// max, zero, non-finite).
-static __device__ __forceinline__ void mantissa_sv_note(
-    unsigned long long at, int w, bool ok, bool zero, double e)
+// The high word of a non-negative double, rounded up: max over these words is the high word
+// of an upper bound of the maximum within a relative 2^-20.
+static __device__ __forceinline__ unsigned int mantissa_sv_high_up(double e)
 {
-    if (ok) {
-        mantissa_sv_bump(at, w);
-        double sum = __longlong_as_double((long long)mantissa_sv_get(at, w + 1));
-        double max = __longlong_as_double((long long)mantissa_sv_get(at, w + 2));
-        mantissa_sv_put(at, w + 1, (unsigned long long)__double_as_longlong(__dadd_rn(sum, e)));
-        mantissa_sv_put(at, w + 2, (unsigned long long)__double_as_longlong(fmax(max, e)));
-    } else if (zero) {
-        mantissa_sv_bump(at, w + 3);
-    } else {
-        mantissa_sv_bump(at, w + 4);
+    unsigned long long x = (unsigned long long)__double_as_longlong(e);
+    return (unsigned int)(x >> 32) + ((unsigned int)x != 0u ? 1u : 0u);
+}
+
+// The hot part of a thread record: sums, executions (low word), maxima's high words, flags.
+struct mantissa_sv_hot {
+    double local_sum, acc_sum;
+    unsigned int executions, local_max, acc_max, flags;
+};
+
+static __device__ __forceinline__ mantissa_sv_hot mantissa_sv_get_hot(unsigned long long at)
+{
+    mantissa_sv_hot h;
+    asm volatile("ld.local.v2.f64 {%0, %1}, [%2];"
+                 : "=d"(h.local_sum), "=d"(h.acc_sum)
+                 : "l"(at + MANTISSA_SV_T_SUMS)
+                 : "memory");
+    asm volatile("ld.local.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(h.executions), "=r"(h.local_max), "=r"(h.acc_max), "=r"(h.flags)
+                 : "l"(at + MANTISSA_SV_T_COUNTS)
+                 : "memory");
+    return h;
+}
+
+static __device__ __forceinline__ void mantissa_sv_put_counts(unsigned long long at, const mantissa_sv_hot &h)
+{
+    asm volatile("st.local.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(at + MANTISSA_SV_T_COUNTS),
+                 "r"(h.executions), "r"(h.local_max), "r"(h.acc_max), "r"(h.flags)
+                 : "memory");
+}
+
+// One more execution of the record (the carry of the u32 count goes to the flags' high bits).
+static __device__ __forceinline__ void mantissa_sv_count(mantissa_sv_hot &h, unsigned int flags)
+{
+    h.flags |= flags;
+    h.executions += 1u;
+    if (h.executions == 0u) {
+        h.flags += 256u;
     }
+}
+
+// One execution of a site: its two measurements (e counted when its `ok`) into the hot part.
+static __device__ __forceinline__ void mantissa_sv_tally(
+    unsigned long long at, unsigned int flags, bool lok, double le, bool aok, double ae)
+{
+    mantissa_sv_hot h = mantissa_sv_get_hot(at);
+    h.local_sum = __dadd_rn(h.local_sum, lok ? le : 0.0);
+    h.acc_sum = __dadd_rn(h.acc_sum, aok ? ae : 0.0);
+    h.local_max = max(h.local_max, mantissa_sv_high_up(lok ? le : 0.0));
+    h.acc_max = max(h.acc_max, mantissa_sv_high_up(aok ? ae : 0.0));
+    mantissa_sv_count(h, flags);
+    asm volatile("st.local.v2.f64 [%0], {%1, %2};" ::"l"(at + MANTISSA_SV_T_SUMS), "d"(h.local_sum),
+                 "d"(h.acc_sum)
+                 : "memory");
+    mantissa_sv_put_counts(at, h);
+}
+
+// An execution without measurements (a load, a re-seed point).
+static __device__ __forceinline__ void mantissa_sv_tally_execution(unsigned long long at)
+{
+    mantissa_sv_hot h = mantissa_sv_get_hot(at);
+    mantissa_sv_count(h, MANTISSA_SV_NO_LOCAL | MANTISSA_SV_NO_VALUE);
+    mantissa_sv_put_counts(at, h);
 }
 
 // One execution of a site whose operation is OP (F32: its result is an f32), into the thread's
@@ -350,21 +425,26 @@ static __device__ __forceinline__ mantissa_sv_pair mantissa_sv_site(
 {
     using namespace mantissa;
     unsigned int mode = (how >> MANTISSA_SV_MODE_SHIFT) & 3u;
-    mantissa_sv_bump(acc, MANTISSA_SV_W_EXECUTIONS);
     f64x2 s = F32 ? dw_from_base(mantissa_sv_shadow32(OP, mode, dw_make(ah, al), dw_make(bh, bl),
                                                       dw_make(ch, cl)))
                   : mantissa_sv_shadow(OP, mode, dw_make(ah, al), dw_make(bh, bl), dw_make(ch, cl));
 
     bool local = (how & MANTISSA_SV_NO_LOCAL) == 0;
+    bool value = (how & MANTISSA_SV_NO_VALUE) == 0;
+    bool lok = false, lzero = false, aok = false, azero = false;
+    double le = 0.0, ae = 0.0;
     if (local) {
-        bool ok = false, zero = false;
-        double e = mantissa_sv_relative(mantissa_sv_exact(OP, mode, a, b, c), r, ok, zero);
-        mantissa_sv_note(acc, MANTISSA_SV_W_LOCAL_COUNT, ok, zero, e);
+        le = mantissa_sv_relative(mantissa_sv_exact(OP, mode, a, b, c), r, lok, lzero);
     }
-    if ((how & MANTISSA_SV_NO_VALUE) == 0) {
-        bool ok = false, zero = false;
-        double e = mantissa_sv_relative(s, r, ok, zero);
-        mantissa_sv_note(acc, MANTISSA_SV_W_ACC_COUNT, ok, zero, e);
+    if (value) {
+        ae = mantissa_sv_relative(s, r, aok, azero);
+    }
+    mantissa_sv_tally(acc, how & (MANTISSA_SV_NO_LOCAL | MANTISSA_SV_NO_VALUE), lok, le, aok, ae);
+    if (local && !lok) {
+        mantissa_sv_bump(acc, lzero ? MANTISSA_SV_T_LOCAL_ZERO : MANTISSA_SV_T_LOCAL_NON_FINITE);
+    }
+    if (value && !aok) {
+        mantissa_sv_bump(acc, azero ? MANTISSA_SV_T_ACC_ZERO : MANTISSA_SV_T_ACC_NON_FINITE);
     }
     // Cancellation: the bits the sum lost against its largest addend, by value.
     if (OP == MANTISSA_SV_ADD || OP == MANTISSA_SV_SUB || OP == MANTISSA_SV_FMA) {
@@ -380,9 +460,9 @@ static __device__ __forceinline__ mantissa_sv_pair mantissa_sv_site(
                 int bits = exponent(r, er) ? big - er : 64;
                 if (bits >= MANTISSA_SV_CANCEL_BITS) {
                     unsigned long long lost = (unsigned long long)min(bits, 64);
-                    mantissa_sv_bump(acc, MANTISSA_SV_W_CANCELLATIONS);
-                    mantissa_sv_put(acc, MANTISSA_SV_W_CANCEL_MAX_BITS,
-                                    max(mantissa_sv_get(acc, MANTISSA_SV_W_CANCEL_MAX_BITS), lost));
+                    mantissa_sv_bump(acc, MANTISSA_SV_T_CANCELLATIONS);
+                    mantissa_sv_put(acc, MANTISSA_SV_T_CANCEL_MAX_BITS,
+                                    max(mantissa_sv_get(acc, MANTISSA_SV_T_CANCEL_MAX_BITS), lost));
                 }
             }
         }
@@ -464,9 +544,9 @@ extern "C" __device__ __noinline__ mantissa_sv_pair mantissa_sv_load(
     unsigned long long acc, unsigned long long address, double value, unsigned int f32)
 {
     unsigned long long at = mantissa_sv_address(address, f32 ? 4u : 8u);
-    mantissa_sv_bump(acc, MANTISSA_SV_W_EXECUTIONS);
+    mantissa_sv_tally_execution(acc);
     if (at == 0) {
-        mantissa_sv_bump(acc, MANTISSA_SV_W_RESEEDED);
+        mantissa_sv_bump(acc, MANTISSA_SV_T_RESEEDED);
         return mantissa_sv_make(value, 0.0);
     }
     const double *diff = (const double *)at;
@@ -520,9 +600,9 @@ extern "C" __device__ __noinline__ mantissa_sv_pair mantissa_sv_load_shared(
     unsigned int area, double value, unsigned int f32)
 {
     unsigned int at = mantissa_sv_shared_address(address, f32 ? 4u : 8u, first, end, area);
-    mantissa_sv_bump(acc, MANTISSA_SV_W_EXECUTIONS);
+    mantissa_sv_tally_execution(acc);
     if (at == MANTISSA_SV_NOWHERE) {
-        mantissa_sv_bump(acc, MANTISSA_SV_W_RESEEDED);
+        mantissa_sv_bump(acc, MANTISSA_SV_T_RESEEDED);
         return mantissa_sv_make(value, 0.0);
     }
     double d1 = f32 ? 0.0 : mantissa_sv_ld_shared(at + 8u);
@@ -584,14 +664,73 @@ extern "C" __device__ __noinline__ void mantissa_sv_clear(unsigned long long add
 
 extern "C" __device__ __noinline__ void mantissa_sv_reseed(unsigned long long acc)
 {
-    mantissa_sv_bump(acc, MANTISSA_SV_W_EXECUTIONS);
-    mantissa_sv_bump(acc, MANTISSA_SV_W_RESEEDED);
+    mantissa_sv_tally_execution(acc);
+    mantissa_sv_bump(acc, MANTISSA_SV_T_RESEEDED);
 }
 
 extern "C" __device__ __noinline__ void mantissa_sv_zero(unsigned long long acc, unsigned int records)
 {
-    for (unsigned int k = 0; k < records * MANTISSA_SV_WORDS; ++k) {
-        mantissa_sv_put(acc, (int)k, 0);
+    for (unsigned int k = 0; k < records * (MANTISSA_SV_THREAD_BYTES / 16); ++k) {
+        asm volatile("st.local.v2.u64 [%0], {%1, %1};" ::"l"(acc + 16ull * k), "l"(0ull) : "memory");
+    }
+}
+
+// The words of the global record layout (MANTISSA_SV_W_*) for the thread record at `at`.
+static __device__ __forceinline__ void mantissa_sv_words(
+    unsigned long long at, unsigned long long (&w)[MANTISSA_SV_WORDS])
+{
+    mantissa_sv_hot h = mantissa_sv_get_hot(at);
+    unsigned long long executions = ((unsigned long long)(h.flags >> 8) << 32) | h.executions;
+    w[MANTISSA_SV_W_EXECUTIONS] = executions;
+    w[MANTISSA_SV_W_LOCAL_SUM] = (unsigned long long)__double_as_longlong(h.local_sum);
+    w[MANTISSA_SV_W_LOCAL_MAX] = (unsigned long long)h.local_max << 32;
+    w[MANTISSA_SV_W_LOCAL_ZERO] = mantissa_sv_get(at, MANTISSA_SV_T_LOCAL_ZERO);
+    w[MANTISSA_SV_W_LOCAL_NON_FINITE] = mantissa_sv_get(at, MANTISSA_SV_T_LOCAL_NON_FINITE);
+    w[MANTISSA_SV_W_LOCAL_COUNT] = (h.flags & MANTISSA_SV_NO_LOCAL) != 0
+                                       ? 0ull
+                                       : executions - w[MANTISSA_SV_W_LOCAL_ZERO]
+                                             - w[MANTISSA_SV_W_LOCAL_NON_FINITE];
+    w[MANTISSA_SV_W_ACC_SUM] = (unsigned long long)__double_as_longlong(h.acc_sum);
+    w[MANTISSA_SV_W_ACC_MAX] = (unsigned long long)h.acc_max << 32;
+    w[MANTISSA_SV_W_ACC_ZERO] = mantissa_sv_get(at, MANTISSA_SV_T_ACC_ZERO);
+    w[MANTISSA_SV_W_ACC_NON_FINITE] = mantissa_sv_get(at, MANTISSA_SV_T_ACC_NON_FINITE);
+    w[MANTISSA_SV_W_ACC_COUNT] = (h.flags & MANTISSA_SV_NO_VALUE) != 0
+                                     ? 0ull
+                                     : executions - w[MANTISSA_SV_W_ACC_ZERO]
+                                           - w[MANTISSA_SV_W_ACC_NON_FINITE];
+    w[MANTISSA_SV_W_CANCELLATIONS] = mantissa_sv_get(at, MANTISSA_SV_T_CANCELLATIONS);
+    w[MANTISSA_SV_W_CANCEL_MAX_BITS] = mantissa_sv_get(at, MANTISSA_SV_T_CANCEL_MAX_BITS);
+    w[MANTISSA_SV_W_RESEEDED] = mantissa_sv_get(at, MANTISSA_SV_T_RESEEDED);
+}
+
+extern "C" __device__ __noinline__ unsigned long long mantissa_sv_word(unsigned long long acc, unsigned int w)
+{
+    // Word by word (an array indexed by w would need a local depot, which the inliner refuses).
+    mantissa_sv_hot h = mantissa_sv_get_hot(acc);
+    unsigned long long executions = ((unsigned long long)(h.flags >> 8) << 32) | h.executions;
+    switch (w) {
+    case MANTISSA_SV_W_EXECUTIONS: return executions;
+    case MANTISSA_SV_W_LOCAL_COUNT:
+        return (h.flags & MANTISSA_SV_NO_LOCAL) != 0
+                   ? 0ull
+                   : executions - mantissa_sv_get(acc, MANTISSA_SV_T_LOCAL_ZERO)
+                         - mantissa_sv_get(acc, MANTISSA_SV_T_LOCAL_NON_FINITE);
+    case MANTISSA_SV_W_LOCAL_SUM: return (unsigned long long)__double_as_longlong(h.local_sum);
+    case MANTISSA_SV_W_LOCAL_MAX: return (unsigned long long)h.local_max << 32;
+    case MANTISSA_SV_W_LOCAL_ZERO: return mantissa_sv_get(acc, MANTISSA_SV_T_LOCAL_ZERO);
+    case MANTISSA_SV_W_LOCAL_NON_FINITE: return mantissa_sv_get(acc, MANTISSA_SV_T_LOCAL_NON_FINITE);
+    case MANTISSA_SV_W_ACC_COUNT:
+        return (h.flags & MANTISSA_SV_NO_VALUE) != 0
+                   ? 0ull
+                   : executions - mantissa_sv_get(acc, MANTISSA_SV_T_ACC_ZERO)
+                         - mantissa_sv_get(acc, MANTISSA_SV_T_ACC_NON_FINITE);
+    case MANTISSA_SV_W_ACC_SUM: return (unsigned long long)__double_as_longlong(h.acc_sum);
+    case MANTISSA_SV_W_ACC_MAX: return (unsigned long long)h.acc_max << 32;
+    case MANTISSA_SV_W_ACC_ZERO: return mantissa_sv_get(acc, MANTISSA_SV_T_ACC_ZERO);
+    case MANTISSA_SV_W_ACC_NON_FINITE: return mantissa_sv_get(acc, MANTISSA_SV_T_ACC_NON_FINITE);
+    case MANTISSA_SV_W_CANCELLATIONS: return mantissa_sv_get(acc, MANTISSA_SV_T_CANCELLATIONS);
+    case MANTISSA_SV_W_CANCEL_MAX_BITS: return mantissa_sv_get(acc, MANTISSA_SV_T_CANCEL_MAX_BITS);
+    default: return mantissa_sv_get(acc, MANTISSA_SV_T_RESEEDED);
     }
 }
 
@@ -710,14 +849,17 @@ extern "C" __device__ __noinline__ void mantissa_sv_flush(
     unsigned int copy = sm % MANTISSA_SV_COPIES;  // the same for the whole warp
     for (unsigned int k = 0; k < sites + reseeds; ++k) {
         unsigned int record = k < sites ? first_site + k : first_reseed + (k - sites);
-        unsigned long long mine = acc + 8ull * k * MANTISSA_SV_WORDS;
+        unsigned long long mine = acc + (unsigned long long)MANTISSA_SV_THREAD_BYTES * k;
         unsigned long long *global =
             &__mantissa_values[((unsigned long long)record * MANTISSA_SV_COPIES + copy) * MANTISSA_SV_WORDS];
-        if (__ballot_sync(peers, mantissa_sv_get(mine, MANTISSA_SV_W_EXECUTIONS) != 0) == 0) {
+        unsigned long long words[MANTISSA_SV_WORDS];
+        mantissa_sv_words(mine, words);
+        if (__ballot_sync(peers, words[MANTISSA_SV_W_EXECUTIONS] != 0) == 0) {
             continue;  // no peer executed it: every word is 0
         }
+#pragma unroll
         for (int w = 0; w < MANTISSA_SV_WORDS; ++w) {
-            mantissa_sv_flush_word(peers, leader, global, w, mantissa_sv_get(mine, w));
+            mantissa_sv_flush_word(peers, leader, global, w, words[w]);
         }
     }
 }

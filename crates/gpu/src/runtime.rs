@@ -186,7 +186,7 @@ mod tests {
     #[test]
     fn the_shadow_values_header_and_the_pass_agree_on_the_layout() {
         use mantissa_ptx::pass::shadow_values::{
-            how, site_function, Word, COPIES, MAX_BUFFERS, WORDS_PER_RECORD,
+            how, site_function, Word, COPIES, MAX_BUFFERS, THREAD_RECORD_BYTES, WORDS_PER_RECORD,
         };
         let define = |name: &str| -> u64 {
             let line = SHADOW_VALUES
@@ -201,6 +201,10 @@ mod tests {
                 .unwrap_or_else(|_| panic!("{line}"))
         };
         assert_eq!(define("MANTISSA_SV_WORDS"), u64::from(WORDS_PER_RECORD));
+        assert_eq!(
+            define("MANTISSA_SV_THREAD_BYTES"),
+            u64::from(THREAD_RECORD_BYTES)
+        );
         assert_eq!(define("MANTISSA_SV_MAX_BUFFERS"), MAX_BUFFERS as u64);
         assert_eq!(define("MANTISSA_SV_COPIES"), u64::from(COPIES));
         let shadow_copies = format!(

@@ -588,6 +588,14 @@ impl Thread {
                 let p = testp(inst, x, ty)?;
                 self.write(ctx, arg(0)?, u64::from(p))?;
             }
+            OpKind::Bits(BitOp::Bfi) => {
+                let a = self.val(ctx, arg(1)?, ty)?;
+                let b = self.val(ctx, arg(2)?, ty)?;
+                let pos = self.val(ctx, arg(3)?, ValueType::U32)? & 0xff;
+                let len = self.val(ctx, arg(4)?, ValueType::U32)? & 0xff;
+                let v = bit_field_insert(a, b, pos, len, ty.bits());
+                self.write(ctx, arg(0)?, v)?;
+            }
             OpKind::Call => return Err(unsupported("calls")),
             OpKind::Other(_) => {
                 return Err(unsupported("an instruction this crate does not decode"))
@@ -619,6 +627,22 @@ impl Thread {
         }
         Ok(Flow::Next)
     }
+}
+
+/// `bfi.bN`: `b` with its bits `pos..pos + len` (those below `bits`) taken from the low bits
+/// of `a`, as the PTX ISA defines it (`pos` and `len` already taken mod 256).
+fn bit_field_insert(a: u64, b: u64, pos: u64, len: u64, bits: u32) -> u64 {
+    let bits = u64::from(bits);
+    if pos >= bits || len == 0 {
+        return b & (u64::MAX >> (64 - bits));
+    }
+    let len = len.min(bits - pos);
+    let field = if len == 64 {
+        u64::MAX
+    } else {
+        (1u64 << len) - 1
+    } << pos;
+    ((b & !field) | ((a << pos) & field)) & (u64::MAX >> (64 - bits))
 }
 
 /// `testp.CLASS.T`: whether float bits `x` of type `ty` are of the class the modifier names.

@@ -447,3 +447,80 @@ fn constant_tables_are_initialised() {
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(out, [1.75]);
 }
+
+/// `bfi` against the PTX ISA's bit-by-bit definition, for b32 and b64, positions and lengths
+/// at and beyond the width (taken mod 256), zero lengths included.
+#[test]
+fn bit_field_insert_follows_the_isa_definition() {
+    let reference = |a: u64, b: u64, pos: u32, len: u32, bits: u32| -> u64 {
+        let (pos, len) = (pos & 0xff, len & 0xff);
+        let mut f = b;
+        let mut i = 0;
+        while i < len && pos + i < bits {
+            let bit = (a >> i) & 1;
+            f = (f & !(1u64 << (pos + i))) | (bit << (pos + i));
+            i += 1;
+        }
+        if bits == 32 {
+            f & 0xffff_ffff
+        } else {
+            f
+        }
+    };
+    let cases: Vec<(u32, u32)> = vec![
+        (0, 0),
+        (0, 1),
+        (3, 5),
+        (32, 32),
+        (31, 8),
+        (60, 10),
+        (0, 64),
+        (64, 3),
+        (200, 4),
+        (257, 2),
+        (5, 300),
+    ];
+    let (a, b) = (0x9abc_def0_1234_5678u64, 0x0f0f_0f0f_f0f0_f0f0u64);
+    for (bits, ty) in [(32u32, "b32"), (64, "b64")] {
+        let reg = if bits == 32 { "%r" } else { "%rd" };
+        let store = if bits == 32 { "u32" } else { "u64" };
+        for &(pos, len) in &cases {
+            let ptx = format!(
+                r#"
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 out)
+{{
+	.reg .b32 %r<4>;
+	.reg .b64 %rd<5>;
+	ld.param.u64 %rd4, [out];
+	mov.b64 %rd1, {a};
+	mov.b64 %rd2, {b};
+	cvt.u32.u64 %r1, %rd1;
+	cvt.u32.u64 %r2, %rd2;
+	bfi.{ty} {reg}3, {reg}1, {reg}2, {pos}, {len};
+	st.global.{store} [%rd4], {reg}3;
+	ret;
+}}
+"#
+            );
+            let p = parse(&ptx);
+            assert!(p.diagnostics.is_empty(), "{:?}", p.diagnostics);
+            let mut mem = Memory::new();
+            let out = mem.f64s(&[0.0]);
+            run(
+                &p.module,
+                "k",
+                Launch::linear(1, 1),
+                &[Arg::u64(out)],
+                &mut mem,
+            )
+            .unwrap_or_else(|e| panic!("bfi.{ty} {pos} {len}: {e}"));
+            let bytes = mem.read(out, 8).unwrap();
+            let got = u64::from_le_bytes(bytes.try_into().unwrap()) & (u64::MAX >> (64 - bits));
+            let want = reference(a, b, pos, len, bits);
+            assert_eq!(got, want, "bfi.{ty} pos {pos} len {len}");
+        }
+    }
+}

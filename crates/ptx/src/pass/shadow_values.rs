@@ -20,13 +20,19 @@
 //! their bodies, so the runtime stays one CUDA header on `mantissa.cuh`'s twin arithmetic and
 //! ptxas sees straight-line code. Statistics accumulate per thread in a record of the function's
 //! `.local` array (`ld.local`/`st.local` at constant offsets, which cannot alias the program's
-//! memory; zeroed at entry by `mantissa_sv_zero`) and are
+//! memory; zeroed at entry by `mantissa_sv_zero`), [`THREAD_RECORD_BYTES`] each: what every
+//! execution updates (the two sums, the executions, the two maxima as the high words of their
+//! doubles rounded up, the site's flags) is its first 32 bytes, one `v2.f64` and one `v4.u32`
+//! load and store; the counts of rare events follow and are touched only when they happen, and
+//! the measured counts are derived at the flush (executions less the zero and non-finite ones).
+//! Per execution that is 4 local accesses of 16 bytes instead of 14 of 8 (the cost measured in
+//! docs/BENCHMARKS.md was the local traffic, not the arithmetic). The records are
 //! flushed once per exit (`mantissa_sv_flush`, before every `ret`/`exit`, under its guard):
 //! warp peers combine each word by shuffles and one lane adds it with one atomic into one of
 //! [`COPIES`] copies of the record chosen by its SM, which [`ValuesReport::decode`] sums. A
 //! `.local` array rather than registers for the hottest sites (as `pass::shadow` does for the
-//! demotion error): a record is 14 words, too many to keep in registers for many sites, and a
-//! thread's own local words stay in L1. `mov`, `neg`, `abs`, `selp`,
+//! demotion error): a record's hot part is seven values, too many to keep in registers for many
+//! sites. `mov`, `neg`, `abs`, `selp`,
 //! `min`/`max` (the shadow of the operand chosen) are a few inline PTX instructions on the
 //! shadow registers. Immediates and loads of kernel parameters and `.const` memory are inputs:
 //! their shadow is the value. **Re-seeding** (shadow := value, counted as `reseeded`): at the
@@ -65,12 +71,14 @@
 //! zeroes its difference.
 //!
 //! **What is measured, per site** (14 little-endian words per record, [`Word`]):
-//! - executions;
+//! - executions (counted per thread in 32 bits with a carry: 2^56 per function activation);
 //! - the **local error** `|x − r| / |x|`: `r` the result, `x` the exact operation on the operand
 //!   VALUES in double-word (exact for add, sub, mul while the product stays normal, and for
 //!   conversions; within 3u² relative for fma and div, 25/8 u² for sqrt, about 13u² for rcp
 //!   and rsqrt, u = 2^-53); computed as `ddiv_rn(|dw_sub_base(x, r).hi|, |x.hi|)`, so the
 //!   measured error is within a relative 2^-51 of the true one plus an absolute 4u² (≈ 2^-104);
+//!   the **maximum is reported as an upper bound within a relative 2^-20** (the thread records
+//!   keep the high word of each maximum, rounded up); sums are exact sums of the measurements;
 //!   `x = 0` and non-finite executions are counted apart ([`ErrorStats`]'s `zero_reference`,
 //!   `non_finite`);
 //! - the **accumulated error** `|r − s| / |s|` of the result against its shadow `s`, computed
@@ -111,6 +119,10 @@ pub const TABLE_GLOBAL: &str = "__mantissa_values_table";
 pub const MAX_BUFFERS: usize = 32;
 /// 8-byte words per record (per copy).
 pub const WORDS_PER_RECORD: u32 = 14;
+/// Bytes of a thread's record in a function's `.local` array (16-aligned): the hot part every
+/// execution updates (sums, executions, the maxima's high words, flags) in 32 bytes, then the
+/// counts of rare events (the runtime's `MANTISSA_SV_T_*`).
+pub const THREAD_RECORD_BYTES: u32 = 96;
 
 /// Copies of the statistics per record: a warp flushes into copy `%smid mod COPIES` of each
 /// record (fewer atomics on one address); [`ValuesReport::decode`] combines them.
@@ -147,6 +159,9 @@ pub const ZERO_SHARED_FUNCTION: &str = "mantissa_sv_zero_shared";
 pub const RESEED_FUNCTION: &str = "mantissa_sv_reseed";
 /// A function's thread records zeroed at its entry: `(acc, records)`.
 pub const ZERO_FUNCTION: &str = "mantissa_sv_zero";
+/// Word `w` ([`Word`]) of the global record layout for the thread record at `acc`: what the
+/// flush adds; `(acc, w)`, returns a `.b64`. Called by tests that flush without warp operations.
+pub const WORD_FUNCTION: &str = "mantissa_sv_word";
 /// A function's thread records added to the global at an exit:
 /// `(acc, first_site, sites, first_reseed, reseeds)`.
 pub const FLUSH_FUNCTION: &str = "mantissa_sv_flush";

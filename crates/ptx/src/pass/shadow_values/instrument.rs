@@ -9,7 +9,8 @@ use super::shared::{self, SharedMemory};
 use super::{
     how, site_function, Instrumented, ReseedPoint, Treatment, ValueSite, ValuesError, ValuesReport,
     CLEAR_FUNCTION, COPIES, FLUSH_FUNCTION, LOAD_FUNCTION, MAX_BUFFERS, RESEED_FUNCTION,
-    STORE_FUNCTION, TABLE_GLOBAL, VALUES_GLOBAL, WORDS_PER_RECORD, ZERO_FUNCTION,
+    STORE_FUNCTION, TABLE_GLOBAL, THREAD_RECORD_BYTES, VALUES_GLOBAL, WORDS_PER_RECORD,
+    ZERO_FUNCTION,
 };
 use crate::cfg::Cfg;
 use crate::decode::Decoded;
@@ -109,9 +110,10 @@ pub fn instrument(module: &Module) -> Result<Instrumented, ValuesError> {
         let array = rewrite::unique_name("__mantissa_sv_records", |n| taken.contains(n));
         let records_init: Vec<Statement> = vec![
             Statement::Var(VarDecl {
-                attrs: vec![".local".into(), ".align".into(), "8".into(), ".b8".into()],
+                // 16-aligned: the runtime reads a record's hot part with vector loads.
+                attrs: vec![".local".into(), ".align".into(), "16".into(), ".b8".into()],
                 name: array.clone(),
-                dims: vec![Some(8 * u64::from(WORDS_PER_RECORD) * u64::from(count))],
+                dims: vec![Some(u64::from(THREAD_RECORD_BYTES) * u64::from(count))],
                 init: None,
                 line: SrcLine(0),
             }),
@@ -310,7 +312,7 @@ impl<'a, 'f> FunctionRewrite<'a, 'f> {
             vec![
                 reg(&a),
                 reg(&base),
-                int(8 * i128::from(WORDS_PER_RECORD) * i128::from(slot)),
+                int(i128::from(THREAD_RECORD_BYTES) * i128::from(slot)),
             ],
         ));
         Ok(reg(&a))
