@@ -32,7 +32,9 @@
 //     rounded once to a double (hi, 0) (a double-word operand of a conversion: its hi).
 //     Records, into the thread's record at `acc`:
 //       EXECUTIONS += 1;
-//       local error (unless MANTISSA_SV_NO_LOCAL): x = the exact operation on the operand
+//       local error (unless MANTISSA_SV_NO_LOCAL): for div, rcp and sqrt with moderate
+//         operands and result (mantissa_sv_remainder): from the remainder, which one FMA gives
+//         exactly; otherwise x = the exact operation on the operand
 //         VALUES in double-word (exact for add, sub, mul, conversions and roundings to integers;
 //         3u^2 fma, 3u^2 div, 25/8u^2 sqrt, u = 2^-53);
 //         x or r not finite -> LOCAL_NON_FINITE; x = 0 -> LOCAL_ZERO; else
@@ -301,6 +303,48 @@ static __device__ mantissa::f64x2 mantissa_sv_shadow(
     }
 }
 
+// Whether |x| is in [2^-900, 2^901): far from underflow and overflow (an integer test of the
+// exponent field).
+static __device__ __forceinline__ bool mantissa_sv_moderate(double x)
+{
+    unsigned int e = ((unsigned int)__double2hiint(x) >> 20) & 0x7ffu;
+    return e - 123u < 1801u;
+}
+
+// The local error of a division, reciprocal or square root from its remainder, which one FMA
+// computes exactly for a faithful result r (and for f32 values widened to double: the product
+// is exact and the difference exact by Sterbenz): a/b: |a - r b| / |a|; 1/a: |1 - r a|;
+// sqrt(a): |a - r^2| / (x (x + r)), x = sqrt(a), with x (x + r) = a + r^2 + (a - r^2)/2 up to
+// a relative (x - r)^2 / x^2. Returns false (the caller takes the double-word path) for any
+// operand or result outside mantissa_sv_moderate, zero or not finite.
+template <unsigned int OP>
+static __device__ __forceinline__ bool mantissa_sv_remainder(double a, double b, double r, double &e)
+{
+    if (OP == MANTISSA_SV_DIV) {
+        if (!(mantissa_sv_moderate(a) && mantissa_sv_moderate(b) && mantissa_sv_moderate(r))) {
+            return false;
+        }
+        e = __ddiv_rn(fabs(__fma_rn(-r, b, a)), fabs(a));
+        return true;
+    }
+    if (OP == MANTISSA_SV_RCP) {
+        if (!(mantissa_sv_moderate(a) && mantissa_sv_moderate(r))) {
+            return false;
+        }
+        e = fabs(__fma_rn(-r, a, 1.0));
+        return true;
+    }
+    if (OP == MANTISSA_SV_SQRT) {
+        if (!(mantissa_sv_moderate(a) && mantissa_sv_moderate(r) && a > 0.0)) {
+            return false;
+        }
+        double rem = __fma_rn(-r, r, a);
+        e = __ddiv_rn(fabs(rem), __fma_rn(0.5, rem, __fma_rn(r, r, a)));
+        return true;
+    }
+    return false;
+}
+
 // Whether a value differs from its shadow (carries accumulated error).
 static __device__ __forceinline__ bool mantissa_sv_carries(double v, double h, double l)
 {
@@ -434,7 +478,10 @@ static __device__ __forceinline__ mantissa_sv_pair mantissa_sv_site(
     bool lok = false, lzero = false, aok = false, azero = false;
     double le = 0.0, ae = 0.0;
     if (local) {
-        le = mantissa_sv_relative(mantissa_sv_exact(OP, mode, a, b, c), r, lok, lzero);
+        lok = mantissa_sv_remainder<OP>(a, b, r, le);
+        if (!lok) {
+            le = mantissa_sv_relative(mantissa_sv_exact(OP, mode, a, b, c), r, lok, lzero);
+        }
     }
     if (value) {
         ae = mantissa_sv_relative(s, r, aok, azero);

@@ -76,7 +76,11 @@
 //!   VALUES in double-word (exact for add, sub, mul while the product stays normal, and for
 //!   conversions; within 3u² relative for fma and div, 25/8 u² for sqrt, about 13u² for rcp
 //!   and rsqrt, u = 2^-53); computed as `ddiv_rn(|dw_sub_base(x, r).hi|, |x.hi|)`, so the
-//!   measured error is within a relative 2^-51 of the true one plus an absolute 4u² (≈ 2^-104);
+//!   measured error is within a relative 2^-51 of the true one plus an absolute 4u² (≈ 2^-104).
+//!   Division, reciprocal and square root with operands and result in [2^-900, 2^901) take
+//!   their error from the remainder instead, which one FMA computes exactly for a faithful
+//!   result: `|a − r·b| / |a|`, `|1 − r·a|`, and `|a − r²| / (a + r² + (a − r²)/2)` for
+//!   `sqrt(a)` (within a relative 2^-50), with no second double-word division or square root;
 //!   the **maximum is reported as an upper bound within a relative 2^-20** (the thread records
 //!   keep the high word of each maximum, rounded up); sums are exact sums of the measurements;
 //!   `x = 0` and non-finite executions are counted apart ([`ErrorStats`]'s `zero_reference`,

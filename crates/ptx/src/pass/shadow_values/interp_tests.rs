@@ -443,3 +443,152 @@ fn a_value_staged_through_shared_memory_keeps_its_shadow() {
     let load = stats.reseeds[load];
     assert_eq!((load.executions, load.reseeded), (threads as u64, 0));
 }
+
+/// q = x / y, s = sqrt(x), t = 1 / y per thread, correctly rounded.
+const REMAINDERS: &str = r#"
+.version 8.0
+.target sm_90
+.address_size 64
+
+.visible .entry k(
+	.param .u64 k_param_0,
+	.param .u64 k_param_1
+)
+{
+	.reg .f64 	%fd<6>;
+	.reg .b64 	%rd<4>;
+
+	ld.param.u64 	%rd1, [k_param_0];
+	ld.param.u64 	%rd2, [k_param_1];
+	ld.global.f64 	%fd1, [%rd1];
+	ld.global.f64 	%fd2, [%rd1+8];
+	div.rn.f64 	%fd3, %fd1, %fd2;
+	sqrt.rn.f64 	%fd4, %fd1;
+	rcp.rn.f64 	%fd5, %fd2;
+	st.global.f64 	[%rd2], %fd3;
+	st.global.f64 	[%rd2+8], %fd4;
+	st.global.f64 	[%rd2+16], %fd5;
+	ret;
+}
+"#;
+
+/// A finite nonzero double as m·2^e, m an integer.
+fn dyadic(x: f64) -> (i128, i32) {
+    let bits = x.to_bits();
+    let exponent = ((bits >> 52) & 0x7ff) as i32;
+    let fraction = (bits & ((1u64 << 52) - 1)) as i128;
+    let (m, e) = if exponent == 0 {
+        (fraction, -1074)
+    } else {
+        (fraction | (1i128 << 52), exponent - 1075)
+    };
+    (if x < 0.0 { -m } else { m }, e)
+}
+
+/// |a − b·c| exactly, as a double: asserted to be one (at most 53 significant bits; the
+/// callers keep it far from underflow).
+fn exact_remainder(a: f64, b: f64, c: f64) -> f64 {
+    let ((ma, ea), (mb, eb), (mc, ec)) = (dyadic(a), dyadic(b), dyadic(c));
+    let (mp, ep) = (mb * mc, eb + ec);
+    let e = ea.min(ep);
+    let d = ((ma << (ea - e)) - (mp << (ep - e))).unsigned_abs();
+    if d == 0 {
+        return 0.0;
+    }
+    assert!(
+        d >> d.trailing_zeros() < 1 << 53,
+        "the remainder of {a} - {b}·{c} is not a double"
+    );
+    // 2^e in two factors: either alone may overflow or underflow.
+    (d as f64) * 2f64.powi(e / 2) * 2f64.powi(e - e / 2)
+}
+
+/// The local errors of div, sqrt and rcp against the exact remainders worked out in integers:
+/// for a/b the runtime's value must be exactly |x − q·y| / |x| rounded once, for 1/y exactly
+/// |1 − t·y|, for sqrt(x) |x − s²| / (√x(√x + s)) within 2^-50; operands far from the range of
+/// the remainder path take the double-word path and are still measured.
+#[test]
+fn division_reciprocal_and_square_root_errors_come_from_exact_remainders() {
+    let Some(rt) = runtime() else {
+        return;
+    };
+    let m = parse_clean("remainders", REMAINDERS);
+    let out = instrument(&m).unwrap_or_else(|e| panic!("{e}"));
+    let merged = merge_runtime(&out.module, &rt).unwrap_or_else(|e| panic!("{e}"));
+    let run = parse_clean("runnable", &runnable(&merged).to_string());
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut random = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let m = 1.0 + (state >> 12) as f64 / (1u64 << 52) as f64;
+        m * 2f64.powi((state % 200) as i32 - 100)
+    };
+    let mut cases: Vec<(f64, f64)> = (0..40).map(|_| (random(), random())).collect();
+    cases.extend([
+        (1.0, 3.0),
+        (2.0, 1.0 + f64::EPSILON),
+        (1.0 - f64::EPSILON / 2.0, 1.0 + f64::EPSILON),
+        (2f64.powi(-899), 3.0),
+        (2f64.powi(899), 7.0),
+        (1e-300, 3.0),
+        (5.0, 1e300),
+    ]);
+    let site = |stats: &ValuesStats, opcode: &str| {
+        let s = out
+            .report
+            .sites
+            .iter()
+            .find(|s| s.opcode == opcode)
+            .unwrap();
+        stats.sites[s.index as usize]
+    };
+    for (x, y) in cases {
+        let mut mem = Memory::new();
+        let input = mem.f64s(&[x, y]);
+        let output = mem.f64s(&[0.0; 3]);
+        interp::run(
+            &run,
+            "k",
+            Launch::linear(1, 1),
+            &[Arg::u64(input), Arg::u64(output)],
+            &mut mem,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let v = mem.read_f64s(output, 3).unwrap();
+        let (q, s, t) = (v[0], v[1], v[2]);
+        assert_eq!((q, s, t), (x / y, x.sqrt(), 1.0 / y));
+        let at = mem.symbol(&run, VALUES_GLOBAL).unwrap();
+        let bytes = mem.read(at, out.report.global_bytes()).unwrap().to_vec();
+        let stats = out.report.decode(&bytes).unwrap();
+        let (div, sqrt, rcp) = (
+            site(&stats, "div.rn.f64").local,
+            site(&stats, "sqrt.rn.f64").local,
+            site(&stats, "rcp.rn.f64").local,
+        );
+        assert_eq!(
+            (div.count, sqrt.count, rcp.count),
+            (1, 1, 1),
+            "{x} {y}: every error measured"
+        );
+        let moderate = |v: f64| (2f64.powi(-900)..2f64.powi(901)).contains(&v.abs());
+        if [x, y, q].into_iter().all(moderate) {
+            assert_eq!(div.sum, exact_remainder(x, q, y) / x.abs(), "{x} / {y}");
+        }
+        if [y, t].into_iter().all(moderate) {
+            assert_eq!(rcp.sum, exact_remainder(1.0, t, y), "1 / {y}");
+        }
+        if [x, s].into_iter().all(moderate) {
+            let root = x.sqrt();
+            let want = exact_remainder(x, s, s) / (root * (root + s));
+            assert!(
+                (sqrt.sum - want).abs() <= 2f64.powi(-50) * want,
+                "sqrt({x}): {} against {want}",
+                sqrt.sum
+            );
+        }
+        assert!(
+            div.sum <= 2f64.powi(-53) && rcp.sum <= 2f64.powi(-53) && sqrt.sum <= 2f64.powi(-53)
+        );
+    }
+}
