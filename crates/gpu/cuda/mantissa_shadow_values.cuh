@@ -229,8 +229,10 @@ static __device__ __forceinline__ double mantissa_sv_relative(
         return 0.0;
     }
     ok = true;
-    mantissa::f64x2 d = mantissa::dw_sub_base(x, r);
-    return __ddiv_rn(fabs(d.hi), fabs(x.hi));
+    // x.hi == r (a correctly rounded add, sub or mul; a value equal to its shadow's high word):
+    // dw_sub_base(x, r) is (x.lo, 0), so skip it; a zero difference needs no division.
+    double d = x.hi == r ? x.lo : mantissa::dw_sub_base(x, r).hi;
+    return d == 0.0 ? 0.0 : __ddiv_rn(fabs(d), fabs(x.hi));
 }
 
 // x rounded to an integral value in `mode` (0 rni, 1 rzi, 2 rmi, 3 rpi), one double.
