@@ -1,10 +1,11 @@
 //! The interpreter's execution: threads of one block in turns between barriers, and one
 //! instruction at a time ([`Thread::step`]).
 
+use super::bits::{bit_field_insert, testp};
 use super::round::{self, Mode};
 use super::{Executed, InterpError, Launch, Memory, Options, Run, LOCAL_BASE, SHARED_BASE};
 use crate::decode::Decoded;
-use crate::model::{Imm, Instruction, Operand};
+use crate::model::{Imm, Operand};
 use crate::op::{Arith, AtomicOp, BitOp, BoolOp, Cmp, Control, Op, OpKind, Part, Space, ValueType};
 use crate::regs::RegId;
 use std::collections::HashMap;
@@ -50,11 +51,11 @@ fn sext(v: u64, bits: u32) -> i64 {
     }
 }
 
-fn f32v(b: u64) -> f32 {
+pub(super) fn f32v(b: u64) -> f32 {
     f32::from_bits(b as u32)
 }
 
-fn f64v(b: u64) -> f64 {
+pub(super) fn f64v(b: u64) -> f64 {
     f64::from_bits(b)
 }
 
@@ -212,7 +213,7 @@ fn locate(e: InterpError, d: &Decoded, k: usize) -> InterpError {
     }
 }
 
-fn unsupported(why: &str) -> InterpError {
+pub(super) fn unsupported(why: &str) -> InterpError {
     InterpError::Unsupported {
         function: String::new(),
         inst: String::new(),
@@ -627,49 +628,6 @@ impl Thread {
         }
         Ok(Flow::Next)
     }
-}
-
-/// `bfi.bN`: `b` with its bits `pos..pos + len` (those below `bits`) taken from the low bits
-/// of `a`, as the PTX ISA defines it (`pos` and `len` already taken mod 256).
-fn bit_field_insert(a: u64, b: u64, pos: u64, len: u64, bits: u32) -> u64 {
-    let bits = u64::from(bits);
-    if pos >= bits || len == 0 {
-        return b & (u64::MAX >> (64 - bits));
-    }
-    let len = len.min(bits - pos);
-    let field = if len == 64 {
-        u64::MAX
-    } else {
-        (1u64 << len) - 1
-    } << pos;
-    ((b & !field) | ((a << pos) & field)) & (u64::MAX >> (64 - bits))
-}
-
-/// `testp.CLASS.T`: whether float bits `x` of type `ty` are of the class the modifier names.
-fn testp(inst: &Instruction, x: u64, ty: ValueType) -> Result<bool, InterpError> {
-    let v = match ty {
-        ValueType::F64 => f64v(x),
-        ValueType::F32 => f64::from(f32v(x)),
-        _ => return Err(unsupported("testp of a non-float type")),
-    };
-    let subnormal = match ty {
-        ValueType::F64 => v.is_subnormal(),
-        _ => f32v(x).is_subnormal(),
-    };
-    let class = inst
-        .modifiers
-        .iter()
-        .find(|m| !matches!(m.as_str(), "f32" | "f64"))
-        .map(String::as_str);
-    Ok(match class {
-        Some("finite") => v.is_finite(),
-        Some("infinite") => v.is_infinite(),
-        Some("number") => !v.is_nan(),
-        Some("notanumber") => v.is_nan(),
-        Some("normal") => v.is_finite() && v != 0.0 && !subnormal,
-        Some("subnormal") => subnormal,
-        _ => return Err(unsupported("this testp class")),
-    })
 }
 
 /// The f32 form of an f64 operation (types f64 → f32).

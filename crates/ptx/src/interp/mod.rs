@@ -26,6 +26,7 @@
 //! its source operands' and result's bits ([`Executed`]): CPU oracles of instrumentation (the
 //! shadow pass's) compute what the instrumented kernel must report from it.
 
+mod bits;
 mod exec;
 pub mod round;
 #[cfg(test)]
