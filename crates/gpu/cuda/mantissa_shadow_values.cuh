@@ -724,63 +724,43 @@ extern "C" __device__ __noinline__ void mantissa_sv_zero(unsigned long long acc,
     }
 }
 
-// The words of the global record layout (MANTISSA_SV_W_*) for the thread record at `at`.
-static __device__ __forceinline__ void mantissa_sv_words(
-    unsigned long long at, unsigned long long (&w)[MANTISSA_SV_WORDS])
+// Word w (MANTISSA_SV_W_*) of the global record layout for the thread record at `at`, whose
+// hot part is `h`: the measured counts derived, the maxima's high words widened to doubles.
+// Word by word, never into an array: an array here would need a local depot, which the
+// inliner refuses.
+static __device__ __forceinline__ unsigned long long mantissa_sv_word_of(
+    const mantissa_sv_hot &h, unsigned long long at, unsigned int w)
 {
-    mantissa_sv_hot h = mantissa_sv_get_hot(at);
-    unsigned long long executions = ((unsigned long long)(h.flags >> 8) << 32) | h.executions;
-    w[MANTISSA_SV_W_EXECUTIONS] = executions;
-    w[MANTISSA_SV_W_LOCAL_SUM] = (unsigned long long)__double_as_longlong(h.local_sum);
-    w[MANTISSA_SV_W_LOCAL_MAX] = (unsigned long long)h.local_max << 32;
-    w[MANTISSA_SV_W_LOCAL_ZERO] = mantissa_sv_get(at, MANTISSA_SV_T_LOCAL_ZERO);
-    w[MANTISSA_SV_W_LOCAL_NON_FINITE] = mantissa_sv_get(at, MANTISSA_SV_T_LOCAL_NON_FINITE);
-    w[MANTISSA_SV_W_LOCAL_COUNT] = (h.flags & MANTISSA_SV_NO_LOCAL) != 0
-                                       ? 0ull
-                                       : executions - w[MANTISSA_SV_W_LOCAL_ZERO]
-                                             - w[MANTISSA_SV_W_LOCAL_NON_FINITE];
-    w[MANTISSA_SV_W_ACC_SUM] = (unsigned long long)__double_as_longlong(h.acc_sum);
-    w[MANTISSA_SV_W_ACC_MAX] = (unsigned long long)h.acc_max << 32;
-    w[MANTISSA_SV_W_ACC_ZERO] = mantissa_sv_get(at, MANTISSA_SV_T_ACC_ZERO);
-    w[MANTISSA_SV_W_ACC_NON_FINITE] = mantissa_sv_get(at, MANTISSA_SV_T_ACC_NON_FINITE);
-    w[MANTISSA_SV_W_ACC_COUNT] = (h.flags & MANTISSA_SV_NO_VALUE) != 0
-                                     ? 0ull
-                                     : executions - w[MANTISSA_SV_W_ACC_ZERO]
-                                           - w[MANTISSA_SV_W_ACC_NON_FINITE];
-    w[MANTISSA_SV_W_CANCELLATIONS] = mantissa_sv_get(at, MANTISSA_SV_T_CANCELLATIONS);
-    w[MANTISSA_SV_W_CANCEL_MAX_BITS] = mantissa_sv_get(at, MANTISSA_SV_T_CANCEL_MAX_BITS);
-    w[MANTISSA_SV_W_RESEEDED] = mantissa_sv_get(at, MANTISSA_SV_T_RESEEDED);
-}
-
-extern "C" __device__ __noinline__ unsigned long long mantissa_sv_word(unsigned long long acc, unsigned int w)
-{
-    // Word by word (an array indexed by w would need a local depot, which the inliner refuses).
-    mantissa_sv_hot h = mantissa_sv_get_hot(acc);
     unsigned long long executions = ((unsigned long long)(h.flags >> 8) << 32) | h.executions;
     switch (w) {
     case MANTISSA_SV_W_EXECUTIONS: return executions;
     case MANTISSA_SV_W_LOCAL_COUNT:
         return (h.flags & MANTISSA_SV_NO_LOCAL) != 0
                    ? 0ull
-                   : executions - mantissa_sv_get(acc, MANTISSA_SV_T_LOCAL_ZERO)
-                         - mantissa_sv_get(acc, MANTISSA_SV_T_LOCAL_NON_FINITE);
+                   : executions - mantissa_sv_get(at, MANTISSA_SV_T_LOCAL_ZERO)
+                         - mantissa_sv_get(at, MANTISSA_SV_T_LOCAL_NON_FINITE);
     case MANTISSA_SV_W_LOCAL_SUM: return (unsigned long long)__double_as_longlong(h.local_sum);
     case MANTISSA_SV_W_LOCAL_MAX: return (unsigned long long)h.local_max << 32;
-    case MANTISSA_SV_W_LOCAL_ZERO: return mantissa_sv_get(acc, MANTISSA_SV_T_LOCAL_ZERO);
-    case MANTISSA_SV_W_LOCAL_NON_FINITE: return mantissa_sv_get(acc, MANTISSA_SV_T_LOCAL_NON_FINITE);
+    case MANTISSA_SV_W_LOCAL_ZERO: return mantissa_sv_get(at, MANTISSA_SV_T_LOCAL_ZERO);
+    case MANTISSA_SV_W_LOCAL_NON_FINITE: return mantissa_sv_get(at, MANTISSA_SV_T_LOCAL_NON_FINITE);
     case MANTISSA_SV_W_ACC_COUNT:
         return (h.flags & MANTISSA_SV_NO_VALUE) != 0
                    ? 0ull
-                   : executions - mantissa_sv_get(acc, MANTISSA_SV_T_ACC_ZERO)
-                         - mantissa_sv_get(acc, MANTISSA_SV_T_ACC_NON_FINITE);
+                   : executions - mantissa_sv_get(at, MANTISSA_SV_T_ACC_ZERO)
+                         - mantissa_sv_get(at, MANTISSA_SV_T_ACC_NON_FINITE);
     case MANTISSA_SV_W_ACC_SUM: return (unsigned long long)__double_as_longlong(h.acc_sum);
     case MANTISSA_SV_W_ACC_MAX: return (unsigned long long)h.acc_max << 32;
-    case MANTISSA_SV_W_ACC_ZERO: return mantissa_sv_get(acc, MANTISSA_SV_T_ACC_ZERO);
-    case MANTISSA_SV_W_ACC_NON_FINITE: return mantissa_sv_get(acc, MANTISSA_SV_T_ACC_NON_FINITE);
-    case MANTISSA_SV_W_CANCELLATIONS: return mantissa_sv_get(acc, MANTISSA_SV_T_CANCELLATIONS);
-    case MANTISSA_SV_W_CANCEL_MAX_BITS: return mantissa_sv_get(acc, MANTISSA_SV_T_CANCEL_MAX_BITS);
-    default: return mantissa_sv_get(acc, MANTISSA_SV_T_RESEEDED);
+    case MANTISSA_SV_W_ACC_ZERO: return mantissa_sv_get(at, MANTISSA_SV_T_ACC_ZERO);
+    case MANTISSA_SV_W_ACC_NON_FINITE: return mantissa_sv_get(at, MANTISSA_SV_T_ACC_NON_FINITE);
+    case MANTISSA_SV_W_CANCELLATIONS: return mantissa_sv_get(at, MANTISSA_SV_T_CANCELLATIONS);
+    case MANTISSA_SV_W_CANCEL_MAX_BITS: return mantissa_sv_get(at, MANTISSA_SV_T_CANCEL_MAX_BITS);
+    default: return mantissa_sv_get(at, MANTISSA_SV_T_RESEEDED);
     }
+}
+
+extern "C" __device__ __noinline__ unsigned long long mantissa_sv_word(unsigned long long acc, unsigned int w)
+{
+    return mantissa_sv_word_of(mantissa_sv_get_hot(acc), acc, w);
 }
 
 // A u64 from lane `from` of `mask` (`xor`: lane ^ from), through the double shuffle (bits kept).
@@ -901,14 +881,13 @@ extern "C" __device__ __noinline__ void mantissa_sv_flush(
         unsigned long long mine = acc + (unsigned long long)MANTISSA_SV_THREAD_BYTES * k;
         unsigned long long *global =
             &__mantissa_values[((unsigned long long)record * MANTISSA_SV_COPIES + copy) * MANTISSA_SV_WORDS];
-        unsigned long long words[MANTISSA_SV_WORDS];
-        mantissa_sv_words(mine, words);
-        if (__ballot_sync(peers, words[MANTISSA_SV_W_EXECUTIONS] != 0) == 0) {
+        mantissa_sv_hot h = mantissa_sv_get_hot(mine);
+        if (__ballot_sync(peers, mantissa_sv_word_of(h, mine, MANTISSA_SV_W_EXECUTIONS) != 0) == 0) {
             continue;  // no peer executed it: every word is 0
         }
 #pragma unroll
-        for (int w = 0; w < MANTISSA_SV_WORDS; ++w) {
-            mantissa_sv_flush_word(peers, leader, global, w, words[w]);
+        for (unsigned int w = 0; w < MANTISSA_SV_WORDS; ++w) {
+            mantissa_sv_flush_word(peers, leader, global, (int)w, mantissa_sv_word_of(h, mine, w));
         }
     }
 }
