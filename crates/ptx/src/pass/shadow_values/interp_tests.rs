@@ -206,6 +206,23 @@ fn runnable(merged: &Module) -> Module {
         .module
 }
 
+/// `ptx` instrumented, the runtime merged and [`runnable`]; `None` (the test skips) without
+/// NVRTC.
+fn instrumented_runnable(name: &str, ptx: &str) -> Option<(Instrumented, Module)> {
+    let rt = runtime()?;
+    let out = instrument(&parse_clean(name, ptx)).unwrap_or_else(|e| panic!("{e}"));
+    let merged = merge_runtime(&out.module, &rt).unwrap_or_else(|e| panic!("{e}"));
+    let run = parse_clean("runnable", &runnable(&merged).to_string());
+    Some((out, run))
+}
+
+/// The statistics a run of `run` left in its global records.
+fn statistics(mem: &mut Memory, run: &Module, report: &ValuesReport) -> ValuesStats {
+    let at = mem.symbol(run, VALUES_GLOBAL).unwrap();
+    let bytes = mem.read(at, report.global_bytes()).unwrap().to_vec();
+    report.decode(&bytes).unwrap()
+}
+
 /// The largest double with the high word of `x` rounded up: what the runtime reports as the
 /// maximum of measurements whose largest is `x` (an upper bound within a relative 2^-20).
 fn high_up(x: f64) -> f64 {
@@ -216,13 +233,9 @@ fn high_up(x: f64) -> f64 {
 
 #[test]
 fn the_inlined_code_measures_what_the_contract_says() {
-    let Some(rt) = runtime() else {
+    let Some((out, run)) = instrumented_runnable("values interp", KERNEL) else {
         return;
     };
-    let m = parse_clean("values interp", KERNEL);
-    let out = instrument(&m).unwrap_or_else(|e| panic!("{e}"));
-    let merged = merge_runtime(&out.module, &rt).unwrap_or_else(|e| panic!("{e}"));
-    let run = parse_clean("runnable", &runnable(&merged).to_string());
 
     let x = [2f64.powi(-60), 0.5, 1e300];
     let mut mem = Memory::new();
@@ -246,9 +259,7 @@ fn the_inlined_code_measures_what_the_contract_says() {
         y.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
         want.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
     );
-    let at = mem.symbol(&run, VALUES_GLOBAL).unwrap();
-    let bytes = mem.read(at, out.report.global_bytes()).unwrap().to_vec();
-    let stats = out.report.decode(&bytes).unwrap();
+    let stats = statistics(&mut mem, &run, &out.report);
     assert_eq!(stats.sites.len(), 3);
     let tiny = 2f64.powi(-60);
     let (add, sub, mul) = (stats.sites[0], stats.sites[1], stats.sites[2]);
@@ -381,13 +392,9 @@ $L__BB0_2:
 
 #[test]
 fn a_value_staged_through_shared_memory_keeps_its_shadow() {
-    let Some(rt) = runtime() else {
+    let Some((out, run)) = instrumented_runnable("staged", STAGED) else {
         return;
     };
-    let m = parse_clean("staged", STAGED);
-    let out = instrument(&m).unwrap_or_else(|e| panic!("{e}"));
-    let merged = merge_runtime(&out.module, &rt).unwrap_or_else(|e| panic!("{e}"));
-    let run = parse_clean("runnable", &runnable(&merged).to_string());
 
     let a = 1.0 + 2f64.powi(-30);
     let threads = 4;
@@ -409,9 +416,7 @@ fn a_value_staged_through_shared_memory_keeps_its_shadow() {
             "{kernel}: {y:?}"
         );
     }
-    let at = mem.symbol(&run, VALUES_GLOBAL).unwrap();
-    let bytes = mem.read(at, out.report.global_bytes()).unwrap().to_vec();
-    let stats = out.report.decode(&bytes).unwrap();
+    let stats = statistics(&mut mem, &run, &out.report);
     let site = |function: &str, opcode: &str| {
         let s = out
             .report
@@ -509,13 +514,9 @@ fn exact_remainder(a: f64, b: f64, c: f64) -> f64 {
 /// the remainder path take the double-word path and are still measured.
 #[test]
 fn division_reciprocal_and_square_root_errors_come_from_exact_remainders() {
-    let Some(rt) = runtime() else {
+    let Some((out, run)) = instrumented_runnable("remainders", REMAINDERS) else {
         return;
     };
-    let m = parse_clean("remainders", REMAINDERS);
-    let out = instrument(&m).unwrap_or_else(|e| panic!("{e}"));
-    let merged = merge_runtime(&out.module, &rt).unwrap_or_else(|e| panic!("{e}"));
-    let run = parse_clean("runnable", &runnable(&merged).to_string());
     let mut state = 0x9e37_79b9_7f4a_7c15u64;
     let mut random = || {
         state ^= state << 13;
@@ -558,9 +559,7 @@ fn division_reciprocal_and_square_root_errors_come_from_exact_remainders() {
         let v = mem.read_f64s(output, 3).unwrap();
         let (q, s, t) = (v[0], v[1], v[2]);
         assert_eq!((q, s, t), (x / y, x.sqrt(), 1.0 / y));
-        let at = mem.symbol(&run, VALUES_GLOBAL).unwrap();
-        let bytes = mem.read(at, out.report.global_bytes()).unwrap().to_vec();
-        let stats = out.report.decode(&bytes).unwrap();
+        let stats = statistics(&mut mem, &run, &out.report);
         let (div, sqrt, rcp) = (
             site(&stats, "div.rn.f64").local,
             site(&stats, "sqrt.rn.f64").local,
