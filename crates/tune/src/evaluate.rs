@@ -84,8 +84,9 @@ impl Trial {
     }
 }
 
-/// Runs configurations. Implementations memoise nothing the search relies on: a search calls
-/// `trial` once per distinct configuration and counts each call as one trial run.
+/// Runs configurations. Implementations memoise nothing the search relies on: a search asks
+/// each distinct configuration once (by `trial`, or ahead of time by `trials`) and counts each
+/// one it uses as one trial run.
 pub trait Evaluate {
     /// Why a trial could not be asked at all (the device is lost, the store cannot be written):
     /// stops the search. A configuration that fails to build or faults is a [`Trial`] with
@@ -94,4 +95,18 @@ pub trait Evaluate {
 
     /// Runs `config` (units demoted, everything else as written) and measures what `need` asks.
     fn trial(&mut self, config: &Config, need: Need) -> Result<Trial, Self::Error>;
+
+    /// How many configurations it runs at once (its devices). A search with more than one hands
+    /// it, through [`Evaluate::trials`], the configurations it may ask next, so that devices that
+    /// would otherwise wait run them ahead.
+    fn width(&self) -> usize {
+        1
+    }
+
+    /// Runs `configs` (distinct, none asked before) and answers in their order, with what
+    /// [`Evaluate::trial`] would have answered for each, one after another: an evaluator with
+    /// several devices runs them at the same time, each on one device alone.
+    fn trials(&mut self, configs: &[Config], need: Need) -> Result<Vec<Trial>, Self::Error> {
+        configs.iter().map(|c| self.trial(c, need)).collect()
+    }
 }

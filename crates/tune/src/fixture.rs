@@ -82,6 +82,7 @@ pub fn run() -> TuneRun {
                 trials: 3,
                 log,
                 first_met_at: Some(2),
+                unused_ahead: 0,
             },
             saved: None,
             detail: None,

@@ -448,6 +448,7 @@ pub fn tune(
                         trials: 0,
                         log: Vec::new(),
                         first_met_at: None,
+                        unused_ahead: 0,
                     },
                     saved: None,
                     detail: None,

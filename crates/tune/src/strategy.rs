@@ -52,6 +52,14 @@ pub struct Search {
     /// The 1-based number of the first trial that met both thresholds (for mode 1: the error
     /// threshold and a speed-up outside the noise), whether or not the strategy chose it.
     pub first_met_at: Option<usize>,
+    /// Configurations run ahead on devices that were free (an evaluator of several devices)
+    /// that the search then did not need: the price of running ahead, not in `trials` or `log`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unused_ahead: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// Why a search stopped without a result.
@@ -91,6 +99,8 @@ struct Runner<'a, V: Evaluate> {
     seen: BTreeMap<Config, usize>,
     log: Vec<(Config, Trial)>,
     first_met_at: Option<usize>,
+    /// Trials run ahead ([`Runner::ahead`]) that the search has not asked yet.
+    ahead: BTreeMap<Config, Trial>,
 }
 
 impl<'a, V: Evaluate> Runner<'a, V> {
@@ -111,7 +121,47 @@ impl<'a, V: Evaluate> Runner<'a, V> {
             seen: BTreeMap::new(),
             log: Vec::new(),
             first_met_at: None,
+            ahead: BTreeMap::new(),
         }
+    }
+
+    /// Runs ahead, when the evaluator has several devices, the configurations the search may ask
+    /// next, `upcoming` in the order it would ask them: if the first of them not yet run is not
+    /// already waiting, the first [`Evaluate::width`] not yet run go to the devices together.
+    /// What the search then asks is answered from them in its own order, so its trials, log and
+    /// choice are those of the search run one trial at a time; the ones it never asks are
+    /// counted in [`Search::unused_ahead`].
+    fn ahead(
+        &mut self,
+        upcoming: impl IntoIterator<Item = Config>,
+    ) -> Result<(), SearchError<V::Error>> {
+        let width = self.eval.width();
+        if width < 2 {
+            return Ok(());
+        }
+        let mut pending = upcoming.into_iter().filter(|c| !self.seen.contains_key(c));
+        let first = match pending.next() {
+            Some(c) if !self.ahead.contains_key(&c) => c,
+            _ => return Ok(()),
+        };
+        let mut batch = vec![first];
+        for c in pending {
+            if batch.len() == width {
+                break;
+            }
+            if !self.ahead.contains_key(&c) && !batch.contains(&c) {
+                batch.push(c);
+            }
+        }
+        if batch.len() < 2 {
+            return Ok(()); // nothing to run beside it: `trial` runs it when asked
+        }
+        let trials = self
+            .eval
+            .trials(&batch, self.need)
+            .map_err(SearchError::Evaluate)?;
+        self.ahead.extend(batch.into_iter().zip(trials));
+        Ok(())
     }
 
     /// The trial of `config`: remembered, or run now (one trial).
@@ -119,10 +169,13 @@ impl<'a, V: Evaluate> Runner<'a, V> {
         let index = match self.seen.get(config) {
             Some(&i) => i,
             None => {
-                let trial = self
-                    .eval
-                    .trial(config, self.need)
-                    .map_err(SearchError::Evaluate)?;
+                let trial = match self.ahead.remove(config) {
+                    Some(t) => t,
+                    None => self
+                        .eval
+                        .trial(config, self.need)
+                        .map_err(SearchError::Evaluate)?,
+                };
                 (self.progress)(config, &trial);
                 if self.first_met_at.is_none() && passes(&trial, &self.thresholds) {
                     self.first_met_at = Some(self.log.len() + 1);
@@ -154,6 +207,7 @@ impl<'a, V: Evaluate> Runner<'a, V> {
             trials: self.log.len(),
             log: self.log,
             first_met_at: self.first_met_at,
+            unused_ahead: self.ahead.len(),
         }
     }
 }

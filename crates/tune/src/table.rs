@@ -245,6 +245,7 @@ mod tests {
             trials,
             log: Vec::new(),
             first_met_at: None,
+            unused_ahead: 0,
         }
     }
 

@@ -57,6 +57,16 @@ pub fn delta_debugging<V: Evaluate>(
         return Ok(runner.finish(DELTA_DEBUGGING, None));
     }
     let everything = demoting_all_but(&[]);
+    // With several devices, the first round's candidates run beside "demote everything".
+    let first_round: Vec<Config> = if all.len() >= 2 {
+        split(&all, 2)
+            .into_iter()
+            .map(|part| demoting_all_but(part))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    runner.ahead(std::iter::once(everything.clone()).chain(first_round))?;
     if runner.passes(&everything)? {
         return Ok(runner.finish(DELTA_DEBUGGING, Some(everything)));
     }
@@ -68,6 +78,7 @@ pub fn delta_debugging<V: Evaluate>(
         n = n.min(kept.len());
         let parts = split(&kept, n);
         let mut reduced = None;
+        runner.ahead(parts.iter().map(|part| demoting_all_but(part)))?;
         for part in &parts {
             let config = demoting_all_but(part);
             if runner.passes(&config)? {
@@ -77,9 +88,16 @@ pub fn delta_debugging<V: Evaluate>(
         }
         // At n = 2 the complements are the parts themselves, just tested.
         if reduced.is_none() && n > 2 {
+            let complement_of = |part: &[usize]| -> Vec<usize> {
+                kept.iter().copied().filter(|u| !part.contains(u)).collect()
+            };
+            runner.ahead(
+                parts
+                    .iter()
+                    .map(|part| demoting_all_but(&complement_of(part))),
+            )?;
             for part in &parts {
-                let complement: Vec<usize> =
-                    kept.iter().copied().filter(|u| !part.contains(u)).collect();
+                let complement = complement_of(part);
                 let config = demoting_all_but(&complement);
                 if runner.passes(&config)? {
                     reduced = Some((complement, config, (n - 1).max(2)));

@@ -27,8 +27,11 @@ pub fn exhaustive<V: Evaluate>(
     }
     let mut runner = Runner::new(eval, *thresholds, progress);
     let mut best: Option<(Config, f64)> = None;
-    for mask in 1u32..(1u32 << units.len()) {
-        let config: Config = (0..units.len()).filter(|i| mask & (1 << i) != 0).collect();
+    let n = units.len();
+    let config_of = |mask: u32| -> Config { (0..n).filter(|i| mask & (1 << i) != 0).collect() };
+    for mask in 1u32..(1u32 << n) {
+        runner.ahead((mask..1u32 << n).map(config_of))?;
+        let config = config_of(mask);
         let trial = runner.trial(&config)?;
         if !passes(trial, thresholds) {
             continue;

@@ -131,7 +131,9 @@ pub fn mode<V: Evaluate>(
     let thresholds = mode.thresholds(thresholds);
     let mut runner = Runner::new(eval, thresholds, progress);
     let mut accurate: Vec<usize> = Vec::new();
-    for i in order(mode, units) {
+    let order = order(mode, units);
+    for (at, &i) in order.iter().enumerate() {
+        runner.ahead(order[at..].iter().map(|&j| Config::from([j])))?;
         let single = Config::from([i]);
         let trial = runner.trial(&single)?;
         if mode.stops_at(trial, &thresholds) {
@@ -141,8 +143,10 @@ pub fn mode<V: Evaluate>(
             accurate.push(i);
         }
     }
+    let union_of = |k: usize| -> Config { accurate[..k].iter().copied().collect() };
     for k in 2..=accurate.len() {
-        let union: Config = accurate[..k].iter().copied().collect();
+        runner.ahead((k..=accurate.len()).map(union_of))?;
+        let union = union_of(k);
         if mode.stops_at(runner.trial(&union)?, &thresholds) {
             return Ok(runner.finish(&mode.name(), Some(union)));
         }

@@ -46,6 +46,10 @@ pub struct Sim {
     pub lost_after: Option<usize>,
     /// Every configuration asked, in order.
     pub asked: Vec<Config>,
+    /// Devices it simulates ([`Evaluate::width`]).
+    pub width: usize,
+    /// The size of every call: 1 for `trial`, the batch's for `trials`.
+    pub calls: Vec<usize>,
 }
 
 /// t64 and t32 of every simulated program, ms.
@@ -63,6 +67,8 @@ impl Sim {
             broken: BTreeSet::new(),
             lost_after: None,
             asked: Vec::new(),
+            width: 1,
+            calls: Vec::new(),
         }
     }
 
@@ -150,6 +156,7 @@ impl Evaluate for Sim {
     type Error = String;
 
     fn trial(&mut self, config: &Config, need: Need) -> Result<Trial, String> {
+        self.calls.push(1);
         assert!(
             !self.asked.contains(config),
             "configuration {config:?} asked twice"
@@ -159,6 +166,23 @@ impl Evaluate for Sim {
         }
         self.asked.push(config.clone());
         Ok(self.answer(config, need))
+    }
+
+    fn width(&self) -> usize {
+        self.width
+    }
+
+    fn trials(&mut self, configs: &[Config], need: Need) -> Result<Vec<Trial>, String> {
+        assert!(
+            configs.len() <= self.width,
+            "a batch wider than the devices"
+        );
+        let calls = self.calls.len();
+        let answers = configs.iter().map(|c| self.trial(c, need)).collect();
+        // The batch is one call, not one per configuration.
+        self.calls.truncate(calls);
+        self.calls.push(configs.len());
+        answers
     }
 }
 

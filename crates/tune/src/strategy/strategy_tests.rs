@@ -482,3 +482,83 @@ fn random_programs_every_choice_re_evaluates_as_meeting_its_thresholds() {
     // The random programs are not all trivial one way or the other.
     assert!(found.iter().all(|&f| (20..150).contains(&f)), "{found:?}");
 }
+
+/// The parts of a search that must not depend on how many devices ran it.
+fn outcome(
+    s: &Search,
+) -> (
+    Option<Config>,
+    Option<Trial>,
+    usize,
+    &[(Config, Trial)],
+    Option<usize>,
+) {
+    (
+        s.chosen.clone(),
+        s.chosen_trial.clone(),
+        s.trials,
+        &s.log,
+        s.first_met_at,
+    )
+}
+
+#[test]
+fn running_ahead_on_several_devices_changes_no_search_and_saves_rounds() {
+    // Rounds: calls to the evaluator (one trial, or one batch over the devices).
+    let (mut rounds_one, mut rounds_many, mut unused) = (0usize, 0usize, 0usize);
+    for seed in 0..60u64 {
+        let n = 1 + (seed as usize % 8);
+        let digits = [3.0, 5.0, 7.0][seed as usize % 3];
+        let t = thresholds(digits, Some([5.0, 10.0, 20.0][(seed / 3) as usize % 3]));
+        let base = random(n, seed, digits);
+        type Run = fn(&[Unit], &Thresholds, &mut Sim) -> Search;
+        let runs: [Run; 5] = [
+            |u, t, s| mode(Mode::ErrorOnly, u, t, s, &mut |_, _| {}).unwrap(),
+            |u, t, s| mode(Mode::ErrorFirst, u, t, s, &mut |_, _| {}).unwrap(),
+            |u, t, s| mode(Mode::SpeedFirst, u, t, s, &mut |_, _| {}).unwrap(),
+            |u, t, s| delta_debugging(u, t, s, &mut |_, _| {}).unwrap(),
+            |u, t, s| exhaustive(u, t, s, &mut |_, _| {}).unwrap(),
+        ];
+        for run in runs {
+            let mut one = base.clone();
+            let alone = run(&base.units(), &t, &mut one);
+            assert_eq!(alone.unused_ahead, 0);
+            rounds_one += one.calls.len();
+            for width in 2..=8 {
+                let mut many = base.clone();
+                many.width = width;
+                let ahead = run(&base.units(), &t, &mut many);
+                assert_eq!(
+                    outcome(&ahead),
+                    outcome(&alone),
+                    "seed {seed}, {width} devices"
+                );
+                // Everything run was either used by the search or counted as unused.
+                assert_eq!(many.asked.len(), ahead.trials + ahead.unused_ahead);
+                assert!(alone.log.iter().all(|(c, _)| many.asked.contains(c)));
+                assert!(many.calls.iter().all(|&c| c <= width));
+                if width == 4 {
+                    rounds_many += many.calls.len();
+                    unused += ahead.unused_ahead;
+                }
+            }
+        }
+    }
+    // Four devices take far fewer rounds than one, at a price in unused trials.
+    assert!(
+        rounds_many * 2 < rounds_one,
+        "{rounds_many} rounds on 4 devices, {rounds_one} on one"
+    );
+    assert!(unused > 0);
+}
+
+#[test]
+fn an_evaluator_error_inside_a_batch_stops_the_search() {
+    let mut sim = random(6, 7, 3.0);
+    sim.width = 4;
+    sim.lost_after = Some(2);
+    let t = thresholds(3.0, Some(10.0));
+    let units = sim.units();
+    assert!(exhaustive(&units, &t, &mut sim.clone(), &mut |_, _| {}).is_err());
+    assert!(delta_debugging(&units, &t, &mut sim.clone(), &mut |_, _| {}).is_err());
+}
