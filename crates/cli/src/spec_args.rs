@@ -3,7 +3,7 @@
 //! how to check the spec without one.
 
 use anyhow::anyhow;
-use mantissa_gpu::{FlagSet, Gpu};
+use mantissa_gpu::{DeviceSelection, FlagSet, Gpu, Toolchain};
 use mantissa_harness::spec::SizeOverride;
 use std::path::Path;
 
@@ -21,10 +21,26 @@ pub fn parse_override(s: &str) -> Result<SizeOverride, String> {
 
 /// The GPU `mantissa COMMAND SPEC` needs, or the one-line error naming the check without one.
 pub fn gpu_for(command: &str, spec: &Path) -> anyhow::Result<Gpu> {
-    Gpu::probe().map_err(|why| {
-        anyhow!(
-            "mantissa {command} needs a GPU: {why}; `mantissa run {} --check` checks the spec without one",
-            spec.display()
-        )
-    })
+    Gpu::probe().map_err(|why| no_gpu(command, spec, why))
+}
+
+fn no_gpu(command: &str, spec: &Path, why: impl std::fmt::Display) -> anyhow::Error {
+    anyhow!(
+        "mantissa {command} needs a GPU: {why}; `mantissa run {} --check` checks the spec without one",
+        spec.display()
+    )
+}
+
+/// The GPUs of `selection` that `mantissa COMMAND SPEC` runs on, opened through one shared
+/// toolchain (one compile per architecture), or the one-line error of [`gpu_for`]; a GPU named
+/// in `--devices` that cannot be opened is named.
+pub fn gpus_for(
+    command: &str,
+    spec: &Path,
+    selection: &DeviceSelection,
+) -> anyhow::Result<Vec<Gpu>> {
+    let toolchain = Toolchain::probe().map_err(|why| no_gpu(command, spec, why))?;
+    selection
+        .open(&toolchain)
+        .map_err(|why| anyhow!("mantissa {command} --devices {selection}: {why}"))
 }

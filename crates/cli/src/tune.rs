@@ -4,10 +4,10 @@
 //! configurations saved in OUT/configs/.
 
 use crate::run::RunUsage;
-use crate::spec_args::{gpu_for, parse_flags, parse_override};
+use crate::spec_args::{gpus_for, parse_flags, parse_override};
 use anyhow::anyhow;
 use clap::Args;
-use mantissa_gpu::FlagSet;
+use mantissa_gpu::{DeviceSelection, FlagSet};
 use mantissa_harness::spec::SizeOverride;
 use mantissa_harness::Spec;
 use mantissa_ptx::fiset::FisetOptions;
@@ -71,6 +71,12 @@ pub struct TuneArgs {
     /// Print one JSON document instead of tables.
     #[arg(long)]
     json: bool,
+    /// GPUs to run the searches' trials on: `all`, or ordinals like 0,2 (after
+    /// CUDA_VISIBLE_DEVICES). Each GPU runs one trial at a time and times it against the f64
+    /// and all-f32 programs timed on itself; searches run ahead the trials they may need next
+    /// so that no GPU waits. The GPUs must be of one model.
+    #[arg(long, value_name = "all|LIST", default_value = "all")]
+    devices: DeviceSelection,
 }
 
 #[derive(Clone)]
@@ -130,7 +136,8 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
         ))
         .into());
     }
-    let gpu = gpu_for("tune", &args.spec)?;
+    let gpus = gpus_for("tune", &args.spec, &args.devices)?;
+    let gpus: Vec<&mantissa_gpu::Gpu> = gpus.iter().collect();
     let mut errors: Vec<ErrorThreshold> = args
         .digits
         .0
@@ -159,7 +166,11 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
         resume: args.resume,
     };
     let quiet = args.json;
-    let result = tune(&gpu, &spec, &request, &mut |event| {
+    if gpus.len() > 1 && !quiet {
+        let list: Vec<String> = gpus.iter().map(|g| g.ordinal().to_string()).collect();
+        eprintln!("trials on GPUs {}", list.join(","));
+    }
+    let result = tune(&gpus, &spec, &request, &mut |event| {
         if quiet {
             return;
         }

@@ -71,6 +71,7 @@ pub fn run() -> TuneRun {
             },
             digits32: 2.0,
         },
+        devices: Vec::new(),
         searches: vec![SearchEntry {
             label: "mode 2, 3 digits, 10%".into(),
             units: "fisets",

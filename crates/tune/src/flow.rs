@@ -7,7 +7,8 @@
 
 use crate::detail::Detail;
 use crate::evaluate::{ErrorThreshold, Evaluate, Need, Thresholds, Trial};
-use crate::gpu::{reference_time, EvaluateError, GpuEvaluator, References, TimingPolicy};
+use crate::gpu::{reference_time, Device, EvaluateError, GpuEvaluator, References, TimingPolicy};
+use crate::noise::Time;
 use crate::store::{Identity, StoreError, TrialStore};
 use crate::strategy::{self, Mode, Search, SearchError};
 use crate::unit::{Config, Unit};
@@ -153,8 +154,11 @@ pub struct TuneRun {
     pub coverage: ErrorCoverage,
     /// Per kernel: FISets, mean r_ac, registers.
     pub profile: Vec<KernelProfile>,
-    /// The f64 and the all-f32 program.
+    /// The f64 and the all-f32 program (on the first GPU).
     pub references: References,
+    /// With several GPUs: each one's CUDA ordinal and references (empty with one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub devices: Vec<(u32, References)>,
     /// Every search, in the order run.
     pub searches: Vec<SearchEntry>,
     /// Trials that ran on the device (the searches' trials met again are not run again).
@@ -189,6 +193,9 @@ pub enum TuneError {
     /// Nothing to tune: the program has no f64 arithmetic to demote.
     #[error("{0}")]
     NothingToTune(String),
+    /// The GPUs given cannot serve one run.
+    #[error("{0}")]
+    Devices(String),
 }
 
 impl TuneError {
@@ -204,11 +211,26 @@ struct Sub<'e, 'r, 'g> {
     map: &'e [usize],
 }
 
+impl Sub<'_, '_, '_> {
+    fn mapped(&self, config: &Config) -> Config {
+        config.iter().map(|&i| self.map[i]).collect()
+    }
+}
+
 impl Evaluate for Sub<'_, '_, '_> {
     type Error = EvaluateError;
     fn trial(&mut self, config: &Config, need: Need) -> Result<Trial, EvaluateError> {
-        let mapped: Config = config.iter().map(|&i| self.map[i]).collect();
+        let mapped = self.mapped(config);
         self.inner.trial(&mapped, need)
+    }
+
+    fn width(&self) -> usize {
+        self.inner.width()
+    }
+
+    fn trials(&mut self, configs: &[Config], need: Need) -> Result<Vec<Trial>, EvaluateError> {
+        let mapped: Vec<Config> = configs.iter().map(|c| self.mapped(c)).collect();
+        self.inner.trials(&mapped, need)
     }
 }
 
@@ -235,19 +257,33 @@ fn label(strategy: &str, t: &Thresholds) -> String {
     }
 }
 
-/// Runs `request` on `spec` (see the module docs).
+/// Runs `request` on `spec` (see the module docs) on `gpus`: everything but the searches runs
+/// on the first; the searches' trials run on all of them, each timed on one device alone against
+/// the references timed on that device. The GPUs must be of one model.
 pub fn tune(
-    gpu: &Gpu,
+    gpus: &[&Gpu],
     spec: &Spec,
     request: &TuneRequest,
     progress: &mut dyn FnMut(TuneEvent),
 ) -> Result<TuneRun, TuneError> {
+    let Some(&gpu) = gpus.first() else {
+        return Err(TuneError::Devices("no GPU to tune on".into()));
+    };
+    if let Some(other) = gpus.iter().find(|g| g.info().name != gpu.info().name) {
+        return Err(TuneError::Devices(format!(
+            "GPU {} is a {} and GPU {} a {}: a tuning run's speed-ups are of one model; choose GPUs of one model with --devices",
+            gpu.ordinal(),
+            gpu.info().name,
+            other.ordinal(),
+            other.info().name
+        )));
+    }
     progress(TuneEvent::Baseline);
     let opts = RunnerOptions {
         baseline_timing: TrialTiming::AccuracyOnly,
         ..RunnerOptions::default()
     };
-    let mut runner = TrialRunner::new(gpu, spec, request.flags, opts)?;
+    let mut runner = TrialRunner::new(gpu, spec, request.flags, opts.clone())?;
     let module = demoted_module(&mut runner)?;
     let mut units = program_units(module, &request.fiset);
     let mut notes = units.report.notes.clone();
@@ -346,6 +382,7 @@ pub fn tune(
                 grid: [d.grid.0, d.grid.1, d.grid.2],
                 block: [d.block.0, d.block.1, d.block.2],
             }),
+        name_devices: gpus.len() > 1 || gpu.ordinal() != 0,
     };
     let mut store = TrialStore::open(
         request.out.as_deref(),
@@ -357,47 +394,75 @@ pub fn tune(
         progress(TuneEvent::Resumed(store.resumed));
     }
 
-    // Eq. 3's references, timed once for the whole run (or taken from the resumed one).
+    // The other devices' runners: the program built (the toolchain's caches make that one
+    // compile per architecture), loaded and run as written on each.
+    let mut others = gpus[1..]
+        .iter()
+        .map(|g| TrialRunner::new(g, spec, request.flags, opts.clone()))
+        .collect::<Result<Vec<_>, _>>()?;
+
+    // Eq. 3's references, timed once per device for the whole run (or taken from the resumed
+    // one), all devices at once: a speed-up is measured against its own device's references.
     progress(TuneEvent::References);
-    let (t64, _) = match store.reference("f64") {
-        Some(r) => r,
-        None => {
-            let r = reference_time(&mut runner, &Configuration::AsWritten, &request.policy)?;
-            store.reference_measured("f64", r.0, r.1)?;
-            r
+    let mut runners: Vec<&mut TrialRunner<'_>> = std::iter::once(&mut runner)
+        .chain(others.iter_mut())
+        .collect();
+    let timed = device_references(&mut runners, gpus, &store, &request.policy)?;
+    let mut devices = Vec::with_capacity(gpus.len());
+    for ((runner, g), (references, measured)) in runners.into_iter().zip(gpus).zip(timed) {
+        let ordinal = g.ordinal() as u32;
+        for (which, (t, d)) in measured {
+            store.reference_measured(which, ordinal, t, d)?;
         }
-    };
-    let (t32, digits32) = match store.reference("all-f32") {
-        Some(r) => r,
-        None => {
-            let all = Configuration::Demote(Demotion::all());
-            let r = reference_time(&mut runner, &all, &request.policy)?;
-            store.reference_measured("all-f32", r.0, r.1)?;
-            r
-        }
-    };
-    let references = References { t64, t32, digits32 };
+        devices.push(Device {
+            runner,
+            ordinal,
+            references,
+        });
+    }
+    let references = devices[0].references;
     progress(TuneEvent::Timed(references));
-    let measurable = crate::noise::speedup(&t64, &t64, &t32).is_some();
+    if devices.len() > 1 {
+        let each: Vec<String> = devices
+            .iter()
+            .map(|d| {
+                format!(
+                    "GPU {} {:.4}/{:.4} ms",
+                    d.ordinal, d.references.t64.median_ms, d.references.t32.median_ms
+                )
+            })
+            .collect();
+        notes.push(format!(
+            "the trials ran on {} GPUs, each timed against the f64/all-f32 programs timed on its own GPU: {}",
+            devices.len(),
+            each.join(", ")
+        ));
+    }
+    let measurable =
+        crate::noise::speedup(&references.t64, &references.t64, &references.t32).is_some();
     if !measurable {
         notes.push(format!(
             "the all-f32 program ({:.4} ms) is not measurably faster than the f64 program ({:.4} ms): no speed-up in % of the ideal exists, so no performance threshold can be met and only mode 1 ran",
-            t32.median_ms, t64.median_ms
+            references.t32.median_ms, references.t64.median_ms
         ));
     }
-    // Accuracy-only trials without a JIT each: one switched build of everything.
-    if let Err(e) = runner.enable_switching(&Configuration::Demote(Demotion::all())) {
-        notes.push(format!("every trial is a build of its own: {e}"));
+    // Accuracy-only trials without a JIT each: one switched build of everything per device.
+    for d in devices.iter_mut() {
+        if let Err(e) = d
+            .runner
+            .enable_switching(&Configuration::Demote(Demotion::all()))
+        {
+            notes.push(format!(
+                "GPU {}: every trial is a build of its own: {e}",
+                d.ordinal
+            ));
+        }
     }
+    let device_list: Vec<(u32, References)> =
+        devices.iter().map(|d| (d.ordinal, d.references)).collect();
 
     let resumed = store.resumed;
-    let mut eval = GpuEvaluator::new(
-        &mut runner,
-        all_units,
-        references,
-        request.policy,
-        &mut store,
-    );
+    let mut eval = GpuEvaluator::new(devices, all_units, request.policy, &mut store);
     let mut searches = Vec::new();
     for &error in &request.errors {
         eval.set_error(error);
@@ -524,7 +589,19 @@ pub fn tune(
             });
         }
     }
-    let device_trials = eval.device_trials;
+    let device_trials = eval.device_trials();
+    if eval.batches > 0 {
+        let busy: Vec<String> = device_list
+            .iter()
+            .zip(&eval.busy)
+            .map(|((o, _), b)| format!("GPU {o} {:.2} s", b.as_secs_f64()))
+            .collect();
+        notes.push(format!(
+            "{} batches of trials ran over the GPUs, busy {}",
+            eval.batches,
+            busy.join(", ")
+        ));
+    }
     drop(eval);
     details(
         &mut runner,
@@ -546,6 +623,11 @@ pub fn tune(
         coverage,
         profile,
         references,
+        devices: if device_list.len() > 1 {
+            device_list
+        } else {
+            Vec::new()
+        },
         searches,
         device_trials,
         resumed,
@@ -647,4 +729,51 @@ fn profile(
             }
         })
         .collect()
+}
+
+/// References a device timed, to be recorded: `(which, (time, digits))`.
+type Timed = Vec<(&'static str, (Time, f64))>;
+
+/// The f64 and all-f32 references of every runner (one per GPU of `gpus`), from the resumed
+/// store or timed now, the runners at the same time, each on its own GPU.
+fn device_references(
+    runners: &mut [&mut TrialRunner<'_>],
+    gpus: &[&Gpu],
+    store: &TrialStore,
+    policy: &TimingPolicy,
+) -> Result<Vec<(References, Timed)>, EvaluateError> {
+    let time = |runner: &mut TrialRunner<'_>, ordinal: u32| {
+        let mut measured: Timed = Vec::new();
+        let mut get = |which: &'static str, c: &Configuration| {
+            if let Some(r) = store.reference(which, ordinal) {
+                return Ok(r);
+            }
+            let r = reference_time(runner, c, policy)?;
+            measured.push((which, r));
+            Ok::<_, EvaluateError>(r)
+        };
+        let (t64, _) = get("f64", &Configuration::AsWritten)?;
+        let (t32, digits32) = get("all-f32", &Configuration::Demote(Demotion::all()))?;
+        Ok((References { t64, t32, digits32 }, measured))
+    };
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = runners
+            .iter_mut()
+            .zip(gpus)
+            .map(|(runner, g)| {
+                let time = &time;
+                scope.spawn(move || time(runner, g.ordinal() as u32))
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| {
+                w.join().unwrap_or_else(|_| {
+                    Err(EvaluateError::Fatal(
+                        "timing the references panicked".into(),
+                    ))
+                })
+            })
+            .collect()
+    })
 }

@@ -10,12 +10,16 @@
 
 use crate::evaluate::{ErrorThreshold, Evaluate, Need, Trial};
 use crate::noise::{self, Time};
-use crate::store::{Measured, TrialStore};
+use crate::store::{config_key, Measured, TrialStore};
 use crate::unit::{Config, Unit};
+use mantissa_gpu::{run_pool, PoolError};
 use mantissa_harness::config::{Demotion, MathCall, Selection};
 use mantissa_harness::{Configuration, TrialError, TrialOutcome, TrialRunner, TrialTiming};
 use mantissa_ptx::demote::Request;
 use std::collections::HashMap;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
 
 /// How many times a configuration is run for its time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,19 +54,253 @@ pub struct References {
     pub digits32: f64,
 }
 
-/// [`Evaluate`] on the GPU (see the module docs).
+/// One device of the evaluator: its runner (the program built and loaded there), its CUDA
+/// ordinal, and the references timed on it, which the speed-ups of the configurations timed there
+/// are measured against.
+pub struct Device<'r, 'g> {
+    /// The device's trial runner.
+    pub runner: &'r mut TrialRunner<'g>,
+    /// Its CUDA ordinal, as records name it.
+    pub ordinal: u32,
+    /// The f64 and all-f32 programs timed on it.
+    pub references: References,
+}
+
+/// [`Evaluate`] on one or more GPUs (see the module docs).
 pub struct GpuEvaluator<'r, 'g> {
-    runner: &'r mut TrialRunner<'g>,
+    devices: Vec<Mutex<Device<'r, 'g>>>,
+    plan: Plan,
+    memory: Memory<'r>,
+    /// Per device (in the order given), the time spent running configurations in batches.
+    pub busy: Vec<Duration>,
+    /// Batches run over several devices.
+    pub batches: usize,
+}
+
+/// What the evaluator keeps of what the devices did.
+struct Memory<'r> {
+    known: HashMap<Config, Measured>,
+    store: &'r mut TrialStore,
+    /// Timed samples of this process per configuration (merged across batches), with the
+    /// ordinal of the device that took them: a time is never made of two devices' samples.
+    samples: HashMap<Config, (u32, Vec<f64>)>,
+    /// Runs on a device (cached answers are not counted).
+    device_trials: usize,
+}
+
+impl Memory<'_> {
+    /// Keeps what a device did for `config` (memory, store) and answers the search.
+    fn keep(&mut self, plan: &Plan, config: &Config, done: Done) -> Result<Trial, EvaluateError> {
+        self.device_trials += done.runs;
+        let store = |e: crate::store::StoreError| EvaluateError::Store(e.to_string());
+        if let Some(a) = &done.accuracy {
+            self.store.accuracy(config, a).map_err(store)?;
+        }
+        if done.timed {
+            self.store.timed(config, &done.measured).map_err(store)?;
+        }
+        if let Some(s) = done.samples {
+            self.samples.insert(config.clone(), s);
+        }
+        let trial = plan.trial_of(&done.measured);
+        self.known.insert(config.clone(), done.measured);
+        Ok(trial)
+    }
+
+    fn job(&self, config: &Config, need: Need) -> Job {
+        Job {
+            config: config.clone(),
+            known: self.known.get(config).cloned(),
+            samples: self.samples.get(config).cloned(),
+            need,
+        }
+    }
+}
+
+/// What a measurement needs besides a device, shared by the devices' workers.
+struct Plan {
     units: Vec<Unit>,
     error: ErrorThreshold,
     policy: TimingPolicy,
-    references: References,
-    known: HashMap<Config, Measured>,
-    store: &'r mut TrialStore,
-    /// Timed samples of this process per configuration (merged across batches).
-    samples: HashMap<Config, Vec<f64>>,
-    /// Trials that ran on the device (cached answers are not counted).
-    pub device_trials: usize,
+    /// The references of every device, by ordinal.
+    references: HashMap<u32, References>,
+}
+
+impl Plan {
+    fn meets(&self, m: &Measured) -> bool {
+        m.failed.is_none()
+            && match self.error {
+                ErrorThreshold::Digits(d) => m.digits >= d,
+                ErrorThreshold::SpecTolerance => m.within_tolerance == Some(true),
+            }
+    }
+
+    /// The speed-up of `m` against the references of the device that timed it: `None` when it is
+    /// not timed, when the ideal speed-up is not measurable, or when that device is not one of
+    /// this run's (see [`Plan::timed_here`]).
+    fn speedup(&self, m: &Measured) -> Option<(f64, f64)> {
+        let r = self.references.get(&m.device?)?;
+        noise::speedup(&m.time?, &r.t64, &r.t32)
+    }
+
+    /// Whether `m`'s time can be judged in this run: it was taken on one of its devices.
+    fn timed_here(&self, m: &Measured) -> bool {
+        m.device.is_some_and(|d| self.references.contains_key(&d))
+    }
+
+    fn trial_of(&self, m: &Measured) -> Trial {
+        let s = self.speedup(m);
+        Trial {
+            digits: m.digits,
+            within_tolerance: m.within_tolerance,
+            speedup_pct: s.map(|s| s.0),
+            noise_pct: s.map(|s| s.1),
+            time_ms: m.time.map(|t| t.median_ms),
+            failed: m.failed.clone(),
+        }
+    }
+
+    /// Whether the speed-up of `m` is still inside the noise around `threshold_pct` (or
+    /// unknown), so that more timed runs could decide it.
+    fn undecided(&self, m: &Measured, threshold_pct: Option<f64>) -> bool {
+        if m.time.is_none() || !self.timed_here(m) {
+            return true;
+        }
+        match self.speedup(m) {
+            Some((s, n)) => noise::undecided(s, n, threshold_pct),
+            // Not measurable against these references: no number of runs decides it.
+            None => false,
+        }
+    }
+}
+
+/// One configuration to answer, with what is known of it.
+struct Job {
+    config: Config,
+    known: Option<Measured>,
+    samples: Option<(u32, Vec<f64>)>,
+    need: Need,
+}
+
+/// What a device did for one job.
+struct Done {
+    /// The accuracy-only measurement, when one ran (it is recorded on its own).
+    accuracy: Option<Measured>,
+    /// Whether timed runs were added (the final measurement is recorded as timed).
+    timed: bool,
+    measured: Measured,
+    samples: Option<(u32, Vec<f64>)>,
+    /// Runs on the device.
+    runs: usize,
+}
+
+/// Answers `job` on `device`: accuracy first when not known, then, when the need asks for a
+/// speed-up and the error threshold is met, timed runs on this device until the decision is
+/// outside the noise or the budget is spent. A time taken on another device is dropped and taken
+/// again here: a time is never made of two devices' samples (see the module docs).
+fn measure(plan: &Plan, device: &mut Device<'_, '_>, job: &Job) -> Result<Done, EvaluateError> {
+    let mut done = Done {
+        accuracy: None,
+        timed: false,
+        measured: Measured::failed(String::new()),
+        samples: job.samples.clone(),
+        runs: 0,
+    };
+    let mut m = match job.known.clone() {
+        Some(m) => m,
+        None => {
+            let c = configuration(&plan.units, &job.config, &config_key(&job.config));
+            done.runs += 1;
+            let m = match run(device.runner, &c, TrialTiming::AccuracyOnly)? {
+                Ok(o) => {
+                    let (digits, within_tolerance) = accuracy(&o);
+                    Measured {
+                        digits,
+                        within_tolerance,
+                        time: None,
+                        device: None,
+                        failed: None,
+                    }
+                }
+                Err(why) => Measured::failed(why),
+            };
+            done.accuracy = Some(m.clone());
+            m
+        }
+    };
+    if let Need::Speed { threshold_pct } = job.need {
+        if plan.meets(&m) && plan.undecided(&m, threshold_pct) {
+            if m.time.is_some() && m.device != Some(device.ordinal) {
+                m.time = None;
+                m.device = None;
+                done.samples = None;
+            }
+            let more = done.samples.as_ref().map_or(m.time.is_none(), |(_, s)| {
+                (s.len() as u32) < plan.policy.max_repeats
+            });
+            if more {
+                m = time(plan, device, &job.config, m, threshold_pct, &mut done)?;
+                done.timed = true;
+            }
+        }
+    }
+    done.measured = m;
+    Ok(done)
+}
+
+/// Times `config` on `device` until the decision against `threshold_pct` is outside the noise
+/// or the budget is spent; the timed build's own digits replace the accuracy-only ones (they are
+/// the same bits when the switched build is exact, which its tests check).
+fn time(
+    plan: &Plan,
+    device: &mut Device<'_, '_>,
+    config: &Config,
+    mut m: Measured,
+    threshold_pct: Option<f64>,
+    done: &mut Done,
+) -> Result<Measured, EvaluateError> {
+    let c = configuration(&plan.units, config, &config_key(config));
+    let samples = &mut done
+        .samples
+        .get_or_insert_with(|| (device.ordinal, Vec::new()))
+        .1;
+    loop {
+        let have = samples.len() as u32;
+        if m.time.is_some()
+            && (!plan.undecided(&m, threshold_pct) || have >= plan.policy.max_repeats)
+        {
+            break;
+        }
+        let repeats = if have == 0 {
+            plan.policy.repeats
+        } else {
+            have.min(plan.policy.max_repeats - have)
+        };
+        done.runs += 1;
+        let timing = TrialTiming::Timed {
+            warmup: plan.policy.warmup,
+            repeats: repeats.max(1),
+        };
+        match run(device.runner, &c, timing)? {
+            Ok(o) => {
+                let (digits, within) = accuracy(&o);
+                m.digits = digits;
+                m.within_tolerance = within;
+                samples.extend(samples_of(&o));
+                m.time = Time::of(samples);
+                m.device = Some(device.ordinal);
+                if m.time.is_none() {
+                    m.failed = Some("timed run gave no sample".into());
+                    break;
+                }
+            }
+            Err(why) => {
+                m = Measured::failed(why);
+                break;
+            }
+        }
+    }
+    Ok(m)
 }
 
 /// Why the evaluator stopped a search: the device or the store failed.
@@ -173,167 +411,107 @@ pub fn reference_time(
 }
 
 impl<'r, 'g> GpuEvaluator<'r, 'g> {
-    /// An evaluator over `units`, measuring speed-ups against `references`, with what `store`
-    /// already holds (a resumed run) counted as known.
+    /// An evaluator over `units` on `devices` (at least one; the first answers single trials),
+    /// with what `store` already holds (a resumed run) counted as known.
     pub fn new(
-        runner: &'r mut TrialRunner<'g>,
+        devices: Vec<Device<'r, 'g>>,
         units: Vec<Unit>,
-        references: References,
         policy: TimingPolicy,
         store: &'r mut TrialStore,
     ) -> Self {
+        assert!(!devices.is_empty(), "an evaluator needs a device");
         let known = store.known().clone();
+        let references = devices.iter().map(|d| (d.ordinal, d.references)).collect();
+        let busy = vec![Duration::ZERO; devices.len()];
         GpuEvaluator {
-            runner,
-            units,
-            error: ErrorThreshold::Digits(0.0),
-            policy,
-            references,
-            known,
-            store,
-            samples: HashMap::new(),
-            device_trials: 0,
+            devices: devices.into_iter().map(Mutex::new).collect(),
+            plan: Plan {
+                units,
+                error: ErrorThreshold::Digits(0.0),
+                policy,
+                references,
+            },
+            memory: Memory {
+                known,
+                store,
+                samples: HashMap::new(),
+                device_trials: 0,
+            },
+            busy,
+            batches: 0,
         }
     }
 
     /// The error threshold the next trials decide timing by (a search's own).
     pub fn set_error(&mut self, error: ErrorThreshold) {
-        self.error = error;
+        self.plan.error = error;
     }
 
     /// What is known of `config` (measured in this run or a resumed one).
     pub fn known(&self, config: &Config) -> Option<&Measured> {
-        self.known.get(config)
+        self.memory.known.get(config)
     }
 
-    fn meets(&self, m: &Measured) -> bool {
-        m.failed.is_none()
-            && match self.error {
-                ErrorThreshold::Digits(d) => m.digits >= d,
-                ErrorThreshold::SpecTolerance => m.within_tolerance == Some(true),
-            }
+    /// Runs on the devices so far (cached answers are not counted).
+    pub fn device_trials(&self) -> usize {
+        self.memory.device_trials
     }
+}
 
-    fn trial_of(&self, m: &Measured) -> Trial {
-        let s = m
-            .time
-            .and_then(|t| noise::speedup(&t, &self.references.t64, &self.references.t32));
-        Trial {
-            digits: m.digits,
-            within_tolerance: m.within_tolerance,
-            speedup_pct: s.map(|s| s.0),
-            noise_pct: s.map(|s| s.1),
-            time_ms: m.time.map(|t| t.median_ms),
-            failed: m.failed.clone(),
-        }
-    }
-
-    fn measure_accuracy(&mut self, config: &Config) -> Result<Measured, EvaluateError> {
-        let c = configuration(&self.units, config, &crate::store::config_key(config));
-        self.device_trials += 1;
-        let m = match run(self.runner, &c, TrialTiming::AccuracyOnly)? {
-            Ok(o) => {
-                let (digits, within_tolerance) = accuracy(&o);
-                Measured {
-                    digits,
-                    within_tolerance,
-                    time: None,
-                    failed: None,
-                }
-            }
-            Err(why) => Measured::failed(why),
-        };
-        self.store
-            .accuracy(config, &m)
-            .map_err(|e| EvaluateError::Store(e.to_string()))?;
-        Ok(m)
-    }
-
-    /// Times `config` until the decision against `threshold_pct` is outside the noise or the
-    /// budget is spent; the timed build's own digits replace the accuracy-only ones (they are
-    /// the same bits when the switched build is exact, which its tests check).
-    fn measure_time(
-        &mut self,
-        config: &Config,
-        mut m: Measured,
-        threshold_pct: Option<f64>,
-    ) -> Result<Measured, EvaluateError> {
-        let c = configuration(&self.units, config, &crate::store::config_key(config));
-        loop {
-            let have = self.samples.get(config).map_or(0, Vec::len) as u32;
-            if let Some(t) = m.time {
-                let decided = match noise::speedup(&t, &self.references.t64, &self.references.t32) {
-                    Some((s, n)) => !noise::undecided(s, n, threshold_pct),
-                    None => true,
-                };
-                if decided || have >= self.policy.max_repeats {
-                    break;
-                }
-            }
-            let repeats = if have == 0 {
-                self.policy.repeats
-            } else {
-                have.min(self.policy.max_repeats - have)
-            };
-            self.device_trials += 1;
-            let timing = TrialTiming::Timed {
-                warmup: self.policy.warmup,
-                repeats: repeats.max(1),
-            };
-            match run(self.runner, &c, timing)? {
-                Ok(o) => {
-                    let (digits, within) = accuracy(&o);
-                    m.digits = digits;
-                    m.within_tolerance = within;
-                    let all = self.samples.entry(config.clone()).or_default();
-                    all.extend(samples_of(&o));
-                    m.time = Time::of(all);
-                    if m.time.is_none() {
-                        m.failed = Some("timed run gave no sample".into());
-                        break;
-                    }
-                }
-                Err(why) => {
-                    m = Measured::failed(why);
-                    break;
-                }
-            }
-        }
-        self.store
-            .timed(config, &m)
-            .map_err(|e| EvaluateError::Store(e.to_string()))?;
-        Ok(m)
-    }
+/// A device's lock: a worker that panicked while holding it left the runner as it was between
+/// runs (a panic inside a run is the pool's error, which ends the search), so it is taken back.
+fn lock<'a, 'r, 'g>(device: &'a Mutex<Device<'r, 'g>>) -> MutexGuard<'a, Device<'r, 'g>> {
+    device.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Evaluate for GpuEvaluator<'_, '_> {
     type Error = EvaluateError;
 
     fn trial(&mut self, config: &Config, need: Need) -> Result<Trial, EvaluateError> {
-        let mut m = match self.known.get(config) {
-            Some(m) => m.clone(),
-            None => self.measure_accuracy(config)?,
-        };
-        if let Need::Speed { threshold_pct } = need {
-            if self.meets(&m) {
-                let undecided = match m.time {
-                    None => true,
-                    Some(t) => {
-                        match noise::speedup(&t, &self.references.t64, &self.references.t32) {
-                            Some((s, n)) => noise::undecided(s, n, threshold_pct),
-                            None => false,
-                        }
-                    }
-                };
-                let more = self.samples.get(config).map_or(m.time.is_none(), |s| {
-                    (s.len() as u32) < self.policy.max_repeats
-                });
-                if undecided && more {
-                    m = self.measure_time(config, m, threshold_pct)?;
-                }
-            }
+        let job = self.memory.job(config, need);
+        // A configuration whose time is being refined goes back to the device that took it.
+        let at = job
+            .samples
+            .as_ref()
+            .and_then(|(o, _)| self.devices.iter().position(|d| lock(d).ordinal == *o))
+            .unwrap_or(0);
+        let done = measure(&self.plan, &mut lock(&self.devices[at]), &job)?;
+        self.memory.keep(&self.plan, config, done)
+    }
+
+    fn width(&self) -> usize {
+        self.devices.len()
+    }
+
+    /// The configurations go to the devices through [`run_pool`]: a free device takes the next,
+    /// each device runs one at a time (a timed run never shares its device), and what they did is
+    /// kept and recorded in the order given, on this thread.
+    fn trials(&mut self, configs: &[Config], need: Need) -> Result<Vec<Trial>, EvaluateError> {
+        if self.devices.len() < 2 || configs.len() < 2 {
+            return configs.iter().map(|c| self.trial(c, need)).collect();
         }
-        self.known.insert(config.clone(), m.clone());
-        Ok(self.trial_of(&m))
+        let jobs: Vec<Job> = configs.iter().map(|c| self.memory.job(c, need)).collect();
+        let (plan, memory) = (&self.plan, &mut self.memory);
+        let mut trials = Vec::with_capacity(configs.len());
+        let summary = run_pool(
+            self.devices.as_slice(),
+            &jobs,
+            &AtomicBool::new(false),
+            |_, device| lock(device),
+            |device, _, job| measure(plan, device, job),
+            |_, job, done| {
+                trials.push(memory.keep(plan, &job.config, done?)?);
+                Ok::<(), EvaluateError>(())
+            },
+        )
+        .map_err(|e| match e {
+            PoolError::Emit(e) => e,
+            other => EvaluateError::Fatal(other.to_string()),
+        })?;
+        self.batches += 1;
+        for (b, w) in self.busy.iter_mut().zip(&summary.workers) {
+            *b += w.busy;
+        }
+        Ok(trials)
     }
 }

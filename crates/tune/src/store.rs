@@ -27,6 +27,10 @@ pub struct Measured {
     pub within_tolerance: Option<bool>,
     /// Its time, when timed.
     pub time: Option<Time>,
+    /// The CUDA ordinal of the device that timed it (`None` when not timed): its speed-up is
+    /// measured against that device's references.
+    #[serde(default)]
+    pub device: Option<u32>,
     /// Why it could not run.
     pub failed: Option<String>,
 }
@@ -38,6 +42,7 @@ impl Measured {
             digits: f64::NEG_INFINITY,
             within_tolerance: None,
             time: None,
+            device: None,
             failed: Some(why),
         }
     }
@@ -99,6 +104,9 @@ pub struct Identity {
     pub device: String,
     /// The first launch's shape.
     pub backend: Backend,
+    /// Whether records name the device that timed them: with several devices, or one that is
+    /// not GPU 0 (a record without one was timed on GPU 0).
+    pub name_devices: bool,
 }
 
 /// The results store of one tuning run, and what it already held.
@@ -106,7 +114,8 @@ pub struct TrialStore {
     log: Option<ResultsLog>,
     identity: Identity,
     known: HashMap<Config, Measured>,
-    references: HashMap<String, (Time, f64)>,
+    /// By (which, device ordinal).
+    references: HashMap<(String, u32), (Time, f64)>,
     /// Records found in the store when it was opened.
     pub resumed: usize,
 }
@@ -193,7 +202,9 @@ impl TrialStore {
                 "f64" | "all-f32" => {
                     if let Some(t) = time {
                         let d = get("digits").unwrap_or(f64::INFINITY);
-                        self.references.insert(r.precision.clone(), (t, d));
+                        let device = r.device_ordinal.unwrap_or(0);
+                        self.references
+                            .insert((r.precision.clone(), device), (t, d));
                     }
                 }
                 "accuracy" | "time" => {
@@ -206,6 +217,7 @@ impl TrialStore {
                         Measured {
                             digits: get("digits").unwrap_or(f64::NEG_INFINITY),
                             within_tolerance: get("within_tolerance").map(|v| v != 0.0),
+                            device: time.map(|_| r.device_ordinal.unwrap_or(0)),
                             time,
                             failed: None,
                         }
@@ -227,9 +239,10 @@ impl TrialStore {
         &self.known
     }
 
-    /// A reference time (`f64` or `all-f32`) of a resumed run, with its digits.
-    pub fn reference(&self, which: &str) -> Option<(Time, f64)> {
-        self.references.get(which).copied()
+    /// A reference time (`f64` or `all-f32`) of a resumed run on the device of ordinal `device`,
+    /// with its digits.
+    pub fn reference(&self, which: &str, device: u32) -> Option<(Time, f64)> {
+        self.references.get(&(which.to_string(), device)).copied()
     }
 
     fn append(
@@ -283,7 +296,9 @@ impl TrialStore {
             backend: self.identity.backend,
             flags: Some(self.identity.flags.clone()),
             device: self.identity.device.clone(),
-            device_ordinal: None,
+            device_ordinal: m
+                .and_then(|m| m.device)
+                .filter(|_| self.identity.name_devices),
             status: if failed.is_some() {
                 Status::Failed
             } else {
@@ -317,10 +332,11 @@ impl TrialStore {
         self.append(&config_key(config), "time", Some(m), &[], None)
     }
 
-    /// Records a reference time (`f64` or `all-f32`).
+    /// Records a reference time (`f64` or `all-f32`) taken on the device of ordinal `device`.
     pub fn reference_measured(
         &mut self,
         which: &str,
+        device: u32,
         t: Time,
         digits: f64,
     ) -> Result<(), StoreError> {
@@ -328,6 +344,7 @@ impl TrialStore {
             digits,
             within_tolerance: None,
             time: Some(t),
+            device: Some(device),
             failed: None,
         };
         self.append("reference", which, Some(&m), &[], None)
@@ -355,6 +372,7 @@ mod tests {
             flags: "default".into(),
             device: "test".into(),
             backend: Backend::gpu(1, 1),
+            name_devices: false,
         }
     }
 
@@ -375,29 +393,39 @@ mod tests {
                 digits: 5.5,
                 within_tolerance: Some(true),
                 time: None,
+                device: None,
                 failed: None,
             };
             s.accuracy(&a, &m).unwrap();
-            s.timed(&a, &Measured { time: Some(t), ..m }).unwrap();
+            let timed = Measured {
+                time: Some(t),
+                device: Some(0),
+                ..m
+            };
+            s.timed(&a, &timed).unwrap();
             s.accuracy(&b, &Measured::failed("out of resources".into()))
                 .unwrap();
-            s.reference_measured("f64", t, f64::INFINITY).unwrap();
+            s.reference_measured("f64", 0, t, f64::INFINITY).unwrap();
             let same: Config = [4].into_iter().collect();
             let identical = Measured {
                 digits: f64::INFINITY,
                 within_tolerance: None,
                 time: None,
+                device: None,
                 failed: None,
             };
             s.accuracy(&same, &identical).unwrap();
         }
         let s = TrialStore::open(Some(&dir), true, identity(), "fp1").unwrap();
         assert_eq!(s.known()[&a].time, Some(t));
+        // One device, GPU 0: records name no device, and one without a device was GPU 0.
+        assert_eq!(s.known()[&a].device, Some(0));
         assert_eq!(s.known()[&a].digits, 5.5);
         assert_eq!(s.known()[&a].within_tolerance, Some(true));
         assert_eq!(s.known()[&b].failed.as_deref(), Some("out of resources"));
-        assert_eq!(s.reference("f64").unwrap().0, t);
-        assert_eq!(s.reference("f64").unwrap().1, f64::INFINITY);
+        assert_eq!(s.reference("f64", 0).unwrap().0, t);
+        assert_eq!(s.reference("f64", 0).unwrap().1, f64::INFINITY);
+        assert_eq!(s.reference("f64", 1), None);
         let same: Config = [4].into_iter().collect();
         assert_eq!(s.known()[&same].digits, f64::INFINITY);
         // One writer per file: the store above is closed before the file is opened again.
@@ -407,6 +435,49 @@ mod tests {
         // Without --resume the old file is moved aside and nothing is known.
         let fresh = TrialStore::open(Some(&dir), false, identity(), "fp2").unwrap();
         assert!(fresh.known().is_empty());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn with_several_devices_every_time_names_its_device_and_reads_back_with_it() {
+        let dir =
+            std::env::temp_dir().join(format!("mantissa-tune-devices-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let several = Identity {
+            name_devices: true,
+            ..identity()
+        };
+        let t = |ms: f64| Time {
+            median_ms: ms,
+            noise_ms: 0.01,
+            reps: 10,
+        };
+        let (a, b): (Config, Config) = ([0].into_iter().collect(), [1].into_iter().collect());
+        {
+            let mut s = TrialStore::open(Some(&dir), false, several.clone(), "fp").unwrap();
+            for (device, ms) in [(0, 2.0), (1, 2.2)] {
+                s.reference_measured("f64", device, t(ms), f64::INFINITY)
+                    .unwrap();
+            }
+            let on = |device: u32, ms: f64| Measured {
+                digits: 7.0,
+                within_tolerance: None,
+                time: Some(t(ms)),
+                device: Some(device),
+                failed: None,
+            };
+            s.timed(&a, &on(0, 1.5)).unwrap();
+            s.timed(&b, &on(1, 1.6)).unwrap();
+        }
+        let text = std::fs::read_to_string(dir.join("results.jsonl")).unwrap();
+        assert_eq!(text.matches(r#""device_ordinal":1"#).count(), 2, "{text}");
+        assert_eq!(text.matches(r#""device_ordinal":0"#).count(), 2, "{text}");
+        let s = TrialStore::open(Some(&dir), true, several, "fp").unwrap();
+        assert_eq!(s.reference("f64", 0).unwrap().0, t(2.0));
+        assert_eq!(s.reference("f64", 1).unwrap().0, t(2.2));
+        assert_eq!(s.known()[&a].device, Some(0));
+        assert_eq!(s.known()[&b].device, Some(1));
+        drop(s);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -85,7 +85,7 @@ fn the_tuner_finds_the_known_best_configuration_and_it_reproduces() {
     let out = std::env::temp_dir().join(format!("mantissa-tune-gpu-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
     let run =
-        tune(&gpu, &spec, &request(&out, false), &mut |_| {}).unwrap_or_else(|e| panic!("{e}"));
+        tune(&[&*gpu], &spec, &request(&out, false), &mut |_| {}).unwrap_or_else(|e| panic!("{e}"));
     println!("{}", mantissa_tune::text::render(&run));
 
     // Table 3's share of time: one kernel, all of the time, launched once per run.
@@ -208,7 +208,7 @@ fn the_tuner_finds_the_known_best_configuration_and_it_reproduces() {
 
     // Resumed: nothing runs again, the same choices.
     let again =
-        tune(&gpu, &spec, &request(&out, true), &mut |_| {}).unwrap_or_else(|e| panic!("{e}"));
+        tune(&[&*gpu], &spec, &request(&out, true), &mut |_| {}).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(again.device_trials, 0, "a resumed run ran trials again");
     for (a, b) in run.searches.iter().zip(&again.searches) {
         assert_eq!(a.search.chosen, b.search.chosen, "{}", a.label);
@@ -237,7 +237,7 @@ fn the_spec_tolerance_as_the_error_threshold() {
     req.modes = vec![1];
     req.baseline = false;
     req.exhaustive = false;
-    let run = tune(&gpu, &spec, &req, &mut |_| {}).unwrap_or_else(|e| panic!("{e}"));
+    let run = tune(&[&*gpu], &spec, &req, &mut |_| {}).unwrap_or_else(|e| panic!("{e}"));
     println!("{}", mantissa_tune::text::render(&run));
     let m1 = chosen(&run, "mode 1");
     let trial = m1
@@ -297,7 +297,7 @@ fn a_program_without_f64_work_has_nothing_to_tune() {
     std::fs::write(dir.join("spec.toml"), F32_ONLY_TOML).unwrap();
     let spec = Spec::load(&dir.join("spec.toml")).unwrap();
     let out = dir.join("out");
-    match tune(&gpu, &spec, &request(&out, false), &mut |_| {}) {
+    match tune(&[&*gpu], &spec, &request(&out, false), &mut |_| {}) {
         Err(e @ mantissa_tune::flow::TuneError::NothingToTune(_)) => {
             let line = e.to_string();
             assert!(
@@ -309,4 +309,64 @@ fn a_program_without_f64_work_has_nothing_to_tune() {
         Ok(run) => panic!("tuned a program without f64: {run:?}"),
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Two handles on GPU 0 stand in for two GPUs (their timings share one GPU and mean nothing
+/// here; accuracy must not change): the searches' trials run in batches over both, and each
+/// search runs the configurations, and gets the digits, that it gets on one handle.
+#[test]
+fn trials_over_two_devices_answer_as_on_one() {
+    let Some(_gpu) = require_gpu_or_skip() else {
+        return;
+    };
+    let toolchain = mantissa_gpu::Toolchain::probe().unwrap_or_else(|e| panic!("{e}"));
+    let one = mantissa_gpu::Gpu::open(&toolchain, 0).unwrap_or_else(|e| panic!("{e}"));
+    let two = mantissa_gpu::Gpu::open(&toolchain, 0).unwrap_or_else(|e| panic!("{e}"));
+    let spec = Spec::load(&spec_path()).unwrap_or_else(|e| panic!("{e}"));
+    let base = std::env::temp_dir().join(format!("mantissa-tune-two-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    let run_on = |gpus: &[&mantissa_gpu::Gpu], dir: &str| {
+        let mut req = request(&base.join(dir), false);
+        req.modes = vec![1];
+        req.baseline = false;
+        req.exhaustive = true;
+        req.policy = TimingPolicy {
+            warmup: 1,
+            repeats: 3,
+            max_repeats: 6,
+        };
+        tune(gpus, &spec, &req, &mut |_| {}).unwrap_or_else(|e| panic!("{e}"))
+    };
+    let alone = run_on(&[&one], "one");
+    let both = run_on(&[&one, &two], "two");
+    println!("{}", mantissa_tune::text::render(&both));
+    assert!(alone.devices.is_empty());
+    assert_eq!(both.devices.len(), 2);
+    assert!(
+        both.notes
+            .iter()
+            .any(|n| n.contains("batches of trials ran over the GPUs")),
+        "no batch ran over the two handles: {:?}",
+        both.notes
+    );
+    assert_eq!(alone.searches.len(), both.searches.len());
+    for (a, b) in alone.searches.iter().zip(&both.searches) {
+        let key = |s: &mantissa_tune::strategy::Search| -> Vec<(String, f64, Option<String>)> {
+            s.log
+                .iter()
+                .map(|(c, t)| (format!("{c:?}"), t.digits, t.failed.clone()))
+                .collect()
+        };
+        // The exhaustive search's log is every subset in one order; mode 1 stops on digits
+        // alone: neither depends on a time.
+        assert_eq!(key(&a.search), key(&b.search), "{}", a.label);
+        assert_eq!(a.search.trials, b.search.trials, "{}", a.label);
+        if a.search.strategy == "mode 1" {
+            assert_eq!(a.search.chosen, b.search.chosen);
+        }
+    }
+    // Records of the two-device run name the device that timed them.
+    let text = std::fs::read_to_string(base.join("two/results.jsonl")).unwrap();
+    assert!(text.contains(r#""device_ordinal":0"#), "{text}");
+    let _ = std::fs::remove_dir_all(&base);
 }
