@@ -11,12 +11,15 @@
 # Usage: scripts/bench-devices.sh MANTISSA OUT
 #   STUDY_ARGS   (default "--quick --backend gpu")      what `mantissa study` runs
 #   MATHLIB_ARGS (default "--libraries none")           what `mantissa mathlib` runs (GPU columns)
-#   COMMANDS     (default "study mathlib")              which of the two to time
+#   TUNE_ARGS    (default: relax at 800,000 steps, trials of about 100 ms or more; modes 2 and 3,
+#                the baseline and the exhaustive search)  what `mantissa tune` runs
+#   COMMANDS     (default "study mathlib tune")         which of them to time
 set -uo pipefail
 bin=${1:?mantissa binary}; out=${2:?output directory}
 mkdir -p "$out"; log="$out/bench-devices.jsonl"; : > "$log"
 study_args=${STUDY_ARGS:---quick --backend gpu}
 mathlib_args=${MATHLIB_ARGS:---libraries none}
+tune_args=${TUNE_ARGS:-examples/tune/relax.toml --set steps=800000 --mode 2,3 --baseline --exhaustive --repeats 5 --max-repeats 10}
 
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
 if [ "${gpus:-0}" -lt 1 ]; then
@@ -31,10 +34,11 @@ args_of() {
   case "$1" in
     study) echo "$study_args" ;;
     mathlib) echo "$mathlib_args" ;;
+    tune) echo "$tune_args" ;;
   esac
 }
 
-for cmd in ${COMMANDS:-study mathlib}; do
+for cmd in ${COMMANDS:-study mathlib tune}; do
   # Warm-up: fills the caches (and is not timed).
   # shellcheck disable=SC2046
   "$bin" "$cmd" $(args_of "$cmd") --devices 0 --out "$out/$cmd-warmup" >/dev/null 2>"$out/$cmd-warmup.stderr" \
