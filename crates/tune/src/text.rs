@@ -107,11 +107,16 @@ pub fn render(run: &TuneRun) -> String {
             .search
             .first_met_at
             .map_or(String::new(), |k| format!(", first met at trial {k}"));
+        // Run ahead on a GPU that was free (several GPUs) and then not needed by the search.
+        let ahead = match s.search.unused_ahead {
+            0 => String::new(),
+            n => format!(" (+{n} run ahead, not needed)"),
+        };
         match (&s.search.chosen, &s.search.chosen_trial) {
             (Some(c), Some(t)) => {
                 let _ = writeln!(
                     o,
-                    "  {}: {} — {}; {} trials{first}",
+                    "  {}: {} — {}; {} trials{ahead}{first}",
                     s.label,
                     names(units, c),
                     trial_line(&format!("{} units", c.len()), t),
@@ -125,7 +130,11 @@ pub fn render(run: &TuneRun) -> String {
                 }
             }
             _ => {
-                let _ = writeln!(o, "  {}: none met ({} trials)", s.label, s.search.trials);
+                let _ = writeln!(
+                    o,
+                    "  {}: none met ({} trials{ahead})",
+                    s.label, s.search.trials
+                );
             }
         }
     }
@@ -222,5 +231,12 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("note: a <note>"), "{text}");
+        let mut several = crate::fixture::run();
+        several.searches[0].search.unused_ahead = 2;
+        let text = render(&several);
+        assert!(
+            text.contains("; 3 trials (+2 run ahead, not needed), first met at trial 2"),
+            "{text}"
+        );
     }
 }
