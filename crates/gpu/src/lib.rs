@@ -83,6 +83,7 @@ pub mod nvrtc;
 pub mod pool;
 mod ranges;
 pub mod runtime;
+pub mod symbol;
 pub mod testing;
 pub mod timing;
 pub mod toolchain;
@@ -105,7 +106,7 @@ pub use frontend::{
     read_source, BuildRequest, Builder, Built, Define, FrontEnd, FrontEndChoice, HostCode, Reason,
     UnknownFrontEnd,
 };
-pub use gpu::{symbols_of_ptx, Gpu, KernelResources, Module, Symbol};
+pub use gpu::{Gpu, KernelResources, Module};
 pub use jit::JitCache;
 pub use launch::{DType, DeviceBuffer, HostData, KernelArg, LaunchDims, Scalar};
 pub use locate::{cuda_tool, nvrtc_library, NvrtcLibrary, NvrtcOrigin};
@@ -114,6 +115,7 @@ pub use marks::Mark;
 pub use nvcc::{Nvcc, NvccOrigin, NVCC_ENV, NVCC_PIP_INSTALL};
 pub use nvrtc::{source_hash, BuildFacts, Compiled, Compiler, Source, Target};
 pub use pool::{run_pool, PoolError, PoolSummary, WorkerSummary};
+pub use symbol::{symbols_of_ptx, Symbol};
 pub use timing::{Timing, TimingOptions};
 pub use toolchain::{device_count, BadDeviceSelection, DeviceSelection, Toolchain};
 pub use version::{Arch, CudaVersion, PtxIsa};
