@@ -73,6 +73,7 @@ pub fn run() -> TuneRun {
         },
         searches: vec![SearchEntry {
             label: "mode 2, 3 digits, 10%".into(),
+            unit: 0,
             units: "fisets",
             search: Search {
                 strategy: "mode 2".into(),
@@ -89,5 +90,6 @@ pub fn run() -> TuneRun {
         device_trials: 3,
         resumed: 0,
         notes: vec!["a <note>".into()],
+        shard: None,
     }
 }
