@@ -407,7 +407,8 @@ pub fn tune(
     for group in plans.chunk_by(|a, b| a.thresholds.error == b.thresholds.error) {
         eval.set_error(group[0].thresholds.error);
         for plan in group {
-            let (unit, name, mode, t) = (plan.unit, &plan.strategy, plan.mode, plan.thresholds);
+            let (unit, name, mode, t) =
+                (plan.unit, plan.strategy.clone(), plan.mode, plan.thresholds);
             progress(TuneEvent::Search {
                 label: label(&name, &t),
             });
