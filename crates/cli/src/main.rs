@@ -85,12 +85,12 @@ enum Command {
     /// the CPU's (Rust std, the libm crate) against correctly rounded references: binary32
     /// univariate functions exhaustively on the GPU, the rest by search; or --check one input.
     Mathlib(mathlib::MathlibArgs),
-    /// Write a Slurm job array that runs `study` or `mathlib` in N shards (`--shard I/N`), its
-    /// time and memory estimated from the work, and a merge job that starts when every shard has
+    /// Write a Slurm job array that runs `study`, `mathlib` or `tune` in N shards (`--shard
+    /// I/N`), its time and memory estimated from the work (tune: --time given), and a merge job that starts when every shard has
     /// succeeded: `mantissa slurm --shards 4 -- study … --out DIR`, then `bash DIR/submit.sh`.
     /// Submits nothing itself.
     Slurm(slurm::SlurmArgs),
-    /// Merge the shard stores of a split run (`study` or `mathlib` with `--shard I/N`) into the
+    /// Merge the shard stores of a split run (`study`, `mathlib` or `tune` with `--shard I/N`) into the
     /// store a single process writes, in plan order, and write its report; shards of different
     /// settings, versions or revisions, and missing or duplicated shards, are refused.
     Merge(merge::MergeArgs),

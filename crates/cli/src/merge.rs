@@ -1,6 +1,8 @@
 //! `mantissa merge`: wiring for [`mantissa_report::merge`] — merge the shard stores of the given
 //! directories into OUT (refusing, in one line, shards that are not all the parts of one run),
-//! then write the report the command writes after a single-process run.
+//! then write the report the command writes after a single-process run. A study's and a tuning
+//! run's shards share the store's file name (`results.shard-I-of-N.jsonl`); their manifests say
+//! which command wrote them.
 
 use std::path::PathBuf;
 
@@ -8,8 +10,8 @@ use anyhow::bail;
 use clap::Args;
 use mantissa_mathlib::records::Record as MathlibRecord;
 use mantissa_report::merge::{merge, shard_files, Merged};
-use mantissa_report::store::data_file;
-use mantissa_report::{Record, StoreLine};
+use mantissa_report::store::{data_file, manifest_file};
+use mantissa_report::{Manifest, Record, StoreLine};
 
 /// The options of `mantissa merge` (see docs/COMMANDS.md).
 #[derive(Args)]
@@ -35,10 +37,22 @@ pub fn run(args: MergeArgs) -> anyhow::Result<()> {
             .join(", ")
     };
     let pattern = |file: String| file.replace("shard-0-of-1", "shard-I-of-N");
-    let (study, mathlib) = (
-        any_shards::<Record>(&args.dirs)?,
-        any_shards::<MathlibRecord>(&args.dirs)?,
-    );
+    let (study, tune) = record_shards(&args.dirs)?;
+    let mathlib = any_shards::<MathlibRecord>(&args.dirs)?;
+    if tune && (study || mathlib) {
+        bail!(
+            "{} hold shards of both `mantissa tune` and `mantissa {}`: give each command's shards a directory of their own",
+            dirs(),
+            if study { "study" } else { "mathlib" }
+        );
+    }
+    if tune {
+        // The documents first: a refusal there leaves nothing written.
+        let run = crate::tune::merge_documents(&args.dirs)?;
+        let merged = merge::<Record>(&args.dirs, &out)?;
+        announce(&merged);
+        return crate::tune::write_merged(&out, &run);
+    }
     match (study, mathlib) {
         (true, true) => bail!(
             "{} hold shards of both `mantissa study` ({}) and `mantissa mathlib` ({}): give each command's shards a directory of their own",
@@ -47,7 +61,7 @@ pub fn run(args: MergeArgs) -> anyhow::Result<()> {
             pattern(data_file::<MathlibRecord>(Some(ONE)))
         ),
         (false, false) => bail!(
-            "no shard stores ({} or {}) in {}: run `mantissa study` or `mantissa mathlib` with --shard I/N first",
+            "no shard stores ({} or {}) in {}: run `mantissa study`, `mantissa tune` or `mantissa mathlib` with --shard I/N first",
             pattern(data_file::<Record>(Some(ONE))),
             pattern(data_file::<MathlibRecord>(Some(ONE))),
             dirs()
@@ -67,6 +81,23 @@ pub fn run(args: MergeArgs) -> anyhow::Result<()> {
 
 /// A shard, for spelling file names as patterns.
 const ONE: mantissa_report::Shard = mantissa_report::Shard::ONE;
+
+/// Whether `dirs` hold shard stores of a study, and of a tuning run (whose manifests say
+/// `tune`).
+fn record_shards(dirs: &[PathBuf]) -> anyhow::Result<(bool, bool)> {
+    let (mut study, mut tune) = (false, false);
+    for dir in dirs {
+        for (shard, _) in shard_files::<Record>(dir)? {
+            let manifest = Manifest::read(&dir.join(manifest_file::<Record>(Some(shard))))?;
+            if manifest.is_some_and(|m| m.command == "tune") {
+                tune = true;
+            } else {
+                study = true;
+            }
+        }
+    }
+    Ok((study, tune))
+}
 
 /// Whether any of `dirs` holds a shard store of `L`.
 fn any_shards<L: StoreLine>(dirs: &[PathBuf]) -> anyhow::Result<bool> {

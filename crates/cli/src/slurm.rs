@@ -1,6 +1,6 @@
 //! `mantissa slurm`: wiring for [`mantissa_slurm`] — parse the options and the command after
-//! `--` (with `study`'s and `mathlib`'s own parsers, so a typo fails here and not on the
-//! cluster), let the command's crate estimate its shards, write the scripts and say what was
+//! `--` (with `study`'s, `mathlib`'s and `tune`'s own parsers, so a typo fails here and not on
+//! the cluster), let the command's crate estimate its shards, write the scripts and say what was
 //! written and how to submit it. Nothing is submitted.
 
 use std::path::PathBuf;
@@ -13,6 +13,7 @@ use mantissa_study::study::Plan;
 
 use crate::mathlib::MathlibArgs;
 use crate::study::StudyArgs;
+use crate::tune::TuneArgs;
 
 /// Multiprocessors of the device a study's GPU points are planned for when estimating (an
 /// H100's 132): the nodes' GPU is not at hand where `mantissa slurm` runs, and the plan's
@@ -26,7 +27,7 @@ pub struct SlurmArgs {
     #[arg(long, value_name = "N")]
     shards: u32,
     /// GPUs per shard [default: 1 when the command uses a GPU (study without --backend cpu,
-    /// mathlib without --cpu-only), else 0].
+    /// mathlib without --cpu-only, tune), else 0].
     #[arg(long, value_name = "G")]
     gpus: Option<u32>,
     /// Slurm partition of every job.
@@ -35,10 +36,11 @@ pub struct SlurmArgs {
     /// Slurm account of every job.
     #[arg(long, value_name = "A")]
     account: Option<String>,
-    /// Time limit per shard [default: estimated from the work, ×2 + 10 minutes].
+    /// Time limit per shard [default: estimated from the work, ×2 + 10 minutes; required for
+    /// tune, whose time cannot be estimated].
     #[arg(long, value_name = "D-HH:MM:SS")]
     time: Option<String>,
-    /// Memory per shard, like 4G or 1500M [default: estimated from the work].
+    /// Memory per shard, like 4G or 1500M [default: estimated from the work; 4G for tune].
     #[arg(long, value_name = "SIZE")]
     mem: Option<String>,
     /// Where the scripts and logs/ go [default: the command's --out].
@@ -47,7 +49,7 @@ pub struct SlurmArgs {
     /// The mantissa binary the jobs run, as the nodes see it [default: this one].
     #[arg(long, value_name = "PATH")]
     mantissa: Option<PathBuf>,
-    /// The command and its arguments, after `--`: `study …` or `mathlib …`.
+    /// The command and its arguments, after `--`: `study …`, `mathlib …` or `tune …`.
     #[arg(last = true, required = true, value_name = "COMMAND")]
     command: Vec<String>,
 }
@@ -66,6 +68,7 @@ struct ShardedCli {
 enum ShardedCommand {
     Study(StudyArgs),
     Mathlib(MathlibArgs),
+    Tune(TuneArgs),
 }
 
 fn usage(msg: String) -> anyhow::Error {
@@ -144,6 +147,11 @@ pub fn run(args: SlurmArgs, threads: Option<usize>) -> anyhow::Result<()> {
             (spec.out, spec.gpu) = (out, gpu);
             let with_gpu = spec.gpus()?.0 > 0 && gpu != GpuUse::Never;
             Estimate::mathlib(&plan, with_gpu, args.shards.max(1))
+        }
+        ShardedCommand::Tune(tune) => {
+            let (searches, out) = crate::tune::for_slurm(tune)?;
+            (spec.out, spec.gpu) = (out, GpuUse::Required);
+            Estimate::tune(searches, args.shards.max(1))
         }
     };
     let job = Job::new(&spec, &estimate)?;

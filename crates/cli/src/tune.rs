@@ -1,20 +1,29 @@
 //! `mantissa tune`: wiring for [`mantissa_tune::flow::tune`] — read a kernel spec, parse the
 //! thresholds, show progress on stderr, print the table in the shape of seed 002 Table 4 (or the
 //! JSON document), with every trial kept in OUT/results.jsonl as it runs and the chosen
-//! configurations saved in OUT/configs/.
+//! configurations saved in OUT/configs/. A shard (`--shard I/N`) runs its share of the searches
+//! and leaves its document for `mantissa merge` ([`merge`]), which writes the report.
 
 use crate::run::RunUsage;
 use crate::spec_args::{gpus_for, parse_flags, parse_override};
 use anyhow::anyhow;
+use anyhow::bail;
 use clap::Args;
 use mantissa_gpu::{DeviceSelection, FlagSet};
 use mantissa_harness::spec::SizeOverride;
 use mantissa_harness::Spec;
 use mantissa_ptx::fiset::FisetOptions;
-use mantissa_tune::flow::{tune, TuneEvent, TuneRequest};
+use mantissa_report::merge::shard_files;
+use mantissa_report::store::manifest_file;
+use mantissa_report::store::write_atomically;
+use mantissa_report::Shard;
+use mantissa_report::{Manifest, Record};
+use mantissa_tune::flow::{tune, TuneEvent, TuneRequest, TuneRun};
 use mantissa_tune::gpu::TimingPolicy;
+use mantissa_tune::shard::{document_file, MERGED_FILE};
 use mantissa_tune::ErrorThreshold;
-use std::path::PathBuf;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
 
 /// The options of `mantissa tune` (see docs/COMMANDS.md).
 #[derive(Args)]
@@ -68,6 +77,11 @@ pub struct TuneArgs {
     /// Keep OUT/results.jsonl and run only the trials it lacks.
     #[arg(long)]
     resume: bool,
+    /// Run only shard I of N (0 ≤ I < N) of the searches: search k (in the order the table
+    /// lists them) is shard k mod N's. Trials go to OUT/results.shard-I-of-N.jsonl and the run
+    /// to OUT/tune.shard-I-of-N.json; `mantissa merge OUT` joins them and writes the report.
+    #[arg(long, value_name = "I/N")]
+    shard: Option<Shard>,
     /// Print one JSON document instead of tables.
     #[arg(long)]
     json: bool,
@@ -127,8 +141,9 @@ fn parse_modes(s: &str) -> Result<Modes, String> {
     list(s, "mode", |m: &u8| (1..=3).contains(m), "1, 2 or 3").map(Modes)
 }
 
-pub fn run(args: TuneArgs) -> anyhow::Result<()> {
-    let spec = Spec::load_with(&args.spec, &args.set).map_err(|e| RunUsage(e.to_string()))?;
+/// The request `args` make, checked as far as it can be without a GPU (a shard that would have
+/// no search is refused).
+fn request(args: &TuneArgs) -> anyhow::Result<TuneRequest> {
     if args.repeats == 0 || args.max_repeats < args.repeats {
         return Err(RunUsage(format!(
             "--repeats {} --max-repeats {}: need 1 ≤ repeats ≤ max-repeats",
@@ -136,8 +151,6 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
         ))
         .into());
     }
-    let gpus = gpus_for("tune", &args.spec, &args.devices)?;
-    let gpus: Vec<&mantissa_gpu::Gpu> = gpus.iter().collect();
     let mut errors: Vec<ErrorThreshold> = args
         .digits
         .0
@@ -164,7 +177,41 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
         },
         out: Some(args.out.clone()),
         resume: args.resume,
+        shard: args.shard,
     };
+    let searches = searches(&request);
+    if let Some(shard) = args.shard.filter(|s| s.count() as usize > searches) {
+        return Err(RunUsage(format!(
+            "--shard {shard}: this run has {searches} searches, so some of {} shards would have none; give at most {searches} shards",
+            shard.count()
+        ))
+        .into());
+    }
+    Ok(request)
+}
+
+/// How many searches (work units) `request`'s whole run has.
+fn searches(request: &TuneRequest) -> usize {
+    let whole = TuneRequest {
+        shard: None,
+        ..request.clone()
+    };
+    mantissa_tune::plan::plans(&whole).len()
+}
+
+/// What `mantissa slurm` needs of a tuning run's arguments, checked as `run` checks them
+/// without a GPU: its searches (work units) and its output directory.
+pub fn for_slurm(args: &TuneArgs) -> anyhow::Result<(usize, PathBuf)> {
+    Spec::load_with(&args.spec, &args.set).map_err(|e| RunUsage(e.to_string()))?;
+    let request = request(args)?;
+    Ok((searches(&request), args.out.clone()))
+}
+
+pub fn run(args: TuneArgs) -> anyhow::Result<()> {
+    let spec = Spec::load_with(&args.spec, &args.set).map_err(|e| RunUsage(e.to_string()))?;
+    let request = request(&args)?;
+    let gpus = gpus_for("tune", &args.spec, &args.devices)?;
+    let gpus: Vec<&mantissa_gpu::Gpu> = gpus.iter().collect();
     let quiet = args.json;
     if gpus.len() > 1 && !quiet {
         let list: Vec<String> = gpus.iter().map(|g| g.ordinal().to_string()).collect();
@@ -213,17 +260,107 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
         Err(e) if e.is_usage() => return Err(RunUsage(e.to_string()).into()),
         Err(e) => return Err(e.into()),
     };
-    let page = mantissa_tune::page::write(&args.out, &run)
-        .map_err(|e| anyhow!("writing the report page in {}: {e}", args.out.display()))?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&run)?);
+    if let Some(shard) = args.shard {
+        // The merge writes the report page, from every shard's document.
+        let doc = args.out.join(document_file(shard));
+        write_document(&doc, &run)?;
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&run)?);
+        } else {
+            print!("{}", mantissa_tune::text::render(&run));
+            eprintln!(
+                "shard {shard}: trials in {}, its searches in {}; when every shard is done, `mantissa merge {}` writes the whole report",
+                args.out.join(mantissa_report::store::data_file::<mantissa_report::Record>(Some(shard))).display(),
+                doc.display(),
+                args.out.display()
+            );
+        }
+        return Ok(());
+    }
+    report(&args.out, &run, args.json)
+}
+
+/// Writes `run` as JSON to `path`, whole or not at all.
+fn write_document(path: &Path, run: &TuneRun) -> anyhow::Result<()> {
+    let mut text = serde_json::to_string_pretty(run)?;
+    text.push('\n');
+    write_atomically(path, text.as_bytes())?;
+    Ok(())
+}
+
+/// What a whole run leaves: the report page in `out`, then the table (or the JSON document).
+fn report(out: &Path, run: &TuneRun, json: bool) -> anyhow::Result<()> {
+    let page = mantissa_tune::page::write(out, run)
+        .map_err(|e| anyhow!("writing the report page in {}: {e}", out.display()))?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(run)?);
     } else {
-        print!("{}", mantissa_tune::text::render(&run));
+        print!("{}", mantissa_tune::text::render(run));
         eprintln!(
             "trials kept in {}; report page {}",
-            args.out.join("results.jsonl").display(),
+            out.join("results.jsonl").display(),
             page.display()
         );
     }
     Ok(())
+}
+
+/// The documents of the tuning run's shards in `dirs` (each beside its shard's store) joined
+/// into the whole run ([`mantissa_tune::shard::merge`]), before anything is written: a shard
+/// whose document is missing (its run did not finish), or whose manifest differs from the
+/// first's, is refused here in one line. (`mantissa merge` checks the stores themselves.)
+pub fn merge_documents(dirs: &[PathBuf]) -> anyhow::Result<TuneRun> {
+    let mut shards: Vec<(Shard, PathBuf, Option<Manifest>)> = Vec::new();
+    let mut seen = BTreeSet::new();
+    for dir in dirs {
+        for (shard, path) in shard_files::<Record>(dir)? {
+            // The same directory given twice is one directory.
+            if seen.insert(path.canonicalize().unwrap_or_else(|_| path.clone())) {
+                let manifest = Manifest::read(&dir.join(manifest_file::<Record>(Some(shard))))?;
+                shards.push((shard, path, manifest));
+            }
+        }
+    }
+    let mut runs = Vec::new();
+    let mut settings = None;
+    for (shard, path, manifest) in &shards {
+        let doc = document_path(path, *shard);
+        let Ok(text) = std::fs::read_to_string(&doc) else {
+            bail!(
+                "{} is missing: shard {shard}'s tuning run did not finish; run it again with --resume, then merge again",
+                doc.display()
+            );
+        };
+        let Some(manifest) = manifest else {
+            bail!("{}: shard {shard}'s store has no manifest, so it cannot be checked against the other shards", path.display());
+        };
+        let (first_shard, first): &(Shard, Manifest) =
+            settings.get_or_insert((*shard, manifest.clone()));
+        if let Some((field, a, b)) = first.difference(manifest) {
+            bail!("shards {first_shard} and {shard} differ in {field}: {a} vs {b}");
+        }
+        let run: TuneRun = serde_json::from_str(&text)
+            .map_err(|e| anyhow!("{}: not a tuning run's document: {e}", doc.display()))?;
+        runs.push(run);
+    }
+    let Some((_, manifest)) = settings else {
+        bail!("no tune shard stores in the directories given");
+    };
+    let plans = mantissa_tune::shard::plans_of_settings(&manifest.settings)?;
+    Ok(mantissa_tune::shard::merge(runs, &plans)?)
+}
+
+/// What `mantissa merge` writes of a merged tuning run besides its store: OUT/tune.json, the
+/// table and the report page.
+pub fn write_merged(out: &Path, run: &TuneRun) -> anyhow::Result<()> {
+    write_document(&out.join(MERGED_FILE), run)?;
+    report(out, run, false)
+}
+
+/// The document beside the shard store file `store`.
+fn document_path(store: &Path, shard: Shard) -> PathBuf {
+    store
+        .parent()
+        .unwrap_or_else(|| Path::new("."))
+        .join(document_file(shard))
 }

@@ -52,7 +52,7 @@ use crate::graph::Graph;
 use crate::model::*;
 use crate::regs::RegId;
 use crate::site::{self, Site};
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Serialize, Serializer};
 use std::collections::{HashMap, HashSet};
 
 /// How the search is bounded.
@@ -88,7 +88,7 @@ pub struct Fiset {
 }
 
 /// What the search found in one function (kernel or `.func` with a body).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FunctionProfile {
     /// The function's name as the PTX spells it.
     pub function: String,

@@ -23,6 +23,10 @@ pub const MEM_FACTOR: f64 = 1.25;
 pub const MEM_EXTRA_MIB: u64 = 512;
 /// MiB added when the shard has a GPU: the CUDA driver's and NVRTC's host memory.
 pub const GPU_MEM_EXTRA_MIB: u64 = 1024;
+/// Host bytes a tuning shard is given for its largest need (the program's buffers, read back
+/// for every trial, and the builds), with the margins above: 2 GiB × 1.25 + 512 MiB + 1024 MiB
+/// is `--mem 4G`. A fixed figure: the tuner has no cost model.
+pub const TUNE_BYTES: u64 = 2 << 30;
 
 /// One shard's share of the work.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -85,6 +89,25 @@ impl Estimate {
                 "mathlib's {} s budget per function and format, plus sweeps and builds (mantissa_mathlib::estimate)",
                 plan.budget.as_secs_f64()
             ),
+        }
+    }
+
+    /// A tuning run's: `searches` searches dealt round-robin, of no known time (how many trials
+    /// a search runs is found only by running it, so `--time` must be given) and a fixed
+    /// [`TUNE_BYTES`] of memory.
+    pub fn tune(searches: usize, shards: u32) -> Estimate {
+        let n = shards.max(1) as usize;
+        let shards = (0..n)
+            .map(|i| ShardLoad {
+                units: (i..searches).step_by(n).count(),
+                seconds: 0.0,
+                bytes: TUNE_BYTES,
+            })
+            .collect();
+        Estimate {
+            shards,
+            unit: "search",
+            model: "no model of a tuning run's time (its trials are found by running it: --time is required); a fixed 2 GiB of host memory".into(),
         }
     }
 
@@ -227,6 +250,15 @@ mod tests {
             seed: 1,
         };
         Estimate::study(&[&StudyPlan::cpu(&cfg)], cfg.suite, shards)
+    }
+
+    #[test]
+    fn a_tuning_run_deals_its_searches_round_robin_in_a_fixed_memory() {
+        let e = Estimate::tune(7, 3);
+        let units: Vec<usize> = e.shards.iter().map(|s| s.units).collect();
+        assert_eq!(units, [3, 2, 2]);
+        assert_eq!(e.units(), 7);
+        assert_eq!(memory_limit(e.most_bytes(), true), 4096);
     }
 
     #[test]

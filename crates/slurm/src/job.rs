@@ -138,6 +138,19 @@ impl Job {
         if spec.shards == 0 {
             return Err(Usage::new("mantissa slurm: --shards 0: give at least 1"));
         }
+        if spec.command == Sharded::Tune && spec.time.is_none() {
+            return Err(Usage::new(
+                "mantissa slurm: tune needs --time D-HH:MM:SS per shard: how many trials a tuning run makes is found only by running it, so its time cannot be estimated",
+            ));
+        }
+        if spec.command == Sharded::Tune && spec.shards as usize > estimate.units() {
+            return Err(Usage::new(format!(
+                "mantissa slurm: --shards {}: this tuning run has {} searches, so some shards would have none; give at most {}",
+                spec.shards,
+                estimate.units(),
+                estimate.units()
+            )));
+        }
         if estimate.units() == 0 {
             return Err(Usage::new(format!(
                 "mantissa slurm: mantissa {} plans no {} with these arguments: nothing to run",

@@ -1,5 +1,5 @@
 #![deny(missing_docs)]
-//! `mantissa slurm`: a sharded command (`study`, `mathlib`) as a Slurm job array plus a merge
+//! `mantissa slurm`: a sharded command (`study`, `mathlib`, `tune`) as a Slurm job array plus a merge
 //! job that waits for it, written as scripts the user submits.
 //!
 //! The crate writes files and never runs Slurm: `mantissa slurm` leaves three files in a
@@ -13,7 +13,9 @@
 //! - every word is quoted for a POSIX shell and every path is absolute ([`script`]);
 //! - time and memory come from the command's own cost model, the study's
 //!   (`mantissa_study::guard`) or mathlib's (`mantissa_mathlib::estimate`), for the largest
-//!   shard, with a stated safety margin ([`estimate`]);
+//!   shard, with a stated safety margin ([`estimate`]); a tuning run has no cost model (its
+//!   trials are found by running it), so its `--time` must be given and its memory is a stated
+//!   fixed figure;
 //! - bad input is one line ([`Usage`]) and nothing is written.
 
 pub mod estimate;

@@ -11,6 +11,8 @@ pub enum Sharded {
     Study,
     /// `mantissa mathlib`: a unit is a (function, format).
     Mathlib,
+    /// `mantissa tune`: a unit is a search.
+    Tune,
 }
 
 /// Whether a command uses a GPU, as its options say.
@@ -26,13 +28,14 @@ pub enum GpuUse {
 
 impl Sharded {
     /// Every command that shards, in the order the refusal names them.
-    pub const ALL: [Sharded; 2] = [Sharded::Study, Sharded::Mathlib];
+    pub const ALL: [Sharded; 3] = [Sharded::Study, Sharded::Mathlib, Sharded::Tune];
 
     /// The command's name.
     pub fn name(self) -> &'static str {
         match self {
             Sharded::Study => "study",
             Sharded::Mathlib => "mathlib",
+            Sharded::Tune => "tune",
         }
     }
 
@@ -44,7 +47,7 @@ impl Sharded {
             .ok_or_else(|| {
                 Usage::new(format!(
                     "mantissa slurm: {word:?} does not shard; the commands that do are {}",
-                    Sharded::ALL.map(Sharded::name).join(" and ")
+                    Sharded::ALL.map(Sharded::name).join(", ")
                 ))
             })
     }
@@ -54,21 +57,24 @@ impl Sharded {
         match self {
             Sharded::Study => "point",
             Sharded::Mathlib => "function",
+            Sharded::Tune => "search",
         }
     }
 
-    /// The option that makes it CPU-only.
+    /// The option that makes it CPU-only (none for tune, which needs a GPU: its
+    /// [`GpuUse::Required`] never lets the shards run without one).
     pub fn cpu_only(self) -> &'static [&'static str] {
         match self {
             Sharded::Study => &["--backend", "cpu"],
             Sharded::Mathlib => &["--cpu-only"],
+            Sharded::Tune => &[],
         }
     }
 
     /// The shard store's file name pattern in the output directory.
     pub fn shard_file(self) -> &'static str {
         match self {
-            Sharded::Study => "results.shard-I-of-N.jsonl",
+            Sharded::Study | Sharded::Tune => "results.shard-I-of-N.jsonl",
             Sharded::Mathlib => "mathlib.shard-I-of-N.jsonl",
         }
     }
@@ -152,13 +158,14 @@ mod tests {
     }
 
     #[test]
-    fn only_study_and_mathlib_shard_and_the_refusal_names_them() {
+    fn only_study_mathlib_and_tune_shard_and_the_refusal_names_them() {
         assert_eq!(Sharded::parse("study").unwrap(), Sharded::Study);
         assert_eq!(Sharded::parse("mathlib").unwrap(), Sharded::Mathlib);
-        let e = Sharded::parse("tune").unwrap_err().to_string();
+        assert_eq!(Sharded::parse("tune").unwrap(), Sharded::Tune);
+        let e = Sharded::parse("diff").unwrap_err().to_string();
         assert_eq!(
             e,
-            "mantissa slurm: \"tune\" does not shard; the commands that do are study and mathlib"
+            "mantissa slurm: \"diff\" does not shard; the commands that do are study, mathlib, tune"
         );
     }
 

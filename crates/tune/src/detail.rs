@@ -14,11 +14,11 @@ use mantissa_gpu::HostData;
 use mantissa_harness::compare::output_values;
 use mantissa_harness::{Configuration, Spec, TrialError, TrialRunner, TrialTiming};
 use mantissa_num::metrics::{measure_values, Reference};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 /// The digits of one output's elements.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OutputDigits {
     /// The output's name.
     pub output: String,
@@ -27,19 +27,22 @@ pub struct OutputDigits {
     /// Elements bit-identical to the f64 program's.
     pub identical: usize,
     /// The fewest digits of an element (+inf when all are identical).
+    #[serde(with = "mantissa_report::record::float")]
     pub min: f64,
     /// The median element's digits.
+    #[serde(with = "mantissa_report::record::float")]
     pub median: f64,
     /// How many elements have fewer than 1, 2, …, 16 correct digits (index k: fewer than k+1).
     pub below: Vec<usize>,
     /// The worst elements, fewest digits first: (index, value, f64 program's value, digits).
+    #[serde(with = "crate::doc::worst")]
     pub worst: Vec<(usize, f64, f64, f64)>,
     /// Where every element's digits were saved.
     pub saved: Option<PathBuf>,
 }
 
 /// Registers and local memory of one kernel of the configuration's build.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KernelUse {
     /// The kernel.
     pub kernel: String,
@@ -50,7 +53,7 @@ pub struct KernelUse {
 }
 
 /// The detail of one chosen configuration.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Detail {
     /// Per output (spec order).
     pub outputs: Vec<OutputDigits>,

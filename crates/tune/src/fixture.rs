@@ -74,6 +74,7 @@ pub fn run() -> TuneRun {
         devices: Vec::new(),
         searches: vec![SearchEntry {
             label: "mode 2, 3 digits, 10%".into(),
+            unit: 0,
             units: "fisets",
             search: Search {
                 strategy: "mode 2".into(),
@@ -91,5 +92,6 @@ pub fn run() -> TuneRun {
         device_trials: 3,
         resumed: 0,
         notes: vec!["a <note>".into()],
+        shard: None,
     }
 }

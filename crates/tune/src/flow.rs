@@ -6,10 +6,11 @@
 //! in the store as soon as it is measured.
 
 use crate::detail::Detail;
-use crate::evaluate::{ErrorThreshold, Evaluate, Need, Thresholds, Trial};
+use crate::evaluate::{ErrorThreshold, Evaluate, Need, Trial};
 use crate::gpu::{reference_time, Device, EvaluateError, GpuEvaluator, References, TimingPolicy};
 use crate::noise::Time;
-use crate::store::{Identity, StoreError, TrialStore};
+use crate::plan::label;
+use crate::store::{Identity, StoreError, StoreShard, TrialStore};
 use crate::strategy::{self, Mode, Search, SearchError};
 use crate::unit::{Config, Unit};
 use crate::units::{
@@ -21,9 +22,9 @@ use mantissa_harness::{
     Configuration, Demotion, RunnerOptions, Spec, TrialError, TrialRunner, TrialTiming,
 };
 use mantissa_ptx::fiset::{FisetOptions, FunctionProfile};
-use mantissa_report::Backend;
+use mantissa_report::{Backend, Shard};
 use mantissa_shadow::{Analyses, ShadowRequest};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
 /// What to tune and how.
@@ -49,6 +50,8 @@ pub struct TuneRequest {
     pub out: Option<PathBuf>,
     /// Keep what `out` holds and run only what is missing.
     pub resume: bool,
+    /// Run only this shard's searches ([`crate::plan`]), into its own store file.
+    pub shard: Option<Shard>,
 }
 
 /// Where a tuning run is, for a progress display.
@@ -91,14 +94,17 @@ pub enum TuneEvent {
     Resumed(usize),
 }
 
-/// One search with the thresholds it ran under.
+/// One search with the thresholds it ran under (read back by [`crate::doc`]).
 #[derive(Debug, Clone, Serialize)]
 pub struct SearchEntry {
     /// `mode 2, 3 digits, 10%`.
     pub label: String,
+    /// Its place in the run's plan ([`crate::plan`]).
+    pub unit: usize,
     /// Over FISets (`fisets`) or variables (`variables`).
     pub units: &'static str,
     /// The search and what it found (its configurations index that unit list).
+    #[serde(with = "crate::doc::search")]
     pub search: Search,
     /// Where its chosen configuration was saved (`--out`), as a configuration file beside its
     /// listing per source line.
@@ -108,7 +114,7 @@ pub struct SearchEntry {
 }
 
 /// A kernel's profile (seed 002 Table 3).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct KernelProfile {
     /// The FISet analysis's profile of the function.
     pub fisets: FunctionProfile,
@@ -130,7 +136,7 @@ pub struct KernelProfile {
 }
 
 /// What a tuning run found.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TuneRun {
     /// The spec's name.
     pub spec: String,
@@ -167,6 +173,9 @@ pub struct TuneRun {
     pub resumed: usize,
     /// Anything the reader should know.
     pub notes: Vec<String>,
+    /// The shard this run is (its searches are that shard's); `None` for a whole run.
+    #[serde(default)]
+    pub shard: Option<Shard>,
 }
 
 /// Why a tuning run could not be made.
@@ -244,17 +253,6 @@ fn fingerprint(units: &[Unit]) -> String {
         .collect();
     let text = serde_json::to_string(&shape).unwrap_or_default();
     format!("{:016x}", mantissa_gpu::cache::fnv1a64(text.as_bytes()))
-}
-
-fn label(strategy: &str, t: &Thresholds) -> String {
-    let e = match t.error {
-        ErrorThreshold::Digits(d) => format!("{d} digits"),
-        ErrorThreshold::SpecTolerance => "the spec's tolerance".into(),
-    };
-    match t.speedup_pct {
-        Some(p) => format!("{strategy}, {e}, {p}%"),
-        None => format!("{strategy}, {e}"),
-    }
 }
 
 /// Runs `request` on `spec` (see the module docs) on `gpus`: everything but the searches runs
@@ -387,6 +385,10 @@ pub fn tune(
     let mut store = TrialStore::open(
         request.out.as_deref(),
         request.resume,
+        request.shard.map(|shard| StoreShard {
+            shard,
+            settings: crate::shard::settings(spec, request),
+        }),
         identity,
         &fingerprint(&all_units),
     )?;
@@ -464,38 +466,13 @@ pub fn tune(
     let resumed = store.resumed;
     let mut eval = GpuEvaluator::new(devices, all_units, request.policy, &mut store);
     let mut searches = Vec::new();
-    for &error in &request.errors {
-        eval.set_error(error);
-        let mut plans: Vec<(String, u8, Option<f64>)> = Vec::new();
-        for &m in &request.modes {
-            if m == 1 {
-                plans.push(("mode 1".into(), 1, None));
-            } else {
-                for &p in &request.speedups {
-                    plans.push((format!("mode {m}"), m, Some(p)));
-                }
-            }
-        }
-        if request.baseline {
-            let ps: Vec<Option<f64>> = if request.speedups.is_empty() {
-                vec![None]
-            } else {
-                request.speedups.iter().copied().map(Some).collect()
-            };
-            for p in ps {
-                plans.push(("delta debugging".into(), 0, p));
-            }
-        }
-        if request.exhaustive {
-            for &p in &request.speedups {
-                plans.push(("exhaustive".into(), 4, Some(p)));
-            }
-        }
-        for (name, mode, p) in plans {
-            let t = Thresholds {
-                error,
-                speedup_pct: p,
-            };
+    let plans = crate::plan::plans(request);
+    // In runs of one error threshold, which the evaluator is set to once per run.
+    for group in plans.chunk_by(|a, b| a.thresholds.error == b.thresholds.error) {
+        eval.set_error(group[0].thresholds.error);
+        for plan in group {
+            let (unit, name, mode, t) =
+                (plan.unit, plan.strategy.clone(), plan.mode, plan.thresholds);
             progress(TuneEvent::Search {
                 label: label(&name, &t),
             });
@@ -504,6 +481,7 @@ pub fn tune(
             if mode != 1 && !measurable {
                 searches.push(SearchEntry {
                     label: label(&name, &t),
+                    unit,
                     units: if mode == 0 { "variables" } else { "fisets" },
                     search: Search {
                         strategy: name.clone(),
@@ -582,6 +560,7 @@ pub fn tune(
             };
             searches.push(SearchEntry {
                 label: name_label,
+                unit,
                 units: over,
                 search,
                 saved,
@@ -632,6 +611,7 @@ pub fn tune(
         device_trials,
         resumed,
         notes,
+        shard: request.shard,
     })
 }
 

@@ -44,13 +44,15 @@ impl Default for TimingPolicy {
 }
 
 /// The f64 program (as written) and the whole program demoted: Eq. 3's 0% and 100%.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct References {
     /// The program as written.
     pub t64: Time,
     /// Every f64 instruction and math call demoted ([`Demotion::all`]).
     pub t32: Time,
-    /// Digits of the all-f32 program against the f64 one.
+    /// Digits of the all-f32 program against the f64 one (+inf when bit-identical: written as
+    /// the results store writes non-finite numbers, so that a run's document reads back).
+    #[serde(with = "mantissa_report::record::float")]
     pub digits32: f64,
 }
 

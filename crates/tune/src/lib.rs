@@ -13,12 +13,16 @@
 //! - [`strategy`]: the searches (modes 1–3 over FISets, delta debugging over variables, the
 //!   exhaustive search of small cases). They know nothing of GPUs, PTX or files.
 //! - [`flow`]: one tuning run from a spec; [`text`], [`table`] and [`save`]: what the user gets.
+//! - [`plan`]: the run's searches in order, numbered — its work units, divided among the shards
+//!   of `--shard I/N`; [`shard`]: what makes shards one run, and their documents merged
+//!   ([`doc`]: the document's JSON read back).
 //!
 //! Nothing here prints: progress goes through callbacks, results come back as values.
 
 #![deny(missing_docs)]
 
 pub mod detail;
+pub mod doc;
 pub mod evaluate;
 #[cfg(test)]
 mod fixture;
@@ -26,7 +30,9 @@ pub mod flow;
 pub mod gpu;
 pub mod noise;
 pub mod page;
+pub mod plan;
 pub mod save;
+pub mod shard;
 pub mod store;
 pub mod strategy;
 pub mod table;

@@ -10,12 +10,22 @@
 //! with the same options, so a resume over another fingerprint is refused). Quantities are in
 //! `extra`: `digits`, `within_tolerance` (1 or 0, absent without a tolerance), `time_ms`,
 //! `noise_ms`, `reps`.
+//!
+//! A shard of a run (`--shard I/N`) writes `DIR/results.shard-I-of-N.jsonl` and its manifest
+//! (`store.shard-I-of-N.json`: the settings that plan the run and the units' fingerprint, so
+//! that `mantissa merge` joins only shards of one run and `--resume` refuses another run's
+//! file). Every record of the shard carries unit I, the shard's first search: a trial belongs to
+//! every search of the shard that meets it (it is run once), and the references and the
+//! fingerprint to all of them, so no record has a search of its own.
 
 use crate::noise::Time;
 use crate::unit::Config;
-use mantissa_report::{read_records, Backend, Record, RecordError, ResultsLog, Status, SCHEMA};
+use mantissa_report::{
+    read_records, Backend, Manifest, Record, RecordError, ResultsLog, Shard, Status, StoreOptions,
+    SCHEMA,
+};
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 /// What is known of one configuration.
@@ -109,9 +119,24 @@ pub struct Identity {
     pub name_devices: bool,
 }
 
+/// The shard a store is of, and the settings that make two shards parts of one run
+/// ([`crate::shard::settings`]).
+#[derive(Debug, Clone)]
+pub struct StoreShard {
+    /// The shard.
+    pub shard: Shard,
+    /// The run's settings, for the manifest (the store adds the units' fingerprint).
+    pub settings: BTreeMap<String, String>,
+}
+
+/// The manifest setting that holds the fingerprint of the unit list.
+pub const FINGERPRINT_SETTING: &str = "unit-fingerprint";
+
 /// The results store of one tuning run, and what it already held.
 pub struct TrialStore {
     log: Option<ResultsLog>,
+    /// The unit every record is written under: a shard's first search, 0 for a whole run.
+    unit: u64,
     identity: Identity,
     known: HashMap<Config, Measured>,
     /// By (which, device ordinal).
@@ -134,16 +159,19 @@ pub enum StoreError {
 const ALGORITHM: &str = "tune";
 
 impl TrialStore {
-    /// Opens `dir`'s store (none: nothing is kept), checking on resume that it holds a run of
-    /// the same units (`fingerprint`), and recording the fingerprint otherwise.
+    /// Opens `dir`'s store (none: nothing is kept) — `shard`'s own file, with its manifest, for
+    /// a shard — checking on resume that it holds a run of the same units (`fingerprint`), and
+    /// recording the fingerprint otherwise.
     pub fn open(
         dir: Option<&Path>,
         resume: bool,
+        shard: Option<StoreShard>,
         identity: Identity,
         fingerprint: &str,
     ) -> Result<TrialStore, StoreError> {
         let mut store = TrialStore {
             log: None,
+            unit: shard.as_ref().map_or(0, |s| u64::from(s.shard.index())),
             identity,
             known: HashMap::new(),
             references: HashMap::new(),
@@ -152,7 +180,24 @@ impl TrialStore {
         let Some(dir) = dir else {
             return Ok(store);
         };
-        let log = ResultsLog::open(dir, resume)?;
+        let options = match shard {
+            Some(StoreShard {
+                shard,
+                mut settings,
+            }) => {
+                settings.insert(FINGERPRINT_SETTING.into(), fingerprint.into());
+                StoreOptions {
+                    resume,
+                    shard: Some(shard),
+                    manifest: Some(Manifest::new(ALGORITHM, settings)),
+                }
+            }
+            None => StoreOptions {
+                resume,
+                ..StoreOptions::default()
+            },
+        };
+        let log = ResultsLog::open_with(dir, options)?;
         if resume && log.previous_records() > 0 {
             let (records, _) = read_records(log.path())?;
             store.load(&records, fingerprint, log.path())?;
@@ -318,7 +363,7 @@ impl TrialStore {
             shard: None,
             unit: None,
         };
-        log.append(&record)?;
+        log.append_unit([record], self.unit)?;
         Ok(())
     }
 
@@ -388,7 +433,7 @@ mod tests {
             reps: 10,
         };
         {
-            let mut s = TrialStore::open(Some(&dir), false, identity(), "fp1").unwrap();
+            let mut s = TrialStore::open(Some(&dir), false, None, identity(), "fp1").unwrap();
             let m = Measured {
                 digits: 5.5,
                 within_tolerance: Some(true),
@@ -416,7 +461,7 @@ mod tests {
             };
             s.accuracy(&same, &identical).unwrap();
         }
-        let s = TrialStore::open(Some(&dir), true, identity(), "fp1").unwrap();
+        let s = TrialStore::open(Some(&dir), true, None, identity(), "fp1").unwrap();
         assert_eq!(s.known()[&a].time, Some(t));
         // One device, GPU 0: records name no device, and one without a device was GPU 0.
         assert_eq!(s.known()[&a].device, Some(0));
@@ -430,10 +475,10 @@ mod tests {
         assert_eq!(s.known()[&same].digits, f64::INFINITY);
         // One writer per file: the store above is closed before the file is opened again.
         drop(s);
-        let other = TrialStore::open(Some(&dir), true, identity(), "fp2");
+        let other = TrialStore::open(Some(&dir), true, None, identity(), "fp2");
         assert!(matches!(other, Err(StoreError::OtherRun(_))));
         // Without --resume the old file is moved aside and nothing is known.
-        let fresh = TrialStore::open(Some(&dir), false, identity(), "fp2").unwrap();
+        let fresh = TrialStore::open(Some(&dir), false, None, identity(), "fp2").unwrap();
         assert!(fresh.known().is_empty());
         let _ = std::fs::remove_dir_all(&dir);
     }
@@ -454,7 +499,7 @@ mod tests {
         };
         let (a, b): (Config, Config) = ([0].into_iter().collect(), [1].into_iter().collect());
         {
-            let mut s = TrialStore::open(Some(&dir), false, several.clone(), "fp").unwrap();
+            let mut s = TrialStore::open(Some(&dir), false, None, several.clone(), "fp").unwrap();
             for (device, ms) in [(0, 2.0), (1, 2.2)] {
                 s.reference_measured("f64", device, t(ms), f64::INFINITY)
                     .unwrap();
@@ -472,12 +517,63 @@ mod tests {
         let text = std::fs::read_to_string(dir.join("results.jsonl")).unwrap();
         assert_eq!(text.matches(r#""device_ordinal":1"#).count(), 2, "{text}");
         assert_eq!(text.matches(r#""device_ordinal":0"#).count(), 2, "{text}");
-        let s = TrialStore::open(Some(&dir), true, several, "fp").unwrap();
+        let s = TrialStore::open(Some(&dir), true, None, several, "fp").unwrap();
         assert_eq!(s.reference("f64", 0).unwrap().0, t(2.0));
         assert_eq!(s.reference("f64", 1).unwrap().0, t(2.2));
         assert_eq!(s.known()[&a].device, Some(0));
         assert_eq!(s.known()[&b].device, Some(1));
         drop(s);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_shard_keeps_its_own_file_and_manifest_and_resumes_only_its_own_run() {
+        let dir =
+            std::env::temp_dir().join(format!("mantissa-tune-shard-store-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let shard: Shard = "1/3".parse().unwrap();
+        let open = |resume: bool, digits: &str, fp: &str| {
+            let settings = BTreeMap::from([("errors".to_string(), digits.to_string())]);
+            TrialStore::open(
+                Some(&dir),
+                resume,
+                Some(StoreShard { shard, settings }),
+                identity(),
+                fp,
+            )
+        };
+        let a: Config = [0, 2].into_iter().collect();
+        let m = Measured {
+            digits: 4.0,
+            within_tolerance: None,
+            time: None,
+            device: None,
+            failed: None,
+        };
+        open(false, "3", "fp1").unwrap().accuracy(&a, &m).unwrap();
+        assert!(!dir.join(mantissa_report::RESULTS_FILE).exists());
+        let (records, _) = read_records(&dir.join("results.shard-1-of-3.jsonl")).unwrap();
+        assert_eq!(records.len(), 2, "the units record and the trial");
+        // Every record is placed at the shard's first unit, which the shard owns.
+        for r in &records {
+            let place = mantissa_report::StoreLine::place(r).unwrap();
+            assert_eq!((place.shard, place.unit), (shard, 1));
+        }
+        let manifest = Manifest::read(&dir.join("store.shard-1-of-3.json"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(manifest.command, "tune");
+        assert_eq!(manifest.settings[FINGERPRINT_SETTING], "fp1");
+        assert_eq!(manifest.settings["errors"], "3");
+        // Resumed with the same settings it knows the trial; with others it is refused.
+        assert_eq!(open(true, "3", "fp1").unwrap().known()[&a], m);
+        let e = open(true, "4", "fp1").err().unwrap().to_string();
+        assert!(
+            e.contains("settings.errors = 3") && !e.contains('\n'),
+            "{e}"
+        );
+        let e = open(true, "3", "fp2").err().unwrap().to_string();
+        assert!(e.contains("settings.unit-fingerprint = fp1"), "{e}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -38,8 +38,10 @@ pub struct Unit {
     pub math: Vec<MathCall>,
     /// Σ over its instructions of the demotion error the shadow analysis measured (seed 002's
     /// FISet_error); `None` when not measured.
+    #[serde(with = "crate::doc::opt_float")]
     pub error: Option<f64>,
-    /// Its arithmetic-to-cast ratio r_ac (FISets only).
+    /// Its arithmetic-to-cast ratio r_ac (FISets only; +inf without casts).
+    #[serde(with = "crate::doc::opt_float")]
     pub r_ac: Option<f64>,
     /// The source lines its instructions come from, `(file, line)`, sorted, deduplicated.
     pub lines: Vec<(String, u32)>,

@@ -22,7 +22,7 @@ use mantissa_ptx::site::{self, Site};
 use mantissa_ptx::variables::variables;
 use mantissa_ptx::Module;
 use mantissa_shadow::ShadowRun;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
 /// The units of one program.
@@ -218,7 +218,7 @@ pub fn math_units(module: &Module) -> Vec<Unit> {
 }
 
 /// How many of the units' sites got a demotion error from the shadow run.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ErrorCoverage {
     /// Sites of FISets and variables.
     pub sites: usize,

@@ -65,6 +65,7 @@ fn request(out: &Path, resume: bool) -> TuneRequest {
         policy: TimingPolicy::default(),
         out: Some(out.to_path_buf()),
         resume,
+        shard: None,
     }
 }
 

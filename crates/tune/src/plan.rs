@@ -1,0 +1,191 @@
+//! The plan of a tuning run: its searches in the order they run, each numbered. A search is the
+//! run's work unit, so this list is the one partition of a run into shards: `--shard I/N` runs
+//! the searches whose number k has `k mod N == I` (everything else — building, units, the
+//! shadow run, the references — every shard does on its own).
+//!
+//! The order: for each error threshold (as given), the modes (mode 1 once, modes 2 and 3 once
+//! per speed-up threshold), then the delta-debugging baseline per speed-up threshold (once
+//! without one), then the exhaustive search per speed-up threshold.
+
+use crate::evaluate::{ErrorThreshold, Thresholds};
+use crate::flow::TuneRequest;
+use crate::strategy::{DELTA_DEBUGGING, EXHAUSTIVE};
+use mantissa_report::Shard;
+
+/// One search of the plan.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    /// Its 0-based place in the whole plan (counted over every error threshold): its unit.
+    pub unit: usize,
+    /// The strategy's name: `mode 1`–`mode 3`, `delta debugging`, `exhaustive`.
+    pub strategy: String,
+    /// What the flow runs: 1–3 the modes, [`BASELINE`] or [`EXHAUSTIVE_MODE`].
+    pub mode: u8,
+    /// Its thresholds.
+    pub thresholds: Thresholds,
+}
+
+/// [`Plan::mode`] of the delta-debugging baseline.
+pub const BASELINE: u8 = 0;
+/// [`Plan::mode`] of the exhaustive search.
+pub const EXHAUSTIVE_MODE: u8 = 4;
+
+impl Plan {
+    /// `mode 2, 3 digits, 10%`: how tables and file names call the search.
+    pub fn label(&self) -> String {
+        label(&self.strategy, &self.thresholds)
+    }
+}
+
+/// `strategy, E, P%` (`strategy, E` without a performance threshold).
+pub fn label(strategy: &str, t: &Thresholds) -> String {
+    let e = match t.error {
+        ErrorThreshold::Digits(d) => format!("{d} digits"),
+        ErrorThreshold::SpecTolerance => "the spec's tolerance".into(),
+    };
+    match t.speedup_pct {
+        Some(p) => format!("{strategy}, {e}, {p}%"),
+        None => format!("{strategy}, {e}"),
+    }
+}
+
+/// The searches `request` runs, in run order, numbered over the whole plan: all of them, or
+/// only its shard's (see the module docs).
+pub fn plans(request: &TuneRequest) -> Vec<Plan> {
+    plans_of(
+        &request.errors,
+        &request.speedups,
+        &request.modes,
+        request.baseline,
+        request.exhaustive,
+        request.shard,
+    )
+}
+
+/// [`plans`] from the request's parts (the merge has them from a store's manifest, not as a
+/// request): the whole plan's searches that `shard` owns (every one without a shard).
+pub fn plans_of(
+    errors: &[ErrorThreshold],
+    speedups: &[f64],
+    modes: &[u8],
+    baseline: bool,
+    exhaustive: bool,
+    shard: Option<Shard>,
+) -> Vec<Plan> {
+    let mut out: Vec<Plan> = Vec::new();
+    let mut push = |strategy: &str, mode: u8, error: ErrorThreshold, speedup_pct: Option<f64>| {
+        out.push(Plan {
+            unit: out.len(),
+            strategy: strategy.into(),
+            mode,
+            thresholds: Thresholds { error, speedup_pct },
+        })
+    };
+    for &error in errors {
+        for &m in modes {
+            if m == 1 {
+                push("mode 1", 1, error, None);
+            } else {
+                for &p in speedups {
+                    push(&format!("mode {m}"), m, error, Some(p));
+                }
+            }
+        }
+        if baseline {
+            if speedups.is_empty() {
+                push(DELTA_DEBUGGING, BASELINE, error, None);
+            }
+            for &p in speedups {
+                push(DELTA_DEBUGGING, BASELINE, error, Some(p));
+            }
+        }
+        if exhaustive {
+            for &p in speedups {
+                push(EXHAUSTIVE, EXHAUSTIVE_MODE, error, Some(p));
+            }
+        }
+    }
+    out.retain(|p| shard.is_none_or(|s| s.owns(p.unit as u64)));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 2 error thresholds, modes 1–3, 2 speed-ups, the baseline and the exhaustive search.
+    fn shard_of(shard: Option<Shard>) -> Vec<Plan> {
+        plans_of(
+            &[ErrorThreshold::Digits(3.0), ErrorThreshold::SpecTolerance],
+            &[10.0, 50.0],
+            &[1, 2, 3],
+            true,
+            true,
+            shard,
+        )
+    }
+
+    fn full() -> Vec<Plan> {
+        shard_of(None)
+    }
+
+    #[test]
+    fn the_plan_is_in_run_order_and_numbered() {
+        let p = full();
+        // Per error threshold: mode 1, mode 2 ×2, mode 3 ×2, baseline ×2, exhaustive ×2.
+        assert_eq!(p.len(), 18);
+        assert!(p.iter().enumerate().all(|(k, plan)| plan.unit == k));
+        let labels: Vec<String> = p[..9].iter().map(Plan::label).collect();
+        assert_eq!(
+            labels,
+            [
+                "mode 1, 3 digits",
+                "mode 2, 3 digits, 10%",
+                "mode 2, 3 digits, 50%",
+                "mode 3, 3 digits, 10%",
+                "mode 3, 3 digits, 50%",
+                "delta debugging, 3 digits, 10%",
+                "delta debugging, 3 digits, 50%",
+                "exhaustive, 3 digits, 10%",
+                "exhaustive, 3 digits, 50%",
+            ]
+        );
+        assert_eq!(p[9].label(), "mode 1, the spec's tolerance");
+        assert_eq!(p[14].mode, BASELINE);
+        assert_eq!(p[17].mode, EXHAUSTIVE_MODE);
+        // Without a speed-up threshold the baseline runs once, the exhaustive search not at all.
+        let bare = plans_of(
+            &[ErrorThreshold::Digits(3.0)],
+            &[],
+            &[1, 2],
+            true,
+            true,
+            None,
+        );
+        let labels: Vec<String> = bare.iter().map(Plan::label).collect();
+        assert_eq!(labels, ["mode 1, 3 digits", "delta debugging, 3 digits"]);
+    }
+
+    #[test]
+    fn the_shards_partition_the_plan_round_robin() {
+        let whole = full();
+        for n in 1..=7u32 {
+            let mut union: Vec<Plan> = Vec::new();
+            for i in 0..n {
+                let shard = Shard::new(i, n).unwrap();
+                let mine = shard_of(Some(shard));
+                let want: Vec<usize> = (0..whole.len())
+                    .filter(|k| k % n as usize == i as usize)
+                    .collect();
+                assert_eq!(
+                    mine.iter().map(|p| p.unit).collect::<Vec<_>>(),
+                    want,
+                    "{shard}"
+                );
+                union.extend(mine);
+            }
+            union.sort_by_key(|p| p.unit);
+            assert_eq!(union, whole, "{n} shards");
+        }
+    }
+}
