@@ -254,9 +254,12 @@ impl Job {
         let units = estimate.units();
         let idle = estimate.shards.iter().filter(|s| s.units == 0).count();
         s += &format!(
-            "{units} {}{} in {n} shard{} (unit k to shard k mod {n}); per shard, from {}:\n",
-            estimate.unit,
-            if units == 1 { "" } else { "s" },
+            "{units} {} in {n} shard{} (unit k to shard k mod {n}); per shard, from {}:\n",
+            if units == 1 {
+                estimate.unit.to_string()
+            } else {
+                plural(estimate.unit)
+            },
             if n == 1 { "" } else { "s" },
             estimate.model
         );
@@ -265,8 +268,9 @@ impl Job {
         }
         if idle > 0 {
             s += &format!(
-                "note: {idle} of the {n} shards have no {} to run (more shards than {}s)\n",
-                estimate.unit, estimate.unit
+                "note: {idle} of the {n} shards have no {} to run (more shards than {})\n",
+                estimate.unit,
+                plural(estimate.unit)
             );
         }
         s += &format!(
@@ -287,6 +291,15 @@ fn make_executable(path: &Path) -> std::io::Result<()> {
 #[cfg(not(unix))]
 fn make_executable(_: &Path) -> std::io::Result<()> {
     Ok(())
+}
+
+/// `points`, `functions`, `searches`: a unit's name in the plural.
+fn plural(unit: &str) -> String {
+    if unit.ends_with("ch") || unit.ends_with('s') {
+        format!("{unit}es")
+    } else {
+        format!("{unit}s")
+    }
 }
 
 #[cfg(test)]
@@ -416,5 +429,12 @@ mod tests {
             "{summary}"
         );
         assert!(written.command.starts_with("bash '"), "{}", written.command);
+    }
+
+    #[test]
+    fn units_are_named_in_the_plural_as_words_are() {
+        assert_eq!(plural("point"), "points");
+        assert_eq!(plural("function"), "functions");
+        assert_eq!(plural("search"), "searches");
     }
 }
