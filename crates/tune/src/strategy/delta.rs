@@ -59,10 +59,7 @@ pub fn delta_debugging<V: Evaluate>(
     let everything = demoting_all_but(&[]);
     // With several devices, the first round's candidates run beside "demote everything".
     let first_round: Vec<Config> = if all.len() >= 2 {
-        split(&all, 2)
-            .into_iter()
-            .map(|part| demoting_all_but(part))
-            .collect()
+        split(&all, 2).into_iter().map(&demoting_all_but).collect()
     } else {
         Vec::new()
     };

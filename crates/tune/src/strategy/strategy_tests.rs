@@ -483,16 +483,17 @@ fn random_programs_every_choice_re_evaluates_as_meeting_its_thresholds() {
     assert!(found.iter().all(|&f| (20..150).contains(&f)), "{found:?}");
 }
 
-/// The parts of a search that must not depend on how many devices ran it.
-fn outcome(
-    s: &Search,
-) -> (
+/// The parts of a search that must not depend on how many devices ran it: chosen, its trial,
+/// trials, log, first met at.
+type Outcome<'s> = (
     Option<Config>,
     Option<Trial>,
     usize,
-    &[(Config, Trial)],
+    &'s [(Config, Trial)],
     Option<usize>,
-) {
+);
+
+fn outcome(s: &Search) -> Outcome<'_> {
     (
         s.chosen.clone(),
         s.chosen_trial.clone(),
