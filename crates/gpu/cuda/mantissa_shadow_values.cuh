@@ -47,11 +47,22 @@
 //         rounded, and c, for an fma), 64 when r = 0, AND some operand carried an accumulated
 //         error (its shadow differs from its value) -> CANCELLATIONS += 1, CANCEL_MAX_BITS max.
 //     Sums are added in the thread's order (__dadd_rn), maxima by fmax.
+//   extern "C" mantissa_sv_pair mantissa_sv_<op>_<type>_once(unsigned long long record, ...)
+//     The same for a site OUTSIDE every loop of its function, with no thread record: `record` is
+//     the global record's index, and the execution is added to it at once, combined over the
+//     lanes executing the site together (executions and counts by ballots, sums by shuffles,
+//     the maxima, as the high word rounded up like a thread record's, by redux.sync; one lane
+//     adds each word with one atomic into copy %smid mod MANTISSA_SV_COPIES; the rare zero and
+//     non-finite references one atomic per lane that has one). MUST be inlined into its one
+//     call site (mantissa_ptx::pass::inline): its active lanes are then all at that site.
 //   extern "C" mantissa_sv_pair mantissa_sv_load(unsigned long long acc,
 //       unsigned long long address, double value, unsigned int f32)
 //     A float loaded from `address`: its shadow is value + the difference stored for it in the
 //     shadow buffer (f64x2 for an f64, f64 for an f32), or (value, 0) when the address is in no
 //     registered buffer (RESEEDED += 1). EXECUTIONS += 1.
+//   extern "C" mantissa_sv_pair mantissa_sv_load_once(unsigned long long record,
+//       unsigned long long address, double value, unsigned int f32)
+//     The same outside loops, added at once to global record `record` (as the sites' _once).
 //   extern "C" void mantissa_sv_store(unsigned long long address, double value, double hi,
 //       double lo, unsigned int f32)
 //     A float stored to `address`: writes the difference (hi, lo) - value (f32: one double,
@@ -67,6 +78,8 @@
 //       unsigned int end, unsigned int area, double value, double hi, double lo, unsigned int f32)
 //   extern "C" void mantissa_sv_clear_shared(unsigned int address, unsigned int first,
 //       unsigned int end, unsigned int area, unsigned int bytes)
+//   extern "C" mantissa_sv_pair mantissa_sv_load_shared_once(unsigned long long record, <the rest
+//       as mantissa_sv_load_shared>)
 //     The same on shared memory (`address` a shared-space address): the kernel's static shared
 //     variables span [first, end) (first a multiple of 16) and their differences sit at
 //     area + 2 (address - first) in the shadow area, a shared array the pass declares; an
@@ -78,16 +91,18 @@
 //   extern "C" void mantissa_sv_reseed(unsigned long long acc)
 //     A re-seed (a site that cannot propagate, a load from unshadowed memory, bits moved from an
 //     integer, a call result...): EXECUTIONS += 1, RESEEDED += 1 (the caller sets shadow := value).
+//   extern "C" void mantissa_sv_reseed_once(unsigned long long record)
+//     The same outside loops, added at once to global record `record` (as the sites' _once).
 //   extern "C" void mantissa_sv_zero(unsigned long long acc, unsigned int records)
 //     Zeroes `records` records at `acc` (at the entry of a function).
 //   extern "C" unsigned long long mantissa_sv_word(unsigned long long acc, unsigned int w)
 //     Word w (MANTISSA_SV_W_*) of the global record layout for the thread record at `acc`:
 //     what mantissa_sv_flush adds (exported for tests that flush without warp operations).
-//   extern "C" void mantissa_sv_flush(unsigned long long acc, unsigned int first_site,
-//       unsigned int sites, unsigned int first_reseed, unsigned int reseeds)
-//     At an exit of a function: its thread records (`sites` sites from global record
-//     `first_site`, then `reseeds` re-seed points from `first_reseed`) added to __mantissa_values:
-//     the lanes flushing together (__match_any_sync on the ranges) combine each word (counts
+//   extern "C" void mantissa_sv_flush(unsigned long long acc, unsigned int first,
+//       unsigned int slots)
+//     At an exit of a function: its `slots` thread records (slot k's global record is
+//     __mantissa_sv_slots[first + k]) added to __mantissa_values:
+//     the lanes flushing together (__match_any_sync on `first`) combine each word (counts
 //     added by redux.sync.add when every lane's is below 2^27, else exactly by shuffles; sums
 //     added by shuffles; maxima by two redux.sync.max on their words), and the lowest lane adds it with one
 //     atomic into copy (its %smid mod MANTISSA_SV_COPIES) of the record. Words zero in every
@@ -103,6 +118,9 @@
 //     0 the number of buffers n <= 32, then per buffer (device address, bytes, shadow address).
 //     The host writes it (Gpu::write_symbol) after the run's restore; the shadow buffer of a
 //     buffer of B bytes has 2 B bytes, zero-filled before the run (zero = "shadow = value").
+//   __mantissa_sv_slots: `.global .align 4 .u32 __mantissa_sv_slots[M] = {...}`: the global
+//     record of every thread-record slot, function after function (a function's flush names
+//     its first entry). Only sites, loads and re-seed points inside loops have slots.
 //
 // WHAT THE REWRITER PASSES
 //   Record indices and `how` as immediates; values and shadows in registers; addresses as u64
@@ -114,8 +132,8 @@
 //   buffers and the shadow areas, and returns its results, so an instrumented kernel computes
 //   the same bits as the kernel as written. Its arithmetic is mantissa.cuh's (explicit _rn intrinsics, which no flag
 //   set changes) and _rn intrinsics here. Everything but mantissa_sv_zero and mantissa_sv_flush
-//   is written to be inlined (mantissa_ptx::pass::inline, after the merge): no local depot,
-//   no warp operation, plain loads and stores of the thread's record. A thread's executions
+//   is written to be inlined (mantissa_ptx::pass::inline, after the merge): no local depot;
+//   plain loads and stores of the thread's record; warp operations only in the _once forms. A thread's executions
 //   of one record count to 2^56 per function activation. Sums over threads depend
 //   on scheduling (atomicAdd on doubles); counts and maxima are exact.
 //   A buffer is read and written with one element type (an f64 buffer by f64 accesses): the
@@ -124,7 +142,7 @@
 //
 // HOW IT IS BUILT
 //   As mantissa_shadow.cuh: NVRTC with -rdc=true (mantissa_gpu::runtime), merged by
-//   mantissa_ptx::link::merge_runtime; the two globals are `.extern` here, defined by the pass.
+//   mantissa_ptx::link::merge_runtime; the three globals are `.extern` here, defined by the pass.
 
 #ifndef MANTISSA_CUH
 #error "mantissa_shadow_values.cuh needs mantissa.cuh before it (mantissa_gpu::runtime prepends it)"
@@ -183,6 +201,7 @@
 
 extern __device__ unsigned long long __mantissa_values[];
 extern __device__ unsigned long long __mantissa_values_table[];
+extern __device__ unsigned int __mantissa_sv_slots[];
 
 struct mantissa_sv_pair {
     double hi;
@@ -212,6 +231,27 @@ static __device__ __forceinline__ double mantissa_sv_shfl(unsigned int mask, dou
     asm volatile("shfl.sync.idx.b32 %0, %0, %1, 31, %2;" : "+r"(hi) : "r"(from), "r"(mask));
     asm volatile("shfl.sync.idx.b32 %0, %0, %1, 31, %2;" : "+r"(lo) : "r"(from), "r"(mask));
     return __hiloint2double(hi, lo);
+}
+
+// The sum of the peers' doubles (__dadd_rn): butterfly rounds over a full warp, else the
+// peers' values one by one from the lowest lane; every peer gets the total.
+static __device__ __forceinline__ double mantissa_sv_sum_f64(unsigned int peers, double x)
+{
+    if (peers == 0xffffffffu) {
+        for (unsigned int d = 16; d > 0; d >>= 1) {
+            int hi = __double2hiint(x);
+            int lo = __double2loint(x);
+            asm volatile("shfl.sync.bfly.b32 %0, %0, %1, 31, -1;" : "+r"(hi) : "r"(d));
+            asm volatile("shfl.sync.bfly.b32 %0, %0, %1, 31, -1;" : "+r"(lo) : "r"(d));
+            x = __dadd_rn(x, __hiloint2double(hi, lo));
+        }
+        return x;
+    }
+    double total = 0.0;
+    for (unsigned int rest = peers; rest != 0; rest &= rest - 1) {
+        total = __dadd_rn(total, mantissa_sv_shfl(peers, x, __ffs(rest) - 1));
+    }
+    return total;
 }
 
 // |x - r| / |x| for an exact value x (double-word) and a double r; `ok` false when undefined
@@ -462,42 +502,46 @@ static __device__ __forceinline__ void mantissa_sv_tally_execution(unsigned long
     mantissa_sv_put_counts(at, h);
 }
 
-// One execution of a site whose operation is OP (F32: its result is an f32), into the thread's
-// record at `acc`; returns the result's shadow. See mantissa_sv_<op>_<type> in the header.
+// What one execution of a site measured: the result's shadow, the two errors (each counted when
+// its `ok`; otherwise `zero` tells a zero reference from a non-finite one) and the bits a
+// cancellation lost (0: none).
+struct mantissa_sv_measured {
+    mantissa::f64x2 s;
+    double le, ae;
+    bool local, value, lok, lzero, aok, azero;
+    unsigned int lost;
+};
+
+// One execution of a site whose operation is OP (F32: its result is an f32): the result's
+// shadow and the measurements of mantissa_sv_<op>_<type> in the header, recorded nowhere.
 template <unsigned int OP, bool F32>
-static __device__ __forceinline__ mantissa_sv_pair mantissa_sv_site(
-    unsigned long long acc, unsigned int how, double a, double ah, double al, double b,
-    double bh, double bl, double c, double ch, double cl, double r)
+static __device__ __forceinline__ mantissa_sv_measured mantissa_sv_measure(
+    unsigned int how, double a, double ah, double al, double b, double bh, double bl, double c,
+    double ch, double cl, double r)
 {
     using namespace mantissa;
+    mantissa_sv_measured m;
     unsigned int mode = (how >> MANTISSA_SV_MODE_SHIFT) & 3u;
-    f64x2 s = F32 ? dw_from_base(mantissa_sv_shadow32(OP, mode, dw_make(ah, al), dw_make(bh, bl),
-                                                      dw_make(ch, cl)))
-                  : mantissa_sv_shadow(OP, mode, dw_make(ah, al), dw_make(bh, bl), dw_make(ch, cl));
-
-    bool local = (how & MANTISSA_SV_NO_LOCAL) == 0;
-    bool value = (how & MANTISSA_SV_NO_VALUE) == 0;
-    bool lok = false, lzero = false, aok = false, azero = false;
-    double le = 0.0, ae = 0.0;
-    if (local) {
-        lok = mantissa_sv_remainder<OP>(a, b, r, le);
-        if (!lok) {
-            le = mantissa_sv_relative(mantissa_sv_exact(OP, mode, a, b, c), r, lok, lzero);
+    m.s = F32 ? dw_from_base(mantissa_sv_shadow32(OP, mode, dw_make(ah, al), dw_make(bh, bl),
+                                                  dw_make(ch, cl)))
+              : mantissa_sv_shadow(OP, mode, dw_make(ah, al), dw_make(bh, bl), dw_make(ch, cl));
+    m.local = (how & MANTISSA_SV_NO_LOCAL) == 0;
+    m.value = (how & MANTISSA_SV_NO_VALUE) == 0;
+    m.lok = m.lzero = m.aok = m.azero = false;
+    m.le = m.ae = 0.0;
+    m.lost = 0u;
+    if (m.local) {
+        m.lok = mantissa_sv_remainder<OP>(a, b, r, m.le);
+        if (!m.lok) {
+            m.le = mantissa_sv_relative(mantissa_sv_exact(OP, mode, a, b, c), r, m.lok, m.lzero);
         }
     }
-    if (value) {
-        ae = mantissa_sv_relative(s, r, aok, azero);
-    }
-    mantissa_sv_tally(acc, how & (MANTISSA_SV_NO_LOCAL | MANTISSA_SV_NO_VALUE), lok, le, aok, ae);
-    if (local && !lok) {
-        mantissa_sv_bump(acc, lzero ? MANTISSA_SV_T_LOCAL_ZERO : MANTISSA_SV_T_LOCAL_NON_FINITE);
-    }
-    if (value && !aok) {
-        mantissa_sv_bump(acc, azero ? MANTISSA_SV_T_ACC_ZERO : MANTISSA_SV_T_ACC_NON_FINITE);
+    if (m.value) {
+        m.ae = mantissa_sv_relative(m.s, r, m.aok, m.azero);
     }
     // Cancellation: the bits the sum lost against its largest addend, by value.
     if (OP == MANTISSA_SV_ADD || OP == MANTISSA_SV_SUB || OP == MANTISSA_SV_FMA) {
-        if (local && mantissa_sv_finite(r)) {
+        if (m.local && mantissa_sv_finite(r)) {
             double x = OP == MANTISSA_SV_FMA ? __dmul_rn(a, b) : a;
             double y = OP == MANTISSA_SV_FMA ? c : b;
             int ex = 0, ey = 0, er = 0;
@@ -508,15 +552,142 @@ static __device__ __forceinline__ mantissa_sv_pair mantissa_sv_site(
             if ((hx || hy) && carried) {
                 int bits = exponent(r, er) ? big - er : 64;
                 if (bits >= MANTISSA_SV_CANCEL_BITS) {
-                    unsigned long long lost = (unsigned long long)min(bits, 64);
-                    mantissa_sv_bump(acc, MANTISSA_SV_T_CANCELLATIONS);
-                    mantissa_sv_put(acc, MANTISSA_SV_T_CANCEL_MAX_BITS,
-                                    max(mantissa_sv_get(acc, MANTISSA_SV_T_CANCEL_MAX_BITS), lost));
+                    m.lost = (unsigned int)min(bits, 64);
                 }
             }
         }
     }
-    return mantissa_sv_make(s.hi, s.lo);
+    return m;
+}
+
+// One execution of a site into the thread's record at `acc`; returns the result's shadow. See
+// mantissa_sv_<op>_<type> in the header.
+template <unsigned int OP, bool F32>
+static __device__ __forceinline__ mantissa_sv_pair mantissa_sv_site(
+    unsigned long long acc, unsigned int how, double a, double ah, double al, double b,
+    double bh, double bl, double c, double ch, double cl, double r)
+{
+    mantissa_sv_measured m = mantissa_sv_measure<OP, F32>(how, a, ah, al, b, bh, bl, c, ch, cl, r);
+    mantissa_sv_tally(acc, how & (MANTISSA_SV_NO_LOCAL | MANTISSA_SV_NO_VALUE), m.lok, m.le, m.aok, m.ae);
+    if (m.local && !m.lok) {
+        mantissa_sv_bump(acc, m.lzero ? MANTISSA_SV_T_LOCAL_ZERO : MANTISSA_SV_T_LOCAL_NON_FINITE);
+    }
+    if (m.value && !m.aok) {
+        mantissa_sv_bump(acc, m.azero ? MANTISSA_SV_T_ACC_ZERO : MANTISSA_SV_T_ACC_NON_FINITE);
+    }
+    if (m.lost != 0u) {
+        mantissa_sv_bump(acc, MANTISSA_SV_T_CANCELLATIONS);
+        mantissa_sv_put(acc, MANTISSA_SV_T_CANCEL_MAX_BITS,
+                        max(mantissa_sv_get(acc, MANTISSA_SV_T_CANCEL_MAX_BITS),
+                            (unsigned long long)m.lost));
+    }
+    return mantissa_sv_make(m.s.hi, m.s.lo);
+}
+
+// ---- Sites, loads and re-seed points outside loops: no thread record ----------------------
+// Each execution is added to the global record at once, combined over the lanes executing it
+// together. Only ever inlined into one site (see the header): the active lanes of an inlined
+// copy are all at that site, so they are the peers, with no __match_any_sync.
+
+// Copy (%smid mod MANTISSA_SV_COPIES) of global record `record`, which this warp adds into.
+static __device__ __forceinline__ unsigned long long *mantissa_sv_global_copy(unsigned int record)
+{
+    unsigned int sm;
+    asm("mov.u32 %0, %%smid;" : "=r"(sm));
+    unsigned long long copy = sm % MANTISSA_SV_COPIES;
+    return &__mantissa_values[((unsigned long long)record * MANTISSA_SV_COPIES + copy) * MANTISSA_SV_WORDS];
+}
+
+static __device__ __forceinline__ bool mantissa_sv_leads(unsigned int peers)
+{
+    unsigned int lane;
+    asm("mov.u32 %0, %%laneid;" : "=r"(lane));
+    return lane == (unsigned int)(__ffs(peers) - 1);
+}
+
+// The peers for whom `c` holds, counted into word w by the leader.
+static __device__ __forceinline__ void mantissa_sv_once_count(
+    unsigned long long *g, int w, unsigned int peers, bool leader, bool c)
+{
+    unsigned int n = __popc(__ballot_sync(peers, c));
+    if (leader && n != 0u) {
+        atomicAdd(&g[w], (unsigned long long)n);
+    }
+}
+
+// A rare event of this lane counted by its own atomic (no vote on every execution).
+static __device__ __forceinline__ void mantissa_sv_once_rare(unsigned long long *g, int w, bool c)
+{
+    if (c) {
+        atomicAdd(&g[w], 1ull);
+    }
+}
+
+// The peers' measurements of one error (e counted where `ok`) into words COUNT, SUM = COUNT + 1
+// and MAX = COUNT + 2: the count, the sum and the maximum as the high word rounded up, as a
+// thread record keeps it (so both paths report the same maximum).
+static __device__ __forceinline__ void mantissa_sv_once_error(
+    unsigned long long *g, int count, unsigned int peers, bool leader, bool ok, double e)
+{
+    unsigned int measured = __ballot_sync(peers, ok);
+    if (measured == 0u) {
+        return;
+    }
+    double x = ok ? e : 0.0;
+    bool nonzero = __ballot_sync(peers, x != 0.0) != 0u;
+    unsigned int top = nonzero ? __reduce_max_sync(peers, mantissa_sv_high_up(x)) : 0u;
+    double sum = nonzero ? mantissa_sv_sum_f64(peers, x) : 0.0;
+    if (leader) {
+        atomicAdd(&g[count], (unsigned long long)__popc(measured));
+        if (nonzero) {
+            atomicAdd((double *)&g[count + 1], sum);
+            atomicMax(&g[count + 2], (unsigned long long)top << 32);
+        }
+    }
+}
+
+// One execution of a site outside loops, added to global record `record`; returns the shadow.
+template <unsigned int OP, bool F32>
+static __device__ __forceinline__ mantissa_sv_pair mantissa_sv_site_once(
+    unsigned long long record, unsigned int how, double a, double ah, double al, double b,
+    double bh, double bl, double c, double ch, double cl, double r)
+{
+    mantissa_sv_measured m = mantissa_sv_measure<OP, F32>(how, a, ah, al, b, bh, bl, c, ch, cl, r);
+    unsigned int peers = __activemask();
+    bool leader = mantissa_sv_leads(peers);
+    unsigned long long *g = mantissa_sv_global_copy((unsigned int)record);
+    if (leader) {
+        atomicAdd(&g[MANTISSA_SV_W_EXECUTIONS], (unsigned long long)__popc(peers));
+    }
+    mantissa_sv_once_error(g, MANTISSA_SV_W_LOCAL_COUNT, peers, leader, m.lok, m.le);
+    mantissa_sv_once_error(g, MANTISSA_SV_W_ACC_COUNT, peers, leader, m.aok, m.ae);
+    mantissa_sv_once_rare(g, MANTISSA_SV_W_LOCAL_ZERO, m.local && !m.lok && m.lzero);
+    mantissa_sv_once_rare(g, MANTISSA_SV_W_LOCAL_NON_FINITE, m.local && !m.lok && !m.lzero);
+    mantissa_sv_once_rare(g, MANTISSA_SV_W_ACC_ZERO, m.value && !m.aok && m.azero);
+    mantissa_sv_once_rare(g, MANTISSA_SV_W_ACC_NON_FINITE, m.value && !m.aok && !m.azero);
+    if (OP == MANTISSA_SV_ADD || OP == MANTISSA_SV_SUB || OP == MANTISSA_SV_FMA) {
+        if (__ballot_sync(peers, m.lost != 0u) != 0u) {
+            mantissa_sv_once_count(g, MANTISSA_SV_W_CANCELLATIONS, peers, leader, m.lost != 0u);
+            unsigned int most = __reduce_max_sync(peers, m.lost);
+            if (leader) {
+                atomicMax(&g[MANTISSA_SV_W_CANCEL_MAX_BITS], (unsigned long long)most);
+            }
+        }
+    }
+    return mantissa_sv_make(m.s.hi, m.s.lo);
+}
+
+// An execution without measurements outside loops (a load, a re-seed point): the peers counted
+// as executions, those with `reseeded` as re-seeds.
+static __device__ __forceinline__ void mantissa_sv_execution_once(unsigned long long record, bool reseeded)
+{
+    unsigned int peers = __activemask();
+    bool leader = mantissa_sv_leads(peers);
+    unsigned long long *g = mantissa_sv_global_copy((unsigned int)record);
+    if (leader) {
+        atomicAdd(&g[MANTISSA_SV_W_EXECUTIONS], (unsigned long long)__popc(peers));
+    }
+    mantissa_sv_once_count(g, MANTISSA_SV_W_RESEEDED, peers, leader, reseeded);
 }
 
 #define MANTISSA_SV_SITE(name, OP, F32)                                                          \
@@ -525,6 +696,12 @@ static __device__ __forceinline__ mantissa_sv_pair mantissa_sv_site(
         double bh, double bl, double c, double ch, double cl, double r)                          \
     {                                                                                            \
         return mantissa_sv_site<OP, F32>(acc, how, a, ah, al, b, bh, bl, c, ch, cl, r);          \
+    }                                                                                            \
+    extern "C" __device__ __noinline__ mantissa_sv_pair name##_once(                             \
+        unsigned long long record, unsigned int how, double a, double ah, double al, double b,   \
+        double bh, double bl, double c, double ch, double cl, double r)                          \
+    {                                                                                            \
+        return mantissa_sv_site_once<OP, F32>(record, how, a, ah, al, b, bh, bl, c, ch, cl, r);  \
     }
 MANTISSA_SV_SITE(mantissa_sv_add_f64, MANTISSA_SV_ADD, false)
 MANTISSA_SV_SITE(mantissa_sv_sub_f64, MANTISSA_SV_SUB, false)
@@ -589,17 +766,39 @@ static __device__ __forceinline__ mantissa::f64x2 mantissa_sv_difference(
     return mantissa::dw_sub_base(mantissa::dw_make(hi, lo), value);
 }
 
-extern "C" __device__ __noinline__ mantissa_sv_pair mantissa_sv_load(
-    unsigned long long acc, unsigned long long address, double value, unsigned int f32)
+// A float loaded from global or generic memory: its shadow, and whether it was re-seeded (the
+// address in no registered buffer).
+static __device__ __forceinline__ mantissa_sv_pair mantissa_sv_loaded(
+    unsigned long long address, double value, unsigned int f32, bool &reseeded)
 {
     unsigned long long at = mantissa_sv_address(address, f32 ? 4u : 8u);
-    mantissa_sv_tally_execution(acc);
-    if (at == 0) {
-        mantissa_sv_bump(acc, MANTISSA_SV_T_RESEEDED);
+    reseeded = at == 0;
+    if (reseeded) {
         return mantissa_sv_make(value, 0.0);
     }
     const double *diff = (const double *)at;
     return mantissa_sv_from_difference(value, diff[0], f32 ? 0.0 : diff[1], f32);
+}
+
+extern "C" __device__ __noinline__ mantissa_sv_pair mantissa_sv_load(
+    unsigned long long acc, unsigned long long address, double value, unsigned int f32)
+{
+    bool reseeded;
+    mantissa_sv_pair p = mantissa_sv_loaded(address, value, f32, reseeded);
+    mantissa_sv_tally_execution(acc);
+    if (reseeded) {
+        mantissa_sv_bump(acc, MANTISSA_SV_T_RESEEDED);
+    }
+    return p;
+}
+
+extern "C" __device__ __noinline__ mantissa_sv_pair mantissa_sv_load_once(
+    unsigned long long record, unsigned long long address, double value, unsigned int f32)
+{
+    bool reseeded;
+    mantissa_sv_pair p = mantissa_sv_loaded(address, value, f32, reseeded);
+    mantissa_sv_execution_once(record, reseeded);
+    return p;
 }
 
 extern "C" __device__ __noinline__ void mantissa_sv_store(
@@ -644,18 +843,42 @@ static __device__ __forceinline__ void mantissa_sv_st_shared(unsigned int at, do
     asm volatile("st.shared.f64 [%0], %1;" ::"r"(at), "d"(v) : "memory");
 }
 
-extern "C" __device__ __noinline__ mantissa_sv_pair mantissa_sv_load_shared(
-    unsigned long long acc, unsigned int address, unsigned int first, unsigned int end,
-    unsigned int area, double value, unsigned int f32)
+// A float loaded from shared memory: its shadow, and whether it was re-seeded (the address
+// outside the static variables).
+static __device__ __forceinline__ mantissa_sv_pair mantissa_sv_loaded_shared(
+    unsigned int address, unsigned int first, unsigned int end, unsigned int area, double value,
+    unsigned int f32, bool &reseeded)
 {
     unsigned int at = mantissa_sv_shared_address(address, f32 ? 4u : 8u, first, end, area);
-    mantissa_sv_tally_execution(acc);
-    if (at == MANTISSA_SV_NOWHERE) {
-        mantissa_sv_bump(acc, MANTISSA_SV_T_RESEEDED);
+    reseeded = at == MANTISSA_SV_NOWHERE;
+    if (reseeded) {
         return mantissa_sv_make(value, 0.0);
     }
     double d1 = f32 ? 0.0 : mantissa_sv_ld_shared(at + 8u);
     return mantissa_sv_from_difference(value, mantissa_sv_ld_shared(at), d1, f32);
+}
+
+extern "C" __device__ __noinline__ mantissa_sv_pair mantissa_sv_load_shared(
+    unsigned long long acc, unsigned int address, unsigned int first, unsigned int end,
+    unsigned int area, double value, unsigned int f32)
+{
+    bool reseeded;
+    mantissa_sv_pair p = mantissa_sv_loaded_shared(address, first, end, area, value, f32, reseeded);
+    mantissa_sv_tally_execution(acc);
+    if (reseeded) {
+        mantissa_sv_bump(acc, MANTISSA_SV_T_RESEEDED);
+    }
+    return p;
+}
+
+extern "C" __device__ __noinline__ mantissa_sv_pair mantissa_sv_load_shared_once(
+    unsigned long long record, unsigned int address, unsigned int first, unsigned int end,
+    unsigned int area, double value, unsigned int f32)
+{
+    bool reseeded;
+    mantissa_sv_pair p = mantissa_sv_loaded_shared(address, first, end, area, value, f32, reseeded);
+    mantissa_sv_execution_once(record, reseeded);
+    return p;
 }
 
 extern "C" __device__ __noinline__ void mantissa_sv_store_shared(
@@ -717,6 +940,11 @@ extern "C" __device__ __noinline__ void mantissa_sv_reseed(unsigned long long ac
     mantissa_sv_bump(acc, MANTISSA_SV_T_RESEEDED);
 }
 
+extern "C" __device__ __noinline__ void mantissa_sv_reseed_once(unsigned long long record)
+{
+    mantissa_sv_execution_once(record, true);
+}
+
 extern "C" __device__ __noinline__ void mantissa_sv_zero(unsigned long long acc, unsigned int records)
 {
     for (unsigned int k = 0; k < records * (MANTISSA_SV_THREAD_BYTES / 16); ++k) {
@@ -769,15 +997,6 @@ static __device__ __forceinline__ unsigned long long mantissa_sv_shfl_u64(
 {
     return (unsigned long long)__double_as_longlong(
         mantissa_sv_shfl(mask, __longlong_as_double((long long)x), from));
-}
-
-static __device__ __forceinline__ unsigned long long mantissa_sv_bfly_u64(unsigned long long x, unsigned int d)
-{
-    int hi = (int)(x >> 32);
-    int lo = (int)x;
-    asm volatile("shfl.sync.bfly.b32 %0, %0, %1, 31, -1;" : "+r"(hi) : "r"(d));
-    asm volatile("shfl.sync.bfly.b32 %0, %0, %1, 31, -1;" : "+r"(lo) : "r"(d));
-    return ((unsigned long long)(unsigned int)hi << 32) | (unsigned int)lo;
 }
 
 // Word kind of a record word: how peers' values combine.
@@ -835,20 +1054,9 @@ static __device__ __forceinline__ void mantissa_sv_flush_word(
         total = mantissa_sv_sum_u64(peers, x);
     } else if (kind == 2) {
         total = mantissa_sv_max_u64(peers, x);
-    } else if (peers == 0xffffffffu) {
-        total = x;
-        for (unsigned int d = 16; d > 0; d >>= 1) {
-            unsigned long long y = mantissa_sv_bfly_u64(total, d);
-            total = (unsigned long long)__double_as_longlong(
-                __dadd_rn(__longlong_as_double((long long)total), __longlong_as_double((long long)y)));
-        }
     } else {
-        total = 0;
-        for (unsigned int rest = peers; rest != 0; rest &= rest - 1) {
-            unsigned long long y = mantissa_sv_shfl_u64(peers, x, __ffs(rest) - 1);
-            total = (unsigned long long)__double_as_longlong(
-                __dadd_rn(__longlong_as_double((long long)total), __longlong_as_double((long long)y)));
-        }
+        total = (unsigned long long)__double_as_longlong(
+            mantissa_sv_sum_f64(peers, __longlong_as_double((long long)x)));
     }
     if (leader && total != 0) {
         if (kind == 0) {
@@ -862,25 +1070,17 @@ static __device__ __forceinline__ void mantissa_sv_flush_word(
 }
 
 extern "C" __device__ __noinline__ void mantissa_sv_flush(
-    unsigned long long acc, unsigned int first_site, unsigned int sites,
-    unsigned int first_reseed, unsigned int reseeds)
+    unsigned long long acc, unsigned int first, unsigned int slots)
 {
-    // Lanes flushing the same function's records together (one key per function: its ranges).
-    unsigned int peers =
-        __match_any_sync(__activemask(), ((unsigned long long)first_site << 32) | first_reseed);
-    unsigned int lane;
-    unsigned int sm;
-    asm("mov.u32 %0, %%laneid;" : "=r"(lane));
-    asm("mov.u32 %0, %%smid;" : "=r"(sm));
-    bool leader = lane == (unsigned int)(__ffs(peers) - 1);
-    // Warps on different SMs add into different copies (fewer same-address atomics); the host
-    // sums the copies.
-    unsigned int copy = sm % MANTISSA_SV_COPIES;  // the same for the whole warp
-    for (unsigned int k = 0; k < sites + reseeds; ++k) {
-        unsigned int record = k < sites ? first_site + k : first_reseed + (k - sites);
+    // Lanes flushing the same function's records together (one key per function: its entries).
+    unsigned int peers = __match_any_sync(__activemask(), first);
+    bool leader = mantissa_sv_leads(peers);
+    for (unsigned int k = 0; k < slots; ++k) {
+        unsigned int record = __mantissa_sv_slots[first + k];
         unsigned long long mine = acc + (unsigned long long)MANTISSA_SV_THREAD_BYTES * k;
-        unsigned long long *global =
-            &__mantissa_values[((unsigned long long)record * MANTISSA_SV_COPIES + copy) * MANTISSA_SV_WORDS];
+        // Warps on different SMs add into different copies (fewer same-address atomics); the
+        // host sums the copies.
+        unsigned long long *global = mantissa_sv_global_copy(record);
         mantissa_sv_hot h = mantissa_sv_get_hot(mine);
         if (__ballot_sync(peers, mantissa_sv_word_of(h, mine, MANTISSA_SV_W_EXECUTIONS) != 0) == 0) {
             continue;  // no peer executed it: every word is 0

@@ -18,15 +18,21 @@
 //! **Cost.** Nothing is called per execution: after the merge, [`inline_runtime`]
 //! ([`crate::pass::inline`]) replaces every call of the per-execution runtime functions by
 //! their bodies, so the runtime stays one CUDA header on `mantissa.cuh`'s twin arithmetic and
-//! ptxas sees straight-line code. Statistics accumulate per thread in a record of the function's
-//! `.local` array (`ld.local`/`st.local` at constant offsets, which cannot alias the program's
+//! ptxas sees straight-line code. **Outside loops** (a site, load or re-seed point that runs at
+//! most once per call of its function) each execution goes to the global record at once, through
+//! the runtime's [`once`] forms: the lanes executing the site together combine their
+//! measurements (ballots, shuffles, `redux.sync`) and one lane adds each word with one atomic,
+//! with no per-thread state (a straight-line kernel such as options needs no `.local` array, no
+//! zeroing and no flush). **Inside loops** statistics accumulate per thread in a record of the
+//! function's `.local` array (`ld.local`/`st.local` at constant offsets, which cannot alias the program's
 //! memory; zeroed at entry by `mantissa_sv_zero`), [`THREAD_RECORD_BYTES`] each: what every
 //! execution updates (the two sums, the executions, the two maxima as the high words of their
 //! doubles rounded up, the site's flags) is its first 32 bytes, one `v2.f64` and one `v4.u32`
 //! load and store; the counts of rare events follow and are touched only when they happen, and
 //! the measured counts are derived at the flush (executions less the zero and non-finite ones).
 //! Per execution that is 4 local accesses of 16 bytes instead of 14 of 8 (the cost measured in
-//! docs/BENCHMARKS.md was the local traffic, not the arithmetic). The records are
+//! docs/BENCHMARKS.md was the local traffic, not the arithmetic). Only loop instructions have a
+//! slot in the array; [`SLOTS_GLOBAL`] maps slots to global records. The records are
 //! flushed once per exit (`mantissa_sv_flush`, before every `ret`/`exit`, under its guard):
 //! warp peers combine each word by shuffles and one lane adds it with one atomic into one of
 //! [`COPIES`] copies of the record chosen by its SM, which [`ValuesReport::decode`] sums. A
@@ -119,6 +125,9 @@ pub use instrument::instrument;
 pub const VALUES_GLOBAL: &str = "__mantissa_values";
 /// The buffer table: word 0 the number of buffers, then (address, bytes, shadow address) each.
 pub const TABLE_GLOBAL: &str = "__mantissa_values_table";
+/// The global record of every thread-record slot (u32), function after function; a function's
+/// flush names its first entry.
+pub const SLOTS_GLOBAL: &str = "__mantissa_sv_slots";
 /// Buffers the table holds at most.
 pub const MAX_BUFFERS: usize = 32;
 /// 8-byte words per record (per copy).
@@ -166,25 +175,39 @@ pub const ZERO_FUNCTION: &str = "mantissa_sv_zero";
 /// Word `w` ([`Word`]) of the global record layout for the thread record at `acc`: what the
 /// flush adds; `(acc, w)`, returns a `.b64`. Called by tests that flush without warp operations.
 pub const WORD_FUNCTION: &str = "mantissa_sv_word";
-/// A function's thread records added to the global at an exit:
-/// `(acc, first_site, sites, first_reseed, reseeds)`.
+/// A function's thread records added to the global at an exit: `(acc, first, slots)`, slot
+/// `k`'s record being entry `first + k` of [`SLOTS_GLOBAL`].
 pub const FLUSH_FUNCTION: &str = "mantissa_sv_flush";
+
+/// The form of a per-execution runtime function (a site's, [`LOAD_FUNCTION`],
+/// [`LOAD_SHARED_FUNCTION`], [`RESEED_FUNCTION`]) used outside loops: its first argument is the
+/// global record's index instead of a thread record's address, and it adds the execution to the
+/// global at once, combined over the lanes executing it together (warp operations: it must be
+/// inlined into its one call site).
+pub fn once(function: &str) -> String {
+    format!("{function}_once")
+}
+
+/// The per-execution functions that have a [`once`] form.
+fn with_once_forms() -> Vec<String> {
+    let mut names: Vec<String> = (0..SITE_OPERATIONS.len() as u32)
+        .flat_map(|op| [site_function(op, false), site_function(op, true)])
+        .collect();
+    names.extend([LOAD_FUNCTION, LOAD_SHARED_FUNCTION, RESEED_FUNCTION].map(String::from));
+    names
+}
 
 /// The runtime functions an instrumented module calls per execution, to be inlined after the
 /// merge ([`crate::pass::inline`]): every site function, the load, store, clear and re-seed,
 /// their shared-memory forms and the shadow area's zeroing (once per kernel, but inlined so
 /// that its barrier is the kernel's own and the interpreter, which has no calls, runs it).
 pub fn inlined_functions() -> Vec<String> {
-    let mut names: Vec<String> = (0..SITE_OPERATIONS.len() as u32)
-        .flat_map(|op| [site_function(op, false), site_function(op, true)])
-        .collect();
+    let mut names = with_once_forms();
+    names.extend(with_once_forms().iter().map(|f| once(f)));
     names.extend(
         [
-            LOAD_FUNCTION,
             STORE_FUNCTION,
             CLEAR_FUNCTION,
-            RESEED_FUNCTION,
-            LOAD_SHARED_FUNCTION,
             STORE_SHARED_FUNCTION,
             CLEAR_SHARED_FUNCTION,
             ZERO_SHARED_FUNCTION,
@@ -512,27 +535,32 @@ pub fn runtime_prototypes() -> Vec<Function> {
     };
     let mut site = vec![".b64", ".b32"];
     site.extend([".b64"; 10]);
-    let mut out: Vec<Function> = (0..SITE_OPERATIONS.len() as u32)
-        .flat_map(|op| [site_function(op, false), site_function(op, true)])
-        .map(|name| prototype(&name, &site, Some(pair())))
-        .collect();
+    let load = [".b64", ".b64", ".b64", ".b32"];
+    let load_shared = [".b64", ".b32", ".b32", ".b32", ".b32", ".b64", ".b32"];
+    let mut out: Vec<Function> = Vec::new();
+    for name in [String::new(), "_once".into()] {
+        out.extend(
+            (0..SITE_OPERATIONS.len() as u32)
+                .flat_map(|op| [site_function(op, false), site_function(op, true)])
+                .map(|f| prototype(&format!("{f}{name}"), &site, Some(pair()))),
+        );
+        out.extend([
+            prototype(&format!("{LOAD_FUNCTION}{name}"), &load, Some(pair())),
+            prototype(
+                &format!("{LOAD_SHARED_FUNCTION}{name}"),
+                &load_shared,
+                Some(pair()),
+            ),
+            prototype(&format!("{RESEED_FUNCTION}{name}"), &[".b64"], None),
+        ]);
+    }
     out.extend([
-        prototype(
-            LOAD_FUNCTION,
-            &[".b64", ".b64", ".b64", ".b32"],
-            Some(pair()),
-        ),
         prototype(
             STORE_FUNCTION,
             &[".b64", ".b64", ".b64", ".b64", ".b32"],
             None,
         ),
         prototype(CLEAR_FUNCTION, &[".b64", ".b32"], None),
-        prototype(
-            LOAD_SHARED_FUNCTION,
-            &[".b64", ".b32", ".b32", ".b32", ".b32", ".b64", ".b32"],
-            Some(pair()),
-        ),
         prototype(
             STORE_SHARED_FUNCTION,
             &[
@@ -546,13 +574,8 @@ pub fn runtime_prototypes() -> Vec<Function> {
             None,
         ),
         prototype(ZERO_SHARED_FUNCTION, &[".b32", ".b32"], None),
-        prototype(RESEED_FUNCTION, &[".b64"], None),
         prototype(ZERO_FUNCTION, &[".b64", ".b32"], None),
-        prototype(
-            FLUSH_FUNCTION,
-            &[".b64", ".b32", ".b32", ".b32", ".b32"],
-            None,
-        ),
+        prototype(FLUSH_FUNCTION, &[".b64", ".b32", ".b32"], None),
     ]);
     out
 }

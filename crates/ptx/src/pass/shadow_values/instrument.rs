@@ -7,7 +7,7 @@ use super::emit::{
 };
 use super::shared::{self, SharedMemory};
 use super::{
-    how, site_function, Instrumented, ReseedPoint, Treatment, ValueSite, ValuesError, ValuesReport,
+    how, once, site_function, SLOTS_GLOBAL, Instrumented, ReseedPoint, Treatment, ValueSite, ValuesError, ValuesReport,
     CLEAR_FUNCTION, COPIES, FLUSH_FUNCTION, LOAD_FUNCTION, MAX_BUFFERS, RESEED_FUNCTION,
     STORE_FUNCTION, TABLE_GLOBAL, THREAD_RECORD_BYTES, VALUES_GLOBAL, WORDS_PER_RECORD,
     ZERO_FUNCTION,
@@ -26,6 +26,16 @@ use std::collections::{HashMap, HashSet};
 
 /// Instruments `module` (left unchanged) with shadow values; see the module docs.
 pub fn instrument(module: &Module) -> Result<Instrumented, ValuesError> {
+    instrument_with(module, false)
+}
+
+/// [`instrument`], with every site, load and re-seed point given a thread record when
+/// `records_everywhere` (outside loops too): the interpreter, which has no warp operations,
+/// runs every form of the code with it.
+pub(crate) fn instrument_with(
+    module: &Module,
+    records_everywhere: bool,
+) -> Result<Instrumented, ValuesError> {
     let prototypes = super::runtime_prototypes();
     let taken = |name: &str| {
         module.items.iter().any(|i| match i {
@@ -34,7 +44,7 @@ pub fn instrument(module: &Module) -> Result<Instrumented, ValuesError> {
             _ => false,
         })
     };
-    for name in [VALUES_GLOBAL, TABLE_GLOBAL]
+    for name in [VALUES_GLOBAL, TABLE_GLOBAL, SLOTS_GLOBAL]
         .into_iter()
         .chain(prototypes.iter().map(|p| p.name.as_str()))
     {
@@ -63,6 +73,8 @@ pub fn instrument(module: &Module) -> Result<Instrumented, ValuesError> {
         reseeds: Vec::new(),
         notes: Vec::new(),
     };
+    // The global record of every thread-record slot, function after function.
+    let mut slot_table: Vec<u32> = Vec::new();
     for f in module.functions().filter(|f| f.body.is_some()) {
         let d = Decoded::of(f);
         let addresses: Vec<Site> = site::function_sites(f, &files)
@@ -70,16 +82,13 @@ pub fn instrument(module: &Module) -> Result<Instrumented, ValuesError> {
             .map(|(_, s)| s)
             .collect();
         let mut rw = Rewriter::new(&out, &f.name)?;
-        let here: Vec<u32> = shadow
-            .iter()
-            .filter(|s| s.site.function == f.name)
-            .map(|s| s.index)
-            .collect();
+        let cfg = Cfg::build(&d);
         let records = Records {
             base: rw.reg("u64")?,
-            first_site: here.first().copied().unwrap_or(0),
-            sites: here.len() as u32,
-            first_reseed: (state.sites.len() + state.reseeds.len()) as u32,
+            in_record: (0..d.insts.len())
+                .map(|k| records_everywhere || cfg.innermost_loop(k).is_some())
+                .collect(),
+            slots: Vec::new(),
         };
         let area_name = rewrite::unique_module_name(&out, "__mantissa_sv_shared");
         let plan = shared::plan(module, f, &d, &mut rw, &area_name)?;
@@ -87,13 +96,13 @@ pub fn instrument(module: &Module) -> Result<Instrumented, ValuesError> {
         if let Some(area) = plan.area {
             shared::declare_area(&mut out, &f.name, area);
         }
-        let mut fun = FunctionRewrite::new(&d, &shadow, &addresses, &mut rw, records.clone());
+        let mut fun = FunctionRewrite::new(&d, &shadow, &addresses, &mut rw, records);
         fun.shared = plan.memory;
         for k in 0..d.insts.len() {
             fun.instruction(k, &mut state)?;
         }
-        let reseeds = state.reseeds.len() as u32 + state.sites.len() as u32 - records.first_reseed;
-        let count = records.sites + reseeds;
+        let records = std::mem::take(&mut fun.records);
+        let count = records.slots.len() as u32;
         if count == 0 && plan.init.is_empty() {
             rw.apply(&mut out)?;
             continue;
@@ -135,12 +144,11 @@ pub fn instrument(module: &Module) -> Result<Instrumented, ValuesError> {
             FLUSH_FUNCTION,
             &[
                 ("b64", reg(&records.base)),
-                ("b32", word(records.first_site)),
-                ("b32", word(records.sites)),
-                ("b32", word(records.first_reseed)),
-                ("b32", word(reseeds)),
+                ("b32", word(slot_table.len() as u32)),
+                ("b32", word(count)),
             ],
         );
+        slot_table.extend(&records.slots);
         for i in &d.insts {
             if matches!(i.opcode.as_str(), "ret" | "exit") {
                 rw.insert_before(i.id, flush.clone(), Guarding::Keep)?;
@@ -164,7 +172,12 @@ pub fn instrument(module: &Module) -> Result<Instrumented, ValuesError> {
         u64::from(WORDS_PER_RECORD) * u64::from(COPIES) * records,
     );
     let table = rewrite::add_global(&mut out, "u64", 8, TABLE_GLOBAL, 1 + 3 * MAX_BUFFERS as u64);
-    for (got, want) in [(&global, VALUES_GLOBAL), (&table, TABLE_GLOBAL)] {
+    let slots = add_slot_table(&mut out, &slot_table);
+    for (got, want) in [
+        (&global, VALUES_GLOBAL),
+        (&table, TABLE_GLOBAL),
+        (&slots, SLOTS_GLOBAL),
+    ] {
         if got != want {
             // A parameter or local has the name: the runtime could not reach the array by it.
             return Err(ValuesError::NameTaken(want.to_string()));
@@ -204,15 +217,35 @@ pub(super) struct State {
     notes: Vec<String>,
 }
 
-/// Where a function's thread records are: the register holding the local-space address of its
-/// `.local` array, its sites' records (global `first_site..first_site + sites`, slots from 0)
-/// and its re-seed points' (global from `first_reseed`, slots after the sites').
-#[derive(Debug, Clone)]
+/// [`SLOTS_GLOBAL`] with `slots` as its initialiser (one 0 entry when empty: PTX has no empty
+/// arrays); its name, as [`rewrite::add_global`] gives it.
+fn add_slot_table(out: &mut Module, slots: &[u32]) -> String {
+    let entries: Vec<u32> = if slots.is_empty() { vec![0] } else { slots.to_vec() };
+    let name = rewrite::add_global(out, "u32", 4, SLOTS_GLOBAL, entries.len() as u64);
+    // Spelt as the parser normalises an initialiser: its tokens separated by one space.
+    let init = entries
+        .iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(" , ");
+    for item in &mut out.items {
+        if let Item::Var(v) = item {
+            if v.name == name {
+                v.init = Some(format!("{{ {init} }}"));
+            }
+        }
+    }
+    name
+}
+
+/// A function's thread records: the register holding the local-space address of its `.local`
+/// array, which instructions count into a thread record (those inside loops) rather than into
+/// the global record at once, and the global record of each slot, in slot order.
+#[derive(Debug, Clone, Default)]
 struct Records {
     base: String,
-    first_site: u32,
-    sites: u32,
-    first_reseed: u32,
+    in_record: Vec<bool>,
+    slots: Vec<u32>,
 }
 
 /// The rewrite of one function.
@@ -291,31 +324,39 @@ impl<'a, 'f> FunctionRewrite<'a, 'f> {
             .filter(|t| matches!(t, ValueType::F32 | ValueType::F64))
     }
 
-    /// The local-space address of `record`'s thread record, computed into a new register by
-    /// `code`.
-    pub(super) fn record_address(
+    /// How instruction `k` counts into global record `record` through the runtime's
+    /// `function`: inside a loop, the function itself with the local-space address of the
+    /// record's thread slot (computed into a new register by `code`); outside loops, its `_once`
+    /// form ([`once`]) with the record's index, added to the global at once.
+    pub(super) fn record_arg(
         &mut self,
+        k: usize,
         record: u32,
+        function: &str,
         code: &mut Vec<Statement>,
-    ) -> Result<Operand, ValuesError> {
-        let r = &self.records;
-        let slot = if record < r.first_reseed {
-            record - r.first_site
-        } else {
-            r.sites + (record - r.first_reseed)
+    ) -> Result<(Operand, String), ValuesError> {
+        if !self.records.in_record[k] {
+            return Ok((int(i128::from(record)), once(function)));
+        }
+        let slots = &mut self.records.slots;
+        let slot = match slots.iter().position(|&r| r == record) {
+            Some(slot) => slot,
+            None => {
+                slots.push(record);
+                slots.len() - 1
+            }
         };
-        let base = r.base.clone();
         let a = self.rw.reg("u64")?;
         code.push(instruction(
             "add",
             &["s64"],
             vec![
                 reg(&a),
-                reg(&base),
-                int(i128::from(THREAD_RECORD_BYTES) * i128::from(slot)),
+                reg(&self.records.base),
+                int(i128::from(THREAD_RECORD_BYTES) * slot as i128),
             ],
         ));
-        Ok(reg(&a))
+        Ok((reg(&a), function.to_string()))
     }
 
     pub(super) fn shadow(&mut self, name: &str, ty: ValueType) -> Result<Shadow, ValuesError> {
@@ -445,14 +486,14 @@ impl<'a, 'f> FunctionRewrite<'a, 'f> {
         } else {
             reg(&widen(self.rw, dest, dt, &mut after)?)
         };
-        let record = self.record_address(s.index, &mut after)?;
+        let function = site_function(code, dt == ValueType::F32);
+        let (record, function) = self.record_arg(k, s.index, &function, &mut after)?;
         let mut call_args = vec![("b64", record), ("b32", word(how))];
         for a in args {
             call_args.extend([("b64", a.value), ("b64", a.hi), ("b64", a.lo)]);
         }
         call_args.push(("b64", result));
         let pair = [self.rw.reg("f64")?, self.rw.reg("f64")?];
-        let function = site_function(code, dt == ValueType::F32);
         after.extend(call_ret(&function, &call_args, Some(&pair)));
         let to = self.shadow(dest, dt)?;
         set_shadow(&to, &pair, &mut after);
@@ -512,8 +553,8 @@ impl<'a, 'f> FunctionRewrite<'a, 'f> {
             let to = self.shadow(&name, t)?;
             seed(&to, &reg(&name), t, &mut after);
         }
-        let record = self.record_address(record, &mut after)?;
-        after.extend(call_ret(RESEED_FUNCTION, &[("b64", record)], None));
+        let (record, function) = self.record_arg(k, record, RESEED_FUNCTION, &mut after)?;
+        after.extend(call_ret(&function, &[("b64", record)], None));
         self.insert_after(k, after)?;
         Ok(())
     }
@@ -833,9 +874,9 @@ impl<'a, 'f> FunctionRewrite<'a, 'f> {
             let address = self.address(&base, offset + width * e as i64, &mut before)?;
             let value = widen(self.rw, &r, t, &mut after)?;
             let pair = [self.rw.reg("f64")?, self.rw.reg("f64")?];
-            let acc = self.record_address(record, &mut after)?;
+            let (acc, function) = self.record_arg(k, record, LOAD_FUNCTION, &mut after)?;
             after.extend(call_ret(
-                LOAD_FUNCTION,
+                &function,
                 &[
                     ("b64", acc),
                     ("b64", reg(&address)),

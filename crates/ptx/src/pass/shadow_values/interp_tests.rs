@@ -72,6 +72,7 @@ fn number(o: &Operand) -> u32 {
 /// record through the runtime's own `mantissa_sv_word` (inlined too) and adds it with one
 /// atomic per thread into copy 0.
 fn runnable(merged: &Module) -> Module {
+    let slot_table = slots_of(merged);
     let mut out = merged.clone();
     for f in out.functions_mut() {
         let Some(body) = f.body.as_mut() else {
@@ -138,21 +139,15 @@ fn runnable(merged: &Module) -> Module {
                 }
             } else {
                 let words = i64::from(WORDS_PER_RECORD);
-                let (first_site, sites) = (number(&args[1]), number(&args[2]));
-                let (first_reseed, reseeds) = (number(&args[3]), number(&args[4]));
-                for slot in 0..sites + reseeds {
-                    let record = if slot < sites {
-                        first_site + slot
-                    } else {
-                        first_reseed + slot - sites
-                    };
+                let (first, slots) = (number(&args[1]) as usize, number(&args[2]) as usize);
+                for (slot, &record) in slot_table[first..first + slots].iter().enumerate() {
                     new.push(instruction(
                         "add",
                         &["s64"],
                         vec![
                             Operand::Reg(AT.into()),
                             Operand::Reg(base.clone()),
-                            int(i128::from(record_bytes) * i128::from(slot)),
+                            int(i128::from(record_bytes) * slot as i128),
                         ],
                     ));
                     for w in 0..words {
@@ -206,11 +201,30 @@ fn runnable(merged: &Module) -> Module {
         .module
 }
 
+/// The entries of [`SLOTS_GLOBAL`]'s initialiser in `m`.
+fn slots_of(m: &Module) -> Vec<u32> {
+    let init = m
+        .items
+        .iter()
+        .find_map(|i| match i {
+            crate::model::Item::Var(v) if v.name == SLOTS_GLOBAL => v.init.clone(),
+            _ => None,
+        })
+        .expect("the slot table");
+    init.trim_matches(|c| c == '{' || c == '}')
+        .split(',')
+        .map(|e| e.trim().parse().expect("a slot entry"))
+        .collect()
+}
+
 /// `ptx` instrumented, the runtime merged and [`runnable`]; `None` (the test skips) without
 /// NVRTC.
 fn instrumented_runnable(name: &str, ptx: &str) -> Option<(Instrumented, Module)> {
     let rt = runtime()?;
-    let out = instrument(&parse_clean(name, ptx)).unwrap_or_else(|e| panic!("{e}"));
+    // Thread records everywhere: the `_once` forms outside loops use warp operations, which
+    // the interpreter does not model (the GPU tests run them).
+    let out = instrument::instrument_with(&parse_clean(name, ptx), true)
+        .unwrap_or_else(|e| panic!("{e}"));
     let merged = merge_runtime(&out.module, &rt).unwrap_or_else(|e| panic!("{e}"));
     let run = parse_clean("runnable", &runnable(&merged).to_string());
     Some((out, run))

@@ -435,14 +435,15 @@ impl FunctionRewrite<'_, '_> {
         for ((_, r, t), address) in elements.into_iter().zip(addresses) {
             let value = widen(self.rw, &r, t, &mut after)?;
             let pair = [self.rw.reg("f64")?, self.rw.reg("f64")?];
-            let acc = self.record_address(record, &mut after)?;
+            let (acc, function) =
+                self.record_arg(k, record, LOAD_SHARED_FUNCTION, &mut after)?;
             let mut args = vec![("b64", acc), ("b32", reg(&address))];
             args.extend(shadow.arguments());
             args.extend([
                 ("b64", reg(&value)),
                 ("b32", word(u32::from(t == ValueType::F32))),
             ]);
-            after.extend(call_ret(LOAD_SHARED_FUNCTION, &args, Some(&pair)));
+            after.extend(call_ret(&function, &args, Some(&pair)));
             let to = self.shadow(&r, t)?;
             set_shadow(&to, &pair, &mut after);
         }

@@ -97,10 +97,13 @@ fn shared_memory_goes_through_the_kernel_shadow_area() {
     assert_eq!(calls("atom.shared.add.u32"), [CLEAR_SHARED_FUNCTION]);
     assert_eq!(
         calls("ld.shared.v2.f32"),
-        [LOAD_SHARED_FUNCTION, LOAD_SHARED_FUNCTION]
+        [once(LOAD_SHARED_FUNCTION), once(LOAD_SHARED_FUNCTION)]
     );
-    assert_eq!(calls("[_ZZ6stagedE4tile]"), [LOAD_SHARED_FUNCTION]);
-    assert_eq!(calls("[dyn+8]"), [RESEED_FUNCTION]);
+    assert_eq!(
+        calls("[_ZZ6stagedE4tile]"),
+        [once(LOAD_SHARED_FUNCTION)]
+    );
+    assert_eq!(calls("[dyn+8]"), [once(RESEED_FUNCTION)]);
     // The entry: both variables located, the area zeroed (with its barrier) before any of the
     // kernel's own instructions.
     let body: Vec<String> = out
@@ -174,7 +177,15 @@ fn a_kernel_without_shared_memory_gets_nothing_of_it() {
         })
         .collect();
     added.sort();
-    assert_eq!(added, ["__mantissa_sv_shared", VALUES_GLOBAL, TABLE_GLOBAL]);
+    assert_eq!(
+        added,
+        [
+            "__mantissa_sv_shared",
+            SLOTS_GLOBAL,
+            VALUES_GLOBAL,
+            TABLE_GLOBAL
+        ]
+    );
 }
 
 #[test]

@@ -87,24 +87,19 @@ pub(super) fn after_in(m: &Module, original: &Module, f: &str, text: &str) -> Ve
     after(m, original, f, id)
 }
 
-/// The memory runtime functions `code` calls, in order ("?" for any other call).
-pub(super) fn calls_in(code: &[String]) -> Vec<&'static str> {
+/// The runtime functions `code` calls, in order ("?" for any other call).
+pub(super) fn calls_in(code: &[String]) -> Vec<String> {
     code.iter()
         .filter(|i| i.starts_with("call") || i.contains(" call"))
         .map(|i| {
-            [
-                LOAD_FUNCTION,
-                STORE_FUNCTION,
-                CLEAR_FUNCTION,
-                RESEED_FUNCTION,
-                LOAD_SHARED_FUNCTION,
-                STORE_SHARED_FUNCTION,
-                CLEAR_SHARED_FUNCTION,
-                ZERO_SHARED_FUNCTION,
-            ]
-            .into_iter()
-            .find(|f| i.contains(&format!("{f},")))
-            .unwrap_or("?")
+            // `call (ret), name, (args);` or `call name, (args);`: the callee is the first
+            // comma-separated piece whose last word is a bare name.
+            i.split(',')
+                .filter_map(|piece| piece.split_whitespace().last())
+                .find(|w| !w.contains(['(', ')']))
+                .filter(|w| w.starts_with("mantissa_sv_"))
+                .unwrap_or("?")
+                .to_string()
         })
         .collect()
 }
@@ -228,24 +223,7 @@ fn inserted_code_is_what_each_definition_needs() {
             .unwrap_or_else(|| panic!("no {text}"))
     };
     let after = |text: &str| after(&out, &m, "mixed", id_of(text));
-    let calls = |code: &[String]| -> Vec<&str> {
-        code.iter()
-            .filter(|i| i.starts_with("call") || i.contains(" call"))
-            .map(|i| {
-                [
-                    "mantissa_sv_mul_f64",
-                    LOAD_FUNCTION,
-                    STORE_FUNCTION,
-                    CLEAR_FUNCTION,
-                    RESEED_FUNCTION,
-                    LOAD_SHARED_FUNCTION,
-                ]
-                .into_iter()
-                .find(|f| i.contains(&format!("{f},")))
-                .unwrap_or("?")
-            })
-            .collect()
-    };
+    let calls = |code: &[String]| calls_in(code);
     // A kernel parameter is an input: its shadow is its value, no runtime call.
     let param = after("[mixed_param_2]");
     assert_eq!(param.len(), 2, "{param:?}");
@@ -256,7 +234,8 @@ fn inserted_code_is_what_each_definition_needs() {
     assert!(param[1].starts_with("mov.f64") && param[1].contains("0d0000000000000000"));
     // Arithmetic calls the runtime once and takes the pair.
     let mul = after("mul.rn.f64");
-    assert_eq!(calls(&mul), ["mantissa_sv_mul_f64"], "{mul:?}");
+    // Outside loops: the `_once` forms, which add to the global record at once.
+    assert_eq!(calls(&mul), [once("mantissa_sv_mul_f64")], "{mul:?}");
     assert_eq!(
         mul.iter().filter(|i| i.starts_with("ld.param.f64")).count(),
         2
@@ -276,7 +255,7 @@ fn inserted_code_is_what_each_definition_needs() {
     // Loads and stores of global floats go through the shadow buffer; an integer store clears.
     assert_eq!(
         calls(&after("ld.global.v2.f64")),
-        [LOAD_FUNCTION, LOAD_FUNCTION]
+        [once(LOAD_FUNCTION), once(LOAD_FUNCTION)]
     );
     assert_eq!(
         calls(&after("st.global.v2.f64")),
@@ -284,8 +263,11 @@ fn inserted_code_is_what_each_definition_needs() {
     );
     assert_eq!(calls(&after("st.global.u32")), [CLEAR_FUNCTION]);
     // Re-seeds count into their record; shared memory has its shadow area.
-    assert_eq!(calls(&after("ld.shared.f64")), [LOAD_SHARED_FUNCTION]);
-    assert_eq!(calls(&after("mov.b64")), [RESEED_FUNCTION]);
+    assert_eq!(
+        calls(&after("ld.shared.f64")),
+        [once(LOAD_SHARED_FUNCTION)]
+    );
+    assert_eq!(calls(&after("mov.b64")), [once(RESEED_FUNCTION)]);
     // A guarded instruction's shadow code runs under its guard (call staging aside).
     for i in after("@%p1 add.rn.f64") {
         let staging = i.starts_with("st.param") || i.starts_with("ld.param");
