@@ -5,7 +5,10 @@
 //! - compute the same bits as the kernels as written;
 //! - give, per site, exactly the counts and maxima the CPU oracle computes from the original
 //!   kernel in the interpreter (`oracle::expected`), and sums within the bound of summation order;
-//! - report the seeded exceptions on exactly their lines, and none on clean kernels.
+//! - report the seeded exceptions on exactly their lines, and none on clean kernels;
+//! - instrumented with shadow values, give the same statistics whether the sites outside loops
+//!   add to the global at once (`_once` forms, warp-combined) or count into thread records
+//!   (the form the interpreter tests check against hand-worked values).
 
 #[path = "support/shadow_known.rs"]
 mod known;
@@ -21,6 +24,7 @@ use mantissa_ptx::link::merge_runtime;
 use mantissa_ptx::pass::shadow::{
     instrument, oracle, ErrorStats, ExceptionCounts, ShadowOptions, ShadowReport, SiteStats,
 };
+use mantissa_ptx::pass::shadow_values::{self, ValueStats};
 use mantissa_ptx::Module;
 use modules::{parse_clean, target_arch};
 
@@ -266,4 +270,96 @@ fn a_guarded_self_overwriting_kernel_agrees_with_the_oracle() {
         .expect("a mul site");
     let d = g[mul].demotion.unwrap_or_default();
     assert_eq!(d.count + d.zero_reference + d.non_finite, 128);
+}
+
+/// `case` on `m` instrumented with shadow values (thread records everywhere when
+/// `records_everywhere`), run on the GPU with no registered buffer; asserts the outputs are the
+/// kernel's as written and returns the statistics of the sites and re-seed points.
+fn run_values(
+    gpu: &Gpu,
+    what: &str,
+    m: &Module,
+    case: &Case,
+    records_everywhere: bool,
+) -> (Vec<ValueStats>, Vec<ValueStats>) {
+    let original = gpu
+        .load_ptx(what, &m.to_string())
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let as_written = launch(gpu, &original, case);
+    let out = shadow_values::instrument_with(m, records_everywhere)
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let rt = runtime::compile(gpu.compiler(), &runtime::SHADOW_VALUES, target_arch(m))
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let merged = merge_runtime(&out.module, &rt).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let inlined =
+        shadow_values::inline_runtime(&merged).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let loaded = gpu
+        .load_ptx(what, &inlined.to_string())
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let report = out.report;
+    gpu.write_symbol(&loaded, &report.global, &vec![0u8; report.global_bytes()])
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let table = shadow_values::table_bytes(&[]).unwrap_or_else(|e| panic!("{e}"));
+    gpu.write_symbol(&loaded, &report.table, &table)
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(
+        launch(gpu, &loaded, case) == as_written,
+        "{what}: the instrumented kernel computes other bits than the kernel as written"
+    );
+    let bytes = gpu
+        .read_symbol(&loaded, &report.global)
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let stats = report
+        .decode(&bytes)
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    (stats.sites, stats.reseeds)
+}
+
+/// Every count and maximum equal; sums within a relative 1e-12 (their order is the device's).
+fn assert_same_values(what: &str, once: &[ValueStats], records: &[ValueStats]) {
+    assert_eq!(once.len(), records.len(), "{what}");
+    let close = |a: f64, b: f64| a == b || (a - b).abs() <= 1e-12 * a.abs().max(b.abs());
+    for (k, (a, b)) in once.iter().zip(records).enumerate() {
+        let exact = |s: &ValueStats| {
+            (
+                s.executions,
+                (s.local.count, s.local.max.to_bits()),
+                (s.local.zero_reference, s.local.non_finite),
+                (s.accumulated.count, s.accumulated.max.to_bits()),
+                (s.accumulated.zero_reference, s.accumulated.non_finite),
+                (s.cancellations, s.cancel_max_bits, s.reseeded),
+            )
+        };
+        assert_eq!(exact(a), exact(b), "{what}: record {k}");
+        assert!(
+            close(a.local.sum, b.local.sum) && close(a.accumulated.sum, b.accumulated.sum),
+            "{what}: record {k}: sums {a:?} against {b:?}"
+        );
+    }
+}
+
+#[test]
+fn shadow_values_outside_loops_add_at_once_what_thread_records_add() {
+    let Some(gpu) = require_gpu_or_skip() else {
+        return;
+    };
+    let mut measured = 0;
+    for flags in [FlagSet::DEFAULT, FlagSet::NOFMA] {
+        let m = known_module(&gpu, flags);
+        for case in [
+            known::one_plus_x(4, 64),
+            known::one_plus_x_varied(3, 96),
+            known::serial_sum(),
+            known::square_plus(2, 64),
+            known::exceptions(2, 64),
+        ] {
+            let what = format!("{} {flags}", case.kernel);
+            let (sites, reseeds) = run_values(&gpu, &what, &m, &case, false);
+            let (want_sites, want_reseeds) = run_values(&gpu, &what, &m, &case, true);
+            assert_same_values(&what, &sites, &want_sites);
+            assert_same_values(&what, &reseeds, &want_reseeds);
+            measured += sites.iter().filter(|s| s.local.count > 0).count();
+        }
+    }
+    assert!(measured > 0, "some site measured a local error");
 }

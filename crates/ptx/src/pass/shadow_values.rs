@@ -119,7 +119,7 @@ use crate::rewrite::RewriteError;
 use crate::site::Site;
 use serde::Serialize;
 
-pub use instrument::instrument;
+pub use instrument::{instrument, instrument_with};
 
 /// The per-record statistics array; the runtime declares it `extern`.
 pub const VALUES_GLOBAL: &str = "__mantissa_values";

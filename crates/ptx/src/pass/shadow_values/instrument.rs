@@ -31,8 +31,8 @@ pub fn instrument(module: &Module) -> Result<Instrumented, ValuesError> {
 
 /// [`instrument`], with every site, load and re-seed point given a thread record when
 /// `records_everywhere` (outside loops too): the interpreter, which has no warp operations,
-/// runs every form of the code with it.
-pub(crate) fn instrument_with(
+/// runs every form of the code with it, and the GPU tests compare the two forms' statistics.
+pub fn instrument_with(
     module: &Module,
     records_everywhere: bool,
 ) -> Result<Instrumented, ValuesError> {

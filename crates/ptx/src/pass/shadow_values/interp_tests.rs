@@ -6,7 +6,7 @@
 //! `max`, into copy 0); everything per execution is the inlined runtime itself.
 
 use super::emit::call_ret;
-use super::tests::runtime;
+use super::tests::{runtime, slots_of};
 use super::*;
 use crate::interp::{self, Arg, Launch, Memory};
 use crate::link::merge_runtime;
@@ -199,22 +199,6 @@ fn runnable(merged: &Module) -> Module {
     crate::pass::inline::inline(&out, &names)
         .unwrap_or_else(|e| panic!("{e}"))
         .module
-}
-
-/// The entries of [`SLOTS_GLOBAL`]'s initialiser in `m`.
-fn slots_of(m: &Module) -> Vec<u32> {
-    let init = m
-        .items
-        .iter()
-        .find_map(|i| match i {
-            crate::model::Item::Var(v) if v.name == SLOTS_GLOBAL => v.init.clone(),
-            _ => None,
-        })
-        .expect("the slot table");
-    init.trim_matches(|c| c == '{' || c == '}')
-        .split(',')
-        .map(|e| e.trim().parse().expect("a slot entry"))
-        .collect()
 }
 
 /// `ptx` instrumented, the runtime merged and [`runnable`]; `None` (the test skips) without

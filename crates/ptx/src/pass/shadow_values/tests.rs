@@ -104,6 +104,74 @@ pub(super) fn calls_in(code: &[String]) -> Vec<String> {
         .collect()
 }
 
+/// The entries of [`SLOTS_GLOBAL`]'s initialiser in `m`.
+pub(super) fn slots_of(m: &Module) -> Vec<u32> {
+    let init = m
+        .items
+        .iter()
+        .find_map(|i| match i {
+            Item::Var(v) if v.name == SLOTS_GLOBAL => v.init.clone(),
+            _ => None,
+        })
+        .expect("the slot table");
+    init.trim_matches(|c: char| c == '{' || c == '}' || c.is_whitespace())
+        .split(',')
+        .map(|e| e.trim().parse().expect("a slot entry"))
+        .collect()
+}
+
+#[test]
+fn loop_instructions_count_into_thread_slots_and_the_others_into_the_global_at_once() {
+    use crate::cfg::Cfg;
+    use crate::decode::Decoded;
+    let mut both = 0;
+    for (name, ptx) in FIXTURES {
+        let m = parse_clean(name, ptx);
+        let out = instrument(&m).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let mut in_loop = HashSet::new();
+        for f in m.functions().filter(|f| f.body.is_some()) {
+            let d = Decoded::of(f);
+            let cfg = Cfg::build(&d);
+            for k in 0..d.insts.len() {
+                if cfg.innermost_loop(k).is_some() {
+                    in_loop.insert((f.name.clone(), d.insts[k].id));
+                }
+            }
+        }
+        // Every record the code counts into, with whether its instruction is in a loop.
+        let r = &out.report;
+        let records: Vec<(u32, bool)> = r
+            .sites
+            .iter()
+            .filter(|s| !matches!(s.treatment, Treatment::Skipped(_)))
+            .map(|s| (s.index, in_loop.contains(&(s.site.function.clone(), s.inst))))
+            .chain(r.reseeds.iter().map(|p| {
+                let key = (p.site.function.clone(), p.inst);
+                (p.record, in_loop.contains(&key))
+            }))
+            .collect();
+        let mut want: Vec<u32> = records.iter().filter(|r| r.1).map(|r| r.0).collect();
+        want.sort_unstable();
+        let mut slots = slots_of(&out.module);
+        if want.is_empty() {
+            assert_eq!(slots, [0], "{name}: the one-entry placeholder");
+        } else {
+            slots.sort_unstable();
+            assert_eq!(slots, want, "{name}: one slot per loop record");
+        }
+        // Outside loops the `_once` forms, with the record's index as an immediate.
+        let text = out.module.to_string();
+        let once_calls = text.matches("_once, (").count();
+        assert_eq!(
+            once_calls > 0,
+            records.iter().any(|r| !r.1),
+            "{name}: the _once forms are used exactly where there are records outside loops"
+        );
+        both += usize::from(once_calls > 0 && !want.is_empty());
+    }
+    assert!(both > 0, "some fixture has records of both kinds");
+}
+
 #[test]
 fn sites_are_the_shadow_pass_sites_with_their_treatment() {
     for (name, ptx) in FIXTURES {
