@@ -45,14 +45,14 @@
 //   The site index as an immediate. A measured f64 instruction inside a loop accumulates per
 //   thread (in registers, or in a .local array past mantissa_ptx's ACCUMULATED_PER_FUNCTION):
 //   count, sum and max, the relative error computed inline exactly as mantissa_shadow_demotion
-//   does (the same sequence and range, its division predicated rather than branched to), summed with add.rn.f64, maximum by max.f64; it counts its rare r64 == +-0 and
-//   non-finite executions by one red.global.add.u64 per thread on the record's words, and
-//   mantissa_shadow_flush is called for it before every ret/exit of the function, under that
-//   instruction's guard. A measured f64 instruction outside every loop calls
-//   mantissa_shadow_demotion, under its guard, after every execution, and the pass's
-//   inline_runtime (mantissa_ptx::pass::shadow::inline_runtime) replaces every such call by the
-//   function's body, which it MUST: the body aggregates over the active lanes, which are all at
-//   one site only in an inlined copy.
+//   does (the same sequence and range, one branch over the division), summed with add.rn.f64,
+//   maximum by max.f64; it counts its rare r64 == +-0 and non-finite executions by one
+//   red.global.add.u64 per thread on the record's words, and mantissa_shadow_flush is called
+//   for it before every ret/exit of the function, under that instruction's guard. A measured
+//   f64 instruction outside every loop calls mantissa_shadow_demotion, under its guard, after
+//   every execution, and the pass's inline_runtime (mantissa_ptx::pass::shadow::inline_runtime)
+//   replaces every such call by the function's body, which it MUST: the body aggregates over
+//   the active lanes, which are all at one site only in an inlined copy.
 //   mantissa_shadow_exception is called only from the out-of-line slow paths: after each
 //   floating-point instruction the instrumented code tests for a result that is zero or normal
 //   (testp.normal, setp.eq.or) without branching, folds the tests of a straight-line group into

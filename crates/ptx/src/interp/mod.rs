@@ -15,10 +15,10 @@
 //! atomics in every space, branches, `ret`/`exit`, barriers.
 //!
 //! One approximate instruction, `rcp.approx.ftz.f64`, runs by a **model** within the
-//! instruction's error, not the hardware's bits (`interp/approx.rs`): the correctly rounded reciprocal
-//! with its low 32 bits cleared (`.ftz`: a subnormal operand or result is a zero of its sign),
-//! an error below 2^-20 (the H200's own reaches 2^-19.94, measured: docs/BENCHMARKS.md). It is
-//! kept because code that refines the reciprocal (the shadow pass's demotion error: a Newton
+//! instruction's error, not the hardware's bits (`interp/approx.rs`): the correctly rounded
+//! reciprocal with its low 32 bits cleared (`.ftz`: a subnormal operand or result is a zero of
+//! its sign), an error below 2^-20 (the H200's own reaches 2^-19.94, measured:
+//! docs/BENCHMARKS.md). It is kept because code that refines the reciprocal (the shadow pass's demotion error: a Newton
 //! step and a corrected quotient) gets the same result from any seed that close, but in the
 //! narrow band its error analysis leaves ([`crate::pass::shadow`]); a kernel that used the seed
 //! as it is would see the model's bits.

@@ -38,8 +38,9 @@
 //! *How*: sites inside loops accumulate per thread (the count, the sum added with `add.rn.f64`
 //! in execution order, the maximum by `max.f64`), the [`ACCUMULATED_PER_FUNCTION`] deepest in
 //! registers, the others in a per-thread `.local` array: after each execution a handful of
-//! predicated instructions and no call or branch (a guarded site jumps over its code where the
-//! guard is false); the rare `r64 = ±0` and non-finite executions are counted by one
+//! predicated instructions, no call, and one branch, over the division that only `|r64|`
+//! outside the quotient's range needs (and a guarded site jumps over its code where the guard
+//! is false); the rare `r64 = ±0` and non-finite executions are counted by one
 //! `red.global.add.u64` each. Before every `ret`/`exit` (under its guard; and at the end of a
 //! body that control can run off) the totals are flushed by [`FLUSH_FUNCTION`], one atomic per
 //! word per warp. Sites outside loops, which run once per call of their function, call

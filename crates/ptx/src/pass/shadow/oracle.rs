@@ -14,9 +14,9 @@
 //! relative 2^-79.75 of a midpoint between doubles, where it may be the other neighbour. So per
 //! execution the two agree bit for bit outside that band: a quotient spread evenly meets it
 //! with probability at most 2^-25.7, but structured ones can (r64 = 1 − 2^-53 with r32 = 1),
-//! and the tests comparing maxima bit for bit rely on their inputs missing it. The original kernel must not execute `rcp.approx.ftz.f64` itself: the
-//! interpreter runs it by a model, not the GPU's bits, so the oracle refuses it like the
-//! approximations the interpreter refuses.
+//! and the tests comparing maxima bit for bit rely on their inputs missing it. The original
+//! kernel must not execute `rcp.approx.ftz.f64` itself: the interpreter runs it by a model, not
+//! the GPU's bits, so the oracle refuses it like the approximations the interpreter refuses.
 //!
 //! The sum is serial, in the interpreter's order (block by block, thread by thread); the GPU's
 //! order differs, so sums agree within the bound of reordering `n` non-negative terms,

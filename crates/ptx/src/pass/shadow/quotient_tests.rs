@@ -242,6 +242,7 @@ fn loop_code() -> Vec<Statement> {
         minus_a: "%fd9",
         offset: "%r7",
         slow: "%p2",
+        past_division: "$Lq",
     })
 }
 
@@ -259,7 +260,8 @@ fn kernel_of(code: &[Statement]) -> crate::model::Module {
          .visible .entry quotient(.param .u64 p_r64, .param .u64 p_r32, .param .u64 p_e)\n{{\n\
          \t.reg .pred %p<3>;\n\t.reg .b32 %r<8>;\n\t.reg .f32 %f<2>;\n\t.reg .f64 %fd<10>;\n\
          \t.reg .b64 %rd<9>;\n\
-         \tld.param.u64 %rd1, [p_r64];\n\tld.param.u64 %rd2, [p_r32];\n\tld.param.u64 %rd3, [p_e];\n\
+         \tld.param.u64 %rd1, [p_r64];\n\tld.param.u64 %rd2, [p_r32];\n\
+         \tld.param.u64 %rd3, [p_e];\n\
          \tmov.u32 %r1, %tid.x;\n\tmov.u32 %r2, %ctaid.x;\n\tmov.u32 %r3, %ntid.x;\n\
          \tmad.lo.u32 %r4, %r2, %r3, %r1;\n\
          \tmul.wide.u32 %rd4, %r4, 8;\n\tadd.s64 %rd5, %rd1, %rd4;\n\tld.global.f64 %fd1, [%rd5];\n\
@@ -404,11 +406,15 @@ fn the_loop_code_rounds_adversarial_quotients_as_documented() {
 #[test]
 fn the_sequence_alone_fails_outside_the_range() {
     let mut code = loop_code();
-    let division = code.pop();
-    assert!(
-        matches!(&division, Some(Statement::Inst(i)) if i.opcode == "div"),
-        "{division:?}"
-    );
+    let tail: Vec<Statement> = code.split_off(code.len() - 3);
+    let opcodes: Vec<&str> = tail
+        .iter()
+        .filter_map(|s| match s {
+            Statement::Inst(i) => Some(i.opcode.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(opcodes, ["bra", "div"], "{tail:?}");
     let pairs = [
         (1.5 * pow2(-897), f32::MAX),
         (1.5 * pow2(1022), 1.0),
@@ -474,23 +480,26 @@ fn the_pass_inserts_the_quotient_code_at_every_accumulated_site() {
         .functions()
         .find(|f| f.name == "profile")
         .unwrap_or_else(|| panic!("no profile"));
-    let insts: Vec<_> = f.instructions().collect();
-    let name = |o: &Operand| match o {
-        Operand::Reg(r) => r.clone(),
-        Operand::Not(inner) => match inner.as_ref() {
-            Operand::Reg(r) => r.clone(),
+    let body = f.body.clone().unwrap_or_default();
+    let name = |s: &Statement, o: usize| match s {
+        Statement::Inst(i) => match &i.operands[o] {
+            Operand::Reg(r) | Operand::Symbol(r) => r.clone(),
+            Operand::Not(inner) => match inner.as_ref() {
+                Operand::Reg(r) => r.clone(),
+                o => panic!("{o:?}"),
+            },
             o => panic!("{o:?}"),
         },
-        o => panic!("{o:?}"),
+        s => panic!("{s:?}"),
     };
     let mut seen = 0;
-    for (j, i) in insts.iter().enumerate() {
-        if i.full_opcode() != "rcp.approx.ftz.f64" {
+    for (j, s) in body.iter().enumerate() {
+        if !matches!(s, Statement::Inst(i) if i.full_opcode() == "rcp.approx.ftz.f64") {
             continue;
         }
         seen += 1;
-        let w = &insts[j - 3..j + 7];
-        let op = |k: usize, o: usize| name(&w[k].operands[o]);
+        let w = &body[j - 3..j + 9];
+        let op = |k: usize, o: usize| name(&w[k], o);
         let rebuilt = quotient::code(&quotient::Registers {
             offset: &op(0, 0),
             high: &op(0, 1),
@@ -503,16 +512,11 @@ fn the_pass_inserts_the_quotient_code_at_every_accumulated_site() {
             q: &op(6, 0),
             d: &op(6, 1),
             e: &op(8, 0),
+            past_division: &op(9, 0),
         });
-        let printed: Vec<String> = rebuilt
-            .iter()
-            .map(|s| match s {
-                Statement::Inst(i) => i.to_string(),
-                s => panic!("{s:?}"),
-            })
-            .collect();
-        let got: Vec<String> = w.iter().map(|i| i.to_string()).collect();
-        assert_eq!(got, printed);
+        let printed =
+            |code: &[Statement]| -> Vec<String> { code.iter().map(|s| s.to_string()).collect() };
+        assert_eq!(printed(w), printed(&rebuilt));
     }
     assert_eq!(seen, measured, "one quotient per measured site");
 }

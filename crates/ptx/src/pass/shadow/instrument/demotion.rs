@@ -330,7 +330,8 @@ pub(super) fn measure(
     };
 
     // Accumulated: branch-free but for a guard (a guarded site jumps over its code where the
-    // guard is false; unguarded f64 arithmetic, the common case, has no branch at all).
+    // guard is false) and the jump over the quotient's division, taken wherever |r64| is in its
+    // range (quotient::code says why not a predicated division).
     let mut after = Vec::new();
     let skip = format!("{}d{index}", scratch.labels);
     if let Some(g) = &inst.guard {
@@ -438,6 +439,7 @@ pub(super) fn measure(
         minus_a: &scratch.reg(rw, "f64", 9)?,
         offset: &scratch.reg(rw, "b32", 34)?,
         slow: &scratch.reg(rw, "pred", 5)?,
+        past_division: &format!("{}q{index}", scratch.labels),
     }));
     let (loads, [count, sum, max]) = acc.totals(rw, scratch)?;
     after.extend(loads);
