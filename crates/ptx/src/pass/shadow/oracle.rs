@@ -14,7 +14,8 @@
 //! relative 2^-79.75 of a midpoint between doubles, where it may be the other neighbour. So per
 //! execution the two agree bit for bit outside that band: a quotient spread evenly meets it
 //! with probability at most 2^-25.7, but structured ones can (r64 = 1 − 2^-53 with r32 = 1),
-//! and the tests comparing maxima bit for bit rely on their inputs missing it. The original
+//! and the tests comparing maxima bit for bit rely on their inputs missing it (those of
+//! `tests/shadow_gpu.rs` do, by exact arithmetic in `quotient_tests`). The original
 //! kernel must not execute `rcp.approx.ftz.f64` itself: the interpreter runs it by a model, not
 //! the GPU's bits, so the oracle refuses it like the approximations the interpreter refuses.
 //!
@@ -100,7 +101,7 @@ pub fn expected(
 
 /// The f32 form of an f64 operation on `sources` (f64 bits), or `None` for one it does not
 /// evaluate (`rsqrt`, approximations: the hardware's, which the interpreter refuses anyway).
-fn f32_form(op: &Op, sources: &[u64]) -> Option<f32> {
+pub(super) fn f32_form(op: &Op, sources: &[u64]) -> Option<f32> {
     let x = |j: usize| sources.get(j).map(|&b| f64::from_bits(b) as f32);
     let (a, b, c) = (x(0)?, x(1).unwrap_or(0.0), x(2).unwrap_or(0.0));
     let mode = round::Mode::of(op.rounding)?;

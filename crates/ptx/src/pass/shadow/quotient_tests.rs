@@ -580,3 +580,108 @@ fn the_runtime_computes_the_loop_codes_quotients() {
     eprintln!("runtime: {tally:?}");
     assert!(tally.other_neighbour > 0, "{tally:?}");
 }
+
+/// The GPU tests (`tests/shadow_gpu.rs`) compare maxima with the oracle's bit for bit, which
+/// the band would break: none of their executions on the fast path has a quotient within it,
+/// so the GPU's e is the oracle's whatever its reciprocal's bits (within the measured error).
+/// Their cases: the known kernels in both flag sets, the profile kernel on 2 × 128 threads.
+#[test]
+fn no_quotient_of_the_gpu_tests_is_within_the_band() {
+    use super::oracle_tests::{known, known_module, launch_args};
+    let profile = parse_clean(
+        "profile",
+        include_str!("../../../tests/fixtures/count/profile.ptx"),
+    );
+    let mut runs = vec![(
+        profile,
+        known::Case {
+            kernel: "profile",
+            blocks: 2,
+            threads: 128,
+            params: vec![known::Param::OutF64(256), known::Param::Int(5)],
+        },
+    )];
+    for flags in [mantissa_gpu::FlagSet::DEFAULT, mantissa_gpu::FlagSet::NOFMA] {
+        let Some(m) = known_module(flags) else {
+            return;
+        };
+        for case in [
+            known::one_plus_x(4, 64),
+            known::one_plus_x_varied(3, 96),
+            known::serial_sum(),
+            known::square_plus(2, 64),
+            known::exceptions(2, 64),
+        ] {
+            runs.push((m.clone(), case));
+        }
+    }
+    let mut fast = 0;
+    for (m, case) in &runs {
+        let (sites, _, _) = super::instrument::sites(m, &ShadowOptions::all());
+        let measured: std::collections::HashSet<_> = sites
+            .iter()
+            .filter(|s| s.demotion)
+            .map(|s| s.inst)
+            .collect();
+        let mut mem = Memory::new();
+        let args = launch_args(case, &mut mem);
+        let mut band = Vec::new();
+        interp::run_observed(
+            m,
+            case.kernel,
+            Launch::linear(case.blocks, case.threads),
+            &args,
+            &mut mem,
+            &interp::Options::default(),
+            &mut |e| {
+                if !measured.contains(&e.inst) {
+                    return;
+                }
+                let Some(r32) = super::oracle::f32_form(e.op, e.sources) else {
+                    return;
+                };
+                let r64 = f64::from_bits(e.result);
+                if !r64.is_finite() || r64 == 0.0 || !r32.is_finite() {
+                    return;
+                }
+                let (d, a) = d_and_a(r64, r32);
+                let high = (a.to_bits() >> 32) as u32;
+                if d == 0.0 || high.wrapping_sub(FAST_FROM) >= FAST_SPAN {
+                    return;
+                }
+                fast += 1;
+                if in_band(d / a, d, a) {
+                    band.push((r64, r32));
+                }
+            },
+        )
+        .unwrap_or_else(|e| panic!("{}: {e}", case.kernel));
+        assert!(band.is_empty(), "{}: {band:?}", case.kernel);
+    }
+    eprintln!("{fast} executions on the fast path, none within the band");
+    assert!(fast > 1000, "{fast}");
+}
+
+/// The oracle does not take the interpreter's model of `rcp.approx.ftz.f64` for the GPU's
+/// bits: a kernel that executes one is refused, as before the model existed.
+#[test]
+fn the_oracle_refuses_a_kernel_that_runs_the_approximate_reciprocal() {
+    let ptx = ".version 8.0\n.target sm_90\n.address_size 64\n\
+               .visible .entry k(.param .u64 p)\n{\n\t.reg .f64 %fd<4>;\n\t.reg .b64 %rd<2>;\n\
+               \tld.param.u64 %rd1, [p];\n\tld.global.f64 %fd1, [%rd1];\n\
+               \trcp.approx.ftz.f64 %fd2, %fd1;\n\tadd.rn.f64 %fd3, %fd2, %fd1;\n\
+               \tst.global.f64 [%rd1], %fd3;\n\tret;\n}\n";
+    let m = parse_clean("rcp", ptx);
+    let mut mem = Memory::new();
+    let x = mem.f64s(&[3.0]);
+    let refused = super::oracle::expected(
+        &m,
+        "k",
+        Launch::single(),
+        &[Arg::u64(x)],
+        &mut mem,
+        &ShadowOptions::all(),
+    );
+    let message = refused.err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(message.contains("approximate"), "{message}");
+}

@@ -26,7 +26,7 @@
 //! interpreter's model of the reciprocal (error below 2^-20, so h < 2^-39.99) it is below
 //! 2^-79.99. A quotient of doubles is never a midpoint itself (an odd 54-bit significand times
 //! the divisor's would need more than 53 bits) but it can come within 2^-106 of one, and not
-//! only by chance: a divisor with an all-ones significand under a power of two, such as
+//! only by chance: a power of two over a divisor whose significand is all ones, such as
 //! r64 = 1 − 2^-53 with r32 = 1 (d = 2^-53, x = 2^-53·(1 + 2^-53 + 2^-106 + …)), lies 2^-106
 //! above a midpoint; with the interpreter's model of the reciprocal e is then the double below
 //! (2^-53) where the division gives the one above (what the GPU's reciprocal gives there was
@@ -37,10 +37,12 @@
 //! 2044 << 20 (biased exponent 1023 + 1021), whole binades. It rests on what both callers
 //! guarantee: r32 is an f32 widened exactly, finite (|r32| ≤ 2^128 − 2^104), and e only matters
 //! where r64 is finite and nonzero. Let 2^k ≤ a < 2^(k+1). Then:
-//! - y0 and y are normal: a is normal (no `.ftz` flush of the operand) and 1/a > 2^-1021, so
-//!   any approximation within a factor 2 is above 2^-1022. Just below a = 2^1022, 1/a is just
-//!   above 2^-1022 and an approximation a little low would be flushed to 0: hence 2^1021.
-//! - q is finite: d ≤ RN(|r32| + a), which is 2^128 − 2^104 while a < 2^74, so
+//! - y0, t and y are normal (or t = 0): a is normal (no `.ftz` flush of the operand) and
+//!   1/a > 2^-1021, so any approximation within a factor 2 is above 2^-1022; just below
+//!   a = 2^1022, 1/a is just above 2^-1022 and an approximation a little low would be flushed
+//!   to 0: hence 2^1021. t = 1 − a·y0 is a multiple of the product's unit, 2^-106 or more for
+//!   a·y0 near 1, and y is 1/a within 2^-39.
+//! - q is finite: d ≤ RN(|r32| + a), at most 2^128 − 2^104 while a < 2^74, so
 //!   x ≤ (2^128 − 2^104)/2^-896 = 2^1024 − 2^1000 and q ≤ x(1 + 2^-39) is below the largest
 //!   double, 2^1024 − 2^971 (for a ≥ 2^74, x < 2^55). In the binade below, a ≤ 2^-896(1 − 2^-24)
 //!   with r32 = ±(2^128 − 2^104) makes x pass the largest double: q would overflow and e be NaN
