@@ -1,14 +1,13 @@
 //! The one approximate instruction the interpreter runs, `rcp.approx.ftz.f64`, by a model.
 //!
-//! The PTX ISA bounds the instruction's error but does not define its bits, and the hardware's
-//! (`MUFU.RCP64H`, a high-word result) are not reproduced here: the model is the correctly
-//! rounded reciprocal of the operand with its low 32 bits cleared, relative error below 2^-20
-//! (the truncation loses less than one unit of fraction bit 20 less one of bit 52, the rounding
-//! before it at most half of one of bit 52, and the reciprocal is at least the power of two
-//! those units are relative to). It is there for
-//! code that refines the reciprocal (the shadow pass's demotion error: a Newton step, then a
-//! corrected quotient), whose result does not depend on the seed's bits but only on its error:
-//! such code runs here as it would on any seed within the bound. A result that used the
+//! The hardware's bits (`MUFU.RCP64H`, a high-word result) are not reproduced: the model is the
+//! correctly rounded reciprocal of the operand with its low 32 bits cleared, relative error
+//! below 2^-20 (the truncation loses less than one unit of fraction bit 20 less one of bit 52,
+//! the rounding before it at most half of one of bit 52, and the reciprocal is at least the
+//! power of two those units are relative to). It is there for code that refines the reciprocal
+//! (the shadow pass's demotion error: a Newton step, then a corrected quotient), whose result
+//! depends on the seed's error, not on its bits, but in the narrow band that refinement's
+//! analysis leaves: such code runs here as on any seed that close. A result that used the
 //! reciprocal as it is would get the model's bits, not the GPU's.
 
 use crate::op::{Op, OpKind, ValueType};
