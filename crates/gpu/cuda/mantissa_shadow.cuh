@@ -9,7 +9,16 @@
 //       r64 or r32 NaN or +-inf          -> NON_FINITE += 1
 //       else r64 == +-0                  -> ZERO_REFERENCE += 1
 //       else e = |r32 - r64| / |r64|     -> COUNT += 1, SUM += e, MAX = max(MAX, e)
-//     with e = __ddiv_rn(fabs(__dsub_rn(r32, r64)), fabs(r64)).
+//     with d = fabs(__dsub_rn(r32, r64)), a = fabs(r64) and e = mantissa_shadow_quotient(d, a):
+//     where 2^-896 <= a < 2^1021, an approximate reciprocal refined by one Newton step and one
+//     corrected quotient, elsewhere __ddiv_rn(d, a). e is the correctly rounded d / a except
+//     where d / a lies within a relative 2^-79.75 of a midpoint between two doubles (then it may
+//     be the other neighbour), and always one of the two doubles around d / a (d / a itself
+//     when that is a double: 1 for r32 == 0). The bound takes the reciprocal after its Newton
+//     step within 2^-39.88, as measured on the H200 (docs/BENCHMARKS.md), not a documented
+//     bound; the range takes r32 to be an f32 widened exactly. The arithmetic:
+//     mantissa_ptx::pass::shadow::instrument::quotient (crates/ptx/src/pass/shadow/instrument/
+//     quotient.rs).
 //   extern "C" void mantissa_shadow_flush(unsigned int site, unsigned long long count,
 //                                         double sum, double max)
 //     One thread's accumulated demotion error of a site, at an exit of its function: count
@@ -36,14 +45,14 @@
 //   The site index as an immediate. A measured f64 instruction inside a loop accumulates per
 //   thread (in registers, or in a .local array past mantissa_ptx's ACCUMULATED_PER_FUNCTION):
 //   count, sum and max, the relative error computed inline exactly as mantissa_shadow_demotion
-//   does, summed with add.rn.f64, maximum by max.f64; it counts its rare r64 == +-0 and
-//   non-finite executions by one red.global.add.u64 per thread on the record's words, and
-//   mantissa_shadow_flush is called for it before every ret/exit of the function, under that
-//   instruction's guard. A measured f64 instruction outside every loop calls
-//   mantissa_shadow_demotion, under its guard, after every execution, and the pass's
-//   inline_runtime (mantissa_ptx::pass::shadow::inline_runtime) replaces every such call by the
-//   function's body, which it MUST: the body aggregates over the active lanes, which are all at
-//   one site only in an inlined copy.
+//   does (the same sequence and range, one branch over the division), summed with add.rn.f64,
+//   maximum by max.f64; it counts its rare r64 == +-0 and non-finite executions by one
+//   red.global.add.u64 per thread on the record's words, and mantissa_shadow_flush is called
+//   for it before every ret/exit of the function, under that instruction's guard. A measured
+//   f64 instruction outside every loop calls mantissa_shadow_demotion, under its guard, after
+//   every execution, and the pass's inline_runtime (mantissa_ptx::pass::shadow::inline_runtime)
+//   replaces every such call by the function's body, which it MUST: the body aggregates over
+//   the active lanes, which are all at one site only in an inlined copy.
 //   mantissa_shadow_exception is called only from the out-of-line slow paths: after each
 //   floating-point instruction the instrumented code tests for a result that is zero or normal
 //   (testp.normal, setp.eq.or) without branching, folds the tests of a straight-line group into
@@ -53,7 +62,8 @@
 // INVARIANTS
 //   It touches no state but __mantissa_shadow and returns nothing, so an instrumented kernel
 //   computes the same bits as the kernel as written. Its floating-point arithmetic is spelt with
-//   explicit _rn intrinsics, which no flag set changes; comparisons and fabs do not round.
+//   explicit _rn intrinsics and one inline rcp.approx.ftz.f64, which no flag set changes;
+//   comparisons, fabs and negation do not round.
 //   Lanes of a warp that call it together (possibly from different sites in the flush and the
 //   exception slow path: __match_any_sync groups them by site; one site in an inlined
 //   mantissa_shadow_demotion) are aggregated first: ballots for counts, shuffles for the sum, two
@@ -143,6 +153,23 @@ static __device__ __forceinline__ bool mantissa_shadow_finite(double x)
     return fabs(x) <= 1.7976931348623157e308;  // false for NaN and +-inf
 }
 
+// The demotion error's quotient d / a (see PROVIDES), written as the loop sites' inline code
+// is (mantissa_ptx's pass/shadow/instrument/quotient.rs): the range on a's high word, 127 << 20
+// (2^-896) on, 2044 << 20 (2^1021) excluded, where the reciprocal is neither flushed nor the
+// quotient out of the normal range for any f32 r32; d == 0 gives +0 either way.
+static __device__ __forceinline__ double mantissa_shadow_quotient(double d, double a)
+{
+    unsigned int offset = (unsigned int)__double2hiint(a) - 0x07f00000u;
+    if (offset >= 0x77d00000u) {
+        return __ddiv_rn(d, a);
+    }
+    double y;
+    asm("rcp.approx.ftz.f64 %0, %1;" : "=d"(y) : "d"(a));
+    y = __fma_rn(y, __fma_rn(-a, y, 1.0), y);
+    double q = __dmul_rn(d, y);
+    return __fma_rn(__fma_rn(-q, a, d), y, q);
+}
+
 // One execution's demotion error over the lanes `peers` (all at one site): the counts, sum and
 // maximum of the lanes' relative errors added into the site's record by the lowest peer.
 static __device__ __forceinline__ void mantissa_shadow_demotion_over(
@@ -155,7 +182,7 @@ static __device__ __forceinline__ void mantissa_shadow_demotion_over(
     bool non_finite = !mantissa_shadow_finite(r64) || !mantissa_shadow_finite(r32);
     bool zero_reference = !non_finite && r64 == 0.0;
     bool measured = !non_finite && !zero_reference;
-    double e = measured ? __ddiv_rn(fabs(__dsub_rn(r32, r64)), fabs(r64)) : 0.0;
+    double e = measured ? mantissa_shadow_quotient(fabs(__dsub_rn(r32, r64)), fabs(r64)) : 0.0;
 
     // Rare: one atomic per lane that has one, rather than a ballot per kind on every execution.
     if (non_finite) {

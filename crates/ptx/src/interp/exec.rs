@@ -1,6 +1,7 @@
 //! The interpreter's execution: threads of one block in turns between barriers, and one
 //! instruction at a time ([`Thread::step`]).
 
+use super::approx;
 use super::bits::{bit_field_insert, testp};
 use super::round::{self, Mode};
 use super::{Executed, InterpError, Launch, Memory, Options, Run, LOCAL_BASE, SHARED_BASE};
@@ -760,6 +761,9 @@ fn compute(op: &Op, s: [u64; 3], ty: ValueType) -> Result<u64, InterpError> {
 
 /// Float arithmetic, correctly rounded.
 fn float_op(op: &Op, s: [u64; 3], ty: ValueType) -> Result<u64, InterpError> {
+    if approx::is_modelled(op, ty) {
+        return Ok(f64b(approx::rcp_approx_ftz_f64(f64v(s[0]))));
+    }
     if !op.is_ieee() {
         return Err(unsupported(
             "approximate arithmetic: its result is the hardware's, not an IEEE rounding",

@@ -14,18 +14,28 @@
 //! with every rounding and saturation, `mov` (vector packing included), loads, stores and
 //! atomics in every space, branches, `ret`/`exit`, barriers.
 //!
+//! One approximate instruction, `rcp.approx.ftz.f64`, runs by a **model** within the
+//! instruction's error, not the hardware's bits (`interp/approx.rs`): the correctly rounded
+//! reciprocal with its low 32 bits cleared (`.ftz`: a subnormal operand or result is a zero of
+//! its sign), an error below 2^-20 (the H200's own reaches 2^-19.94, measured:
+//! docs/BENCHMARKS.md). It is kept because code that refines the reciprocal (the shadow pass's demotion error: a Newton
+//! step and a corrected quotient) gets the same result from any seed that close, but in the
+//! narrow band its error analysis leaves ([`crate::pass::shadow`]); a kernel that used the seed
+//! as it is would see the model's bits.
+//!
 //! What it refuses, with [`InterpError::Unsupported`] naming the instruction rather than
-//! computing something the GPU would not: approximate arithmetic (`.approx`, `.full`, `rsqrt`,
-//! `sin`, `ex2`, ...: their results are the hardware's), f16/bf16 arithmetic, calls, texture
-//! and surface accesses, warp-level operations, and anything [`crate::op`] decodes as
-//! [`OpKind::Other`](crate::op::OpKind::Other). A register read before any write, an
-//! out-of-range access, or integer division by zero is an error too. NaN results are the GPU's
-//! canonical NaN (all significand bits set).
+//! computing something the GPU would not: every other approximate instruction (`.approx`,
+//! `.full`, `rsqrt`, `sin`, `ex2`, ...: their results are the hardware's), f16/bf16 arithmetic,
+//! calls, texture and surface accesses, warp-level operations, and anything [`crate::op`]
+//! decodes as [`OpKind::Other`](crate::op::OpKind::Other). A register read before any write,
+//! an out-of-range access, or integer division by zero is an error too. NaN results are the
+//! GPU's canonical NaN (all significand bits set).
 //!
 //! [`run_observed`] calls a hook after every executed arithmetic instruction and conversion with
 //! its source operands' and result's bits ([`Executed`]): CPU oracles of instrumentation (the
 //! shadow pass's) compute what the instrumented kernel must report from it.
 
+mod approx;
 mod bits;
 mod exec;
 pub mod round;

@@ -524,3 +524,96 @@ fn bit_field_insert_follows_the_isa_definition() {
         }
     }
 }
+
+/// `rcp.approx.ftz.f64` runs by its model (module docs): on a spread of operands over the whole
+/// range its error |1 − a·y|, computed exactly, is below 2^-20 and its low word is zero; a
+/// subnormal operand is flushed (±inf), a subnormal reciprocal too (±0); ±0 gives ±inf, ±inf
+/// gives ±0 and NaN the canonical NaN. Nothing else approximate runs: the f32 reciprocal and
+/// the f64 reciprocal square root are still refused.
+#[test]
+fn the_approximate_f64_reciprocal_is_modelled_within_its_error() {
+    let mut rng = Rng(0xfeed_f00d_0123_4567);
+    let pow2 = |k: i32| 2f64.powi(k);
+    let mut inputs: Vec<f64> = (0..3000)
+        .map(|_| {
+            let exponent = 1 + rng.next() % 2046;
+            let sign = (rng.next() & 1) << 63;
+            f64::from_bits(sign | (exponent << 52) | (rng.next() >> 12))
+        })
+        .collect();
+    let specials = [
+        1.0,
+        -1.0,
+        3.0,
+        f64::from_bits(0x3ff0_0000_0000_0001),
+        f64::from_bits(0x3fff_ffff_ffff_ffff),
+        f64::MIN_POSITIVE,
+        f64::MAX,
+        pow2(1022),
+        f64::from_bits(pow2(1022).to_bits() + 1),
+        -1.5 * pow2(1022),
+        f64::from_bits(1),
+        -f64::from_bits(0x000f_ffff_ffff_ffff),
+        0.0,
+        -0.0,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+    ];
+    inputs.extend(specials);
+    let body = "\tmov.u32 %r1, %tid.x;\n\tmul.wide.u32 %rd3, %r1, 8;\n\
+        \tadd.s64 %rd4, %rd2, %rd3;\n\tld.global.f64 %fd1, [%rd4];\n\
+        \trcp.approx.ftz.f64 %fd2, %fd1;\n\tst.global.f64 [%rd4], %fd2;";
+    let ptx = kernel(
+        body,
+        "\t.reg .b32 %r<2>;\n\t.reg .f64 %fd<3>;\n\t.reg .b64 %rd<5>;",
+    );
+    let n = inputs.len();
+    let (mem, r) = go(&ptx, "k", Launch::linear(1, n as u32), |m| {
+        vec![Arg::u64(m.f64s(&inputs))]
+    });
+    r.unwrap_or_else(|e| panic!("{e}"));
+    let got = mem
+        .read_f64s(GLOBAL_BASE, n)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (below, above) = (Dyadic::of(1.0 - pow2(-20)), Dyadic::of(1.0 + pow2(-20)));
+    let mut bounded = 0;
+    for (&a, &y) in inputs.iter().zip(&got) {
+        let what = format!(
+            "rcp.approx.ftz.f64 of {a:e} ({:#018x}) = {y:e}",
+            a.to_bits()
+        );
+        if a.is_nan() {
+            assert_eq!(y.to_bits(), 0x7fff_ffff_ffff_ffff, "{what}");
+        } else if a == 0.0 || a.is_subnormal() {
+            assert_eq!(y, f64::INFINITY.copysign(a), "{what}");
+        } else if a.is_infinite() || a.abs() > pow2(1022) {
+            assert_eq!(y.to_bits(), 0.0f64.copysign(a).to_bits(), "{what}");
+        } else {
+            assert!(y.is_normal() && y.to_bits() & 0xffff_ffff == 0, "{what}");
+            // 1 − 2^-20 < a·y < 1 + 2^-20, exactly.
+            let product = Dyadic::of(a).mul(&Dyadic::of(y));
+            assert_eq!(product.cmp(&below), std::cmp::Ordering::Greater, "{what}");
+            assert_eq!(product.cmp(&above), std::cmp::Ordering::Less, "{what}");
+            bounded += 1;
+        }
+    }
+    assert!(bounded > 2500, "{bounded}");
+    let regs = "\t.reg .f32 %f<4>;\n\t.reg .f64 %fd<4>;\n\t.reg .b64 %rd<3>;";
+    for (body, want) in [
+        (
+            "\tmov.f32 %f1, 0f40000000;\n\trcp.approx.ftz.f32 %f2, %f1;",
+            "rcp.approx.ftz.f32",
+        ),
+        (
+            "\tmov.f64 %fd1, 0d4000000000000000;\n\trsqrt.approx.f64 %fd2, %fd1;",
+            "rsqrt.approx.f64",
+        ),
+    ] {
+        let (_, r) = go(&kernel(body, regs), "k", Launch::single(), |m| {
+            vec![Arg::u64(m.f32s(&[0.0]))]
+        });
+        let e = r.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.contains(want) && e.contains("approximate"), "{e}");
+    }
+}

@@ -17,18 +17,30 @@
 //! is no problem), widened back exactly, and the runtime records, per execution:
 //! - `r64` or `r32` NaN or ±inf (an f32 form that overflowed included): [`ErrorStats::non_finite`];
 //! - otherwise `r64 = ±0` (the relative error is undefined): [`ErrorStats::zero_reference`];
-//! - otherwise `e = |r32 − r64| / |r64|`, computed in f64 as `ddiv_rn(|dsub_rn(r32, r64)|,
-//!   |r64|)` (two roundings: `e` is the exact relative error within a relative 2^-52), into
-//!   [`ErrorStats::count`], [`ErrorStats::sum`] and [`ErrorStats::max`]. `e` can exceed 1 (a
-//!   cancellation the f32 form gets wrong) and, for a subnormal `r64`, overflow to +inf.
+//! - otherwise `e = |r32 − r64| / |r64|`, into [`ErrorStats::count`], [`ErrorStats::sum`] and
+//!   [`ErrorStats::max`], computed in f64 from `d = |dsub_rn(r32, r64)|` and `a = |r64|`: where
+//!   2^-896 ≤ a < 2^1021 without a correctly rounded division (an approximate reciprocal, one
+//!   Newton step, one corrected quotient: `instrument/quotient.rs` has the sequence and its
+//!   arithmetic), elsewhere as `ddiv_rn(d, a)`. **`e` is the correctly rounded `d/a` except
+//!   where `d/a` lies within a relative 2^-79.75 of a midpoint between two doubles** (where it
+//!   may be the other neighbour), **and always one of the two doubles around `d/a`**
+//!   (faithful; `d/a` itself when that is a double, as 1 for `r32 = 0`). The 2^-79.75 takes the
+//!   refined reciprocal within 2^-39.88, as measured on the H200 (docs/BENCHMARKS.md), not a
+//!   documented bound; faithfulness holds for any reciprocal within 2^-14. Quotients in the
+//!   band are rare but not only by chance: `r64 = 1 − 2^-53` with `r32 = 1` is one (`d/a` lies
+//!   2^-106 above a midpoint; with the interpreter's model of the reciprocal `e` is the double
+//!   below, the division's the double above). Either way `e` is the exact relative error
+//!   within a relative 2^-52 + 2^-79. `e` can exceed 1 (a cancellation the f32
+//!   form gets wrong) and, for a subnormal `r64`, overflow to +inf.
 //!
 //! So `count + zero_reference + non_finite` is the number of executions.
 //!
 //! *How*: sites inside loops accumulate per thread (the count, the sum added with `add.rn.f64`
 //! in execution order, the maximum by `max.f64`), the [`ACCUMULATED_PER_FUNCTION`] deepest in
 //! registers, the others in a per-thread `.local` array: after each execution a handful of
-//! predicated instructions and no call or branch (a guarded site jumps over its code where the
-//! guard is false); the rare `r64 = ±0` and non-finite executions are counted by one
+//! predicated instructions, no call, and one branch, over the division that only `|r64|`
+//! outside the quotient's range needs (and a guarded site jumps over its code where the guard
+//! is false); the rare `r64 = ±0` and non-finite executions are counted by one
 //! `red.global.add.u64` each. Before every `ret`/`exit` (under its guard; and at the end of a
 //! body that control can run off) the totals are flushed by [`FLUSH_FUNCTION`], one atomic per
 //! word per warp. Sites outside loops, which run once per call of their function, call
@@ -79,6 +91,8 @@ mod interp_tests;
 pub mod oracle;
 #[cfg(test)]
 mod oracle_tests;
+#[cfg(test)]
+mod quotient_tests;
 #[cfg(test)]
 mod tests;
 

@@ -17,6 +17,7 @@ mod demotion;
 
 pub use demotion::ACCUMULATED_PER_FUNCTION;
 mod exceptions;
+pub(crate) mod quotient;
 pub(crate) mod splice;
 
 /// Names a `.local` array of function `f` must not take (it would shadow, or clash): its

@@ -3,6 +3,7 @@
 //! every exit ([`FLUSH_FUNCTION`]), or, for sites past the per-function cap, a call of
 //! [`DEMOTION_FUNCTION`] per execution (inlined after the merge).
 
+use super::quotient;
 use super::{dest, reg, Scratch};
 use crate::cfg::Cfg;
 use crate::decode::Decoded;
@@ -329,7 +330,8 @@ pub(super) fn measure(
     };
 
     // Accumulated: branch-free but for a guard (a guarded site jumps over its code where the
-    // guard is false; unguarded f64 arithmetic, the common case, has no branch at all).
+    // guard is false) and the jump over the quotient's division, taken wherever |r64| is in its
+    // range (quotient::code says why not a predicated division).
     let mut after = Vec::new();
     let skip = format!("{}d{index}", scratch.labels);
     if let Some(g) = &inst.guard {
@@ -343,6 +345,7 @@ pub(super) fn measure(
         after.push(branch);
     }
     let a64 = scratch.reg(rw, "f64", 1)?;
+    let diff = scratch.reg(rw, "f64", 2)?;
     let e = scratch.reg(rw, "f64", 3)?;
     let skip_pred = scratch.reg(rw, "pred", 2)?;
     let zero_reference = scratch.reg(rw, "pred", 3)?;
@@ -415,15 +418,29 @@ pub(super) fn measure(
         // Rare: one atomic per thread and execution instead of a call.
         guarded_by(count_in_global(index, Word::NonFinite), &non_finite),
         guarded_by(count_in_global(index, Word::ZeroReference), &zero_reference),
-        // e = |r32 - r64| / |r64|, two roundings, as the runtime computes it.
+        // e = |r32 - r64| / |r64|, as the runtime computes it (quotient's module docs).
         instruction("abs", &["f64"], vec![reg(&a64), reg(&r64)]),
-        instruction("sub", &["rn", "f64"], vec![reg(&e), reg(&wide), reg(&r64)]),
-        instruction("abs", &["f64"], vec![reg(&e), reg(&e)]),
-        unless(
-            instruction("div", &["rn", "f64"], vec![reg(&e), reg(&e), reg(&a64)]),
-            &skip_pred,
+        instruction(
+            "sub",
+            &["rn", "f64"],
+            vec![reg(&diff), reg(&wide), reg(&r64)],
         ),
+        instruction("abs", &["f64"], vec![reg(&diff), reg(&diff)]),
     ]);
+    after.extend(quotient::code(&quotient::Registers {
+        d: &diff,
+        a: &a64,
+        high: &high,
+        skip: &skip_pred,
+        e: &e,
+        y: &scratch.reg(rw, "f64", 6)?,
+        t: &scratch.reg(rw, "f64", 7)?,
+        q: &scratch.reg(rw, "f64", 8)?,
+        minus_a: &scratch.reg(rw, "f64", 9)?,
+        offset: &scratch.reg(rw, "b32", 34)?,
+        slow: &scratch.reg(rw, "pred", 5)?,
+        past_division: &format!("{}q{index}", scratch.labels),
+    }));
     let (loads, [count, sum, max]) = acc.totals(rw, scratch)?;
     after.extend(loads);
     after.extend([
