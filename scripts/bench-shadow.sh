@@ -4,12 +4,13 @@
 # the whole loop, each cell `mantissa shadow SPEC --analysis A --time --json` (median of 5 timed
 # runs after a warm-up, as written and instrumented). Writes OUT/shadow-bench.jsonl (one line per
 # cell: pass, spec, analysis, timing, registers, or the error) and prints the table.
-# Usage: [PASSES=2] [ANALYSES="exceptions demotion"] scripts/bench-shadow.sh MANTISSA OUT [EXTRA_ARGS...]
-#        (e.g. --set n=4194304; ANALYSES defaults to each analysis alone and all three)
+# Usage: [PASSES=2] [ANALYSES="exceptions demotion"] [SPECS="a.toml b.toml"] scripts/bench-shadow.sh MANTISSA OUT [EXTRA_ARGS...]
+#        (e.g. --set n=4194304; ANALYSES defaults to each analysis alone and all three, SPECS to
+#        every shipped example)
 set -uo pipefail
 bin=${1:?mantissa binary}; out=${2:?output directory}; shift 2
 mkdir -p "$out"; log="$out/shadow-bench.jsonl"; : > "$log"
-specs=$(ls examples/kernels/*/*.toml)
+specs=${SPECS:-$(ls examples/kernels/*/*.toml)}
 for pass in $(seq 1 "${PASSES:-2}"); do
   for spec in $specs; do
     for a in ${ANALYSES:-exceptions demotion shadow demotion,shadow,exceptions}; do
