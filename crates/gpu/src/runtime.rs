@@ -38,13 +38,18 @@ pub const SHADOW: RuntimeHeader = RuntimeHeader {
 };
 
 /// The shadow-values pass's runtime (`mantissa_sv_<op>_<type>` per site, `_load`, `_store`,
-/// `_clear`, `_reseed`, inlined after the merge; `_zero` and `_flush` of the thread records), for `mantissa_ptx::pass::shadow_values`: `mantissa.cuh`, whose double-word
-/// arithmetic it propagates shadows with, then `mantissa_shadow_values.cuh`.
+/// `_clear`, `_reseed` and the `_once` forms, inlined after the merge; `_zero` and `_flush` of
+/// the thread records), for `mantissa_ptx::pass::shadow_values`: `mantissa.cuh`, whose
+/// double-word arithmetic it propagates shadows with, then `mantissa_shadow_values.cuh` (the
+/// contract, the measurements, the thread records, memory), then
+/// `mantissa_shadow_values_warp.cuh` (what combines a warp's lanes: the `_once` forms and the
+/// flush).
 pub const SHADOW_VALUES: RuntimeHeader = RuntimeHeader {
     name: "mantissa_shadow_values.cuh",
     text: concat!(
         include_str!("../cuda/mantissa.cuh"),
-        include_str!("../cuda/mantissa_shadow_values.cuh")
+        include_str!("../cuda/mantissa_shadow_values.cuh"),
+        include_str!("../cuda/mantissa_shadow_values_warp.cuh")
     ),
 };
 
@@ -142,9 +147,9 @@ mod tests {
         );
     }
 
-    /// The shadow-values runtime keeps its five functions under their plain names with the
+    /// The shadow-values runtime keeps its functions under their plain names with the
     /// signatures `mantissa_ptx::pass::shadow_values` declares (the merge compares them), and
-    /// declares both of the pass's globals extern.
+    /// declares the pass's three globals extern.
     #[test]
     fn the_shadow_values_runtime_compiles_to_what_the_merge_expects() {
         let Some(nvrtc) = require_nvrtc_or_skip() else {
@@ -172,7 +177,11 @@ mod tests {
                 proto.name
             );
         }
-        for global in ["__mantissa_values", "__mantissa_values_table"] {
+        for global in [
+            "__mantissa_values",
+            "__mantissa_values_table",
+            "__mantissa_sv_slots",
+        ] {
             assert!(
                 m.items.iter().any(|i| matches!(i,
                     mantissa_ptx::Item::Var(v) if v.name == global
@@ -225,11 +234,12 @@ mod tests {
             ("CONVERT", how::CONVERT),
             ("ROUND", how::ROUND),
         ];
-        // Each operation's site function is defined with that operation.
+        // Each operation's site function (and its `_once` form) is defined with that operation:
+        // an entry of the MANTISSA_SV_SITES list both are made from.
         for (op, code) in operations {
             for (f32, ty) in [(false, "false"), (true, "true")] {
                 let line = format!(
-                    "MANTISSA_SV_SITE({}, MANTISSA_SV_{op}, {ty})",
+                    "    X({}, MANTISSA_SV_{op}, {ty})",
                     site_function(code, f32)
                 );
                 assert!(SHADOW_VALUES.text.contains(&line), "no {line}");

@@ -291,8 +291,7 @@ fn run_values(
     let rt = runtime::compile(gpu.compiler(), &runtime::SHADOW_VALUES, target_arch(m))
         .unwrap_or_else(|e| panic!("{what}: {e}"));
     let merged = merge_runtime(&out.module, &rt).unwrap_or_else(|e| panic!("{what}: {e}"));
-    let inlined =
-        shadow_values::inline_runtime(&merged).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let inlined = shadow_values::inline_runtime(&merged).unwrap_or_else(|e| panic!("{what}: {e}"));
     let loaded = gpu
         .load_ptx(what, &inlined.to_string())
         .unwrap_or_else(|e| panic!("{what}: {e}"));

@@ -105,6 +105,7 @@ mod emit;
 mod instrument;
 #[cfg(test)]
 mod interp_tests;
+mod records;
 mod shared;
 #[cfg(test)]
 mod shared_tests;

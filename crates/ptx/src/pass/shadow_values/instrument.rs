@@ -5,12 +5,12 @@ use super::emit::{
     call_ret, copy_shadow, f64_imm, imm_value, pair_of, reg, seed, set_shadow, widen, word, Arg,
     Shadow, Shadows,
 };
+use super::records::{add_slot_table, Records};
 use super::shared::{self, SharedMemory};
 use super::{
-    how, once, site_function, SLOTS_GLOBAL, Instrumented, ReseedPoint, Treatment, ValueSite, ValuesError, ValuesReport,
-    CLEAR_FUNCTION, COPIES, FLUSH_FUNCTION, LOAD_FUNCTION, MAX_BUFFERS, RESEED_FUNCTION,
-    STORE_FUNCTION, TABLE_GLOBAL, THREAD_RECORD_BYTES, VALUES_GLOBAL, WORDS_PER_RECORD,
-    ZERO_FUNCTION,
+    how, site_function, Instrumented, ReseedPoint, Treatment, ValueSite, ValuesError, ValuesReport,
+    CLEAR_FUNCTION, COPIES, LOAD_FUNCTION, MAX_BUFFERS, RESEED_FUNCTION, SLOTS_GLOBAL,
+    STORE_FUNCTION, TABLE_GLOBAL, VALUES_GLOBAL, WORDS_PER_RECORD,
 };
 use crate::cfg::Cfg;
 use crate::decode::Decoded;
@@ -20,7 +20,7 @@ use crate::op::{Arith, Op, OpKind, Rounding, Space, ValueType};
 use crate::pass::shadow::instrument::splice::{falls_off_the_end, splice};
 use crate::pass::shadow::instrument::{is_fusible_product, local_names, sites as shadow_sites};
 use crate::pass::shadow::{ShadowOptions, ShadowSite};
-use crate::rewrite::{self, call, instruction, int, Guarding, Rewriter};
+use crate::rewrite::{self, instruction, int, Guarding, Rewriter};
 use crate::site::{self, Site};
 use std::collections::{HashMap, HashSet};
 
@@ -82,14 +82,7 @@ pub fn instrument_with(
             .map(|(_, s)| s)
             .collect();
         let mut rw = Rewriter::new(&out, &f.name)?;
-        let cfg = Cfg::build(&d);
-        let records = Records {
-            base: rw.reg("u64")?,
-            in_record: (0..d.insts.len())
-                .map(|k| records_everywhere || cfg.innermost_loop(k).is_some())
-                .collect(),
-            slots: Vec::new(),
-        };
+        let records = Records::new(&d, &mut rw, records_everywhere)?;
         let area_name = rewrite::unique_module_name(&out, "__mantissa_sv_shared");
         let plan = shared::plan(module, f, &d, &mut rw, &area_name)?;
         state.notes.extend(plan.note);
@@ -115,39 +108,8 @@ pub fn instrument_with(
             continue;
         }
         // The thread records: a `.local` array zeroed at entry, flushed before every exit.
-        let taken = local_names(module, f);
-        let array = rewrite::unique_name("__mantissa_sv_records", |n| taken.contains(n));
-        let records_init: Vec<Statement> = vec![
-            Statement::Var(VarDecl {
-                // 16-aligned: the runtime reads a record's hot part with vector loads.
-                attrs: vec![".local".into(), ".align".into(), "16".into(), ".b8".into()],
-                name: array.clone(),
-                dims: vec![Some(u64::from(THREAD_RECORD_BYTES) * u64::from(count))],
-                init: None,
-                line: SrcLine(0),
-            }),
-            // The local-space address: the runtime reads it with ld.local/st.local.
-            instruction(
-                "mov",
-                &["u64"],
-                vec![reg(&records.base), Operand::Symbol(array)],
-            ),
-        ]
-        .into_iter()
-        .chain(call(
-            ZERO_FUNCTION,
-            &[("b64", reg(&records.base)), ("b32", word(count))],
-        ))
-        .collect();
-        init.extend(records_init);
-        let flush = call(
-            FLUSH_FUNCTION,
-            &[
-                ("b64", reg(&records.base)),
-                ("b32", word(slot_table.len() as u32)),
-                ("b32", word(count)),
-            ],
-        );
+        init.extend(records.entry(&local_names(module, f)));
+        let flush = records.flush(slot_table.len() as u32);
         slot_table.extend(&records.slots);
         for i in &d.insts {
             if matches!(i.opcode.as_str(), "ret" | "exit") {
@@ -215,37 +177,6 @@ pub(super) struct State {
     sites: Vec<ValueSite>,
     reseeds: Vec<ReseedPoint>,
     notes: Vec<String>,
-}
-
-/// [`SLOTS_GLOBAL`] with `slots` as its initialiser (one 0 entry when empty: PTX has no empty
-/// arrays); its name, as [`rewrite::add_global`] gives it.
-fn add_slot_table(out: &mut Module, slots: &[u32]) -> String {
-    let entries: Vec<u32> = if slots.is_empty() { vec![0] } else { slots.to_vec() };
-    let name = rewrite::add_global(out, "u32", 4, SLOTS_GLOBAL, entries.len() as u64);
-    // Spelt as the parser normalises an initialiser: its tokens separated by one space.
-    let init = entries
-        .iter()
-        .map(u32::to_string)
-        .collect::<Vec<_>>()
-        .join(" , ");
-    for item in &mut out.items {
-        if let Item::Var(v) = item {
-            if v.name == name {
-                v.init = Some(format!("{{ {init} }}"));
-            }
-        }
-    }
-    name
-}
-
-/// A function's thread records: the register holding the local-space address of its `.local`
-/// array, which instructions count into a thread record (those inside loops) rather than into
-/// the global record at once, and the global record of each slot, in slot order.
-#[derive(Debug, Clone, Default)]
-struct Records {
-    base: String,
-    in_record: Vec<bool>,
-    slots: Vec<u32>,
 }
 
 /// The rewrite of one function.
@@ -325,9 +256,7 @@ impl<'a, 'f> FunctionRewrite<'a, 'f> {
     }
 
     /// How instruction `k` counts into global record `record` through the runtime's
-    /// `function`: inside a loop, the function itself with the local-space address of the
-    /// record's thread slot (computed into a new register by `code`); outside loops, its `_once`
-    /// form ([`once`]) with the record's index, added to the global at once.
+    /// `function` ([`Records::arg`]).
     pub(super) fn record_arg(
         &mut self,
         k: usize,
@@ -335,28 +264,7 @@ impl<'a, 'f> FunctionRewrite<'a, 'f> {
         function: &str,
         code: &mut Vec<Statement>,
     ) -> Result<(Operand, String), ValuesError> {
-        if !self.records.in_record[k] {
-            return Ok((int(i128::from(record)), once(function)));
-        }
-        let slots = &mut self.records.slots;
-        let slot = match slots.iter().position(|&r| r == record) {
-            Some(slot) => slot,
-            None => {
-                slots.push(record);
-                slots.len() - 1
-            }
-        };
-        let a = self.rw.reg("u64")?;
-        code.push(instruction(
-            "add",
-            &["s64"],
-            vec![
-                reg(&a),
-                reg(&self.records.base),
-                int(i128::from(THREAD_RECORD_BYTES) * slot as i128),
-            ],
-        ));
-        Ok((reg(&a), function.to_string()))
+        self.records.arg(self.rw, k, record, function, code)
     }
 
     pub(super) fn shadow(&mut self, name: &str, ty: ValueType) -> Result<Shadow, ValuesError> {

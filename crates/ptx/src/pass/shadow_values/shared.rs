@@ -435,8 +435,7 @@ impl FunctionRewrite<'_, '_> {
         for ((_, r, t), address) in elements.into_iter().zip(addresses) {
             let value = widen(self.rw, &r, t, &mut after)?;
             let pair = [self.rw.reg("f64")?, self.rw.reg("f64")?];
-            let (acc, function) =
-                self.record_arg(k, record, LOAD_SHARED_FUNCTION, &mut after)?;
+            let (acc, function) = self.record_arg(k, record, LOAD_SHARED_FUNCTION, &mut after)?;
             let mut args = vec![("b64", acc), ("b32", reg(&address))];
             args.extend(shadow.arguments());
             args.extend([

@@ -99,10 +99,7 @@ fn shared_memory_goes_through_the_kernel_shadow_area() {
         calls("ld.shared.v2.f32"),
         [once(LOAD_SHARED_FUNCTION), once(LOAD_SHARED_FUNCTION)]
     );
-    assert_eq!(
-        calls("[_ZZ6stagedE4tile]"),
-        [once(LOAD_SHARED_FUNCTION)]
-    );
+    assert_eq!(calls("[_ZZ6stagedE4tile]"), [once(LOAD_SHARED_FUNCTION)]);
     assert_eq!(calls("[dyn+8]"), [once(RESEED_FUNCTION)]);
     // The entry: both variables located, the area zeroed (with its barrier) before any of the
     // kernel's own instructions.

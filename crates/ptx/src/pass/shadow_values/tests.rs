@@ -144,7 +144,12 @@ fn loop_instructions_count_into_thread_slots_and_the_others_into_the_global_at_o
             .sites
             .iter()
             .filter(|s| !matches!(s.treatment, Treatment::Skipped(_)))
-            .map(|s| (s.index, in_loop.contains(&(s.site.function.clone(), s.inst))))
+            .map(|s| {
+                (
+                    s.index,
+                    in_loop.contains(&(s.site.function.clone(), s.inst)),
+                )
+            })
             .chain(r.reseeds.iter().map(|p| {
                 let key = (p.site.function.clone(), p.inst);
                 (p.record, in_loop.contains(&key))
@@ -331,10 +336,7 @@ fn inserted_code_is_what_each_definition_needs() {
     );
     assert_eq!(calls(&after("st.global.u32")), [CLEAR_FUNCTION]);
     // Re-seeds count into their record; shared memory has its shadow area.
-    assert_eq!(
-        calls(&after("ld.shared.f64")),
-        [once(LOAD_SHARED_FUNCTION)]
-    );
+    assert_eq!(calls(&after("ld.shared.f64")), [once(LOAD_SHARED_FUNCTION)]);
     assert_eq!(calls(&after("mov.b64")), [once(RESEED_FUNCTION)]);
     // A guarded instruction's shadow code runs under its guard (call staging aside).
     for i in after("@%p1 add.rn.f64") {
