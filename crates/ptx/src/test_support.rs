@@ -77,3 +77,68 @@ pub(crate) fn sass_tools_or_skip() -> Option<(std::path::PathBuf, std::path::Pat
         }
     }
 }
+
+/// An exact dyadic number m · 2^e, for tests that check a rounding exactly.
+#[derive(Clone, Debug)]
+pub(crate) struct Dyadic(pub dashu_int::IBig, pub i32);
+
+impl Dyadic {
+    /// A finite double exactly; `+inf` stands for 2^1024 (the value past the largest double).
+    pub fn of(x: f64) -> Dyadic {
+        use dashu_int::IBig;
+        if x == f64::INFINITY {
+            return Dyadic(IBig::ONE, 1024);
+        }
+        assert!(x.is_finite());
+        let b = x.to_bits();
+        let exp = ((b >> 52) & 0x7ff) as i32;
+        let frac = b & ((1 << 52) - 1);
+        let (m, e) = if exp == 0 {
+            (frac, -1074)
+        } else {
+            (frac | (1 << 52), exp - 1075)
+        };
+        let m = IBig::from(m);
+        Dyadic(if x < 0.0 { -m } else { m }, e)
+    }
+
+    fn align(&self, e: i32) -> dashu_int::IBig {
+        &self.0 << (self.1 - e) as usize
+    }
+
+    /// self + o.
+    pub fn add(&self, o: &Dyadic) -> Dyadic {
+        let e = self.1.min(o.1);
+        Dyadic(self.align(e) + o.align(e), e)
+    }
+
+    /// −self.
+    pub fn neg(&self) -> Dyadic {
+        Dyadic(-self.0.clone(), self.1)
+    }
+
+    /// self − o.
+    pub fn sub(&self, o: &Dyadic) -> Dyadic {
+        self.add(&o.neg())
+    }
+
+    /// self · o.
+    pub fn mul(&self, o: &Dyadic) -> Dyadic {
+        Dyadic(&self.0 * &o.0, self.1 + o.1)
+    }
+
+    /// self / 2.
+    pub fn half(&self) -> Dyadic {
+        Dyadic(self.0.clone(), self.1 - 1)
+    }
+
+    /// The sign of self − o.
+    pub fn cmp(&self, o: &Dyadic) -> std::cmp::Ordering {
+        self.sub(o).0.cmp(&dashu_int::IBig::ZERO)
+    }
+
+    /// (x + y) / 2 exactly.
+    pub fn mid(x: f64, y: f64) -> Dyadic {
+        Dyadic::of(x).add(&Dyadic::of(y)).half()
+    }
+}

@@ -173,13 +173,7 @@ fn known_kernels_agree_with_the_oracle_and_compute_the_same_bits() {
     let all = ShadowOptions::all();
     for flags in [FlagSet::DEFAULT, FlagSet::NOFMA] {
         let m = known_module(&gpu, flags);
-        for case in [
-            known::one_plus_x(4, 64),
-            known::one_plus_x_varied(3, 96),
-            known::serial_sum(),
-            known::square_plus(2, 64),
-            known::exceptions(2, 64),
-        ] {
+        for case in known::gpu_cases() {
             let what = format!("{} {flags}", case.kernel);
             let (report, gpu_stats) = run_instrumented(&gpu, &what, &m, &case, &all);
             let cpu_stats = oracle_of(&m, &case, &all);
@@ -345,13 +339,7 @@ fn shadow_values_outside_loops_add_at_once_what_thread_records_add() {
     let mut measured = 0;
     for flags in [FlagSet::DEFAULT, FlagSet::NOFMA] {
         let m = known_module(&gpu, flags);
-        for case in [
-            known::one_plus_x(4, 64),
-            known::one_plus_x_varied(3, 96),
-            known::serial_sum(),
-            known::square_plus(2, 64),
-            known::exceptions(2, 64),
-        ] {
+        for case in known::gpu_cases() {
             let what = format!("{} {flags}", case.kernel);
             let (sites, reseeds) = run_values(&gpu, &what, &m, &case, false);
             let (want_sites, want_reseeds) = run_values(&gpu, &what, &m, &case, true);

@@ -4,6 +4,7 @@
 use super::round::{self, Mode};
 use super::*;
 use crate::parse;
+use crate::test_support::Dyadic;
 use crate::tests::fixture;
 use dashu_int::IBig;
 
@@ -89,50 +90,6 @@ fn loop_sum_matches_rust_bit_for_bit_in_both_builds() {
             [s.to_bits(), s.to_bits()],
             "{build}"
         );
-    }
-}
-
-/// An exact dyadic number m · 2^e.
-#[derive(Clone)]
-struct Dyadic(IBig, i32);
-
-impl Dyadic {
-    fn of(x: f64) -> Dyadic {
-        assert!(x.is_finite());
-        if x == 0.0 {
-            return Dyadic(IBig::ZERO, 0);
-        }
-        let b = x.to_bits();
-        let exp = ((b >> 52) & 0x7ff) as i32;
-        let frac = b & ((1 << 52) - 1);
-        let (m, e) = if exp == 0 {
-            (frac, -1074)
-        } else {
-            (frac | (1 << 52), exp - 1075)
-        };
-        let m = IBig::from(m);
-        Dyadic(if x < 0.0 { -m } else { m }, e)
-    }
-    fn align(&self, e: i32) -> IBig {
-        &self.0 << (self.1 - e) as usize
-    }
-    fn add(&self, o: &Dyadic) -> Dyadic {
-        let e = self.1.min(o.1);
-        Dyadic(self.align(e) + o.align(e), e)
-    }
-    fn mul(&self, o: &Dyadic) -> Dyadic {
-        Dyadic(&self.0 * &o.0, self.1 + o.1)
-    }
-    fn neg(&self) -> Dyadic {
-        Dyadic(-self.0.clone(), self.1)
-    }
-    /// The sign of self − o.
-    fn cmp(&self, o: &Dyadic) -> std::cmp::Ordering {
-        let d = self.add(&o.neg());
-        d.0.cmp(&IBig::ZERO)
-    }
-    fn half(&self) -> Dyadic {
-        Dyadic(self.0.clone(), self.1 - 1)
     }
 }
 

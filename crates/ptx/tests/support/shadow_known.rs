@@ -12,6 +12,17 @@ pub const KNOWN: &str = include_str!("../fixtures/shadow/known.cu");
 /// Its name, as NVRTC is told and `.file` then says.
 pub const KNOWN_NAME: &str = "known.cu";
 
+/// The cases the GPU test launches (and the oracle's tests run), each on a few blocks.
+pub fn gpu_cases() -> [Case; 5] {
+    [
+        one_plus_x(4, 64),
+        one_plus_x_varied(3, 96),
+        serial_sum(),
+        square_plus(2, 64),
+        exceptions(2, 64),
+    ]
+}
+
 /// The 1-based line of `known.cu` that ends with `// @marker`.
 pub fn line_of(marker: &str) -> u32 {
     let tag = format!("// @{marker}");

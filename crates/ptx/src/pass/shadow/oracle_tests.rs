@@ -213,13 +213,7 @@ fn every_gpu_case_runs_in_the_oracle_and_its_module_assembles() {
         let Some(m) = known_module(flags) else {
             return;
         };
-        for case in [
-            known::one_plus_x(4, 64),
-            known::one_plus_x_varied(3, 96),
-            known::serial_sum(),
-            known::square_plus(2, 64),
-            known::exceptions(2, 64),
-        ] {
+        for case in known::gpu_cases() {
             let (r, s) = oracle(&m, &case, &ShadowOptions::all());
             let executions: u64 = s
                 .iter()

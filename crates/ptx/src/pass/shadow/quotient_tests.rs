@@ -8,7 +8,7 @@ use super::instrument::quotient::{self, FAST_FROM, FAST_SPAN};
 use super::*;
 use crate::interp::{self, Arg, Launch, Memory};
 use crate::model::{Item, Operand, Statement};
-use crate::test_support::parse_clean;
+use crate::test_support::{parse_clean, Dyadic};
 use dashu_int::IBig;
 use std::cmp::Ordering;
 
@@ -57,51 +57,6 @@ fn next_up(x: f64) -> f64 {
 
 fn next_down(x: f64) -> f64 {
     f64::from_bits(x.to_bits() - 1)
-}
-
-/// An exact dyadic number m · 2^e.
-#[derive(Clone, Debug)]
-struct Dyadic(IBig, i32);
-
-impl Dyadic {
-    /// A finite double; `+inf` stands for 2^1024 (the value past the largest double).
-    fn of(x: f64) -> Dyadic {
-        if x == f64::INFINITY {
-            return Dyadic(IBig::ONE, 1024);
-        }
-        assert!(x.is_finite());
-        let b = x.to_bits();
-        let exp = ((b >> 52) & 0x7ff) as i32;
-        let frac = b & ((1 << 52) - 1);
-        let (m, e) = if exp == 0 {
-            (frac, -1074)
-        } else {
-            (frac | (1 << 52), exp - 1075)
-        };
-        let m = IBig::from(m);
-        Dyadic(if x < 0.0 { -m } else { m }, e)
-    }
-    fn align(&self, e: i32) -> IBig {
-        &self.0 << (self.1 - e) as usize
-    }
-    fn add(&self, o: &Dyadic) -> Dyadic {
-        let e = self.1.min(o.1);
-        Dyadic(self.align(e) + o.align(e), e)
-    }
-    fn sub(&self, o: &Dyadic) -> Dyadic {
-        self.add(&Dyadic(-o.0.clone(), o.1))
-    }
-    fn mul(&self, o: &Dyadic) -> Dyadic {
-        Dyadic(&self.0 * &o.0, self.1 + o.1)
-    }
-    fn cmp(&self, o: &Dyadic) -> Ordering {
-        self.sub(o).0.cmp(&IBig::ZERO)
-    }
-    /// (x + y) / 2.
-    fn mid(x: f64, y: f64) -> Dyadic {
-        let s = Dyadic::of(x).add(&Dyadic::of(y));
-        Dyadic(s.0, s.1 - 1)
-    }
 }
 
 /// The two midpoints around a positive finite `e`: with the double below (0 below the least
@@ -605,13 +560,7 @@ fn no_quotient_of_the_gpu_tests_is_within_the_band() {
         let Some(m) = known_module(flags) else {
             return;
         };
-        for case in [
-            known::one_plus_x(4, 64),
-            known::one_plus_x_varied(3, 96),
-            known::serial_sum(),
-            known::square_plus(2, 64),
-            known::exceptions(2, 64),
-        ] {
+        for case in known::gpu_cases() {
             runs.push((m.clone(), case));
         }
     }
