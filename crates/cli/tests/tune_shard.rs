@@ -8,8 +8,8 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Output;
 
 use mantissa_gpu::FlagSet;
 use mantissa_harness::Spec;
@@ -27,35 +27,7 @@ use mantissa_tune::{Config, Unit, UnitKind};
 /// The shipped example (tests run in the crate's directory).
 const EXAMPLE: &str = "../../examples/tune/relax.toml";
 
-/// A fresh directory, removed when dropped.
-struct Dir(PathBuf);
-
-impl Dir {
-    fn new(tag: &str) -> Dir {
-        let d =
-            std::env::temp_dir().join(format!("mantissa-tune-shard-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        Dir(d)
-    }
-
-    fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn mantissa(args: &[&str]) -> Output {
-    Command::new(support::mantissa_binary())
-        .args(args)
-        .output()
-        .unwrap()
-}
+use support::{mantissa, Dir};
 
 /// The one line a refused command printed, checked to be one line with exit code `code`.
 fn refused(out: Output, code: i32) -> String {
