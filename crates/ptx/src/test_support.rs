@@ -142,3 +142,17 @@ impl Dyadic {
         Dyadic::of(x).add(&Dyadic::of(y)).half()
     }
 }
+
+/// A tiny seeded generator (xorshift64*), so random test inputs are the same on every run.
+/// Tests that draw floats add their own draws through a trait of their own.
+pub(crate) struct Rng(pub u64);
+
+impl Rng {
+    /// The next 64 random bits.
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+}

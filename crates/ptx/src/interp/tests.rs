@@ -4,19 +4,17 @@
 use super::round::{self, Mode};
 use super::*;
 use crate::parse;
-use crate::test_support::Dyadic;
+use crate::test_support::{Dyadic, Rng};
 use crate::tests::fixture;
 use dashu_int::IBig;
 
-/// A seeded generator (xorshift64*).
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
+/// Draws of the inputs these tests need.
+trait Draw {
+    fn f64(&mut self) -> f64;
+    fn f32(&mut self) -> f32;
+}
+
+impl Draw for Rng {
     /// A float in ±[2^-30, 2^30), sign and exponent random, significand random.
     fn f64(&mut self) -> f64 {
         let e = (self.next() % 61) as i32 - 30;

@@ -7,18 +7,7 @@ use super::*;
 use crate::demote::{demote, DemoteSet};
 use crate::interp::{run, Arg, InterpError, Launch, Memory};
 use crate::pass::demote::tests::{all_fixtures, module};
-use crate::test_support::{assert_sound, parse_clean};
-
-/// A tiny seeded generator (xorshift64*), so masks are the same on every run.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545F4914F6CDD1D)
-    }
-}
+use crate::test_support::{assert_sound, parse_clean, Rng};
 
 /// Bytes of every pointer argument's buffer.
 const BUFFER: usize = 4096;

@@ -4,6 +4,7 @@
 
 use crate::census::located;
 use crate::demote::*;
+use crate::test_support::Rng;
 use crate::units::*;
 use crate::*;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -386,17 +387,6 @@ fn demote_all_parses_leaves_no_f64_arithmetic_and_assembles() {
         };
         assert_eq!(original(&d.module), original(&m), "{name}");
         assembles(name, &printed, &ptxas);
-    }
-}
-
-/// A tiny seeded generator (xorshift64*), so subsets are the same on every run.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545F4914F6CDD1D)
     }
 }
 

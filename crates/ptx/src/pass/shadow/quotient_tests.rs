@@ -8,19 +8,18 @@ use super::instrument::quotient::{self, FAST_FROM, FAST_SPAN};
 use super::*;
 use crate::interp::{self, Arg, Launch, Memory};
 use crate::model::{Item, Operand, Statement};
-use crate::test_support::{parse_clean, Dyadic};
+use crate::test_support::{parse_clean, Dyadic, Rng};
 use dashu_int::IBig;
 use std::cmp::Ordering;
 
-/// A seeded generator (xorshift64*).
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
+/// Draws of the inputs these tests need.
+trait Draw {
+    fn f64_in(&mut self, exponents: std::ops::RangeInclusive<u64>) -> f64;
+    fn f32(&mut self) -> f32;
+    fn sign(&mut self, x: f64) -> f64;
+}
+
+impl Draw for Rng {
     /// A positive double of biased exponent in `exponents` (0: subnormal), random significand.
     fn f64_in(&mut self, exponents: std::ops::RangeInclusive<u64>) -> f64 {
         let span = exponents.end() - exponents.start() + 1;
