@@ -89,6 +89,32 @@ fn oracle_of(m: &Module, case: &Case, options: &ShadowOptions) -> Vec<SiteStats>
         .unwrap_or_else(|e| panic!("{}: oracle: {e}", case.kernel))
 }
 
+/// The outputs of `case` on `m` as written.
+fn as_written(gpu: &Gpu, what: &str, m: &Module, case: &Case) -> Vec<Vec<u64>> {
+    let original = gpu
+        .load_ptx(what, &m.to_string())
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    launch(gpu, &original, case)
+}
+
+/// Launches `case` on the instrumented `loaded`, asserts it computes the bits `as_written`, and
+/// returns the bytes of its statistics global `global`.
+fn same_bits_then_read(
+    gpu: &Gpu,
+    what: &str,
+    loaded: &mantissa_gpu::Module,
+    case: &Case,
+    as_written: &[Vec<u64>],
+    global: &str,
+) -> Vec<u8> {
+    assert!(
+        launch(gpu, loaded, case) == as_written,
+        "{what}: the instrumented kernel computes other bits than the kernel as written"
+    );
+    gpu.read_symbol(loaded, global)
+        .unwrap_or_else(|e| panic!("{what}: {e}"))
+}
+
 /// Runs `case` on `m` as written and instrumented; asserts identical outputs and returns the
 /// report with the statistics read back.
 fn run_instrumented(
@@ -98,10 +124,7 @@ fn run_instrumented(
     case: &Case,
     options: &ShadowOptions,
 ) -> (ShadowReport, Vec<SiteStats>) {
-    let original = gpu
-        .load_ptx(what, &m.to_string())
-        .unwrap_or_else(|e| panic!("{what}: {e}"));
-    let as_written = launch(gpu, &original, case);
+    let as_written = as_written(gpu, what, m, case);
     let out = instrument(m, options).unwrap_or_else(|e| panic!("{what}: {e}"));
     let rt = runtime::compile(gpu.compiler(), &runtime::SHADOW, target_arch(m))
         .unwrap_or_else(|e| panic!("{what}: {e}"));
@@ -113,14 +136,7 @@ fn run_instrumented(
     let report = out.report;
     gpu.write_symbol(&loaded, &report.global, &vec![0u8; report.global_bytes()])
         .unwrap_or_else(|e| panic!("{what}: {e}"));
-    let outputs = launch(gpu, &loaded, case);
-    assert!(
-        outputs == as_written,
-        "{what}: the instrumented kernel computes other bits than the kernel as written"
-    );
-    let bytes = gpu
-        .read_symbol(&loaded, &report.global)
-        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let bytes = same_bits_then_read(gpu, what, &loaded, case, &as_written, &report.global);
     let stats = report
         .decode(&bytes)
         .unwrap_or_else(|e| panic!("{what}: {e}"));
@@ -276,10 +292,7 @@ fn run_values(
     case: &Case,
     records_everywhere: bool,
 ) -> (Vec<ValueStats>, Vec<ValueStats>) {
-    let original = gpu
-        .load_ptx(what, &m.to_string())
-        .unwrap_or_else(|e| panic!("{what}: {e}"));
-    let as_written = launch(gpu, &original, case);
+    let as_written = as_written(gpu, what, m, case);
     let out = shadow_values::instrument_with(m, records_everywhere)
         .unwrap_or_else(|e| panic!("{what}: {e}"));
     let rt = runtime::compile(gpu.compiler(), &runtime::SHADOW_VALUES, target_arch(m))
@@ -295,13 +308,7 @@ fn run_values(
     let table = shadow_values::table_bytes(&[]).unwrap_or_else(|e| panic!("{e}"));
     gpu.write_symbol(&loaded, &report.table, &table)
         .unwrap_or_else(|e| panic!("{what}: {e}"));
-    assert!(
-        launch(gpu, &loaded, case) == as_written,
-        "{what}: the instrumented kernel computes other bits than the kernel as written"
-    );
-    let bytes = gpu
-        .read_symbol(&loaded, &report.global)
-        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let bytes = same_bits_then_read(gpu, what, &loaded, case, &as_written, &report.global);
     let stats = report
         .decode(&bytes)
         .unwrap_or_else(|e| panic!("{what}: {e}"));
