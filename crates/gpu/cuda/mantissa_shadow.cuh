@@ -6,9 +6,11 @@
 //   extern "C" void mantissa_shadow_demotion(unsigned int site, double r64, double r32)
 //     One execution of an f64 instruction: r64 its result, r32 the result of its f32 form on the
 //     operands rounded to f32, widened exactly. Counts it into the site's record as
+//       always                           -> EXECUTIONS += 1
 //       r64 or r32 NaN or +-inf          -> NON_FINITE += 1
 //       else r64 == +-0                  -> ZERO_REFERENCE += 1
-//       else e = |r32 - r64| / |r64|     -> COUNT += 1, SUM += e, MAX = max(MAX, e)
+//       else e = |r32 - r64| / |r64|     -> SUM += e, MAX = max(MAX, e)
+//     (the measured count is EXECUTIONS - ZERO_REFERENCE - NON_FINITE: ShadowReport::decode)
 //     with d = fabs(__dsub_rn(r32, r64)), a = fabs(r64) and e = mantissa_shadow_quotient(d, a):
 //     where 2^-896 <= a < 2^1021, an approximate reciprocal refined by one Newton step and one
 //     corrected quotient, elsewhere __ddiv_rn(d, a). e is the correctly rounded d / a except
@@ -22,9 +24,10 @@
 //   extern "C" void mantissa_shadow_flush(unsigned int site, unsigned long long count,
 //                                         double sum, double max)
 //     One thread's accumulated demotion error of a site, at an exit of its function: count
-//     executions with a finite relative error, their sum (added in the thread's order with
-//     __dadd_rn) and their maximum (0 when count is 0). Adds COUNT += count, SUM += sum,
-//     MAX = max(MAX, max); a warp whose peers all have count 0 does nothing.
+//     executions of the site (measured or not), the sum of the finite relative errors (added
+//     in the thread's order with __dadd_rn) and their maximum (0 when none). Adds
+//     EXECUTIONS += count, SUM += sum, MAX = max(MAX, max); a warp whose peers all have
+//     count 0 does nothing.
 //   extern "C" void mantissa_shadow_exception(unsigned int site, unsigned int flags)
 //     One result that is not zero or normal. flags (mantissa_ptx::pass::shadow::flags): 1 NaN
 //     result, 2 +-inf result, 4 subnormal result, 8 a division by +-0, 16 some operand NaN,
@@ -44,11 +47,13 @@
 // WHAT THE REWRITER PASSES
 //   The site index as an immediate. A measured f64 instruction inside a loop accumulates per
 //   thread (in registers, or in a .local array past mantissa_ptx's ACCUMULATED_PER_FUNCTION):
-//   count, sum and max, the relative error computed inline exactly as mantissa_shadow_demotion
-//   does (the same sequence and range, one branch over the division), summed with add.rn.f64,
-//   maximum by max.f64; it counts its rare r64 == +-0 and non-finite executions by one
+//   sum and max, the relative error computed inline exactly as mantissa_shadow_demotion does
+//   (the same sequence and range; the division, like the rare r64 == +-0 and non-finite
+//   executions, on an out-of-line path the code branches to and back from), summed with
+//   add.rn.f64, maximum by max.f64; its executions counted by a counter it shares with the
+//   unguarded sites of its basic block. It counts its rare executions by one
 //   red.global.add.u64 per thread on the record's words, and mantissa_shadow_flush is called
-//   for it before every ret/exit of the function, under that instruction's guard. A measured
+//   for it before every ret/exit of the function, with its counter's value. A measured
 //   f64 instruction outside every loop calls mantissa_shadow_demotion, under its guard, after
 //   every execution, and the pass's inline_runtime (mantissa_ptx::pass::shadow::inline_runtime)
 //   replaces every such call by the function's body, which it MUST: the body aggregates over
@@ -82,7 +87,7 @@
 
 #define MANTISSA_SHADOW_WORDS 11
 #define MANTISSA_SHADOW_COPIES 16  // copies of each site's record; a warp adds into its SM's
-#define MANTISSA_SHADOW_COUNT 0
+#define MANTISSA_SHADOW_EXECUTIONS 0
 #define MANTISSA_SHADOW_SUM 1
 #define MANTISSA_SHADOW_MAX 2
 #define MANTISSA_SHADOW_ZERO_REFERENCE 3
@@ -191,8 +196,10 @@ static __device__ __forceinline__ void mantissa_shadow_demotion_over(
     if (zero_reference) {
         atomicAdd(&record[MANTISSA_SHADOW_ZERO_REFERENCE], 1ull);
     }
-    unsigned int measured_lanes = __ballot_sync(peers, measured);
-    if (measured_lanes == 0) {
+    if (leader) {
+        atomicAdd(&record[MANTISSA_SHADOW_EXECUTIONS], (unsigned long long)__popc(peers));
+    }
+    if (__ballot_sync(peers, measured) == 0) {
         return;
     }
     // The maximum: e >= 0, so its bits order as an unsigned integer: the largest high word over
@@ -215,7 +222,6 @@ static __device__ __forceinline__ void mantissa_shadow_demotion_over(
         }
     }
     if (leader) {
-        atomicAdd(&record[MANTISSA_SHADOW_COUNT], (unsigned long long)__popc(measured_lanes));
         atomicAdd((double *)&record[MANTISSA_SHADOW_SUM], sum);
         atomicMax(&record[MANTISSA_SHADOW_MAX],
                   ((unsigned long long)max_hi << 32) | (unsigned long long)max_lo);
@@ -244,11 +250,11 @@ extern "C" __device__ __noinline__ void mantissa_shadow_flush(
     unsigned int active = __activemask();
     unsigned int peers = __match_any_sync(active, site);
     if (__ballot_sync(peers, count != 0) == 0) {
-        return;  // nothing measured by any peer (sum and max are 0 too)
+        return;  // no peer executed the site (sum and max are 0 too)
     }
     bool leader = mantissa_shadow_lane() == (unsigned int)(__ffs(peers) - 1);
     unsigned long long *record = mantissa_shadow_record(site);
-    // Lanes that measured nothing hold count 0, sum 0 and max 0: neither changes the totals.
+    // Lanes that measured nothing hold sum 0 and max 0: neither changes the totals.
     unsigned long long total = 0;
     double sums = 0.0;
     double maxima = 0.0;
@@ -270,7 +276,7 @@ extern "C" __device__ __noinline__ void mantissa_shadow_flush(
         }
     }
     if (leader) {
-        atomicAdd(&record[MANTISSA_SHADOW_COUNT], total);
+        atomicAdd(&record[MANTISSA_SHADOW_EXECUTIONS], total);
         atomicAdd((double *)&record[MANTISSA_SHADOW_SUM], sums);
         atomicMax(&record[MANTISSA_SHADOW_MAX], (unsigned long long)__double_as_longlong(maxima));
     }

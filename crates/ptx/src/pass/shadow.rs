@@ -129,8 +129,10 @@ pub const WORDS_PER_SITE: u32 = 11;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u32)]
 pub enum Word {
-    /// Demotion: executions with a finite relative error (u64).
-    Count = 0,
+    /// Demotion: executions of the site (u64), measured or not: the count of those with a
+    /// finite relative error is this less [`Word::ZeroReference`] and [`Word::NonFinite`]
+    /// ([`ShadowReport::decode`]), so that a loop's sites can share one execution counter.
+    Executions = 0,
     /// Demotion: the sum of those errors (f64).
     Sum = 1,
     /// Demotion: their maximum (f64, 0 before any).
@@ -367,9 +369,14 @@ impl ShadowReport {
                     Word::Sum => (0..copies).map(|c| f64::from_bits(copy_word(c, w))).sum(),
                     _ => f64::from_bits(word(w)),
                 };
+                // Every execution is measured, a zero reference or not finite: the runtime
+                // counts all three, so the first is never below the other two.
+                let measured = word(Word::Executions)
+                    .saturating_sub(word(Word::ZeroReference))
+                    .saturating_sub(word(Word::NonFinite));
                 SiteStats {
                     demotion: (s.demotion && s.instrumented).then(|| ErrorStats {
-                        count: word(Word::Count),
+                        count: measured,
                         sum: float(Word::Sum),
                         max: float(Word::Max),
                         zero_reference: word(Word::ZeroReference),

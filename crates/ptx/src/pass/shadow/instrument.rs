@@ -339,13 +339,23 @@ pub(crate) fn instrument_with(
             .collect();
         let chosen = demotion::accumulated(&d, &measured, outside_loops);
         let accumulators =
-            demotion::Accumulators::new(&mut rw, &chosen, registers.min(chosen.len()), |n| {
+            demotion::Accumulators::new(&mut rw, &d, &chosen, registers.min(chosen.len()), |n| {
                 local_names.contains(n)
             })?;
+        let mut rare = Vec::new();
         for (s, p) in here.iter().zip(&plans[first..k]) {
             if let (Some(j), true, Some(p)) = (at(s), s.demotion, p) {
                 let acc = accumulators.of(s.index);
-                demotion::measure(&mut rw, &mut scratch, &d, j, s.index, p, acc)?;
+                rare.extend(demotion::measure(
+                    &mut rw,
+                    &mut scratch,
+                    &d,
+                    j,
+                    s.index,
+                    p,
+                    acc,
+                    &accumulators,
+                )?);
             }
         }
         let counted: Vec<(usize, u32)> = here
@@ -353,7 +363,8 @@ pub(crate) fn instrument_with(
             .filter(|s| s.exceptions)
             .filter_map(|s| Some((at(s)?, s.index)))
             .collect();
-        let slow = exceptions::instrument(&mut rw, &mut scratch, &d, &counted)?;
+        let mut slow = exceptions::instrument(&mut rw, &mut scratch, &d, &counted)?;
+        slow.extend(rare);
         let flush = accumulators.flush(&mut rw, &mut scratch)?;
         let init = accumulators.init();
         let mut at_end = Vec::new();

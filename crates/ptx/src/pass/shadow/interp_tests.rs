@@ -98,7 +98,7 @@ fn flushes_as_atomics(m: &Module) -> Module {
             instruction(
                 "red",
                 &["global", "add", "u64"],
-                vec![word_of(args, Word::Count), args[1].clone()],
+                vec![word_of(args, Word::Executions), args[1].clone()],
             ),
             instruction(
                 "red",

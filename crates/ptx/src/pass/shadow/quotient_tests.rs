@@ -182,22 +182,35 @@ fn adversarial() -> Vec<(f64, f32)> {
     pairs
 }
 
-/// `quotient::code` on the registers of [`kernel_of`].
+/// `quotient::code` on the registers of [`kernel_of`], then the division where it is rare, as
+/// the site's out-of-line path computes it.
 fn loop_code() -> Vec<Statement> {
-    quotient::code(&quotient::Registers {
+    let mut code = quotient::code(&quotient::Registers {
         d: "%fd4",
         a: "%fd3",
         high: "%r6",
-        skip: "%p1",
+        r32_finite: "%p1",
         e: "%fd5",
         y: "%fd6",
         t: "%fd7",
         q: "%fd8",
         minus_a: "%fd9",
         offset: "%r7",
-        slow: "%p2",
-        past_division: "$Lq",
-    })
+        rare: "%p2",
+    });
+    let mut branch = crate::rewrite::instruction("bra", &[], vec![Operand::Symbol("$Lq".into())]);
+    if let Statement::Inst(i) = &mut branch {
+        i.guard = Some(crate::model::Guard {
+            negated: true,
+            reg: "%p2".into(),
+        });
+    }
+    code.extend([
+        branch,
+        quotient::division("%fd5", "%fd4", "%fd3"),
+        Statement::Label("$Lq".into(), crate::model::SrcLine(0)),
+    ]);
+    code
 }
 
 /// A kernel computing, per thread, the loop sites' e (the pass's code, `quotient::code`) of
@@ -222,7 +235,7 @@ fn kernel_of(code: &[Statement]) -> crate::model::Module {
          \tmul.wide.u32 %rd6, %r4, 4;\n\tadd.s64 %rd7, %rd2, %rd6;\n\tld.global.f32 %f1, [%rd7];\n\
          \tcvt.f64.f32 %fd2, %f1;\n\
          \tmov.b64 {{%r5, %r6}}, %fd1;\n\tand.b32 %r6, %r6, 2147483647;\n\
-         \tsetp.ne.u32 %p1, %r4, %r4;\n\
+         \ttestp.finite.f32 %p1, %f1;\n\
          \tabs.f64 %fd3, %fd1;\n\tsub.rn.f64 %fd4, %fd2, %fd1;\n\tabs.f64 %fd4, %fd4;\n\
          {code}\
          \tadd.s64 %rd8, %rd3, %rd4;\n\tst.global.f64 [%rd8], %fd5;\n\tret;\n}}\n"
@@ -452,13 +465,13 @@ fn the_pass_inserts_the_quotient_code_at_every_accumulated_site() {
             continue;
         }
         seen += 1;
-        let w = &body[j - 3..j + 9];
+        let w = &body[j - 3..j + 6];
         let op = |k: usize, o: usize| name(&w[k], o);
         let rebuilt = quotient::code(&quotient::Registers {
             offset: &op(0, 0),
             high: &op(0, 1),
-            slow: &op(1, 0),
-            skip: &op(1, 3),
+            rare: &op(1, 0),
+            r32_finite: &op(1, 3),
             minus_a: &op(2, 0),
             a: &op(2, 1),
             y: &op(3, 0),
@@ -466,7 +479,6 @@ fn the_pass_inserts_the_quotient_code_at_every_accumulated_site() {
             q: &op(6, 0),
             d: &op(6, 1),
             e: &op(8, 0),
-            past_division: &op(9, 0),
         });
         let printed =
             |code: &[Statement]| -> Vec<String> { code.iter().map(|s| s.to_string()).collect() };

@@ -367,9 +367,10 @@ fn decode_reads_the_runtime_layout() {
         let at = 8 * ((16 * site + c) * 11 + word as usize);
         bytes[at..at + 8].copy_from_slice(&v.to_le_bytes());
     };
-    // Site 1 spread over copies: counts and sums add, the maximum is the largest.
-    put(1, 0, Word::Count, 5);
-    put(1, 15, Word::Count, 2);
+    // Site 1 spread over copies: counts and sums add, the maximum is the largest; the measured
+    // count is the executions less the zero references and the non-finite ones.
+    put(1, 0, Word::Executions, 10);
+    put(1, 15, Word::Executions, 2);
     put(1, 0, Word::Sum, 0.25f64.to_bits());
     put(1, 7, Word::Sum, 0.25f64.to_bits());
     put(1, 0, Word::Max, 0.125f64.to_bits());

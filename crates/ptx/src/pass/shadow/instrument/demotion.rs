@@ -1,7 +1,14 @@
 //! The demotion error's inserted code: the f32 form of a site on its operands rounded to f32,
-//! then either per-thread accumulation in registers of the function, flushed to the global at
-//! every exit ([`FLUSH_FUNCTION`]), or, for sites past the per-function cap, a call of
-//! [`DEMOTION_FUNCTION`] per execution (inlined after the merge).
+//! then either per-thread accumulation of the function's loop sites (their sums and maxima in
+//! registers or a `.local` array, their executions in counters shared by the unguarded sites
+//! of a basic block), flushed to the global at every exit ([`FLUSH_FUNCTION`]), or, for sites
+//! outside loops, a call of [`DEMOTION_FUNCTION`] per execution (inlined after the merge).
+//!
+//! An accumulated site's code has no branch but its guard's and one to an out-of-line rare
+//! path ([`Rare`]): r64 = ±0, r64 or r32 not finite, and |r64| outside the refined
+//! reciprocal's range (`quotient`) go there, count themselves or divide, and come back. So the
+//! common execution is the f32 form, the reciprocal sequence and two adds, and the sites of a
+//! loop body are one straight run of code that ptxas can schedule together.
 
 use super::quotient;
 use super::{dest, reg, Scratch};
@@ -13,25 +20,22 @@ use crate::pass::shadow::{
     ShadowError, Word, COPIES, DEMOTION_FUNCTION, FLUSH_FUNCTION, SHADOW_GLOBAL, WORDS_PER_SITE,
 };
 use crate::rewrite::{call, instruction, int, Guarding, Rewriter};
+use std::collections::HashMap;
 
-/// At most this many demotion sites of one function accumulate in registers (six 32-bit
-/// registers each: the count, the sum and the maximum), the deepest in loops first; the
-/// function's other sites inside loops accumulate in a per-thread `.local` array (three loads
-/// and three stores per execution, still no call).
+/// At most this many demotion sites of one function accumulate in registers (four 32-bit
+/// registers each: the sum and the maximum), the deepest in loops first; the function's
+/// other sites inside loops accumulate in a per-thread `.local` array (one 16-byte load and
+/// one store per execution, still no call). Execution counters: as many in registers, the
+/// others in the array.
 pub const ACCUMULATED_PER_FUNCTION: usize = 16;
 
-/// Where one accumulated site keeps its count (u64), sum (f64) and maximum (f64; 0 before any)
-/// for the whole function.
+/// Where a total lives for the whole function.
 #[derive(Debug, Clone)]
 enum Storage {
-    /// Three registers of their own.
-    Registers {
-        count: String,
-        sum: String,
-        max: String,
-    },
-    /// 24 bytes at `offset` of the function's `.local` array `array`; updated through
-    /// scratch registers.
+    /// Registers of their own: a site's sum and maximum (f64), or a counter (u64).
+    Registers(Vec<String>),
+    /// At `offset` of the function's `.local` array `array`: a site's sum and maximum
+    /// (16 bytes, 16-aligned, one `v2.f64` access) or a counter (8 bytes).
     Local { array: String, offset: i64 },
 }
 
@@ -40,54 +44,116 @@ enum Storage {
 pub(super) struct Accumulator {
     /// The site's index (its record in the global).
     pub index: u32,
+    /// Its sum and maximum.
     storage: Storage,
+    /// Its execution counter (an index into [`Accumulators::counters`]).
+    counter: usize,
+    /// Whether this site's code adds one to the counter: the first site of its group in the
+    /// function's order (the others execute exactly as often).
+    counts: bool,
 }
 
 /// The accumulators of one function's sites.
 pub(super) struct Accumulators {
     /// By site, in site order.
     pub sites: Vec<Accumulator>,
-    /// The `.local` array's declaration, when some site keeps its totals there.
+    /// The execution counters (u64): one per basic block for its unguarded sites, one per
+    /// guarded site.
+    counters: Vec<Storage>,
+    /// The `.local` array's declaration, when some total lives there.
     array: Option<VarDecl>,
 }
 
+/// What shares an execution counter: the unguarded sites of one basic block, or one guarded
+/// site (its guard may change between two sites of a block).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Group {
+    Block(usize),
+    Guarded(u32),
+}
+
 impl Accumulators {
-    /// Accumulators for `chosen` (site indices, register ones first): the first `in_registers`
-    /// get registers, the others 24 bytes each of a `.local` array named after `taken`.
+    /// Accumulators for `chosen` ((instruction in `d`, site index), register ones first): the
+    /// first `in_registers` sites and counters get registers, the others room in a `.local`
+    /// array named after `taken`.
     pub(super) fn new(
         rw: &mut Rewriter,
-        chosen: &[u32],
+        d: &Decoded,
+        chosen: &[(usize, u32)],
         in_registers: usize,
         taken: impl Fn(&str) -> bool,
     ) -> Result<Accumulators, ShadowError> {
         let array_name = crate::rewrite::unique_name("__mantissa_shadow_totals", |n| taken(n));
-        let mut sites = Vec::new();
-        let mut local = 0i64;
-        for (k, &index) in chosen.iter().enumerate() {
-            let storage = if k < in_registers {
-                Storage::Registers {
-                    count: rw.reg("u64")?,
-                    sum: rw.reg("f64")?,
-                    max: rw.reg("f64")?,
-                }
-            } else {
-                local += 1;
-                Storage::Local {
-                    array: array_name.clone(),
-                    offset: 24 * (local - 1),
-                }
-            };
-            sites.push(Accumulator { index, storage });
+        let cfg = Cfg::build(d);
+        let group_of = |j: usize, index: u32| match d.insts[j].guard {
+            Some(_) => Group::Guarded(index),
+            None => Group::Block(cfg.block_of[j]),
+        };
+        // The first site of each group in the function's order counts its executions.
+        let mut first: HashMap<Group, usize> = HashMap::new();
+        for &(j, index) in chosen {
+            let g = group_of(j, index);
+            first.entry(g).and_modify(|f| *f = (*f).min(j)).or_insert(j);
         }
+        let mut local = 0i64;
+        let mut place = |rw: &mut Rewriter,
+                         k: usize,
+                         types: &[&str],
+                         bytes: i64|
+         -> Result<Storage, ShadowError> {
+            if k < in_registers {
+                let regs = types.iter().map(|t| rw.reg(t)).collect::<Result<_, _>>()?;
+                return Ok(Storage::Registers(regs));
+            }
+            let offset = local;
+            local += bytes;
+            Ok(Storage::Local {
+                array: array_name.clone(),
+                offset,
+            })
+        };
+        // Sites first (16 bytes each, so every pair stays 16-aligned), then the counters.
+        let mut sites = Vec::new();
+        for (k, &(j, index)) in chosen.iter().enumerate() {
+            let storage = place(rw, k, &["f64", "f64"], 16)?;
+            sites.push((j, index, storage));
+        }
+        let mut counter_of: HashMap<Group, usize> = HashMap::new();
+        let mut counters = Vec::new();
+        for &(j, index) in chosen {
+            if let std::collections::hash_map::Entry::Vacant(slot) =
+                counter_of.entry(group_of(j, index))
+            {
+                slot.insert(counters.len());
+                let k = counters.len();
+                counters.push(place(rw, k, &["u64"], 8)?);
+            }
+        }
+        let mut sites: Vec<Accumulator> = sites
+            .into_iter()
+            .map(|(j, index, storage)| {
+                let g = group_of(j, index);
+                Accumulator {
+                    index,
+                    storage,
+                    counter: counter_of[&g],
+                    counts: first[&g] == j,
+                }
+            })
+            .collect();
         sites.sort_by_key(|a| a.index);
         let array = (local > 0).then(|| VarDecl {
-            attrs: vec![".local".into(), ".align".into(), "8".into(), ".b8".into()],
+            attrs: vec![".local".into(), ".align".into(), "16".into(), ".b8".into()],
             name: array_name,
-            dims: vec![Some(24 * local as u64)],
+            dims: vec![Some(local as u64)],
             init: None,
             line: SrcLine(0),
         });
-        Ok(Accumulators { sites, array })
+        Ok(Accumulators {
+            sites,
+            counters,
+            array,
+        })
     }
 
     /// The accumulator of site `index`, if it accumulates.
@@ -99,15 +165,20 @@ impl Accumulators {
     /// before any label.
     pub(super) fn init(&self) -> Vec<Statement> {
         let mut code: Vec<Statement> = self.array.iter().cloned().map(Statement::Var).collect();
-        for a in &self.sites {
-            match &a.storage {
-                Storage::Registers { count, sum, max } => code.extend([
-                    instruction("mov", &["u64"], vec![reg(count), int(0)]),
-                    instruction("mov", &["f64"], vec![reg(sum), f64_imm(0.0)]),
-                    instruction("mov", &["f64"], vec![reg(max), f64_imm(0.0)]),
-                ]),
+        let storages = self
+            .sites
+            .iter()
+            .map(|a| (&a.storage, 2))
+            .chain(self.counters.iter().map(|c| (c, 1)));
+        for (storage, words) in storages {
+            match storage {
+                Storage::Registers(regs) => code.extend(regs.iter().map(|r| {
+                    let ty = if words == 1 { "u64" } else { "f64" };
+                    let zero = if words == 1 { int(0) } else { f64_imm(0.0) };
+                    instruction("mov", &[ty], vec![reg(r), zero])
+                })),
                 Storage::Local { array, offset } => {
-                    for k in 0..3 {
+                    for k in 0..words {
                         code.push(instruction(
                             "st",
                             &["local", "u64"],
@@ -121,7 +192,7 @@ impl Accumulators {
     }
 
     /// Every site's totals added to the global (the runtime aggregates over the warp): placed
-    /// before every `ret`/`exit`, under its guard.
+    /// before every `ret`/`exit`.
     pub(super) fn flush(
         &self,
         rw: &mut Rewriter,
@@ -129,8 +200,20 @@ impl Accumulators {
     ) -> Result<Vec<Statement>, ShadowError> {
         let mut code = Vec::new();
         for a in &self.sites {
-            let (loads, [count, sum, max]) = a.totals(rw, scratch)?;
+            let (loads, [sum, max]) = a.totals(rw, scratch)?;
             code.extend(loads);
+            let count = match &self.counters[a.counter] {
+                Storage::Registers(regs) => regs[0].clone(),
+                Storage::Local { array, offset } => {
+                    let r = scratch.reg(rw, "u64", 0)?;
+                    code.push(instruction(
+                        "ld",
+                        &["local", "u64"],
+                        vec![reg(&r), local_word(array, *offset)],
+                    ));
+                    r
+                }
+            };
             code.extend(call(
                 FLUSH_FUNCTION,
                 &[
@@ -143,60 +226,109 @@ impl Accumulators {
         }
         Ok(code)
     }
+
+    /// One more execution on `a`'s counter, if `a` is the site that counts its group.
+    fn count(
+        &self,
+        a: &Accumulator,
+        rw: &mut Rewriter,
+        scratch: &mut Scratch,
+    ) -> Result<Vec<Statement>, ShadowError> {
+        if !a.counts {
+            return Ok(Vec::new());
+        }
+        Ok(match &self.counters[a.counter] {
+            Storage::Registers(regs) => vec![instruction(
+                "add",
+                &["u64"],
+                vec![reg(&regs[0]), reg(&regs[0]), int(1)],
+            )],
+            Storage::Local { array, offset } => {
+                let r = scratch.reg(rw, "u64", 0)?;
+                vec![
+                    instruction(
+                        "ld",
+                        &["local", "u64"],
+                        vec![reg(&r), local_word(array, *offset)],
+                    ),
+                    instruction("add", &["u64"], vec![reg(&r), reg(&r), int(1)]),
+                    instruction(
+                        "st",
+                        &["local", "u64"],
+                        vec![local_word(array, *offset), reg(&r)],
+                    ),
+                ]
+            }
+        })
+    }
 }
 
 impl Accumulator {
-    /// The loads that bring the totals into registers (none for register storage), and those
-    /// registers.
+    /// The load that brings the sum and maximum into registers (none for register storage),
+    /// and those registers.
     fn totals(
         &self,
         rw: &mut Rewriter,
         scratch: &mut Scratch,
-    ) -> Result<(Vec<Statement>, [String; 3]), ShadowError> {
+    ) -> Result<(Vec<Statement>, [String; 2]), ShadowError> {
         match &self.storage {
-            Storage::Registers { count, sum, max } => {
-                Ok((Vec::new(), [count.clone(), sum.clone(), max.clone()]))
-            }
+            Storage::Registers(regs) => Ok((Vec::new(), [regs[0].clone(), regs[1].clone()])),
             Storage::Local { array, offset } => {
-                let regs = [
-                    scratch.reg(rw, "u64", 0)?,
-                    scratch.reg(rw, "f64", 4)?,
-                    scratch.reg(rw, "f64", 5)?,
-                ];
-                let loads = ["u64", "f64", "f64"]
-                    .iter()
-                    .zip(&regs)
-                    .enumerate()
-                    .map(|(k, (ty, r))| {
-                        instruction(
-                            "ld",
-                            &["local", ty],
-                            vec![reg(r), local_word(array, offset + 8 * k as i64)],
-                        )
-                    })
-                    .collect();
-                Ok((loads, regs))
+                let regs = [scratch.reg(rw, "f64", 4)?, scratch.reg(rw, "f64", 5)?];
+                let load = instruction(
+                    "ld",
+                    &["local", "v2", "f64"],
+                    vec![
+                        Operand::Vector(vec![reg(&regs[0]), reg(&regs[1])]),
+                        local_word(array, *offset),
+                    ],
+                );
+                Ok((vec![load], regs))
             }
         }
     }
 
-    /// The stores that put the totals back (none for register storage).
-    fn store(&self, regs: &[String; 3]) -> Vec<Statement> {
+    /// The store that puts the sum and maximum back (none for register storage).
+    fn store(&self, regs: &[String; 2]) -> Vec<Statement> {
         match &self.storage {
-            Storage::Registers { .. } => Vec::new(),
-            Storage::Local { array, offset } => ["u64", "f64", "f64"]
-                .iter()
-                .zip(regs)
-                .enumerate()
-                .map(|(k, (ty, r))| {
-                    instruction(
-                        "st",
-                        &["local", ty],
-                        vec![local_word(array, offset + 8 * k as i64), reg(r)],
-                    )
-                })
-                .collect(),
+            Storage::Registers(_) => Vec::new(),
+            Storage::Local { array, offset } => vec![instruction(
+                "st",
+                &["local", "v2", "f64"],
+                vec![
+                    local_word(array, *offset),
+                    Operand::Vector(vec![reg(&regs[0]), reg(&regs[1])]),
+                ],
+            )],
         }
+    }
+
+    /// `e` added to the sum and the maximum, through a load and store for local storage. The
+    /// maximum by a comparison and a select: e and the maximum are non-negative numbers, where
+    /// `max.f64`'s NaN and signed-zero rules cost ptxas five more instructions (sm_90).
+    fn add(
+        &self,
+        e: &str,
+        rw: &mut Rewriter,
+        scratch: &mut Scratch,
+    ) -> Result<Vec<Statement>, ShadowError> {
+        let (mut code, [sum, max]) = self.totals(rw, scratch)?;
+        let larger = scratch.reg(rw, "pred", 6)?;
+        code.extend([
+            instruction("add", &["rn", "f64"], vec![reg(&sum), reg(&sum), reg(e)]),
+            instruction(
+                "setp",
+                &["gt", "f64"],
+                vec![reg(&larger), reg(e), reg(&max)],
+            ),
+            instruction(
+                "selp",
+                &["f64"],
+                vec![reg(&max), reg(e), reg(&max), reg(&larger)],
+            ),
+        ]);
+        code.extend(self.store(&[sum, max]));
+        Ok(code)
     }
 }
 
@@ -209,7 +341,7 @@ pub(super) fn accumulated(
     d: &Decoded,
     candidates: &[(usize, u32)],
     outside_loops: bool,
-) -> Vec<u32> {
+) -> Vec<(usize, u32)> {
     if candidates.is_empty() {
         return Vec::new();
     }
@@ -221,7 +353,7 @@ pub(super) fn accumulated(
         .filter(|&(depth, _, _)| outside_loops || depth > 0)
         .collect();
     chosen.sort_by_key(|&(depth, j, _)| (std::cmp::Reverse(depth), j));
-    chosen.into_iter().map(|(_, _, index)| index).collect()
+    chosen.into_iter().map(|(_, j, index)| (j, index)).collect()
 }
 
 /// `[array+offset]`.
@@ -254,19 +386,11 @@ fn count_in_global(index: u32, w: Word) -> Statement {
     )
 }
 
-fn guarded_by(s: Statement, pred: &str) -> Statement {
-    with_guard(s, false, pred)
-}
-
-/// `s` under `@!pred`.
-fn unless(s: Statement, pred: &str) -> Statement {
-    with_guard(s, true, pred)
-}
-
-fn with_guard(mut s: Statement, negated: bool, pred: &str) -> Statement {
+/// `s` under `@pred`.
+fn guarded_by(mut s: Statement, pred: &str) -> Statement {
     if let Statement::Inst(i) = &mut s {
         i.guard = Some(Guard {
-            negated,
+            negated: false,
             reg: pred.to_string(),
         });
     }
@@ -275,7 +399,9 @@ fn with_guard(mut s: Statement, negated: bool, pred: &str) -> Statement {
 
 /// The demotion error at instruction `j` of `d` (site `index`, f32 form from `p`): its f64
 /// operands rounded to f32 before it (under its guard), its f32 form after it, and then the
-/// accumulation into `acc`, or the runtime call without one.
+/// accumulation into `acc` (of `accs`), or the runtime call without one. Returns the site's
+/// out-of-line rare path ([`Rare`]), for the end of the function (empty without `acc`).
+#[allow(clippy::too_many_arguments)]
 pub(super) fn measure(
     rw: &mut Rewriter,
     scratch: &mut Scratch,
@@ -284,7 +410,8 @@ pub(super) fn measure(
     index: u32,
     p: &Plan,
     acc: Option<&Accumulator>,
-) -> Result<(), ShadowError> {
+    accs: &Accumulators,
+) -> Result<Vec<Statement>, ShadowError> {
     let inst = d.insts[j];
     let mut form = inst.clone();
     form.guard = None;
@@ -326,12 +453,10 @@ pub(super) fn measure(
             ],
         ));
         rw.insert_after(inst.id, after, Guarding::Keep)?;
-        return Ok(());
+        return Ok(Vec::new());
     };
 
-    // Accumulated: branch-free but for a guard (a guarded site jumps over its code where the
-    // guard is false) and the jump over the quotient's division, taken wherever |r64| is in its
-    // range (quotient::code says why not a predicated division).
+    // Accumulated: a guarded site jumps over its code where the guard is false.
     let mut after = Vec::new();
     let skip = format!("{}d{index}", scratch.labels);
     if let Some(g) = &inst.guard {
@@ -344,123 +469,171 @@ pub(super) fn measure(
         }
         after.push(branch);
     }
-    let a64 = scratch.reg(rw, "f64", 1)?;
-    let diff = scratch.reg(rw, "f64", 2)?;
-    let e = scratch.reg(rw, "f64", 3)?;
-    let skip_pred = scratch.reg(rw, "pred", 2)?;
-    let zero_reference = scratch.reg(rw, "pred", 3)?;
-    let non_finite = scratch.reg(rw, "pred", 4)?;
-    let low = scratch.reg(rw, "b32", 30)?;
-    let high = scratch.reg(rw, "b32", 31)?;
-    let narrow_bits = scratch.reg(rw, "b32", 32)?;
-    let word = scratch.reg(rw, "b32", 33)?;
-    let b32 = |op: &str, mods: &[&str], operands: Vec<Operand>| instruction(op, mods, operands);
-    // The classes from the results' bits, on the integer pipe (the f64 pipe is what an f64
-    // program is bound by): r64 NaN or ±inf (exponent all ones), r32 NaN or ±inf, r64 = ±0.
+    let rare = Rare {
+        index,
+        a: scratch.reg(rw, "f64", 1)?,
+        d: scratch.reg(rw, "f64", 2)?,
+        e: scratch.reg(rw, "f64", 3)?,
+        low: scratch.reg(rw, "b32", 30)?,
+        high: scratch.reg(rw, "b32", 31)?,
+        word: scratch.reg(rw, "b32", 33)?,
+        r32_finite: scratch.reg(rw, "pred", 2)?,
+        rare: scratch.reg(rw, "pred", 3)?,
+        non_finite: scratch.reg(rw, "pred", 4)?,
+        zero_reference: scratch.reg(rw, "pred", 5)?,
+        label: format!("{}r{index}", scratch.labels),
+        back: format!("{}b{index}", scratch.labels),
+    };
+    after.push(Statement::Inst(form));
+    after.push(instruction(
+        "cvt",
+        &["f64", "f32"],
+        vec![reg(&wide), reg(&r32)],
+    ));
+    after.extend(accs.count(acc, rw, scratch)?);
     after.extend([
-        Statement::Inst(form),
-        instruction("cvt", &["f64", "f32"], vec![reg(&wide), reg(&r32)]),
+        // a = |r64|, its high word (for the range), d = |r32 - r64|, whether r32 is finite.
         instruction(
             "mov",
             &["b64"],
-            vec![Operand::Vector(vec![reg(&low), reg(&high)]), reg(&r64)],
-        ),
-        instruction("mov", &["b32"], vec![reg(&narrow_bits), reg(&r32)]),
-        b32(
-            "and",
-            &["b32"],
-            vec![reg(&high), reg(&high), int(0x7fff_ffff)],
-        ),
-        b32(
-            "and",
-            &["b32"],
-            vec![reg(&narrow_bits), reg(&narrow_bits), int(0x7fff_ffff)],
-        ),
-        // non_finite = r64 or r32 NaN or ±inf.
-        b32(
-            "setp",
-            &["ge", "u32"],
-            vec![reg(&non_finite), reg(&high), int(0x7ff0_0000)],
-        ),
-        b32(
-            "setp",
-            &["ge", "or", "u32"],
             vec![
-                reg(&non_finite),
-                reg(&narrow_bits),
-                int(0x7f80_0000),
-                reg(&non_finite),
+                Operand::Vector(vec![reg(&rare.low), reg(&rare.high)]),
+                reg(&r64),
             ],
         ),
-        // zero_reference = r64 = ±0 and r32 finite.
-        b32("or", &["b32"], vec![reg(&word), reg(&high), reg(&low)]),
-        b32(
-            "setp",
-            &["eq", "u32"],
-            vec![reg(&zero_reference), reg(&word), int(0)],
-        ),
-        b32(
-            "setp",
-            &["lt", "and", "u32"],
-            vec![
-                reg(&zero_reference),
-                reg(&narrow_bits),
-                int(0x7f80_0000),
-                reg(&zero_reference),
-            ],
-        ),
-        // Not measured: either of the two.
         instruction(
-            "or",
-            &["pred"],
-            vec![reg(&skip_pred), reg(&non_finite), reg(&zero_reference)],
+            "and",
+            &["b32"],
+            vec![reg(&rare.high), reg(&rare.high), int(0x7fff_ffff)],
         ),
-        // Rare: one atomic per thread and execution instead of a call.
-        guarded_by(count_in_global(index, Word::NonFinite), &non_finite),
-        guarded_by(count_in_global(index, Word::ZeroReference), &zero_reference),
-        // e = |r32 - r64| / |r64|, as the runtime computes it (quotient's module docs).
-        instruction("abs", &["f64"], vec![reg(&a64), reg(&r64)]),
+        instruction(
+            "testp",
+            &["finite", "f32"],
+            vec![reg(&rare.r32_finite), reg(&r32)],
+        ),
+        instruction("abs", &["f64"], vec![reg(&rare.a), reg(&r64)]),
         instruction(
             "sub",
             &["rn", "f64"],
-            vec![reg(&diff), reg(&wide), reg(&r64)],
+            vec![reg(&rare.d), reg(&wide), reg(&r64)],
         ),
-        instruction("abs", &["f64"], vec![reg(&diff), reg(&diff)]),
+        instruction("abs", &["f64"], vec![reg(&rare.d), reg(&rare.d)]),
     ]);
     after.extend(quotient::code(&quotient::Registers {
-        d: &diff,
-        a: &a64,
-        high: &high,
-        skip: &skip_pred,
-        e: &e,
+        d: &rare.d,
+        a: &rare.a,
+        high: &rare.high,
+        r32_finite: &rare.r32_finite,
+        e: &rare.e,
         y: &scratch.reg(rw, "f64", 6)?,
         t: &scratch.reg(rw, "f64", 7)?,
         q: &scratch.reg(rw, "f64", 8)?,
         minus_a: &scratch.reg(rw, "f64", 9)?,
         offset: &scratch.reg(rw, "b32", 34)?,
-        slow: &scratch.reg(rw, "pred", 5)?,
-        past_division: &format!("{}q{index}", scratch.labels),
+        rare: &rare.rare,
     }));
-    let (loads, [count, sum, max]) = acc.totals(rw, scratch)?;
-    after.extend(loads);
-    after.extend([
-        unless(
-            instruction("add", &["u64"], vec![reg(&count), reg(&count), int(1)]),
-            &skip_pred,
-        ),
-        unless(
-            instruction("add", &["rn", "f64"], vec![reg(&sum), reg(&sum), reg(&e)]),
-            &skip_pred,
-        ),
-        unless(
-            instruction("max", &["f64"], vec![reg(&max), reg(&max), reg(&e)]),
-            &skip_pred,
-        ),
-    ]);
-    after.extend(acc.store(&[count, sum, max]));
+    after.push(guarded_by(
+        instruction("bra", &[], vec![Operand::Symbol(rare.label.clone())]),
+        &rare.rare,
+    ));
+    after.extend(acc.add(&rare.e, rw, scratch)?);
+    after.push(Statement::Label(rare.back.clone(), SrcLine(0)));
     if inst.guard.is_some() {
         after.push(Statement::Label(skip, SrcLine(0)));
     }
     rw.insert_after(inst.id, after, Guarding::Ignore)?;
-    Ok(())
+    rare.code(acc, rw, scratch)
+}
+
+/// The registers and labels of one accumulated site's rare path: the executions the common
+/// code does not finish (`rare`: |r64| outside the reciprocal's range, which takes in
+/// r64 = ±0 and r64 not finite, or r32 not finite). Out of line at the end of the function,
+/// so that the common path stays one straight run: it counts a zero reference or a non-finite
+/// execution by one atomic on the site's record, or divides (`div.rn.f64`) and accumulates,
+/// and jumps back.
+struct Rare {
+    index: u32,
+    /// f64: |r64|.
+    a: String,
+    /// f64: |r32 − r64|.
+    d: String,
+    /// f64: the quotient.
+    e: String,
+    /// b32: r64's low word, its high word without the sign, scratch.
+    low: String,
+    high: String,
+    word: String,
+    /// pred: r32 finite; the common path gave up; r64 or r32 not finite; r64 = ±0.
+    r32_finite: String,
+    rare: String,
+    non_finite: String,
+    zero_reference: String,
+    /// The path's label and the one it jumps back to.
+    label: String,
+    back: String,
+}
+
+impl Rare {
+    fn code(
+        &self,
+        acc: &Accumulator,
+        rw: &mut Rewriter,
+        scratch: &mut Scratch,
+    ) -> Result<Vec<Statement>, ShadowError> {
+        let mut code = vec![
+            Statement::Label(self.label.clone(), SrcLine(0)),
+            // non_finite = r64 NaN or ±inf (exponent all ones), or r32 not finite.
+            instruction(
+                "setp",
+                &["ge", "or", "u32"],
+                vec![
+                    reg(&self.non_finite),
+                    reg(&self.high),
+                    int(0x7ff0_0000),
+                    Operand::Not(Box::new(reg(&self.r32_finite))),
+                ],
+            ),
+            // zero_reference = r64 = ±0 and r32 finite.
+            instruction(
+                "or",
+                &["b32"],
+                vec![reg(&self.word), reg(&self.high), reg(&self.low)],
+            ),
+            instruction(
+                "setp",
+                &["eq", "and", "u32"],
+                vec![
+                    reg(&self.zero_reference),
+                    reg(&self.word),
+                    int(0),
+                    reg(&self.r32_finite),
+                ],
+            ),
+            guarded_by(
+                count_in_global(self.index, Word::NonFinite),
+                &self.non_finite,
+            ),
+            guarded_by(
+                count_in_global(self.index, Word::ZeroReference),
+                &self.zero_reference,
+            ),
+            guarded_by(
+                instruction("bra", &[], vec![Operand::Symbol(self.back.clone())]),
+                &self.non_finite,
+            ),
+            guarded_by(
+                instruction("bra", &[], vec![Operand::Symbol(self.back.clone())]),
+                &self.zero_reference,
+            ),
+            // Measured, with |r64| outside the range: the correctly rounded quotient.
+            quotient::division(&self.e, &self.d, &self.a),
+        ];
+        code.extend(acc.add(&self.e, rw, scratch)?);
+        code.push(instruction(
+            "bra",
+            &[],
+            vec![Operand::Symbol(self.back.clone())],
+        ));
+        Ok(code)
+    }
 }

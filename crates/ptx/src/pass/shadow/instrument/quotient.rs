@@ -56,11 +56,12 @@
 //!   2^(kq + k − 104) ≥ 2^(kd − 105) ≥ 2^-1053: ρ is a multiple of 2^-1074, exact if subnormal.
 //! - d = 0 needs no branch: q = +0, r = fma(−0, a, +0) = +0, e = +0, what the division gives.
 //!
-//! Outside the range (subnormal and tiny r64, r64 ≥ 2^1021) `div.rn.f64` computes e, branched
-//! to only there and where the execution is measured at all: the r64 = 0 and non-finite
-//! executions, which a kernel may have in every iteration, divide nothing.
+//! Outside the range (subnormal and tiny r64, r64 ≥ 2^1021) `div.rn.f64` computes e, on the
+//! site's out-of-line rare path (`demotion::Rare`), and only where the execution is measured
+//! at all: the r64 = 0 and non-finite executions, which a kernel may have in every iteration,
+//! divide nothing.
 
-use crate::model::{Guard, Imm, Operand, SrcLine, Statement};
+use crate::model::{Imm, Operand, Statement};
 use crate::rewrite::{instruction, int};
 
 /// `a`'s high word at the bottom of the range: 2^-896, biased exponent 127.
@@ -76,9 +77,9 @@ pub(crate) struct Registers<'r> {
     pub a: &'r str,
     /// b32, in: `a`'s high word (r64's with the sign bit cleared).
     pub high: &'r str,
-    /// pred, in: the executions whose e is not used (r64 = 0, or r64 or r32 not finite).
-    pub skip: &'r str,
-    /// f64, out: e (meaningless where `skip`).
+    /// pred, in: r32 is finite.
+    pub r32_finite: &'r str,
+    /// f64, out: e (meaningless where `rare`).
     pub e: &'r str,
     /// f64 scratch: the reciprocal, the Newton correction then the remainder, the quotient,
     /// −a.
@@ -91,27 +92,21 @@ pub(crate) struct Registers<'r> {
     pub minus_a: &'r str,
     /// b32 scratch: the high word's offset into the range.
     pub offset: &'r str,
-    /// pred scratch: the division is needed.
-    pub slow: &'r str,
-    /// A label of its own, after the division.
-    pub past_division: &'r str,
+    /// pred, out: `e` is not the quotient: a outside the range (which takes in a = 0 and a not
+    /// finite) or r32 not finite. The caller then divides ([`division`]) where the execution
+    /// is measured at all.
+    pub rare: &'r str,
 }
 
-/// The code computing `e` (module docs): the sequence, then a branch over the division, taken
-/// wherever a is in the range. Not a predicated division (nor a `selp`): ptxas if-converts
-/// `@p div.rn.f64` into the division's own fast path, run every time, and a select (ptxas 13.0,
-/// sm_90, the profile fixture's sites: 13 DFMA/DMUL each that way, 5 with the branch).
+/// The code computing `e` (module docs) where a is in the range, and `rare` elsewhere. No
+/// branch and no division: the callers branch to an out-of-line path on `rare` (a predicated
+/// `div.rn.f64`, or a select, would cost every execution the division: ptxas if-converts
+/// `@p div.rn.f64` into the division's own fast path, run every time; ptxas 13.0, sm_90, the
+/// profile fixture's sites: 13 DFMA/DMUL each that way, 5 without).
 pub(crate) fn code(r: &Registers) -> Vec<Statement> {
     let reg = |name: &str| Operand::Reg(name.to_string());
-    let mut branch = instruction("bra", &[], vec![Operand::Symbol(r.past_division.into())]);
-    if let Statement::Inst(i) = &mut branch {
-        i.guard = Some(Guard {
-            negated: true,
-            reg: r.slow.to_string(),
-        });
-    }
     vec![
-        // slow = a outside the range (the offset wraps below it) and e used.
+        // rare = a outside the range (the offset wraps below it) or r32 not finite.
         instruction(
             "sub",
             &["u32"],
@@ -119,12 +114,12 @@ pub(crate) fn code(r: &Registers) -> Vec<Statement> {
         ),
         instruction(
             "setp",
-            &["ge", "and", "u32"],
+            &["ge", "or", "u32"],
             vec![
-                reg(r.slow),
+                reg(r.rare),
                 reg(r.offset),
                 int(FAST_SPAN.into()),
-                Operand::Not(Box::new(reg(r.skip))),
+                Operand::Not(Box::new(reg(r.r32_finite))),
             ],
         ),
         instruction("neg", &["f64"], vec![reg(r.minus_a), reg(r.a)]),
@@ -150,10 +145,13 @@ pub(crate) fn code(r: &Registers) -> Vec<Statement> {
             &["rn", "f64"],
             vec![reg(r.e), reg(r.t), reg(r.y), reg(r.q)],
         ),
-        branch,
-        instruction("div", &["rn", "f64"], vec![reg(r.e), reg(r.d), reg(r.a)]),
-        Statement::Label(r.past_division.to_string(), SrcLine(0)),
     ]
+}
+
+/// `e = d / a` correctly rounded: the quotient outside the range.
+pub(crate) fn division(e: &str, d: &str, a: &str) -> Statement {
+    let reg = |name: &str| Operand::Reg(name.to_string());
+    instruction("div", &["rn", "f64"], vec![reg(e), reg(d), reg(a)])
 }
 
 /// The f64 immediate 1.
