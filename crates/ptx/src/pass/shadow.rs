@@ -35,18 +35,24 @@
 //!
 //! So `count + zero_reference + non_finite` is the number of executions.
 //!
-//! *How*: sites inside loops accumulate per thread (the count, the sum added with `add.rn.f64`
-//! in execution order, the maximum by `max.f64`), the [`ACCUMULATED_PER_FUNCTION`] deepest in
-//! registers, the others in a per-thread `.local` array: after each execution a handful of
-//! predicated instructions, no call, and one branch, over the division that only `|r64|`
-//! outside the quotient's range needs (and a guarded site jumps over its code where the guard
-//! is false); the rare `r64 = ±0` and non-finite executions are counted by one
-//! `red.global.add.u64` each. Before every `ret`/`exit` (under its guard; and at the end of a
-//! body that control can run off) the totals are flushed by [`FLUSH_FUNCTION`], one atomic per
-//! word per warp. Sites outside loops, which run once per call of their function, call
-//! [`DEMOTION_FUNCTION`] per execution, and [`inline_runtime`] puts its body in place of
-//! each call (no call ABI, no `match.any`: a warp's active lanes there are all at that site;
-//! two `redux.sync` for the maximum, shuffles for the sum, one atomic per word by one lane).
+//! *How*: sites inside loops accumulate per thread (the sum added with `add.rn.f64` in
+//! execution order, the maximum by a comparison and a select), the
+//! [`ACCUMULATED_PER_FUNCTION`] deepest in registers, the others in a per-thread `.local`
+//! array (one 16-byte load and store per execution); their executions are counted once per
+//! execution of their basic block, by a counter that the block's unguarded sites share (a
+//! guarded site has its own), and the record's first word holds executions, so that the
+//! measured count is derived ([`ShadowReport::decode`]). After each execution: the f32 form,
+//! the reciprocal sequence, two adds, no call, and one branch, to an out-of-line *rare path*
+//! (after the function's last instruction, jumping back) taken where `|r64|` is outside the
+//! quotient's range (which takes in `r64 = ±0` and non-finite `r64`) or `r32` is not finite:
+//! it counts a zero reference or a non-finite execution by one `red.global.add.u64`, or
+//! divides and accumulates (a guarded site jumps over its code where the guard is false).
+//! Before every `ret`/`exit` (under its guard; and at the end of a body that control can run
+//! off) the totals are flushed by [`FLUSH_FUNCTION`], one atomic per word per warp. Sites
+//! outside loops, which run once per call of their function, call [`DEMOTION_FUNCTION`] per
+//! execution, and [`inline_runtime`] puts its body in place of each call (no call ABI, no
+//! `match.any`: a warp's active lanes there are all at that site; two `redux.sync` for the
+//! maximum, shuffles for the sum, one atomic per word by one lane).
 //! Either way the statistics are the ones above: counts and maxima exact, sums in an order that
 //! only changes their rounding.
 //!
