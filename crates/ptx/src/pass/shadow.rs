@@ -42,11 +42,13 @@
 //! execution of their basic block, by a counter that the block's unguarded sites share (a
 //! guarded site has its own), and the record's first word holds executions, so that the
 //! measured count is derived ([`ShadowReport::decode`]). After each execution: the f32 form,
-//! the reciprocal sequence, two adds, no call, and one branch, to an out-of-line *rare path*
-//! (after the function's last instruction, jumping back) taken where `|r64|` is outside the
-//! quotient's range (which takes in `r64 = ±0` and non-finite `r64`) or `r32` is not finite:
-//! it counts a zero reference or a non-finite execution by one `red.global.add.u64`, or
-//! divides and accumulates (a guarded site jumps over its code where the guard is false).
+//! the reciprocal sequence, two predicated adds, no call and no branch (but a guarded site's
+//! jump over its code where the guard is false). An execution is *rare* where `|r64|` is
+//! outside the quotient's range (which takes in `r64 = ±0` and non-finite `r64`) or `r32` is
+//! not finite: it adds nothing there, and the sites' *groups* (cut as the exceptions' are,
+//! below) each branch once, where some execution was rare, to an out-of-line rare path (after
+//! the function's last instruction, jumping back), which counts a zero reference or a
+//! non-finite execution by one `red.global.add.u64`, or divides and accumulates.
 //! Before every `ret`/`exit` (under its guard; and at the end of a body that control can run
 //! off) the totals are flushed by [`FLUSH_FUNCTION`], one atomic per word per warp. Sites
 //! outside loops, which run once per call of their function, call [`DEMOTION_FUNCTION`] per

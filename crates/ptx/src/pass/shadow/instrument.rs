@@ -342,11 +342,11 @@ pub(crate) fn instrument_with(
             demotion::Accumulators::new(&mut rw, &d, &chosen, registers.min(chosen.len()), |n| {
                 local_names.contains(n)
             })?;
-        let mut rare = Vec::new();
+        let mut sections = HashMap::new();
         for (s, p) in here.iter().zip(&plans[first..k]) {
             if let (Some(j), true, Some(p)) = (at(s), s.demotion, p) {
                 let acc = accumulators.of(s.index);
-                rare.extend(demotion::measure(
+                let section = demotion::measure(
                     &mut rw,
                     &mut scratch,
                     &d,
@@ -355,9 +355,11 @@ pub(crate) fn instrument_with(
                     p,
                     acc,
                     &accumulators,
-                )?);
+                )?;
+                sections.insert(s.index, section);
             }
         }
+        let rare = accumulators.close_groups(&mut rw, &mut scratch, &d, sections)?;
         let counted: Vec<(usize, u32)> = here
             .iter()
             .filter(|s| s.exceptions)

@@ -285,11 +285,14 @@ fn a_destination_that_is_an_operand_is_read_before_it_is_written_and_guards_hold
         .iter()
         .position(|t| t.starts_with("@%p2 mul.rn.f64"))
         .unwrap_or_else(|| panic!("{text:#?}"));
-    // The exception group the site opens starts its minimum right before it.
+    // The exception group the site opens starts its minimum right before it, and the demotion
+    // group its rare-execution predicate.
     let text: Vec<String> = text
         .iter()
         .enumerate()
-        .filter(|(k, t)| !(*k == at - 1 && t.starts_with("mov.b32")))
+        .filter(|(k, t)| {
+            !(*k + 4 > at && *k < at && (t.starts_with("mov.b32") || t.starts_with("mov.pred")))
+        })
         .map(|(_, t)| t.clone())
         .collect();
     let at = text

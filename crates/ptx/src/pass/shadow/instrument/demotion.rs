@@ -4,12 +4,17 @@
 //! of a basic block), flushed to the global at every exit ([`FLUSH_FUNCTION`]), or, for sites
 //! outside loops, a call of [`DEMOTION_FUNCTION`] per execution (inlined after the merge).
 //!
-//! An accumulated site's code has no branch but its guard's and one to an out-of-line rare
-//! path ([`Rare`]): r64 = ±0, r64 or r32 not finite, and |r64| outside the refined
-//! reciprocal's range (`quotient`) go there, count themselves or divide, and come back. So the
-//! common execution is the f32 form, the reciprocal sequence and two adds, and the sites of a
-//! loop body are one straight run of code that ptxas can schedule together.
+//! An accumulated site's code has no branch but its guard's: its *rare* executions (r64 = ±0,
+//! r64 or r32 not finite, |r64| outside the refined reciprocal's range, `quotient`) add
+//! nothing to the totals and set the group's predicate; the sites are grouped as the
+//! exceptions' are (`exceptions::groups`), and at its close a group branches once, where some
+//! execution was rare, to its out-of-line rare path, which tests each site again from its r64
+//! and r32 (kept unchanged until the close), counts a zero reference or a non-finite execution
+//! by one atomic, or divides and accumulates, and comes back. So the common execution is the
+//! f32 form, the reciprocal sequence and two predicated adds, and the sites of a group are one
+//! straight run that ptxas schedules together (the reciprocals of one group interleave).
 
+use super::exceptions::{self, Close};
 use super::quotient;
 use super::{dest, reg, Scratch};
 use crate::cfg::Cfg;
@@ -62,6 +67,12 @@ pub(super) struct Accumulators {
     counters: Vec<Storage>,
     /// The `.local` array's declaration, when some total lives there.
     array: Option<VarDecl>,
+    /// The sites cut into groups as the exceptions' are (`exceptions::groups`: a run within a
+    /// basic block that no instruction redefining a site's result or guard interrupts): a
+    /// group tests its rare executions with one branch, at its close.
+    groups: Vec<(Vec<(usize, u32)>, Close)>,
+    /// By site index: its group and position in it.
+    place: HashMap<u32, (usize, usize)>,
 }
 
 /// What shares an execution counter: the unguarded sites of one basic block, or one guarded
@@ -142,6 +153,19 @@ impl Accumulators {
             })
             .collect();
         sites.sort_by_key(|a| a.index);
+        let mut in_text_order = chosen.to_vec();
+        in_text_order.sort_unstable();
+        let groups = exceptions::groups(d, &in_text_order);
+        let place = groups
+            .iter()
+            .enumerate()
+            .flat_map(|(g, (members, _))| {
+                members
+                    .iter()
+                    .enumerate()
+                    .map(move |(k, &(_, index))| (index, (g, k)))
+            })
+            .collect();
         let array = (local > 0).then(|| VarDecl {
             attrs: vec![".local".into(), ".align".into(), "16".into(), ".b8".into()],
             name: array_name,
@@ -153,6 +177,8 @@ impl Accumulators {
             sites,
             counters,
             array,
+            groups,
+            place,
         })
     }
 
@@ -225,6 +251,49 @@ impl Accumulators {
             ));
         }
         Ok(code)
+    }
+
+    /// Every group's close (`@any bra` to its rare path, and the label it comes back to), and
+    /// the groups' rare paths, for the end of the function, from each site's part of it
+    /// (`sections`, by site index: what [`measure`] returned).
+    pub(super) fn close_groups(
+        &self,
+        rw: &mut Rewriter,
+        scratch: &mut Scratch,
+        d: &Decoded,
+        mut sections: HashMap<u32, Vec<Statement>>,
+    ) -> Result<Vec<Statement>, ShadowError> {
+        let any = scratch.reg(rw, "pred", ANY)?;
+        let mut rare = Vec::new();
+        for (members, close) in &self.groups {
+            let Some(&(first_j, first)) = members.first() else {
+                continue;
+            };
+            let label = format!("{}r{first}", scratch.labels);
+            let back = format!("{}b{first}", scratch.labels);
+            rw.insert_before(
+                d.insts[first_j].id,
+                vec![instruction("mov", &["pred"], vec![reg(&any), int(0)])],
+                Guarding::Ignore,
+            )?;
+            let branch = vec![
+                guarded_by(
+                    instruction("bra", &[], vec![Operand::Symbol(label.clone())]),
+                    &any,
+                ),
+                Statement::Label(back.clone(), SrcLine(0)),
+            ];
+            match *close {
+                Close::Before(k) => rw.insert_before(d.insts[k].id, branch, Guarding::Ignore)?,
+                Close::After(k) => rw.insert_after(d.insts[k].id, branch, Guarding::Ignore)?,
+            }
+            rare.push(Statement::Label(label, SrcLine(0)));
+            for &(_, index) in members {
+                rare.extend(sections.remove(&index).unwrap_or_default());
+            }
+            rare.push(instruction("bra", &[], vec![Operand::Symbol(back)]));
+        }
+        Ok(rare)
     }
 
     /// One more execution on `a`'s counter, if `a` is the site that counts its group.
@@ -400,7 +469,7 @@ fn guarded_by(mut s: Statement, pred: &str) -> Statement {
 /// The demotion error at instruction `j` of `d` (site `index`, f32 form from `p`): its f64
 /// operands rounded to f32 before it (under its guard), its f32 form after it, and then the
 /// accumulation into `acc` (of `accs`), or the runtime call without one. Returns the site's
-/// out-of-line rare path ([`Rare`]), for the end of the function (empty without `acc`).
+/// part of its group's rare path ([`Accumulators::close_groups`]; empty without `acc`).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn measure(
     rw: &mut Rewriter,
@@ -456,34 +525,22 @@ pub(super) fn measure(
         return Ok(Vec::new());
     };
 
-    // Accumulated: a guarded site jumps over its code where the guard is false.
+    // Accumulated: a guarded site jumps over its code where the guard is false. Its r32 has a
+    // register of its own for its position in its group: the group's rare path reads it.
+    let (_, position) = accs.place[&index];
+    let r32 = scratch.reg(rw, "f32", R32 + position)?;
+    form.operands[0] = reg(&r32);
     let mut after = Vec::new();
     let skip = format!("{}d{index}", scratch.labels);
     if let Some(g) = &inst.guard {
-        let mut branch = instruction("bra", &[], vec![Operand::Symbol(skip.clone())]);
-        if let Statement::Inst(b) = &mut branch {
-            b.guard = Some(Guard {
-                negated: !g.negated,
-                reg: g.reg.clone(),
-            });
-        }
-        after.push(branch);
+        after.push(unless_guard(
+            instruction("bra", &[], vec![Operand::Symbol(skip.clone())]),
+            g,
+        ));
     }
-    let rare = Rare {
-        index,
-        a: scratch.reg(rw, "f64", 1)?,
-        d: scratch.reg(rw, "f64", 2)?,
-        e: scratch.reg(rw, "f64", 3)?,
-        low: scratch.reg(rw, "b32", 30)?,
-        high: scratch.reg(rw, "b32", 31)?,
-        word: scratch.reg(rw, "b32", 33)?,
-        r32_finite: scratch.reg(rw, "pred", 2)?,
-        rare: scratch.reg(rw, "pred", 3)?,
-        non_finite: scratch.reg(rw, "pred", 4)?,
-        zero_reference: scratch.reg(rw, "pred", 5)?,
-        label: format!("{}r{index}", scratch.labels),
-        back: format!("{}b{index}", scratch.labels),
-    };
+    let at = Measured::registers(rw, scratch, &r64, &r32)?;
+    let any = scratch.reg(rw, "pred", ANY)?;
+    let larger = scratch.reg(rw, "pred", 6)?;
     after.push(Statement::Inst(form));
     after.push(instruction(
         "cvt",
@@ -491,149 +548,236 @@ pub(super) fn measure(
         vec![reg(&wide), reg(&r32)],
     ));
     after.extend(accs.count(acc, rw, scratch)?);
+    after.extend(at.classes());
     after.extend([
-        // a = |r64|, its high word (for the range), d = |r32 - r64|, whether r32 is finite.
-        instruction(
-            "mov",
-            &["b64"],
-            vec![
-                Operand::Vector(vec![reg(&rare.low), reg(&rare.high)]),
-                reg(&r64),
-            ],
-        ),
-        instruction(
-            "and",
-            &["b32"],
-            vec![reg(&rare.high), reg(&rare.high), int(0x7fff_ffff)],
-        ),
-        instruction(
-            "testp",
-            &["finite", "f32"],
-            vec![reg(&rare.r32_finite), reg(&r32)],
-        ),
-        instruction("abs", &["f64"], vec![reg(&rare.a), reg(&r64)]),
+        instruction("abs", &["f64"], vec![reg(&at.a), reg(&r64)]),
         instruction(
             "sub",
             &["rn", "f64"],
-            vec![reg(&rare.d), reg(&wide), reg(&r64)],
+            vec![reg(&at.d), reg(&wide), reg(&r64)],
         ),
-        instruction("abs", &["f64"], vec![reg(&rare.d), reg(&rare.d)]),
+        instruction("abs", &["f64"], vec![reg(&at.d), reg(&at.d)]),
     ]);
     after.extend(quotient::code(&quotient::Registers {
-        d: &rare.d,
-        a: &rare.a,
-        high: &rare.high,
-        r32_finite: &rare.r32_finite,
-        e: &rare.e,
+        d: &at.d,
+        a: &at.a,
+        high: &at.high,
+        r32_finite: &at.r32_finite,
+        e: &at.e,
         y: &scratch.reg(rw, "f64", 6)?,
         t: &scratch.reg(rw, "f64", 7)?,
         q: &scratch.reg(rw, "f64", 8)?,
         minus_a: &scratch.reg(rw, "f64", 9)?,
         offset: &scratch.reg(rw, "b32", 34)?,
-        rare: &rare.rare,
+        rare: &at.rare,
     }));
-    after.push(guarded_by(
-        instruction("bra", &[], vec![Operand::Symbol(rare.label.clone())]),
-        &rare.rare,
+    // Where not rare: e into the totals; either way the group learns of a rare execution.
+    let (loads, [sum, max]) = acc.totals(rw, scratch)?;
+    after.extend(loads);
+    after.extend([
+        unless(
+            instruction(
+                "add",
+                &["rn", "f64"],
+                vec![reg(&sum), reg(&sum), reg(&at.e)],
+            ),
+            &at.rare,
+        ),
+        instruction(
+            "setp",
+            &["gt", "and", "f64"],
+            vec![
+                reg(&larger),
+                reg(&at.e),
+                reg(&max),
+                Operand::Not(Box::new(reg(&at.rare))),
+            ],
+        ),
+        instruction(
+            "selp",
+            &["f64"],
+            vec![reg(&max), reg(&at.e), reg(&max), reg(&larger)],
+        ),
+    ]);
+    after.extend(acc.store(&[sum, max]));
+    after.push(instruction(
+        "or",
+        &["pred"],
+        vec![reg(&any), reg(&any), reg(&at.rare)],
     ));
-    after.extend(acc.add(&rare.e, rw, scratch)?);
-    after.push(Statement::Label(rare.back.clone(), SrcLine(0)));
     if inst.guard.is_some() {
         after.push(Statement::Label(skip, SrcLine(0)));
     }
     rw.insert_after(inst.id, after, Guarding::Ignore)?;
-    rare.code(acc, rw, scratch)
+
+    // The site's part of its group's rare path: the same tests again from r64 and r32 (both
+    // unchanged until the group's close), then a zero reference or a non-finite execution
+    // counted by one atomic, or the division and the totals.
+    let next = format!("{}n{index}", scratch.labels);
+    let to_next = || instruction("bra", &[], vec![Operand::Symbol(next.clone())]);
+    let mut rare = Vec::new();
+    if let Some(g) = &inst.guard {
+        rare.push(unless_guard(to_next(), g));
+    }
+    let offset = scratch.reg(rw, "b32", 34)?;
+    rare.extend(at.classes());
+    rare.extend([
+        instruction(
+            "sub",
+            &["u32"],
+            vec![reg(&offset), reg(&at.high), int(quotient::FAST_FROM.into())],
+        ),
+        instruction(
+            "setp",
+            &["ge", "or", "u32"],
+            vec![
+                reg(&at.rare),
+                reg(&offset),
+                int(quotient::FAST_SPAN.into()),
+                Operand::Not(Box::new(reg(&at.r32_finite))),
+            ],
+        ),
+        unless(to_next(), &at.rare),
+        // non_finite = r64 NaN or ±inf (exponent all ones), or r32 not finite.
+        instruction(
+            "setp",
+            &["ge", "or", "u32"],
+            vec![
+                reg(&at.non_finite),
+                reg(&at.high),
+                int(0x7ff0_0000),
+                Operand::Not(Box::new(reg(&at.r32_finite))),
+            ],
+        ),
+        // zero_reference = r64 = ±0 and r32 finite.
+        instruction(
+            "or",
+            &["b32"],
+            vec![reg(&at.word), reg(&at.high), reg(&at.low)],
+        ),
+        instruction(
+            "setp",
+            &["eq", "and", "u32"],
+            vec![
+                reg(&at.zero_reference),
+                reg(&at.word),
+                int(0),
+                reg(&at.r32_finite),
+            ],
+        ),
+        guarded_by(count_in_global(index, Word::NonFinite), &at.non_finite),
+        guarded_by(
+            count_in_global(index, Word::ZeroReference),
+            &at.zero_reference,
+        ),
+        guarded_by(to_next(), &at.non_finite),
+        guarded_by(to_next(), &at.zero_reference),
+        // Measured, with |r64| outside the range: the correctly rounded quotient.
+        instruction("cvt", &["f64", "f32"], vec![reg(&wide), reg(&r32)]),
+        instruction("abs", &["f64"], vec![reg(&at.a), reg(&r64)]),
+        instruction(
+            "sub",
+            &["rn", "f64"],
+            vec![reg(&at.d), reg(&wide), reg(&r64)],
+        ),
+        instruction("abs", &["f64"], vec![reg(&at.d), reg(&at.d)]),
+        quotient::division(&at.e, &at.d, &at.a),
+    ]);
+    rare.extend(acc.add(&at.e, rw, scratch)?);
+    rare.push(Statement::Label(next, SrcLine(0)));
+    Ok(rare)
 }
 
-/// The registers and labels of one accumulated site's rare path: the executions the common
-/// code does not finish (`rare`: |r64| outside the reciprocal's range, which takes in
-/// r64 = ±0 and r64 not finite, or r32 not finite). Out of line at the end of the function,
-/// so that the common path stays one straight run: it counts a zero reference or a non-finite
-/// execution by one atomic on the site's record, or divides (`div.rn.f64`) and accumulates,
-/// and jumps back.
-struct Rare {
-    index: u32,
-    /// f64: |r64|.
+/// Scratch numbers: the group's "some execution was rare" predicate, and the first of the f32
+/// registers that keep each position's r32 until its group's close.
+const ANY: usize = 7;
+const R32: usize = 200;
+
+/// The registers of one accumulated site's measurement: a = |r64|, d = |r32 − r64|, the
+/// quotient e, r64's words (the high one without its sign), and the predicates: r32 finite,
+/// the common path gave up (`rare`: |r64| outside the reciprocal's range, which takes in
+/// r64 = ±0 and r64 not finite, or r32 not finite), r64 or r32 not finite, r64 = ±0.
+struct Measured {
     a: String,
-    /// f64: |r32 − r64|.
     d: String,
-    /// f64: the quotient.
     e: String,
-    /// b32: r64's low word, its high word without the sign, scratch.
     low: String,
     high: String,
     word: String,
-    /// pred: r32 finite; the common path gave up; r64 or r32 not finite; r64 = ±0.
     r32_finite: String,
     rare: String,
     non_finite: String,
     zero_reference: String,
-    /// The path's label and the one it jumps back to.
-    label: String,
-    back: String,
+    r64: String,
+    r32: String,
 }
 
-impl Rare {
-    fn code(
-        &self,
-        acc: &Accumulator,
+impl Measured {
+    fn registers(
         rw: &mut Rewriter,
         scratch: &mut Scratch,
-    ) -> Result<Vec<Statement>, ShadowError> {
-        let mut code = vec![
-            Statement::Label(self.label.clone(), SrcLine(0)),
-            // non_finite = r64 NaN or ±inf (exponent all ones), or r32 not finite.
-            instruction(
-                "setp",
-                &["ge", "or", "u32"],
-                vec![
-                    reg(&self.non_finite),
-                    reg(&self.high),
-                    int(0x7ff0_0000),
-                    Operand::Not(Box::new(reg(&self.r32_finite))),
-                ],
-            ),
-            // zero_reference = r64 = ±0 and r32 finite.
-            instruction(
-                "or",
-                &["b32"],
-                vec![reg(&self.word), reg(&self.high), reg(&self.low)],
-            ),
-            instruction(
-                "setp",
-                &["eq", "and", "u32"],
-                vec![
-                    reg(&self.zero_reference),
-                    reg(&self.word),
-                    int(0),
-                    reg(&self.r32_finite),
-                ],
-            ),
-            guarded_by(
-                count_in_global(self.index, Word::NonFinite),
-                &self.non_finite,
-            ),
-            guarded_by(
-                count_in_global(self.index, Word::ZeroReference),
-                &self.zero_reference,
-            ),
-            guarded_by(
-                instruction("bra", &[], vec![Operand::Symbol(self.back.clone())]),
-                &self.non_finite,
-            ),
-            guarded_by(
-                instruction("bra", &[], vec![Operand::Symbol(self.back.clone())]),
-                &self.zero_reference,
-            ),
-            // Measured, with |r64| outside the range: the correctly rounded quotient.
-            quotient::division(&self.e, &self.d, &self.a),
-        ];
-        code.extend(acc.add(&self.e, rw, scratch)?);
-        code.push(instruction(
-            "bra",
-            &[],
-            vec![Operand::Symbol(self.back.clone())],
-        ));
-        Ok(code)
+        r64: &str,
+        r32: &str,
+    ) -> Result<Measured, ShadowError> {
+        Ok(Measured {
+            a: scratch.reg(rw, "f64", 1)?,
+            d: scratch.reg(rw, "f64", 2)?,
+            e: scratch.reg(rw, "f64", 3)?,
+            low: scratch.reg(rw, "b32", 30)?,
+            high: scratch.reg(rw, "b32", 31)?,
+            word: scratch.reg(rw, "b32", 33)?,
+            r32_finite: scratch.reg(rw, "pred", 2)?,
+            rare: scratch.reg(rw, "pred", 3)?,
+            non_finite: scratch.reg(rw, "pred", 4)?,
+            zero_reference: scratch.reg(rw, "pred", 5)?,
+            r64: r64.to_string(),
+            r32: r32.to_string(),
+        })
     }
+
+    /// r64's words (the high one without its sign) and whether r32 is finite.
+    fn classes(&self) -> Vec<Statement> {
+        vec![
+            instruction(
+                "mov",
+                &["b64"],
+                vec![
+                    Operand::Vector(vec![reg(&self.low), reg(&self.high)]),
+                    reg(&self.r64),
+                ],
+            ),
+            instruction(
+                "and",
+                &["b32"],
+                vec![reg(&self.high), reg(&self.high), int(0x7fff_ffff)],
+            ),
+            instruction(
+                "testp",
+                &["finite", "f32"],
+                vec![reg(&self.r32_finite), reg(&self.r32)],
+            ),
+        ]
+    }
+}
+
+/// `s` under `@!pred`.
+fn unless(mut s: Statement, pred: &str) -> Statement {
+    if let Statement::Inst(i) = &mut s {
+        i.guard = Some(Guard {
+            negated: true,
+            reg: pred.to_string(),
+        });
+    }
+    s
+}
+
+/// `s` where guard `g` is false.
+fn unless_guard(mut s: Statement, g: &Guard) -> Statement {
+    if let Statement::Inst(i) = &mut s {
+        i.guard = Some(Guard {
+            negated: !g.negated,
+            reg: g.reg.clone(),
+        });
+    }
+    s
 }

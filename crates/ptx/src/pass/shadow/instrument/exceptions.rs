@@ -49,13 +49,14 @@ const ZERO: usize = 25;
 
 /// Where a group's branch goes: before its closing instruction, or after its block's last one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Close {
+pub(super) enum Close {
     Before(usize),
     After(usize),
 }
 
-/// Sites `(instruction index in d, site index)` in text order, grouped (see the module docs).
-fn groups(d: &Decoded, sites: &[(usize, u32)]) -> Vec<(Vec<(usize, u32)>, Close)> {
+/// Sites `(instruction index in d, site index)` in text order, grouped (see the module docs;
+/// the demotion error's loop sites are grouped the same way, for their rare path).
+pub(super) fn groups(d: &Decoded, sites: &[(usize, u32)]) -> Vec<(Vec<(usize, u32)>, Close)> {
     let cfg = Cfg::build(d);
     // A group cut for its size is not cut between a product ptxas may fuse and its adds: a
     // block boundary there could change what ptxas fuses (seen in options_f32 under `fast`).

@@ -57,7 +57,7 @@
 //! - d = 0 needs no branch: q = +0, r = fma(−0, a, +0) = +0, e = +0, what the division gives.
 //!
 //! Outside the range (subnormal and tiny r64, r64 ≥ 2^1021) `div.rn.f64` computes e, on the
-//! site's out-of-line rare path (`demotion::Rare`), and only where the execution is measured
+//! out-of-line rare path of the site's group (`demotion.rs`), and only where the execution is measured
 //! at all: the r64 = 0 and non-finite executions, which a kernel may have in every iteration,
 //! divide nothing.
 
