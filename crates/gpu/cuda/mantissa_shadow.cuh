@@ -21,6 +21,23 @@
 //     bound; the range takes r32 to be an f32 widened exactly. The arithmetic:
 //     mantissa_ptx::pass::shadow::instrument::quotient (crates/ptx/src/pass/shadow/instrument/
 //     quotient.rs).
+//   extern "C" void mantissa_shadow_demotion_batch(
+//       unsigned int s0, .., unsigned int s7,
+//       double r64_0, double r32_0, .., double r64_7, double r32_7, unsigned int executed)
+//     One execution of a batch of up to 8 f64 instructions outside loops (slot k: site s_k,
+//     MANTISSA_SHADOW_NO_SITE = 0xffffffff for an unused slot; r64_k and r32_k as for
+//     mantissa_shadow_demotion; bit k of `executed`: this lane executed site k, its guard held;
+//     r64_k and r32_k are garbage where the bit is clear and not read). For every used slot k:
+//       EXECUTIONS += the lanes with bit k, measured or not (the measured count is
+//                     EXECUTIONS - ZERO_REFERENCE - NON_FINITE: ShadowReport::decode)
+//     and for each such lane, classified and computed exactly as mantissa_shadow_demotion:
+//       r64 or r32 NaN or +-inf -> NON_FINITE += 1; else r64 == +-0 -> ZERO_REFERENCE += 1
+//       (one atomic per lane: rare); else e -> SUM += e, MAX = max(MAX, e).
+//     A whole warp (__activemask() == 0xffffffff) reduces the 8 sites together by a transposed
+//     butterfly (xor 16 exchanges 4 sites' (sum, max, count), xor 8 two, xor 4 one, xor 2 and
+//     xor 1 the last), after which lane L holds site (L >> 2) & 7 and the lanes with
+//     (L & 3) == 0 add it (one atomic instruction per word for all 8 sites); a partial warp
+//     reduces site by site over the active lanes. Sums in another order than site by site.
 //   extern "C" void mantissa_shadow_flush(unsigned int site, unsigned long long count,
 //                                         double sum, double max)
 //     One thread's accumulated demotion error of a site, at an exit of its function: count
@@ -54,10 +71,16 @@
 //   unguarded sites of its basic block. It counts its rare executions by one
 //   red.global.add.u64 per thread on the record's words, and mantissa_shadow_flush is called
 //   for it before every ret/exit of the function, with its counter's value. A measured
-//   f64 instruction outside every loop calls mantissa_shadow_demotion, under its guard, after
-//   every execution, and the pass's inline_runtime (mantissa_ptx::pass::shadow::inline_runtime)
+//   f64 instruction outside every loop belongs to a batch: up to 8 consecutive such
+//   instructions of one basic block (none across a call), each followed by copies of r64 and
+//   r32 into registers of its slot (and, where it is guarded, its bit of `executed` set under
+//   its guard), the batch's last one by one unguarded call of mantissa_shadow_demotion_batch,
+//   before the block's terminator: the lanes that call it are exactly those that passed the
+//   batch's instructions. The pass's inline_runtime (mantissa_ptx::pass::shadow::inline_runtime)
 //   replaces every such call by the function's body, which it MUST: the body aggregates over
-//   the active lanes, which are all at one site only in an inlined copy.
+//   the active lanes, which have all passed the same batch only in an inlined copy.
+//   (mantissa_shadow_demotion, one site per call under its guard, is the same measurement
+//   site by site; the pass no longer calls it.)
 //   mantissa_shadow_exception is called only from the out-of-line slow paths: after each
 //   floating-point instruction the instrumented code tests for a result that is zero or normal
 //   (testp.normal, setp.eq.or) without branching, folds the tests of a straight-line group into
@@ -302,4 +325,193 @@ extern "C" __device__ __noinline__ void mantissa_shadow_exception(
                         (flags & MANTISSA_SHADOW_FLAG_DIV_BY_ZERO) != 0);
     mantissa_shadow_add(record, MANTISSA_SHADOW_SUBNORMAL, peers, leader,
                         (flags & MANTISSA_SHADOW_FLAG_SUBNORMAL) != 0);
+}
+
+// ---- Batches of straight-line sites (mantissa_shadow_demotion_batch) ----
+
+#define MANTISSA_SHADOW_BATCH 8                  // sites per batch call at most
+#define MANTISSA_SHADOW_NO_SITE 0xffffffffu      // an unused slot's site index
+
+// What one lane, then a group of lanes, adds to one site's record: the sum of the relative
+// errors, their maximum (the bits of a non-negative double, which order as unsigned) and the
+// executions.
+struct mantissa_shadow_part {
+    double sum;
+    unsigned long long max;
+    unsigned int count;
+};
+
+static __device__ __forceinline__ mantissa_shadow_part mantissa_shadow_part_add(
+    mantissa_shadow_part a, mantissa_shadow_part b)
+{
+    mantissa_shadow_part r;
+    r.sum = __dadd_rn(a.sum, b.sum);
+    r.max = a.max > b.max ? a.max : b.max;
+    r.count = a.count + b.count;
+    return r;
+}
+
+// `p` from lane ^ `d` of the full warp: the sum (2 shfl.b32), the maximum (2) and the count (1).
+static __device__ __forceinline__ mantissa_shadow_part mantissa_shadow_part_bfly(
+    mantissa_shadow_part p, unsigned int d)
+{
+    mantissa_shadow_part r;
+    r.sum = mantissa_shadow_shfl(0xffffffffu, p.sum, d, true);
+    r.max = mantissa_shadow_shfl_u64(0xffffffffu, p.max, d, true);
+    unsigned int c = p.count;
+    asm volatile("shfl.sync.bfly.b32 %0, %0, %1, 31, %2;" : "+r"(c) : "r"(d), "r"(0xffffffffu));
+    r.count = c;
+    return r;
+}
+
+// Slot `k` of eight values (k need not be a constant: a chain of selects, no array in memory,
+// so that the inliner gets a body without a local depot).
+template <typename T>
+static __device__ __forceinline__ T mantissa_shadow_pick(
+    unsigned int k, T x0, T x1, T x2, T x3, T x4, T x5, T x6, T x7)
+{
+    T r = x0;
+    r = k == 1 ? x1 : r;
+    r = k == 2 ? x2 : r;
+    r = k == 3 ? x3 : r;
+    r = k == 4 ? x4 : r;
+    r = k == 5 ? x5 : r;
+    r = k == 6 ? x6 : r;
+    r = k == 7 ? x7 : r;
+    return r;
+}
+
+// One lane's part at one site of a batch: nothing where it did not execute the site; else one
+// execution, and the relative error exactly as mantissa_shadow_demotion_over computes it, or
+// (rare) one atomic on NON_FINITE or ZERO_REFERENCE and no error.
+static __device__ __forceinline__ mantissa_shadow_part mantissa_shadow_batch_part(
+    unsigned int site, double r64, double r32, bool executed)
+{
+    mantissa_shadow_part p;
+    p.sum = 0.0;
+    p.max = 0;
+    p.count = executed ? 1u : 0u;
+    if (!executed) {
+        return p;
+    }
+    bool non_finite = !mantissa_shadow_finite(r64) || !mantissa_shadow_finite(r32);
+    if (non_finite || r64 == 0.0) {
+        unsigned long long *record = mantissa_shadow_record(site);
+        atomicAdd(&record[non_finite ? MANTISSA_SHADOW_NON_FINITE : MANTISSA_SHADOW_ZERO_REFERENCE],
+                  1ull);
+        return p;
+    }
+    double e = mantissa_shadow_quotient(fabs(__dsub_rn(r32, r64)), fabs(r64));
+    p.sum = e;
+    p.max = (unsigned long long)__double_as_longlong(e);
+    return p;
+}
+
+// The group's totals of one site into its record, by one lane: a site nobody executed (or an
+// unused slot) touches nothing, a zero sum or maximum is not added.
+static __device__ __forceinline__ void mantissa_shadow_batch_add(
+    unsigned int site, mantissa_shadow_part t)
+{
+    if (site == MANTISSA_SHADOW_NO_SITE || t.count == 0) {
+        return;
+    }
+    unsigned long long *record = mantissa_shadow_record(site);
+    atomicAdd(&record[MANTISSA_SHADOW_EXECUTIONS], (unsigned long long)t.count);
+    if (t.sum != 0.0) {
+        atomicAdd((double *)&record[MANTISSA_SHADOW_SUM], t.sum);
+    }
+    if (t.max != 0) {
+        atomicMax(&record[MANTISSA_SHADOW_MAX], t.max);
+    }
+}
+
+extern "C" __device__ __noinline__ void mantissa_shadow_demotion_batch(
+    unsigned int s0, unsigned int s1, unsigned int s2, unsigned int s3,
+    unsigned int s4, unsigned int s5, unsigned int s6, unsigned int s7,
+    double r64_0, double r32_0, double r64_1, double r32_1,
+    double r64_2, double r32_2, double r64_3, double r32_3,
+    double r64_4, double r32_4, double r64_5, double r32_5,
+    double r64_6, double r32_6, double r64_7, double r32_7,
+    unsigned int executed)
+{
+    // Inlined into its one call site (see WHAT THE REWRITER PASSES): every lane executing this
+    // copy passed the same sites, and executed those its bits say.
+    mantissa_shadow_part v[MANTISSA_SHADOW_BATCH];
+    v[0] = mantissa_shadow_batch_part(s0, r64_0, r32_0, (executed & 1u) != 0);
+    v[1] = mantissa_shadow_batch_part(s1, r64_1, r32_1, (executed & 2u) != 0);
+    v[2] = mantissa_shadow_batch_part(s2, r64_2, r32_2, (executed & 4u) != 0);
+    v[3] = mantissa_shadow_batch_part(s3, r64_3, r32_3, (executed & 8u) != 0);
+    v[4] = mantissa_shadow_batch_part(s4, r64_4, r32_4, (executed & 16u) != 0);
+    v[5] = mantissa_shadow_batch_part(s5, r64_5, r32_5, (executed & 32u) != 0);
+    v[6] = mantissa_shadow_batch_part(s6, r64_6, r32_6, (executed & 64u) != 0);
+    v[7] = mantissa_shadow_batch_part(s7, r64_7, r32_7, (executed & 128u) != 0);
+
+    unsigned int active = __activemask();
+    unsigned int lane = mantissa_shadow_lane();
+    if (active == 0xffffffffu) {
+        // The transposed butterfly: at xor 16 each lane keeps the half of the eight sites its
+        // lane bit 4 selects (adding its partner's values of that half, and giving it the other
+        // half), at xor 8 a half of those by bit 3, at xor 4 one by bit 2; xor 2 and xor 1 add
+        // the last over the four lanes that hold the same site. Lane L ends with the warp's
+        // totals of site (L >> 2) & 7: 45 shuffles for eight sites, not 8 * 10 and 16 redux.
+        bool upper = (lane & 16u) != 0;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            mantissa_shadow_part keep = upper ? v[4 + i] : v[i];
+            mantissa_shadow_part give = upper ? v[i] : v[4 + i];
+            v[i] = mantissa_shadow_part_add(keep, mantissa_shadow_part_bfly(give, 16));
+        }
+        upper = (lane & 8u) != 0;
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+            mantissa_shadow_part keep = upper ? v[2 + i] : v[i];
+            mantissa_shadow_part give = upper ? v[i] : v[2 + i];
+            v[i] = mantissa_shadow_part_add(keep, mantissa_shadow_part_bfly(give, 8));
+        }
+        upper = (lane & 4u) != 0;
+        {
+            mantissa_shadow_part keep = upper ? v[1] : v[0];
+            mantissa_shadow_part give = upper ? v[0] : v[1];
+            v[0] = mantissa_shadow_part_add(keep, mantissa_shadow_part_bfly(give, 4));
+        }
+        v[0] = mantissa_shadow_part_add(v[0], mantissa_shadow_part_bfly(v[0], 2));
+        v[0] = mantissa_shadow_part_add(v[0], mantissa_shadow_part_bfly(v[0], 1));
+        if ((lane & 3u) == 0) {
+            unsigned int k = (lane >> 2) & 7u;
+            mantissa_shadow_batch_add(mantissa_shadow_pick(k, s0, s1, s2, s3, s4, s5, s6, s7),
+                                      v[0]);
+        }
+        return;
+    }
+    // A partial warp: site by site over the active lanes, as mantissa_shadow_demotion_over
+    // reduces (a ballot for the count, two redux for the maximum, shuffles for the sum), the
+    // lowest active lane adding.
+    bool leader = lane == (unsigned int)(__ffs(active) - 1);
+#pragma unroll 1
+    for (unsigned int k = 0; k < MANTISSA_SHADOW_BATCH; ++k) {
+        unsigned int site = mantissa_shadow_pick(k, s0, s1, s2, s3, s4, s5, s6, s7);
+        unsigned int lanes = __ballot_sync(active, ((executed >> k) & 1u) != 0);
+        if (site == MANTISSA_SHADOW_NO_SITE || lanes == 0) {
+            continue;  // the same for every active lane: they all passed this call
+        }
+        mantissa_shadow_part p;
+        p.sum = mantissa_shadow_pick(k, v[0].sum, v[1].sum, v[2].sum, v[3].sum, v[4].sum,
+                                     v[5].sum, v[6].sum, v[7].sum);
+        p.max = mantissa_shadow_pick(k, v[0].max, v[1].max, v[2].max, v[3].max, v[4].max,
+                                     v[5].max, v[6].max, v[7].max);
+        unsigned int hi = (unsigned int)(p.max >> 32);
+        unsigned int lo = (unsigned int)p.max;
+        unsigned int max_hi = __reduce_max_sync(active, hi);
+        unsigned int max_lo = __reduce_max_sync(active, hi == max_hi ? lo : 0u);
+        mantissa_shadow_part t;
+        t.sum = 0.0;
+        for (unsigned int rest = active; rest != 0; rest &= rest - 1) {
+            t.sum = __dadd_rn(t.sum, mantissa_shadow_shfl(active, p.sum, __ffs(rest) - 1, false));
+        }
+        t.max = ((unsigned long long)max_hi << 32) | (unsigned long long)max_lo;
+        t.count = __popc(lanes);
+        if (leader) {
+            mantissa_shadow_batch_add(site, t);
+        }
+    }
 }

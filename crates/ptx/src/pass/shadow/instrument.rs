@@ -2,8 +2,9 @@
 //! (see the parent module's docs for what it measures).
 
 use super::{
-    Instrumented, ShadowError, ShadowOptions, ShadowReport, ShadowSite, COPIES, DEMOTION_FUNCTION,
-    EXCEPTION_FUNCTION, FLUSH_FUNCTION, SHADOW_GLOBAL, WORDS_PER_SITE,
+    Instrumented, ShadowError, ShadowOptions, ShadowReport, ShadowSite, BATCH_FUNCTION,
+    BATCH_SITES, COPIES, DEMOTION_FUNCTION, EXCEPTION_FUNCTION, FLUSH_FUNCTION, SHADOW_GLOBAL,
+    WORDS_PER_SITE,
 };
 use crate::decode::Decoded;
 use crate::model::*;
@@ -13,6 +14,7 @@ use crate::rewrite::{self, instruction, Guarding, Rewriter};
 use crate::site;
 use std::collections::HashMap;
 
+mod batch;
 mod demotion;
 
 pub use demotion::ACCUMULATED_PER_FUNCTION;
@@ -276,6 +278,7 @@ pub(crate) fn instrument_with(
     for name in [
         SHADOW_GLOBAL,
         DEMOTION_FUNCTION,
+        BATCH_FUNCTION,
         EXCEPTION_FUNCTION,
         FLUSH_FUNCTION,
     ] {
@@ -300,6 +303,13 @@ pub(crate) fn instrument_with(
         at,
         Item::Function(prototype(DEMOTION_FUNCTION, &[".b32", ".b64", ".b64"])),
     );
+    // The batch call: eight site indices, eight (r64, r32) pairs, the `executed` bits.
+    let batch_params: Vec<&str> = std::iter::repeat_n(".b32", BATCH_SITES)
+        .chain(std::iter::repeat_n(".b64", 2 * BATCH_SITES))
+        .chain([".b32"])
+        .collect();
+    out.items
+        .insert(at, Item::Function(prototype(BATCH_FUNCTION, &batch_params)));
     out.items.insert(
         at,
         Item::Function(prototype(EXCEPTION_FUNCTION, &[".b32", ".b32"])),
@@ -342,6 +352,13 @@ pub(crate) fn instrument_with(
             demotion::Accumulators::new(&mut rw, &d, &chosen, registers.min(chosen.len()), |n| {
                 local_names.contains(n)
             })?;
+        // The sites that do not accumulate (outside every loop) are measured in batches.
+        let straight: Vec<(usize, u32)> = measured
+            .iter()
+            .copied()
+            .filter(|(_, index)| accumulators.of(*index).is_none())
+            .collect();
+        let batches = batch::Batches::new(&d, &straight);
         let mut sections = HashMap::new();
         for (s, p) in here.iter().zip(&plans[first..k]) {
             if let (Some(j), true, Some(p)) = (at(s), s.demotion, p) {
@@ -355,6 +372,7 @@ pub(crate) fn instrument_with(
                     p,
                     acc,
                     &accumulators,
+                    &batches,
                 )?;
                 sections.insert(s.index, section);
             }
