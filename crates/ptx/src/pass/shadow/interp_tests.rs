@@ -177,7 +177,9 @@ fn measured_and_expected(
         .flat_map(|f| f.instructions())
         .any(|i| {
             i.opcode == "call"
-                && i.operands.first() == Some(&Operand::Symbol(DEMOTION_FUNCTION.into()))
+                && [DEMOTION_FUNCTION, BATCH_FUNCTION]
+                    .iter()
+                    .any(|f| i.operands.first() == Some(&Operand::Symbol(f.to_string())))
         });
     assert!(!calls_per_execution, "every site accumulates here");
     run_and_oracle(m, case, &options, &out, &runnable)
