@@ -33,11 +33,12 @@
 //     and for each such lane, classified and computed exactly as mantissa_shadow_demotion:
 //       r64 or r32 NaN or +-inf -> NON_FINITE += 1; else r64 == +-0 -> ZERO_REFERENCE += 1
 //       (one atomic per lane: rare); else e -> SUM += e, MAX = max(MAX, e).
-//     A whole warp (__activemask() == 0xffffffff) reduces the 8 sites together by a transposed
-//     butterfly (xor 16 exchanges 4 sites' (sum, max, count), xor 8 two, xor 4 one, xor 2 and
-//     xor 1 the last), after which lane L holds site (L >> 2) & 7 and the lanes with
-//     (L & 3) == 0 add it (one atomic instruction per word for all 8 sites); a partial warp
-//     reduces site by site over the active lanes. Sums in another order than site by site.
+//     The used slots come first. A whole warp (__activemask() == 0xffffffff) with four sites or
+//     more reduces the 8 slots together by a transposed butterfly (xor 16 exchanges 4 slots'
+//     (sum, max, count), xor 8 two, xor 4 one, xor 2 and xor 1 the last), after which lane L
+//     holds slot (L >> 2) & 7 and the lanes with (L & 3) == 0 add it (one atomic instruction
+//     per word for all 8 sites); a partial warp, or fewer sites, reduces site by site over the
+//     active lanes. Sums in another order than site by site.
 //   extern "C" void mantissa_shadow_flush(unsigned int site, unsigned long long count,
 //                                         double sum, double max)
 //     One thread's accumulated demotion error of a site, at an exit of its function: count
@@ -448,7 +449,9 @@ extern "C" __device__ __noinline__ void mantissa_shadow_demotion_batch(
 
     unsigned int active = __activemask();
     unsigned int lane = mantissa_shadow_lane();
-    if (active == 0xffffffffu) {
+    // The butterfly pays 45 shuffles whatever the number of sites; site by site costs about
+    // 13 warp operations each: below four sites (the used slots come first) the loop is cheaper.
+    if (active == 0xffffffffu && s3 != MANTISSA_SHADOW_NO_SITE) {
         // The transposed butterfly: at xor 16 each lane keeps the half of the eight sites its
         // lane bit 4 selects (adding its partner's values of that half, and giving it the other
         // half), at xor 8 a half of those by bit 3, at xor 4 one by bit 2; xor 2 and xor 1 add
@@ -483,15 +486,19 @@ extern "C" __device__ __noinline__ void mantissa_shadow_demotion_batch(
         }
         return;
     }
-    // A partial warp: site by site over the active lanes, as mantissa_shadow_demotion_over
-    // reduces (a ballot for the count, two redux for the maximum, shuffles for the sum), the
-    // lowest active lane adding.
+    // A partial warp, or fewer than four sites: site by site over the active lanes, as
+    // mantissa_shadow_demotion_over reduces (a ballot for the count, two redux for the
+    // maximum, shuffles for the sum), the lowest active lane adding; up to the first unused
+    // slot (the used ones come first).
     bool leader = lane == (unsigned int)(__ffs(active) - 1);
 #pragma unroll 1
     for (unsigned int k = 0; k < MANTISSA_SHADOW_BATCH; ++k) {
         unsigned int site = mantissa_shadow_pick(k, s0, s1, s2, s3, s4, s5, s6, s7);
+        if (site == MANTISSA_SHADOW_NO_SITE) {
+            break;
+        }
         unsigned int lanes = __ballot_sync(active, ((executed >> k) & 1u) != 0);
-        if (site == MANTISSA_SHADOW_NO_SITE || lanes == 0) {
+        if (lanes == 0) {
             continue;  // the same for every active lane: they all passed this call
         }
         mantissa_shadow_part p;
