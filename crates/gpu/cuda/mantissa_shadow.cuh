@@ -27,12 +27,16 @@
 //     One execution of a batch of up to 8 f64 instructions outside loops (slot k: site s_k,
 //     MANTISSA_SHADOW_NO_SITE = 0xffffffff for an unused slot; r64_k and r32_k as for
 //     mantissa_shadow_demotion; bit k of `executed`: this lane executed site k, its guard held;
-//     r64_k and r32_k are garbage where the bit is clear and not read). For every used slot k:
-//       EXECUTIONS += the lanes with bit k, measured or not (the measured count is
-//                     EXECUTIONS - ZERO_REFERENCE - NON_FINITE: ShadowReport::decode)
+//     r64_k and r32_k are garbage where the bit is clear and not read; bit 8 + k: site k adds
+//     its executions, set by the pass for guarded sites and for the first unguarded one, whose
+//     count the batch's other unguarded sites share, as ShadowReport::decode reads them). For
+//     every used slot k:
+//       EXECUTIONS += the lanes with bit k, measured or not, where bit 8 + k (the measured
+//                     count is EXECUTIONS - ZERO_REFERENCE - NON_FINITE: ShadowReport::decode)
 //     and for each such lane, classified and computed exactly as mantissa_shadow_demotion:
 //       r64 or r32 NaN or +-inf -> NON_FINITE += 1; else r64 == +-0 -> ZERO_REFERENCE += 1
-//       (one atomic per lane: rare); else e -> SUM += e, MAX = max(MAX, e).
+//       (one atomic per lane: rare); else e -> SUM += e, MAX = max(MAX, e) (the atomic only
+//       where the warp's maximum is above what a relaxed load of MAX returns).
 //     The used slots come first. A whole warp (__activemask() == 0xffffffff) with four sites or
 //     more reduces the 8 slots together by a transposed butterfly (xor 16 exchanges 4 slots'
 //     (sum, max, count), xor 8 two, xor 4 one, xor 2 and xor 1 the last), after which lane L
@@ -409,20 +413,34 @@ static __device__ __forceinline__ mantissa_shadow_part mantissa_shadow_batch_par
 }
 
 // The group's totals of one site into its record, by one lane: a site nobody executed (or an
-// unused slot) touches nothing, a zero sum or maximum is not added.
+// unused slot) touches nothing; its executions only where `counts` (the batch's other
+// unguarded sites share its first one's: ShadowReport::decode); a zero sum is not added, and
+// a maximum not above the record's is not either. The record's maximum only grows, so any
+// value a relaxed load returns is at most the current one: skipping on it is exact, and a
+// load costs the L2 less than an atomic, which serializes with every other warp's on the
+// same word (atomics, not arithmetic, bound a kernel of straight-line sites).
 static __device__ __forceinline__ void mantissa_shadow_batch_add(
-    unsigned int site, mantissa_shadow_part t)
+    unsigned int site, mantissa_shadow_part t, bool counts)
 {
     if (site == MANTISSA_SHADOW_NO_SITE || t.count == 0) {
         return;
     }
     unsigned long long *record = mantissa_shadow_record(site);
-    atomicAdd(&record[MANTISSA_SHADOW_EXECUTIONS], (unsigned long long)t.count);
+    if (counts) {
+        atomicAdd(&record[MANTISSA_SHADOW_EXECUTIONS], (unsigned long long)t.count);
+    }
     if (t.sum != 0.0) {
         atomicAdd((double *)&record[MANTISSA_SHADOW_SUM], t.sum);
     }
     if (t.max != 0) {
-        atomicMax(&record[MANTISSA_SHADOW_MAX], t.max);
+        unsigned long long seen;
+        asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];"
+                     : "=l"(seen)
+                     : "l"(&record[MANTISSA_SHADOW_MAX])
+                     : "memory");
+        if (t.max > seen) {
+            atomicMax(&record[MANTISSA_SHADOW_MAX], t.max);
+        }
     }
 }
 
@@ -482,7 +500,7 @@ extern "C" __device__ __noinline__ void mantissa_shadow_demotion_batch(
         if ((lane & 3u) == 0) {
             unsigned int k = (lane >> 2) & 7u;
             mantissa_shadow_batch_add(mantissa_shadow_pick(k, s0, s1, s2, s3, s4, s5, s6, s7),
-                                      v[0]);
+                                      v[0], ((executed >> (8u + k)) & 1u) != 0);
         }
         return;
     }
@@ -518,7 +536,7 @@ extern "C" __device__ __noinline__ void mantissa_shadow_demotion_batch(
         t.max = ((unsigned long long)max_hi << 32) | (unsigned long long)max_lo;
         t.count = __popc(lanes);
         if (leader) {
-            mantissa_shadow_batch_add(site, t);
+            mantissa_shadow_batch_add(site, t, ((executed >> (8u + k)) & 1u) != 0);
         }
     }
 }

@@ -248,6 +248,10 @@ pub struct ShadowReport {
     pub options: ShadowOptions,
     /// Every candidate, instrumented or not, in index order.
     pub sites: Vec<ShadowSite>,
+    /// Demotion sites whose executions another site's record counts (site → that site): the
+    /// unguarded sites of a batch outside loops after its first unguarded one, which runs
+    /// exactly as often ([`ShadowReport::decode`]).
+    pub shared_executions: std::collections::BTreeMap<u32, u32>,
     /// What a user should know: f64 instructions without an f32 form, sites outside `only`.
     pub notes: Vec<String>,
 }
@@ -380,12 +384,13 @@ impl ShadowReport {
             .iter()
             .map(|s| {
                 let copies = COPIES as usize;
-                let copy_word = |c: usize, w: Word| {
-                    let k = 8 * ((s.index as usize * copies + c) * words + w as usize);
+                let word_of = |site: u32, c: usize, w: Word| {
+                    let k = 8 * ((site as usize * copies + c) * words + w as usize);
                     let mut b = [0u8; 8];
                     b.copy_from_slice(&bytes[k..k + 8]);
                     u64::from_le_bytes(b)
                 };
+                let copy_word = |c: usize, w: Word| word_of(s.index, c, w);
                 // Counts add over the copies; the maximum (a non-negative double's bits)
                 // is the largest; the sum adds as doubles, in copy order.
                 let word = |w: Word| match w {
@@ -397,8 +402,15 @@ impl ShadowReport {
                     _ => f64::from_bits(word(w)),
                 };
                 // Every execution is measured, a zero reference or not finite: the runtime
-                // counts all three, so the first is never below the other two.
-                let measured = word(Word::Executions)
+                // counts all three, so the first is never below the other two. A site of a
+                // batch may have its executions counted in another site's record.
+                let executions = match self.shared_executions.get(&s.index) {
+                    Some(&other) => (0..copies)
+                        .map(|c| word_of(other, c, Word::Executions))
+                        .sum(),
+                    None => word(Word::Executions),
+                };
+                let measured = executions
                     .saturating_sub(word(Word::ZeroReference))
                     .saturating_sub(word(Word::NonFinite));
                 SiteStats {

@@ -319,6 +319,7 @@ pub(crate) fn instrument_with(
         Item::Function(prototype(FLUSH_FUNCTION, &[".b32", ".b64", ".b64", ".b64"])),
     );
 
+    let mut shared_executions = std::collections::BTreeMap::new();
     let mut k = 0;
     while k < sites.len() {
         let function = sites[k].site.function.clone();
@@ -359,6 +360,7 @@ pub(crate) fn instrument_with(
             .filter(|(_, index)| accumulators.of(*index).is_none())
             .collect();
         let batches = batch::Batches::new(&d, &straight);
+        shared_executions.extend(batches.shared_executions());
         let mut sections = HashMap::new();
         for (s, p) in here.iter().zip(&plans[first..k]) {
             if let (Some(j), true, Some(p)) = (at(s), s.demotion, p) {
@@ -411,6 +413,7 @@ pub(crate) fn instrument_with(
             words_per_site: WORDS_PER_SITE,
             options: options.clone(),
             sites,
+            shared_executions,
             notes,
         },
     })

@@ -539,7 +539,8 @@ fn a_destination_that_is_an_operand_is_read_before_it_is_written_and_guards_hold
         mul < bit && bit < calls[0] && calls[0] < branch,
         "{text:#?}"
     );
-    // The unguarded batch passes its `executed` bits as an immediate: both slots.
+    // The unguarded batch passes its `executed` bits as an immediate: both slots ran, and only
+    // the first adds its executions (bit 8); the report reads the second's from the first's.
     let second = runtime_calls(&out.module)
         .into_iter()
         .filter(|c| c.callee == BATCH_FUNCTION)
@@ -547,7 +548,11 @@ fn a_destination_that_is_an_operand_is_read_before_it_is_written_and_guards_hold
         .map(|c| c.immediates);
     assert_eq!(
         second.and_then(|i| i.get(&(3 * BATCH_SITES)).copied()),
-        Some(3)
+        Some(3 | 1 << 8)
+    );
+    assert_eq!(
+        out.report.shared_executions,
+        std::collections::BTreeMap::from([(4, 3)])
     );
 }
 
@@ -579,6 +584,16 @@ fn decode_reads_the_runtime_layout() {
     put(4, 0, Word::Subnormal, 16);
     let s = r.decode(&bytes).unwrap();
     assert_eq!(s.len(), 5);
+    // Site 4 shares site 3's executions (a batch's second unguarded site): its own word is not
+    // read, site 3's is.
+    let mut shared = r.clone();
+    shared.shared_executions.insert(1, 3);
+    let mut bytes3 = bytes.clone();
+    let at3 = 8 * ((16 * 3) * 11 + Word::Executions as usize);
+    bytes3[at3..at3 + 8].copy_from_slice(&20u64.to_le_bytes());
+    let d = shared.decode(&bytes3).unwrap();
+    assert_eq!(d[1].demotion.as_ref().map(|e| e.count), Some(15));
+    assert_eq!(d[3].demotion.as_ref().map(|e| e.count), Some(20));
     assert_eq!(
         s[1].demotion,
         Some(ErrorStats {

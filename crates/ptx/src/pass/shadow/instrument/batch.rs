@@ -15,6 +15,12 @@
 //! batch's `executed` word set under the guard. A batch without a guarded site passes its
 //! `executed` word as an immediate (every slot's bit), which ptxas folds once inlined.
 //!
+//! Every unguarded site of a batch runs exactly as often as the batch's first unguarded one,
+//! so only that one adds its executions (bits 8-15 of `executed` say which slots add them);
+//! the report names the others ([`Batches::shared_executions`]), and
+//! `ShadowReport::decode` reads their executions from it: one atomic per batch where there
+//! were eight, and atomics bound a kernel of straight-line sites.
+//!
 //! Why one block, and why the call right after the last site: every lane that executed a site
 //! of the batch must execute the call, exactly once, and every lane executing the call must
 //! have passed every site of the batch. Within a basic block control passes every instruction
@@ -46,6 +52,18 @@ pub(crate) const NO_SITE: u32 = u32::MAX;
 struct Batch {
     sites: Vec<u32>,
     guards: Vec<Option<Guard>>,
+}
+
+impl Batch {
+    /// The slots that add their executions to their own record: the guarded ones, and the
+    /// first unguarded one, which every unguarded site of the batch executes as often as.
+    fn counting(&self) -> i128 {
+        let first_unguarded = self.guards.iter().position(Option::is_none);
+        (0..self.sites.len())
+            .filter(|&k| self.guards[k].is_some() || Some(k) == first_unguarded)
+            .map(|k| 1 << k)
+            .sum()
+    }
 }
 
 /// The batches of one function's straight-line demotion sites.
@@ -96,6 +114,20 @@ impl Batches {
         Batches { batches, slot }
     }
 
+    /// The sites whose executions another site of their batch counts (site → that site):
+    /// every unguarded site but the batch's first unguarded one ([`ShadowReport::decode`]
+    /// reads them from it).
+    ///
+    /// [`ShadowReport::decode`]: crate::pass::shadow::ShadowReport::decode
+    pub(super) fn shared_executions(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        self.batches.iter().flat_map(|b| {
+            let first = b.guards.iter().position(Option::is_none);
+            (0..b.sites.len())
+                .filter(move |&k| b.guards[k].is_none() && Some(k) != first)
+                .filter_map(move |k| Some((b.sites[k], b.sites[first?])))
+        })
+    }
+
     /// The code right after site `index` (inserted ignoring its guard: the guards are set here),
     /// whose result is `r64` and widened f32 form `wide`: its copies into its slot, its
     /// `executed` bit, and after the last site of its batch the batch's call.
@@ -132,10 +164,13 @@ impl Batches {
                 guard,
             ),
         ];
+        // Bits 0-7: the unguarded slots ran (the guarded ones' bits are set below, under their
+        // guards); bits 8-15: the slots that add their executions (module docs).
         let unguarded: i128 = (0..batch.sites.len())
             .filter(|&s| batch.guards[s].is_none())
             .map(|s| 1 << s)
-            .sum();
+            .sum::<i128>()
+            | batch.counting() << 8;
         let any_guarded = batch.guards.iter().any(Option::is_some);
         if any_guarded {
             let executed = scratch.reg(rw, "b32", EXECUTED)?;
