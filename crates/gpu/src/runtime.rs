@@ -29,8 +29,8 @@ pub const COUNT: RuntimeHeader = RuntimeHeader {
     text: include_str!("../cuda/mantissa_count.cuh"),
 };
 
-/// The shadow pass's runtime (`mantissa_shadow_demotion`, `mantissa_shadow_demotion_batch`,
-/// `mantissa_shadow_flush`, `mantissa_shadow_exception`), for
+/// The shadow pass's runtime (`mantissa_shadow_demotion`, `mantissa_shadow_flush`,
+/// `mantissa_shadow_exception`), for
 /// `mantissa_ptx::pass::shadow`.
 pub const SHADOW: RuntimeHeader = RuntimeHeader {
     name: "mantissa_shadow.cuh",
@@ -125,10 +125,6 @@ mod tests {
             (
                 "mantissa_shadow_flush",
                 vec![".b32", ".b64", ".b64", ".b64"],
-            ),
-            (
-                "mantissa_shadow_demotion_batch",
-                [[".b32"; 8].as_slice(), &[".b64"; 16], &[".b32"]].concat(),
             ),
         ] {
             let f = m

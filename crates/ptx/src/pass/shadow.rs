@@ -51,14 +51,10 @@
 //! non-finite execution by one `red.global.add.u64`, or divides and accumulates.
 //! Before every `ret`/`exit` (under its guard; and at the end of a body that control can run
 //! off) the totals are flushed by [`FLUSH_FUNCTION`], one atomic per word per warp. Sites
-//! outside loops, which run once per call of their function, are measured in *batches*
-//! (`instrument/batch.rs`): up to [`BATCH_SITES`] consecutive ones of one basic block keep
-//! their results and f32 forms in registers of their own (and which of them the lane executed,
-//! for guarded ones) and call [`BATCH_FUNCTION`] once after the last of them, which adds each
-//! site's executions to its first word; [`inline_runtime`] puts its body in place of each call
-//! (no call ABI, no `match.any`: a warp's active lanes there all passed the same batch). A
-//! whole warp reduces the batch's sites together (one transposed butterfly of shuffles for all
-//! of them, one atomic instruction per word for all of them); a partial warp site by site.
+//! outside loops, which run once per call of their function, call [`DEMOTION_FUNCTION`] per
+//! execution, and [`inline_runtime`] puts its body in place of each call (no call ABI, no
+//! `match.any`: a warp's active lanes there are all at that site; two `redux.sync` for the
+//! maximum, shuffles for the sum, one atomic per word by one lane).
 //! Either way the statistics are the ones above: counts and maxima exact, sums in an order that
 //! only changes their rounding.
 //!
@@ -92,7 +88,7 @@
 //! within the warp before one atomic per word into the copy of the warp's SM (fewer warps
 //! contend for one address), the inline per-thread atomics go to copy 0, and
 //! [`ShadowReport::decode`] combines the copies. The
-//! instrumented module calls `mantissa_shadow_demotion_batch`, `mantissa_shadow_flush` and
+//! instrumented module calls `mantissa_shadow_demotion`, `mantissa_shadow_flush` and
 //! `mantissa_shadow_exception`, which
 //! [`crate::link::merge_runtime`] supplies; the instrumented kernels compute the same bits as the
 //! kernels as written.
@@ -125,15 +121,6 @@ pub const SHADOW_GLOBAL: &str = "__mantissa_shadow";
 /// r32 widened: f64)`; [`inline_runtime`] must inline it (its body aggregates the active lanes,
 /// which are all at one site only in an inlined copy).
 pub const DEMOTION_FUNCTION: &str = "mantissa_shadow_demotion";
-/// The runtime function the demotion error calls once per *batch* of sites outside loops (up to
-/// [`BATCH_SITES`] consecutive ones of one basic block), after the last: `(s0..s7: u32, r64_0:
-/// f64, r32_0: f64, .., r64_7: f64, r32_7: f64, executed: u32)`, the site indices as immediates
-/// (`0xffffffff` for an unused slot), each site's result and its f32 form widened, and bit `k`
-/// of `executed` set where the lane executed site `k` (its guard held). [`inline_runtime`] must
-/// inline it, as [`DEMOTION_FUNCTION`].
-pub const BATCH_FUNCTION: &str = "mantissa_shadow_demotion_batch";
-/// Sites per [`BATCH_FUNCTION`] call at most (the runtime's `MANTISSA_SHADOW_BATCH`).
-pub const BATCH_SITES: usize = 8;
 /// The runtime function that adds one thread's accumulated demotion error of a site to the
 /// global, at every exit of the function: `(site: u32, count: u64, sum: f64, max: f64)`.
 pub const FLUSH_FUNCTION: &str = "mantissa_shadow_flush";
@@ -248,10 +235,6 @@ pub struct ShadowReport {
     pub options: ShadowOptions,
     /// Every candidate, instrumented or not, in index order.
     pub sites: Vec<ShadowSite>,
-    /// Demotion sites whose executions another site's record counts (site → that site): the
-    /// unguarded sites of a batch outside loops after its first unguarded one, which runs
-    /// exactly as often ([`ShadowReport::decode`]).
-    pub shared_executions: std::collections::BTreeMap<u32, u32>,
     /// What a user should know: f64 instructions without an f32 form, sites outside `only`.
     pub notes: Vec<String>,
 }
@@ -339,28 +322,22 @@ pub enum ShadowError {
     },
 }
 
-/// Inlines the per-execution runtime functions ([`DEMOTION_FUNCTION`], [`BATCH_FUNCTION`]) into
-/// every site that calls them, in a module [`instrument`] wrote and [`crate::link::merge_runtime`] merged
+/// Inlines the per-execution runtime function ([`DEMOTION_FUNCTION`]) into every site
+/// that calls it, in a module [`instrument`] wrote and [`crate::link::merge_runtime`] merged
 /// with the runtime: a call per execution would pay the call's ABI at every site of
 /// straight-line code. The flush and the exception slow path stay calls (once per exit, and
 /// rare).
 pub fn inline_runtime(merged: &Module) -> Result<Module, ShadowError> {
-    let called = |name: &str| {
-        merged.functions().any(|f| {
-            f.body
-                .iter()
-                .flatten()
-                .any(|s| matches!(s, crate::model::Statement::Inst(i) if i.opcode == "call" && i.operands.iter().any(|o| matches!(o, crate::model::Operand::Symbol(n) if n == name))))
-        })
-    };
-    let inlined: Vec<&str> = [DEMOTION_FUNCTION, BATCH_FUNCTION]
-        .into_iter()
-        .filter(|n| called(n))
-        .collect();
-    if inlined.is_empty() {
+    let calls = merged.functions().any(|f| {
+        f.body
+            .iter()
+            .flatten()
+            .any(|s| matches!(s, crate::model::Statement::Inst(i) if i.opcode == "call" && i.operands.iter().any(|o| matches!(o, crate::model::Operand::Symbol(n) if n == DEMOTION_FUNCTION))))
+    });
+    if !calls {
         return Ok(merged.clone());
     }
-    Ok(crate::pass::inline::inline(merged, &inlined)?.module)
+    Ok(crate::pass::inline::inline(merged, &[DEMOTION_FUNCTION])?.module)
 }
 
 impl ShadowReport {
@@ -384,13 +361,12 @@ impl ShadowReport {
             .iter()
             .map(|s| {
                 let copies = COPIES as usize;
-                let word_of = |site: u32, c: usize, w: Word| {
-                    let k = 8 * ((site as usize * copies + c) * words + w as usize);
+                let copy_word = |c: usize, w: Word| {
+                    let k = 8 * ((s.index as usize * copies + c) * words + w as usize);
                     let mut b = [0u8; 8];
                     b.copy_from_slice(&bytes[k..k + 8]);
                     u64::from_le_bytes(b)
                 };
-                let copy_word = |c: usize, w: Word| word_of(s.index, c, w);
                 // Counts add over the copies; the maximum (a non-negative double's bits)
                 // is the largest; the sum adds as doubles, in copy order.
                 let word = |w: Word| match w {
@@ -402,15 +378,8 @@ impl ShadowReport {
                     _ => f64::from_bits(word(w)),
                 };
                 // Every execution is measured, a zero reference or not finite: the runtime
-                // counts all three, so the first is never below the other two. A site of a
-                // batch may have its executions counted in another site's record.
-                let executions = match self.shared_executions.get(&s.index) {
-                    Some(&other) => (0..copies)
-                        .map(|c| word_of(other, c, Word::Executions))
-                        .sum(),
-                    None => word(Word::Executions),
-                };
-                let measured = executions
+                // counts all three, so the first is never below the other two.
+                let measured = word(Word::Executions)
                     .saturating_sub(word(Word::ZeroReference))
                     .saturating_sub(word(Word::NonFinite));
                 SiteStats {

@@ -2,9 +2,8 @@
 //! (see the parent module's docs for what it measures).
 
 use super::{
-    Instrumented, ShadowError, ShadowOptions, ShadowReport, ShadowSite, BATCH_FUNCTION,
-    BATCH_SITES, COPIES, DEMOTION_FUNCTION, EXCEPTION_FUNCTION, FLUSH_FUNCTION, SHADOW_GLOBAL,
-    WORDS_PER_SITE,
+    Instrumented, ShadowError, ShadowOptions, ShadowReport, ShadowSite, COPIES, DEMOTION_FUNCTION,
+    EXCEPTION_FUNCTION, FLUSH_FUNCTION, SHADOW_GLOBAL, WORDS_PER_SITE,
 };
 use crate::decode::Decoded;
 use crate::model::*;
@@ -14,7 +13,6 @@ use crate::rewrite::{self, instruction, Guarding, Rewriter};
 use crate::site;
 use std::collections::HashMap;
 
-mod batch;
 mod demotion;
 
 pub use demotion::ACCUMULATED_PER_FUNCTION;
@@ -278,7 +276,6 @@ pub(crate) fn instrument_with(
     for name in [
         SHADOW_GLOBAL,
         DEMOTION_FUNCTION,
-        BATCH_FUNCTION,
         EXCEPTION_FUNCTION,
         FLUSH_FUNCTION,
     ] {
@@ -303,13 +300,6 @@ pub(crate) fn instrument_with(
         at,
         Item::Function(prototype(DEMOTION_FUNCTION, &[".b32", ".b64", ".b64"])),
     );
-    // The batch call: eight site indices, eight (r64, r32) pairs, the `executed` bits.
-    let batch_params: Vec<&str> = std::iter::repeat_n(".b32", BATCH_SITES)
-        .chain(std::iter::repeat_n(".b64", 2 * BATCH_SITES))
-        .chain([".b32"])
-        .collect();
-    out.items
-        .insert(at, Item::Function(prototype(BATCH_FUNCTION, &batch_params)));
     out.items.insert(
         at,
         Item::Function(prototype(EXCEPTION_FUNCTION, &[".b32", ".b32"])),
@@ -319,7 +309,6 @@ pub(crate) fn instrument_with(
         Item::Function(prototype(FLUSH_FUNCTION, &[".b32", ".b64", ".b64", ".b64"])),
     );
 
-    let mut shared_executions = std::collections::BTreeMap::new();
     let mut k = 0;
     while k < sites.len() {
         let function = sites[k].site.function.clone();
@@ -353,14 +342,6 @@ pub(crate) fn instrument_with(
             demotion::Accumulators::new(&mut rw, &d, &chosen, registers.min(chosen.len()), |n| {
                 local_names.contains(n)
             })?;
-        // The sites that do not accumulate (outside every loop) are measured in batches.
-        let straight: Vec<(usize, u32)> = measured
-            .iter()
-            .copied()
-            .filter(|(_, index)| accumulators.of(*index).is_none())
-            .collect();
-        let batches = batch::Batches::new(&d, &straight);
-        shared_executions.extend(batches.shared_executions());
         let mut sections = HashMap::new();
         for (s, p) in here.iter().zip(&plans[first..k]) {
             if let (Some(j), true, Some(p)) = (at(s), s.demotion, p) {
@@ -374,7 +355,6 @@ pub(crate) fn instrument_with(
                     p,
                     acc,
                     &accumulators,
-                    &batches,
                 )?;
                 sections.insert(s.index, section);
             }
@@ -413,7 +393,6 @@ pub(crate) fn instrument_with(
             words_per_site: WORDS_PER_SITE,
             options: options.clone(),
             sites,
-            shared_executions,
             notes,
         },
     })

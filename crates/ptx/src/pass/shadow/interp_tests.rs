@@ -177,9 +177,7 @@ fn measured_and_expected(
         .flat_map(|f| f.instructions())
         .any(|i| {
             i.opcode == "call"
-                && [DEMOTION_FUNCTION, BATCH_FUNCTION]
-                    .iter()
-                    .any(|f| i.operands.first() == Some(&Operand::Symbol(f.to_string())))
+                && i.operands.first() == Some(&Operand::Symbol(DEMOTION_FUNCTION.into()))
         });
     assert!(!calls_per_execution, "every site accumulates here");
     run_and_oracle(m, case, &options, &out, &runnable)

@@ -208,77 +208,35 @@ fn assert_original_code_kept(what: &str, original: &Module, out: &Module) {
     }
 }
 
-/// One runtime call of an instrumented module, in text order.
-struct RuntimeCall {
-    /// The function it is in.
-    function: String,
-    /// The callee.
-    callee: String,
-    /// The immediate arguments, by parameter position (`mantissa_paramK`).
-    immediates: HashMap<usize, u32>,
-    /// Its position among the function's instructions.
-    at: usize,
-}
-
-impl RuntimeCall {
-    /// The site indices it passes: the first argument, or a batch's used slots.
-    fn sites(&self) -> Vec<u32> {
-        let slots = if self.callee == BATCH_FUNCTION {
-            BATCH_SITES
-        } else {
-            1
-        };
-        (0..slots)
-            .filter_map(|k| self.immediates.get(&k).copied())
-            .filter(|&s| s != u32::MAX)
-            .collect()
-    }
-}
-
-/// Every runtime call of `m` with its immediate arguments.
-fn runtime_calls(m: &Module) -> Vec<RuntimeCall> {
-    let mut calls = Vec::new();
-    for f in m.functions().filter(|f| f.body.is_some()) {
-        let mut immediates = HashMap::new();
-        for (at, i) in f.instructions().enumerate() {
+/// The site index each runtime call passes (its first argument), per called function.
+fn call_sites(out: &Instrumented) -> HashMap<String, Vec<u32>> {
+    let mut calls: HashMap<String, Vec<u32>> = HashMap::new();
+    for f in out.module.functions().filter(|f| f.body.is_some()) {
+        let mut first = None;
+        for i in f.instructions() {
             if i.opcode == "st" && i.has_mod("param") {
                 if let (Some(Operand::Addr { base, .. }), Some(Operand::Imm(imm))) =
                     (i.operands.first(), i.operands.get(1))
                 {
-                    if let Some(k) = base.strip_prefix("mantissa_param") {
-                        let value = imm.to_string().parse::<u32>().unwrap_or(u32::MAX - 1);
-                        immediates.insert(k.parse::<usize>().unwrap_or(usize::MAX), value);
+                    if base == "mantissa_param0" {
+                        first = Some(imm.to_string().parse::<u32>().unwrap_or(u32::MAX));
                     }
                 }
             }
             if i.opcode == "call" {
-                if let Some(Operand::Symbol(callee)) = i.operands.first() {
-                    calls.push(RuntimeCall {
-                        function: f.name.clone(),
-                        callee: callee.clone(),
-                        immediates: std::mem::take(&mut immediates),
-                        at,
-                    });
+                if let (Some(Operand::Symbol(callee)), Some(index)) = (i.operands.first(), first) {
+                    calls.entry(callee.clone()).or_default().push(index);
                 }
-                immediates.clear();
+                first = None;
             }
         }
     }
     calls
 }
 
-/// The site indices each runtime call passes, per called function (a batch's sites one by one).
-fn call_sites(out: &Instrumented) -> HashMap<String, Vec<u32>> {
-    let mut calls: HashMap<String, Vec<u32>> = HashMap::new();
-    for c in runtime_calls(&out.module) {
-        calls.entry(c.callee.clone()).or_default().extend(c.sites());
-    }
-    calls
-}
-
-/// Every instrumented demotion site either is in one batch call (outside loops) or is flushed
-/// (at every exit of its function), never both; no per-site demotion call is left; one
-/// exception call per instrumented exception site; each passes its own index.
+/// Every instrumented demotion site either calls the runtime once (past the accumulation cap)
+/// or is flushed (at every exit of its function), never both; one exception call per
+/// instrumented exception site; each passes its own index.
 fn assert_calls(what: &str, out: &Instrumented) {
     let calls = call_sites(out);
     let r = &out.report;
@@ -290,8 +248,7 @@ fn assert_calls(what: &str, out: &Instrumented) {
             .collect()
     };
     let of = |f: &str| calls.get(f).cloned().unwrap_or_default();
-    assert_eq!(of(DEMOTION_FUNCTION), Vec::<u32>::new(), "{what}");
-    let called = of(BATCH_FUNCTION);
+    let called = of(DEMOTION_FUNCTION);
     let mut flushed = of(FLUSH_FUNCTION);
     flushed.sort();
     flushed.dedup();
@@ -303,113 +260,6 @@ fn assert_calls(what: &str, out: &Instrumented) {
     measured.sort();
     assert_eq!(measured, on(|s| s.demotion), "{what}");
     assert_eq!(of(EXCEPTION_FUNCTION), on(|s| s.exceptions), "{what}");
-}
-
-/// The straight-line (not accumulated) demotion sites are measured in batches: each in exactly
-/// one batch call, its index an immediate; a batch's sites in one basic block of the original
-/// function, at most [`BATCH_SITES`], its call after its last site and still in that block;
-/// and the module merged with the runtime and inlined assembles for sm_90.
-#[test]
-fn straight_line_sites_are_measured_in_batches_within_one_block() {
-    let runtime = shadow_runtime();
-    let mut modules: Vec<(String, Module)> = FIXTURES
-        .iter()
-        .map(|(name, ptx)| (name.to_string(), parse_clean(name, ptx)))
-        .collect();
-    for flags in [mantissa_gpu::FlagSet::DEFAULT, mantissa_gpu::FlagSet::NOFMA] {
-        if let Some(m) = super::oracle_tests::known_module(flags) {
-            modules.push((format!("known.cu {flags}"), m));
-        }
-    }
-    let mut batched = 0;
-    let mut sizes = HashSet::new();
-    for (name, m) in &modules {
-        for o in options() {
-            let what = format!("{name} {o:?}");
-            let out = instrument(m, &o).unwrap_or_else(|e| panic!("{what}: {e}"));
-            let calls = runtime_calls(&out.module);
-            let flushed: HashSet<u32> = calls
-                .iter()
-                .filter(|c| c.callee == FLUSH_FUNCTION)
-                .flat_map(|c| c.sites())
-                .collect();
-            let mut straight: Vec<u32> = out
-                .report
-                .sites
-                .iter()
-                .filter(|s| s.demotion && s.instrumented && !flushed.contains(&s.index))
-                .map(|s| s.index)
-                .collect();
-            let mut in_batches = Vec::new();
-            for c in calls.iter().filter(|c| c.callee == BATCH_FUNCTION) {
-                let sites = c.sites();
-                assert!(
-                    (1..=BATCH_SITES).contains(&sites.len()),
-                    "{what}: {sites:?}"
-                );
-                sizes.insert(sites.len());
-                // Used slots first, unused ones marked.
-                for k in 0..BATCH_SITES {
-                    let want = sites.get(k).copied().unwrap_or(u32::MAX);
-                    assert_eq!(c.immediates.get(&k), Some(&want), "{what}: slot {k}");
-                }
-                let f = m.function(&c.function).expect("the original function");
-                let d = crate::decode::Decoded::of(f);
-                let cfg = crate::cfg::Cfg::build(&d);
-                let position: HashMap<InstId, usize> =
-                    d.insts.iter().enumerate().map(|(j, i)| (i.id, j)).collect();
-                let at = |index: u32| position[&out.report.sites[index as usize].inst];
-                let blocks: HashSet<usize> = sites.iter().map(|&s| cfg.block_of[at(s)]).collect();
-                assert_eq!(blocks.len(), 1, "{what}: batch {sites:?} spans blocks");
-                assert!(
-                    sites.windows(2).all(|w| at(w[0]) < at(w[1])),
-                    "{what}: {sites:?} in instruction order"
-                );
-                // The original instruction before the call is in the batch's block, at or past
-                // its last site, and falls through to the call.
-                let instrumented = out.module.function(&c.function).expect("the function");
-                let before = instrumented
-                    .instructions()
-                    .take(c.at)
-                    .filter_map(|i| position.get(&i.id))
-                    .last()
-                    .copied()
-                    .expect("an original instruction before the call");
-                let last = at(*sites.last().unwrap_or(&0));
-                assert!(before >= last, "{what}: {sites:?}");
-                assert_eq!(cfg.block_of[before], cfg.block_of[last], "{what}");
-                assert!(
-                    !d.ops[before].is_branch()
-                        && !d.ops[before]
-                            .control()
-                            .is_some_and(crate::op::Control::ends_flow),
-                    "{what}: the call after the block's terminator"
-                );
-                in_batches.extend(sites);
-            }
-            batched += in_batches.len();
-            in_batches.sort();
-            straight.sort();
-            assert_eq!(
-                in_batches, straight,
-                "{what}: each site in exactly one batch"
-            );
-            if let Some(rt) = &runtime {
-                let merged =
-                    merge_runtime(&out.module, rt).unwrap_or_else(|e| panic!("{what}: {e}"));
-                let inlined = inline_runtime(&merged).unwrap_or_else(|e| panic!("{what}: {e}"));
-                assert!(
-                    runtime_calls(&inlined)
-                        .iter()
-                        .all(|c| c.callee != BATCH_FUNCTION && c.callee != DEMOTION_FUNCTION),
-                    "{what}: every batch inlined"
-                );
-                assert_sound(&what, &inlined);
-            }
-        }
-    }
-    assert!(batched > 0, "some straight-line site");
-    assert!(sizes.len() > 1, "batches of several sizes: {sizes:?}");
 }
 
 #[test]
@@ -489,71 +339,25 @@ fn a_destination_that_is_an_operand_is_read_before_it_is_written_and_guards_hold
         text[..ret].iter().all(|t| !t.contains(EXCEPTION_FUNCTION)),
         "{text:#?}"
     );
-    // By default the fma in the loop (site 1) accumulates; the three sites after the loop are
-    // measured in two batches, one per block: the guarded mul alone (its block ends at the
-    // branch), then the sqrt and the add. The calls are unguarded; the mul's bit of `executed`
-    // is set under its guard, and its batch is called before the branch.
+    // By default the fma in the loop (site 1) accumulates, the three sites after the loop call
+    // the runtime once per execution, the guarded one under its guard.
     let out = instrument(&m, &ShadowOptions::all()).unwrap();
     let calls = call_sites(&out);
     assert_eq!(calls.get(FLUSH_FUNCTION), Some(&vec![1]));
-    assert_eq!(calls.get(DEMOTION_FUNCTION), None);
-    let batches: Vec<Vec<u32>> = runtime_calls(&out.module)
-        .iter()
-        .filter(|c| c.callee == BATCH_FUNCTION)
-        .map(RuntimeCall::sites)
-        .collect();
-    assert_eq!(batches, [vec![2], vec![3, 4]]);
-    let text: Vec<String> = out
+    assert_eq!(calls.get(DEMOTION_FUNCTION), Some(&vec![2, 3, 4]));
+    let guarded_call = out
         .module
         .function("profile")
         .into_iter()
         .flat_map(|f| f.instructions())
-        .map(|i| {
-            i.to_string()
-                .split_whitespace()
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-        .collect();
-    let calls: Vec<usize> = (0..text.len())
-        .filter(|&k| text[k].contains(BATCH_FUNCTION))
-        .collect();
-    assert_eq!(calls.len(), 2, "{text:#?}");
-    assert!(
-        calls.iter().all(|&k| text[k].starts_with("call")),
-        "{text:#?}"
-    );
-    let mul = text
-        .iter()
-        .position(|t| t.starts_with("@%p2 mul.rn.f64"))
-        .unwrap_or_else(|| panic!("{text:#?}"));
-    let branch = text
-        .iter()
-        .position(|t| t == "@!%p2 bra $L__skip;")
-        .unwrap_or_else(|| panic!("{text:#?}"));
-    let bit = text
-        .iter()
-        .position(|t| t.starts_with("@%p2 or.b32") && t.ends_with(", 1;"))
-        .unwrap_or_else(|| panic!("{text:#?}"));
-    assert!(
-        mul < bit && bit < calls[0] && calls[0] < branch,
-        "{text:#?}"
-    );
-    // The unguarded batch passes its `executed` bits as an immediate: both slots ran, and only
-    // the first adds its executions (bit 8); the report reads the second's from the first's.
-    let second = runtime_calls(&out.module)
-        .into_iter()
-        .filter(|c| c.callee == BATCH_FUNCTION)
-        .nth(1)
-        .map(|c| c.immediates);
-    assert_eq!(
-        second.and_then(|i| i.get(&(3 * BATCH_SITES)).copied()),
-        Some(3 | 1 << 8)
-    );
-    assert_eq!(
-        out.report.shared_executions,
-        std::collections::BTreeMap::from([(4, 3)])
-    );
+        .any(|i| {
+            i.opcode == "call"
+                && i.operands.first() == Some(&Operand::Symbol(DEMOTION_FUNCTION.into()))
+                && i.guard
+                    .as_ref()
+                    .is_some_and(|g| g.reg == "%p2" && !g.negated)
+        });
+    assert!(guarded_call);
 }
 
 #[test]
@@ -584,16 +388,6 @@ fn decode_reads_the_runtime_layout() {
     put(4, 0, Word::Subnormal, 16);
     let s = r.decode(&bytes).unwrap();
     assert_eq!(s.len(), 5);
-    // Site 4 shares site 3's executions (a batch's second unguarded site): its own word is not
-    // read, site 3's is.
-    let mut shared = r.clone();
-    shared.shared_executions.insert(1, 3);
-    let mut bytes3 = bytes.clone();
-    let at3 = 8 * ((16 * 3) * 11 + Word::Executions as usize);
-    bytes3[at3..at3 + 8].copy_from_slice(&20u64.to_le_bytes());
-    let d = shared.decode(&bytes3).unwrap();
-    assert_eq!(d[1].demotion.as_ref().map(|e| e.count), Some(15));
-    assert_eq!(d[3].demotion.as_ref().map(|e| e.count), Some(20));
     assert_eq!(
         s[1].demotion,
         Some(ErrorStats {

@@ -2,8 +2,7 @@
 //! then either per-thread accumulation of the function's loop sites (their sums and maxima in
 //! registers or a `.local` array, their executions in counters shared by the unguarded sites
 //! of a basic block), flushed to the global at every exit ([`FLUSH_FUNCTION`]), or, for sites
-//! outside loops, copies for the batch of sites the site belongs to (`batch.rs`: one call of
-//! the runtime per batch, inlined after the merge).
+//! outside loops, a call of [`DEMOTION_FUNCTION`] per execution (inlined after the merge).
 //!
 //! An accumulated site's code has no branch but its guard's: its *rare* executions (r64 = ±0,
 //! r64 or r32 not finite, |r64| outside the refined reciprocal's range, `quotient`) add
@@ -15,7 +14,6 @@
 //! f32 form, the reciprocal sequence and two predicated adds, and the sites of a group are one
 //! straight run that ptxas schedules together (the reciprocals of one group interleave).
 
-use super::batch::Batches;
 use super::exceptions::{self, Close};
 use super::quotient;
 use super::{dest, reg, Scratch};
@@ -24,7 +22,7 @@ use crate::decode::Decoded;
 use crate::model::*;
 use crate::pass::demote::{f64_imm_to_f32, Plan};
 use crate::pass::shadow::{
-    ShadowError, Word, COPIES, FLUSH_FUNCTION, SHADOW_GLOBAL, WORDS_PER_SITE,
+    ShadowError, Word, COPIES, DEMOTION_FUNCTION, FLUSH_FUNCTION, SHADOW_GLOBAL, WORDS_PER_SITE,
 };
 use crate::rewrite::{call, instruction, int, Guarding, Rewriter};
 use std::collections::HashMap;
@@ -157,7 +155,7 @@ impl Accumulators {
         sites.sort_by_key(|a| a.index);
         let mut in_text_order = chosen.to_vec();
         in_text_order.sort_unstable();
-        let groups = exceptions::groups(d, &in_text_order, GROUP_SITES);
+        let groups = exceptions::groups(d, &in_text_order);
         let place = groups
             .iter()
             .enumerate()
@@ -470,9 +468,8 @@ fn guarded_by(mut s: Statement, pred: &str) -> Statement {
 
 /// The demotion error at instruction `j` of `d` (site `index`, f32 form from `p`): its f64
 /// operands rounded to f32 before it (under its guard), its f32 form after it, and then the
-/// accumulation into `acc` (of `accs`), or without one the copies for its batch in `batches`
-/// (and the batch's call after its last site). Returns the site's part of its group's rare
-/// path ([`Accumulators::close_groups`]; empty without `acc`).
+/// accumulation into `acc` (of `accs`), or the runtime call without one. Returns the site's
+/// part of its group's rare path ([`Accumulators::close_groups`]; empty without `acc`).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn measure(
     rw: &mut Rewriter,
@@ -483,7 +480,6 @@ pub(super) fn measure(
     p: &Plan,
     acc: Option<&Accumulator>,
     accs: &Accumulators,
-    batches: &Batches,
 ) -> Result<Vec<Statement>, ShadowError> {
     let inst = d.insts[j];
     let mut form = inst.clone();
@@ -513,15 +509,19 @@ pub(super) fn measure(
     form.operands[0] = reg(&r32);
     rw.insert_before(inst.id, before, Guarding::Keep)?;
     let Some(acc) = acc else {
-        // Outside every loop: the f32 form under the site's guard, then what its batch needs
-        // (batch.rs: the copies, the guard's bit, the one call after the batch's last site).
-        let after = vec![
+        let mut after = vec![
             Statement::Inst(form),
             instruction("cvt", &["f64", "f32"], vec![reg(&wide), reg(&r32)]),
         ];
+        after.extend(call(
+            DEMOTION_FUNCTION,
+            &[
+                ("b32", int(index.into())),
+                ("b64", reg(&r64)),
+                ("b64", reg(&wide)),
+            ],
+        ));
         rw.insert_after(inst.id, after, Guarding::Keep)?;
-        let batched = batches.after_site(rw, scratch, index, &r64, &wide)?;
-        rw.insert_after(inst.id, batched, Guarding::Ignore)?;
         return Ok(Vec::new());
     };
 
@@ -687,12 +687,6 @@ pub(super) fn measure(
     rare.push(Statement::Label(next, SrcLine(0)));
     Ok(rare)
 }
-
-/// Sites per group at most (then the next site outside a fusible span ends it): each keeps its
-/// r32 live until the close, and ptxas interleaves a group's sites, so a group holds more
-/// registers the longer it is; 8 (the exceptions' size) cost float_literal's loop kernel 19
-/// registers and half its occupancy on the H200 (112 → 131 registers, 7.3× → 10.2×).
-const GROUP_SITES: usize = 4;
 
 /// Scratch numbers: the group's "some execution was rare" predicate, and the first of the f32
 /// registers that keep each position's r32 until its group's close.
