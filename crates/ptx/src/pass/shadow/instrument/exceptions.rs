@@ -27,7 +27,8 @@ use crate::regs::RegId;
 use crate::rewrite::{call, instruction, int, Guarding, Rewriter};
 use std::collections::HashSet;
 
-/// A group reaching this many sites ends at the next site outside every fusible span: every
+/// A group reaching this many sites (the `size` of [`groups`]) ends at the next site outside
+/// every fusible span: every
 /// result and operand of a group stays live until its branch, so an unbounded group in a long
 /// block (an unrolled loop) costs many registers.
 const GROUP_SITES: usize = 8;
@@ -56,7 +57,11 @@ pub(super) enum Close {
 
 /// Sites `(instruction index in d, site index)` in text order, grouped (see the module docs;
 /// the demotion error's loop sites are grouped the same way, for their rare path).
-pub(super) fn groups(d: &Decoded, sites: &[(usize, u32)]) -> Vec<(Vec<(usize, u32)>, Close)> {
+pub(super) fn groups(
+    d: &Decoded,
+    sites: &[(usize, u32)],
+    size: usize,
+) -> Vec<(Vec<(usize, u32)>, Close)> {
     let cfg = Cfg::build(d);
     // A group cut for its size is not cut between a product ptxas may fuse and its adds: a
     // block boundary there could change what ptxas fuses (seen in options_f32 under `fast`).
@@ -91,7 +96,7 @@ pub(super) fn groups(d: &Decoded, sites: &[(usize, u32)]) -> Vec<(Vec<(usize, u3
                 close = Some(Close::Before(k));
                 break;
             }
-            if is_site && members.len() >= GROUP_SITES && !inside_a_span(k) {
+            if is_site && members.len() >= size && !inside_a_span(k) {
                 close = Some(Close::Before(k));
                 break;
             }
@@ -253,7 +258,7 @@ pub(super) fn instrument(
 ) -> Result<Vec<Statement>, ShadowError> {
     let mut slow = Vec::new();
     let acc = scratch.reg(rw, "pred", ACC)?;
-    for (members, close) in groups(d, sites) {
+    for (members, close) in groups(d, sites, GROUP_SITES) {
         let Some(&(first_j, first)) = members.first() else {
             continue;
         };
