@@ -49,8 +49,9 @@
 //   thread (in registers, or in a .local array past mantissa_ptx's ACCUMULATED_PER_FUNCTION):
 //   sum and max, the relative error computed inline exactly as mantissa_shadow_demotion does
 //   (the same sequence and range; the division, like the rare r64 == +-0 and non-finite
-//   executions, on an out-of-line path the code branches to and back from), summed with
-//   add.rn.f64, maximum by max.f64; its executions counted by a counter it shares with the
+//   executions, on an out-of-line path that a group of up to 4 sites branches to once and
+//   back from), summed with add.rn.f64, maximum by a compare and select (as max.f64 for
+//   these non-negative numbers); its executions counted by a counter it shares with the
 //   unguarded sites of its basic block. It counts its rare executions by one
 //   red.global.add.u64 per thread on the record's words, and mantissa_shadow_flush is called
 //   for it before every ret/exit of the function, with its counter's value. A measured
