@@ -439,6 +439,17 @@ impl Scratch {
     }
 }
 
+/// `s` under `@pred` (`@!pred` where `negated`).
+fn with_guard(mut s: Statement, negated: bool, pred: &str) -> Statement {
+    if let Statement::Inst(i) = &mut s {
+        i.guard = Some(Guard {
+            negated,
+            reg: pred.to_string(),
+        });
+    }
+    s
+}
+
 fn reg(name: &str) -> Operand {
     Operand::Reg(name.to_string())
 }

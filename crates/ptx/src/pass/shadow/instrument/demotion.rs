@@ -16,7 +16,7 @@
 
 use super::exceptions::{self, Close};
 use super::quotient;
-use super::{dest, reg, Scratch};
+use super::{dest, reg, with_guard, Scratch};
 use crate::cfg::Cfg;
 use crate::decode::Decoded;
 use crate::model::*;
@@ -228,18 +228,8 @@ impl Accumulators {
         for a in &self.sites {
             let (loads, [sum, max]) = a.totals(rw, scratch)?;
             code.extend(loads);
-            let count = match &self.counters[a.counter] {
-                Storage::Registers(regs) => regs[0].clone(),
-                Storage::Local { array, offset } => {
-                    let r = scratch.reg(rw, "u64", 0)?;
-                    code.push(instruction(
-                        "ld",
-                        &["local", "u64"],
-                        vec![reg(&r), local_word(array, *offset)],
-                    ));
-                    r
-                }
-            };
+            let (load, count) = self.counter(a, rw, scratch)?;
+            code.extend(load);
             code.extend(call(
                 FLUSH_FUNCTION,
                 &[
@@ -277,16 +267,14 @@ impl Accumulators {
                 Guarding::Ignore,
             )?;
             let branch = vec![
-                guarded_by(
+                with_guard(
                     instruction("bra", &[], vec![Operand::Symbol(label.clone())]),
+                    false,
                     &any,
                 ),
                 Statement::Label(back.clone(), SrcLine(0)),
             ];
-            match *close {
-                Close::Before(k) => rw.insert_before(d.insts[k].id, branch, Guarding::Ignore)?,
-                Close::After(k) => rw.insert_after(d.insts[k].id, branch, Guarding::Ignore)?,
-            }
+            close.insert(rw, d, branch)?;
             rare.push(Statement::Label(label, SrcLine(0)));
             for &(_, index) in members {
                 rare.extend(sections.remove(&index).unwrap_or_default());
@@ -306,27 +294,36 @@ impl Accumulators {
         if !a.counts {
             return Ok(Vec::new());
         }
+        let (mut code, r) = self.counter(a, rw, scratch)?;
+        code.push(instruction("add", &["u64"], vec![reg(&r), reg(&r), int(1)]));
+        if let Storage::Local { array, offset } = &self.counters[a.counter] {
+            code.push(instruction(
+                "st",
+                &["local", "u64"],
+                vec![local_word(array, *offset), reg(&r)],
+            ));
+        }
+        Ok(code)
+    }
+
+    /// The load that brings `a`'s execution counter into a register (none for a register
+    /// counter), and that register.
+    fn counter(
+        &self,
+        a: &Accumulator,
+        rw: &mut Rewriter,
+        scratch: &mut Scratch,
+    ) -> Result<(Vec<Statement>, String), ShadowError> {
         Ok(match &self.counters[a.counter] {
-            Storage::Registers(regs) => vec![instruction(
-                "add",
-                &["u64"],
-                vec![reg(&regs[0]), reg(&regs[0]), int(1)],
-            )],
+            Storage::Registers(regs) => (Vec::new(), regs[0].clone()),
             Storage::Local { array, offset } => {
                 let r = scratch.reg(rw, "u64", 0)?;
-                vec![
-                    instruction(
-                        "ld",
-                        &["local", "u64"],
-                        vec![reg(&r), local_word(array, *offset)],
-                    ),
-                    instruction("add", &["u64"], vec![reg(&r), reg(&r), int(1)]),
-                    instruction(
-                        "st",
-                        &["local", "u64"],
-                        vec![local_word(array, *offset), reg(&r)],
-                    ),
-                ]
+                let load = instruction(
+                    "ld",
+                    &["local", "u64"],
+                    vec![reg(&r), local_word(array, *offset)],
+                );
+                (vec![load], r)
             }
         })
     }
@@ -455,17 +452,6 @@ fn count_in_global(index: u32, w: Word) -> Statement {
     )
 }
 
-/// `s` under `@pred`.
-fn guarded_by(mut s: Statement, pred: &str) -> Statement {
-    if let Statement::Inst(i) = &mut s {
-        i.guard = Some(Guard {
-            negated: false,
-            reg: pred.to_string(),
-        });
-    }
-    s
-}
-
 /// The demotion error at instruction `j` of `d` (site `index`, f32 form from `p`): its f64
 /// operands rounded to f32 before it (under its guard), its f32 form after it, and then the
 /// accumulation into `acc` (of `accs`), or the runtime call without one. Returns the site's
@@ -575,12 +561,13 @@ pub(super) fn measure(
     let (loads, [sum, max]) = acc.totals(rw, scratch)?;
     after.extend(loads);
     after.extend([
-        unless(
+        with_guard(
             instruction(
                 "add",
                 &["rn", "f64"],
                 vec![reg(&sum), reg(&sum), reg(&at.e)],
             ),
+            true,
             &at.rare,
         ),
         instruction(
@@ -621,23 +608,14 @@ pub(super) fn measure(
     }
     let offset = scratch.reg(rw, "b32", 34)?;
     rare.extend(at.classes());
+    rare.extend(quotient::rare_test(
+        &offset,
+        &at.high,
+        &at.r32_finite,
+        &at.rare,
+    ));
     rare.extend([
-        instruction(
-            "sub",
-            &["u32"],
-            vec![reg(&offset), reg(&at.high), int(quotient::FAST_FROM.into())],
-        ),
-        instruction(
-            "setp",
-            &["ge", "or", "u32"],
-            vec![
-                reg(&at.rare),
-                reg(&offset),
-                int(quotient::FAST_SPAN.into()),
-                Operand::Not(Box::new(reg(&at.r32_finite))),
-            ],
-        ),
-        unless(to_next(), &at.rare),
+        with_guard(to_next(), true, &at.rare),
         // non_finite = r64 NaN or ±inf (exponent all ones), or r32 not finite.
         instruction(
             "setp",
@@ -665,13 +643,18 @@ pub(super) fn measure(
                 reg(&at.r32_finite),
             ],
         ),
-        guarded_by(count_in_global(index, Word::NonFinite), &at.non_finite),
-        guarded_by(
+        with_guard(
+            count_in_global(index, Word::NonFinite),
+            false,
+            &at.non_finite,
+        ),
+        with_guard(
             count_in_global(index, Word::ZeroReference),
+            false,
             &at.zero_reference,
         ),
-        guarded_by(to_next(), &at.non_finite),
-        guarded_by(to_next(), &at.zero_reference),
+        with_guard(to_next(), false, &at.non_finite),
+        with_guard(to_next(), false, &at.zero_reference),
         // Measured, with |r64| outside the range: the correctly rounded quotient.
         instruction("cvt", &["f64", "f32"], vec![reg(&wide), reg(&r32)]),
         instruction("abs", &["f64"], vec![reg(&at.a), reg(&r64)]),
@@ -766,24 +749,7 @@ impl Measured {
     }
 }
 
-/// `s` under `@!pred`.
-fn unless(mut s: Statement, pred: &str) -> Statement {
-    if let Statement::Inst(i) = &mut s {
-        i.guard = Some(Guard {
-            negated: true,
-            reg: pred.to_string(),
-        });
-    }
-    s
-}
-
 /// `s` where guard `g` is false.
-fn unless_guard(mut s: Statement, g: &Guard) -> Statement {
-    if let Statement::Inst(i) = &mut s {
-        i.guard = Some(Guard {
-            negated: !g.negated,
-            reg: g.reg.clone(),
-        });
-    }
-    s
+fn unless_guard(s: Statement, g: &Guard) -> Statement {
+    with_guard(s, !g.negated, &g.reg)
 }

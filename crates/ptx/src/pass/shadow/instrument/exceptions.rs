@@ -16,7 +16,7 @@
 //! subnormals; telling them apart needs the low word too, which costs more than it saves when
 //! zeros are rare; f32 zeros, common where f32 underflows, are told apart in the fast path).
 
-use super::{dest, reg, Scratch};
+use super::{dest, reg, with_guard, Scratch};
 use crate::cfg::Cfg;
 use crate::decode::Decoded;
 use crate::model::*;
@@ -53,6 +53,22 @@ const ZERO: usize = 25;
 pub(super) enum Close {
     Before(usize),
     After(usize),
+}
+
+impl Close {
+    /// `code` (a group's branch) where the group closes.
+    pub(super) fn insert(
+        self,
+        rw: &mut Rewriter,
+        d: &Decoded,
+        code: Vec<Statement>,
+    ) -> Result<(), ShadowError> {
+        match self {
+            Close::Before(k) => rw.insert_before(d.insts[k].id, code, Guarding::Ignore)?,
+            Close::After(k) => rw.insert_after(d.insts[k].id, code, Guarding::Ignore)?,
+        }
+        Ok(())
+    }
 }
 
 /// Sites `(instruction index in d, site index)` in text order, grouped (see the module docs;
@@ -127,16 +143,6 @@ fn zero(t: ValueType) -> Operand {
         ValueType::F32 => Imm::F32(0),
         _ => Imm::F64(0),
     })
-}
-
-fn with_guard(mut s: Statement, negated: bool, pred: &str) -> Statement {
-    if let Statement::Inst(i) = &mut s {
-        i.guard = Some(Guard {
-            negated,
-            reg: pred.to_string(),
-        });
-    }
-    s
 }
 
 /// `p = result is normal or zero`, and, for a guarded site, `p |= !guard`.
@@ -317,10 +323,7 @@ pub(super) fn instrument(
             ),
             Statement::Label(back, SrcLine(0)),
         ]);
-        match close {
-            Close::Before(k) => rw.insert_before(d.insts[k].id, branch, Guarding::Ignore)?,
-            Close::After(k) => rw.insert_after(d.insts[k].id, branch, Guarding::Ignore)?,
-        }
+        close.insert(rw, d, branch)?;
         slow.extend(slow_code);
     }
     Ok(slow)

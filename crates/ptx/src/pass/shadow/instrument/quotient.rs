@@ -105,23 +105,8 @@ pub(crate) struct Registers<'r> {
 /// profile fixture's sites: 13 DFMA/DMUL each that way, 5 without).
 pub(crate) fn code(r: &Registers) -> Vec<Statement> {
     let reg = |name: &str| Operand::Reg(name.to_string());
-    vec![
-        // rare = a outside the range (the offset wraps below it) or r32 not finite.
-        instruction(
-            "sub",
-            &["u32"],
-            vec![reg(r.offset), reg(r.high), int(FAST_FROM.into())],
-        ),
-        instruction(
-            "setp",
-            &["ge", "or", "u32"],
-            vec![
-                reg(r.rare),
-                reg(r.offset),
-                int(FAST_SPAN.into()),
-                Operand::Not(Box::new(reg(r.r32_finite))),
-            ],
-        ),
+    let mut code = rare_test(r.offset, r.high, r.r32_finite, r.rare).to_vec();
+    code.extend([
         instruction("neg", &["f64"], vec![reg(r.minus_a), reg(r.a)]),
         instruction("rcp", &["approx", "ftz", "f64"], vec![reg(r.y), reg(r.a)]),
         instruction(
@@ -144,6 +129,31 @@ pub(crate) fn code(r: &Registers) -> Vec<Statement> {
             "fma",
             &["rn", "f64"],
             vec![reg(r.e), reg(r.t), reg(r.y), reg(r.q)],
+        ),
+    ]);
+    code
+}
+
+/// `rare` = a outside the range (a's high word `high` less [`FAST_FROM`] in `offset` wraps
+/// below it) or r32 not finite (`r32_finite` false): what [`code`] tests, and what a rare path
+/// tests again.
+pub(crate) fn rare_test(offset: &str, high: &str, r32_finite: &str, rare: &str) -> [Statement; 2] {
+    let reg = |name: &str| Operand::Reg(name.to_string());
+    [
+        instruction(
+            "sub",
+            &["u32"],
+            vec![reg(offset), reg(high), int(FAST_FROM.into())],
+        ),
+        instruction(
+            "setp",
+            &["ge", "or", "u32"],
+            vec![
+                reg(rare),
+                reg(offset),
+                int(FAST_SPAN.into()),
+                Operand::Not(Box::new(reg(r32_finite))),
+            ],
         ),
     ]
 }
