@@ -45,7 +45,7 @@
 //! the reciprocal sequence, two predicated adds, no call and no branch (but a guarded site's
 //! jump over its code where the guard is false). An execution is *rare* where `|r64|` is
 //! outside the quotient's range (which takes in `r64 = ±0` and non-finite `r64`) or `r32` is
-//! not finite: it adds nothing there, and the sites' *groups* (cut as the exceptions' are,
+//! not finite: it adds nothing there, and the sites' *groups* (at most 4, cut as the exceptions' are,
 //! below) each branch once, where some execution was rare, to an out-of-line rare path (after
 //! the function's last instruction, jumping back), which counts a zero reference or a
 //! non-finite execution by one `red.global.add.u64`, or divides and accumulates.
