@@ -399,6 +399,99 @@ impl Control {
     }
 }
 
+/// Warp-collective operations: the lanes named by a member mask (the last operand; `activemask`
+/// has none) meet at one instruction and exchange values. PTX requires every non-exited lane of
+/// the mask to execute the same instruction with the same mask.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Warp {
+    /// `shfl.sync.{up,down,bfly,idx}.b32 d, a, b, c, membermask`: `a` of the lane that `b`
+    /// selects (clamped by `c`), or the lane's own `a` where that lane is out of range.
+    Shuffle(Shuffle),
+    /// `vote.sync.{all,any,uni,ballot}`: a predicate of every lane combined.
+    Vote(Vote),
+    /// `redux.sync.{add,min,max,and,or,xor}.{u32,s32,b32} d, a, membermask`.
+    Reduce(Reduce),
+    /// `activemask.b32 d`: the lanes executing it together.
+    ActiveMask,
+    /// `bar.warp.sync membermask`: the lanes wait for each other.
+    Sync,
+    /// `match.{any,all}.sync.{b32,b64}`: the lanes holding the same value.
+    Match {
+        /// `.all` (every lane the same value) rather than `.any`.
+        all: bool,
+    },
+}
+
+/// How `shfl.sync` picks its source lane.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+#[allow(missing_docs)] // PTX's mode names.
+pub enum Shuffle {
+    Up,
+    Down,
+    Bfly,
+    Idx,
+}
+
+/// What `vote.sync` computes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+#[allow(missing_docs)] // PTX's mode names.
+pub enum Vote {
+    All,
+    Any,
+    Uni,
+    Ballot,
+}
+
+/// What `redux.sync` computes over the lanes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+#[allow(missing_docs)] // PTX's operation names.
+pub enum Reduce {
+    Add,
+    Min,
+    Max,
+    And,
+    Or,
+    Xor,
+}
+
+/// The warp-collective operation an instruction is, if it is one.
+fn warp_op(opcode: &str, mods: &[String]) -> Option<Warp> {
+    let has = |m: &str| mods.iter().any(|x| x == m);
+    Some(match opcode {
+        "shfl" => Warp::Shuffle(match () {
+            _ if has("up") => Shuffle::Up,
+            _ if has("down") => Shuffle::Down,
+            _ if has("bfly") => Shuffle::Bfly,
+            _ if has("idx") => Shuffle::Idx,
+            _ => return None,
+        }),
+        "vote" => Warp::Vote(match () {
+            _ if has("all") => Vote::All,
+            _ if has("any") => Vote::Any,
+            _ if has("uni") => Vote::Uni,
+            _ if has("ballot") => Vote::Ballot,
+            _ => return None,
+        }),
+        "redux" => Warp::Reduce(match () {
+            _ if has("add") => Reduce::Add,
+            _ if has("min") => Reduce::Min,
+            _ if has("max") => Reduce::Max,
+            _ if has("and") => Reduce::And,
+            _ if has("or") => Reduce::Or,
+            _ if has("xor") => Reduce::Xor,
+            _ => return None,
+        }),
+        "activemask" => Warp::ActiveMask,
+        "bar" | "barrier" if has("warp") => Warp::Sync,
+        "match" => Warp::Match { all: has("all") },
+        _ => return None,
+    })
+}
+
 /// The read-modify-write of `atom`/`red`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -481,6 +574,8 @@ pub enum OpKind {
     Control(Control),
     /// `cvta`: address conversion between a state space and generic.
     Cvta,
+    /// A warp-collective operation (`shfl`, `vote`, `redux`, `activemask`, `bar.warp`, `match`).
+    Warp(Warp),
     /// Anything else, by its opcode.
     Other(String),
 }
@@ -599,82 +694,87 @@ pub fn decode(inst: &Instruction) -> Op {
         part = None;
     }
     let space_or = |d: Space| space.unwrap_or(d);
-    let kind = match inst.opcode.as_str() {
-        "add" => OpKind::Arith(Arith::Add),
-        "sub" => OpKind::Arith(Arith::Sub),
-        "mul" => OpKind::Arith(Arith::Mul),
-        "mad" | "fma" if is_float => OpKind::Fma,
-        "mad" => OpKind::Arith(Arith::Mad),
-        "neg" => OpKind::Arith(Arith::Neg),
-        "abs" => OpKind::Arith(Arith::Abs),
-        "min" => OpKind::Arith(Arith::Min),
-        "max" => OpKind::Arith(Arith::Max),
-        "rem" => OpKind::Arith(Arith::Rem),
-        "div" if is_float => OpKind::Div,
-        "div" => OpKind::Arith(Arith::IntDiv),
-        "rcp" => OpKind::Rcp,
-        "sqrt" => OpKind::Sqrt,
-        "rsqrt" => OpKind::Rsqrt,
-        "sin" => OpKind::Approx(MathFn::Sin),
-        "cos" => OpKind::Approx(MathFn::Cos),
-        "ex2" => OpKind::Approx(MathFn::Ex2),
-        "lg2" => OpKind::Approx(MathFn::Lg2),
-        "tanh" => OpKind::Approx(MathFn::Tanh),
-        "setp" | "set" => match cmp {
-            Some(c) => OpKind::Compare(c),
-            None => OpKind::Other(inst.opcode.clone()),
-        },
-        "selp" => OpKind::Select,
-        "cvt" => match (types[0], types[1]) {
-            (Some(to), Some(from)) => OpKind::Convert { from, to },
-            _ => OpKind::Other(inst.opcode.clone()),
-        },
-        "mov" => OpKind::Move {
-            reinterpret: inst
-                .operands
-                .iter()
-                .take(2)
-                .any(|o| matches!(o, Operand::Vector(_))),
-        },
-        "and" => OpKind::Bits(BitOp::And),
-        "or" => OpKind::Bits(BitOp::Or),
-        "xor" => OpKind::Bits(BitOp::Xor),
-        "not" => OpKind::Bits(BitOp::Not),
-        "cnot" => OpKind::Bits(BitOp::Cnot),
-        "shl" => OpKind::Bits(BitOp::Shl),
-        "shr" => OpKind::Bits(BitOp::Shr),
-        "shf" => OpKind::Bits(BitOp::Shf),
-        "popc" => OpKind::Bits(BitOp::Popc),
-        "clz" => OpKind::Bits(BitOp::Clz),
-        "brev" => OpKind::Bits(BitOp::Brev),
-        "bfe" => OpKind::Bits(BitOp::Bfe),
-        "bfi" => OpKind::Bits(BitOp::Bfi),
-        "bfind" => OpKind::Bits(BitOp::Bfind),
-        "prmt" => OpKind::Bits(BitOp::Prmt),
-        "lop3" => OpKind::Bits(BitOp::Lop3),
-        "testp" => OpKind::Bits(BitOp::Testp),
-        "copysign" => OpKind::Bits(BitOp::Copysign),
-        "ld" | "ldu" => OpKind::Load(space_or(Space::Generic)),
-        "tex" | "tld4" => OpKind::Load(Space::Tex),
-        "suld" => OpKind::Load(Space::Surf),
-        "st" => OpKind::Store(space_or(Space::Generic)),
-        "sust" => OpKind::Store(Space::Surf),
-        "atom" => OpKind::Atom(space_or(Space::Generic)),
-        "red" => OpKind::Red(space_or(Space::Generic)),
-        "call" => OpKind::Call,
-        "bra" => OpKind::Control(Control::Bra),
-        "brx" => OpKind::Control(Control::Brx),
-        "ret" => OpKind::Control(Control::Ret),
-        "exit" => OpKind::Control(Control::Exit),
-        "trap" => OpKind::Control(Control::Trap),
-        "bar" | "barrier" => OpKind::Control(Control::Barrier),
-        "membar" | "fence" => OpKind::Control(Control::Fence),
-        "cvta" => OpKind::Cvta,
-        other => OpKind::Other(other.to_string()),
+    let kind = if let Some(w) = warp_op(&inst.opcode, mods) {
+        OpKind::Warp(w)
+    } else {
+        match inst.opcode.as_str() {
+            "add" => OpKind::Arith(Arith::Add),
+            "sub" => OpKind::Arith(Arith::Sub),
+            "mul" => OpKind::Arith(Arith::Mul),
+            "mad" | "fma" if is_float => OpKind::Fma,
+            "mad" => OpKind::Arith(Arith::Mad),
+            "neg" => OpKind::Arith(Arith::Neg),
+            "abs" => OpKind::Arith(Arith::Abs),
+            "min" => OpKind::Arith(Arith::Min),
+            "max" => OpKind::Arith(Arith::Max),
+            "rem" => OpKind::Arith(Arith::Rem),
+            "div" if is_float => OpKind::Div,
+            "div" => OpKind::Arith(Arith::IntDiv),
+            "rcp" => OpKind::Rcp,
+            "sqrt" => OpKind::Sqrt,
+            "rsqrt" => OpKind::Rsqrt,
+            "sin" => OpKind::Approx(MathFn::Sin),
+            "cos" => OpKind::Approx(MathFn::Cos),
+            "ex2" => OpKind::Approx(MathFn::Ex2),
+            "lg2" => OpKind::Approx(MathFn::Lg2),
+            "tanh" => OpKind::Approx(MathFn::Tanh),
+            "setp" | "set" => match cmp {
+                Some(c) => OpKind::Compare(c),
+                None => OpKind::Other(inst.opcode.clone()),
+            },
+            "selp" => OpKind::Select,
+            "cvt" => match (types[0], types[1]) {
+                (Some(to), Some(from)) => OpKind::Convert { from, to },
+                _ => OpKind::Other(inst.opcode.clone()),
+            },
+            "mov" => OpKind::Move {
+                reinterpret: inst
+                    .operands
+                    .iter()
+                    .take(2)
+                    .any(|o| matches!(o, Operand::Vector(_))),
+            },
+            "and" => OpKind::Bits(BitOp::And),
+            "or" => OpKind::Bits(BitOp::Or),
+            "xor" => OpKind::Bits(BitOp::Xor),
+            "not" => OpKind::Bits(BitOp::Not),
+            "cnot" => OpKind::Bits(BitOp::Cnot),
+            "shl" => OpKind::Bits(BitOp::Shl),
+            "shr" => OpKind::Bits(BitOp::Shr),
+            "shf" => OpKind::Bits(BitOp::Shf),
+            "popc" => OpKind::Bits(BitOp::Popc),
+            "clz" => OpKind::Bits(BitOp::Clz),
+            "brev" => OpKind::Bits(BitOp::Brev),
+            "bfe" => OpKind::Bits(BitOp::Bfe),
+            "bfi" => OpKind::Bits(BitOp::Bfi),
+            "bfind" => OpKind::Bits(BitOp::Bfind),
+            "prmt" => OpKind::Bits(BitOp::Prmt),
+            "lop3" => OpKind::Bits(BitOp::Lop3),
+            "testp" => OpKind::Bits(BitOp::Testp),
+            "copysign" => OpKind::Bits(BitOp::Copysign),
+            "ld" | "ldu" => OpKind::Load(space_or(Space::Generic)),
+            "tex" | "tld4" => OpKind::Load(Space::Tex),
+            "suld" => OpKind::Load(Space::Surf),
+            "st" => OpKind::Store(space_or(Space::Generic)),
+            "sust" => OpKind::Store(Space::Surf),
+            "atom" => OpKind::Atom(space_or(Space::Generic)),
+            "red" => OpKind::Red(space_or(Space::Generic)),
+            "call" => OpKind::Call,
+            "bra" => OpKind::Control(Control::Bra),
+            "brx" => OpKind::Control(Control::Brx),
+            "ret" => OpKind::Control(Control::Ret),
+            "exit" => OpKind::Control(Control::Exit),
+            "trap" => OpKind::Control(Control::Trap),
+            "bar" | "barrier" => OpKind::Control(Control::Barrier),
+            "membar" | "fence" => OpKind::Control(Control::Fence),
+            "cvta" => OpKind::Cvta,
+            other => OpKind::Other(other.to_string()),
+        }
     };
     let writes = match &kind {
         OpKind::Call => Writes::CallReturns,
         OpKind::Store(_) | OpKind::Red(_) | OpKind::Control(_) => Writes::Nothing,
+        OpKind::Warp(Warp::Sync) => Writes::Nothing,
         OpKind::Other(name) if NO_RESULT.contains(&name.as_str()) => Writes::Nothing,
         _ => Writes::First,
     };
@@ -879,7 +979,12 @@ mod tests {
              mov.b64 %rd1, %fd1;\n\
              st.global.f64 [%rd1], %fd1;\n\
              ex2.approx.ftz.f32 %f1, %f2;\n\
-             shfl.sync.idx.b32 %r1, %r2, %r3, %r4, %r5;");
+             shfl.sync.idx.b32 %r1, %r2, %r3, %r4, %r5;\n\
+             vote.sync.ballot.b32 %r1, %p1, %r2;\n\
+             redux.sync.max.u32 %r1, %r2, %r3;\n\
+             activemask.b32 %r1;\n\
+             bar.warp.sync -1;\n\
+             bar.sync 0;");
         let k: Vec<&OpKind> = got.iter().map(|(_, o)| &o.kind).collect();
         assert_eq!(
             k,
@@ -902,7 +1007,12 @@ mod tests {
                 &OpKind::Move { reinterpret: false },
                 &OpKind::Store(Space::Global),
                 &OpKind::Approx(MathFn::Ex2),
-                &OpKind::Other("shfl".into()),
+                &OpKind::Warp(Warp::Shuffle(Shuffle::Idx)),
+                &OpKind::Warp(Warp::Vote(Vote::Ballot)),
+                &OpKind::Warp(Warp::Reduce(Reduce::Max)),
+                &OpKind::Warp(Warp::ActiveMask),
+                &OpKind::Warp(Warp::Sync),
+                &OpKind::Control(Control::Barrier),
             ]
         );
         let fma = &got[0].1;

@@ -4,6 +4,7 @@
 use super::approx;
 use super::bits::{bit_field_insert, testp};
 use super::round::{self, Mode};
+use super::warp;
 use super::{Executed, InterpError, Launch, Memory, Options, Run, LOCAL_BASE, SHARED_BASE};
 use crate::decode::Decoded;
 use crate::model::{Imm, Operand};
@@ -88,22 +89,25 @@ enum Flow {
 }
 
 /// One thread's state.
-struct Thread {
+pub(super) struct Thread {
     regs: Vec<u64>,
     written: Vec<bool>,
-    pc: usize,
+    pub pc: usize,
     tid: [u32; 3],
     local: Vec<u8>,
-    done: bool,
+    pub done: bool,
     at_barrier: bool,
-    steps: u64,
+    /// Stopped before a warp instruction whose guard holds, until its lanes run it together
+    /// ([`super::warp`]).
+    pub at_warp: bool,
+    pub steps: u64,
     /// The instruction being run is evaluated in f32 ([`Options::in_f32`]).
     narrow: bool,
 }
 
 /// What an instruction may touch besides its thread.
-struct Ctx<'a, 'f> {
-    d: &'a Decoded<'f>,
+pub(super) struct Ctx<'a, 'f> {
+    pub d: &'a Decoded<'f>,
     layout: &'a Layout,
     launch: Launch,
     ctaid: [u32; 3],
@@ -137,6 +141,7 @@ pub(super) fn run_block(
                     local: vec![0u8; layout.local_bytes],
                     done: false,
                     at_barrier: false,
+                    at_warp: false,
                     steps: 0,
                     narrow: false,
                 });
@@ -153,11 +158,17 @@ pub(super) fn run_block(
         observe,
     };
     loop {
-        for t in threads.iter_mut().filter(|t| !t.done) {
-            t.at_barrier = false;
+        for t in threads
+            .iter_mut()
+            .filter(|t| !t.done && !t.at_barrier && !t.at_warp)
+        {
             while !t.done && !t.at_barrier {
                 if t.pc >= d.len() {
                     t.done = true;
+                    break;
+                }
+                if warp::warp_op(&ctx, t.pc).is_some() && t.guard_holds(&ctx, t.pc)? {
+                    t.at_warp = true;
                     break;
                 }
                 t.steps += 1;
@@ -189,14 +200,22 @@ pub(super) fn run_block(
                 }
             }
         }
+        if warp::step(&mut ctx, &mut threads, options, out)? {
+            continue;
+        }
         if threads.iter().all(|t| t.done) {
             return Ok(());
         }
+        if threads.iter().all(|t| t.done || t.at_barrier) {
+            threads.iter_mut().for_each(|t| t.at_barrier = false);
+            continue;
+        }
+        return Err(warp::deadlock(&ctx, &threads));
     }
 }
 
 /// Names the function and instruction in an error raised below.
-fn locate(e: InterpError, d: &Decoded, k: usize) -> InterpError {
+pub(super) fn locate(e: InterpError, d: &Decoded, k: usize) -> InterpError {
     let function = d.function.name.clone();
     let inst = d.insts[k].to_string().trim().to_string();
     match e {
@@ -227,6 +246,16 @@ fn fault(why: String) -> InterpError {
 }
 
 impl Thread {
+    /// Whether instruction `k`'s guard (if any) lets it run.
+    fn guard_holds(&self, ctx: &Ctx, k: usize) -> Result<bool, InterpError> {
+        match &ctx.d.insts[k].guard {
+            Some(g) => {
+                Ok((self.reg(ctx, &g.reg).map_err(|e| locate(e, ctx.d, k))? & 1 == 1) != g.negated)
+            }
+            None => Ok(true),
+        }
+    }
+
     fn reg(&self, ctx: &Ctx, r: &str) -> Result<u64, InterpError> {
         if let Some(id) = ctx.d.regs.lookup(r) {
             if ctx.d.regs.reg_type(id).is_some() {
@@ -270,7 +299,7 @@ impl Thread {
     }
 
     /// The value of a source operand as a `ty`.
-    fn val(&self, ctx: &Ctx, o: &Operand, ty: ValueType) -> Result<u64, InterpError> {
+    pub(super) fn val(&self, ctx: &Ctx, o: &Operand, ty: ValueType) -> Result<u64, InterpError> {
         match o {
             Operand::Reg(r) if r == "%laneid" => {
                 let b = ctx.launch.block;
@@ -387,7 +416,7 @@ impl Thread {
     }
 
     /// Writes `v` to the destination operand (a register or a vector of them).
-    fn write(&mut self, ctx: &Ctx, o: &Operand, v: u64) -> Result<(), InterpError> {
+    pub(super) fn write(&mut self, ctx: &Ctx, o: &Operand, v: u64) -> Result<(), InterpError> {
         match o {
             Operand::Reg(r) if self.narrow && ctx.d.regs.is_f64(r) => {
                 self.set(ctx, r, f64::from(f32v(v)).to_bits())
@@ -599,6 +628,8 @@ impl Thread {
                 self.write(ctx, arg(0)?, v)?;
             }
             OpKind::Call => return Err(unsupported("calls")),
+            // Run for a warp's lanes together (`super::warp`), never one lane alone.
+            OpKind::Warp(_) => return Err(fault("a warp instruction run by one lane".into())),
             OpKind::Other(_) => {
                 return Err(unsupported("an instruction this crate does not decode"))
             }

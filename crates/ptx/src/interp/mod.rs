@@ -1,7 +1,7 @@
 //! A small PTX interpreter: runs a kernel on the CPU, one thread at a time (a small grid runs
-//! thread by thread, a block's threads in turns between barriers), so that any pass can be
-//! tested without a GPU: run the original and the rewritten kernel on the same inputs and
-//! compare what they write, instruction by instruction if need be.
+//! thread by thread, a block's threads in turns between barriers and warp instructions), so
+//! that any pass can be tested without a GPU: run the original and the rewritten kernel on the
+//! same inputs and compare what they write, instruction by instruction if need be.
 //!
 //! What it models: registers (as declared, special registers `%tid`, `%ntid`, `%ctaid`,
 //! `%nctaid`, `%laneid`), kernel parameters, global memory (a byte array the caller fills
@@ -12,7 +12,10 @@
 //! once), `.ftz` and `.sat` on f32, `min`/`max`/`abs`/`neg`/`copysign`/`testp`, `setp` with
 //! every comparison and a combining predicate, `selp`, `cvt` between integer and float types
 //! with every rounding and saturation, `mov` (vector packing included), loads, stores and
-//! atomics in every space, branches, `ret`/`exit`, barriers.
+//! atomics in every space, branches, `ret`/`exit`, barriers, and the warp-collective
+//! instructions (`activemask`, `vote.sync`, `shfl.sync`, `redux.sync`, `bar.warp.sync`,
+//! `match.any.sync`): the lanes of a warp that meet at one run it together (`interp/warp.rs`
+//! says how, and which schedule of the hardware's that is).
 //!
 //! One approximate instruction, `rcp.approx.ftz.f64`, runs by a **model** within the
 //! instruction's error, not the hardware's bits (`interp/approx.rs`): the correctly rounded
@@ -26,10 +29,10 @@
 //! What it refuses, with [`InterpError::Unsupported`] naming the instruction rather than
 //! computing something the GPU would not: every other approximate instruction (`.approx`,
 //! `.full`, `rsqrt`, `sin`, `ex2`, ...: their results are the hardware's), f16/bf16 arithmetic,
-//! calls, texture and surface accesses, warp-level operations, and anything [`crate::op`]
-//! decodes as [`OpKind::Other`](crate::op::OpKind::Other). A register read before any write,
-//! an out-of-range access, or integer division by zero is an error too. NaN results are the
-//! GPU's canonical NaN (all significand bits set).
+//! calls, texture and surface accesses, `match.all` (its predicate destination), and anything
+//! [`crate::op`] decodes as [`OpKind::Other`](crate::op::OpKind::Other). A register read before
+//! any write, an out-of-range access, or integer division by zero is an error too. NaN results
+//! are the GPU's canonical NaN (all significand bits set).
 //!
 //! [`run_observed`] calls a hook after every executed arithmetic instruction and conversion with
 //! its source operands' and result's bits ([`Executed`]): CPU oracles of instrumentation (the
@@ -41,6 +44,9 @@ mod exec;
 pub mod round;
 #[cfg(test)]
 mod tests;
+mod warp;
+#[cfg(test)]
+mod warp_tests;
 
 use crate::decode::Decoded;
 use crate::model::{FunctionKind, InstId, Item, Module, Statement, VarDecl};

@@ -31,7 +31,7 @@ impl Draw for Rng {
 }
 
 /// Runs `kernel` of `ptx` on `launch`, with arguments from the memory builder.
-fn go(
+pub(super) fn go(
     ptx: &str,
     kernel: &str,
     launch: Launch,
@@ -267,7 +267,7 @@ fn overflow_and_ties() {
 
 const HEADER: &str = ".version 8.0\n.target sm_90\n.address_size 64\n";
 
-fn kernel(body: &str, regs: &str) -> String {
+pub(super) fn kernel(body: &str, regs: &str) -> String {
     format!(
         "{HEADER}.visible .entry k(\n\t.param .u64 k_param_0\n)\n{{\n{regs}\n\tld.param.u64 %rd1, [k_param_0];\n\tcvta.to.global.u64 %rd2, %rd1;\n{body}\n\tret;\n}}\n"
     )
@@ -342,8 +342,8 @@ fn unknown_and_approximate_instructions_are_refused_by_name() {
             "sin.approx.f32",
         ),
         (
-            "\tmov.b32 %r1, 1;\n\tshfl.sync.idx.b32 %r2, %r1, 0, 31, -1;",
-            "shfl.sync.idx.b32",
+            "\tmov.b32 %r1, 1;\n\tmatch.all.sync.b32 %r2, %r1, -1;",
+            "match.all.sync.b32",
         ),
         (
             "\tadd.f32 %f2, %f1, %f1;",
