@@ -366,6 +366,8 @@ pub enum BitOp {
     Bfe,
     Bfi,
     Bfind,
+    /// `bfind.shiftamt`: the left shift that brings the bit `bfind` finds to the top.
+    BfindShiftAmount,
     Prmt,
     Lop3,
     Testp,
@@ -747,6 +749,9 @@ pub fn decode(inst: &Instruction) -> Op {
             "brev" => OpKind::Bits(BitOp::Brev),
             "bfe" => OpKind::Bits(BitOp::Bfe),
             "bfi" => OpKind::Bits(BitOp::Bfi),
+            "bfind" if mods.iter().any(|m| m == "shiftamt") => {
+                OpKind::Bits(BitOp::BfindShiftAmount)
+            }
             "bfind" => OpKind::Bits(BitOp::Bfind),
             "prmt" => OpKind::Bits(BitOp::Prmt),
             "lop3" => OpKind::Bits(BitOp::Lop3),

@@ -23,6 +23,9 @@ pub(super) struct Layout {
     pub local_bytes: usize,
 }
 
+/// The SMs the interpreter's blocks are placed on (`%smid`, `%nsmid`): an H100's or H200's 132.
+const SMS: u32 = 132;
+
 const F32_NAN: u32 = 0x7fff_ffff;
 const F64_NAN: u64 = 0x7fff_ffff_ffff_ffff;
 
@@ -114,6 +117,8 @@ pub(super) struct Ctx<'a, 'f> {
     mem: &'a mut Memory,
     shared: &'a mut Vec<u8>,
     observe: &'a mut dyn FnMut(&Executed),
+    /// [`Options::undefined_reads`].
+    undefined_reads: Option<u64>,
 }
 
 /// Runs every thread of block `ctaid` of `launch` to its end, telling `observe` what each
@@ -156,6 +161,7 @@ pub(super) fn run_block(
         mem,
         shared: &mut shared,
         observe,
+        undefined_reads: options.undefined_reads,
     };
     loop {
         for t in threads
@@ -261,12 +267,20 @@ impl Thread {
             if ctx.d.regs.reg_type(id).is_some() {
                 let k = id.0 as usize;
                 if !self.written[k] {
-                    return Err(fault(format!(
-                        "{r} is read before any instruction writes it"
-                    )));
+                    return ctx.undefined_reads.ok_or_else(|| {
+                        fault(format!("{r} is read before any instruction writes it"))
+                    });
                 }
                 return Ok(self.regs[k]);
             }
+        }
+        // Block b runs on SM b mod SMS (any SM is a valid placement).
+        let block =
+            ctx.ctaid[0] + ctx.launch.grid[0] * (ctx.ctaid[1] + ctx.launch.grid[1] * ctx.ctaid[2]);
+        match r {
+            "%smid" => return Ok(u64::from(block % SMS)),
+            "%nsmid" => return Ok(u64::from(SMS)),
+            _ => {}
         }
         let (name, dim) = r
             .rsplit_once('.')
@@ -782,6 +796,16 @@ fn compute(op: &Op, s: [u64; 3], ty: ValueType) -> Result<u64, InterpError> {
                 BitOp::Popc => u64::from(mask(a, ty).count_ones()),
                 BitOp::Clz => u64::from(mask(a, ty).leading_zeros() - (64 - bits)),
                 BitOp::Brev => mask(a, ty).reverse_bits() >> (64 - bits),
+                // The most significant bit that differs from the sign (signed) or is set;
+                // all ones when there is none.
+                BitOp::Bfind | BitOp::BfindShiftAmount => {
+                    let v = if signed && sext(a, bits) < 0 { !a } else { a };
+                    match mask(v, ty) {
+                        0 => u64::from(u32::MAX),
+                        v if *bop == BitOp::Bfind => u64::from(63 - v.leading_zeros()),
+                        v => u64::from(v.leading_zeros() - (64 - bits)),
+                    }
+                }
                 _ => return Err(unsupported("this bit operation")),
             }
         }

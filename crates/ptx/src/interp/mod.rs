@@ -4,7 +4,7 @@
 //! same inputs and compare what they write, instruction by instruction if need be.
 //!
 //! What it models: registers (as declared, special registers `%tid`, `%ntid`, `%ctaid`,
-//! `%nctaid`, `%laneid`), kernel parameters, global memory (a byte array the caller fills
+//! `%nctaid`, `%laneid`, and `%smid`/`%nsmid`: block b on SM b mod 132), kernel parameters, global memory (a byte array the caller fills
 //! through [`Memory`]; module `.global`/`.const` variables live there too, with their numeric
 //! initialisers), shared memory per block and local memory per thread, generic addresses
 //! (`cvta`); integer arithmetic at its width (`.lo`/`.hi`/`.wide`, `.sat`), bit operations,
@@ -165,6 +165,12 @@ pub struct Options {
     /// exact widening of the f32 result. What per-instruction demotion means, for checking a
     /// rewrite against it or for trying a configuration without one.
     pub in_f32: HashSet<InstId>,
+    /// What a register read before any instruction wrote it gives: `None` (the default), an
+    /// error ([`InterpError::Fault`]), which catches a pass that forgot a definition; `Some(v)`,
+    /// the bits `v`. NVVM's own code reads such registers where the value is discarded on that
+    /// path (an LLVM `undef`, say a result masked by a predicate that is false there), so a
+    /// module with NVRTC-compiled functions merged in runs with a value that shows if it leaks.
+    pub undefined_reads: Option<u64>,
 }
 
 impl Default for Options {
@@ -172,6 +178,7 @@ impl Default for Options {
         Options {
             steps: 10_000_000,
             in_f32: HashSet::new(),
+            undefined_reads: None,
         }
     }
 }

@@ -1,10 +1,12 @@
 //! The instrumented demotion code itself, run in the interpreter and checked against the CPU
 //! oracle: the per-thread accumulation, the rare-case atomics, guards, loops and the flush at
-//! every exit. The interpreter has no calls or warp operations, so each flush call is replaced
-//! by what the runtime's contract says it adds (`mantissa_shadow.cuh`: COUNT += count,
-//! SUM += sum, MAX = max(MAX, max)) as plain atomics under the call's guard; sites past the
-//! accumulation cap call the runtime per execution and are not covered here (the GPU tests are):
-//! the pass is run with every site accumulated, in registers or in the `.local` array.
+//! every exit. The interpreter has no calls, so each flush call is replaced by what the
+//! runtime's contract says it adds (`mantissa_shadow.cuh`: COUNT += count, SUM += sum,
+//! MAX = max(MAX, max)) as plain atomics under the call's guard; sites past the accumulation cap
+//! call the runtime per execution and are not covered here: the pass is run with every site
+//! accumulated, in registers or in the `.local` array. The runtime itself (its per-execution
+//! function, warp reductions and flush, inlined) runs in the interpreter in
+//! `tests/shadow_interp.rs`, and on the GPU in `tests/shadow_gpu.rs`.
 
 use super::oracle::expected;
 use super::oracle_tests::{known_module, launch_args};

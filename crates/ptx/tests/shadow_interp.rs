@@ -1,0 +1,318 @@
+//! The shadow pass's GPU checks without a GPU (needs NVRTC for the known kernels and the
+//! runtime; skips without it, fails under `MANTISSA_REQUIRE_NVRTC=1`): the instrumented module,
+//! merged with the runtime and with every runtime function inlined (the interpreter has no
+//! calls), runs in the PTX interpreter — the runtime's warp reductions, atomics and flushes
+//! included — and must
+//! - compute the bits of the kernel as written;
+//! - give, per site, exactly the counts and maxima the CPU oracle computes from the original
+//!   kernel (`oracle::expected`), and sums within the bound of summation order;
+//! - report the seeded exceptions on exactly their lines and nothing on clean kernels;
+//! - instrumented with shadow values, give the same statistics whether the sites outside loops
+//!   add to the global at once (the runtime's `_once` forms: ballots, shuffles, `redux.sync`)
+//!   or count into thread records (the form the crate's own interpreter tests check against
+//!   hand-worked values).
+//!
+//! So the straight-line sites' per-execution runtime functions, which the tests inside the crate
+//! replace by their contract or avoid, are checked as the device runs them. The GPU test
+//! (`shadow_gpu.rs`) makes the same checks on the hardware, whose warps schedule as they do.
+
+#[path = "support/shadow_check.rs"]
+mod check;
+#[path = "support/shadow_known.rs"]
+mod known;
+#[path = "support/modules.rs"]
+mod modules;
+
+use check::{assert_agree, assert_same_values, interp_args, oracle_of};
+use known::{Case, Param};
+use mantissa_gpu::testing::require_nvrtc_or_skip;
+use mantissa_gpu::{runtime, Compiler, FlagSet, Source, Target};
+use mantissa_ptx::interp::{self, Launch, Memory};
+use mantissa_ptx::link::merge_runtime;
+use mantissa_ptx::pass::shadow::{
+    instrument, oracle, ErrorStats, ExceptionCounts, ShadowOptions, ShadowReport, SiteStats,
+};
+use mantissa_ptx::pass::shadow_values::{self, ValueStats};
+use mantissa_ptx::{Module, Operand};
+use modules::{parse_clean, target_arch};
+
+/// What a register NVVM's runtime code reads before writing reads (the value is discarded on
+/// such paths; a NaN's bits, so that it shows if it is not).
+const UNDEFINED: u64 = 0x7ff4_dead_dead_dead;
+
+/// `merged` with every called function inlined, so that the interpreter can run it.
+fn without_calls(merged: &Module) -> Module {
+    let called: Vec<String> = merged
+        .functions()
+        .flat_map(|f| f.instructions())
+        .filter(|i| i.opcode == "call")
+        .filter_map(|i| {
+            i.operands.iter().find_map(|o| match o {
+                Operand::Symbol(name) => Some(name.clone()),
+                _ => None,
+            })
+        })
+        .collect();
+    if called.is_empty() {
+        return merged.clone();
+    }
+    let names: Vec<&str> = called.iter().map(String::as_str).collect();
+    mantissa_ptx::pass::inline::inline(merged, &names)
+        .unwrap_or_else(|e| panic!("inlining {names:?}: {e}"))
+        .module
+}
+
+/// Runs `case` on `m` in the interpreter; its output arrays as bits, and the memory.
+fn run_case(m: &Module, case: &Case) -> (Vec<Vec<u64>>, Memory) {
+    run_case_in(m, case, Memory::new())
+}
+
+/// [`run_case`] in `mem` (module variables already written there keep their bytes).
+fn run_case_in(m: &Module, case: &Case, mut mem: Memory) -> (Vec<Vec<u64>>, Memory) {
+    let args = interp_args(&mut mem, case);
+    let options = interp::Options {
+        undefined_reads: Some(UNDEFINED),
+        ..interp::Options::default()
+    };
+    interp::run_with(
+        m,
+        case.kernel,
+        Launch::linear(case.blocks, case.threads),
+        &args,
+        &mut mem,
+        &options,
+    )
+    .unwrap_or_else(|e| panic!("{}: {e}", case.kernel));
+    let outputs = case
+        .params
+        .iter()
+        .zip(&args)
+        .filter_map(|(p, a)| {
+            let at = u64::from_le_bytes(a.0.clone().try_into().ok()?);
+            let bits: Vec<u64> = match p {
+                Param::OutF64(n) => mem
+                    .read_f64s(at, *n)
+                    .ok()?
+                    .iter()
+                    .map(|x| x.to_bits())
+                    .collect(),
+                Param::OutF32(n) => mem
+                    .read_f32s(at, *n)
+                    .ok()?
+                    .iter()
+                    .map(|x| u64::from(x.to_bits()))
+                    .collect(),
+                _ => return None,
+            };
+            Some(bits)
+        })
+        .collect();
+    (outputs, mem)
+}
+
+/// The bytes of module variable `global` after a run.
+fn global_bytes(m: &Module, mem: &Memory, global: &str, bytes: usize, what: &str) -> Vec<u8> {
+    let mut mem = mem.clone();
+    let at = mem
+        .symbol(m, global)
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    mem.read(at, bytes)
+        .unwrap_or_else(|e| panic!("{what}: {e}"))
+        .to_vec()
+}
+
+/// `case` on `m` as written and instrumented with `options`, both in the interpreter; asserts
+/// identical outputs and returns the report with the statistics read back.
+fn run_instrumented(
+    nvrtc: &Compiler,
+    what: &str,
+    m: &Module,
+    case: &Case,
+    options: &ShadowOptions,
+) -> (ShadowReport, Vec<SiteStats>) {
+    let (as_written, _) = run_case(m, case);
+    let out = instrument(m, options).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let rt = runtime::compile(nvrtc, &runtime::SHADOW, target_arch(m))
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let merged = merge_runtime(&out.module, &rt).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let runnable = without_calls(&merged);
+    let (outputs, mem) = run_case(&runnable, case);
+    assert!(
+        outputs == as_written,
+        "{what}: the instrumented kernel computes other bits than the kernel as written"
+    );
+    let report = out.report;
+    let bytes = global_bytes(&runnable, &mem, &report.global, report.global_bytes(), what);
+    let stats = report
+        .decode(&bytes)
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    (report, stats)
+}
+
+fn known_module(nvrtc: &Compiler, flags: FlagSet) -> Module {
+    let source = Source::new(known::KNOWN_NAME, known::KNOWN);
+    let compiled = nvrtc
+        .compile(&source, flags, Target::Ptx(mantissa_gpu::Arch::new(9, 0)))
+        .unwrap_or_else(|e| panic!("{e}"));
+    parse_clean("known.cu", &compiled.ptx)
+}
+
+#[test]
+fn known_kernels_agree_with_the_oracle_and_compute_the_same_bits() {
+    let Some(nvrtc) = require_nvrtc_or_skip() else {
+        return;
+    };
+    let all = ShadowOptions::all();
+    for flags in [FlagSet::DEFAULT, FlagSet::NOFMA] {
+        let m = known_module(&nvrtc, flags);
+        for case in known::gpu_cases() {
+            let what = format!("{} {flags}", case.kernel);
+            let (report, got) = run_instrumented(&nvrtc, &what, &m, &case, &all);
+            assert_agree(&what, &report, &got, &oracle_of(&m, &case, &all));
+            let lines = known::exception_lines(&report, &got, case.kernel);
+            if case.kernel == "exceptions" {
+                assert_eq!(lines, known::exceptions_expected(128), "{what}");
+            } else {
+                assert_eq!(
+                    lines,
+                    Vec::<(u32, ExceptionCounts)>::new(),
+                    "{what}: a clean kernel"
+                );
+            }
+        }
+        // (1 + x) − 1 on 256 threads: the subtraction's error is exactly 1 on each.
+        let case = known::one_plus_x(4, 64);
+        let (report, s) = run_instrumented(&nvrtc, "one_plus_x", &m, &case, &all);
+        let sub = known::on_line(&report, &s, case.kernel, known::line_of("minus_one"));
+        assert_eq!(
+            sub.demotion,
+            ErrorStats {
+                count: 256,
+                sum: 256.0,
+                max: 1.0,
+                zero_reference: 0,
+                non_finite: 0
+            },
+            "{flags}"
+        );
+    }
+}
+
+#[test]
+fn each_analysis_alone_and_a_subset_of_sites_agree_with_the_oracle() {
+    let Some(nvrtc) = require_nvrtc_or_skip() else {
+        return;
+    };
+    let m = known_module(&nvrtc, FlagSet::DEFAULT);
+    // A partial last warp too: 2 blocks of 48 threads.
+    for case in [known::exceptions(2, 64), known::exceptions(2, 48)] {
+        let sites = instrument(&m, &ShadowOptions::all())
+            .unwrap()
+            .report
+            .sites
+            .len() as u32;
+        for options in [
+            ShadowOptions {
+                exceptions: false,
+                ..ShadowOptions::all()
+            },
+            ShadowOptions {
+                demotion: false,
+                ..ShadowOptions::all()
+            },
+            ShadowOptions {
+                only: Some(sites / 2..sites),
+                ..ShadowOptions::all()
+            },
+        ] {
+            let what = format!("exceptions {} threads {options:?}", case.threads);
+            let (report, got) = run_instrumented(&nvrtc, &what, &m, &case, &options);
+            assert_agree(&what, &report, &got, &oracle_of(&m, &case, &options));
+        }
+    }
+}
+
+#[test]
+fn a_guarded_self_overwriting_kernel_agrees_with_the_oracle() {
+    let Some(nvrtc) = require_nvrtc_or_skip() else {
+        return;
+    };
+    // profile.ptx: `@%p2 mul.rn.f64 %fd1, %fd1, 2` on even threads, sqrt and add in place.
+    let m = parse_clean("profile", include_str!("fixtures/count/profile.ptx"));
+    let all = ShadowOptions::all();
+    let case = Case {
+        kernel: "profile",
+        blocks: 2,
+        threads: 128,
+        params: vec![Param::OutF64(256), Param::Int(5)],
+    };
+    let (report, got) = run_instrumented(&nvrtc, "profile", &m, &case, &all);
+    assert_agree("profile", &report, &got, &oracle_of(&m, &case, &all));
+    let mul = report
+        .sites
+        .iter()
+        .position(|s| s.opcode == "mul.rn.f64")
+        .expect("a mul site");
+    let d = got[mul].demotion.unwrap_or_default();
+    assert_eq!(d.count + d.zero_reference + d.non_finite, 128);
+}
+
+/// `case` on `m` instrumented with shadow values (thread records everywhere when
+/// `records_everywhere`), run in the interpreter with no registered buffer; asserts the outputs
+/// are the kernel's as written and returns the statistics of the sites and re-seed points.
+fn run_values(
+    nvrtc: &Compiler,
+    what: &str,
+    m: &Module,
+    case: &Case,
+    records_everywhere: bool,
+) -> (Vec<ValueStats>, Vec<ValueStats>) {
+    let (as_written, _) = run_case(m, case);
+    let out = shadow_values::instrument_with(m, records_everywhere)
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let rt = runtime::compile(nvrtc, &runtime::SHADOW_VALUES, target_arch(m))
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let merged = merge_runtime(&out.module, &rt).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let runnable = without_calls(&merged);
+    let report = out.report;
+    let mut mem = Memory::new();
+    let table = shadow_values::table_bytes(&[]).unwrap_or_else(|e| panic!("{e}"));
+    let at = mem
+        .symbol(&runnable, &report.table)
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    mem.write(at, &table)
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let (outputs, mem) = run_case_in(&runnable, case, mem);
+    assert!(
+        outputs == as_written,
+        "{what}: the instrumented kernel computes other bits than the kernel as written"
+    );
+    let bytes = global_bytes(&runnable, &mem, &report.global, report.global_bytes(), what);
+    let stats = report
+        .decode(&bytes)
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    (stats.sites, stats.reseeds)
+}
+
+#[test]
+fn shadow_values_outside_loops_add_at_once_what_thread_records_add() {
+    let Some(nvrtc) = require_nvrtc_or_skip() else {
+        return;
+    };
+    let mut measured = 0;
+    for flags in [FlagSet::DEFAULT, FlagSet::NOFMA] {
+        let m = known_module(&nvrtc, flags);
+        let mut cases = known::gpu_cases().to_vec();
+        // A partial last warp: the `_once` forms combine only the lanes that exist.
+        cases.push(known::exceptions(2, 48));
+        for case in cases {
+            let what = format!("{} {} threads {flags}", case.kernel, case.threads);
+            let (sites, reseeds) = run_values(&nvrtc, &what, &m, &case, false);
+            let (want_sites, want_reseeds) = run_values(&nvrtc, &what, &m, &case, true);
+            assert_same_values(&what, &sites, &want_sites);
+            assert_same_values(&what, &reseeds, &want_reseeds);
+            measured += sites.iter().filter(|s| s.local.count > 0).count();
+        }
+    }
+    assert!(measured > 0, "some site measured a local error");
+}
