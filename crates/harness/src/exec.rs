@@ -13,9 +13,11 @@
 
 use crate::data::{from_f64, Inputs};
 use crate::expr::Val;
-use crate::spec::{lookup, ArgSpec, CopyRange, CopySide, Quantity, Spec, Step, StepKind};
+use crate::spec::{lookup, Arg, ArgSpec, CopyRange, CopySide, Quantity, Spec, Step, StepKind};
 use crate::validate::{Plan, PlannedArg, ScalarKind};
-use mantissa_gpu::{DeviceBuffer, Gpu, GpuError, HostData, KernelArg, LaunchDims, Mark, Module};
+use mantissa_gpu::{
+    DeviceBuffer, Gpu, GpuError, HostData, KernelArg, LaunchDims, Mark, Module, Scalar,
+};
 use std::collections::HashMap;
 
 /// How often to run.
@@ -125,8 +127,8 @@ pub fn gpu_err(what: impl Into<String>) -> impl FnOnce(GpuError) -> ExecError {
 
 /// Loop state: each enclosing repeat's counter name (or its path) and iteration.
 #[derive(Default)]
-struct Counters {
-    stack: Vec<(String, bool, i64)>,
+pub(crate) struct Counters {
+    pub(crate) stack: Vec<(String, bool, i64)>,
 }
 
 impl Counters {
@@ -138,7 +140,7 @@ impl Counters {
             .collect()
     }
 
-    fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         if self.stack.is_empty() {
             return String::new();
         }
@@ -154,6 +156,84 @@ impl Counters {
             })
             .collect();
         format!(", iteration {}", parts.join(", "))
+    }
+}
+
+/// `q`'s value under the loop counters `c` and the spec's sizes.
+pub(crate) fn eval(spec: &Spec, q: &Quantity, c: &Counters) -> Result<Val, String> {
+    let counters = c.values();
+    q.expr
+        .eval(&|n| lookup(&counters, n).or_else(|| lookup(&spec.sizes, n)))
+        .map_err(|e| {
+            format!(
+                "{} = \"{}\": found {}; accepted {}",
+                q.field, q.text, e.found, e.accepted
+            )
+        })
+}
+
+/// `q` as a launch dimension or count: an integer from `min` to `u32::MAX`.
+pub(crate) fn dim(spec: &Spec, q: &Quantity, c: &Counters, min: i64) -> Result<u32, String> {
+    let v = eval(spec, q, c)?;
+    match v.as_integer() {
+        Some(i) if i >= min && i <= u32::MAX as i64 => Ok(i as u32),
+        _ => {
+            // `/` divides exactly in spec expressions, unlike C's integer division.
+            let hint = if v.as_integer().is_none() && q.text.contains('/') {
+                " (`/` divides exactly: write ceil(...) or floor(...))"
+            } else {
+                ""
+            };
+            Err(format!(
+                "{} = \"{}\" is {v}; accepted an integer from {min} to {}{hint}",
+                q.field,
+                q.text,
+                u32::MAX
+            ))
+        }
+    }
+}
+
+/// Up to three dimensions (1 where absent).
+pub(crate) fn dims3(spec: &Spec, qs: &[Quantity], c: &Counters) -> Result<(u32, u32, u32), String> {
+    let mut d = [1u32; 3];
+    for (i, q) in qs.iter().enumerate().take(3) {
+        d[i] = dim(spec, q, c, 1)?;
+    }
+    Ok((d[0], d[1], d[2]))
+}
+
+/// The scalar launch argument `a` passes as `p` planned it, under the loop counters `c`;
+/// `None` for a buffer (whose pointer the caller passes: [`buffer_arg`]).
+pub(crate) fn scalar_arg(
+    spec: &Spec,
+    a: &Arg,
+    p: &PlannedArg,
+    c: &Counters,
+) -> Result<Option<Scalar>, String> {
+    match (&a.spec, p) {
+        (_, PlannedArg::Buffer(_)) => Ok(None),
+        (ArgSpec::Value(q), PlannedArg::Scalar(kind)) => {
+            let v = eval(spec, q, c)?;
+            Ok(Some(
+                kind.convert(v).map_err(|e| format!("{}: {e}", a.field))?,
+            ))
+        }
+        (ArgSpec::Typed(_, q), PlannedArg::Typed(d)) => {
+            let v = eval(spec, q, c)?;
+            Ok(Some(
+                ScalarKind::convert_typed(*d, v).map_err(|e| format!("{}: {e}", a.field))?,
+            ))
+        }
+        _ => Err("argument plan mismatch (an internal error)".into()),
+    }
+}
+
+/// The buffer a planned argument names ("" for a scalar).
+pub(crate) fn buffer_arg(p: &PlannedArg) -> &str {
+    match p {
+        PlannedArg::Buffer(b) => b,
+        _ => "",
     }
 }
 
@@ -226,44 +306,15 @@ impl<'a> Steps<'a> {
     }
 
     fn eval(&self, q: &Quantity, c: &Counters) -> Result<Val, String> {
-        let counters = c.values();
-        q.expr
-            .eval(&|n| lookup(&counters, n).or_else(|| lookup(&self.spec.sizes, n)))
-            .map_err(|e| {
-                format!(
-                    "{} = \"{}\": found {}; accepted {}",
-                    q.field, q.text, e.found, e.accepted
-                )
-            })
+        eval(self.spec, q, c)
     }
 
     fn dim(&self, q: &Quantity, c: &Counters, min: i64) -> Result<u32, String> {
-        let v = self.eval(q, c)?;
-        match v.as_integer() {
-            Some(i) if i >= min && i <= u32::MAX as i64 => Ok(i as u32),
-            _ => {
-                // `/` divides exactly in spec expressions, unlike C's integer division.
-                let hint = if v.as_integer().is_none() && q.text.contains('/') {
-                    " (`/` divides exactly: write ceil(...) or floor(...))"
-                } else {
-                    ""
-                };
-                Err(format!(
-                    "{} = \"{}\" is {v}; accepted an integer from {min} to {}{hint}",
-                    q.field,
-                    q.text,
-                    u32::MAX
-                ))
-            }
-        }
+        dim(self.spec, q, c, min)
     }
 
     fn dims3(&self, qs: &[Quantity], c: &Counters) -> Result<(u32, u32, u32), String> {
-        let mut d = [1u32; 3];
-        for (i, q) in qs.iter().enumerate().take(3) {
-            d[i] = self.dim(q, c, 1)?;
-        }
-        Ok((d[0], d[1], d[2]))
+        dims3(self.spec, qs, c)
     }
 
     fn steps(
@@ -302,36 +353,20 @@ impl<'a> Steps<'a> {
                     self.first_launch.get_or_insert(dims);
                     let mut args = Vec::with_capacity(l.args.len());
                     for (a, p) in l.args.iter().zip(&r.args) {
-                        let arg = match (&a.spec, p) {
-                            (_, PlannedArg::Buffer(b)) => match bufs.get(b) {
+                        let arg = match scalar_arg(self.spec, a, p, c).map_err(|e| fail(c, e))? {
+                            Some(scalar) => KernelArg::Scalar(scalar),
+                            None => match bufs.get(buffer_arg(p)) {
                                 Some(buf) => KernelArg::Buffer(buf),
                                 None => {
                                     return Err(fail(
                                         c,
-                                        format!("buffer '{b}' is missing (an internal error)"),
+                                        format!(
+                                            "buffer '{}' is missing (an internal error)",
+                                            buffer_arg(p)
+                                        ),
                                     ))
                                 }
                             },
-                            (ArgSpec::Value(q), PlannedArg::Scalar(kind)) => {
-                                let v = self.eval(q, c).map_err(|e| fail(c, e))?;
-                                KernelArg::Scalar(
-                                    kind.convert(v)
-                                        .map_err(|e| fail(c, format!("{}: {e}", a.field)))?,
-                                )
-                            }
-                            (ArgSpec::Typed(_, q), PlannedArg::Typed(d)) => {
-                                let v = self.eval(q, c).map_err(|e| fail(c, e))?;
-                                KernelArg::Scalar(
-                                    ScalarKind::convert_typed(*d, v)
-                                        .map_err(|e| fail(c, format!("{}: {e}", a.field)))?,
-                                )
-                            }
-                            _ => {
-                                return Err(fail(
-                                    c,
-                                    "argument plan mismatch (an internal error)".into(),
-                                ))
-                            }
                         };
                         args.push(arg);
                     }

@@ -37,6 +37,7 @@ pub mod data;
 pub mod device_compare;
 pub mod exec;
 pub mod expr;
+pub mod interp_steps;
 pub mod npy;
 pub mod run;
 pub mod spec;

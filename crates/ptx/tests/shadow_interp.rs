@@ -33,7 +33,7 @@ use mantissa_ptx::pass::shadow::{
     instrument, oracle, ErrorStats, ExceptionCounts, ShadowOptions, ShadowReport, SiteStats,
 };
 use mantissa_ptx::pass::shadow_values::{self, ValueStats};
-use mantissa_ptx::{Module, Operand};
+use mantissa_ptx::Module;
 use modules::{parse_clean, target_arch};
 
 /// What a register NVVM's runtime code reads before writing reads (the value is discarded on
@@ -42,20 +42,7 @@ const UNDEFINED: u64 = 0x7ff4_dead_dead_dead;
 
 /// `merged` with every called function inlined, so that the interpreter can run it.
 fn without_calls(merged: &Module) -> Module {
-    let called: Vec<String> = merged
-        .functions()
-        .flat_map(|f| f.instructions())
-        .filter(|i| i.opcode == "call")
-        .filter_map(|i| {
-            i.operands.iter().find_map(|o| match o {
-                Operand::Symbol(name) => Some(name.clone()),
-                _ => None,
-            })
-        })
-        .collect();
-    if called.is_empty() {
-        return merged.clone();
-    }
+    let called = mantissa_ptx::pass::inline::called_functions(merged);
     let names: Vec<&str> = called.iter().map(String::as_str).collect();
     mantissa_ptx::pass::inline::inline(merged, &names)
         .unwrap_or_else(|e| panic!("inlining {names:?}: {e}"))

@@ -117,6 +117,31 @@ impl Pass for Inline {
     }
 }
 
+/// The functions with a body that some instruction of `module` calls, each once, in the order
+/// first called: what [`inline`] takes to leave a module with no call it can inline (the PTX
+/// interpreter runs no calls).
+pub fn called_functions(module: &Module) -> Vec<String> {
+    let defined: Vec<&str> = module
+        .functions()
+        .filter(|f| f.body.is_some())
+        .map(|f| f.name.as_str())
+        .collect();
+    let mut called: Vec<String> = Vec::new();
+    for i in module.functions().flat_map(|f| f.instructions()) {
+        if i.opcode != "call" {
+            continue;
+        }
+        let callee = i.operands.iter().find_map(|o| match o {
+            crate::model::Operand::Symbol(name) if defined.contains(&name.as_str()) => Some(name),
+            _ => None,
+        });
+        if let Some(name) = callee.filter(|n| !called.contains(n)) {
+            called.push(name.clone());
+        }
+    }
+    called
+}
+
 /// Replaces every call of `functions` in `module` (left unchanged) by the callee's body.
 pub fn inline(module: &Module, functions: &[&str]) -> Result<Inlined, InlineError> {
     let mut callees = HashMap::new();

@@ -1,0 +1,291 @@
+//! The shipped f64 examples, instrumented as `mantissa shadow` instruments them, run whole on
+//! the CPU (needs NVRTC, and nvcc for the programs with `main()`; skips without them, fails
+//! under `MANTISSA_REQUIRE_NVRTC=1`): every step of each spec (at small sizes, `--set`) in the
+//! PTX interpreter (`mantissa_harness::interp_steps`), three times over the same inputs:
+//! - the program as analysed (its contraction pinned, as `analyse` does), for the outputs;
+//! - the CPU oracle (`oracle::expected`: the same launches, observed), for the demotion error
+//!   and exceptions of every site, added over the launches;
+//! - the demotion-and-exceptions build with the runtime merged and every runtime function
+//!   inlined: its outputs must be the program's bit for bit, and its statistics the oracle's
+//!   (counts and maxima exactly, sums within the bound of their order).
+//!
+//! So the straight-line sites' runtime (options: 334 sites, warp reductions), the loop groups
+//! (nbody, float_literal), shared memory (nbody) and statistics over many launches (gauss,
+//! heat2d) are checked without a GPU. The shadow values' `_once` forms are checked against
+//! thread records on the same programs.
+
+use mantissa_gpu::testing::require_nvrtc_or_skip;
+use mantissa_gpu::{runtime, Arch, Builder, FlagSet};
+use mantissa_harness::data::materialize;
+use mantissa_harness::interp_steps::run_steps;
+use mantissa_harness::run::build_request;
+use mantissa_harness::spec::SizeOverride;
+use mantissa_harness::trial::pin::pin_contraction;
+use mantissa_harness::validate::plan;
+use mantissa_harness::Spec;
+use mantissa_ptx::interp::{self, Memory};
+use mantissa_ptx::link::merge_runtime;
+use mantissa_ptx::pass::inline::{called_functions, inline};
+use mantissa_ptx::pass::shadow::{
+    instrument, oracle, ErrorStats, ExceptionCounts, ShadowOptions, SiteStats,
+};
+use mantissa_ptx::pass::shadow_values::{self, ValueStats};
+use mantissa_ptx::Module;
+use std::path::Path;
+
+/// The examples and the sizes the interpreter runs them at.
+const EXAMPLES: [(&str, &[&str]); 5] = [
+    (
+        "float_literal/float_literal.toml",
+        &["n=512", "iterations=2", "sweeps=4"],
+    ),
+    ("gauss/gauss.toml", &["n=24"]),
+    ("heat2d/heat2d.toml", &["nx=64", "ny=16", "steps=3"]),
+    ("nbody/nbody.toml", &["n=128", "steps=1"]),
+    ("options/options.toml", &["n=128", "iterations=1"]),
+];
+
+/// What a register NVVM's runtime code reads before writing reads (discarded on such paths;
+/// a NaN's bits, so that it shows if it is not).
+const UNDEFINED: u64 = 0x7ff4_dead_dead_dead;
+
+/// One example, built and planned.
+struct Program {
+    name: String,
+    spec: Spec,
+    inputs: mantissa_harness::data::Inputs,
+    plan: mantissa_harness::validate::Plan,
+    module: Module,
+}
+
+fn program(path: &str, sets: &[&str]) -> Program {
+    let full = Path::new("../../examples/kernels").join(path);
+    let overrides: Vec<SizeOverride> = sets.iter().map(|s| s.parse().unwrap()).collect();
+    let spec = Spec::load_with(&full, &overrides).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let inputs = materialize(&spec).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let mut request = build_request(&spec, FlagSet::DEFAULT, None).unwrap();
+    request.arch = Some(Arch::new(9, 0));
+    let built = Builder::new()
+        .build(&request)
+        .unwrap_or_else(|e| panic!("{path}: {e}"));
+    let lowered = built
+        .compiled
+        .as_ref()
+        .map(|c| c.lowered_names.clone())
+        .unwrap_or_default();
+    let plan = plan(&spec, &built.ptx, &lowered, &inputs.symbols)
+        .unwrap_or_else(|e| panic!("{path}: {e}"));
+    let parsed = mantissa_ptx::parse(&built.ptx).module;
+    let module = pin_contraction(&parsed, Some(Arch::new(9, 0))).module;
+    Program {
+        name: spec.name.clone(),
+        spec,
+        inputs,
+        plan,
+        module,
+    }
+}
+
+/// `m` with the runtime `rt` merged and every call inlined (the interpreter runs no calls).
+fn runnable(m: &Module, rt: &str) -> Module {
+    let merged = merge_runtime(m, rt).unwrap_or_else(|e| panic!("{e}"));
+    let called = called_functions(&merged);
+    let names: Vec<&str> = called.iter().map(String::as_str).collect();
+    inline(&merged, &names)
+        .unwrap_or_else(|e| panic!("inlining {names:?}: {e}"))
+        .module
+}
+
+/// `p`'s steps with every launch run on `m` (module variables written first, `table` too if
+/// given); each output buffer's bytes, and the memory.
+fn run_program(p: &Program, m: &Module, table: Option<(&str, &[u8])>) -> (Vec<Vec<u8>>, Memory) {
+    let options = interp::Options {
+        undefined_reads: Some(UNDEFINED),
+        steps: 1 << 32,
+        ..interp::Options::default()
+    };
+    let mut launch = |entry: &str, l: interp::Launch, args: &[interp::Arg], mem: &mut Memory| {
+        if let Some((name, bytes)) = table {
+            let at = mem.symbol(m, name).map_err(|e| e.to_string())?;
+            mem.write(at, bytes).map_err(|e| e.to_string())?;
+        }
+        interp::run_with(m, entry, l, args, mem, &options)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    };
+    let run = run_steps(&p.spec, &p.plan, &p.inputs, m, &mut launch)
+        .unwrap_or_else(|e| panic!("{}: {e}", p.name));
+    let outputs = p
+        .spec
+        .outputs
+        .iter()
+        .map(|o| run.buffer_bytes(&o.buffer).expect("an output buffer"))
+        .collect();
+    (outputs, run.memory)
+}
+
+/// The oracle's statistics of every site of `p`, added over its launches.
+fn oracle_of(p: &Program, options: &ShadowOptions, sites: usize) -> Vec<SiteStats> {
+    let mut total = vec![SiteStats::default(); sites];
+    let mut launch = |entry: &str, l: interp::Launch, args: &[interp::Arg], mem: &mut Memory| {
+        let got =
+            oracle::expected(&p.module, entry, l, args, mem, options).map_err(|e| e.to_string())?;
+        for (t, g) in total.iter_mut().zip(got) {
+            t.demotion = add_errors(t.demotion, g.demotion);
+            t.exceptions = add_exceptions(t.exceptions, g.exceptions);
+        }
+        Ok(())
+    };
+    run_steps(&p.spec, &p.plan, &p.inputs, &p.module, &mut launch)
+        .unwrap_or_else(|e| panic!("{}: oracle: {e}", p.name));
+    total
+}
+
+fn add_errors(a: Option<ErrorStats>, b: Option<ErrorStats>) -> Option<ErrorStats> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(ErrorStats {
+            count: a.count + b.count,
+            sum: a.sum + b.sum,
+            max: a.max.max(b.max),
+            zero_reference: a.zero_reference + b.zero_reference,
+            non_finite: a.non_finite + b.non_finite,
+        }),
+        (a, b) => a.or(b),
+    }
+}
+
+fn add_exceptions(
+    a: Option<ExceptionCounts>,
+    b: Option<ExceptionCounts>,
+) -> Option<ExceptionCounts> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(ExceptionCounts {
+            nan: a.nan + b.nan,
+            nan_origin: a.nan_origin + b.nan_origin,
+            inf: a.inf + b.inf,
+            inf_origin: a.inf_origin + b.inf_origin,
+            div_by_zero: a.div_by_zero + b.div_by_zero,
+            subnormal: a.subnormal + b.subnormal,
+        }),
+        (a, b) => a.or(b),
+    }
+}
+
+/// The bytes of module variable `name` of `m` in `mem`.
+fn global(m: &Module, mem: &Memory, name: &str, bytes: usize) -> Vec<u8> {
+    let mut mem = mem.clone();
+    let at = mem.symbol(m, name).unwrap_or_else(|e| panic!("{e}"));
+    mem.read(at, bytes)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .to_vec()
+}
+
+#[test]
+fn the_examples_instrumented_compute_their_bits_and_the_oracles_statistics() {
+    let Some(nvrtc) = require_nvrtc_or_skip() else {
+        return;
+    };
+    let rt = runtime::compile(&nvrtc, &runtime::SHADOW, Arch::new(9, 0)).unwrap();
+    let options = ShadowOptions::all();
+    // options' kernel runs `rcp.approx.ftz.f64`: the interpreter runs it by a model and does
+    // not model the f32 form the demotion error computes, and the oracle refuses it (the
+    // shadow-values test below and the known kernels of crates/ptx/tests/shadow_interp.rs
+    // cover straight-line sites).
+    for (path, sets) in EXAMPLES.iter().filter(|(p, _)| !p.starts_with("options")) {
+        let p = program(path, sets);
+        let (as_written, _) = run_program(&p, &p.module, None);
+        let out = instrument(&p.module, &options).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let m = runnable(&out.module, &rt);
+        let (outputs, mem) = run_program(&p, &m, None);
+        assert!(
+            outputs == as_written,
+            "{path}: the instrumented program computes other bits than the program"
+        );
+        let report = out.report;
+        let bytes = global(&m, &mem, &report.global, report.global_bytes());
+        let got = report.decode(&bytes).unwrap_or_else(|e| panic!("{e}"));
+        let want = oracle_of(&p, &options, report.sites.len());
+        let mut measured = 0;
+        for ((s, g), c) in report.sites.iter().zip(&got).zip(&want) {
+            let at = format!("{path}: site {} {} ({})", s.index, s.site, s.opcode);
+            assert_eq!(g.exceptions, c.exceptions, "{at}: exceptions");
+            match (g.demotion, c.demotion) {
+                (Some(g), Some(c)) => {
+                    let exact =
+                        |x: ErrorStats| (x.count, x.max.to_bits(), x.zero_reference, x.non_finite);
+                    assert_eq!(
+                        exact(g),
+                        exact(c),
+                        "{at}: demotion {g:?} vs the oracle's {c:?}"
+                    );
+                    let bound = g.count as f64 * f64::EPSILON * c.sum;
+                    assert!(
+                        (g.sum - c.sum).abs() <= bound,
+                        "{at}: sum {} vs the oracle's {}",
+                        g.sum,
+                        c.sum
+                    );
+                    measured += usize::from(g.count > 0);
+                }
+                (g, c) => assert_eq!(g, c, "{at}: demotion"),
+            }
+        }
+        assert!(measured > 0, "{path}: no site measured");
+    }
+}
+
+/// Every count and maximum equal; sums within a relative 1e-12 (their order differs).
+fn assert_same_values(what: &str, once: &[ValueStats], records: &[ValueStats]) {
+    assert_eq!(once.len(), records.len(), "{what}");
+    let close = |a: f64, b: f64| a == b || (a - b).abs() <= 1e-12 * a.abs().max(b.abs());
+    for (k, (a, b)) in once.iter().zip(records).enumerate() {
+        let exact = |s: &ValueStats| {
+            (
+                s.executions,
+                (s.local.count, s.local.max.to_bits()),
+                (s.local.zero_reference, s.local.non_finite),
+                (s.accumulated.count, s.accumulated.max.to_bits()),
+                (s.accumulated.zero_reference, s.accumulated.non_finite),
+                (s.cancellations, s.cancel_max_bits, s.reseeded),
+            )
+        };
+        assert_eq!(exact(a), exact(b), "{what}: record {k}");
+        assert!(
+            close(a.local.sum, b.local.sum) && close(a.accumulated.sum, b.accumulated.sum),
+            "{what}: record {k}: sums {a:?} against {b:?}"
+        );
+    }
+}
+
+#[test]
+fn the_examples_shadow_values_add_at_once_what_thread_records_add() {
+    let Some(nvrtc) = require_nvrtc_or_skip() else {
+        return;
+    };
+    let rt = runtime::compile(&nvrtc, &runtime::SHADOW_VALUES, Arch::new(9, 0)).unwrap();
+    let table = shadow_values::table_bytes(&[]).unwrap();
+    for (path, sets) in EXAMPLES {
+        let p = program(path, sets);
+        let (as_written, _) = run_program(&p, &p.module, None);
+        let mut stats = Vec::new();
+        for records_everywhere in [false, true] {
+            let out = shadow_values::instrument_with(&p.module, records_everywhere)
+                .unwrap_or_else(|e| panic!("{path}: {e}"));
+            let m = runnable(&out.module, &rt);
+            let report = out.report;
+            let (outputs, mem) = run_program(&p, &m, Some((&report.table, &table)));
+            assert!(
+                outputs == as_written,
+                "{path}: the shadow-values build computes other bits than the program"
+            );
+            let bytes = global(&m, &mem, &report.global, report.global_bytes());
+            stats.push(report.decode(&bytes).unwrap_or_else(|e| panic!("{e}")));
+        }
+        assert_same_values(path, &stats[0].sites, &stats[1].sites);
+        assert_same_values(path, &stats[0].reseeds, &stats[1].reseeds);
+        assert!(
+            stats[0].sites.iter().any(|s| s.local.count > 0),
+            "{path}: no site measured"
+        );
+    }
+}
