@@ -128,7 +128,7 @@ pub fn gpu_err(what: impl Into<String>) -> impl FnOnce(GpuError) -> ExecError {
 /// Loop state: each enclosing repeat's counter name (or its path) and iteration.
 #[derive(Default)]
 pub(crate) struct Counters {
-    pub(crate) stack: Vec<(String, bool, i64)>,
+    stack: Vec<(String, bool, i64)>,
 }
 
 impl Counters {
@@ -201,6 +201,30 @@ pub(crate) fn dims3(spec: &Spec, qs: &[Quantity], c: &Counters) -> Result<(u32, 
         d[i] = dim(spec, q, c, 1)?;
     }
     Ok((d[0], d[1], d[2]))
+}
+
+/// Runs `body` `n` times with the repeat's counter (named `counter`, or the step's `path`) on
+/// top of `c`, set to each iteration in turn.
+pub(crate) fn repeat<E>(
+    c: &mut Counters,
+    counter: &Option<String>,
+    path: &str,
+    n: u32,
+    mut body: impl FnMut(&mut Counters) -> Result<(), E>,
+) -> Result<(), E> {
+    c.stack.push((
+        counter.clone().unwrap_or_else(|| path.to_string()),
+        counter.is_some(),
+        0,
+    ));
+    for i in 0..n {
+        if let Some(top) = c.stack.last_mut() {
+            top.2 = i64::from(i);
+        }
+        body(c)?;
+    }
+    c.stack.pop();
+    Ok(())
 }
 
 /// The scalar launch argument `a` passes as `p` planned it, under the loop counters `c`;
@@ -448,18 +472,9 @@ impl<'a> Steps<'a> {
                     steps,
                 } => {
                     let n = self.dim(count, c, 0).map_err(|e| fail(c, e))?;
-                    c.stack.push((
-                        counter.clone().unwrap_or_else(|| s.path.clone()),
-                        counter.is_some(),
-                        0,
-                    ));
-                    for i in 0..n {
-                        if let Some(top) = c.stack.last_mut() {
-                            top.2 = i64::from(i);
-                        }
-                        self.steps(steps, bufs, module, c, checked)?;
-                    }
-                    c.stack.pop();
+                    repeat(c, counter, &s.path, n, |c| {
+                        self.steps(steps, bufs, module, c, checked)
+                    })?;
                 }
             }
         }

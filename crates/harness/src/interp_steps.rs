@@ -10,7 +10,7 @@
 //! declared `.shared` variables only).
 
 use crate::data::{from_f64, Inputs};
-use crate::exec::{buffer_arg, dim, dims3, eval, scalar_arg, Counters};
+use crate::exec::{buffer_arg, dim, dims3, eval, repeat, scalar_arg, Counters};
 use crate::spec::{CopyRange, CopySide, Spec, Step, StepKind};
 use crate::validate::Plan;
 use mantissa_gpu::{DType, HostData, Scalar};
@@ -206,18 +206,7 @@ impl Walk<'_, '_> {
                     steps,
                 } => {
                     let n = dim(self.spec, count, c, 0).map_err(|e| fail(c, e))?;
-                    c.stack.push((
-                        counter.clone().unwrap_or_else(|| s.path.clone()),
-                        counter.is_some(),
-                        0,
-                    ));
-                    for i in 0..n {
-                        if let Some(top) = c.stack.last_mut() {
-                            top.2 = i64::from(i);
-                        }
-                        self.steps(steps, c)?;
-                    }
-                    c.stack.pop();
+                    repeat(c, counter, &s.path, n, |c| self.steps(steps, c))?;
                 }
             }
         }

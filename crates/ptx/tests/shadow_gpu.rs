@@ -14,12 +14,17 @@
 mod known;
 
 use known::{Case, Param};
+#[path = "support/stats_agree.rs"]
+mod agree;
 #[path = "support/shadow_check.rs"]
 mod check;
 #[path = "support/modules.rs"]
 mod modules;
 
-use check::{assert_agree, assert_same_values, oracle_of};
+use check::{
+    check_each_analysis_alone, check_guarded_kernel, check_known_kernels,
+    check_values_once_as_records,
+};
 use mantissa_gpu::testing::require_gpu_or_skip;
 use mantissa_gpu::{runtime, DType, FlagSet, Gpu, HostData, KernelArg, LaunchDims, Source, Target};
 use mantissa_ptx::interp::{self, Launch, Memory};
@@ -141,41 +146,10 @@ fn known_kernels_agree_with_the_oracle_and_compute_the_same_bits() {
     let Some(gpu) = require_gpu_or_skip() else {
         return;
     };
-    let all = ShadowOptions::all();
-    for flags in [FlagSet::DEFAULT, FlagSet::NOFMA] {
-        let m = known_module(&gpu, flags);
-        for case in known::gpu_cases() {
-            let what = format!("{} {flags}", case.kernel);
-            let (report, gpu_stats) = run_instrumented(&gpu, &what, &m, &case, &all);
-            let cpu_stats = oracle_of(&m, &case, &all);
-            assert_agree(&what, &report, &gpu_stats, &cpu_stats);
-            let lines = known::exception_lines(&report, &gpu_stats, case.kernel);
-            if case.kernel == "exceptions" {
-                assert_eq!(lines, known::exceptions_expected(128), "{what}");
-            } else {
-                assert_eq!(
-                    lines,
-                    Vec::<(u32, ExceptionCounts)>::new(),
-                    "{what}: a clean kernel"
-                );
-            }
-        }
-        // (1 + x) − 1 on 256 threads: the subtraction's error is exactly 1 on each.
-        let case = known::one_plus_x(4, 64);
-        let (report, s) = run_instrumented(&gpu, "one_plus_x", &m, &case, &all);
-        let sub = known::on_line(&report, &s, case.kernel, known::line_of("minus_one"));
-        assert_eq!(
-            sub.demotion,
-            ErrorStats {
-                count: 256,
-                sum: 256.0,
-                max: 1.0,
-                zero_reference: 0,
-                non_finite: 0
-            },
-            "{flags}"
-        );
-    }
+    check_known_kernels(
+        &|flags| known_module(&gpu, flags),
+        &mut |what, m, case, options| run_instrumented(&gpu, what, m, case, options),
+    );
 }
 
 #[test]
@@ -184,30 +158,11 @@ fn each_analysis_alone_and_a_subset_of_sites_agree_with_the_oracle() {
         return;
     };
     let m = known_module(&gpu, FlagSet::DEFAULT);
-    let case = known::exceptions(2, 64);
-    let sites = instrument(&m, &ShadowOptions::all())
-        .unwrap()
-        .report
-        .sites
-        .len() as u32;
-    for options in [
-        ShadowOptions {
-            exceptions: false,
-            ..ShadowOptions::all()
-        },
-        ShadowOptions {
-            demotion: false,
-            ..ShadowOptions::all()
-        },
-        ShadowOptions {
-            only: Some(sites / 2..sites),
-            ..ShadowOptions::all()
-        },
-    ] {
-        let what = format!("exceptions {options:?}");
-        let (report, g) = run_instrumented(&gpu, &what, &m, &case, &options);
-        assert_agree(&what, &report, &g, &oracle_of(&m, &case, &options));
-    }
+    check_each_analysis_alone(
+        &m,
+        &[known::exceptions(2, 64)],
+        &mut |what, m, case, options| run_instrumented(&gpu, what, m, case, options),
+    );
 }
 
 #[test]
@@ -215,26 +170,9 @@ fn a_guarded_self_overwriting_kernel_agrees_with_the_oracle() {
     let Some(gpu) = require_gpu_or_skip() else {
         return;
     };
-    // profile.ptx: `@%p2 mul.rn.f64 %fd1, %fd1, 2` on even threads, sqrt and add in place.
-    let m = parse_clean("profile", include_str!("fixtures/count/profile.ptx"));
-    let all = ShadowOptions::all();
-    let case = Case {
-        kernel: "profile",
-        blocks: 2,
-        threads: 128,
-        params: vec![Param::OutF64(256), Param::Int(5)],
-    };
-    let (report, g) = run_instrumented(&gpu, "profile", &m, &case, &all);
-    let c = oracle_of(&m, &case, &all);
-    assert_agree("profile", &report, &g, &c);
-    // The guarded mul runs on the 128 even threads only.
-    let mul = report
-        .sites
-        .iter()
-        .position(|s| s.opcode == "mul.rn.f64")
-        .expect("a mul site");
-    let d = g[mul].demotion.unwrap_or_default();
-    assert_eq!(d.count + d.zero_reference + d.non_finite, 128);
+    check_guarded_kernel(&mut |what, m, case, options| {
+        run_instrumented(&gpu, what, m, case, options)
+    });
 }
 
 /// `case` on `m` instrumented with shadow values (thread records everywhere when
@@ -275,17 +213,9 @@ fn shadow_values_outside_loops_add_at_once_what_thread_records_add() {
     let Some(gpu) = require_gpu_or_skip() else {
         return;
     };
-    let mut measured = 0;
-    for flags in [FlagSet::DEFAULT, FlagSet::NOFMA] {
-        let m = known_module(&gpu, flags);
-        for case in known::gpu_cases() {
-            let what = format!("{} {flags}", case.kernel);
-            let (sites, reseeds) = run_values(&gpu, &what, &m, &case, false);
-            let (want_sites, want_reseeds) = run_values(&gpu, &what, &m, &case, true);
-            assert_same_values(&what, &sites, &want_sites);
-            assert_same_values(&what, &reseeds, &want_reseeds);
-            measured += sites.iter().filter(|s| s.local.count > 0).count();
-        }
-    }
-    assert!(measured > 0, "some site measured a local error");
+    check_values_once_as_records(
+        &|flags| known_module(&gpu, flags),
+        &[],
+        &mut |what, m, case, records| run_values(&gpu, what, m, case, records),
+    );
 }

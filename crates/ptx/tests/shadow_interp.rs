@@ -16,6 +16,8 @@
 //! replace by their contract or avoid, are checked as the device runs them. The GPU test
 //! (`shadow_gpu.rs`) makes the same checks on the hardware, whose warps schedule as they do.
 
+#[path = "support/stats_agree.rs"]
+mod agree;
 #[path = "support/shadow_check.rs"]
 mod check;
 #[path = "support/shadow_known.rs"]
@@ -23,7 +25,10 @@ mod known;
 #[path = "support/modules.rs"]
 mod modules;
 
-use check::{assert_agree, assert_same_values, interp_args, oracle_of};
+use check::{
+    check_each_analysis_alone, check_guarded_kernel, check_known_kernels,
+    check_values_once_as_records, interp_args,
+};
 use known::{Case, Param};
 use mantissa_gpu::testing::require_nvrtc_or_skip;
 use mantissa_gpu::{runtime, Compiler, FlagSet, Source, Target};
@@ -149,40 +154,10 @@ fn known_kernels_agree_with_the_oracle_and_compute_the_same_bits() {
     let Some(nvrtc) = require_nvrtc_or_skip() else {
         return;
     };
-    let all = ShadowOptions::all();
-    for flags in [FlagSet::DEFAULT, FlagSet::NOFMA] {
-        let m = known_module(&nvrtc, flags);
-        for case in known::gpu_cases() {
-            let what = format!("{} {flags}", case.kernel);
-            let (report, got) = run_instrumented(&nvrtc, &what, &m, &case, &all);
-            assert_agree(&what, &report, &got, &oracle_of(&m, &case, &all));
-            let lines = known::exception_lines(&report, &got, case.kernel);
-            if case.kernel == "exceptions" {
-                assert_eq!(lines, known::exceptions_expected(128), "{what}");
-            } else {
-                assert_eq!(
-                    lines,
-                    Vec::<(u32, ExceptionCounts)>::new(),
-                    "{what}: a clean kernel"
-                );
-            }
-        }
-        // (1 + x) − 1 on 256 threads: the subtraction's error is exactly 1 on each.
-        let case = known::one_plus_x(4, 64);
-        let (report, s) = run_instrumented(&nvrtc, "one_plus_x", &m, &case, &all);
-        let sub = known::on_line(&report, &s, case.kernel, known::line_of("minus_one"));
-        assert_eq!(
-            sub.demotion,
-            ErrorStats {
-                count: 256,
-                sum: 256.0,
-                max: 1.0,
-                zero_reference: 0,
-                non_finite: 0
-            },
-            "{flags}"
-        );
-    }
+    check_known_kernels(
+        &|flags| known_module(&nvrtc, flags),
+        &mut |what, m, case, options| run_instrumented(&nvrtc, what, m, case, options),
+    );
 }
 
 #[test]
@@ -192,31 +167,10 @@ fn each_analysis_alone_and_a_subset_of_sites_agree_with_the_oracle() {
     };
     let m = known_module(&nvrtc, FlagSet::DEFAULT);
     // A partial last warp too: 2 blocks of 48 threads.
-    for case in [known::exceptions(2, 64), known::exceptions(2, 48)] {
-        let sites = instrument(&m, &ShadowOptions::all())
-            .unwrap()
-            .report
-            .sites
-            .len() as u32;
-        for options in [
-            ShadowOptions {
-                exceptions: false,
-                ..ShadowOptions::all()
-            },
-            ShadowOptions {
-                demotion: false,
-                ..ShadowOptions::all()
-            },
-            ShadowOptions {
-                only: Some(sites / 2..sites),
-                ..ShadowOptions::all()
-            },
-        ] {
-            let what = format!("exceptions {} threads {options:?}", case.threads);
-            let (report, got) = run_instrumented(&nvrtc, &what, &m, &case, &options);
-            assert_agree(&what, &report, &got, &oracle_of(&m, &case, &options));
-        }
-    }
+    let cases = [known::exceptions(2, 64), known::exceptions(2, 48)];
+    check_each_analysis_alone(&m, &cases, &mut |what, m, case, options| {
+        run_instrumented(&nvrtc, what, m, case, options)
+    });
 }
 
 #[test]
@@ -224,24 +178,9 @@ fn a_guarded_self_overwriting_kernel_agrees_with_the_oracle() {
     let Some(nvrtc) = require_nvrtc_or_skip() else {
         return;
     };
-    // profile.ptx: `@%p2 mul.rn.f64 %fd1, %fd1, 2` on even threads, sqrt and add in place.
-    let m = parse_clean("profile", include_str!("fixtures/count/profile.ptx"));
-    let all = ShadowOptions::all();
-    let case = Case {
-        kernel: "profile",
-        blocks: 2,
-        threads: 128,
-        params: vec![Param::OutF64(256), Param::Int(5)],
-    };
-    let (report, got) = run_instrumented(&nvrtc, "profile", &m, &case, &all);
-    assert_agree("profile", &report, &got, &oracle_of(&m, &case, &all));
-    let mul = report
-        .sites
-        .iter()
-        .position(|s| s.opcode == "mul.rn.f64")
-        .expect("a mul site");
-    let d = got[mul].demotion.unwrap_or_default();
-    assert_eq!(d.count + d.zero_reference + d.non_finite, 128);
+    check_guarded_kernel(&mut |what, m, case, options| {
+        run_instrumented(&nvrtc, what, m, case, options)
+    });
 }
 
 /// `case` on `m` instrumented with shadow values (thread records everywhere when
@@ -286,20 +225,10 @@ fn shadow_values_outside_loops_add_at_once_what_thread_records_add() {
     let Some(nvrtc) = require_nvrtc_or_skip() else {
         return;
     };
-    let mut measured = 0;
-    for flags in [FlagSet::DEFAULT, FlagSet::NOFMA] {
-        let m = known_module(&nvrtc, flags);
-        let mut cases = known::gpu_cases().to_vec();
-        // A partial last warp: the `_once` forms combine only the lanes that exist.
-        cases.push(known::exceptions(2, 48));
-        for case in cases {
-            let what = format!("{} {} threads {flags}", case.kernel, case.threads);
-            let (sites, reseeds) = run_values(&nvrtc, &what, &m, &case, false);
-            let (want_sites, want_reseeds) = run_values(&nvrtc, &what, &m, &case, true);
-            assert_same_values(&what, &sites, &want_sites);
-            assert_same_values(&what, &reseeds, &want_reseeds);
-            measured += sites.iter().filter(|s| s.local.count > 0).count();
-        }
-    }
-    assert!(measured > 0, "some site measured a local error");
+    // A partial last warp too: the `_once` forms combine only the lanes that exist.
+    check_values_once_as_records(
+        &|flags| known_module(&nvrtc, flags),
+        &[known::exceptions(2, 48)],
+        &mut |what, m, case, records| run_values(&nvrtc, what, m, case, records),
+    );
 }

@@ -14,6 +14,10 @@
 //! heat2d) are checked without a GPU. The shadow values' `_once` forms are checked against
 //! thread records on the same programs.
 
+#[path = "../../ptx/tests/support/stats_agree.rs"]
+mod agree;
+
+use agree::{assert_agree, assert_same_values};
 use mantissa_gpu::testing::require_nvrtc_or_skip;
 use mantissa_gpu::{runtime, Arch, Builder, FlagSet};
 use mantissa_harness::data::materialize;
@@ -27,7 +31,7 @@ use mantissa_ptx::interp::{self, Memory};
 use mantissa_ptx::link::merge_runtime;
 use mantissa_ptx::pass::inline::{called_functions, inline};
 use mantissa_ptx::pass::shadow::{
-    instrument, oracle, ErrorStats, ExceptionCounts, ShadowOptions, SiteStats,
+    instrument, oracle, ErrorStats, ShadowOptions, ShadowReport, SiteStats,
 };
 use mantissa_ptx::pass::shadow_values::{self, ValueStats};
 use mantissa_ptx::Module;
@@ -131,44 +135,13 @@ fn oracle_of(p: &Program, options: &ShadowOptions, sites: usize) -> Vec<SiteStat
         let got =
             oracle::expected(&p.module, entry, l, args, mem, options).map_err(|e| e.to_string())?;
         for (t, g) in total.iter_mut().zip(got) {
-            t.demotion = add_errors(t.demotion, g.demotion);
-            t.exceptions = add_exceptions(t.exceptions, g.exceptions);
+            *t = t.added(&g);
         }
         Ok(())
     };
     run_steps(&p.spec, &p.plan, &p.inputs, &p.module, &mut launch)
         .unwrap_or_else(|e| panic!("{}: oracle: {e}", p.name));
     total
-}
-
-fn add_errors(a: Option<ErrorStats>, b: Option<ErrorStats>) -> Option<ErrorStats> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(ErrorStats {
-            count: a.count + b.count,
-            sum: a.sum + b.sum,
-            max: a.max.max(b.max),
-            zero_reference: a.zero_reference + b.zero_reference,
-            non_finite: a.non_finite + b.non_finite,
-        }),
-        (a, b) => a.or(b),
-    }
-}
-
-fn add_exceptions(
-    a: Option<ExceptionCounts>,
-    b: Option<ExceptionCounts>,
-) -> Option<ExceptionCounts> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(ExceptionCounts {
-            nan: a.nan + b.nan,
-            nan_origin: a.nan_origin + b.nan_origin,
-            inf: a.inf + b.inf,
-            inf_origin: a.inf_origin + b.inf_origin,
-            div_by_zero: a.div_by_zero + b.div_by_zero,
-            subnormal: a.subnormal + b.subnormal,
-        }),
-        (a, b) => a.or(b),
-    }
 }
 
 /// The bytes of module variable `name` of `m` in `mem`.
@@ -205,55 +178,12 @@ fn the_examples_instrumented_compute_their_bits_and_the_oracles_statistics() {
         let bytes = global(&m, &mem, &report.global, report.global_bytes());
         let got = report.decode(&bytes).unwrap_or_else(|e| panic!("{e}"));
         let want = oracle_of(&p, &options, report.sites.len());
-        let mut measured = 0;
-        for ((s, g), c) in report.sites.iter().zip(&got).zip(&want) {
-            let at = format!("{path}: site {} {} ({})", s.index, s.site, s.opcode);
-            assert_eq!(g.exceptions, c.exceptions, "{at}: exceptions");
-            match (g.demotion, c.demotion) {
-                (Some(g), Some(c)) => {
-                    let exact =
-                        |x: ErrorStats| (x.count, x.max.to_bits(), x.zero_reference, x.non_finite);
-                    assert_eq!(
-                        exact(g),
-                        exact(c),
-                        "{at}: demotion {g:?} vs the oracle's {c:?}"
-                    );
-                    let bound = g.count as f64 * f64::EPSILON * c.sum;
-                    assert!(
-                        (g.sum - c.sum).abs() <= bound,
-                        "{at}: sum {} vs the oracle's {}",
-                        g.sum,
-                        c.sum
-                    );
-                    measured += usize::from(g.count > 0);
-                }
-                (g, c) => assert_eq!(g, c, "{at}: demotion"),
-            }
-        }
+        assert_agree(path, &report, &got, &want);
+        let measured = got
+            .iter()
+            .filter(|g| g.demotion.is_some_and(|d| d.count > 0))
+            .count();
         assert!(measured > 0, "{path}: no site measured");
-    }
-}
-
-/// Every count and maximum equal; sums within a relative 1e-12 (their order differs).
-fn assert_same_values(what: &str, once: &[ValueStats], records: &[ValueStats]) {
-    assert_eq!(once.len(), records.len(), "{what}");
-    let close = |a: f64, b: f64| a == b || (a - b).abs() <= 1e-12 * a.abs().max(b.abs());
-    for (k, (a, b)) in once.iter().zip(records).enumerate() {
-        let exact = |s: &ValueStats| {
-            (
-                s.executions,
-                (s.local.count, s.local.max.to_bits()),
-                (s.local.zero_reference, s.local.non_finite),
-                (s.accumulated.count, s.accumulated.max.to_bits()),
-                (s.accumulated.zero_reference, s.accumulated.non_finite),
-                (s.cancellations, s.cancel_max_bits, s.reseeded),
-            )
-        };
-        assert_eq!(exact(a), exact(b), "{what}: record {k}");
-        assert!(
-            close(a.local.sum, b.local.sum) && close(a.accumulated.sum, b.accumulated.sum),
-            "{what}: record {k}: sums {a:?} against {b:?}"
-        );
     }
 }
 

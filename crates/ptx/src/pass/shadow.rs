@@ -255,6 +255,17 @@ pub struct ErrorStats {
 }
 
 impl ErrorStats {
+    /// The statistics of two runs together: counts and sums added, the larger maximum.
+    pub fn added(&self, o: &ErrorStats) -> ErrorStats {
+        ErrorStats {
+            count: self.count + o.count,
+            sum: self.sum + o.sum,
+            max: self.max.max(o.max),
+            zero_reference: self.zero_reference + o.zero_reference,
+            non_finite: self.non_finite + o.non_finite,
+        }
+    }
+
     /// The mean relative error over `count` (0 without any).
     pub fn mean(&self) -> f64 {
         if self.count == 0 {
@@ -283,6 +294,18 @@ pub struct ExceptionCounts {
 }
 
 impl ExceptionCounts {
+    /// The counts of two runs together.
+    pub fn added(&self, o: &ExceptionCounts) -> ExceptionCounts {
+        ExceptionCounts {
+            nan: self.nan + o.nan,
+            nan_origin: self.nan_origin + o.nan_origin,
+            inf: self.inf + o.inf,
+            inf_origin: self.inf_origin + o.inf_origin,
+            div_by_zero: self.div_by_zero + o.div_by_zero,
+            subnormal: self.subnormal + o.subnormal,
+        }
+    }
+
     /// Whether nothing was counted.
     pub fn is_clean(&self) -> bool {
         *self == ExceptionCounts::default()
@@ -296,6 +319,23 @@ pub struct SiteStats {
     pub demotion: Option<ErrorStats>,
     /// The exceptions, where [`ShadowSite::exceptions`] and [`ShadowSite::instrumented`].
     pub exceptions: Option<ExceptionCounts>,
+}
+
+impl SiteStats {
+    /// The statistics of two runs together (two launches, say): what the global adds up when
+    /// both run on one device ([`ErrorStats::added`], [`ExceptionCounts::added`]).
+    pub fn added(&self, o: &SiteStats) -> SiteStats {
+        fn both<T: Copy>(a: Option<T>, b: Option<T>, f: impl Fn(&T, &T) -> T) -> Option<T> {
+            match (a, b) {
+                (Some(a), Some(b)) => Some(f(&a, &b)),
+                (a, b) => a.or(b),
+            }
+        }
+        SiteStats {
+            demotion: both(self.demotion, o.demotion, ErrorStats::added),
+            exceptions: both(self.exceptions, o.exceptions, ExceptionCounts::added),
+        }
+    }
 }
 
 /// Why the pass cannot instrument, or bytes do not decode.

@@ -1,13 +1,17 @@
 //! What the shadow pass's GPU test (`tests/shadow_gpu.rs`) and its interpreter twin
-//! (`tests/shadow_interp.rs`) both check: the CPU oracle's statistics of a known case, and
-//! whether a run's statistics agree with them.
+//! (`tests/shadow_interp.rs`) both check, each with its own way of running an instrumented
+//! case ([`RunFn`], [`ValuesFn`]): the CPU oracle's statistics of a known case, and the checks
+//! themselves.
 
 #![allow(dead_code)] // Each including test uses its part.
 
-// The including test module imports these.
-use super::known::{Case, Param};
-use super::{interp, oracle, ErrorStats, Launch, Memory, Module, ShadowOptions};
-use super::{ShadowReport, SiteStats, ValueStats};
+// The including test module imports these (and includes `support/stats_agree.rs` as `agree`).
+use super::agree::{assert_agree, assert_same_values};
+use super::known::{self, Case, Param};
+use super::modules::parse_clean;
+use super::{instrument, interp, oracle, ErrorStats, ExceptionCounts, Launch, Memory, Module};
+use super::{ShadowOptions, ShadowReport, SiteStats, ValueStats};
+use mantissa_gpu::FlagSet;
 
 /// `case`'s arguments in the interpreter's `mem`: inputs uploaded, outputs zeroed.
 pub fn interp_args(mem: &mut Memory, case: &Case) -> Vec<interp::Arg> {
@@ -32,54 +36,128 @@ pub fn oracle_of(m: &Module, case: &Case, options: &ShadowOptions) -> Vec<SiteSt
         .unwrap_or_else(|e| panic!("{}: oracle: {e}", case.kernel))
 }
 
-/// Counts and maxima exactly; sums within the reordering bound of `count` non-negative terms
-/// (`count · 2^-52 · sum`, generous for first order).
-pub fn assert_agree(what: &str, report: &ShadowReport, got: &[SiteStats], cpu: &[SiteStats]) {
-    assert_eq!(got.len(), cpu.len(), "{what}");
-    for ((s, g), c) in report.sites.iter().zip(got).zip(cpu) {
-        let at = format!("{what}: site {} {} ({})", s.index, s.site, s.opcode);
-        assert_eq!(g.exceptions, c.exceptions, "{at}: exceptions");
-        match (g.demotion, c.demotion) {
-            (Some(g), Some(c)) => {
-                let exact =
-                    |x: ErrorStats| (x.count, x.max.to_bits(), x.zero_reference, x.non_finite);
+/// Runs a case instrumented with the options given and returns the report and the statistics
+/// read back (asserting first that the outputs are the kernel's as written): on the GPU, or in
+/// the interpreter.
+pub type RunFn<'a> =
+    dyn FnMut(&str, &Module, &Case, &ShadowOptions) -> (ShadowReport, Vec<SiteStats>) + 'a;
+
+/// Runs a case instrumented with shadow values (thread records everywhere when told) and
+/// returns the statistics of the sites and re-seed points.
+pub type ValuesFn<'a> =
+    dyn FnMut(&str, &Module, &Case, bool) -> (Vec<ValueStats>, Vec<ValueStats>) + 'a;
+
+/// The known kernels under the default and no-FMA flags (`known_module` builds them): every
+/// case agrees with the oracle, the seeded exceptions are on exactly their lines and clean
+/// kernels have none, and `(1 + x) − 1`'s subtraction has a demotion error of exactly 1.
+pub fn check_known_kernels(known_module: &dyn Fn(FlagSet) -> Module, run: &mut RunFn) {
+    let all = ShadowOptions::all();
+    for flags in [FlagSet::DEFAULT, FlagSet::NOFMA] {
+        let m = known_module(flags);
+        for case in known::gpu_cases() {
+            let what = format!("{} {flags}", case.kernel);
+            let (report, got) = run(&what, &m, &case, &all);
+            assert_agree(&what, &report, &got, &oracle_of(&m, &case, &all));
+            let lines = known::exception_lines(&report, &got, case.kernel);
+            if case.kernel == "exceptions" {
+                assert_eq!(lines, known::exceptions_expected(128), "{what}");
+            } else {
                 assert_eq!(
-                    exact(g),
-                    exact(c),
-                    "{at}: demotion {g:?} vs the oracle's {c:?}"
-                );
-                let bound = g.count as f64 * f64::EPSILON * c.sum;
-                assert!(
-                    g.sum == c.sum || (g.sum - c.sum).abs() <= bound,
-                    "{at}: sum {} vs the oracle's {} (bound {bound})",
-                    g.sum,
-                    c.sum
+                    lines,
+                    Vec::<(u32, ExceptionCounts)>::new(),
+                    "{what}: a clean kernel"
                 );
             }
-            (g, c) => assert_eq!(g, c, "{at}: demotion"),
+        }
+        // (1 + x) − 1 on 256 threads: the subtraction's error is exactly 1 on each.
+        let case = known::one_plus_x(4, 64);
+        let (report, s) = run("one_plus_x", &m, &case, &all);
+        let sub = known::on_line(&report, &s, case.kernel, known::line_of("minus_one"));
+        assert_eq!(
+            sub.demotion,
+            ErrorStats {
+                count: 256,
+                sum: 256.0,
+                max: 1.0,
+                zero_reference: 0,
+                non_finite: 0
+            },
+            "{flags}"
+        );
+    }
+}
+
+/// Demotion alone, exceptions alone and the second half of the sites alone agree with the
+/// oracle on each of `cases`.
+pub fn check_each_analysis_alone(m: &Module, cases: &[Case], run: &mut RunFn) {
+    let sites = instrument(m, &ShadowOptions::all())
+        .unwrap()
+        .report
+        .sites
+        .len() as u32;
+    for case in cases {
+        for options in [
+            ShadowOptions {
+                exceptions: false,
+                ..ShadowOptions::all()
+            },
+            ShadowOptions {
+                demotion: false,
+                ..ShadowOptions::all()
+            },
+            ShadowOptions {
+                only: Some(sites / 2..sites),
+                ..ShadowOptions::all()
+            },
+        ] {
+            let what = format!("{} {} threads {options:?}", case.kernel, case.threads);
+            let (report, got) = run(&what, m, case, &options);
+            assert_agree(&what, &report, &got, &oracle_of(m, case, &options));
         }
     }
 }
 
-/// Every count and maximum equal; sums within a relative 1e-12 (their order is the device's).
-pub fn assert_same_values(what: &str, once: &[ValueStats], records: &[ValueStats]) {
-    assert_eq!(once.len(), records.len(), "{what}");
-    let close = |a: f64, b: f64| a == b || (a - b).abs() <= 1e-12 * a.abs().max(b.abs());
-    for (k, (a, b)) in once.iter().zip(records).enumerate() {
-        let exact = |s: &ValueStats| {
-            (
-                s.executions,
-                (s.local.count, s.local.max.to_bits()),
-                (s.local.zero_reference, s.local.non_finite),
-                (s.accumulated.count, s.accumulated.max.to_bits()),
-                (s.accumulated.zero_reference, s.accumulated.non_finite),
-                (s.cancellations, s.cancel_max_bits, s.reseeded),
-            )
-        };
-        assert_eq!(exact(a), exact(b), "{what}: record {k}");
-        assert!(
-            close(a.local.sum, b.local.sum) && close(a.accumulated.sum, b.accumulated.sum),
-            "{what}: record {k}: sums {a:?} against {b:?}"
-        );
+/// The guarded, self-overwriting profile kernel agrees with the oracle, and its guarded `mul`
+/// runs on the 128 even threads only.
+pub fn check_guarded_kernel(run: &mut RunFn) {
+    // profile.ptx: `@%p2 mul.rn.f64 %fd1, %fd1, 2` on even threads, sqrt and add in place.
+    let m = parse_clean("profile", include_str!("../fixtures/count/profile.ptx"));
+    let all = ShadowOptions::all();
+    let case = Case {
+        kernel: "profile",
+        blocks: 2,
+        threads: 128,
+        params: vec![Param::OutF64(256), Param::Int(5)],
+    };
+    let (report, got) = run("profile", &m, &case, &all);
+    assert_agree("profile", &report, &got, &oracle_of(&m, &case, &all));
+    let mul = report
+        .sites
+        .iter()
+        .position(|s| s.opcode == "mul.rn.f64")
+        .expect("a mul site");
+    let d = got[mul].demotion.unwrap_or_default();
+    assert_eq!(d.count + d.zero_reference + d.non_finite, 128);
+}
+
+/// On the known kernels (and `extra` cases), shadow values outside loops add at once (the
+/// `_once` forms) exactly what thread records add, and some site measures a local error.
+pub fn check_values_once_as_records(
+    known_module: &dyn Fn(FlagSet) -> Module,
+    extra: &[Case],
+    run: &mut ValuesFn,
+) {
+    let mut measured = 0;
+    for flags in [FlagSet::DEFAULT, FlagSet::NOFMA] {
+        let m = known_module(flags);
+        for case in known::gpu_cases().iter().chain(extra) {
+            let what = format!("{} {} threads {flags}", case.kernel, case.threads);
+            let (sites, reseeds) = run(&what, &m, case, false);
+            let (want_sites, want_reseeds) = run(&what, &m, case, true);
+            assert_same_values(&what, &sites, &want_sites);
+            assert_same_values(&what, &reseeds, &want_reseeds);
+            measured += sites.iter().filter(|s| s.local.count > 0).count();
+        }
     }
+    assert!(measured > 0, "some site measured a local error");
 }
