@@ -295,7 +295,7 @@ pub struct Steps<'a> {
     /// The first launch's shape, once one ran.
     pub first_launch: Option<LaunchDims>,
     /// When set, every launch is bracketed by two marks, recorded here with its entry's name
-    /// (for the time per kernel: [`crate::trial::profile`]).
+    /// (for the time per kernel: `trial/profile.rs`).
     pub launch_marks: Option<Vec<(String, Mark, Mark)>>,
 }
 
