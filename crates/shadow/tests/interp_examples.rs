@@ -1,4 +1,4 @@
-//! The shipped f64 examples, instrumented as `mantissa shadow` instruments them, run whole on
+//! The shipped examples, instrumented as `mantissa shadow` instruments them, run whole on
 //! the CPU (needs NVRTC, and nvcc for the programs with `main()`; skips without them, fails
 //! under `MANTISSA_REQUIRE_NVRTC=1`): every step of each spec (at small sizes, `--set`) in the
 //! PTX interpreter (`mantissa_harness::interp_steps`), three times over the same inputs:
@@ -8,6 +8,9 @@
 //! - the demotion-and-exceptions build with the runtime merged and every runtime function
 //!   inlined: its outputs must be the program's bit for bit, and its statistics the oracle's
 //!   (counts and maxima exactly, sums within the bound of their order).
+//!
+//! The two options programs run approximate instructions the interpreter does not compute
+//! as the hardware does; each test says which it leaves out and why.
 //!
 //! So the straight-line sites' runtime (options: 334 sites, warp reductions), the loop groups
 //! (nbody, float_literal), shared memory (nbody) and statistics over many launches (gauss,
@@ -37,16 +40,25 @@ use mantissa_ptx::pass::shadow_values::{self, ValueStats};
 use mantissa_ptx::Module;
 use std::path::Path;
 
-/// The examples and the sizes the interpreter runs them at.
-const EXAMPLES: [(&str, &[&str]); 5] = [
+/// The examples and the sizes the interpreter runs them at: the five f64 programs and their
+/// f32 twins (exceptions and shadow values only: they have no f64 instruction to demote).
+const EXAMPLES: [(&str, &[&str]); 10] = [
     (
         "float_literal/float_literal.toml",
         &["n=512", "iterations=2", "sweeps=4"],
     ),
+    (
+        "float_literal/float_literal_fixed.toml",
+        &["n=512", "iterations=2", "sweeps=4"],
+    ),
     ("gauss/gauss.toml", &["n=24"]),
+    ("gauss/gauss_f32.toml", &["n=24"]),
     ("heat2d/heat2d.toml", &["nx=64", "ny=16", "steps=3"]),
+    ("heat2d/heat2d_f32.toml", &["nx=64", "ny=16", "steps=3"]),
     ("nbody/nbody.toml", &["n=128", "steps=1"]),
+    ("nbody/nbody_f32.toml", &["n=128", "steps=1"]),
     ("options/options.toml", &["n=128", "iterations=1"]),
+    ("options/options_f32.toml", &["n=128", "iterations=1"]),
 ];
 
 /// What a register NVVM's runtime code reads before writing reads (discarded on such paths;
@@ -163,7 +175,8 @@ fn the_examples_instrumented_compute_their_bits_and_the_oracles_statistics() {
     // options' kernel runs `rcp.approx.ftz.f64`: the interpreter runs it by a model and does
     // not model the f32 form the demotion error computes, and the oracle refuses it (the
     // shadow-values test below and the known kernels of crates/ptx/tests/shadow_interp.rs
-    // cover straight-line sites).
+    // cover straight-line sites); options_f32's runs `ex2.approx.ftz.f32`, which the
+    // interpreter refuses.
     for (path, sets) in EXAMPLES.iter().filter(|(p, _)| !p.starts_with("options")) {
         let p = program(path, sets);
         let (as_written, _) = run_program(&p, &p.module, None);
@@ -183,7 +196,8 @@ fn the_examples_instrumented_compute_their_bits_and_the_oracles_statistics() {
             .iter()
             .filter(|g| g.demotion.is_some_and(|d| d.count > 0))
             .count();
-        assert!(measured > 0, "{path}: no site measured");
+        let demotable = report.sites.iter().any(|s| s.demotion);
+        assert!(measured > 0 || !demotable, "{path}: no site measured");
     }
 }
 
@@ -194,7 +208,12 @@ fn the_examples_shadow_values_add_at_once_what_thread_records_add() {
     };
     let rt = runtime::compile(&nvrtc, &runtime::SHADOW_VALUES, Arch::new(9, 0)).unwrap();
     let table = shadow_values::table_bytes(&[]).unwrap();
-    for (path, sets) in EXAMPLES {
+    // options_f32's kernel runs `ex2.approx.ftz.f32` (its expf), which the interpreter refuses:
+    // the hardware's bits are not an IEEE rounding.
+    for (path, sets) in EXAMPLES
+        .iter()
+        .filter(|(p, _)| !p.ends_with("options_f32.toml"))
+    {
         let p = program(path, sets);
         let (as_written, _) = run_program(&p, &p.module, None);
         let mut stats = Vec::new();
