@@ -41,16 +41,10 @@ use mantissa_ptx::pass::shadow_values::{self, ValueStats};
 use mantissa_ptx::Module;
 use modules::{parse_clean, target_arch};
 
-/// What a register NVVM's runtime code reads before writing reads (the value is discarded on
-/// such paths; a NaN's bits, so that it shows if it is not).
-const UNDEFINED: u64 = 0x7ff4_dead_dead_dead;
-
 /// `merged` with every called function inlined, so that the interpreter can run it.
 fn without_calls(merged: &Module) -> Module {
-    let called = mantissa_ptx::pass::inline::called_functions(merged);
-    let names: Vec<&str> = called.iter().map(String::as_str).collect();
-    mantissa_ptx::pass::inline::inline(merged, &names)
-        .unwrap_or_else(|e| panic!("inlining {names:?}: {e}"))
+    mantissa_ptx::pass::inline::inline_every_call(merged)
+        .unwrap_or_else(|e| panic!("inlining the runtime: {e}"))
         .module
 }
 
@@ -63,7 +57,7 @@ fn run_case(m: &Module, case: &Case) -> (Vec<Vec<u64>>, Memory) {
 fn run_case_in(m: &Module, case: &Case, mut mem: Memory) -> (Vec<Vec<u64>>, Memory) {
     let args = interp_args(&mut mem, case);
     let options = interp::Options {
-        undefined_reads: Some(UNDEFINED),
+        undefined_reads: Some(interp::UNDEFINED_BITS),
         ..interp::Options::default()
     };
     interp::run_with(
@@ -103,11 +97,10 @@ fn run_case_in(m: &Module, case: &Case, mut mem: Memory) -> (Vec<Vec<u64>>, Memo
 }
 
 /// The bytes of module variable `global` after a run.
-fn global_bytes(m: &Module, mem: &Memory, global: &str, bytes: usize, what: &str) -> Vec<u8> {
-    let mut mem = mem.clone();
+fn global_bytes(mem: &Memory, global: &str, bytes: usize, what: &str) -> Vec<u8> {
     let at = mem
-        .symbol(m, global)
-        .unwrap_or_else(|e| panic!("{what}: {e}"));
+        .placed(global)
+        .unwrap_or_else(|| panic!("{what}: the run never placed {global}"));
     mem.read(at, bytes)
         .unwrap_or_else(|e| panic!("{what}: {e}"))
         .to_vec()
@@ -134,7 +127,7 @@ fn run_instrumented(
         "{what}: the instrumented kernel computes other bits than the kernel as written"
     );
     let report = out.report;
-    let bytes = global_bytes(&runnable, &mem, &report.global, report.global_bytes(), what);
+    let bytes = global_bytes(&mem, &report.global, report.global_bytes(), what);
     let stats = report
         .decode(&bytes)
         .unwrap_or_else(|e| panic!("{what}: {e}"));
@@ -213,7 +206,7 @@ fn run_values(
         outputs == as_written,
         "{what}: the instrumented kernel computes other bits than the kernel as written"
     );
-    let bytes = global_bytes(&runnable, &mem, &report.global, report.global_bytes(), what);
+    let bytes = global_bytes(&mem, &report.global, report.global_bytes(), what);
     let stats = report
         .decode(&bytes)
         .unwrap_or_else(|e| panic!("{what}: {e}"));

@@ -32,7 +32,7 @@ use mantissa_harness::validate::plan;
 use mantissa_harness::Spec;
 use mantissa_ptx::interp::{self, Memory};
 use mantissa_ptx::link::merge_runtime;
-use mantissa_ptx::pass::inline::{called_functions, inline};
+use mantissa_ptx::pass::inline::inline_every_call;
 use mantissa_ptx::pass::shadow::{
     instrument, oracle, ErrorStats, ShadowOptions, ShadowReport, SiteStats,
 };
@@ -60,10 +60,6 @@ const EXAMPLES: [(&str, &[&str]); 10] = [
     ("options/options.toml", &["n=128", "iterations=1"]),
     ("options/options_f32.toml", &["n=128", "iterations=1"]),
 ];
-
-/// What a register NVVM's runtime code reads before writing reads (discarded on such paths;
-/// a NaN's bits, so that it shows if it is not).
-const UNDEFINED: u64 = 0x7ff4_dead_dead_dead;
 
 /// One example, built and planned.
 struct Program {
@@ -105,10 +101,8 @@ fn program(path: &str, sets: &[&str]) -> Program {
 /// `m` with the runtime `rt` merged and every call inlined (the interpreter runs no calls).
 fn runnable(m: &Module, rt: &str) -> Module {
     let merged = merge_runtime(m, rt).unwrap_or_else(|e| panic!("{e}"));
-    let called = called_functions(&merged);
-    let names: Vec<&str> = called.iter().map(String::as_str).collect();
-    inline(&merged, &names)
-        .unwrap_or_else(|e| panic!("inlining {names:?}: {e}"))
+    inline_every_call(&merged)
+        .unwrap_or_else(|e| panic!("inlining the runtime: {e}"))
         .module
 }
 
@@ -116,7 +110,7 @@ fn runnable(m: &Module, rt: &str) -> Module {
 /// given); each output buffer's bytes, and the memory.
 fn run_program(p: &Program, m: &Module, table: Option<(&str, &[u8])>) -> (Vec<Vec<u8>>, Memory) {
     let options = interp::Options {
-        undefined_reads: Some(UNDEFINED),
+        undefined_reads: Some(interp::UNDEFINED_BITS),
         steps: 1 << 32,
         ..interp::Options::default()
     };
@@ -156,10 +150,11 @@ fn oracle_of(p: &Program, options: &ShadowOptions, sites: usize) -> Vec<SiteStat
     total
 }
 
-/// The bytes of module variable `name` of `m` in `mem`.
-fn global(m: &Module, mem: &Memory, name: &str, bytes: usize) -> Vec<u8> {
-    let mut mem = mem.clone();
-    let at = mem.symbol(m, name).unwrap_or_else(|e| panic!("{e}"));
+/// The bytes of module variable `name` in `mem` after a run.
+fn global(mem: &Memory, name: &str, bytes: usize) -> Vec<u8> {
+    let at = mem
+        .placed(name)
+        .unwrap_or_else(|| panic!("the run never placed {name}"));
     mem.read(at, bytes)
         .unwrap_or_else(|e| panic!("{e}"))
         .to_vec()
@@ -188,7 +183,7 @@ fn the_examples_instrumented_compute_their_bits_and_the_oracles_statistics() {
             "{path}: the instrumented program computes other bits than the program"
         );
         let report = out.report;
-        let bytes = global(&m, &mem, &report.global, report.global_bytes());
+        let bytes = global(&mem, &report.global, report.global_bytes());
         let got = report.decode(&bytes).unwrap_or_else(|e| panic!("{e}"));
         let want = oracle_of(&p, &options, report.sites.len());
         assert_agree(path, &report, &got, &want);
@@ -227,7 +222,7 @@ fn the_examples_shadow_values_add_at_once_what_thread_records_add() {
                 outputs == as_written,
                 "{path}: the shadow-values build computes other bits than the program"
             );
-            let bytes = global(&m, &mem, &report.global, report.global_bytes());
+            let bytes = global(&mem, &report.global, report.global_bytes());
             stats.push(report.decode(&bytes).unwrap_or_else(|e| panic!("{e}")));
         }
         assert_same_values(path, &stats[0].sites, &stats[1].sites);

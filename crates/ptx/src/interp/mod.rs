@@ -173,6 +173,10 @@ pub struct Options {
     pub undefined_reads: Option<u64>,
 }
 
+/// A value for [`Options::undefined_reads`] that shows where it leaks: a quiet NaN's bits with
+/// a recognisable payload.
+pub const UNDEFINED_BITS: u64 = 0x7ff4_dead_dead_dead;
+
 impl Default for Options {
     fn default() -> Options {
         Options {
@@ -226,6 +230,11 @@ impl Memory {
     /// The bytes at `addr`.
     pub fn read(&self, addr: u64, len: usize) -> Result<&[u8], InterpError> {
         Ok(&self.bytes[self.range(addr, len)?])
+    }
+
+    /// The address of module variable `name`, if a run (or [`Memory::symbol`]) placed it.
+    pub fn placed(&self, name: &str) -> Option<u64> {
+        self.symbols.get(name).copied()
     }
 
     /// Writes `data` at `addr`.

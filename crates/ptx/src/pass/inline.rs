@@ -118,9 +118,8 @@ impl Pass for Inline {
 }
 
 /// The functions with a body that some instruction of `module` calls, each once, in the order
-/// first called: what [`inline`] takes to leave a module with no call it can inline (the PTX
-/// interpreter runs no calls).
-pub fn called_functions(module: &Module) -> Vec<String> {
+/// first called.
+fn called_functions(module: &Module) -> Vec<String> {
     let defined: Vec<&str> = module
         .functions()
         .filter(|f| f.body.is_some())
@@ -140,6 +139,14 @@ pub fn called_functions(module: &Module) -> Vec<String> {
         }
     }
     called
+}
+
+/// `module` with every call of a function it defines inlined ([`inline`] of all of them): what
+/// the PTX interpreter, which runs no calls, can run.
+pub fn inline_every_call(module: &Module) -> Result<Inlined, InlineError> {
+    let called = called_functions(module);
+    let names: Vec<&str> = called.iter().map(String::as_str).collect();
+    inline(module, &names)
 }
 
 /// Replaces every call of `functions` in `module` (left unchanged) by the callee's body.
