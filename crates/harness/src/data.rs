@@ -71,12 +71,17 @@ pub fn references(spec: &Spec) -> Result<Vec<Option<Vec<f64>>>, SpecError> {
             .map_or((DType::F64, 0), |b| (b.dtype, b.len));
         let field = format!("outputs.{}.reference", o.name());
         let want = o.compared_len(len);
+        // A reference holds the output's type or f64: named once when they are the same.
+        let types = match dtype {
+            DType::F64 => "f64".to_string(),
+            other => format!("{other} or f64"),
+        };
         let data = npy::read_any(path).map_err(|e| {
             spec.error(
                 o.reference_loc,
                 &field,
                 format!("{written}: {e}"),
-                format!("a .npy of {want} values of {dtype} or f64"),
+                format!("a .npy of {want} values of {types}"),
             )
         })?;
         if data.len() != want || !(data.dtype() == dtype || data.dtype() == DType::F64) {
@@ -84,7 +89,7 @@ pub fn references(spec: &Spec) -> Result<Vec<Option<Vec<f64>>>, SpecError> {
                 o.reference_loc,
                 field,
                 format!("{written}: {} elements of {}", data.len(), data.dtype()),
-                format!("{want} elements of {dtype} or f64"),
+                format!("{want} elements of {types}"),
             ));
         }
         out.push(Some(to_f64(&data)));
@@ -302,6 +307,23 @@ mod tests {
             loc: Loc::default(),
             init_loc: Loc::default(),
         }
+    }
+
+    /// An f64 output's reference of the wrong length names f64 once in what it accepts.
+    #[test]
+    fn a_reference_for_an_f64_output_names_f64_once() {
+        let d = std::env::temp_dir().join(format!("mantissa-data-ref-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("k.cu"), "extern \"C\" __global__ void k(double* y) {}\n").unwrap();
+        npy::write(&d.join("y3.npy"), &HostData::F64(vec![1.0, 2.0, 3.0])).unwrap();
+        let toml = "[source]\nfile = \"k.cu\"\n[buffers.y]\ntype = \"f64\"\nlen = 4\n\
+                    [[steps]]\nlaunch = \"k\"\ngrid = 1\nblock = 4\nargs = [\"y\"]\n\
+                    [[outputs]]\nbuffer = \"y\"\nreference = \"y3.npy\"\n";
+        std::fs::write(d.join("t.toml"), toml).unwrap();
+        let spec = Spec::load(&d.join("t.toml")).unwrap();
+        let e = references(&spec).unwrap_err().to_string();
+        assert!(e.ends_with("3 elements of f64; accepted 4 elements of f64"), "{e}");
+        std::fs::remove_dir_all(&d).unwrap();
     }
 
     #[test]
