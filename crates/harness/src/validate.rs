@@ -159,59 +159,17 @@ pub struct Plan {
 /// ([`mantissa_ptx::symbols::demangled_base`]).
 pub use mantissa_ptx::symbols::demangled_base;
 
-/// Finds the entry a spec's kernel name means. Errors are (found, accepted).
+/// Finds the entry a spec's kernel name means ([`mantissa_ptx::symbols::resolve_kernel_name`],
+/// which `inspect --kernel` shares). Errors are (found, accepted).
 pub fn resolve_kernel<'e>(
     name: &str,
     entries: &'e [EntrySignature],
     lowered: &BTreeMap<String, String>,
 ) -> Result<&'e EntrySignature, (String, String)> {
-    let list = || {
-        let names: Vec<String> = entries
-            .iter()
-            .map(|e| match demangled_base(&e.name) {
-                Some(d) => format!("{d} ({})", e.name),
-                None => e.name.clone(),
-            })
-            .collect();
-        if names.is_empty() {
-            "a kernel of the program; the PTX has none".to_string()
-        } else {
-            format!("a kernel of the program: {}", names.join(", "))
-        }
-    };
-    if let Some(e) = entries.iter().find(|e| e.name == name) {
-        return Ok(e);
-    }
-    if let Some(e) = lowered
-        .get(name)
-        .and_then(|l| entries.iter().find(|e| &e.name == l))
-    {
-        return Ok(e);
-    }
-    let matches: Vec<&EntrySignature> = entries
-        .iter()
-        .filter(|e| {
-            demangled_base(&e.name)
-                .is_some_and(|d| d == name || d.rsplit("::").next() == Some(name))
-        })
-        .collect();
-    match matches.as_slice() {
-        [one] => Ok(one),
-        [] => Err((format!("unknown kernel '{name}'"), list())),
-        many => Err((
-            format!(
-                "'{name}', which names {} kernels (overloads or template instances)",
-                many.len()
-            ),
-            format!(
-                "one mangled name of {}, or a name expression such as {name}<double>",
-                many.iter()
-                    .map(|e| e.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        )),
-    }
+    let names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
+    mantissa_ptx::symbols::resolve_kernel_name(name, &names, lowered)
+        .map(|i| &entries[i])
+        .map_err(|e| (e.found, e.accepted))
 }
 
 /// Module-scope `.const` and `.global` variables the PTX defines (`.extern` ones are another

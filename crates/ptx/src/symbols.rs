@@ -1,6 +1,8 @@
 //! What a module declares at module scope, read once for every crate: its variables with their
 //! byte sizes ([`module_variables`], [`symbols`]), its `.version`/`.target` header
-//! ([`header`]), and the base names of Itanium-mangled names ([`demangled_base`]).
+//! ([`header`]), the base names of Itanium-mangled names ([`demangled_base`]), their full names
+//! and parameter types ([`demangle::demangle`]), and which entry a kernel name a user wrote
+//! means ([`resolve_kernel_name`], shared by `run` and `inspect`).
 //!
 //! These used to be computed in the GPU runtime and in the harness separately, and the two
 //! disagreed: the harness did not multiply by a `.v2`/`.v4` vector width and listed `.extern`
@@ -8,6 +10,9 @@
 
 use crate::model::{Item, Module, VarDecl};
 use crate::op::{Space, ValueType};
+use std::collections::BTreeMap;
+
+pub mod demangle;
 
 /// A module-scope variable.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -201,6 +206,143 @@ pub fn demangled_base(mangled: &str) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join("::"))
 }
 
+/// Why a kernel name resolves to no entry: one line, as `found …; accepted …`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelNameError {
+    /// What was written, and why it is not one kernel (`unknown kernel 'axpi'`).
+    pub found: String,
+    /// What would be (the kernels of the program, or a hint).
+    pub accepted: String,
+}
+
+impl std::fmt::Display for KernelNameError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "found {}; accepted {}", self.found, self.accepted)
+    }
+}
+
+/// The name users read for an entry: `axpy<float>` for `_Z4axpyIfEvPT_S1_i`, `stencil` for
+/// `_Z7stencilPdS_ii`, the name itself for an `extern "C"` one.
+pub fn kernel_display_name(entry: &str) -> String {
+    demangle::demangle(entry)
+        .map(|d| d.name)
+        .or_else(|| demangled_base(entry))
+        .unwrap_or_else(|| entry.to_string())
+}
+
+/// `name` without whitespace, so that `axpy< float >` and `axpy<float>` compare equal.
+fn squeezed(name: &str) -> String {
+    name.chars().filter(|c| !c.is_whitespace()).collect()
+}
+
+/// Which of `entries` (a module's `.entry` names) the kernel name `name` a user wrote means, by
+/// index: the entry's own name (an `extern "C"` name or a mangled one), a name expression NVRTC
+/// lowered (`lowered`: expression → mangled name), or a demangled name, with or without its
+/// namespaces and template arguments (`stencil`, `ns::stencil`, `axpy<float>`,
+/// `ns::axpy<float>`) when it names one entry. Used by `run`'s spec check and by
+/// `inspect --kernel`, so both accept the same names and say the same when one is wrong.
+pub fn resolve_kernel_name<S: AsRef<str>>(
+    name: &str,
+    entries: &[S],
+    lowered: &BTreeMap<String, String>,
+) -> Result<usize, KernelNameError> {
+    let names: Vec<&str> = entries.iter().map(AsRef::as_ref).collect();
+    let name = name.trim();
+    if let Some(i) = names.iter().position(|e| *e == name) {
+        return Ok(i);
+    }
+    if let Some(i) = lowered
+        .get(name)
+        .and_then(|l| names.iter().position(|e| e == l))
+    {
+        return Ok(i);
+    }
+    let want = squeezed(name);
+    let last = |full: &str| {
+        // The last `::` component outside template arguments.
+        let mut depth = 0i32;
+        let mut cut = 0;
+        let b = full.as_bytes();
+        for (i, c) in b.iter().enumerate() {
+            match c {
+                b'<' => depth += 1,
+                b'>' => depth -= 1,
+                b':' if depth == 0 && b.get(i + 1) == Some(&b':') => cut = i + 2,
+                _ => {}
+            }
+        }
+        full[cut..].to_string()
+    };
+    let full: Vec<String> = names.iter().map(|e| squeezed(&kernel_display_name(e))).collect();
+    let base: Vec<Option<String>> = names.iter().map(|e| demangled_base(e)).collect();
+    let by = |m: &dyn Fn(usize) -> bool| (0..names.len()).filter(|&i| m(i)).collect::<Vec<_>>();
+    let mut matches = by(&|i| full[i] == want || last(&full[i]) == want);
+    if matches.is_empty() {
+        matches = by(&|i| {
+            base[i]
+                .as_deref()
+                .is_some_and(|d| d == want || last(d) == want)
+        });
+    }
+    let shown = |i: usize| {
+        let d = kernel_display_name(names[i]);
+        if d == names[i] {
+            d
+        } else {
+            format!("{d} ({})", names[i])
+        }
+    };
+    match matches.as_slice() {
+        [one] => Ok(*one),
+        [] => {
+            // `axpy<double>` when only `axpy<float>` was instantiated: say which exist.
+            let stem = want.split('<').next().unwrap_or(&want).to_string();
+            let instances = by(&|i| {
+                base[i]
+                    .as_deref()
+                    .is_some_and(|d| d == stem || last(d) == stem)
+            });
+            let accepted = if !instances.is_empty() {
+                let list: Vec<String> = instances
+                    .iter()
+                    .map(|&i| format!("'{}'", kernel_display_name(names[i])))
+                    .collect();
+                format!(
+                    "an instantiated kernel: did you mean {}",
+                    list.join(" or ")
+                )
+            } else if names.is_empty() {
+                "a kernel of the program; the PTX has none".to_string()
+            } else {
+                format!(
+                    "a kernel of the program: {}",
+                    (0..names.len()).map(shown).collect::<Vec<_>>().join(", ")
+                )
+            };
+            Err(KernelNameError {
+                found: format!("unknown kernel '{name}'"),
+                accepted,
+            })
+        }
+        many => Err(KernelNameError {
+            found: format!(
+                "'{name}', which names {} kernels (overloads or template instances)",
+                many.len()
+            ),
+            accepted: format!(
+                "one of {}",
+                many.iter()
+                    .map(|&i| match demangle::demangle(names[i]) {
+                        Some(d) => format!("{d} ({})", names[i]),
+                        None => shown(i),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -274,6 +416,47 @@ mod tests {
             assert!(header(text).version.is_some(), "{name}");
         }
         assert_eq!(header("// nothing\n"), Header::default());
+    }
+
+    #[test]
+    fn kernel_names_resolve_with_namespaces_and_template_arguments() {
+        let entries = [
+            "saxpy",
+            "_Z7stencilPdS_ii",
+            "_Z4axpyIfEvPT_S1_i",
+            "_ZN2ns4scalIdEEvPT_",
+            "_Z4scalIfEvPT_",
+        ];
+        let none = BTreeMap::new();
+        let r = |n: &str| resolve_kernel_name(n, &entries, &none);
+        assert_eq!(r("saxpy"), Ok(0));
+        assert_eq!(r("_Z7stencilPdS_ii"), Ok(1));
+        assert_eq!(r("stencil"), Ok(1));
+        assert_eq!(r("axpy<float>"), Ok(2));
+        assert_eq!(r("axpy< float >"), Ok(2));
+        assert_eq!(r("axpy"), Ok(2));
+        assert_eq!(r("ns::scal<double>"), Ok(3));
+        assert_eq!(r("scal<double>"), Ok(3));
+        assert_eq!(r("scal<float>"), Ok(4));
+        let lowered = BTreeMap::from([("axpy<float>".to_string(), entries[2].to_string())]);
+        assert_eq!(resolve_kernel_name("axpy<float>", &entries, &lowered), Ok(2));
+        assert_eq!(
+            r("axpy<double>").unwrap_err().to_string(),
+            "found unknown kernel 'axpy<double>'; accepted an instantiated kernel: did you mean 'axpy<float>'"
+        );
+        assert_eq!(
+            r("scal").unwrap_err().to_string(),
+            "found 'scal', which names 2 kernels (overloads or template instances); accepted one of ns::scal<double>(double*) (_ZN2ns4scalIdEEvPT_), scal<float>(float*) (_Z4scalIfEvPT_)"
+        );
+        assert_eq!(
+            r("saxpi").unwrap_err().to_string(),
+            "found unknown kernel 'saxpi'; accepted a kernel of the program: saxpy, stencil (_Z7stencilPdS_ii), axpy<float> (_Z4axpyIfEvPT_S1_i), ns::scal<double> (_ZN2ns4scalIdEEvPT_), scal<float> (_Z4scalIfEvPT_)"
+        );
+        let empty: [&str; 0] = [];
+        assert_eq!(
+            resolve_kernel_name("k", &empty, &none).unwrap_err().accepted,
+            "a kernel of the program; the PTX has none"
+        );
     }
 
     #[test]
