@@ -1,6 +1,5 @@
 //! [`ReportError`]: everything that can stop a report from being written.
 
-use std::io;
 use std::path::PathBuf;
 
 use crate::record::RecordError;
@@ -11,15 +10,6 @@ pub enum ReportError {
     /// Reading `results.jsonl` or writing an output file failed.
     #[error(transparent)]
     Record(#[from] RecordError),
-    /// Creating an output directory failed. The cause is in the message and deliberately not a
-    /// `source`, so that a `{:#}` chain prints it once.
-    #[error("{path}: {cause}")]
-    Io {
-        /// The directory.
-        path: PathBuf,
-        /// What the system said.
-        cause: io::Error,
-    },
     /// The results file exists but holds no record yet.
     #[error("{path}: no records yet (the study has not completed a point; nothing to report)")]
     Empty {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::glossary::{glossary_html, GLOSSARY_ID};
 use crate::plots::{all_plots, slug, Plot};
-use crate::record::{write_atomically, Record};
+use crate::record::{write_atomically, Record, RecordError};
 use crate::summary::{summary, Summary};
 use crate::tables::{groups, Naming, Provenance, Table};
 use crate::ReportError;
@@ -316,10 +316,7 @@ pub fn write_html(out_dir: &Path, records: &[Record]) -> Result<PathBuf, ReportE
     }
     let (html, plots) = render(records)?;
     let dir = out_dir.join(PLOTS_DIR);
-    std::fs::create_dir_all(&dir).map_err(|cause| ReportError::Io {
-        path: dir.clone(),
-        cause,
-    })?;
+    mantissa_files::ensure_dir(&dir).map_err(RecordError::from)?;
     for p in &plots {
         write_atomically(&dir.join(format!("{}.svg", p.name)), p.svg.as_bytes())?;
     }

@@ -46,6 +46,7 @@ mod manifest;
 mod markdown;
 pub mod merge;
 mod plots;
+mod previous;
 pub mod record;
 mod schema1;
 mod shard;
@@ -61,6 +62,7 @@ pub use html::{escape, write_html, HTML_FILE, PLOTS_DIR};
 pub use manifest::Manifest;
 pub use markdown::markdown;
 pub use plots::ZERO_AT;
+pub use previous::move_previous_output;
 pub use record::{
     point_key, read_records, write_atomically, Backend, Build, ErrorMetrics, ReadNotes, Record,
     RecordError, ResultsLog, Status, TimeStats, DEFAULT_FLAGS, RESULTS_FILE, SCHEMA,

@@ -320,7 +320,7 @@ fn write_merged<L: StoreLine>(
     shards: &[ShardFile],
     out: &Path,
 ) -> Result<(PathBuf, Manifest, Option<PathBuf>), MergeError> {
-    std::fs::create_dir_all(out).map_err(io_err(out))?;
+    mantissa_files::ensure_dir(out).map_err(RecordError::from)?;
     let path = out.join(data_file::<L>(None));
     let manifest_path = out.join(manifest_file::<L>(None));
     let mut moved_aside = None;

@@ -17,7 +17,7 @@
 //!   settings planned it; a resumed run with other settings is refused.
 
 use std::collections::HashSet;
-use std::fs::{File, OpenOptions, TryLockError};
+use std::fs::{File, TryLockError};
 use std::io::{self, BufRead, BufReader, Write};
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
@@ -113,7 +113,7 @@ impl<L: StoreLine> Store<L> {
     /// refusal naming the difference. Without it, a non-empty file (and its manifest) is renamed
     /// to `STEM-<timestamp>.jsonl` and a fresh file is started.
     pub fn open_with(dir: &Path, options: StoreOptions) -> Result<Store<L>, RecordError> {
-        std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+        mantissa_files::ensure_dir(dir)?;
         let path = dir.join(data_file::<L>(options.shard));
         let manifest_path = dir.join(manifest_file::<L>(options.shard));
         let (mut file, mut unlocked) = open_locked(&path)?;
@@ -212,7 +212,7 @@ impl<L: StoreLine> Store<L> {
         self.file
             .write_all(text.as_bytes())
             .and_then(|()| self.file.sync_data())
-            .map_err(io_err(&self.path))?;
+            .map_err(|e| mantissa_files::write_error(&self.path, e))?;
         self.done.extend(lines.iter().map(L::key));
         Ok(())
     }
@@ -252,14 +252,11 @@ impl Store<Record> {
 }
 
 /// Opens (creating) `path` for appending and takes its exclusive lock; a lock held elsewhere is
-/// [`RecordError::Locked`]. Where the file system cannot lock at all, the file is used unlocked
-/// and the second value says why.
+/// [`RecordError::Locked`], a target that is not a regular file is refused
+/// ([`mantissa_files::open_append`]). Where the file system cannot lock at all, the file is used
+/// unlocked and the second value says why.
 pub(crate) fn open_locked(path: &Path) -> Result<(File, Option<String>), RecordError> {
-    let file = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .map_err(io_err(path))?;
+    let file = mantissa_files::open_append(path)?;
     match file.try_lock() {
         Ok(()) => Ok((file, None)),
         Err(TryLockError::WouldBlock) => Err(RecordError::Locked {
@@ -436,25 +433,10 @@ fn within_line(e: &serde_json::Error) -> String {
     }
 }
 
-/// Writes `contents` to `path` through a temporary file in the same directory and a rename, so
-/// readers never see a half-written file.
+/// Writes `contents` to `path` atomically through the one writer, [`mantissa_files::write_file`]
+/// (which refuses a target that is not a regular file and follows symlinks).
 pub fn write_atomically(path: &Path, contents: &[u8]) -> Result<(), RecordError> {
-    let dir = path.parent().unwrap_or_else(|| Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "out".into());
-    let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
-    let write = || -> io::Result<()> {
-        let mut f = File::create(&tmp)?;
-        f.write_all(contents)?;
-        f.sync_data()?;
-        std::fs::rename(&tmp, path)
-    };
-    write().map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        io_err(path)(e)
-    })
+    Ok(mantissa_files::write_file(path, contents)?)
 }
 
 #[cfg(test)]
@@ -463,6 +445,7 @@ mod tests {
     use crate::record::tests::sample;
     use crate::record::{read_records, ResultsLog, RESULTS_FILE};
     use std::collections::BTreeMap;
+    use std::fs::OpenOptions;
 
     fn manifest(sizes: &str) -> Manifest {
         let settings = BTreeMap::from([("sizes".to_string(), sizes.to_string())]);
@@ -694,6 +677,33 @@ mod tests {
         let (dir, _path) = results_file(include_bytes!("fixtures/one-bad-line.jsonl"));
         let log = ResultsLog::open(dir.path(), true).unwrap();
         assert_eq!(log.previous_records(), 3);
+    }
+
+    #[test]
+    fn a_fifo_or_device_where_a_file_goes_is_refused_in_one_line_and_kept() {
+        use std::os::unix::fs::FileTypeExt;
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("report.html");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.unwrap().success(), "mkfifo");
+        let e = write_atomically(&fifo, b"<html>").unwrap_err().to_string();
+        assert!(e.contains("report.html is a FIFO (named pipe), not a file"), "{e}");
+        assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
+        // The results store refuses a device in place of its file (records would vanish).
+        let out = dir.path().join("out");
+        std::fs::create_dir(&out).unwrap();
+        let node = out.join(RESULTS_FILE);
+        let made = std::process::Command::new("mknod")
+            .arg(&node)
+            .args(["c", "1", "3"])
+            .status();
+        if !made.is_ok_and(|s| s.success()) {
+            eprintln!("skipped the device half: mknod failed (needs root)");
+            return;
+        }
+        let e = ResultsLog::open(&out, false).unwrap_err().to_string();
+        assert!(e.contains("results.jsonl is a character device, not a file"), "{e}");
+        assert!(std::fs::symlink_metadata(&node).unwrap().file_type().is_char_device());
     }
 
     #[test]
