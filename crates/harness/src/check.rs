@@ -1,17 +1,22 @@
 //! `mantissa run SPEC --check`: every check a run makes before anything runs, without a GPU.
 //!
-//! The inputs are made (so a `.npy` of the wrong dtype or shape, or a symbol value that does not
-//! fit its type, is found), the references read, and the program built under each flag set by
+//! The inputs are checked without being made (so a `.npy` of the wrong dtype or shape, or a
+//! value that does not fit its type, is found, and no buffer is allocated), the references
+//! read, the launch shapes checked against the architecture's limits ([`crate::limits`]), the
+//! memory a run needs estimated ([`crate::memory`]), and the program built under each flag set by
 //! NVRTC, nvcc or as ready PTX, for the spec's architecture or [`mantissa_gpu::frontend::DEFAULT_ARCH`].
 //! Each build's PTX is then checked as a run checks it ([`crate::validate::plan`]): every
 //! launch's kernel exists, its arguments match the kernel's parameters in count, kind and value,
 //! and every symbol is a variable of the program with the size its value has. Copies and output
 //! views were checked against the buffers' lengths when the spec was read.
 
-use crate::data::{materialize, references};
+use crate::data::{check_inputs, references};
+use crate::limits::{check_launches, ArchLimits, MAX_EVALUATIONS};
+use crate::memory::{estimate, MemoryNeed};
 use crate::run::build_request;
 use crate::spec::{Spec, SpecError, StepKind};
 use crate::validate::plan;
+use mantissa_gpu::frontend::FrontEnd;
 use mantissa_gpu::{Arch, BuildError, Builder, FlagSet};
 
 /// What a check found: enough to say in a few lines what was checked.
@@ -29,8 +34,13 @@ pub struct CheckReport {
     pub kernels: Vec<String>,
     /// Symbols set, with their PTX name, state space and bytes.
     pub symbols: Vec<(String, String, usize)>,
-    /// Buffers made.
+    /// Buffers checked (none is made: `--check` allocates no buffer).
     pub buffers: usize,
+    /// What a run would allocate, estimated from the spec.
+    pub memory: MemoryNeed,
+    /// What a reader should know, each once: ready PTX that flag sets do not change, kernels
+    /// whose pointer parameters could not be checked, loops checked in part.
+    pub notes: Vec<String>,
     /// Outputs, and how many have a reference.
     pub outputs: usize,
     /// References read.
@@ -69,7 +79,7 @@ pub fn check(
     builder: &Builder,
     arch: Option<Arch>,
 ) -> Result<CheckReport, CheckError> {
-    let inputs = materialize(spec)?;
+    let symbol_bytes = check_inputs(spec)?;
     let refs = references(spec)?;
     let mut sets = vec![FlagSet::DEFAULT];
     sets.extend(flag_sets.iter().filter(|f| **f != FlagSet::DEFAULT));
@@ -82,7 +92,9 @@ pub fn check(
         launches: 0,
         kernels: Vec::new(),
         symbols: Vec::new(),
-        buffers: inputs.buffers.len(),
+        buffers: spec.buffers.len(),
+        memory: estimate(spec),
+        notes: Vec::new(),
         outputs: spec.outputs.len(),
         references: refs.iter().flatten().count(),
     };
@@ -99,14 +111,29 @@ pub fn check(
             request.arch = arch;
         }
         report.arch = builder.arch_of(&request);
+        if flags == FlagSet::DEFAULT {
+            // Before any build: the shapes need only the architecture.
+            let (_, cut) = check_launches(spec, &ArchLimits::for_arch(report.arch))?;
+            if cut {
+                report.notes.push(format!("launch shapes that use loop counters were checked for the first {MAX_EVALUATIONS} launches"));
+            }
+        }
         let built = builder.build(&request).map_err(CheckError::Build)?;
         let lowered = built
             .compiled
             .as_ref()
             .map(|c| c.lowered_names.clone())
             .unwrap_or_default();
-        let planned = plan(spec, &built.ptx, &lowered, &inputs.symbols)?;
+        let planned = plan(spec, &built.ptx, &lowered, &symbol_bytes)?;
         if flags == FlagSet::DEFAULT {
+            if built.choice.front_end == FrontEnd::Ptx && report.flag_sets.len() > 1 {
+                let others: Vec<String> =
+                    report.flag_sets[1..].iter().map(|f| f.name()).collect();
+                report.notes.push(format!(
+                    "ready PTX is read as is: flag sets ({}) do not change it, so every flag set runs the same code",
+                    others.join(", ")
+                ));
+            }
             report.front_end = built.choice.to_string();
             for (step, _) in spec.walk() {
                 if let (StepKind::Launch(_), Some(l)) =

@@ -97,6 +97,66 @@ pub fn references(spec: &Spec) -> Result<Vec<Option<Vec<f64>>>, SpecError> {
     Ok(out)
 }
 
+/// Checks every buffer's `init` and makes every symbol's bytes, as [`materialize`] does, without
+/// making any buffer (`--check` allocates none: a size of 10^12 is checked, not made). A `.npy`
+/// is read, since it exists already.
+pub fn check_inputs(spec: &Spec) -> Result<Vec<(String, Vec<u8>)>, SpecError> {
+    for b in &spec.buffers {
+        check_buffer(b).map_err(|e| {
+            spec.error(
+                b.init_loc,
+                format!("buffers.{}.init", b.name),
+                e,
+                format!("{} values of {}", b.len, b.dtype),
+            )
+        })?;
+    }
+    let mut symbols = Vec::new();
+    for s in &spec.symbols {
+        let bytes = symbol_bytes(s).map_err(|(found, accepted)| {
+            spec.error(
+                s.value_loc,
+                format!("symbols.{}.value", s.name),
+                found,
+                accepted,
+            )
+        })?;
+        symbols.push((s.name.clone(), bytes));
+    }
+    Ok(symbols)
+}
+
+/// What [`buffer_data`] would refuse, found without making the contents: a constant, or a
+/// sequence's ends, that the type cannot hold; an integer range with no integer; a `.npy` of
+/// another type or length; a normal distribution's parameters.
+pub fn check_buffer(b: &BufferSpec) -> Result<(), String> {
+    let n = b.len;
+    match &b.init {
+        Init::Zeros => Ok(()),
+        Init::Constant(c) => from_f64(b.dtype, &[*c]).map(drop),
+        Init::Sequence { start, step } => {
+            let ends = [*start, start + step, start + n.saturating_sub(1) as f64 * step];
+            from_f64(b.dtype, &ends[..n.min(3)]).map(drop)
+        }
+        Init::Npy(path, written) => npy::read(path, b.dtype, n)
+            .map(drop)
+            .map_err(|e| format!("{written}: {e}")),
+        Init::Random { dist, .. } => match *dist {
+            Random::Uniform { min, max } if is_integer(b.dtype) => {
+                let (lo, hi) = (min.ceil(), max.floor());
+                if lo > hi {
+                    return Err(format!("no integer in [{min}, {max}]"));
+                }
+                from_f64(b.dtype, &[lo, hi]).map(drop)
+            }
+            Random::Normal { mean, std } => rand_distr::Normal::new(mean, std)
+                .map(drop)
+                .map_err(|e| format!("normal({mean}, {std}): {e}")),
+            _ => Ok(()),
+        },
+    }
+}
+
 /// A buffer's initial contents.
 pub fn buffer_data(b: &BufferSpec) -> Result<HostData, String> {
     let n = b.len;

@@ -132,7 +132,7 @@ pub(crate) struct Counters {
 }
 
 impl Counters {
-    fn values(&self) -> Vec<(String, Val)> {
+    pub(crate) fn values(&self) -> Vec<(String, Val)> {
         self.stack
             .iter()
             .filter(|c| c.1)

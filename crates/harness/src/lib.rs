@@ -17,6 +17,8 @@
 //! - [`check`]: every check made before anything runs, without a GPU (`mantissa run --check`).
 //! - [`validate`]: the spec checked against the program's PTX (kernel names and signatures,
 //!   symbols and their sizes) into a [`validate::Plan`], before anything runs.
+//! - [`limits`]: launch shapes and dynamic shared memory against the architecture's limits.
+//! - [`memory`]: what a run will allocate, estimated from the spec before anything is.
 //! - [`exec`]: a plan's steps run on a [`mantissa_gpu::Gpu`]: launches, copies (ranges on the
 //!   device), fills, loops.
 //! - [`trial`]: [`TrialRunner`], a spec under one flag set set up once (build, plan, inputs and
@@ -38,6 +40,8 @@ pub mod device_compare;
 pub mod exec;
 pub mod expr;
 pub mod interp_steps;
+pub mod limits;
+pub mod memory;
 pub mod npy;
 pub mod run;
 pub mod spec;

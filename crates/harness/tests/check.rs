@@ -197,3 +197,54 @@ fn a_compile_error_names_the_log_file() {
     let log = std::fs::read_to_string(b.log_file().expect("a log file")).unwrap();
     assert!(log.contains("undefined_thing"), "{log}");
 }
+
+/// A saxpy launch with `shape` for its grid, block and shared lines.
+fn shaped(shape: &str) -> String {
+    format!("[[steps]]\nlaunch = \"saxpy\"\n{shape}\nargs = [\"x\", 2.0, \"y\", \"n\"]\n")
+}
+
+/// Launch shapes and dynamic shared memory against sm_90's limits (the check's default
+/// architecture), one line each: the eight values that used to pass.
+#[test]
+fn launch_shapes_are_checked_against_the_architecture() {
+    let guide = "CUDA C Programming Guide, compute capability 9.0";
+    let cases = [
+        ("grid = -1\nblock = 4", format!("t.toml:13:8: steps[0].grid: found -1 (negative); accepted an integer from 1 to 2147483647 (the largest grid x dimension, {guide})")),
+        ("grid = \"1/0\"\nblock = 4", "t.toml:13:10: steps[0].grid: found 1 / 0; accepted a nonzero divisor".to_string()),
+        ("grid = 2.5\nblock = 4", format!("t.toml:13:8: steps[0].grid: found 2.5 (not an integer); accepted an integer from 1 to 2147483647 (the largest grid x dimension, {guide})")),
+        ("grid = 5e9\nblock = 4", format!("t.toml:13:8: steps[0].grid: found 5000000000.0; accepted an integer from 1 to 2147483647 (the largest grid x dimension, {guide})")),
+        ("grid = 1\nblock = 2048", format!("t.toml:14:9: steps[0].block: found 2048; accepted an integer from 1 to 1024 (the largest block x dimension, {guide})")),
+        ("grid = 1\nblock = [64, 32]", format!("t.toml:14:10: steps[0].block: found a block of 64 x 32 x 1 = 2048 threads; accepted at most 1024 threads per block ({guide})")),
+        ("grid = 1\nblock = 2.5", format!("t.toml:14:9: steps[0].block: found 2.5 (not an integer); accepted an integer from 1 to 1024 (the largest block x dimension, {guide})")),
+        ("grid = [1, 1, 70000]\nblock = 4", format!("t.toml:13:15: steps[0].grid[2]: found 70000; accepted an integer from 1 to 65535 (the largest grid z dimension, {guide})")),
+        ("grid = 1\nblock = [1, 1, 128]", format!("t.toml:14:16: steps[0].block[2]: found 128; accepted an integer from 1 to 64 (the largest block z dimension, {guide})")),
+        ("grid = 1\nblock = 4\nshared = -4", format!("t.toml:15:10: steps[0].shared: found -4 (negative); accepted 0 to 232448 bytes (227 KiB: dynamic shared memory per block after opting in, {guide}; without opting in 48 KiB, and the launch opts in above that)")),
+        ("grid = 1\nblock = 4\nshared = 1e6", format!("t.toml:15:10: steps[0].shared: found 1000000.0; accepted 0 to 232448 bytes (227 KiB: dynamic shared memory per block after opting in, {guide}; without opting in 48 KiB, and the launch opts in above that)")),
+    ];
+    for (shape, want) in cases {
+        let Some(e) = error(&shaped(shape)) else {
+            return;
+        };
+        assert_eq!(e, want, "{shape}");
+    }
+    // The limits themselves pass.
+    let Some(r) = run_check(&shaped("grid = [2147483647, 65535, 65535]\nblock = [1024, 1, 1]\nshared = 232448")) else {
+        return;
+    };
+    r.unwrap();
+}
+
+/// A shape that uses a loop counter is checked at each iteration, naming it.
+#[test]
+fn launch_shapes_that_use_a_loop_counter_are_checked_per_iteration() {
+    let body = "[[steps]]\nrepeat = 3\ncounter = \"t\"\nsteps = [{ launch = \"saxpy\", grid = \"2 - t\", block = 4, args = [\"x\", 2.0, \"y\", \"n\"] }]\n";
+    let Some(e) = error(body) else {
+        return;
+    };
+    assert_eq!(e, "t.toml:14:37: steps[0].steps[0].grid: found 2 - t = 0 at steps[0].steps[0] (launch saxpy), iteration t=2; accepted an integer from 1 to 2147483647 (the largest grid x dimension, CUDA C Programming Guide, compute capability 9.0)");
+    let body = "[[steps]]\nrepeat = 3\ncounter = \"t\"\nsteps = [{ launch = \"saxpy\", grid = 1, block = 4, shared = \"t * 150000\", args = [\"x\", 2.0, \"y\", \"n\"] }]\n";
+    let Some(e) = error(body) else {
+        return;
+    };
+    assert!(e.contains(": found t * 150000 = 300000 at steps[0].steps[0] (launch saxpy), iteration t=2; accepted 0 to 232448 bytes"), "{e}");
+}
