@@ -30,6 +30,9 @@ pub enum SaveError {
     /// The spec's text could not be edited.
     #[error("{0}")]
     Spec(String),
+    /// A file or the directory could not be written (one line with what to do).
+    #[error("{0}")]
+    Write(#[from] mantissa_files::WriteError),
 }
 
 /// Writes every build of `builds` into `dir` (created if needed); returns the files written.
@@ -38,7 +41,7 @@ pub fn save(dir: &Path, spec: &Spec, builds: &[Build]) -> Result<Vec<PathBuf>, S
         let path = path.to_path_buf();
         move |source| SaveError::Io { path, source }
     };
-    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    mantissa_files::ensure_dir(dir)?;
     let original = std::fs::read_to_string(&spec.path).map_err(io(&spec.path))?;
     let mut written = Vec::new();
     for b in builds {
@@ -57,7 +60,7 @@ pub fn save(dir: &Path, spec: &Spec, builds: &[Build]) -> Result<Vec<PathBuf>, S
             (format!("{}.changes.txt", b.name), changes_text(b)),
         ] {
             let path = dir.join(file);
-            std::fs::write(&path, contents).map_err(io(&path))?;
+            mantissa_files::write_file(&path, contents.as_bytes())?;
             written.push(path);
         }
     }

@@ -22,9 +22,8 @@ use crate::version::CudaVersion;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::fs;
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Bump when the file format or the meaning of a key changes: old entries then miss.
@@ -461,39 +460,17 @@ fn decode_entry(bytes: &[u8], key: &CacheKey, source_text: &str) -> Option<Compi
     })
 }
 
-/// Writes `bytes` to `path` through a temporary file in the same directory and a rename, so that
-/// readers and concurrent writers never see a partial file (rename within a directory is atomic).
+/// Writes `bytes` to `path` (making its directory) through the one writer,
+/// [`mantissa_files::write_file`]: a temporary file in the same directory and a rename, so that
+/// readers and concurrent writers never see a partial file, and never over what is not a regular
+/// file.
 pub(crate) fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    fs::create_dir_all(dir)?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    let tmp = dir.join(format!(
-        ".{name}.{}.{}.{nanos}.tmp",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let result = (|| {
-        let mut f = fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        // Flushed before the rename, so a crash cannot leave the final name on an empty file.
-        f.sync_all()?;
-        fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
+    mantissa_files::ensure_dir(dir)?;
+    Ok(mantissa_files::write_file(path, bytes)?)
 }
 
 #[cfg(test)]
@@ -503,6 +480,7 @@ pub(crate) mod tests {
 
     /// A fresh directory under the system temp dir (no tempfile dependency for one helper).
     pub(crate) fn scratch_dir(tag: &str) -> PathBuf {
+        use std::sync::atomic::{AtomicU64, Ordering};
         static N: AtomicU64 = AtomicU64::new(0);
         let dir = std::env::temp_dir().join(format!(
             "mantissa-gpu-test-{tag}-{}-{}",

@@ -337,7 +337,7 @@ fn save(
     } else {
         dir.join(format!("{}.{}", flags.name(), configuration.name()))
     };
-    std::fs::create_dir_all(&sub).map_err(|e| format!("{}: {e}", sub.display()))?;
+    mantissa_files::ensure_dir(&sub).map_err(|e| e.to_string())?;
     for (name, data) in outputs {
         npy::write(&sub.join(format!("{name}.npy")), data).map_err(|e| e.to_string())?;
     }

@@ -77,8 +77,7 @@ pub fn write_html(
     }
     page += "</body></html>\n";
     let path = out.join(HTML_FILE);
-    std::fs::create_dir_all(out)
-        .map_err(|e| MathlibError::Io(format!("{}: {e}", out.display())))?;
+    mantissa_files::ensure_dir(out).map_err(|e| MathlibError::Io(e.to_string()))?;
     write_atomically(&path, page.as_bytes()).map_err(|e| MathlibError::Io(e.to_string()))?;
     Ok(path)
 }

@@ -204,7 +204,7 @@ impl Job {
             move |source| SlurmError::Io { path, source }
         };
         let logs = self.dir.join(LOGS_DIR);
-        std::fs::create_dir_all(&logs).map_err(io(&logs))?;
+        mantissa_files::ensure_dir(&logs)?;
         let files = [
             (ARRAY_FILE, script::array(self)?),
             (MERGE_FILE, script::merge(self)?),
@@ -212,7 +212,7 @@ impl Job {
         ]
         .map(|(name, text)| (self.dir.join(name), text));
         for (path, text) in &files {
-            std::fs::write(path, text).map_err(io(path))?;
+            mantissa_files::write_file(path, text.as_bytes())?;
         }
         let submit = &files[2].0;
         make_executable(submit).map_err(io(submit))?;

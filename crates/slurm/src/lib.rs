@@ -46,6 +46,10 @@ pub enum SlurmError {
     /// A bad request (one line, exit code 2).
     #[error(transparent)]
     Usage(#[from] Usage),
+    /// A file or directory could not be written, said by the one writer (not a regular file, a
+    /// full or read-only disk).
+    #[error("{0}")]
+    Write(#[from] mantissa_files::WriteError),
     /// A file or directory could not be written.
     #[error("cannot write {path}: {source}")]
     Io {

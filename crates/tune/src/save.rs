@@ -94,7 +94,7 @@ pub fn save(
     module: &Module,
     spec_dir: &Path,
 ) -> std::io::Result<PathBuf> {
-    std::fs::create_dir_all(dir)?;
+    mantissa_files::ensure_dir(dir)?;
     let Configuration::Demote(d) = configuration(units, config, name) else {
         unreachable!("configuration() always demotes")
     };
