@@ -6,7 +6,8 @@
 //! - A precision's *cost* is the median, over the points where it and f64 both ran and were timed
 //!   (same algorithm, input, size, seed, configuration, device and flag set), of the ratio of
 //!   their median times. "Cheapest" is the smallest such ratio; a precision that never ran beside
-//!   f64 has no cost and is chosen only when no costed one reaches the target.
+//!   f64 has no cost and is chosen only when no costed one reaches the target. Ratios more than
+//!   100× apart are shown as their range alone: no one figure stands for them.
 //! - Two precisions that both reach a target are *tied in time* unless one is faster beyond the
 //!   measured spread at most of the points where both ran: faster there means its median
 //!   repetition took less time than the other's fastest. A median ratio of 0.98 or 1.02 is noise
@@ -204,15 +205,30 @@ fn fmt_ratio(x: f64) -> String {
 /// would hide that the precision costs very different amounts at different points.
 const SPREAD_SHOWN: f64 = 1.5;
 
+/// Ratios that spread wider than this have no median in the cell, only their range: a precision
+/// whose cost against f64 differs by two orders of magnitude between points of one row (sizes
+/// that change what dominates, or a suspect timing) has no single cost, and a median of such
+/// ratios (0.02× from 2.2e-4…55.7) reads as a finding it is not.
+const SPREAD_TOO_WIDE: f64 = 100.0;
+
 /// Fewer compared points than this are named in the cell: one timing is a weak basis.
 const FEW_POINTS: usize = 3;
 
 /// Tied precisions named in a cell before the rest are counted (`and 2 more`).
 const TIES_NAMED: usize = 4;
 
-/// `1.63× f64`, `0.02× f64 (0.02…56)` when the ratios spread widely, `0.75× f64 (1 point)`
-/// when few points were compared.
+/// `1.63× f64`, `1.07× f64 (0.59…1.16)` when the ratios spread widely, `0.75× f64 (1 point)`
+/// when few points were compared, `2.2e-4…55.7× f64 (5 points, too far apart for one figure)`
+/// when they spread too widely for a median to mean anything.
 pub(crate) fn fmt_cost(c: Cost) -> String {
+    if c.points >= FEW_POINTS && c.max > SPREAD_TOO_WIDE * c.min {
+        return format!(
+            "{}…{}× {BASELINE} ({}, too far apart for one figure)",
+            fmt_ratio(c.min),
+            fmt_ratio(c.max),
+            plural(c.points, "point")
+        );
+    }
     let mut s = format!("{}× {BASELINE}", fmt_ratio(c.median));
     if c.points < FEW_POINTS {
         s += &format!(" ({})", plural(c.points, "point"));

@@ -171,7 +171,10 @@ fn findings(groups: &[Group], naming: &Naming) -> Table {
              were timed (same algorithm, input, size, seed, configuration, device and flag set), \
              of the ratio of their median times; below 1 is faster than {BASELINE}. Cheapest = \
              the smallest such ratio. (a…b): the smallest and largest ratio, where they differ \
-             by more than 1.5×; (1 point), (2 points): the ratio rests on that few."
+             by more than 1.5×; (1 point), (2 points): the ratio rests on that few. \
+             \"a…b× {BASELINE} (too far apart for one figure)\": the ratios differ by more than \
+             100× between points (the cost depends on the size, or a timing is suspect): no \
+             median is given, and the tables show each point."
         ),
         "\"A or B (tied in time)\": both reach the target and the measurements cannot tell their \
          times apart: at no more than half of the points where both ran was one's median time \
@@ -393,10 +396,14 @@ mod tests {
         };
         assert_eq!(fmt_cost(cost(3.75, 1.5, 6.0, 3)), "3.75× f64 (1.50…6.00)");
         assert_eq!(fmt_cost(cost(1.2, 1.0, 1.4, 9)), "1.20× f64");
+        // The shipped H200 run's pi-midpoint/serial on the CPU: ratios from 2.2e-4 to 55.7
+        // (double-word times flat at 28 µs from 100 to 10^5 steps, then 83 ms at 10^6). Their
+        // median, 0.02, would be one figure for costs 250,000× apart: the range alone is shown.
         assert_eq!(
-            fmt_cost(cost(2e-4, 2e-4, 55.7, 5)),
-            "2.0e-4× f64 (2.0e-4…55.7)"
+            fmt_cost(cost(0.0204, 2.2e-4, 55.7, 5)),
+            "2.2e-4…55.7× f64 (5 points, too far apart for one figure)"
         );
+        assert_eq!(fmt_cost(cost(10.8, 4.14, 62.8, 7)), "10.8× f64 (4.14…62.8)");
         // On the GPU f32x2 (half f64's time) is the cheapest for 1e-6; nothing reaches 2^-53.
         assert_eq!(
             row(t, "GPU")[2..],
