@@ -95,3 +95,36 @@ pub fn run() -> TuneRun {
         shard: None,
     }
 }
+
+/// `run` with its search repeated `n` times under other thresholds, every copy choosing the
+/// same configuration (as on a real program, where most searches settle on one FISet), one more
+/// search that chose nothing, and FISet 1 spread over 65 source lines.
+pub fn repeated(mut run: TuneRun, n: usize) -> TuneRun {
+    let lines: Vec<(String, u32)> = (100..200)
+        .filter(|l| l % 3 != 0)
+        .take(65)
+        .map(|l| ("/src/solver.cu".to_string(), l))
+        .collect();
+    run.fisets[0].name = format!("fiset 1 ({})", crate::units::where_(&lines));
+    run.fisets[0].lines = lines;
+    let one = run.searches[0].clone();
+    let copy = |k: usize, chosen: bool| {
+        let (digits, pct) = ((1 + k / 4) as f64, [5.0, 10.0, 20.0, 40.0][k % 4]);
+        let mut s = one.clone();
+        s.label = format!("mode 2, {digits} digits, {pct}%");
+        s.unit = k;
+        s.search.thresholds = Thresholds {
+            error: ErrorThreshold::Digits(digits),
+            speedup_pct: Some(pct),
+        };
+        if !chosen {
+            s.search.chosen = None;
+            s.search.chosen_trial = None;
+            s.search.first_met_at = None;
+        }
+        s
+    };
+    run.searches = (0..n).map(|k| copy(k, true)).collect();
+    run.searches.push(copy(n, false));
+    run
+}

@@ -26,6 +26,7 @@ use mantissa_report::{Backend, Shard};
 use mantissa_shadow::{Analyses, ShadowRequest};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
 
 /// What to tune and how.
 #[derive(Debug, Clone)]
@@ -212,6 +213,15 @@ impl TuneError {
     pub fn is_usage(&self) -> bool {
         matches!(self, TuneError::Trial(TrialError::Spec(_)))
     }
+
+    /// Whether the run was stopped (a signal) rather than failed.
+    pub fn is_stopped(&self) -> bool {
+        matches!(
+            self,
+            TuneError::Evaluate(EvaluateError::Stopped)
+                | TuneError::Search(SearchError::Evaluate(EvaluateError::Stopped))
+        )
+    }
 }
 
 /// An evaluator over a sub-list of the run's units: the search's index i is unit `map[i]`.
@@ -262,6 +272,19 @@ pub fn tune(
     gpus: &[&Gpu],
     spec: &Spec,
     request: &TuneRequest,
+    progress: &mut dyn FnMut(TuneEvent),
+) -> Result<TuneRun, TuneError> {
+    tune_until(gpus, spec, request, &AtomicBool::new(false), progress)
+}
+
+/// [`tune`], stopping before the next trial once `stop` is set (a signal): the searches end
+/// with [`EvaluateError::Stopped`], every trial finished is in the store, and `--resume`
+/// goes on from them.
+pub fn tune_until(
+    gpus: &[&Gpu],
+    spec: &Spec,
+    request: &TuneRequest,
+    stop: &AtomicBool,
     progress: &mut dyn FnMut(TuneEvent),
 ) -> Result<TuneRun, TuneError> {
     let Some(&gpu) = gpus.first() else {
@@ -464,7 +487,8 @@ pub fn tune(
         devices.iter().map(|d| (d.ordinal, d.references)).collect();
 
     let resumed = store.resumed;
-    let mut eval = GpuEvaluator::new(devices, all_units, request.policy, &mut store);
+    let mut eval =
+        GpuEvaluator::new(devices, all_units, request.policy, &mut store).stopping_on(stop);
     let mut searches = Vec::new();
     let plans = crate::plan::plans(request);
     // In runs of one error threshold, which the evaluator is set to once per run.
@@ -756,4 +780,21 @@ fn device_references(
             })
             .collect()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stop asked for between trials reaches the caller as a stop, whichever search saw it;
+    /// other evaluator errors do not.
+    #[test]
+    fn a_stopped_evaluator_is_a_stopped_run() {
+        let stopped: TuneError = SearchError::Evaluate(EvaluateError::Stopped).into();
+        assert!(stopped.is_stopped());
+        assert!(TuneError::from(EvaluateError::Stopped).is_stopped());
+        let lost: TuneError = SearchError::Evaluate(EvaluateError::Fatal("lost".into())).into();
+        assert!(!lost.is_stopped());
+        assert!(!TuneError::NothingToTune("none".into()).is_stopped());
+    }
 }

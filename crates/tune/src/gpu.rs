@@ -17,7 +17,7 @@ use mantissa_harness::config::{Demotion, MathCall, Selection};
 use mantissa_harness::{Configuration, TrialError, TrialOutcome, TrialRunner, TrialTiming};
 use mantissa_ptx::demote::Request;
 use std::collections::HashMap;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -77,7 +77,12 @@ pub struct GpuEvaluator<'r, 'g> {
     pub busy: Vec<Duration>,
     /// Batches run over several devices.
     pub batches: usize,
+    /// Once set, no further trial starts ([`EvaluateError::Stopped`]).
+    stop: &'r AtomicBool,
 }
+
+/// The stop flag of an evaluator nobody stops.
+static NEVER: AtomicBool = AtomicBool::new(false);
 
 /// What the evaluator keeps of what the devices did.
 struct Memory<'r> {
@@ -314,6 +319,9 @@ pub enum EvaluateError {
     /// The results store could not be written.
     #[error("{0}")]
     Store(String),
+    /// The run was asked to stop (a signal): the trials finished are kept in the store.
+    #[error("stopped before the next trial")]
+    Stopped,
 }
 
 /// The configuration that demotes the units of `config`.
@@ -441,6 +449,21 @@ impl<'r, 'g> GpuEvaluator<'r, 'g> {
             },
             busy,
             batches: 0,
+            stop: &NEVER,
+        }
+    }
+
+    /// This evaluator, refusing every trial once `stop` is set (with [`EvaluateError::Stopped`]):
+    /// what a signal asks for between trials.
+    pub fn stopping_on(self, stop: &'r AtomicBool) -> Self {
+        GpuEvaluator { stop, ..self }
+    }
+
+    /// [`EvaluateError::Stopped`] once the stop flag is set.
+    fn check_stop(&self) -> Result<(), EvaluateError> {
+        match self.stop.load(Ordering::SeqCst) {
+            true => Err(EvaluateError::Stopped),
+            false => Ok(()),
         }
     }
 
@@ -470,6 +493,7 @@ impl Evaluate for GpuEvaluator<'_, '_> {
     type Error = EvaluateError;
 
     fn trial(&mut self, config: &Config, need: Need) -> Result<Trial, EvaluateError> {
+        self.check_stop()?;
         let job = self.memory.job(config, need);
         // A configuration whose time is being refined goes back to the device that took it.
         let at = job
@@ -489,6 +513,7 @@ impl Evaluate for GpuEvaluator<'_, '_> {
     /// each device runs one at a time (a timed run never shares its device), and what they did is
     /// kept and recorded in the order given, on this thread.
     fn trials(&mut self, configs: &[Config], need: Need) -> Result<Vec<Trial>, EvaluateError> {
+        self.check_stop()?;
         if self.devices.len() < 2 || configs.len() < 2 {
             return configs.iter().map(|c| self.trial(c, need)).collect();
         }

@@ -12,7 +12,8 @@
 //!   [`store`]; tests answer it with simulated programs.
 //! - [`strategy`]: the searches (modes 1–3 over FISets, delta debugging over variables, the
 //!   exhaustive search of small cases). They know nothing of GPUs, PTX or files.
-//! - [`flow`]: one tuning run from a spec; [`text`], [`table`] and [`save`]: what the user gets.
+//! - [`flow`]: one tuning run from a spec; [`text`], [`table`], [`page`] and [`save`]: what the user
+//!   gets, with [`chosen`] grouping the searches that chose one configuration.
 //! - [`plan`]: the run's searches in order, numbered — its work units, divided among the shards
 //!   of `--shard I/N`; [`shard`]: what makes shards one run, and their documents merged
 //!   ([`doc`]: the document's JSON read back).
@@ -21,6 +22,7 @@
 
 #![deny(missing_docs)]
 
+pub mod chosen;
 pub mod detail;
 pub mod doc;
 pub mod evaluate;

@@ -28,6 +28,8 @@ table { border-collapse: collapse; font-size: 0.88em; margin: 0.5em 0 1.2em; }
 th, td { padding: 0.15em 0.6em; border-bottom: 1px solid #eee; text-align: left; }
 th { background: #f2f2f2; }
 td.num { text-align: right; font-family: ui-monospace, monospace; white-space: nowrap; }
+table.choices td { vertical-align: top; overflow-wrap: anywhere; }
+table.summary th[colspan] { text-align: center; }
 ul.notes { font-size: 0.85em; color: #555; }
 ";
 
@@ -223,25 +225,36 @@ pub fn render(run: &TuneRun) -> String {
         run.buffers,
         run.device_trials
     );
-    h.push_str("<h2>Speed-up found (trials in parentheses)</h2>\n<pre>");
-    h.push_str(&escape(&crate::table::text(
+    h.push_str("<h2>Speed-up found (trials in parentheses)</h2>\n");
+    h.push_str(&crate::table::html(
         &run.searches
             .iter()
             .map(|s| s.search.clone())
             .collect::<Vec<_>>(),
-    )));
-    h.push_str("</pre>\n<h2>Every timed trial</h2>\n");
+    ));
+    h.push_str("<h2>Every timed trial</h2>\n");
     h.push_str(&scatter(run));
-    h.push_str("\n<h2>What each search chose</h2>\n<table><tr><th>search</th><th>configuration</th><th>digits</th><th>speed-up</th><th>trials</th><th>saved</th></tr>\n");
-    for s in &run.searches {
-        let units = if s.units == "fisets" {
-            &run.fisets
-        } else {
-            &run.variables
-        };
-        let (conf, digits, speed) = match (&s.search.chosen, &s.search.chosen_trial) {
+    h.push_str(&choices(run));
+    if !run.notes.is_empty() {
+        h.push_str("<ul class=\"notes\">\n");
+        for n in &run.notes {
+            let _ = writeln!(h, "<li>{}</li>", escape(n));
+        }
+        h.push_str("</ul>\n");
+    }
+    h.push_str("</body></html>\n");
+    h
+}
+
+/// What the searches chose: one row per configuration with the searches that chose it (and
+/// their trials), one for the searches that chose nothing.
+fn choices(run: &TuneRun) -> String {
+    let mut h = String::from("\n<h2>What the searches chose</h2>\n<table class=\"choices\"><tr><th>configuration</th><th>chosen by (trials)</th><th>digits</th><th>speed-up</th><th>saved</th></tr>\n");
+    for choice in crate::chosen::group(run) {
+        let s = choice.first();
+        let (conf, digits, speed) = match (choice.config, &s.search.chosen_trial) {
             (Some(c), Some(t)) => (
-                crate::text::names(units, c),
+                crate::text::names(choice.units, c),
                 if t.digits.is_finite() {
                     format!("{:.2}", t.digits)
                 } else {
@@ -254,26 +267,30 @@ pub fn render(run: &TuneRun) -> String {
             ),
             _ => ("none met".into(), "–".into(), "–".into()),
         };
+        let by: Vec<String> = choice
+            .searches
+            .iter()
+            .map(|s| format!("{} ({})", s.label, s.search.trials))
+            .collect();
+        // Each search saves its choice under its own name: the first file, and how many more.
+        let saved: Vec<String> = choice
+            .searches
+            .iter()
+            .filter_map(|s| s.saved.as_ref().map(|p| p.display().to_string()))
+            .collect();
+        let saved = match saved.len() {
+            0 | 1 => saved.concat(),
+            n => format!("{} (+{} copies, one per search)", saved[0], n - 1),
+        };
         let _ = writeln!(
             h,
-            "<tr><td>{}</td><td>{}</td><td class=\"num\">{digits}</td><td class=\"num\">{speed}</td><td class=\"num\">{}</td><td>{}</td></tr>",
-            escape(&s.label),
+            "<tr><td>{}</td><td>{}</td><td class=\"num\">{digits}</td><td class=\"num\">{speed}</td><td>{}</td></tr>",
             escape(&conf),
-            s.search.trials,
-            s.saved
-                .as_ref()
-                .map_or(String::new(), |p| escape(&p.display().to_string()))
+            escape(&by.join("; ")),
+            escape(&saved)
         );
     }
     h.push_str("</table>\n");
-    if !run.notes.is_empty() {
-        h.push_str("<ul class=\"notes\">\n");
-        for n in &run.notes {
-            let _ = writeln!(h, "<li>{}</li>", escape(n));
-        }
-        h.push_str("</ul>\n");
-    }
-    h.push_str("</body></html>\n");
     h
 }
 
@@ -308,7 +325,32 @@ mod tests {
         assert!(page.contains("mantissa tune: k&lt;1&gt;"));
         assert!(page.contains("<li>a &lt;note&gt;</li>"));
         assert!(page.contains("<td>fiset 1 (k.cu:3)</td>"), "{page}");
+        assert!(page.contains("<td>mode 2, 3 digits, 10% (3)</td>"), "{page}");
         assert!(page.contains("40.0% ±1.0"));
         assert!(!page.contains("<script"));
+    }
+
+    /// 24 searches that chose one FISet of 65 lines: the summary is a table, the choice one row
+    /// whose lines are ranges that wrap, naming the 24 searches.
+    #[test]
+    fn searches_with_one_choice_are_one_row_and_the_summary_a_table() {
+        let page = render(&crate::fixture::repeated(run(), 24));
+        assert!(!page.contains("<pre>"), "{page}");
+        assert!(page.contains("<table class=\"summary\">"), "{page}");
+        let choices = &page[page.find("<table class=\"choices\">").expect("the choices")..];
+        let choices = &choices[..choices.find("</table>").unwrap()];
+        // A header, the FISet, the search that chose nothing.
+        assert_eq!(choices.matches("<tr>").count(), 3, "{choices}");
+        assert_eq!(page.matches("solver.cu:").count(), 1, "{page}");
+        assert!(
+            choices.contains("<td>fiset 1 (solver.cu:100–101, 103–104, 106–107,"),
+            "{choices}"
+        );
+        assert!(
+            choices.contains("<td>mode 2, 1 digits, 5% (3); mode 2, 1 digits, 10% (3);"),
+            "{choices}"
+        );
+        assert_eq!(choices.matches(" (3)").count(), 25, "{choices}");
+        assert!(choices.contains("<td>none met</td><td>mode 2, 7 digits, 5% (3)</td>"), "{choices}");
     }
 }

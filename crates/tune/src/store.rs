@@ -58,21 +58,31 @@ impl Measured {
     }
 }
 
+/// The runs of consecutive values of `sorted` (ascending): `0 1 2 3 7 9 10` is
+/// `(0, 3), (7, 7), (9, 10)`; a repeated value joins its run.
+pub fn runs(sorted: impl IntoIterator<Item = u64>) -> Vec<(u64, u64)> {
+    let mut out: Vec<(u64, u64)> = Vec::new();
+    for v in sorted {
+        match out.last_mut() {
+            Some((_, end)) if v <= *end + 1 => *end = (*end).max(v),
+            _ => out.push((v, v)),
+        }
+    }
+    out
+}
+
 /// `0-3,7,9-10`: the sorted unit indices as ranges.
 pub fn config_key(config: &Config) -> String {
-    let mut out: Vec<String> = Vec::new();
-    let mut it = config.iter().copied().peekable();
-    while let Some(start) = it.next() {
-        let mut end = start;
-        while it.peek() == Some(&(end + 1)) {
-            end = it.next().unwrap_or(end);
-        }
-        out.push(if end == start {
-            start.to_string()
-        } else {
-            format!("{start}-{end}")
-        });
-    }
+    let out: Vec<String> = runs(config.iter().map(|&u| u as u64))
+        .into_iter()
+        .map(|(start, end)| {
+            if end == start {
+                start.to_string()
+            } else {
+                format!("{start}-{end}")
+            }
+        })
+        .collect();
     if out.is_empty() {
         "none".into()
     } else {

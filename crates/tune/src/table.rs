@@ -214,6 +214,45 @@ pub fn markdown(searches: &[Search]) -> String {
     out
 }
 
+/// The table as HTML: a header row of strategies (each spanning its thresholds' columns), a
+/// header row of performance thresholds, then one row per error threshold, numbers right-aligned
+/// (class `num`). Empty for no searches.
+pub fn html(searches: &[Search]) -> String {
+    if searches.is_empty() {
+        return String::new();
+    }
+    let l = layout(searches);
+    let esc = mantissa_report::escape;
+    let mut out = String::from(
+        "<table class=\"summary\">\n<tr><th rowspan=\"2\">error (digits)</th>",
+    );
+    let mut i = 0;
+    while i < l.columns.len() {
+        let span = l.columns[i..]
+            .iter()
+            .take_while(|c| c.strategy == l.columns[i].strategy)
+            .count();
+        out += &format!(
+            "<th colspan=\"{span}\">{}</th>",
+            esc(&l.columns[i].strategy)
+        );
+        i += span;
+    }
+    out += "</tr>\n<tr>";
+    for c in &l.columns {
+        out += &format!("<th>{}</th>", esc(&threshold_label(c.speedup_pct)));
+    }
+    out += "</tr>\n";
+    for (row, cells) in l.rows.iter().zip(&l.cells) {
+        out += &format!("<tr><th>{}</th>", esc(&row_label(row)));
+        for c in cells {
+            out += &format!("<td class=\"num\">{}</td>", esc(c));
+        }
+        out += "</tr>\n";
+    }
+    out + "</table>\n"
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -321,8 +360,29 @@ mod tests {
     }
 
     #[test]
+    fn html_table_spans_each_strategy_over_its_thresholds() {
+        let t = html(&lulesh());
+        assert!(t.starts_with("<table class=\"summary\">"), "{t}");
+        assert!(
+            t.contains("<th>mode 1</th><th colspan=\"2\">mode 2</th><th>delta debugging</th></tr>")
+                || t.contains("<th colspan=\"1\">mode 1</th><th colspan=\"2\">mode 2</th><th colspan=\"1\">delta debugging</th></tr>"),
+            "{t}"
+        );
+        assert!(
+            t.contains("<tr><th>any</th><th>5%</th><th>10%</th><th>5%</th></tr>"),
+            "{t}"
+        );
+        assert!(
+            t.contains("<tr><th>6</th><td class=\"num\">0.3% (12)</td><td class=\"num\">8.4% (79)</td><td class=\"num\">– (79)</td><td class=\"num\"></td></tr>"),
+            "{t}"
+        );
+        assert_eq!(t.matches("<tr>").count(), 4);
+    }
+
+    #[test]
     fn no_searches_no_table() {
         assert_eq!(text(&[]), "");
         assert_eq!(markdown(&[]), "");
+        assert_eq!(html(&[]), "");
     }
 }

@@ -2,7 +2,8 @@
 //! shape of seed 002 Table 4, and what each search chose.
 
 use crate::evaluate::Trial;
-use crate::flow::TuneRun;
+use crate::chosen::Choice;
+use crate::flow::{SearchEntry, TuneRun};
 use crate::unit::Unit;
 use std::fmt::Write;
 
@@ -97,46 +98,8 @@ pub fn render(run: &TuneRun) -> String {
             .collect::<Vec<_>>(),
     ));
     let _ = writeln!(o, "\nchosen configurations:");
-    for s in &run.searches {
-        let units = if s.units == "fisets" {
-            &run.fisets
-        } else {
-            &run.variables
-        };
-        let first = s
-            .search
-            .first_met_at
-            .map_or(String::new(), |k| format!(", first met at trial {k}"));
-        // Run ahead on a GPU that was free (several GPUs) and then not needed by the search.
-        let ahead = match s.search.unused_ahead {
-            0 => String::new(),
-            n => format!(" (+{n} run ahead, not needed)"),
-        };
-        match (&s.search.chosen, &s.search.chosen_trial) {
-            (Some(c), Some(t)) => {
-                let _ = writeln!(
-                    o,
-                    "  {}: {} — {}; {} trials{ahead}{first}",
-                    s.label,
-                    names(units, c),
-                    trial_line(&format!("{} units", c.len()), t),
-                    s.search.trials
-                );
-                if let Some(p) = &s.saved {
-                    let _ = writeln!(o, "      saved: {}", p.display());
-                }
-                if let Some(d) = &s.detail {
-                    detail(&mut o, d);
-                }
-            }
-            _ => {
-                let _ = writeln!(
-                    o,
-                    "  {}: none met ({} trials{ahead})",
-                    s.label, s.search.trials
-                );
-            }
-        }
+    for choice in crate::chosen::group(run) {
+        chosen(&mut o, &choice);
     }
     let _ = writeln!(
         o,
@@ -152,6 +115,83 @@ pub fn render(run: &TuneRun) -> String {
         let _ = writeln!(o, "note: {n}");
     }
     o
+}
+
+/// What one search did beside its choice: `3 trials (+2 run ahead, not needed), first met at
+/// trial 2`.
+fn trials_text(s: &SearchEntry) -> String {
+    let first = s
+        .search
+        .first_met_at
+        .map_or(String::new(), |k| format!(", first met at trial {k}"));
+    // Run ahead on a GPU that was free (several GPUs) and then not needed by the search.
+    let ahead = match s.search.unused_ahead {
+        0 => String::new(),
+        n => format!(" (+{n} run ahead, not needed)"),
+    };
+    format!("{} trials{ahead}{first}", s.search.trials)
+}
+
+/// One configuration with the searches that chose it (or the searches that chose nothing):
+/// one search on one line as `label: configuration — trial; trials`, several once with the
+/// searches listed after it; then where it was saved and its detail, once.
+fn chosen(o: &mut String, choice: &Choice<'_>) {
+    let s = choice.first();
+    let (Some(c), Some(t)) = (choice.config, &s.search.chosen_trial) else {
+        let list: Vec<String> = choice
+            .searches
+            .iter()
+            .map(|s| format!("{} ({})", s.label, trials_text(s)))
+            .collect();
+        let _ = match list.len() {
+            1 => writeln!(o, "  {}: none met ({})", s.label, trials_text(s)),
+            n => writeln!(o, "  none met by {n} searches:\n      {}", list.join("; ")),
+        };
+        return;
+    };
+    let what = format!(
+        "{} — {}",
+        names(choice.units, c),
+        trial_line(&format!("{} units", c.len()), t)
+    );
+    if choice.searches.len() == 1 {
+        let _ = writeln!(o, "  {}: {what}; {}", s.label, trials_text(s));
+    } else {
+        let list: Vec<String> = choice
+            .searches
+            .iter()
+            .map(|s| format!("{} ({})", s.label, trials_text(s)))
+            .collect();
+        let _ = writeln!(
+            o,
+            "  {what}; chosen by {} searches:\n      {}",
+            list.len(),
+            list.join("; ")
+        );
+    }
+    // Each search saves its choice under its own name: the first file, and how many more.
+    let saved: Vec<&std::path::Path> = choice
+        .searches
+        .iter()
+        .filter_map(|s| s.saved.as_deref())
+        .collect();
+    match saved.len() {
+        0 => {}
+        1 => {
+            let _ = writeln!(o, "      saved: {}", saved[0].display());
+        }
+        n => {
+            let _ = writeln!(
+                o,
+                "      saved: {} (+{} copies, one per search)",
+                saved[0].display(),
+                n - 1
+            );
+        }
+    }
+    if let Some(d) = &s.detail {
+        detail(o, d);
+    }
 }
 
 fn digits_text(d: f64) -> String {
@@ -238,5 +278,34 @@ mod tests {
             text.contains("; 3 trials (+2 run ahead, not needed), first met at trial 2"),
             "{text}"
         );
+    }
+
+    /// 24 searches that chose one FISet print it once, with the searches after it; the one
+    /// that chose nothing keeps its line.
+    #[test]
+    fn searches_with_one_choice_print_it_once() {
+        let mut run = crate::fixture::repeated(crate::fixture::run(), 24);
+        for (k, s) in run.searches.iter_mut().enumerate() {
+            s.saved = Some(format!("out/configs/search-{k}.json").into());
+        }
+        let text = render(&run);
+        assert_eq!(text.matches("solver.cu:").count(), 1, "{text}");
+        assert!(
+            text.contains("  fiset 1 (solver.cu:100–101, 103–104,"),
+            "{text}"
+        );
+        assert!(
+            text.contains("— 1 units: 6.5 digits, 40.0% ±1.0 of the ideal (1.0000 ms); chosen by 24 searches:\n      mode 2, 1 digits, 5% (3 trials, first met at trial 2); mode 2, 1 digits, 10% (3 trials, first met at trial 2);"),
+            "{text}"
+        );
+        assert!(
+            text.contains("      saved: out/configs/search-0.json (+23 copies, one per search)\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("  mode 2, 7 digits, 5%: none met (3 trials)\n"),
+            "{text}"
+        );
+        assert_eq!(text.matches("saved:").count(), 1, "{text}");
     }
 }

@@ -55,7 +55,7 @@ fn lines_of(sites: &[Site]) -> Vec<(String, u32)> {
     lines
 }
 
-/// `nbody.cu:70-78` / `nbody.cu:70,74`: where a unit's lines are, short.
+/// `nbody.cu:70–78` / `nbody.cu:70, 74` / `a.cu:3; b.h:9`: where a unit's lines are, short.
 pub fn where_(lines: &[(String, u32)]) -> String {
     let mut by_file: Vec<(String, Vec<u32>)> = Vec::new();
     // Line 0 is an instruction without a `.loc` (code the compiler made, e.g. a conversion
@@ -70,23 +70,21 @@ pub fn where_(lines: &[(String, u32)]) -> String {
     if by_file.is_empty() {
         return "no source line".into();
     }
+    // Ranges joined by ", " so that a long list wraps on a page and stays short in a table.
     by_file
         .iter()
         .map(|(f, ls)| {
-            let (lo, hi) = (ls[0], ls[ls.len() - 1]);
-            if ls.len() == 1 {
-                format!("{f}:{lo}")
-            } else if (hi - lo) as usize + 1 == ls.len() {
-                format!("{f}:{lo}-{hi}")
-            } else {
-                format!(
-                    "{f}:{}",
-                    ls.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
-                )
-            }
+            let ranges: Vec<String> = crate::store::runs(ls.iter().map(|&l| u64::from(l)))
+                .into_iter()
+                .map(|(lo, hi)| match hi - lo {
+                    0 => lo.to_string(),
+                    _ => format!("{lo}–{hi}"),
+                })
+                .collect();
+            format!("{f}:{}", ranges.join(", "))
         })
         .collect::<Vec<_>>()
-        .join(" ")
+        .join("; ")
 }
 
 /// The FISets and variables of `module`.
@@ -276,17 +274,23 @@ mod tests {
                 l("/a/nbody.cu", 71),
                 l("/a/nbody.cu", 72)
             ]),
-            "nbody.cu:70-72"
+            "nbody.cu:70–72"
         );
         assert_eq!(
             where_(&[l("x.cu", 3), l("x.cu", 9), l("y.h", 1)]),
-            "x.cu:3,9 y.h:1"
+            "x.cu:3, 9; y.h:1"
         );
+        // A long list is written as ranges that wrap: 145–147, 151–152, 160.
+        let many: Vec<_> = [145, 146, 147, 151, 152, 160]
+            .into_iter()
+            .map(|n| l("k.cu", n))
+            .collect();
+        assert_eq!(where_(&many), "k.cu:145–147, 151–152, 160");
         assert_eq!(where_(&[]), "no source line");
         assert_eq!(where_(&[l("x.cu", 0)]), "no source line");
         assert_eq!(
             where_(&[l("x.cu", 0), l("x.cu", 25), l("x.cu", 26)]),
-            "x.cu:25-26"
+            "x.cu:25–26"
         );
     }
 }
