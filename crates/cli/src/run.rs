@@ -10,12 +10,15 @@ use clap::Args;
 use mantissa_gpu::{Builder, Gpu};
 use mantissa_harness::check::{check, CheckError, CheckReport};
 use mantissa_harness::exec::ExecOptions;
+use mantissa_harness::limits::{check_launches, ArchLimits};
+use mantissa_harness::memory::MemoryNeed;
 use mantissa_harness::spec::SizeOverride;
 use mantissa_harness::validate::demangled_base;
 use mantissa_harness::{
     run_spec, Configuration, HarnessError, RunEvent, RunRequest, RunResult, Spec,
 };
 use mantissa_report::ResultsLog;
+use mantissa_study::guard;
 use std::path::PathBuf;
 
 /// The options of `mantissa run` (see docs/COMMANDS.md and docs/SPEC.md).
@@ -80,6 +83,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     if args.check {
         let report = checked(&spec, &args, None)?;
         print!("{}", summary(&args.spec, &report));
+        println!("  sizes: {}", sizes_used(&spec, &args.set));
+        println!("  memory: {}", memory_line(&report.memory));
         return Ok(());
     }
     if let Some(path) = &args.write_config {
@@ -104,6 +109,13 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         );
         return Ok(());
     }
+    // Before anything is made, and before a GPU is needed: an impossible size is one line.
+    let need = mantissa_harness::memory::estimate(&spec);
+    if let Some(free) = guard::memory_available() {
+        if let Some(why) = need.refusal("host", need.host, free, "is free", &guard::bytes) {
+            return Err(anyhow!("mantissa run: the spec {why}"));
+        }
+    }
     let gpu = match Gpu::probe() {
         Ok(gpu) => gpu,
         Err(why) => {
@@ -118,6 +130,17 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     };
     if args.verbose {
         checked(&spec, &args, Some(gpu.arch()))?;
+    }
+    // The open device's own limits, before anything is allocated on it.
+    check_launches(&spec, &ArchLimits::of_device(gpu.info())).map_err(|e| RunUsage(e.to_string()))?;
+    if let Some(why) = need.refusal(
+        "device",
+        need.device,
+        gpu.info().total_memory_bytes,
+        "is on the device",
+        &guard::bytes,
+    ) {
+        return Err(anyhow!("mantissa run: the spec {why}"));
     }
     let mut log = match &args.out {
         Some(dir) => Some(ResultsLog::open(dir, true)?),
@@ -262,7 +285,53 @@ fn summary(path: &std::path::Path, r: &CheckReport) -> String {
         plural(r.outputs, "output"),
         plural(r.references, "reference")
     );
+    for note in &r.notes {
+        out += &format!("  note: {note}\n");
+    }
     out
+}
+
+/// `n=4096 (--set), m=64 (spec)`: every size's value and where it came from.
+fn sizes_used(spec: &Spec, set: &[SizeOverride]) -> String {
+    if spec.sizes.is_empty() {
+        return "none".into();
+    }
+    spec.sizes
+        .iter()
+        .map(|(name, v)| {
+            let from = if set.iter().any(|o| &o.name == name) {
+                "--set"
+            } else {
+                "spec"
+            };
+            match v.as_integer() {
+                Some(i) => format!("{name}={i} ({from})"),
+                None => format!("{name}={v} ({from})"),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// What a run would allocate, and how it compares with the host's free memory.
+fn memory_line(need: &MemoryNeed) -> String {
+    let mut line = format!(
+        "a run needs about {} of host memory and {} of device memory",
+        guard::bytes(need.host),
+        guard::bytes(need.device)
+    );
+    if !need.buffers.is_empty() {
+        line += &format!(" (largest buffers: {})", need.dominant(&guard::bytes));
+    }
+    if let Some(free) = guard::memory_available() {
+        if need.host > free {
+            line += &format!(
+                "; {} of host memory is free, so `mantissa run` will refuse it",
+                guard::bytes(free)
+            );
+        }
+    }
+    line
 }
 
 fn digits(d: f64) -> String {

@@ -309,3 +309,32 @@ fn a_compile_error_names_its_log_and_verbose_prints_it() {
     assert!(stderr.starts_with(log.trim_end()), "{stderr}");
     std::fs::remove_dir_all(&d).ok();
 }
+
+/// `--check --set n=1e12` used to abort (SIGABRT) trying to make an 8 TB buffer: it allocates
+/// nothing, echoes the sizes it used and states the memory a run needs; `run` itself refuses it
+/// in one line before looking for a GPU.
+#[test]
+fn huge_sizes_are_checked_without_allocating_and_refused_by_run() {
+    if mantissa_gpu::testing::require_nvrtc_or_skip().is_none() {
+        return;
+    }
+    let spec = "[source]\nfile = \"k.cu\"\n[sizes]\nn = 1\nm = 64\n[buffers.u]\ntype = \"f64\"\nlen = \"n\"\n[[steps]]\nlaunch = \"k\"\ngrid = 1\nblock = 1\nargs = [\"u\"]\n[[outputs]]\nbuffer = \"u\"\nlen = 1\n";
+    let (code, stdout, stderr) = run_spec("huge-check", spec, &["--check", "--set", "n=1e12"]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("  sizes: n=1000000000000 (--set), m=64 (spec)\n"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("  memory: a run needs about 7.3 TiB of host memory and 21.8 TiB of device memory (largest buffers: u 7.3 TiB)"),
+        "{stdout}"
+    );
+    let (code, stdout, stderr) = run_spec("huge-run", spec, &["--set", "n=1e12"]);
+    assert_eq!(code, Some(1), "{stdout}{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("mantissa run: the spec needs about 7.3 TiB of host memory and ")
+            && stderr.contains(" is free (largest buffers: u 7.3 TiB): choose smaller [sizes] (--set NAME=VALUE)"),
+        "{stderr}"
+    );
+}

@@ -48,22 +48,23 @@ pub fn estimate(spec: &Spec) -> MemoryNeed {
 
 impl MemoryNeed {
     /// The one-line refusal when `needed` bytes of `what` memory (`host`, `device`) are more
-    /// than `free`, naming the buffers that dominate; `bytes` writes a size for a person. `None`
-    /// when it fits.
+    /// than `available` (`is free`, `is on the device`: `available_is`), naming the buffers
+    /// that dominate; `bytes` writes a size for a person. `None` when it fits.
     pub fn refusal(
         &self,
         what: &str,
         needed: u64,
-        free: u64,
+        available: u64,
+        available_is: &str,
         bytes: &dyn Fn(u64) -> String,
     ) -> Option<String> {
-        if needed <= free {
+        if needed <= available {
             return None;
         }
         Some(format!(
-            "needs about {} of {what} memory and {} is free (largest buffers: {}): choose smaller [sizes] (--set NAME=VALUE)",
+            "needs about {} of {what} memory and {} {available_is} (largest buffers: {}): choose smaller [sizes] (--set NAME=VALUE)",
             bytes(needed),
-            bytes(free),
+            bytes(available),
             self.dominant(bytes)
         ))
     }
