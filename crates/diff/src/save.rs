@@ -31,7 +31,7 @@ pub enum SaveError {
     #[error("{0}")]
     Spec(String),
     /// A file or the directory could not be written (one line with what to do).
-    #[error("{0}")]
+    #[error(transparent)]
     Write(#[from] mantissa_files::WriteError),
 }
 

@@ -473,7 +473,7 @@ pub enum RecordError {
     },
     /// Writing a file or making a directory failed in a way with its own advice (not a regular
     /// file, a full disk, a read-only or forbidden directory): see [`mantissa_files`].
-    #[error("{0}")]
+    #[error(transparent)]
     Write(#[from] mantissa_files::WriteError),
     /// Another process holds the store file's lock: two writers would interleave their lines.
     #[error("{path} is being written by another mantissa process")]

@@ -48,7 +48,7 @@ pub enum SlurmError {
     Usage(#[from] Usage),
     /// A file or directory could not be written, said by the one writer (not a regular file, a
     /// full or read-only disk).
-    #[error("{0}")]
+    #[error(transparent)]
     Write(#[from] mantissa_files::WriteError),
     /// A file or directory could not be written.
     #[error("cannot write {path}: {source}")]
