@@ -22,6 +22,7 @@ mod run;
 mod shadow;
 mod slurm;
 mod spec_args;
+mod stdout;
 mod study;
 mod table;
 mod tune;
@@ -97,7 +98,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    restore_default_sigpipe();
+    stdout::install();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return usage_error(e),
@@ -166,16 +167,5 @@ fn usage_error(e: clap::Error) -> ExitCode {
             eprintln!("{line}");
             ExitCode::from(2)
         }
-    }
-}
-
-/// `mantissa inspect x.cu | head` must end quietly when `head` closes the pipe, as other Unix
-/// tools do, instead of panicking in `print!`: Rust ignores SIGPIPE by default, so restore the
-/// default action (terminate) for this process.
-fn restore_default_sigpipe() {
-    #[cfg(unix)]
-    // SAFETY: called first in main, before any thread exists; SIG_DFL is a valid disposition.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }

@@ -241,7 +241,23 @@ pub fn run(args: StudyArgs, max_threads: Option<usize>) -> anyhow::Result<()> {
     )?;
     let mut log = match resumed {
         Some(log) => log,
-        None => open_log()?,
+        None => {
+            // A whole run's earlier output (records, report, CSV, plots) moves aside together, so
+            // that no old plot sits beside the new ones; a shard moves only its own store file
+            // (every shard shares the directory).
+            let aside = match args.shard {
+                None => mantissa_report::move_previous_output(&args.out)
+                    .with_context(|| format!("cannot use output directory {}", args.out.display()))?,
+                Some(_) => None,
+            };
+            if let Some(old) = aside {
+                eprintln!(
+                    "note: the previous output (records, report, CSV, plots) was moved to {}; to continue a run instead of starting afresh, give --resume",
+                    old.display()
+                );
+            }
+            open_log()?
+        }
     };
     if let Some(old) = log.moved_aside() {
         eprintln!(
