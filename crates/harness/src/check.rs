@@ -145,6 +145,18 @@ pub fn check(
                     }
                 }
             }
+            let unchecked: Vec<&str> = report
+                .kernels
+                .iter()
+                .filter(|k| crate::validate::is_extern_c(k))
+                .map(String::as_str)
+                .collect();
+            if !unchecked.is_empty() {
+                report.notes.push(format!(
+                    "kernels declared extern \"C\" have no parameter types in their names, so their buffers' element types are not checked: {}",
+                    unchecked.join(", ")
+                ));
+            }
             report.symbols = planned
                 .symbols
                 .iter()

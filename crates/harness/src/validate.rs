@@ -8,6 +8,7 @@ use crate::expr::Val;
 use crate::spec::{lookup, Arg, ArgSpec, Launch, Spec, SpecError, StepKind};
 use half::{bf16, f16};
 use mantissa_gpu::{DType, EntryParam, EntrySignature, Scalar};
+use mantissa_ptx::symbols::demangle::{demangle, Builtin, CppType};
 use std::collections::{BTreeMap, HashMap};
 
 /// How a scalar argument is passed: the kernel parameter's type decides.
@@ -210,6 +211,7 @@ pub fn plan(
                     )
                 })?;
             let args = plan_args(spec, &step.path, l, sig, &counters)?;
+            pointee_types(spec, l, sig)?;
             plan.launches.insert(
                 step.path.clone(),
                 ResolvedLaunch {
@@ -272,6 +274,62 @@ pub fn plan(
         });
     }
     Ok(plan)
+}
+
+/// The element type a buffer for a parameter of C++ type `t` must have, where the parameter is
+/// a pointer to a type a buffer can hold (`const double*` → f64); `None` for anything else
+/// (`void*`, a struct), which is not checked.
+pub fn pointee_dtype(t: &CppType) -> Option<DType> {
+    Some(match t.pointee()? {
+        CppType::Builtin(b) => match b {
+            Builtin::Float => DType::F32,
+            Builtin::Double => DType::F64,
+            Builtin::Half => DType::F16,
+            Builtin::Int => DType::I32,
+            Builtin::UnsignedInt => DType::U32,
+            Builtin::Long | Builtin::LongLong => DType::I64,
+            Builtin::UnsignedLong | Builtin::UnsignedLongLong => DType::U64,
+            Builtin::UnsignedChar | Builtin::Char | Builtin::SignedChar => DType::U8,
+            _ => return None,
+        },
+        CppType::Named(n) if n == "__half" => DType::F16,
+        CppType::Named(n) if n == "__nv_bfloat16" => DType::BF16,
+        _ => return None,
+    })
+}
+
+/// Whether an entry is `extern "C"` (its name carries no parameter types to check against).
+pub fn is_extern_c(entry: &str) -> bool {
+    demangle(entry).is_none() && demangled_base(entry).is_none()
+}
+
+/// Each buffer argument's element type against the pointer parameter's type that the mangled
+/// entry name gives (`_Z8pressurePKdPfi`: `const double*`, `float*`, `int`).
+fn pointee_types(spec: &Spec, l: &Launch, sig: &EntrySignature) -> Result<(), SpecError> {
+    let Some(cpp) = demangle(&sig.name).filter(|d| d.params.len() == l.args.len()) else {
+        return Ok(());
+    };
+    for (i, (a, t)) in l.args.iter().zip(&cpp.params).enumerate() {
+        let ArgSpec::Buffer(b) = &a.spec else {
+            continue;
+        };
+        let (Some(want), Some(buf)) = (pointee_dtype(t), spec.buffer(b)) else {
+            continue;
+        };
+        if buf.dtype != want {
+            return Err(spec.error(
+                a.loc,
+                &a.field,
+                format!(
+                    "buffer '{b}' ({}) for parameter {} ({t}) of {cpp}",
+                    buf.dtype,
+                    i + 1
+                ),
+                format!("a buffer of {want}, the type the parameter points to"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn param_list(sig: &EntrySignature) -> String {

@@ -59,7 +59,7 @@ const SAXPY: &str = "[[steps]]\nlaunch = \"saxpy\"\ngrid = 1\nblock = 4\n";
 
 #[test]
 fn a_good_spec_checks_under_every_flag_set() {
-    let Some(r) = run_check(&format!("[symbols.coef]\ntype = \"f64\"\nvalue = [1.0, 2.0, 3.0]\n[symbols.params]\ntype = \"f64\"\nvalue = [0.0, 0.5, 1.0]\n{SAXPY}args = [\"x\", 2.0, \"y\", \"n\"]\n[[steps]]\nrepeat = 3\ncounter = \"t\"\nsteps = [{{ launch = \"stencil\", grid = 1, block = 4, args = [\"x\", \"y\", \"n\", \"t\"] }}]\n")) else {
+    let Some(r) = run_check(&format!("[symbols.coef]\ntype = \"f64\"\nvalue = [1.0, 2.0, 3.0]\n[symbols.params]\ntype = \"f64\"\nvalue = [0.0, 0.5, 1.0]\n{SAXPY}args = [\"x\", 2.0, \"y\", \"n\"]\n[[steps]]\nrepeat = 3\ncounter = \"t\"\nsteps = [{{ launch = \"stencil\", grid = 1, block = 4, args = [\"u\", \"v\", \"n\", \"t\"] }}]\n[buffers.u]\ntype = \"f64\"\nlen = 4\n[buffers.v]\ntype = \"f64\"\nlen = 4\n")) else {
         return;
     };
     let r = r.unwrap();
@@ -79,7 +79,11 @@ fn a_good_spec_checks_under_every_flag_set() {
         ]
     );
     assert!(r.front_end.starts_with("NVRTC"), "{}", r.front_end);
-    assert_eq!((r.buffers, r.outputs, r.references), (2, 1, 0));
+    assert_eq!((r.buffers, r.outputs, r.references), (4, 1, 0));
+    assert_eq!(
+        r.notes,
+        ["kernels declared extern \"C\" have no parameter types in their names, so their buffers' element types are not checked: saxpy"]
+    );
 }
 
 #[test]
@@ -247,4 +251,56 @@ fn launch_shapes_that_use_a_loop_counter_are_checked_per_iteration() {
         return;
     };
     assert!(e.contains(": found t * 150000 = 300000 at steps[0].steps[0] (launch saxpy), iteration t=2; accepted 0 to 232448 bytes"), "{e}");
+}
+
+/// The issue's `pressure(const double*, float*, int)` given an f32 buffer: a mangled entry's
+/// parameter types are read from its name and each buffer's element type checked against them.
+#[test]
+fn a_buffer_of_another_type_than_the_mangled_parameter_is_refused() {
+    let Some(e) = error("[[steps]]\nlaunch = \"stencil\"\ngrid = 1\nblock = 4\nargs = [\"x\", \"y\", 4, 0]\n") else {
+        return;
+    };
+    assert_eq!(e, "t.toml:15:9: steps[0].args[0]: found buffer 'x' (f32) for parameter 1 (double*) of stencil(double*, double*, int, int); accepted a buffer of f64, the type the parameter points to");
+}
+
+/// A spec may name a template instance as it is written in C++ (`scale<float>`), and a wrong
+/// instance is told the ones that exist.
+#[test]
+fn template_instances_resolve_by_their_cpp_name() {
+    if mantissa_gpu::testing::require_nvrtc_or_skip().is_none() {
+        return;
+    }
+    let d = workdir();
+    std::fs::write(
+        d.join("kernel.cu"),
+        "template <typename T> __global__ void scale(T* u, T a) { u[threadIdx.x] *= a; }\ntemplate __global__ void scale<float>(float*, float);\n",
+    )
+    .unwrap();
+    let p = d.join("t.toml");
+    let spec = |kernel: &str| format!("[source]\nfile = \"kernel.cu\"\n[buffers.u]\ntype = \"f32\"\nlen = 4\n[[steps]]\nlaunch = \"{kernel}\"\ngrid = 1\nblock = 4\nargs = [\"u\", 2.0]\n[[outputs]]\nbuffer = \"u\"\n");
+    std::fs::write(&p, spec("scale<float>")).unwrap();
+    let r = check(&Spec::load(&p).unwrap(), &[], &Builder::new(), None).unwrap();
+    assert_eq!(r.kernels, ["_Z5scaleIfEvPT_S0_"]);
+    // NVRTC instantiates what a name expression names, so `scale<double>` exists, for f64.
+    std::fs::write(&p, spec("scale<double>")).unwrap();
+    let e = check(&Spec::load(&p).unwrap(), &[], &Builder::new(), None).unwrap_err();
+    assert!(e.to_string().ends_with("steps[0].args[0]: found buffer 'u' (f32) for parameter 1 (double*) of scale<double>(double*, double); accepted a buffer of f64, the type the parameter points to"), "{e}");
+    // Ready PTX has only the instances it has.
+    std::fs::write(d.join("k.ptx"), ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry _Z5scaleIfEvPT_S0_(.param .u64 u, .param .f32 a)\n{\n\tret;\n}\n").unwrap();
+    std::fs::write(&p, spec("scale<double>").replace("kernel.cu", "k.ptx")).unwrap();
+    let e = check(&Spec::load(&p).unwrap(), &[], &Builder::new(), None).unwrap_err();
+    assert!(e.to_string().ends_with("steps[0].launch: found unknown kernel 'scale<double>'; accepted an instantiated kernel: did you mean 'scale<float>'"), "{e}");
+    std::fs::write(&p, spec("scale<float>").replace("kernel.cu", "k.ptx")).unwrap();
+    check(&Spec::load(&p).unwrap(), &[], &Builder::new(), None).unwrap();
+}
+
+/// A `.ptx` source under several flag sets says once that they do not change it.
+#[test]
+fn ready_ptx_under_several_flag_sets_says_so_once() {
+    let d = workdir();
+    std::fs::write(d.join("k.ptx"), ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k(.param .u64 u)\n{\n\tret;\n}\n").unwrap();
+    let p = d.join("t.toml");
+    std::fs::write(&p, "[source]\nfile = \"k.ptx\"\n[buffers.u]\ntype = \"f64\"\nlen = 1\n[[steps]]\nlaunch = \"k\"\ngrid = 1\nblock = 1\nargs = [\"u\"]\n[[outputs]]\nbuffer = \"u\"\n").unwrap();
+    let r = check(&Spec::load(&p).unwrap(), &[FlagSet::FAST, FlagSet::DEFAULT], &Builder::new(), None).unwrap();
+    assert_eq!(r.notes, ["ready PTX is read as is: flag sets (fast) do not change it, so every flag set runs the same code", "kernels declared extern \"C\" have no parameter types in their names, so their buffers' element types are not checked: k"]);
 }

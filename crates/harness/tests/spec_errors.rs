@@ -328,7 +328,8 @@ fn check(body: &str) -> Result<mantissa_harness::validate::Plan, String> {
 
 #[test]
 fn kernels_resolve_by_c_name_mangled_name_and_demangled_name() {
-    let p = check("[[steps]]\nlaunch = \"saxpy\"\ngrid = 1\nblock = 4\nargs = [\"x\", 2.0, \"y\", \"n\"]\n[[steps]]\nlaunch = \"stencil\"\ngrid = 1\nblock = 4\nargs = [\"x\", \"y\", 4, \"n - 1\"]\n[[steps]]\nlaunch = \"_Z7stencilPdS_ii\"\ngrid = 1\nblock = 4\nargs = [\"x\", \"y\", 4, 4]\n").unwrap();
+    // stencil takes double*: f64 buffers (an f32 one is refused: check.rs).
+    let p = check("[buffers.u]\ntype = \"f64\"\nlen = 4\n[buffers.v]\ntype = \"f64\"\nlen = 4\n[[steps]]\nlaunch = \"saxpy\"\ngrid = 1\nblock = 4\nargs = [\"x\", 2.0, \"y\", \"n\"]\n[[steps]]\nlaunch = \"stencil\"\ngrid = 1\nblock = 4\nargs = [\"u\", \"v\", 4, \"n - 1\"]\n[[steps]]\nlaunch = \"_Z7stencilPdS_ii\"\ngrid = 1\nblock = 4\nargs = [\"u\", \"v\", 4, 4]\n").unwrap();
     assert_eq!(p.launches["steps[1]"].entry, "_Z7stencilPdS_ii");
     assert_eq!(p.launches["steps[2]"].entry, "_Z7stencilPdS_ii");
     assert_eq!(p.launches["steps[0]"].entry, "saxpy");
