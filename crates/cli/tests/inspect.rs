@@ -555,3 +555,194 @@ fn unknown_architectures_are_usage_errors() {
         "{err}"
     );
 }
+
+/// `inspect FILE` (text) of scratch files `files` (name, text), the first one inspected, with
+/// `extra` options; `None` (skipped) without NVRTC.
+fn inspect_text(files: &[(&str, &str)], extra: &[&str]) -> Option<(String, String, i32)> {
+    mantissa_gpu::testing::require_nvrtc_or_skip()?;
+    let paths: Vec<PathBuf> = files.iter().map(|(n, t)| scratch(n, t)).collect();
+    let out = mantissa(&[&["inspect", paths[0].to_str().unwrap()], extra].concat());
+    Some((
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        out.status.code().unwrap_or(-1),
+    ))
+}
+
+/// A cardiac-cell model's shape: a `__device__` function in a header, inlined, computing
+/// `Vmyo = 0.65*Vcell` in double, and a macro defined in a header of its own.
+const CELL_H: &str = "#include \"cell_eta.h\"\n__device__ inline float membrane(float Vcell, float g)\n{\n    float Vmyo;\n    Vmyo = 0.65*Vcell;\n    return Vmyo + g * ETA;\n}\n";
+const CELL_ETA_H: &str = "#define ETA 0.3\n";
+const CELL_CU: &str = "#include \"cell.h\"\n\n__global__ void cell(const float* v, const float* g, float* out, int n)\n{\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) {\n        out[i] = membrane(v[i], g[i]);\n    }\n}\n";
+
+#[test]
+fn an_inlined_callee_is_flagged_on_its_own_line_with_a_header_macro_named() {
+    let files = [
+        ("cell.cu", CELL_CU),
+        ("cell.h", CELL_H),
+        ("cell_eta.h", CELL_ETA_H),
+    ];
+    let Some((text, err, code)) = inspect_text(&files, &["--flags", "default"]) else {
+        return;
+    };
+    assert_eq!(code, 0, "{err}");
+    // The culprit's own line, with the inlining chain as context.
+    assert!(text.contains("  cell.h:5 (inlined at cell.cu:7): Vmyo = 0.65*Vcell;\n    ! accidental double precision (default): 1 float→double conversion"), "{text}");
+    assert!(
+        text.contains("      from: 0.65 → 0.65f\n      fix: write 0.65f\n"),
+        "{text}"
+    );
+    // The macro from a header with no code is named, not a bare constant.
+    assert!(
+        text.contains("      from: ETA (0.3) → #define ETA 0.3f\n"),
+        "{text}"
+    );
+    assert!(!text.contains("constant 0.3"), "{text}");
+    assert!(!text.contains("(default): ,"), "{text}");
+}
+
+const STENCIL: &str = "__global__ void stencil(const float* u, float* un, int nx, int ny, float r)\n{\n    int i = blockIdx.x * blockDim.x + threadIdx.x + 1;\n    int j = blockIdx.y * blockDim.y + threadIdx.y + 1;\n    if (i < nx - 1 && j < ny - 1) {\n        float c = u[j * nx + i];\n        un[j * nx + i] = c + r * ((u[j * nx + i + 1] - 2.0 * c + u[j * nx + i - 1])\n                                + (u[(j + 1) * nx + i] - 2.0 * c\n                                   + u[(j - 1) * nx + i]));\n    }\n}\n";
+
+#[test]
+fn a_statement_over_several_lines_names_the_literal_on_its_line() {
+    let Some((text, err, code)) = inspect_text(&[("stencil.cu", STENCIL)], &["--flags", "default"])
+    else {
+        return;
+    };
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        text.contains(
+            "  stencil.cu:9: + u[(j - 1) * nx + i]));\n    ! accidental double precision"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "      from: 2.0 (stencil.cu:7, stencil.cu:8) → 2.0f\n      fix: write 2.0f\n"
+        ),
+        "{text}"
+    );
+}
+
+const BLOCKS_AND_UNROLLED: &str = "__global__ void blocks(const float* x, float* y, int n)\n{\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    int nb = (int)ceil((double)n / 256);\n    if (i < n) y[i] = x[i] * nb;\n}\n\n__global__ void unrolled(const float* x, float* y, int n)\n{\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i * 5 + 4 < n) {\n#pragma unroll\n        for (int k = 0; k < 5; k++) {\n            y[i * 5 + k] = x[i * 5 + k] * 1.1;\n        }\n    }\n}\n";
+
+#[test]
+fn explicit_casts_are_deliberate_and_unrolled_copies_are_one_finding() {
+    let Some((text, err, code)) = inspect_text(&[("blocks.cu", BLOCKS_AND_UNROLLED)], &[]) else {
+        return;
+    };
+    assert_eq!(code, 0, "{err}");
+    let (blocks, unrolled) = text.split_once("kernel _Z8unrolled").unwrap();
+    assert!(!blocks.contains("accidental"), "{blocks}");
+    assert!(
+        !text.contains("ceilf") && !text.contains("0.00390625f"),
+        "{text}"
+    );
+    assert!(
+        blocks.contains("blocks.cu:4 (explicit (double) cast in the source)"),
+        "{blocks}"
+    );
+    assert_eq!(
+        unrolled.matches("! accidental double precision").count(),
+        1,
+        "{unrolled}"
+    );
+    assert!(
+        unrolled.contains("(its code appears 5× after unrolling)"),
+        "{unrolled}"
+    );
+}
+
+const SOFTPLUS_AND_DIVISIONS: &str = "__global__ void softplus(const float* x, float* y, int n)\n{\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) y[i] = logf(1.0f + expf(x[i]));\n}\n\n__global__ void divs(const float* a, const float* b, float* y, int n)\n{\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) {\n        float p = a[i] / b[i];\n        float q = b[i] / (a[i] + 1.0f);\n        float r = sqrtf(a[i] * a[i] + b[i]);\n        y[i] = p + q / r;\n    }\n}\n";
+
+#[test]
+fn library_flushes_are_not_flagged_and_a_flag_sets_doing_is_one_line() {
+    let Some((text, err, code)) = inspect_text(&[("softdiv.cu", SOFTPLUS_AND_DIVISIONS)], &[])
+    else {
+        return;
+    };
+    assert_eq!(code, 0, "{err}");
+    let (softplus, divs) = text.split_once("kernel _Z4divs").unwrap();
+    // expf's ex2.approx.ftz is in every build, strict's too: CUDA's choice, not the flags'.
+    let default_and_strict: String = softplus
+        .lines()
+        .skip_while(|l| !l.contains("softdiv.cu:4"))
+        .take_while(|l| !l.trim_start().starts_with("fast"))
+        .collect();
+    assert!(!default_and_strict.contains("flush-to-zero"), "{softplus}");
+    // fast's divisions: one line for the kernel, none per line.
+    assert_eq!(divs.matches("! approximate division").count(), 0, "{divs}");
+    assert!(divs.contains("  fast (the flag set, on every line alike): every division approximate (3 lines: softdiv.cu:11, softdiv.cu:12, softdiv.cu:14); every square root approximate (1 line: softdiv.cu:13)"), "{divs}");
+    // What the source decides stays on its line.
+    assert!(
+        divs.contains("  softdiv.cu:13: float r = sqrtf(a[i] * a[i] + b[i]);\n"),
+        "{divs}"
+    );
+}
+
+const REMOVED_HOST_APIS: &str = "#include <cstdio>\n#include <cuda_runtime.h>\n\n__global__ void twice(float* y, int n)\n{\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) y[i] = 2.0f * y[i];\n}\n\nint main()\n{\n    cudaDeviceProp p;\n    cudaGetDeviceProperties(&p, 0);\n    printf(\"clock %d kHz\\n\", p.clockRate);\n    cudaThreadSynchronize();\n    return 0;\n}\n";
+const TEXTURE_REFERENCE: &str = "texture<float, 1> tex;\n\n__global__ void fetch(float* y, int n)\n{\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) y[i] = tex1Dfetch(tex, i);\n}\n";
+const HOST_HELPER: &str = "void check(int code)\n{\n    if (code != 0) {\n        throw code;\n    }\n}\n\n__global__ void twice(float* y, int n)\n{\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) y[i] = 2.0f * y[i];\n}\n";
+
+#[test]
+fn host_side_workarounds_are_applied_and_said() {
+    if mantissa_gpu::testing::require_nvcc_or_skip().is_none() {
+        return;
+    }
+    let Some((text, err, code)) = inspect_text(
+        &[("oldhost.cu", REMOVED_HOST_APIS)],
+        &["--flags", "default"],
+    ) else {
+        return;
+    };
+    assert_eq!(code, 0, "{err}");
+    assert!(text.contains("\nnote: CUDA 13 removed clockRate, cudaThreadSynchronize from the runtime; compiled with -DclockRate=major -DcudaThreadSynchronize=cudaDeviceSynchronize (inspect never runs host code"), "{text}");
+    // --no-workarounds: the file as written fails, with the hint.
+    let (_, err, code) = inspect_text(
+        &[("oldhost.cu", REMOVED_HOST_APIS)],
+        &["--flags", "default", "--no-workarounds"],
+    )
+    .unwrap();
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("hint: CUDA 13 removed clockRate"), "{err}");
+    // Texture references: a hint.
+    let (_, err, code) =
+        inspect_text(&[("texref.cu", TEXTURE_REFERENCE)], &["--flags", "default"]).unwrap();
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("texture references (texture<T, N> name) were removed in CUDA 12"),
+        "{err}"
+    );
+    // A host helper without host headers: NVRTC refuses it, nvcc builds it, and says why.
+    let (text, err, code) =
+        inspect_text(&[("helper.cu", HOST_HELPER)], &["--flags", "default"]).unwrap();
+    assert_eq!(code, 0, "{err}");
+    assert!(text.starts_with("front end: nvcc "), "{text}");
+    assert!(
+        text.lines()
+            .next()
+            .unwrap()
+            .contains("NVRTC refused host code"),
+        "{text}"
+    );
+    assert!(!err.contains("-default-device"), "{err}");
+}
+
+const AXPY: &str = "template <typename T>\n__global__ void axpy(T a, const T* x, T* y, int n)\n{\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) y[i] = a * x[i] + y[i];\n}\n\ntemplate __global__ void axpy<float>(float, const float*, float*, int);\ntemplate __global__ void axpy<double>(double, const double*, double*, int);\n";
+
+#[test]
+fn kernel_names_template_instantiations() {
+    let Some((text, err, code)) = inspect_text(&[("axpy.cu", AXPY)], &["--kernel", "axpy<float>"])
+    else {
+        return;
+    };
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(text.matches("\nkernel ").count(), 1, "{text}");
+    assert!(
+        text.contains("\nkernel _Z4axpyIfEvT_PKS0_PS0_i ("),
+        "{text}"
+    );
+    let (_, err, code) = inspect_text(&[("axpy.cu", AXPY)], &["--kernel", "axpy<half>"]).unwrap();
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}

@@ -71,17 +71,67 @@ pub fn removed_api_defines(log: &str) -> Vec<Define> {
     out
 }
 
+/// The `-D` definitions that make `text` (a source file, and the files it includes) compile
+/// again before it is compiled: each removed runtime function it calls, and each removed
+/// `cudaDeviceProp` member it reads when it names `cudaDeviceProp`, in text order. Comments do
+/// not count. `mantissa inspect` applies them itself: it never runs host code.
+pub fn removed_api_workarounds(text: &str) -> Vec<Define> {
+    let code = crate::frontend::strip_comments(text);
+    let device_prop = code.contains("cudaDeviceProp");
+    let mut out: Vec<Define> = Vec::new();
+    let bytes = code.as_bytes();
+    let mut k = 0;
+    while k < bytes.len() {
+        if !(bytes[k].is_ascii_alphabetic() || bytes[k] == b'_') {
+            k += 1;
+            continue;
+        }
+        let start = k;
+        while k < bytes.len() && (bytes[k].is_ascii_alphanumeric() || bytes[k] == b'_') {
+            k += 1;
+        }
+        let id = &code[start..k];
+        let before = code[..start].trim_end();
+        let member = before.ends_with('.') || before.ends_with("->");
+        let define = if let Some((old, new)) = REMOVED_FUNCTIONS.iter().find(|(o, _)| *o == id) {
+            Some((old.to_string(), new.to_string()))
+        } else if device_prop && member && REMOVED_MEMBERS.contains(&id) {
+            Some((id.to_string(), STAND_IN_MEMBER.to_string()))
+        } else {
+            None
+        };
+        if let Some((name, value)) = define {
+            if !out.iter().any(|d| d.name == name) {
+                out.push(Define {
+                    name,
+                    value: Some(value),
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The hint for a log that shows a texture reference (`texture<float, 1> tex;`), which CUDA
+/// 12 removed.
+fn texture_reference_hint(log: &str) -> Option<String> {
+    log.contains("texture is not a template").then(|| {
+        "texture references (texture<T, N> name) were removed in CUDA 12: read through a texture object (cudaTextureObject_t with tex1Dfetch<T>(obj, i)) or load the array directly".to_string()
+    })
+}
+
 /// The text between `start` and the next `end` in `line`.
 fn quoted_after<'a>(line: &'a str, start: &str, end: &str) -> Option<&'a str> {
     let rest = &line[line.find(start)? + start.len()..];
     Some(&rest[..rest.find(end)?])
 }
 
-/// The hint for `log`, when it shows APIs CUDA 13 removed.
+/// The hint for `log`, when it shows APIs CUDA 13 removed (or texture references, which CUDA
+/// 12 removed).
 pub fn removed_api_hint(log: &str) -> Option<String> {
     let defines = removed_api_defines(log);
     if defines.is_empty() {
-        return None;
+        return texture_reference_hint(log);
     }
     let names: Vec<&str> = defines.iter().map(|d| d.name.as_str()).collect();
     let options: Vec<String> = defines.iter().map(Define::option).collect();
@@ -128,6 +178,32 @@ pub fn logged(error: BuildError, file: &str) -> BuildError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn removed_apis_are_found_in_the_source_before_compiling() {
+        let text = "#include <cstdio>\n// cudaThreadExit() is gone\nint main() {\n  cudaDeviceProp p;\n  printf(\"%d\", p.clockRate);\n  cudaThreadSynchronize();\n  int clockRate = 3;\n}\n";
+        let got: Vec<String> = removed_api_workarounds(text)
+            .iter()
+            .map(Define::option)
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "-DclockRate=major",
+                "-DcudaThreadSynchronize=cudaDeviceSynchronize"
+            ]
+        );
+        // A member of the user's own struct is not cudaDeviceProp's.
+        assert!(
+            removed_api_workarounds("struct S { int clockRate; }; s.clockRate = 1;").is_empty()
+        );
+    }
+
+    #[test]
+    fn texture_references_get_a_hint() {
+        let log = "t.cu(1): error: texture is not a template\n  texture<float, 1> tex;\n";
+        assert!(removed_api_hint(log).is_some_and(|h| h.contains("removed in CUDA 12")));
+    }
 
     /// nvcc 13.0.88's own log for `fixtures/removed_api/old.cu` (abridged to its error lines).
     const NVCC_LOG: &str = r#"old.cu(7): error: class "cudaDeviceProp" has no member "clockRate"

@@ -559,6 +559,9 @@ pub enum Reason {
     HostCode(HostCode),
     /// Device code only.
     DeviceOnly,
+    /// The automatic choice was NVRTC, which refused host code the scan did not see (a host
+    /// function or variable without host headers): NVRTC's first error.
+    NvrtcRefusedHost(String),
 }
 
 impl fmt::Display for Reason {
@@ -568,6 +571,10 @@ impl fmt::Display for Reason {
             Reason::PtxFile => f.write_str("the file is PTX, read as is"),
             Reason::HostCode(h) => write!(f, "{h}"),
             Reason::DeviceOnly => f.write_str("device code only"),
+            Reason::NvrtcRefusedHost(e) => write!(
+                f,
+                "NVRTC refused host code ({e}), so nvcc, which compiles host code, built it"
+            ),
         }
     }
 }
@@ -821,9 +828,19 @@ impl Builder {
                 } else {
                     Target::Ptx(arch)
                 };
-                let (compiled, hit) = compiler
-                    .compile_traced(&source, request.flags, target)
-                    .map_err(|e| match missing_header(e.log().unwrap_or(""), &text) {
+                let compiled = compiler.compile_traced(&source, request.flags, target);
+                if let Err(e) = &compiled {
+                    // NVRTC's advice for a host function or variable it was not told about is
+                    // its own `-default-device`, which mantissa does not offer: nvcc compiles
+                    // host code, so an automatic choice moves there.
+                    let log = e.log().unwrap_or("");
+                    if request.front_end.is_none() && log.contains("-default-device") {
+                        let reason = Reason::NvrtcRefusedHost(first_error(log));
+                        return self.build_nvcc(request, &text, reason, arch);
+                    }
+                }
+                let (compiled, hit) =
+                    compiled.map_err(|e| match missing_header(e.log().unwrap_or(""), &text) {
                         Some(header) => BuildError::NvrtcMissingHeader {
                             file: file.clone(),
                             header,
@@ -843,30 +860,50 @@ impl Builder {
                     compiler.library().path.display().to_string(),
                 ))
             }
-            FrontEnd::Nvcc => {
-                let nvcc = self.nvcc().map_err(|cause| BuildError::NeedsNvcc {
-                    file: file.clone(),
-                    reason: reason.to_string(),
-                    arch,
-                    cause,
-                })?;
-                let source = request.nvcc_source(&text)?;
-                let (compiled, hit) = nvcc.compile_traced(&source, request.flags, arch)?;
-                let mut facts = compiled.build_facts();
-                facts.front_end_version = nvcc.release().to_string();
-                facts.arch = arch.sm();
-                Ok(Built::compiled(
-                    compiled,
-                    hit,
-                    facts,
-                    front_end,
-                    reason,
-                    nvcc.version().to_string(),
-                    nvcc.path().display().to_string(),
-                ))
-            }
+            FrontEnd::Nvcc => self.build_nvcc(request, &text, reason, arch),
         }
     }
+
+    /// Builds `request` (whose source is `text`) with nvcc, chosen for `reason`.
+    fn build_nvcc(
+        &self,
+        request: &BuildRequest,
+        text: &str,
+        reason: Reason,
+        arch: Arch,
+    ) -> Result<Built, BuildError> {
+        let nvcc = self.nvcc().map_err(|cause| BuildError::NeedsNvcc {
+            file: request.file_name(),
+            reason: reason.to_string(),
+            arch,
+            cause,
+        })?;
+        let source = request.nvcc_source(text)?;
+        let (compiled, hit) = nvcc.compile_traced(&source, request.flags, arch)?;
+        let mut facts = compiled.build_facts();
+        facts.front_end_version = nvcc.release().to_string();
+        facts.arch = arch.sm();
+        Ok(Built::compiled(
+            compiled,
+            hit,
+            facts,
+            FrontEnd::Nvcc,
+            reason,
+            nvcc.version().to_string(),
+            nvcc.path().display().to_string(),
+        ))
+    }
+}
+
+/// The first `error:` line of a compiler log, without its advice (`A function without
+/// execution space annotations (...) is considered a host function`), for a one-line reason.
+fn first_error(log: &str) -> String {
+    let line = log
+        .lines()
+        .find_map(|l| l.split_once("error: ").map(|(_, e)| e))
+        .unwrap_or("host code");
+    let line = line.split(", and host").next().unwrap_or(line);
+    line.trim().trim_end_matches('.').to_string()
 }
 
 /// The `.target` of PTX text (`sm_90`), when it has one.

@@ -195,6 +195,73 @@ pub struct KernelReport {
     pub lines: Vec<LineReport>,
 }
 
+/// What one flag set does on every line it applies to (approximate division, square root or
+/// functions, flush-to-zero), folded out of the lines into one entry per kernel by
+/// [`fold_flag_set_effects`]: the flag set decided it, not the source.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FlagSetEffect {
+    /// The build (flag set).
+    pub build: String,
+    /// What it does: `approximate division`, `approximate square root`, `approximate
+    /// functions`, `flush-to-zero`.
+    pub what: &'static str,
+    /// The lines it does it on.
+    pub lines: Vec<SourceLine>,
+    /// Whether it does it everywhere it can: no IEEE division (or square root) is left in the
+    /// build's kernel.
+    pub everywhere: bool,
+}
+
+/// Takes the highlights a flag set earns on every line alike (approximate division, square
+/// root and functions, flush-to-zero beyond the reference's) out of `r`'s lines and returns
+/// them as one [`FlagSetEffect`] per build and kind, so that what the source decides
+/// (contraction, casts, accidental double) stays per line. Only a report with a reference
+/// build has such highlights: they are measured against it.
+pub fn fold_flag_set_effects(r: &mut KernelReport) -> Vec<FlagSetEffect> {
+    let mut out: Vec<FlagSetEffect> = Vec::new();
+    for l in &mut r.lines {
+        let at = l.at;
+        for b in &mut l.builds {
+            let build = b.build.clone();
+            b.highlights.retain(|h| {
+                let what = match h {
+                    Highlight::ApproxDiv { .. } => "approximate division",
+                    Highlight::ApproxSqrt { .. } => "approximate square root",
+                    Highlight::ApproxFunction { .. } => "approximate functions",
+                    Highlight::Ftz { .. } => "flush-to-zero",
+                    _ => return true,
+                };
+                match out.iter_mut().find(|e| e.build == build && e.what == what) {
+                    Some(e) if !e.lines.contains(&at) => e.lines.push(at),
+                    Some(_) => {}
+                    None => out.push(FlagSetEffect {
+                        build: build.clone(),
+                        what,
+                        lines: vec![at],
+                        everywhere: false,
+                    }),
+                }
+                false
+            });
+        }
+    }
+    for e in &mut out {
+        let ieee: &[&str] = match e.what {
+            "approximate division" => &["div.rn.", "rcp.rn."],
+            "approximate square root" => &["sqrt.rn."],
+            _ => continue,
+        };
+        e.everywhere = !r.lines.iter().any(|l| {
+            l.builds.iter().filter(|b| b.build == e.build).any(|b| {
+                b.ops
+                    .iter()
+                    .any(|(o, _)| ieee.iter().any(|p| o.starts_with(p)))
+            })
+        });
+    }
+    out
+}
+
 /// Per-line facts of one build (the kernel and its callees together).
 struct BuildLines {
     ops: BTreeMap<SourceLine, Vec<(String, u32)>>,
@@ -270,7 +337,6 @@ fn build_lines(m: &Module, kernel: &str) -> BuildLines {
                 None => ops.push((fp.name.clone(), 1)),
             }
             *b.fused.entry(at).or_default() += u32::from(fp.fused);
-            *b.ftz.entry(at).or_default() += u32::from(fp.ftz);
             if contractible(&d, &graph, inst) {
                 *b.contractible.entry(at).or_default() += 1;
             }
@@ -280,6 +346,11 @@ fn build_lines(m: &Module, kernel: &str) -> BuildLines {
             let library = in_library
                 || inlined_from_library(loc, &names)
                 || (op.kind == OpKind::Rcp && fp.ty == "f64" && fp.accuracy == Accuracy::Approx);
+            // A library routine's `.ftz` (expf's `ex2.approx.ftz`) is its own choice, made
+            // under every flag set: not the user's, not the flag set's.
+            if !library {
+                *b.ftz.entry(at).or_default() += u32::from(fp.ftz);
+            }
             match (&op.kind, fp.accuracy) {
                 _ if library => {}
                 (OpKind::Div | OpKind::Rcp, Accuracy::Full | Accuracy::Approx) => {
@@ -470,7 +541,13 @@ pub fn compare(
                     if special.len() > ref_special {
                         highlights.push(Highlight::ApproxFunction { ops: special });
                     }
-                    let ftz = b.ftz.get(&at).copied().unwrap_or(0);
+                    // Instructions that flush in the reference too (built without ftz) are
+                    // written into the code: CUDA's own expf uses `ex2.approx.ftz` whatever the
+                    // flags. Only the flushes beyond the reference's are the flag set's doing.
+                    let ref_ftz = reference
+                        .map(|(_, r)| r.ftz.get(&at).copied().unwrap_or(0))
+                        .unwrap_or(0);
+                    let ftz = b.ftz.get(&at).copied().unwrap_or(0).saturating_sub(ref_ftz);
                     if ftz > 0 {
                         highlights.push(Highlight::Ftz { count: ftz });
                     }
@@ -776,5 +853,68 @@ mod tests {
                 may_be_negative: false
             }]
         );
+    }
+
+    /// One kernel with `body` under a `.loc 1 5 1`, as a build's module.
+    fn one_line(body: &str) -> Module {
+        let ptx = format!(
+            ".version 9.0\n.target sm_90\n.address_size 64\n.visible .entry k(.param .u64 p)\n{{\n.reg .f32 %f<4>;\n.reg .b64 %rd<2>;\nld.param.u64 %rd1, [p];\n.loc 1 5 1\nld.global.f32 %f1, [%rd1];\n{body}\nst.global.f32 [%rd1], %f3;\nret;\n}}\n.file 1 \"k.cu\"\n"
+        );
+        crate::parse(&ptx).module
+    }
+
+    #[test]
+    fn a_flush_the_reference_has_too_is_not_the_flag_sets() {
+        // expf's range-reduced `ex2.approx.ftz` is in the strict build too (built without ftz).
+        let d = one_line("mul.f32 %f2, %f1, 0f3FB8AA3B;\nex2.approx.ftz.f32 %f3, %f2;");
+        let s = one_line("mul.rn.f32 %f2, %f1, 0f3FB8AA3B;\nex2.approx.ftz.f32 %f3, %f2;");
+        let f = one_line("mul.ftz.f32 %f2, %f1, 0f3FB8AA3B;\nex2.approx.ftz.f32 %f3, %f2;");
+        let r = compare(
+            "k",
+            &[("default", &d), ("strict", &s), ("fast", &f)],
+            Some("strict"),
+        )
+        .unwrap();
+        let hl: Vec<&Vec<Highlight>> = r.lines[0].builds.iter().map(|b| &b.highlights).collect();
+        assert!(hl[0].is_empty() && hl[1].is_empty(), "{hl:?}");
+        // fast flushes the multiply as well: that one is its doing.
+        assert_eq!(hl[2], &vec![Highlight::Ftz { count: 1 }]);
+    }
+
+    #[test]
+    fn what_a_flag_set_does_everywhere_is_folded_into_one_entry() {
+        let (d, s, f) = (
+            fixture("ray_step.default"),
+            fixture("ray_step.strict"),
+            fixture("ray_step.fast"),
+        );
+        let mut r = compare(
+            "ray_step",
+            &[("default", &d), ("strict", &s), ("fast", &f)],
+            Some("strict"),
+        )
+        .unwrap();
+        let effects = fold_flag_set_effects(&mut r);
+        let div = effects
+            .iter()
+            .find(|e| e.build == "fast" && e.what == "approximate division")
+            .unwrap();
+        assert_eq!(div.lines, [SourceLine { file: 1, line: 9 }], "{effects:?}");
+        assert!(div.everywhere, "{effects:?}");
+        assert!(effects.iter().all(|e| e.build == "fast"), "{effects:?}");
+        // What the source decides stays on its line: the contraction, the unsigned cast.
+        let fast8 = &line(&r, 8).builds[2].highlights;
+        assert!(
+            fast8.iter().all(|h| matches!(
+                h,
+                Highlight::Contraction { .. }
+                    | Highlight::Contractible { .. }
+                    | Highlight::FloatToUnsigned { .. }
+            )),
+            "{fast8:?}"
+        );
+        assert!(fast8
+            .iter()
+            .any(|h| matches!(h, Highlight::Contraction { .. })));
     }
 }

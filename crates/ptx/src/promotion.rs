@@ -50,6 +50,11 @@ pub enum Carried {
     },
     /// The function returns an f64.
     Returned,
+    /// The source converts to double explicitly on a line of the region (`(double)x`).
+    ExplicitCast {
+        /// The cast as written: `(double)`, `static_cast<double>`, `double(`.
+        cast: String,
+    },
 }
 
 impl Carried {
@@ -63,6 +68,7 @@ impl Carried {
             Carried::Stored => "f64 stored to memory".into(),
             Carried::Parameter { name } => format!("f64 parameter {name}"),
             Carried::Returned => "f64 return value".into(),
+            Carried::ExplicitCast { cast } => format!("explicit {cast} cast in the source"),
         }
     }
 }
@@ -73,9 +79,10 @@ pub struct Promotion {
     /// The function whose body holds the region.
     pub function: String,
     /// The source line the region is reported at: where it returns to f32 (the assignment),
-    /// else where most of it is. Inlined code counts at its call site.
+    /// else where most of it is. Code inlined from a user's function counts at its own line
+    /// (in its header); code inlined from a math library at the user line that calls it.
     pub at: SourceLine,
-    /// Every source line with instructions of the region (call sites for inlined code).
+    /// Every source line with instructions of the region (as [`Promotion::at`] counts them).
     pub lines: Vec<SourceLine>,
     /// The f32 registers promoted to f64 (`cvt.f64.f32`), without repeats.
     pub promoted: Vec<String>,
@@ -226,7 +233,54 @@ pub fn promotions(m: &Module, kernel: &str) -> Vec<Promotion> {
     };
     let mut out = Vec::new();
     for f in tree.into_iter().filter(|f| !is_library(&f.name)) {
-        out.extend(function_promotions(f, &names, &callee_cost));
+        out.extend(merged_copies(function_promotions(f, &names, &callee_cost)));
+    }
+    out
+}
+
+/// One promotion per function, line and verdict: an unrolled loop repeats a line's region once
+/// per copy (five regions for `#pragma unroll 5`), which is one finding whose code appears
+/// that many times, not five findings.
+fn merged_copies(found: Vec<Promotion>) -> Vec<Promotion> {
+    let mut out: Vec<Promotion> = Vec::new();
+    for p in found {
+        // Code without line info has no line to be repeated on.
+        let same = out.iter_mut().find(|q| {
+            p.at.line != 0
+                && q.function == p.function
+                && q.at == p.at
+                && q.accidental() == p.accidental()
+        });
+        let Some(q) = same else {
+            out.push(p);
+            continue;
+        };
+        for r in p.promoted {
+            push_new(&mut q.promoted, r);
+        }
+        for c in p.constants {
+            if !q.constants.iter().any(|d| d.to_bits() == c.to_bits()) {
+                q.constants.push(c);
+            }
+        }
+        for m in p.math {
+            push_new(&mut q.math, m);
+        }
+        for l in p.lines {
+            push_new(&mut q.lines, l);
+        }
+        for c in p.carried {
+            push_new(&mut q.carried, c);
+        }
+        q.lines.sort();
+        q.carried.sort();
+        q.promotions += p.promotions;
+        q.from_integers += p.from_integers;
+        q.to_f32 += p.to_f32;
+        q.f64_instructions += p.f64_instructions;
+        // Each copy executes once per execution of the line's source: the costs do not add.
+        q.per_execution = q.per_execution.max(p.per_execution);
+        q.copies += p.copies;
     }
     out
 }
@@ -235,21 +289,50 @@ fn is_f64_arithmetic(i: &Instruction) -> bool {
     classify(i).is_some_and(|fp| fp.ty == "f64" && fp.conversion.is_none())
 }
 
-/// The source line an instruction is reported at: the call site for inlined code.
-fn site(loc: Option<&Loc>) -> SourceLine {
-    match loc {
-        None => SourceLine { file: 0, line: 0 },
-        Some(l) => match &l.inlined {
-            Some(i) => SourceLine {
+/// The source line each of `insts` is reported at: its own `.loc`'s file and line, so code a
+/// user's `__device__` function contributes is filed where the culprit is written (the callee's
+/// line in its header), not at the call site. Code inlined from a math library routine
+/// (libdevice, CUDA's `__internal_*`, `std::pow`) is the library's, not the user's: it is
+/// followed out through its call sites to the first user line.
+fn reported_sites(
+    insts: &[(&Instruction, Option<&Loc>)],
+    names: &HashMap<String, String>,
+) -> Vec<SourceLine> {
+    // The most recent `.loc` at each (file, line, column): NVVM emits a call site's own `.loc`
+    // just before entering the inlined code, so an `inlined_at` position's `.loc` is its parent.
+    let mut last_at: HashMap<(u32, u32, u32), &Loc> = HashMap::new();
+    let mut out = Vec::with_capacity(insts.len());
+    for (_, loc) in insts {
+        let Some(l) = loc else {
+            out.push(SourceLine { file: 0, line: 0 });
+            continue;
+        };
+        last_at.insert((l.file, l.line, l.col), l);
+        let mut here: &Loc = l;
+        let mut at = SourceLine {
+            file: l.file,
+            line: l.line,
+        };
+        // Bounded: a malformed chain must not loop.
+        for _ in 0..16 {
+            if !crate::compare::inlined_from_library(Some(here), names) {
+                break;
+            }
+            let Some(i) = here.inlined.as_ref() else {
+                break;
+            };
+            at = SourceLine {
                 file: i.file,
                 line: i.line,
-            },
-            None => SourceLine {
-                file: l.file,
-                line: l.line,
-            },
-        },
+            };
+            match last_at.get(&(i.file, i.line, i.col)) {
+                Some(parent) if !std::ptr::eq(*parent, here) => here = parent,
+                _ => break,
+            }
+        }
+        out.push(at);
     }
+    out
 }
 
 fn function_promotions(
@@ -260,6 +343,7 @@ fn function_promotions(
     let regs = RegTable::of(f);
     let graph = Graph::build(f);
     let insts = located(f);
+    let sites = reported_sites(&insts, names);
     let index: HashMap<InstId, usize> = insts
         .iter()
         .enumerate()
@@ -326,6 +410,7 @@ fn function_promotions(
         regs: &regs,
         graph: &graph,
         insts: &insts,
+        sites: &sites,
         index: &index,
         names,
         callee_cost,
@@ -347,6 +432,8 @@ struct Context<'a> {
     regs: &'a RegTable,
     graph: &'a Graph,
     insts: &'a [(&'a Instruction, Option<&'a Loc>)],
+    /// Where each instruction is reported ([`reported_sites`]).
+    sites: &'a [SourceLine],
     index: &'a HashMap<InstId, usize>,
     names: &'a HashMap<String, String>,
     callee_cost: &'a dyn Fn(&str) -> u32,
@@ -363,7 +450,7 @@ impl Context<'_> {
             let mut v: Vec<SourceLine> = ks
                 .iter()
                 .filter(|&&k| is_to_f32(self.insts[k].0))
-                .map(|&k| site(self.insts[k].1))
+                .map(|&k| self.sites[k])
                 .collect();
             v.sort();
             v.dedup();
@@ -379,7 +466,7 @@ impl Context<'_> {
                     .iter()
                     .copied()
                     .filter(|&k| {
-                        let s = site(self.insts[k].1);
+                        let s = self.sites[k];
                         s == *at || !exit_sites.contains(&s)
                     })
                     .collect();
@@ -470,7 +557,7 @@ impl Context<'_> {
         let mut entries: Vec<usize> = Vec::new();
         for &k in ks {
             let (i, loc) = self.insts[k];
-            let here = site(loc);
+            let here = self.sites[k];
             if here.line != 0 && !p.lines.contains(&here) {
                 p.lines.push(here);
             }

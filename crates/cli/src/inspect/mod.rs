@@ -18,7 +18,8 @@ mod text;
 use clap::Args;
 use mantissa_gpu::{Arch, BuildRequest, Builder, Define, FlagSet, FrontEnd, Gpu, Source};
 use mantissa_ptx::compare::{attach_sass, compare, Highlight, KernelReport, LineReport};
-use mantissa_ptx::promotion::source::{culprits, fix, Culprit};
+use mantissa_ptx::compare::{fold_flag_set_effects, FlagSetEffect};
+use mantissa_ptx::promotion::source::{culprits_on_lines, fix, mark_explicit_casts, Culprit};
 use mantissa_ptx::promotion::{promotions, Promotion};
 use mantissa_ptx::sass::{disassemble, Sass};
 use mantissa_ptx::{census::SourceLine, parse, ptxas, Module};
@@ -62,6 +63,10 @@ pub struct InspectArgs {
     /// Print JSON (per kernel: lines with ops and highlights per flag set, census, resources).
     #[arg(long)]
     json: bool,
+    /// Compile host code that calls APIs CUDA 13 removed (cudaThreadSynchronize,
+    /// cudaDeviceProp::clockRate) as written, without the -D stand-ins inspect applies itself.
+    #[arg(long)]
+    no_workarounds: bool,
 }
 
 #[derive(Clone)]
@@ -136,6 +141,11 @@ pub fn run(args: InspectArgs) -> anyhow::Result<()> {
     request.front_end = args.front_end.0;
     let builder = Builder::new();
     let (front_end, _) = builder.choose(&request, &text)?;
+    let workaround = if front_end == FrontEnd::Ptx || args.no_workarounds {
+        None
+    } else {
+        workarounds(&args.file, &text, &mut request)
+    };
     let mut builds = Vec::new();
     let mut source = None;
     let mut facts = Vec::new();
@@ -203,19 +213,29 @@ pub fn run(args: InspectArgs) -> anyhow::Result<()> {
     }
     let kernels: Vec<String> = match &args.kernel {
         None => found.clone(),
+        // The same names `run` accepts: `axpy<float>`, `ns::stencil`, the mangled name.
+        // A base name that several instances share (`axpy`) shows each of them.
         Some(want) => {
-            let hit = found
-                .iter()
-                .find(|k| *k == want || demangled(k) == *want)
-                .cloned();
-            match hit {
-                Some(k) => vec![k],
-                None => {
-                    return Err(InspectUsage(format!(
-                        "no kernel '{want}' in {file_name}; kernels found: {}",
-                        found.join(", ")
-                    ))
-                    .into())
+            match mantissa_ptx::symbols::resolve_kernel_name(want, &found, &BTreeMap::new()) {
+                Ok(k) => vec![found[k].clone()],
+                Err(_) => {
+                    let all: Vec<String> = found
+                        .iter()
+                        .filter(|k| demangled(k) == want.trim())
+                        .cloned()
+                        .collect();
+                    if all.is_empty() {
+                        let names: Vec<String> = found
+                            .iter()
+                            .map(|k| mantissa_ptx::symbols::kernel_display_name(k))
+                            .collect();
+                        return Err(InspectUsage(format!(
+                            "no kernel '{want}' in {file_name}; kernels found: {}",
+                            names.join(", ")
+                        ))
+                        .into());
+                    }
+                    all
                 }
             }
         }
@@ -236,7 +256,14 @@ pub fn run(args: InspectArgs) -> anyhow::Result<()> {
     // only beside strict's (a double division or square root is itself a DFMA sequence).
     let all: Vec<&Build> = builds.iter().collect();
     let sass = sass_of(&all, &tools, args.arch);
-    let source_lines = SourceLines::new(&args.file, &text, &builds[0].module, &args.define);
+    let source_lines = SourceLines::new(
+        &args.file,
+        &text,
+        &builds[0].module,
+        &request.defines,
+        &args.include,
+    );
+    let line_text = |l: SourceLine| source_lines.text(l).map(str::to_string);
     let mut views = Vec::new();
     for k in &kernels {
         let Some(mut report) = compare(k, &refs, reference.as_deref()) else {
@@ -264,8 +291,9 @@ pub fn run(args: InspectArgs) -> anyhow::Result<()> {
         }
         let promotions = promotions(&shown[0].module, k)
             .into_iter()
-            .map(|p| {
-                let c = culprits(&p, source_lines.text(p.at), source_lines.defines());
+            .map(|mut p| {
+                mark_explicit_casts(&mut p, &line_text);
+                let c = culprits_on_lines(&p, &line_text, source_lines.defines());
                 let fix = fix(&c);
                 Found {
                     promotion: p,
@@ -274,8 +302,16 @@ pub fn run(args: InspectArgs) -> anyhow::Result<()> {
                 }
             })
             .collect();
+        // What a flag set does on every line is one line per kernel, unless every line is asked
+        // for (--all) or the JSON (which keeps each line's highlights).
+        let effects = if args.all || args.json {
+            Vec::new()
+        } else {
+            fold_flag_set_effects(&mut report)
+        };
         views.push(KernelView {
             report,
+            effects,
             promotions,
             promotion_build: shown[0].name.clone(),
             reference_sass,
@@ -296,6 +332,9 @@ pub fn run(args: InspectArgs) -> anyhow::Result<()> {
         })
     } else {
         println!("front end: {choice}");
+        if let Some(n) = &workaround {
+            println!("note: {n}");
+        }
         if let Some(n) = &sass_note {
             println!("SASS: {n}");
         }
@@ -317,6 +356,8 @@ pub(crate) struct Found {
 /// Everything shown about one kernel.
 pub(crate) struct KernelView {
     pub(crate) report: KernelReport,
+    /// What each flag set does on every line alike, folded out of the lines.
+    pub(crate) effects: Vec<FlagSetEffect>,
     /// Promotions of the first shown build.
     pub(crate) promotions: Vec<Found>,
     /// The build the promotions were found in.
@@ -367,7 +408,9 @@ impl KernelView {
             )
         }) {
             Some(Rank::FloatToUnsigned)
-        } else if l.significant() {
+        } else if l.significant() && !self.effects.iter().any(|e| e.lines.contains(&l.at)) {
+            // A difference the folded effects explain (div.approx against div.rn) is the flag
+            // set's, said once per kernel.
             Some(Rank::Other)
         } else {
             None
@@ -434,6 +477,41 @@ fn sass_note(tools: &Tools, sass: &[Result<Sass, String>]) -> Option<String> {
     sass.iter()
         .find_map(|s| s.as_ref().err())
         .map(|e| format!("not checked: {e}"))
+}
+
+/// Adds to `request` the `-D` stand-ins for the host APIs CUDA 13 removed that `text` (and the
+/// files it includes) uses, unless the user defined the name; the note that says so.
+fn workarounds(file: &std::path::Path, text: &str, request: &mut BuildRequest) -> Option<String> {
+    let mut all = text.to_string();
+    for inc in mantissa_gpu::includes::resolve(
+        &file.display().to_string(),
+        text,
+        &[],
+        &request.include_dirs,
+    ) {
+        if let mantissa_gpu::includes::IncludeOrigin::File(p) = &inc.origin {
+            if let Ok(t) = mantissa_gpu::read_source(p) {
+                all.push('\n');
+                all.push_str(&t);
+            }
+        }
+    }
+    let added: Vec<Define> = mantissa_gpu::build_log::removed_api_workarounds(&all)
+        .into_iter()
+        .filter(|d| !request.defines.iter().any(|u| u.name == d.name))
+        .collect();
+    if added.is_empty() {
+        return None;
+    }
+    let names: Vec<&str> = added.iter().map(|d| d.name.as_str()).collect();
+    let options: Vec<String> = added.iter().map(Define::option).collect();
+    let note = format!(
+        "CUDA 13 removed {} from the runtime; compiled with {} (inspect never runs host code, so a stand-in's value does not matter; --no-workarounds compiles the file as written)",
+        names.join(", "),
+        options.join(" ")
+    );
+    request.defines.extend(added);
+    Some(note)
 }
 
 /// The nvdisasm wheel CI installs (`.ci/run`).

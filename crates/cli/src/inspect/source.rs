@@ -27,13 +27,15 @@ pub(crate) struct SourceLines {
 impl SourceLines {
     /// The files `m` names. The input file itself (`input`, already read as `input_text`) is
     /// matched by name: NVRTC records the name it was given, made absolute. Other files
-    /// (headers, a PTX file's sources) are read from their paths, non-UTF-8 bytes replaced.
+    /// (headers, a PTX file's sources) are read from their paths, non-UTF-8 bytes replaced; the
+    /// `#include "..."` files the input reaches (beside it or in `include_dirs`) give macros.
     /// `cli_defines` (`-D`) come after the files' own `#define`s, so they win.
     pub(crate) fn new(
         input: &Path,
         input_text: &str,
         m: &Module,
         cli_defines: &[Define],
+        include_dirs: &[std::path::PathBuf],
     ) -> SourceLines {
         let input_name = input.file_name();
         let is_ptx = input_text.starts_with("//\n// Generated");
@@ -41,6 +43,20 @@ impl SourceLines {
         let mut files = Vec::new();
         let mut defines = Vec::new();
         if !is_ptx {
+            // Headers the file includes come first (a `#define` in the file itself wins): a
+            // header holding only macros has no code, so the `.file` table never names it.
+            for inc in mantissa_gpu::includes::resolve(
+                &input.display().to_string(),
+                input_text,
+                &[],
+                include_dirs,
+            ) {
+                if let mantissa_gpu::includes::IncludeOrigin::File(p) = &inc.origin {
+                    if let Ok(t) = mantissa_gpu::read_source(p) {
+                        defines.extend(defines_in(&t));
+                    }
+                }
+            }
             defines.extend(defines_in(input_text));
         }
         for (index, path) in &table {

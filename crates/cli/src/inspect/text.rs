@@ -50,6 +50,7 @@ pub(crate) fn print_kernel(
         println!("\n  no findings: the flag sets agree beyond .ftz and .rn, and nothing is flagged (--all lists every line)");
     }
     if !all {
+        print_effects(v, src);
         print_folded(v, src);
     }
     println!();
@@ -269,6 +270,21 @@ fn print_promotion(f: &Found, build: &str, src: &SourceLines) {
     if p.from_integers > 0 {
         what.push(format!("{} integer→double", p.from_integers));
     }
+    let others: Vec<String> = p
+        .lines
+        .iter()
+        .filter(|l| **l != p.at)
+        .map(|l| src.label(*l))
+        .collect();
+    if what.is_empty() {
+        // Its conversions to double are on another line (a value computed in double there and
+        // used again here): say where, rather than print nothing.
+        what.push(if others.is_empty() {
+            "a double value".to_string()
+        } else {
+            format!("a double value from {}", list(&others))
+        });
+    }
     let back = match p.to_f32 {
         0 => String::new(),
         1 => ", rounded back to float once".to_string(),
@@ -285,12 +301,6 @@ fn print_promotion(f: &Found, build: &str, src: &SourceLines) {
             p.copies
         ));
     }
-    let others: Vec<String> = p
-        .lines
-        .iter()
-        .filter(|l| **l != p.at)
-        .map(|l| src.label(*l))
-        .collect();
     if !others.is_empty() || p.f64_instructions != p.per_execution {
         cost.push_str(&format!("; {} in all", p.f64_instructions));
         if !others.is_empty() {
@@ -316,10 +326,55 @@ fn print_promotion(f: &Found, build: &str, src: &SourceLines) {
         println!("      f64 constants: {}", c.join(", "));
     }
     if !f.culprits.is_empty() {
-        let c: Vec<String> = f.culprits.iter().map(|c| c.describe()).collect();
+        let label = |l: SourceLine| src.label(l);
+        let c: Vec<String> = f.culprits.iter().map(|c| c.describe_at(&label)).collect();
         println!("      from: {}", c.join(", "));
     }
     println!("      fix: {}", f.fix);
+}
+
+/// One line per flag set for what it does on every line alike (approximate division, square
+/// root and functions, flush-to-zero): the flag set decided it, not the source.
+fn print_effects(v: &KernelView, src: &SourceLines) {
+    let mut builds: Vec<&str> = v.effects.iter().map(|e| e.build.as_str()).collect();
+    builds.dedup();
+    if builds.is_empty() {
+        return;
+    }
+    println!();
+    for b in builds {
+        let order = [
+            "approximate division",
+            "approximate square root",
+            "approximate functions",
+            "flush-to-zero",
+        ];
+        let mut mine: Vec<_> = v.effects.iter().filter(|e| e.build == b).collect();
+        mine.sort_by_key(|e| order.iter().position(|o| *o == e.what));
+        let parts: Vec<String> = mine
+            .into_iter()
+            .map(|e| {
+                let lines: Vec<String> = e.lines.iter().map(|l| src.label(*l)).collect();
+                let n = lines.len();
+                let count = format!("{n} line{}", if n == 1 { "" } else { "s" });
+                match (e.everywhere, e.what) {
+                    (true, "approximate division") => {
+                        format!("every division approximate ({count}: {})", list(&lines))
+                    }
+                    (true, "approximate square root") => {
+                        format!("every square root approximate ({count}: {})", list(&lines))
+                    }
+                    // Its lines are those the summary below lists, and the findings above.
+                    (_, "flush-to-zero") => format!("flush-to-zero ({count})"),
+                    _ => format!("{} ({count}: {})", e.what, list(&lines)),
+                }
+            })
+            .collect();
+        println!(
+            "  {b} (the flag set, on every line alike): {}",
+            parts.join("; ")
+        );
+    }
 }
 
 /// One line per kind of thing left out: lines differing only by `.ftz`/`.rn`, intentional

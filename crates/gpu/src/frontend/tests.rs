@@ -579,3 +579,36 @@ fn nvcc_flag_sets_change_the_ptx_as_documented() {
     assert!(has(&ptx(FlagSet::APPROX_SQRT), "sqrt.approx.f32"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A host helper without host headers: the scan sees device code only, NVRTC refuses the helper
+/// and advises its `-default-device`, which mantissa does not offer.
+const HOST_HELPER: &str = "void check(int code)\n{\n    if (code != 0) {\n        throw code;\n    }\n}\n\n__global__ void twice(float* y, int n)\n{\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) y[i] = 2.0f * y[i];\n}\n";
+
+#[test]
+fn a_host_helper_nvrtc_refuses_moves_to_nvcc() {
+    let (Some(c), Some(n)) = (require_nvrtc_or_skip(), require_nvcc_or_skip()) else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("mantissa-fe-helper-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("helper.cu");
+    std::fs::write(&file, HOST_HELPER).unwrap();
+    let b = Builder::new()
+        .with_nvrtc(Ok(c))
+        .with_nvcc(Ok(Nvcc::at(n.path(), n.origin())
+            .unwrap()
+            .with_cache(crate::CompileCache::in_memory())));
+    let built = b.build(&BuildRequest::new(&file)).unwrap();
+    assert_eq!(built.choice.front_end, FrontEnd::Nvcc);
+    let why = built.choice.reason.to_string();
+    assert!(
+        why.starts_with("NVRTC refused host code (A function without execution space annotations")
+            && why.ends_with("so nvcc, which compiles host code, built it"),
+        "{why}"
+    );
+    assert!(built.ptx.contains(".entry"), "{}", built.ptx);
+    // Asked for NVRTC by name, the refusal stands.
+    let mut r = BuildRequest::new(&file);
+    r.front_end = Some(FrontEnd::Nvrtc);
+    assert!(b.build(&r).is_err());
+}

@@ -6,7 +6,8 @@
 //! from `#define NAME VALUE` lines of the files the PTX names (and `-D` options). A constant
 //! that only the PTX shows (a macro defined elsewhere) is still named by its value.
 
-use super::{Promotion, MATH_FUNCTIONS};
+use super::{Carried, Promotion, MATH_FUNCTIONS};
+use crate::census::SourceLine;
 use serde::Serialize;
 
 /// What in the source put an expression in double.
@@ -21,6 +22,9 @@ pub enum Culprit {
         in_ptx: bool,
         /// The float spelling: `2.0f`.
         fix: String,
+        /// The lines it is on when not the reported line (a statement over several lines).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        on: Vec<SourceLine>,
     },
     /// A macro whose value is such a literal: `DAMPING` for `#define DAMPING 0.3`.
     Macro {
@@ -30,6 +34,9 @@ pub enum Culprit {
         value: String,
         /// The float definition: `#define DAMPING 0.3f`.
         fix: String,
+        /// The lines it is used on when not the reported line.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        on: Vec<SourceLine>,
     },
     /// A double math function called on the line: `exp(`.
     Call {
@@ -37,6 +44,9 @@ pub enum Culprit {
         function: String,
         /// Its float version: `expf`.
         fix: String,
+        /// The lines it is called on when not the reported line.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        on: Vec<SourceLine>,
     },
     /// An f64 constant of the region that the line's text does not show (it comes from a macro
     /// or a header the scan did not see).
@@ -53,9 +63,60 @@ impl Culprit {
     pub fn describe(&self) -> String {
         match self {
             Culprit::Literal { text, fix, .. } => format!("{text} → {fix}"),
-            Culprit::Macro { name, value, fix } => format!("{name} ({value}) → {fix}"),
-            Culprit::Call { function, fix } => format!("{function}( → {fix}("),
-            Culprit::Constant { value, fix } => format!("constant {} → {fix}", decimal(*value)),
+            Culprit::Macro {
+                name, value, fix, ..
+            } => format!("{name} ({value}) → {fix}"),
+            Culprit::Call { function, fix, .. } => format!("{function}( → {fix}("),
+            Culprit::Constant { value, .. } => {
+                format!("constant {} (not in the source text)", decimal(*value))
+            }
+        }
+    }
+
+    /// [`Culprit::describe`] with the lines it is on, when not the reported one:
+    /// `2.0 (stencil.cu:7, stencil.cu:8) → 2.0f`; `label` names a line.
+    pub fn describe_at(&self, label: &dyn Fn(SourceLine) -> String) -> String {
+        let d = self.describe();
+        let on = self.on();
+        if on.is_empty() {
+            return d;
+        }
+        let lines: Vec<String> = on.iter().map(|l| label(*l)).collect();
+        match d.split_once(" → ") {
+            Some((what, fix)) => format!("{what} ({}) → {fix}", lines.join(", ")),
+            None => format!("{d} ({})", lines.join(", ")),
+        }
+    }
+
+    /// The lines it is on when not the reported line.
+    pub fn on(&self) -> &[SourceLine] {
+        match self {
+            Culprit::Literal { on, .. } | Culprit::Macro { on, .. } | Culprit::Call { on, .. } => {
+                on
+            }
+            Culprit::Constant { .. } => &[],
+        }
+    }
+
+    fn on_mut(&mut self) -> Option<&mut Vec<SourceLine>> {
+        match self {
+            Culprit::Literal { on, .. } | Culprit::Macro { on, .. } | Culprit::Call { on, .. } => {
+                Some(on)
+            }
+            Culprit::Constant { .. } => None,
+        }
+    }
+
+    /// Whether two culprits name the same thing (the same literal, macro or function).
+    fn same(&self, other: &Culprit) -> bool {
+        match (self, other) {
+            (Culprit::Literal { text: a, .. }, Culprit::Literal { text: b, .. }) => a == b,
+            (Culprit::Macro { name: a, .. }, Culprit::Macro { name: b, .. }) => a == b,
+            (Culprit::Call { function: a, .. }, Culprit::Call { function: b, .. }) => a == b,
+            (Culprit::Constant { value: a, .. }, Culprit::Constant { value: b, .. }) => {
+                a.to_bits() == b.to_bits()
+            }
+            _ => false,
         }
     }
 }
@@ -267,6 +328,7 @@ pub fn culprits(p: &Promotion, line: Option<&str>, defines: &[(String, String)])
             fix: format!("{text}f"),
             in_ptx: in_ptx(v),
             text,
+            on: Vec::new(),
         });
     }
     for (id, _) in identifiers(&code) {
@@ -290,6 +352,7 @@ pub fn culprits(p: &Promotion, line: Option<&str>, defines: &[(String, String)])
             name: name.clone(),
             value: value.clone(),
             fix: format!("#define {name} {fixed}"),
+            on: Vec::new(),
         });
     }
     let mut calls = math_calls(&code);
@@ -302,6 +365,7 @@ pub fn culprits(p: &Promotion, line: Option<&str>, defines: &[(String, String)])
         out.push(Culprit::Call {
             fix: format!("{function}f"),
             function,
+            on: Vec::new(),
         });
     }
     for &v in &p.constants {
@@ -328,6 +392,12 @@ fn float_spelling(v: f64) -> String {
 /// The one-line fix for a promotion whose culprits are `c`: the culprits' own fixes, or, when
 /// none was found, the ways to keep the expression in float.
 pub fn fix(c: &[Culprit]) -> String {
+    // A constant only the PTX shows is the compiler's (1/256 for a division by 256) or a macro
+    // not seen: writing it into the source is not a fix anyone can follow.
+    let c: Vec<&Culprit> = c
+        .iter()
+        .filter(|c| !matches!(c, Culprit::Constant { .. }))
+        .collect();
     if c.is_empty() {
         return "keep the expression in float: float literals (2.0f), float functions (expf, powf), or __fmul_rn/__fadd_rn-style intrinsics".into();
     }
@@ -340,6 +410,101 @@ pub fn fix(c: &[Culprit]) -> String {
         })
         .collect();
     format!("write {}", fixes.join(", "))
+}
+
+/// What put `p` in double across the lines of its statement: the reported line first, then
+/// each other line of the region (a statement written over several lines has its `2.0*` on the
+/// lines above the one where the value is rounded back), each culprit named with the lines it
+/// is on. `text` gives a line's source when it can be read.
+pub fn culprits_on_lines(
+    p: &Promotion,
+    text: &dyn Fn(SourceLine) -> Option<String>,
+    defines: &[(String, String)],
+) -> Vec<Culprit> {
+    let own = text(p.at);
+    let mut out: Vec<Culprit> = culprits(p, own.as_deref(), defines)
+        .into_iter()
+        .filter(|c| !matches!(c, Culprit::Constant { .. }))
+        .collect();
+    let bare = Promotion {
+        constants: Vec::new(),
+        math: Vec::new(),
+        ..p.clone()
+    };
+    for &l in p.lines.iter().filter(|l| **l != p.at) {
+        let Some(t) = text(l) else { continue };
+        for mut c in culprits(&bare, Some(&t), defines) {
+            match out.iter_mut().find(|o| o.same(&c)) {
+                Some(o) => {
+                    if let Some(on) = o.on_mut().filter(|on| !on.is_empty() && !on.contains(&l)) {
+                        on.push(l);
+                    }
+                }
+                None => {
+                    if let Some(on) = c.on_mut() {
+                        on.push(l);
+                    }
+                    out.push(c);
+                }
+            }
+        }
+    }
+    // Constants no line explains come last, as before.
+    let explained = |v: f64| {
+        out.iter().any(|c| match c {
+            Culprit::Literal { text, .. } => double_literals(text)
+                .first()
+                .is_some_and(|(_, x)| *x == v || *x == -v),
+            Culprit::Macro { value, .. } => double_literals(&strip_comments(value))
+                .iter()
+                .any(|(_, x)| *x == v || *x == -v),
+            _ => false,
+        })
+    };
+    let unexplained: Vec<Culprit> = culprits(p, own.as_deref(), defines)
+        .into_iter()
+        .filter(|c| matches!(c, Culprit::Constant { value, .. } if !explained(*value)))
+        .collect();
+    out.extend(unexplained);
+    out
+}
+
+/// An explicit conversion to double in `code`: `(double)x`, `static_cast<double>(x)`,
+/// `double(x)`. The programmer asked for double there, so the region is not an accident.
+pub fn explicit_double_cast(code: &str) -> Option<&'static str> {
+    let squeezed: String = strip_comments(code)
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .collect();
+    if squeezed.contains("(double)") {
+        return Some("(double)");
+    }
+    if squeezed.contains("static_cast<double>") {
+        return Some("static_cast<double>");
+    }
+    let functional = identifiers(code)
+        .iter()
+        .any(|(id, end)| *id == "double" && code[*end..].trim_start().starts_with('('));
+    functional.then_some("double(")
+}
+
+/// Marks `p` deliberate when a line of its region casts to double explicitly
+/// ([`Carried::ExplicitCast`]); `text` gives a line's source when it can be read.
+pub fn mark_explicit_casts(p: &mut Promotion, text: &dyn Fn(SourceLine) -> Option<String>) {
+    let mut lines = vec![p.at];
+    lines.extend(p.lines.iter().copied().filter(|l| *l != p.at));
+    for l in lines {
+        if let Some(cast) = text(l).as_deref().and_then(explicit_double_cast) {
+            let c = Carried::ExplicitCast {
+                cast: cast.to_string(),
+            };
+            if !p.carried.contains(&c) {
+                p.carried.push(c);
+                p.carried.sort();
+            }
+            return;
+        }
+    }
 }
 
 #[cfg(test)]
@@ -420,7 +585,8 @@ mod tests {
             [Culprit::Macro {
                 name: "DAMPING".into(),
                 value: "0.3".into(),
-                fix: "#define DAMPING 0.3f".into()
+                fix: "#define DAMPING 0.3f".into(),
+                on: vec![]
             }]
         );
         assert_eq!(fix(&c), "write #define DAMPING 0.3f");
@@ -436,11 +602,13 @@ mod tests {
                 Culprit::Literal {
                     text: "0.1".into(),
                     in_ptx: true,
-                    fix: "0.1f".into()
+                    fix: "0.1f".into(),
+                    on: vec![]
                 },
                 Culprit::Call {
                     function: "exp".into(),
-                    fix: "expf".into()
+                    fix: "expf".into(),
+                    on: vec![]
                 }
             ]
         );
@@ -451,7 +619,8 @@ mod tests {
             c[0],
             Culprit::Call {
                 function: "pow".into(),
-                fix: "powf".into()
+                fix: "powf".into(),
+                on: vec![]
             }
         );
         assert_eq!(
@@ -461,10 +630,59 @@ mod tests {
                 fix: "0.3f".into()
             }
         );
-        assert_eq!(c[1].describe(), "constant 0.3 → 0.3f");
+        assert_eq!(c[1].describe(), "constant 0.3 (not in the source text)");
+        // A constant the source does not show is not written into the fix.
+        assert_eq!(fix(&c), "write powf()");
         assert!(fix(&[]).starts_with("keep the expression in float"));
         assert_eq!(decimal(2.0), "2");
         assert_eq!(decimal(-0.1), "-0.1");
         assert_eq!(float_spelling(2.0), "2.0");
+    }
+
+    #[test]
+    fn a_statement_over_several_lines_names_each_literal_on_its_line() {
+        // `un = c + r * ((u[e] - 2.0 * c + u[w])` / `+ (u[n] - 2.0 * c` / `+ u[s]));`: rounded
+        // back on the last line, the literals are on the two above it.
+        let mut p = promotion(&[], &[]);
+        p.at = SourceLine { file: 1, line: 9 };
+        p.lines = (7..=9).map(|line| SourceLine { file: 1, line }).collect();
+        let text = |l: SourceLine| {
+            Some(
+                match l.line {
+                    7 => "un = c + r * ((u[e] - 2.0 * c + u[w])",
+                    8 => "+ (u[n] - 2.0 * c",
+                    _ => "+ u[s]));",
+                }
+                .to_string(),
+            )
+        };
+        let c = culprits_on_lines(&p, &text, &[]);
+        assert_eq!(c.len(), 1, "{c:?}");
+        let label = |l: SourceLine| format!("k.cu:{}", l.line);
+        assert_eq!(c[0].describe_at(&label), "2.0 (k.cu:7, k.cu:8) → 2.0f");
+        assert_eq!(fix(&c), "write 2.0f");
+    }
+
+    #[test]
+    fn explicit_casts_make_a_region_deliberate() {
+        assert_eq!(
+            explicit_double_cast("n = ceil((double) n / 256);"),
+            Some("(double)")
+        );
+        assert_eq!(
+            explicit_double_cast("y = static_cast< double >(x) * 2;"),
+            Some("static_cast<double>")
+        );
+        assert_eq!(explicit_double_cast("y = double(x) * k;"), Some("double("));
+        assert_eq!(explicit_double_cast("y = x * 2.0; // (double)"), None);
+        assert_eq!(explicit_double_cast("double s = 0;"), None);
+        let mut p = promotion(&[0.00390625], &["ceil"]);
+        let text = |_: SourceLine| Some("int nb = (int)ceil((double)n / 256);".to_string());
+        mark_explicit_casts(&mut p, &text);
+        assert!(!p.accidental());
+        assert_eq!(
+            p.carried[0].describe(),
+            "explicit (double) cast in the source"
+        );
     }
 }
