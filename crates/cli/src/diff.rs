@@ -5,6 +5,7 @@
 
 use crate::run::RunUsage;
 use crate::spec_args::{gpu_for, parse_flags, parse_override};
+use crate::stop::{self, Keeps};
 use clap::Args;
 use mantissa_diff::{diff, Against, DiffEvent, DiffRequest};
 use mantissa_gpu::FlagSet;
@@ -64,6 +65,11 @@ pub fn run(args: DiffArgs) -> anyhow::Result<()> {
     let gpu = gpu_for("diff", &args.spec)?;
     let json = args.json;
     let name = spec.name.clone();
+    // Nothing of an unfinished run is written: a signal ends it at once, saying so.
+    stop::install(Keeps::Nothing(format!(
+        "a diff run keeps nothing until it finishes; to measure, run it again: {}",
+        stop::command_line(std::env::args().collect())
+    )));
     let result = diff(&gpu, &spec, &request, &mut |event| {
         if json {
             return;

@@ -23,6 +23,7 @@ mod shadow;
 mod slurm;
 mod spec_args;
 mod stdout;
+mod stop;
 mod study;
 mod table;
 mod tune;

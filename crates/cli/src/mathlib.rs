@@ -13,12 +13,13 @@ use mantissa_mathlib::hexfloat::{parse, to_decimal, to_hex};
 use mantissa_mathlib::html::write_html;
 use mantissa_mathlib::measure::Plan;
 use mantissa_mathlib::records::{self, read_records, Record};
-use mantissa_mathlib::run::{check, check_arity, run_plan_on, setting, Event};
+use mantissa_mathlib::run::{check, check_arity, check_columns, run_plan_on, setting, Event};
 use mantissa_mathlib::table::{tables, ulps, Table};
 use mantissa_mathlib::{Format, Function, MathGpu, MathlibError, Variant};
 use mantissa_report::Shard;
 use mantissa_slurm::GpuUse;
 
+use crate::stop::{self, Keeps};
 use crate::table::markdown;
 
 /// The options of `mantissa mathlib` (see docs/COMMANDS.md).
@@ -195,6 +196,8 @@ pub fn run(args: MathlibArgs) -> anyhow::Result<()> {
     }
     let plan = plan(&args, precisions)?;
     let gpus = probe_gpus(args.cpu_only, &args.devices)?;
+    // Before the store is opened, which would move earlier records aside.
+    check_columns(&plan, &gpus).map_err(lift)?;
     let run_setting = setting(&plan, gpus.first());
     let mut store =
         records::open(&args.out, args.resume, args.shard, &plan, &run_setting).map_err(lift)?;
@@ -213,43 +216,60 @@ pub fn run(args: MathlibArgs) -> anyhow::Result<()> {
     let started = std::time::Instant::now();
     let ordinals: Vec<usize> = gpus.iter().map(|g| g.gpu().ordinal()).collect();
     let mut pool_line = None;
-    let measurements = run_plan_on(&plan, &gpus, Some(&mut store), &mut |event| match event {
-        Event::Progress(what, p) => {
-            bar.set_prefix(what.to_string());
-            bar.set_position((p * 1000.0) as u64);
-        }
-        Event::Measured {
-            measurements,
-            resumed,
-        } => {
-            if let Some(m) = measurements.first() {
-                let line = format!(
-                    "{:<8} {}: {}{}",
-                    m.function.cuda_name(m.format),
-                    m.format.name(),
-                    measurements
-                        .iter()
-                        .map(|m| format!("{} {}", m.column.label(), ulps(m.stats.max_ulps)))
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    if resumed { " (from the records)" } else { "" }
-                );
-                // Without a terminal the bar is hidden and would swallow the line: logs keep it.
-                if bar.is_hidden() {
-                    eprintln!("{line}");
-                } else {
-                    bar.println(line);
+    let stop = stop::install(Keeps::FinishesRunning("function"));
+    let measurements = run_plan_on(
+        &plan,
+        &gpus,
+        Some(&mut store),
+        stop,
+        &mut |event| match event {
+            Event::Progress(what, p) => {
+                bar.set_prefix(what.to_string());
+                bar.set_position((p * 1000.0) as u64);
+            }
+            Event::Measured {
+                measurements,
+                resumed,
+            } => {
+                if let Some(m) = measurements.first() {
+                    let line = format!(
+                        "{:<8} {}: {}{}",
+                        m.function.cuda_name(m.format),
+                        m.format.name(),
+                        measurements
+                            .iter()
+                            .map(|m| format!("{} {}", m.column.label(), ulps(m.stats.max_ulps)))
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        if resumed { " (from the records)" } else { "" }
+                    );
+                    // Without a terminal the bar is hidden and would swallow the line: logs keep it.
+                    if bar.is_hidden() {
+                        eprintln!("{line}");
+                    } else {
+                        bar.println(line);
+                    }
                 }
             }
-        }
-        Event::Pool(pool) => pool_line = Some(pool.describe(&ordinals)),
-    })
+            Event::Pool(pool) => pool_line = Some(pool.describe(&ordinals)),
+        },
+    )
     .map_err(lift)?;
     if let Some(line) = pool_line {
         eprintln!("{line}");
     }
     bar.finish_and_clear();
     eprintln!("measured in {:.1} s", started.elapsed().as_secs_f64());
+    let records_file = store.path().to_path_buf();
+    drop(store);
+    stop::exit_if_stopped(|signal| {
+        format!(
+            "stopped by {}: every finished function is in {}. To finish: {}",
+            signal.name(),
+            records_file.display(),
+            stop::resume_command(std::env::args())
+        )
+    });
     if args.json {
         for m in &measurements {
             println!("{}", serde_json::to_string(m)?);
@@ -259,7 +279,7 @@ pub fn run(args: MathlibArgs) -> anyhow::Result<()> {
         // The merge prints the tables and writes the page, from every shard's records.
         eprintln!(
             "shard {shard}: records in {}; when every shard is done, `mantissa merge {}` writes the report",
-            store.path().display(),
+            records_file.display(),
             args.out.display()
         );
         return Ok(());
@@ -271,7 +291,6 @@ pub fn run(args: MathlibArgs) -> anyhow::Result<()> {
             }
         }
     }
-    drop(store);
     // The page shows everything in the records, earlier functions of a resumed run included.
     let (records, _) = read_records(&args.out).map_err(lift)?;
     let all: Vec<_> = records.into_iter().map(|r| r.measurement).collect();

@@ -16,7 +16,13 @@ pub struct OpsArgs {
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
     samples: Option<u64>,
     /// Operand magnitudes LO:HI (each operand also gets a random sign).
-    #[arg(long, default_value = "0:1e6", value_name = "LO:HI", value_parser = parse_range)]
+    #[arg(
+        long,
+        default_value = "0:1e6",
+        value_name = "LO:HI",
+        value_parser = parse_range,
+        allow_hyphen_values = true
+    )]
     range: Range,
     /// How magnitudes are drawn from the range.
     #[arg(long, value_enum, default_value_t = Dist::Uniform)]
@@ -67,7 +73,14 @@ struct PrecisionList(Vec<Precision>);
 struct OpList(Vec<Op>);
 
 fn parse_range(s: &str) -> Result<Range, String> {
-    s.parse().map_err(|e: ops::RangeError| e.to_string())
+    s.parse().map_err(|e: ops::RangeError| {
+        // `-1:1` reads as a signed interval: say that the range is of magnitudes.
+        if s.trim_start().starts_with('-') {
+            format!("{e}; LO:HI are magnitudes and each operand gets a random sign, so -A:A is 0:A")
+        } else {
+            e.to_string()
+        }
+    })
 }
 
 fn parse_precisions(s: &str) -> Result<PrecisionList, String> {
@@ -283,4 +296,36 @@ fn run_gpu(
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        ops: OpsArgs,
+    }
+
+    fn range_error(args: &[&str]) -> String {
+        match Cli::try_parse_from(std::iter::once("ops").chain(args.iter().copied())) {
+            Ok(_) => panic!("{args:?} should be refused"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    /// A range starting with '-' is the option's value, not another option: it reaches the
+    /// range parser, which says why a negative magnitude is refused.
+    #[test]
+    fn a_negative_range_is_a_value_refused_with_the_reason() {
+        for args in [&["--range", "-1:1"][..], &["--range=-1:1"]] {
+            let e = range_error(args);
+            assert!(e.contains("invalid range \"-1:1\""), "{e}");
+            assert!(e.contains("random sign"), "{e}");
+        }
+        let ok = Cli::try_parse_from(["ops", "--range", "1e-3:2"]).unwrap();
+        assert_eq!((ok.ops.range.lo, ok.ops.range.hi), (1e-3, 2.0));
+    }
 }

@@ -6,6 +6,7 @@
 
 use crate::run::RunUsage;
 use crate::spec_args::{gpu_for, parse_flags, parse_override};
+use crate::stop::{self, Keeps};
 use anyhow::anyhow;
 use clap::Args;
 use mantissa_gpu::FlagSet;
@@ -68,6 +69,11 @@ pub fn run(args: ShadowArgs) -> anyhow::Result<()> {
     };
     let json = args.json;
     let name = spec.name.clone();
+    // Nothing of an unfinished run is written: a signal ends it at once, saying so.
+    stop::install(Keeps::Nothing(format!(
+        "a shadow run keeps nothing until it finishes; to measure, run it again: {}",
+        stop::command_line(std::env::args().collect())
+    )));
     let result = analyse(&gpu, &spec, &request, &mut |event| {
         if json {
             return;

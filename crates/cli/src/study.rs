@@ -4,8 +4,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
@@ -22,6 +21,7 @@ use mantissa_study::study::{
 use mantissa_study::workload::Workload;
 
 use crate::progress::Bar;
+use crate::stop::{self, Keeps};
 
 /// The options of `mantissa study` (see docs/COMMANDS.md).
 #[derive(Args)]
@@ -159,8 +159,7 @@ pub fn run(args: StudyArgs, max_threads: Option<usize>) -> anyhow::Result<()> {
 
     cfg.check_sizes()?;
 
-    let stop = Arc::new(AtomicBool::new(false));
-    install_interrupt_handler(stop.clone());
+    let stop = stop::install(Keeps::DropsRunning("point"));
 
     let gpus = open_gpus(args.backend, &args.devices)?;
     let gpu = gpus.first();
@@ -277,11 +276,11 @@ pub fn run(args: StudyArgs, max_threads: Option<usize>) -> anyhow::Result<()> {
     }
 
     let bar = Bar::new();
-    let cpu = runner::run_cpu(&cpu_plan, suite, &mut log, &bar, &stop)?;
+    let cpu = runner::run_cpu(&cpu_plan, suite, &mut log, &bar, stop)?;
     summarize("cpu", &cpu, &log);
     if let Some(plan) = &gpu_plan {
         if !stop.load(Ordering::Relaxed) {
-            let summary = runner::run_gpus(plan, &gpus, suite, &mut log, &bar, &stop)?;
+            let summary = runner::run_gpus(plan, &gpus, suite, &mut log, &bar, stop)?;
             summarize("gpu", &summary, &log);
             if let (Some(pool), true) = (&summary.pool, gpus.len() > 1) {
                 let ordinals: Vec<usize> = gpus.iter().map(Gpu::ordinal).collect();
@@ -300,16 +299,16 @@ pub fn run(args: StudyArgs, max_threads: Option<usize>) -> anyhow::Result<()> {
         ),
         None => write_report(&args.out, args.tables)?,
     }
-    if stop.load(Ordering::Relaxed) {
-        // Interrupted: the report covers what was measured, and the exit status says the run is
-        // incomplete (130, as a shell reports SIGINT), so scripts do not mistake it for done.
-        eprintln!(
-            "stopped: every finished point is in {}; the point running was not recorded. To finish: {}",
+    // Interrupted: the report covers what was measured, and the exit status says the run is
+    // incomplete (130 or 143), so scripts and schedulers do not mistake it for done.
+    stop::exit_if_stopped(|signal| {
+        format!(
+            "stopped by {}: every finished point is in {}; the point running was not recorded. To finish: {}",
+            signal.name(),
             records_path.display(),
-            resume_command(std::env::args())
-        );
-        std::process::exit(130);
-    }
+            stop::resume_command(std::env::args())
+        )
+    });
     Ok(())
 }
 
@@ -473,35 +472,6 @@ fn check_before_running(
     Ok(())
 }
 
-/// The command line that finishes an interrupted run: this one, with `--resume` (once), each
-/// word quoted for a POSIX shell where it needs it.
-fn resume_command(args: impl Iterator<Item = String>) -> String {
-    let mut words: Vec<String> = args.collect();
-    if !words.iter().any(|w| w == "--resume") {
-        words.push("--resume".into());
-    }
-    if let Some(program) = words.first_mut() {
-        // The name it was started by, not a path a reader would have to retype.
-        if let Some(name) = std::path::Path::new(program.as_str()).file_name() {
-            *program = name.to_string_lossy().into_owned();
-        }
-    }
-    words
-        .iter()
-        .map(|w| {
-            let plain = !w.is_empty()
-                && w.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,^+@%".contains(c));
-            if plain {
-                w.clone()
-            } else {
-                format!("'{}'", w.replace('\'', "'\\''"))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 fn summarize(backend: &str, s: &RunSummary, log: &ResultsLog) {
     let mut parts = vec![format!("{} points measured", s.measured)];
     if s.skipped_done > 0 {
@@ -578,21 +548,6 @@ fn printed_report(records: &[Record], out: &Path, tables: bool) -> String {
     text
 }
 
-/// First Ctrl-C: stop at the next check inside the current point (CPU points check every
-/// block of work; a GPU point finishes), keep every finished point (results.jsonl stays whole)
-/// and write the report. Second: leave at once.
-fn install_interrupt_handler(stop: Arc<AtomicBool>) {
-    let result = ctrlc::set_handler(move || {
-        if stop.swap(true, Ordering::SeqCst) {
-            std::process::exit(130);
-        }
-        eprintln!("\nstopping: the current point is dropped, finished ones are kept (Ctrl-C again to quit now)");
-    });
-    if let Err(e) = result {
-        eprintln!("note: Ctrl-C will stop the run immediately ({e})");
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -607,33 +562,5 @@ mod tests {
             assert!(parse_sizes(bad).is_err(), "{bad}");
         }
         assert!(parse_sizes("0").unwrap_err().contains("\"0\""));
-    }
-
-    #[test]
-    fn the_resume_command_is_the_command_with_resume_quoted_for_a_shell() {
-        let args = |v: &[&str]| {
-            v.iter()
-                .map(|s| s.to_string())
-                .collect::<Vec<_>>()
-                .into_iter()
-        };
-        assert_eq!(
-            resume_command(args(&[
-                "/x/target/release/mantissa",
-                "study",
-                "lu",
-                "--size",
-                "2^10"
-            ])),
-            "mantissa study lu --size 2^10 --resume"
-        );
-        assert_eq!(
-            resume_command(args(&["mantissa", "study", "--out", "my dir", "--resume"])),
-            "mantissa study --out 'my dir' --resume"
-        );
-        assert_eq!(
-            resume_command(args(&["mantissa", "study", "--out", "it's"])),
-            "mantissa study --out 'it'\\''s' --resume"
-        );
     }
 }

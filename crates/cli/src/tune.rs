@@ -6,6 +6,7 @@
 
 use crate::run::RunUsage;
 use crate::spec_args::{gpus_for, parse_flags, parse_override};
+use crate::stop::{self, Keeps};
 use anyhow::anyhow;
 use anyhow::bail;
 use clap::Args;
@@ -18,7 +19,7 @@ use mantissa_report::store::manifest_file;
 use mantissa_report::store::write_atomically;
 use mantissa_report::Shard;
 use mantissa_report::{Manifest, Record};
-use mantissa_tune::flow::{tune, TuneEvent, TuneRequest, TuneRun};
+use mantissa_tune::flow::{tune_until, TuneEvent, TuneRequest, TuneRun};
 use mantissa_tune::gpu::TimingPolicy;
 use mantissa_tune::shard::{document_file, MERGED_FILE};
 use mantissa_tune::ErrorThreshold;
@@ -217,7 +218,8 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
         let list: Vec<String> = gpus.iter().map(|g| g.ordinal().to_string()).collect();
         eprintln!("trials on GPUs {}", list.join(","));
     }
-    let result = tune(&gpus, &spec, &request, &mut |event| {
+    let stop = stop::install(Keeps::FinishesRunning("trial"));
+    let result = tune_until(&gpus, &spec, &request, stop, &mut |event| {
         if quiet {
             return;
         }
@@ -255,6 +257,8 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
             }
         }
     });
+    // Stopped between trials: every trial finished is in the store, and --resume reads them.
+    stop::exit_if_stopped(|signal| stopped(signal, &args.out, args.shard));
     let run = match result {
         Ok(r) => r,
         Err(e) if e.is_usage() => return Err(RunUsage(e.to_string()).into()),
@@ -278,6 +282,16 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     report(&args.out, &run, args.json)
+}
+
+/// What a stopped run says: where its finished trials are and the command that goes on.
+fn stopped(signal: stop::Signal, out: &Path, shard: Option<Shard>) -> String {
+    format!(
+        "stopped by {}: every finished trial is in {}. To finish: {}",
+        signal.name(),
+        out.join(mantissa_report::store::data_file::<Record>(shard)).display(),
+        stop::resume_command(std::env::args())
+    )
 }
 
 /// Writes `run` as JSON to `path`, whole or not at all.

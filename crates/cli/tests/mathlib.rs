@@ -129,3 +129,21 @@ fn a_short_cpu_run_writes_records_and_page_and_resumes() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// No CPU library and no GPU column (`--cpu-only`, or no GPU here) leaves nothing to measure:
+/// one line that says what to give, exit code 2, and earlier records left where they are.
+#[test]
+fn no_library_and_no_gpu_is_nothing_to_measure() {
+    let dir = support::Dir::new("nothing");
+    let records = dir.path().join("mathlib.jsonl");
+    std::fs::write(&records, "earlier\n").unwrap();
+    let out = dir.path().to_str().unwrap();
+    let (code, stdout, stderr) = mathlib(&["--libraries", "none", "--cpu-only", "--out", out]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("nothing to measure"), "{stderr}");
+    assert!(stderr.contains("--libraries std"), "{stderr}");
+    assert!(stdout.is_empty(), "{stdout}");
+    assert_eq!(std::fs::read_to_string(&records).unwrap(), "earlier\n");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+}

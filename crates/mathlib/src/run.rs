@@ -1,6 +1,8 @@
 //! A whole `mantissa mathlib` run: every (function, format) of a plan, resumed from and
 //! appended to the records as it goes; and `--check`, one input on every column.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use mantissa_gpu::{run_pool, PoolError, PoolSummary};
 use mantissa_report::Store;
 
@@ -54,6 +56,7 @@ pub fn run_plan(
         plan,
         gpu.map(std::slice::from_ref).unwrap_or(&[]),
         store,
+        &AtomicBool::new(false),
         on_event,
     )
 }
@@ -62,15 +65,28 @@ pub fn run_plan(
 /// worker thread that measures one unit at a time (so a timed sweep never shares its GPU), a
 /// free device takes the next unit, and results are appended and reported in plan order
 /// whichever device measured them ([`mantissa_gpu::run_pool`]). With several devices, progress
-/// is reported per finished unit rather than inside each function.
+/// is reported per finished unit rather than inside each function. Once `stop` is set no
+/// further unit starts: the units finished are kept (and returned), the ones running finish.
 pub fn run_plan_on(
     plan: &Plan,
     gpus: &[MathGpu],
     store: Option<&mut Store<Record>>,
+    stop: &AtomicBool,
     on_event: &mut dyn FnMut(Event<'_>),
 ) -> Result<Vec<Measurement>, MathlibError> {
+    check_columns(plan, gpus)?;
     check_devices(gpus)?;
-    run_units(plan, gpus, store, on_event)
+    run_units(plan, gpus, store, stop, on_event)
+}
+
+/// Refuses a plan with no column to measure: no GPU in use and no CPU library.
+pub fn check_columns(plan: &Plan, gpus: &[MathGpu]) -> Result<(), MathlibError> {
+    if gpus.is_empty() && plan.libraries.is_empty() {
+        return Err(MathlibError::Usage(
+            "nothing to measure: no GPU is in use and --libraries none leaves no CPU column; give --libraries std,libm (or run where a GPU is, without --cpu-only)".into(),
+        ));
+    }
+    Ok(())
 }
 
 /// [`run_plan_on`] without the check that devices are distinct: two handles on one GPU, the only
@@ -80,9 +96,10 @@ pub fn run_plan_sharing_devices_for_tests(
     plan: &Plan,
     gpus: &[MathGpu],
     store: Option<&mut Store<Record>>,
+    stop: &AtomicBool,
     on_event: &mut dyn FnMut(Event<'_>),
 ) -> Result<Vec<Measurement>, MathlibError> {
-    run_units(plan, gpus, store, on_event)
+    run_units(plan, gpus, store, stop, on_event)
 }
 
 /// The unit loop of [`run_plan_on`]: in this thread for one GPU or none, pooled for several.
@@ -90,6 +107,7 @@ fn run_units(
     plan: &Plan,
     gpus: &[MathGpu],
     mut store: Option<&mut Store<Record>>,
+    stop: &AtomicBool,
     on_event: &mut dyn FnMut(Event<'_>),
 ) -> Result<Vec<Measurement>, MathlibError> {
     let setting = setting(plan, gpus.first());
@@ -135,6 +153,9 @@ fn run_units(
     if gpus.len() <= 1 {
         let gpu = gpus.first();
         for &(unit, format, f) in &units {
+            if stop.load(Ordering::SeqCst) {
+                break;
+            }
             let before = recorded(&old, &setting, f, format);
             if !before.is_empty() {
                 keep(unit, before, true, None, on_event)?;
@@ -147,12 +168,11 @@ fn run_units(
         }
         return Ok(all);
     }
-    let stop = std::sync::atomic::AtomicBool::new(false);
     let total = units.len();
     let pooled = run_pool(
         gpus,
         &units,
-        &stop,
+        stop,
         |_, gpu| gpu,
         |gpu, _, &(_, format, f)| -> Result<_, MathlibError> {
             let before = recorded(&old, &setting, f, format);

@@ -5,6 +5,7 @@
 //! not depend on time.
 
 use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use mantissa_gpu::testing::require_toolchain_or_skip;
@@ -42,6 +43,7 @@ type Run = fn(
     &Plan,
     &[MathGpu],
     Option<&mut Store<mantissa_mathlib::records::Record>>,
+    &AtomicBool,
     &mut dyn FnMut(Event<'_>),
 ) -> Result<Vec<Measurement>, MathlibError>;
 
@@ -57,11 +59,17 @@ fn run(tag: &str, gpus: &[MathGpu], run: Run) -> (Vec<String>, Vec<String>, Vec<
     let setting = setting(&plan, gpus.first());
     let mut store = open(&dir, false, None, &plan, &setting).unwrap();
     let mut events = Vec::new();
-    run(&plan, gpus, Some(&mut store), &mut |e| {
-        if let Event::Measured { measurements, .. } = e {
-            events.extend(measurements.iter().map(value));
-        }
-    })
+    run(
+        &plan,
+        gpus,
+        Some(&mut store),
+        &AtomicBool::new(false),
+        &mut |e| {
+            if let Event::Measured { measurements, .. } = e {
+                events.extend(measurements.iter().map(value));
+            }
+        },
+    )
     .unwrap_or_else(|e| panic!("{tag}: {e}"));
     let path = store.path().to_path_buf();
     drop(store);
@@ -110,7 +118,8 @@ fn devices_zero_all_and_two_handles_record_what_one_gpu_records() {
         Gpu::open(&toolchain, 0).unwrap(),
         Gpu::open(&toolchain, 0).unwrap(),
     ]);
-    let refused = run_plan_on(&plan(), &twice, None, &mut |_| {}).unwrap_err();
+    let refused =
+        run_plan_on(&plan(), &twice, None, &AtomicBool::new(false), &mut |_| {}).unwrap_err();
     assert!(
         refused.to_string().contains("GPU 0 is given twice"),
         "{refused}"
