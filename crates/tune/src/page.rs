@@ -325,7 +325,10 @@ mod tests {
         assert!(page.contains("mantissa tune: k&lt;1&gt;"));
         assert!(page.contains("<li>a &lt;note&gt;</li>"));
         assert!(page.contains("<td>fiset 1 (k.cu:3)</td>"), "{page}");
-        assert!(page.contains("<td>mode 2, 3 digits, 10% (3)</td>"), "{page}");
+        assert!(
+            page.contains("<td>mode 2, 3 digits, 10% (3)</td>"),
+            "{page}"
+        );
         assert!(page.contains("40.0% ±1.0"));
         assert!(!page.contains("<script"));
     }
@@ -351,6 +354,9 @@ mod tests {
             "{choices}"
         );
         assert_eq!(choices.matches(" (3)").count(), 25, "{choices}");
-        assert!(choices.contains("<td>none met</td><td>mode 2, 7 digits, 5% (3)</td>"), "{choices}");
+        assert!(
+            choices.contains("<td>none met</td><td>mode 2, 7 digits, 5% (3)</td>"),
+            "{choices}"
+        );
     }
 }

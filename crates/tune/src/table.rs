@@ -223,9 +223,8 @@ pub fn html(searches: &[Search]) -> String {
     }
     let l = layout(searches);
     let esc = mantissa_report::escape;
-    let mut out = String::from(
-        "<table class=\"summary\">\n<tr><th rowspan=\"2\">error (digits)</th>",
-    );
+    let mut out =
+        String::from("<table class=\"summary\">\n<tr><th rowspan=\"2\">error (digits)</th>");
     let mut i = 0;
     while i < l.columns.len() {
         let span = l.columns[i..]

@@ -1,8 +1,8 @@
 //! `mantissa tune` as text: the references, the units and the kernel profile, the table in the
 //! shape of seed 002 Table 4, and what each search chose.
 
-use crate::evaluate::Trial;
 use crate::chosen::Choice;
+use crate::evaluate::Trial;
 use crate::flow::{SearchEntry, TuneRun};
 use crate::unit::Unit;
 use std::fmt::Write;
