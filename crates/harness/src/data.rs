@@ -374,7 +374,11 @@ mod tests {
     fn a_reference_for_an_f64_output_names_f64_once() {
         let d = std::env::temp_dir().join(format!("mantissa-data-ref-{}", std::process::id()));
         std::fs::create_dir_all(&d).unwrap();
-        std::fs::write(d.join("k.cu"), "extern \"C\" __global__ void k(double* y) {}\n").unwrap();
+        std::fs::write(
+            d.join("k.cu"),
+            "extern \"C\" __global__ void k(double* y) {}\n",
+        )
+        .unwrap();
         npy::write(&d.join("y3.npy"), &HostData::F64(vec![1.0, 2.0, 3.0])).unwrap();
         let toml = "[source]\nfile = \"k.cu\"\n[buffers.y]\ntype = \"f64\"\nlen = 4\n\
                     [[steps]]\nlaunch = \"k\"\ngrid = 1\nblock = 4\nargs = [\"y\"]\n\
@@ -382,7 +386,10 @@ mod tests {
         std::fs::write(d.join("t.toml"), toml).unwrap();
         let spec = Spec::load(&d.join("t.toml")).unwrap();
         let e = references(&spec).unwrap_err().to_string();
-        assert!(e.ends_with("3 elements of f64; accepted 4 elements of f64"), "{e}");
+        assert!(
+            e.ends_with("3 elements of f64; accepted 4 elements of f64"),
+            "{e}"
+        );
         std::fs::remove_dir_all(&d).unwrap();
     }
 
