@@ -8,7 +8,7 @@ use crate::table::{markdown, num};
 use anyhow::anyhow;
 use clap::Args;
 use mantissa_gpu::{Builder, Gpu};
-use mantissa_harness::check::{check, CheckError, CheckReport};
+use mantissa_harness::check::{check, check_configuration, CheckError, CheckReport};
 use mantissa_harness::exec::ExecOptions;
 use mantissa_harness::limits::{check_launches, ArchLimits};
 use mantissa_harness::memory::MemoryNeed;
@@ -82,9 +82,20 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     }
     if args.check {
         let report = checked(&spec, &args, None)?;
+        // Configuration files were written for some build: the rewrite's own site lookup says
+        // whether it is this one.
+        let mut named = Vec::new();
+        for (arg, c) in args.demote.iter().zip(&configurations[1..]) {
+            if let (false, Configuration::Demote(d)) = (matches!(arg.trim(), "none" | "all"), c) {
+                named.push(check_configuration(&spec, d).map_err(RunUsage)?);
+            }
+        }
         print!("{}", summary(&args.spec, &report));
         println!("  sizes: {}", sizes_used(&spec, &args.set));
         println!("  memory: {}", memory_line(&report.memory));
+        for n in named {
+            println!("  configuration {n}");
+        }
         return Ok(());
     }
     if let Some(path) = &args.write_config {

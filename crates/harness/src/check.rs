@@ -166,3 +166,77 @@ pub fn check(
     }
     Ok(report)
 }
+
+/// Checks a `--demote` configuration against the spec's build, as the rewrite maps it (the same
+/// site lookup, [`mantissa_ptx::site::sites`], and selector lookup): every instruction site and
+/// selector names an instruction, every math call is one of the build's, every buffer kept in
+/// f32 is a buffer of the spec. `Ok` says what it names; `Err` is one line saying what is stale.
+/// Builds without a GPU.
+pub fn check_configuration(spec: &Spec, d: &crate::config::Demotion) -> Result<String, String> {
+    use crate::config::Selection;
+    use mantissa_ptx::demote::Request;
+    let ptx = crate::trial::build::rewrite_base(spec)?;
+    let module = mantissa_ptx::parse(&ptx).module;
+    let mut problems = Vec::new();
+    let mut named = Vec::new();
+    if let Selection::Only(requests) = &d.instructions {
+        let sites = mantissa_ptx::site::sites(&module);
+        let selectors: Vec<_> = requests
+            .iter()
+            .filter_map(|r| match r {
+                Request::Selector(s) => Some(s.clone()),
+                Request::Site(_) => None,
+            })
+            .collect();
+        let by_selector = mantissa_ptx::demote::selector_sites(&module, &selectors);
+        let mut missing: Vec<String> = requests
+            .iter()
+            .filter_map(|r| match r {
+                Request::Site(s) => sites.inst(s).is_none().then(|| s.to_string()),
+                Request::Selector(_) => None,
+            })
+            .collect();
+        missing.extend(
+            selectors
+                .iter()
+                .zip(&by_selector)
+                .filter(|(_, site)| site.is_none())
+                .map(|(s, _)| format!("{s:?}")),
+        );
+        if let Some(first) = missing.first() {
+            problems.push(format!(
+                "{} of {} instruction sites name no instruction of this build (first: {first})",
+                missing.len(),
+                requests.len()
+            ));
+        }
+        named.push(format!("{} instruction sites", requests.len()));
+    }
+    if let Selection::Only(calls) = &d.math {
+        let have = crate::config::math_calls(&module);
+        let missing: Vec<_> = calls.iter().filter(|c| !have.contains(c)).collect();
+        if let Some(first) = missing.first() {
+            problems.push(format!(
+                "{} of {} math calls are not in it (first: {} at line {})",
+                missing.len(),
+                calls.len(),
+                first.function,
+                first.line
+            ));
+        }
+        named.push(format!("{} math calls", calls.len()));
+    }
+    for b in &d.buffers {
+        if spec.buffer(b).is_none() {
+            problems.push(format!("buffer '{b}' is not a buffer of the spec"));
+        }
+    }
+    if !problems.is_empty() {
+        return Err(format!(
+            "--demote {}: written for another build: {}; write a configuration for this build with --write-config",
+            d.name,
+            problems.join(", ")
+        ));
+    }
+    Ok(format!("{}: {}, all in this build", d.name, named.join(", ")))
+}

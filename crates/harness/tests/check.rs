@@ -304,3 +304,22 @@ fn ready_ptx_under_several_flag_sets_says_so_once() {
     let r = check(&Spec::load(&p).unwrap(), &[FlagSet::FAST, FlagSet::DEFAULT], &Builder::new(), None).unwrap();
     assert_eq!(r.notes, ["ready PTX is read as is: flag sets (fast) do not change it, so every flag set runs the same code", "kernels declared extern \"C\" have no parameter types in their names, so their buffers' element types are not checked: k"]);
 }
+
+/// A configuration written for another build (sites that no longer exist, another kernel) is
+/// refused in one line; one written for this build checks.
+#[test]
+fn a_stale_demote_configuration_is_refused() {
+    if mantissa_gpu::testing::require_nvrtc_or_skip().is_none() {
+        return;
+    }
+    let d = workdir();
+    let p = d.join("t.toml");
+    std::fs::write(&p, "[source]\nfile = \"kernel.cu\"\n[buffers.u]\ntype = \"f64\"\nlen = 4\n[buffers.v]\ntype = \"f64\"\nlen = 4\n[[steps]]\nlaunch = \"stencil\"\ngrid = 1\nblock = 4\nargs = [\"u\", \"v\", 4, 0]\n[[outputs]]\nbuffer = \"v\"\n").unwrap();
+    let spec = Spec::load(&p).unwrap();
+    let fresh = mantissa_harness::run::full_configuration(&spec).unwrap();
+    let checked = mantissa_harness::check::check_configuration(&spec, &fresh).unwrap();
+    assert!(checked.starts_with("everything: "), "{checked}");
+    let stale: mantissa_harness::Demotion = serde_json::from_str(r#"{"name": "old", "instructions": [{"function": "_Z3oldPd", "file": "old.cu", "line": 7, "ordinal": 0}], "math": [{"function": "exp", "line": 99}], "buffers": ["w"]}"#).unwrap();
+    let e = mantissa_harness::check::check_configuration(&spec, &stale).unwrap_err();
+    assert_eq!(e, "--demote old: written for another build: 1 of 1 instruction sites name no instruction of this build (first: _Z3oldPd old.cu:7#0), 1 of 1 math calls are not in it (first: exp at line 99), buffer 'w' is not a buffer of the spec; write a configuration for this build with --write-config");
+}

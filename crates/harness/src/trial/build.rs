@@ -440,20 +440,22 @@ pub fn prepare(
 /// program built with the default flags (see [`config::full_configuration`]). Builds only: no
 /// GPU is needed (the architecture is the spec's, or the front end's default).
 pub fn full_configuration(spec: &Spec) -> Result<config::Demotion, String> {
+    Ok(config::full_configuration(&rewrite_base(spec)?))
+}
+
+/// The PTX (default flags) that configurations' sites and math calls name: the marked build
+/// where it stands in for the program, else the program as built. Builds only: no GPU.
+pub fn rewrite_base(spec: &Spec) -> Result<String, String> {
     let builder = mantissa_gpu::Builder::new();
     let plain = builder
         .build(&build_request(spec, FlagSet::DEFAULT, None)?)
         .map_err(|e| e.to_string())?;
     if plain.choice.front_end == GpuFrontEnd::Ptx {
-        return Ok(config::full_configuration(&plain.ptx));
+        return Ok(plain.ptx);
     }
     let marked = builder
         .build(&build_request(spec, FlagSet::DEFAULT, Some(Vec::new()))?)
         .map_err(|e| format!("marked build: {e}"))?;
     let usable = marked_calls(&plain.ptx, &marked.ptx).is_ok();
-    Ok(config::full_configuration(if usable {
-        &marked.ptx
-    } else {
-        &plain.ptx
-    }))
+    Ok(if usable { marked.ptx } else { plain.ptx })
 }
