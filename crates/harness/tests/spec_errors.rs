@@ -238,7 +238,7 @@ fn unknown_names() {
     let e = err(&format!("{HEAD}[buffers.u]\ntype = \"f64\"\nlen = 4\n[[steps]]\nlaunch = \"k\"\ngrid = 1\nblock = 1\n\n[[outputs]]\nbuffer = \"v\"\n"));
     assert_eq!(
         e,
-        "t.toml:12:10: outputs[0].buffer: found the string \"v\"; accepted a buffer: u"
+        "t.toml:12:10: outputs[0].buffer: found the string \"v\"; accepted a buffer: u (a __device__ variable cannot be an output yet: copy it into a buffer in a kernel)"
     );
     // A counter is in scope inside its loop only.
     let e = err(&format!("{HEAD}[buffers.u]\ntype = \"f64\"\nlen = 4\n[[steps]]\nrepeat = 2\ncounter = \"t\"\nsteps = [{{ launch = \"k\", grid = 1, block = 1, args = [\"t\"] }}]\n[[steps]]\nlaunch = \"k\"\ngrid = \"t + 1\"\nblock = 1\n{TAIL}"));

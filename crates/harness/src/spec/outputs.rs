@@ -206,7 +206,8 @@ impl Ctx<'_> {
                     bl,
                     f.field("buffer"),
                     bn.describe(),
-                    format!("a buffer: {}", list()),
+                    // Outputs are read back as buffers; symbols are written, never read.
+                    format!("a buffer: {} (a __device__ variable cannot be an output yet: copy it into a buffer in a kernel)", list()),
                 ));
             };
             let given_name = match f.get("name") {
