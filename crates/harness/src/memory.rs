@@ -42,7 +42,7 @@ pub fn estimate(spec: &Spec) -> MemoryNeed {
         need.host = need.host.saturating_add(refs);
         need.device = need.device.saturating_add(refs);
     }
-    need.buffers.sort_by(|a, b| b.1.cmp(&a.1));
+    need.buffers.sort_by_key(|b| std::cmp::Reverse(b.1));
     need
 }
 
