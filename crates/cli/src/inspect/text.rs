@@ -338,10 +338,7 @@ fn print_promotion(f: &Found, build: &str, src: &SourceLines) {
 fn print_effects(v: &KernelView, src: &SourceLines) {
     let mut builds: Vec<&str> = v.effects.iter().map(|e| e.build.as_str()).collect();
     builds.dedup();
-    if builds.is_empty() {
-        return;
-    }
-    println!();
+    let mut first = true;
     for b in builds {
         let order = [
             "approximate division",
@@ -349,7 +346,19 @@ fn print_effects(v: &KernelView, src: &SourceLines) {
             "approximate functions",
             "flush-to-zero",
         ];
-        let mut mine: Vec<_> = v.effects.iter().filter(|e| e.build == b).collect();
+        // Flushes on lines that are no finding are said by the `.ftz`/`.rn` summary below.
+        let finding = |at: &SourceLine| {
+            v.report
+                .lines
+                .iter()
+                .any(|l| l.at == *at && v.rank(l).is_some())
+        };
+        let mut mine: Vec<_> = v
+            .effects
+            .iter()
+            .filter(|e| e.build == b)
+            .filter(|e| e.what != "flush-to-zero" || e.lines.iter().any(finding))
+            .collect();
         mine.sort_by_key(|e| order.iter().position(|o| *o == e.what));
         let parts: Vec<String> = mine
             .into_iter()
@@ -365,11 +374,21 @@ fn print_effects(v: &KernelView, src: &SourceLines) {
                         format!("every square root approximate ({count}: {})", list(&lines))
                     }
                     // Its lines are those the summary below lists, and the findings above.
-                    (_, "flush-to-zero") => format!("flush-to-zero ({count})"),
+                    (_, "flush-to-zero") => {
+                        let n = e.lines.iter().filter(|l| finding(l)).count();
+                        let s = if n == 1 { "" } else { "s" };
+                        format!("flush-to-zero (on {n} line{s} above)")
+                    }
                     _ => format!("{} ({count}: {})", e.what, list(&lines)),
                 }
             })
             .collect();
+        if parts.is_empty() {
+            continue;
+        }
+        if std::mem::take(&mut first) {
+            println!();
+        }
         println!(
             "  {b} (the flag set, on every line alike): {}",
             parts.join("; ")
@@ -385,6 +404,12 @@ fn print_folded(v: &KernelView, src: &SourceLines) {
         .lines
         .iter()
         .filter(|l| l.at.line != 0 && l.notable() && v.rank(l).is_none())
+        // A line a flag set approximates is said in its own summary line, not as .ftz/.rn.
+        .filter(|l| {
+            !v.effects
+                .iter()
+                .any(|e| e.what != "flush-to-zero" && e.lines.contains(&l.at))
+        })
         .map(|l| src.label(l.at))
         .collect();
     let intentional: Vec<String> = v
