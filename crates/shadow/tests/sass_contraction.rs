@@ -26,12 +26,14 @@ use mantissa_ptx::model::{InstId, Loc, Module, Operand, SrcLine, Statement};
 use mantissa_ptx::pass::shadow::{instrument, ShadowOptions};
 use mantissa_ptx::ptxas::cubin_with;
 use mantissa_ptx::sass::{parse_nvdisasm, Sass};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 mod support;
 
-use support::tools_or_skip;
+use support::{memo, tools_or_skip};
 
 /// The line the inserted code is moved to: past the end of every example.
 const INSERTED_LINE: u32 = 999_999;
@@ -167,12 +169,16 @@ fn not_unrolled(m: &Module) -> Module {
     out
 }
 
-/// The SASS of `m` for sm_90 per line, without ptxas's `$__internal_*` subroutines.
-fn sass(ptxas: &Path, nvdisasm: &Path, m: &Module, what: &str) -> Sass {
-    let (cubin, _) = cubin_with(ptxas, &not_unrolled(m).to_string(), "sm_90", &["-lineinfo"])
-        .unwrap_or_else(|e| panic!("{what}: {e}"));
-    let dir =
-        std::env::temp_dir().join(format!("mantissa-sass-contraction-{}", std::process::id()));
+/// The SASS of `ptx` for sm_90 per line, without ptxas's `$__internal_*` subroutines.
+fn sass(ptxas: &Path, nvdisasm: &Path, ptx: &str, what: &str) -> Sass {
+    let (cubin, _) =
+        cubin_with(ptxas, ptx, "sm_90", &["-lineinfo"]).unwrap_or_else(|e| panic!("{what}: {e}"));
+    static FILES: AtomicUsize = AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "mantissa-sass-contraction-{}-{}",
+        std::process::id(),
+        FILES.fetch_add(1, Ordering::Relaxed)
+    ));
     std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
     let file = dir.join("in.cubin");
     std::fs::write(&file, cubin).unwrap_or_else(|e| panic!("{e}"));
@@ -181,6 +187,7 @@ fn sass(ptxas: &Path, nvdisasm: &Path, m: &Module, what: &str) -> Sass {
         .arg(&file)
         .output()
         .unwrap_or_else(|e| panic!("{e}"));
+    let _ = std::fs::remove_dir_all(&dir);
     assert!(out.status.success(), "{what}: nvdisasm failed");
     let mut kept = String::new();
     let mut internal = false;
@@ -202,7 +209,9 @@ fn sass(ptxas: &Path, nvdisasm: &Path, m: &Module, what: &str) -> Sass {
 /// FFMA and DFMA counts per (file, line, opcode) over the user's functions (over all of them:
 /// a line inlined into several kernels is one line, whichever kernel nvdisasm files an
 /// instruction under).
-fn fused(sass: &Sass, functions: &HashSet<String>) -> BTreeMap<(String, u32, &'static str), u32> {
+type Fused = BTreeMap<(String, u32, String), u32>;
+
+fn fused(sass: &Sass, functions: &BTreeSet<String>) -> Fused {
     let mut out = BTreeMap::new();
     for l in sass
         .lines
@@ -213,11 +222,70 @@ fn fused(sass: &Sass, functions: &HashSet<String>) -> BTreeMap<(String, u32, &'s
     {
         for op in FUSED {
             if let Some(n) = l.ops.get(op) {
-                *out.entry((l.file.clone(), l.line, op)).or_default() += n;
+                *out.entry((l.file.clone(), l.line, op.to_string())).or_default() += n;
             }
         }
     }
     out
+}
+
+/// The tools, with their versions (part of every memo key).
+#[derive(Clone)]
+struct Tools {
+    ptxas: PathBuf,
+    nvdisasm: PathBuf,
+    versions: String,
+}
+
+/// [`fused`] of `m` (not unrolled) as ptxas and nvdisasm give it, through the memo: a fused
+/// count is a function of the tools' versions, the PTX and the functions counted.
+fn fused_of(tools: &Tools, m: &Module, functions: &BTreeSet<String>, what: &str) -> Fused {
+    let ptx = not_unrolled(m).to_string();
+    let names = functions.iter().cloned().collect::<Vec<_>>().join("\n");
+    let key = memo::key(
+        "fused",
+        &[
+            tools.versions.as_bytes(),
+            b"-lineinfo -arch=sm_90; nvdisasm -g -c",
+            names.as_bytes(),
+            ptx.as_bytes(),
+        ],
+    );
+    let (tools, functions, what) = (tools.clone(), functions.clone(), what.to_string());
+    let size = ptx.len();
+    // The memo keeps a list of pairs: JSON has no tuple keys.
+    let pairs: Vec<((String, u32, String), u32)> = memo::remember(&key, size, move || {
+        fused(&sass(&tools.ptxas, &tools.nvdisasm, &ptx, &what), &functions)
+            .into_iter()
+            .collect()
+    });
+    pairs.into_iter().collect()
+}
+
+/// `work(i)` for every `i < n`, on as many threads as the machine has cores (ptxas runs are
+/// independent and each uses one core).
+fn in_parallel<T: Send>(n: usize, work: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    let threads = std::thread::available_parallelism().map_or(1, |t| t.get()).min(n.max(1));
+    let next = AtomicUsize::new(0);
+    let results = Mutex::new((0..n).map(|_| None).collect::<Vec<Option<T>>>());
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= n {
+                    break;
+                }
+                let r = work(i);
+                results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(r);
+            });
+        }
+    });
+    results
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner())
+        .into_iter()
+        .map(|r| r.expect("every unit ran"))
+        .collect()
 }
 
 #[test]
@@ -260,18 +328,29 @@ fn every_shipped_example_keeps_its_floating_point_instructions_when_instrumented
         ("exceptions", &exceptions, &rt),
         ("shadow", &values, &values_rt),
     ];
-    let mut failures = Vec::new();
+    let tools = Tools {
+        versions: memo::tool_version(&ptxas) + &memo::tool_version(&nvdisasm),
+        ptxas,
+        nvdisasm,
+    };
+    // Every build to assemble, made first (cheap, on the CPU): per example and flag set, the
+    // program as built, then each analysis's instrumented program as it runs.
+    struct Case {
+        what: String,
+        analysis: String,
+        module: Module,
+        functions: BTreeSet<String>,
+    }
+    let mut cases = Vec::new();
     for spec in example_specs() {
         for flags in [FlagSet::DEFAULT, FlagSet::STRICT, FlagSet::FAST] {
             let original = built(&spec, flags);
-            let functions: HashSet<String> = original
+            let functions: BTreeSet<String> = original
                 .functions()
                 .filter(|f| f.body.is_some())
                 .map(|f| f.name.clone())
                 .collect();
             let what = format!("{} {flags}", spec.display());
-            let sass = |m: &Module| sass(&ptxas, &nvdisasm, m, &what);
-            let was = fused(&sass(&original), &functions);
             for (analysis, pass, rt) in &analyses {
                 let out = pass(&original);
                 let moved = inserted_code_on_its_own_line(&original, &out);
@@ -285,27 +364,59 @@ fn every_shipped_example_keeps_its_floating_point_instructions_when_instrumented
                     mantissa_ptx::pass::shadow::inline_runtime(&merged)
                         .unwrap_or_else(|e| panic!("{what}: {e}"))
                 };
-                let now = fused(&sass(&merged), &functions);
-                let keys: std::collections::BTreeSet<_> = was.keys().chain(now.keys()).collect();
-                for key in keys {
-                    let (w, n) = (was.get(key).copied(), now.get(key).copied());
-                    // A fusion lost leaves fewer FMAs on its line; one gained puts an FMA on a
-                    // line that had none. More FMAs where there were some is ptxas duplicating
-                    // code into both sides of a branch (seen in options.cu under `strict`,
-                    // where nothing can be contracted): the same operations, the same bits.
-                    if n.unwrap_or(0) < w.unwrap_or(0) || (w.is_none() && n.is_some()) {
-                        failures.push(format!(
-                            "{} {flags} {analysis}: {}:{}: {} as built {w:?}, instrumented {n:?}",
-                            spec.display(),
-                            key.0,
-                            key.1,
-                            key.2,
-                        ));
-                    }
+                cases.push(Case {
+                    what: what.clone(),
+                    analysis: analysis.to_string(),
+                    module: merged,
+                    functions: functions.clone(),
+                });
+            }
+            cases.push(Case {
+                what,
+                analysis: "as built".into(),
+                module: original,
+                functions,
+            });
+        }
+    }
+    // The largest first, so that the last ptxas run to finish is a short one.
+    let sizes: Vec<usize> = cases.iter().map(|c| c.module.to_string().len()).collect();
+    let mut order: Vec<usize> = (0..cases.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(sizes[i]));
+    let counted = in_parallel(order.len(), |k| {
+        let c = &cases[order[k]];
+        (
+            order[k],
+            fused_of(&tools, &c.module, &c.functions, &format!("{} {}", c.what, c.analysis)),
+        )
+    });
+    let mut counts: Vec<Option<Fused>> = (0..cases.len()).map(|_| None).collect();
+    for (i, f) in counted {
+        counts[i] = Some(f);
+    }
+    let mut failures = Vec::new();
+    // Each example and flag set: its three instrumented builds, then the build as it was.
+    for (group, built_counts) in cases.chunks(4).zip(counts.chunks(4)) {
+        let was = built_counts[3].as_ref().expect("counted");
+        for (case, now) in group[..3].iter().zip(&built_counts[..3]) {
+            let now = now.as_ref().expect("counted");
+            let keys: BTreeSet<_> = was.keys().chain(now.keys()).collect();
+            for key in keys {
+                let (w, n) = (was.get(key).copied(), now.get(key).copied());
+                // A fusion lost leaves fewer FMAs on its line; one gained puts an FMA on a
+                // line that had none. More FMAs where there were some is ptxas duplicating
+                // code into both sides of a branch (seen in options.cu under `strict`,
+                // where nothing can be contracted): the same operations, the same bits.
+                if n.unwrap_or(0) < w.unwrap_or(0) || (w.is_none() && n.is_some()) {
+                    failures.push(format!(
+                        "{} {}: {}:{}: {} as built {w:?}, instrumented {n:?}",
+                        case.what, case.analysis, key.0, key.1, key.2,
+                    ));
                 }
             }
         }
     }
+    memo::spot_check();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 

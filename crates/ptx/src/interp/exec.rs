@@ -9,7 +9,7 @@ use super::{Executed, InterpError, Launch, Memory, Options, Run, LOCAL_BASE, SHA
 use crate::decode::Decoded;
 use crate::model::{Imm, Operand};
 use crate::op::{Arith, AtomicOp, BitOp, BoolOp, Cmp, Control, Op, OpKind, Part, Space, ValueType};
-use crate::regs::RegId;
+use crate::regs::{FxMap, RegId};
 use std::collections::HashMap;
 
 /// Where a kernel's parameters and variables are.
@@ -21,6 +21,30 @@ pub(super) struct Layout {
     pub global_at: HashMap<String, u64>,
     pub shared_bytes: usize,
     pub local_bytes: usize,
+    /// The id of every declared register the function's instructions name: one hash of the
+    /// name per access, where parsing it against the declarations cost half the interpreter's
+    /// time.
+    pub reg_ids: FxMap<String, u32>,
+}
+
+impl Layout {
+    /// [`Layout::reg_ids`] of `d`: the registers its instructions define, use or guard with.
+    pub fn reg_ids(d: &Decoded) -> FxMap<String, u32> {
+        let mut out = FxMap::default();
+        for (i, op) in d.insts.iter().zip(&d.ops) {
+            let (defs, uses) = crate::op::defs_uses(i, op);
+            let guard = i.guard.as_ref().map(|g| g.reg.as_str());
+            for r in defs.into_iter().chain(uses).chain(guard) {
+                if out.contains_key(r) {
+                    continue;
+                }
+                if let Some(id) = d.regs.lookup(r).filter(|&id| d.regs.reg_type(id).is_some()) {
+                    out.insert(r.to_string(), id.0);
+                }
+            }
+        }
+        out
+    }
 }
 
 /// The SMs the interpreter's blocks are placed on (`%smid`, `%nsmid`): an H100's or H200's 132.
@@ -163,6 +187,31 @@ pub(super) fn run_block(
         observe,
         undefined_reads: options.undefined_reads,
     };
+    // Counted per instruction index and folded into `out.counts` once the block ends: a hash
+    // map entry per executed instruction was a fifth of the interpreter's time.
+    let mut counts = vec![0u64; d.len()];
+    let in_f32: Vec<bool> = if options.in_f32.is_empty() {
+        Vec::new()
+    } else {
+        d.insts.iter().map(|i| options.in_f32.contains(&i.id)).collect()
+    };
+    let result = run_threads(&mut ctx, &mut threads, options, out, &mut counts, &in_f32);
+    for (k, &n) in counts.iter().enumerate().filter(|(_, &n)| n > 0) {
+        *out.counts.entry(d.insts[k].id).or_default() += n;
+    }
+    result
+}
+
+/// Runs `threads` to their end (the loop of [`run_block`]).
+fn run_threads(
+    ctx: &mut Ctx,
+    threads: &mut [Thread],
+    options: &Options,
+    out: &mut Run,
+    counts: &mut [u64],
+    in_f32: &[bool],
+) -> Result<(), InterpError> {
+    let d = ctx.d;
     loop {
         for t in threads
             .iter_mut()
@@ -173,7 +222,7 @@ pub(super) fn run_block(
                     t.done = true;
                     break;
                 }
-                if warp::warp_op(&ctx, t.pc).is_some() && t.guard_holds(&ctx, t.pc)? {
+                if warp::warp_op(ctx, t.pc).is_some() && t.guard_holds(ctx, t.pc)? {
                     t.at_warp = true;
                     break;
                 }
@@ -186,14 +235,15 @@ pub(super) fn run_block(
                 }
                 let k = t.pc;
                 out.steps += 1;
-                *out.counts.entry(d.insts[k].id).or_default() += 1;
-                let narrowed = options
-                    .in_f32
-                    .contains(&d.insts[k].id)
+                counts[k] += 1;
+                let narrowed = in_f32
+                    .get(k)
+                    .copied()
+                    .unwrap_or(false)
                     .then(|| narrow_op(&d.ops[k]));
                 t.narrow = narrowed.is_some();
                 let flow = t
-                    .step(&mut ctx, k, narrowed.as_ref())
+                    .step(ctx, k, narrowed.as_ref())
                     .map_err(|e| locate(e, d, k))?;
                 match flow {
                     Flow::Next => t.pc = k + 1,
@@ -206,7 +256,7 @@ pub(super) fn run_block(
                 }
             }
         }
-        if warp::step(&mut ctx, &mut threads, options, out)? {
+        if warp::step(ctx, threads, options, out)? {
             continue;
         }
         if threads.iter().all(|t| t.done) {
@@ -216,7 +266,7 @@ pub(super) fn run_block(
             threads.iter_mut().for_each(|t| t.at_barrier = false);
             continue;
         }
-        return Err(warp::deadlock(&ctx, &threads));
+        return Err(warp::deadlock(ctx, threads));
     }
 }
 
@@ -263,16 +313,23 @@ impl Thread {
     }
 
     fn reg(&self, ctx: &Ctx, r: &str) -> Result<u64, InterpError> {
-        if let Some(id) = ctx.d.regs.lookup(r) {
-            if ctx.d.regs.reg_type(id).is_some() {
-                let k = id.0 as usize;
-                if !self.written[k] {
-                    return ctx.undefined_reads.ok_or_else(|| {
-                        fault(format!("{r} is read before any instruction writes it"))
-                    });
-                }
-                return Ok(self.regs[k]);
+        // Declared registers are in `reg_ids` (typed), but for names built while running.
+        let id = match ctx.layout.reg_ids.get(r) {
+            Some(&k) => Some(RegId(k)),
+            None => ctx
+                .d
+                .regs
+                .lookup(r)
+                .filter(|&id| ctx.d.regs.reg_type(id).is_some()),
+        };
+        if let Some(id) = id {
+            let k = id.0 as usize;
+            if !self.written[k] {
+                return ctx.undefined_reads.ok_or_else(|| {
+                    fault(format!("{r} is read before any instruction writes it"))
+                });
             }
+            return Ok(self.regs[k]);
         }
         // Block b runs on SM b mod SMS (any SM is a valid placement).
         let block =
@@ -301,12 +358,15 @@ impl Thread {
     }
 
     fn set(&mut self, ctx: &Ctx, r: &str, v: u64) -> Result<(), InterpError> {
-        let id: RegId = ctx
-            .d
-            .regs
-            .lookup(r)
-            .filter(|&id| ctx.d.regs.reg_type(id).is_some())
-            .ok_or_else(|| fault(format!("{r} is not a declared register")))?;
+        let id: RegId = match ctx.layout.reg_ids.get(r) {
+            Some(&k) => RegId(k),
+            None => ctx
+                .d
+                .regs
+                .lookup(r)
+                .filter(|&id| ctx.d.regs.reg_type(id).is_some())
+                .ok_or_else(|| fault(format!("{r} is not a declared register")))?,
+        };
         self.regs[id.0 as usize] = v;
         self.written[id.0 as usize] = true;
         Ok(())

@@ -500,6 +500,7 @@ pub fn run_observed(
         global_at,
         shared_bytes,
         local_bytes,
+        reg_ids: exec::Layout::reg_ids(&d),
     };
     let mut out = Run::default();
     for bz in 0..launch.grid[2] {

@@ -1,6 +1,8 @@
 //! What several of this crate's test files share: the CUDA tools and the shipped examples.
 #![allow(dead_code)] // each test file uses its own part
 
+pub mod memo;
+
 use std::path::{Path, PathBuf};
 
 /// ptxas and nvdisasm, or `None` (skip) without them, unless `MANTISSA_REQUIRE_NVDISASM=1`.
