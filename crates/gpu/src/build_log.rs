@@ -60,15 +60,20 @@ pub fn removed_api_defines(log: &str) -> Vec<Define> {
             None
         };
         if let Some((name, value)) = define {
-            if !out.iter().any(|d| d.name == name) {
-                out.push(Define {
-                    name,
-                    value: Some(value),
-                });
-            }
+            push_once(&mut out, name, value);
         }
     }
     out
+}
+
+/// Adds `-D name=value` to `out` unless `name` is defined there already.
+fn push_once(out: &mut Vec<Define>, name: String, value: String) {
+    if !out.iter().any(|d| d.name == name) {
+        out.push(Define {
+            name,
+            value: Some(value),
+        });
+    }
 }
 
 /// The `-D` definitions that make `text` (a source file, and the files it includes) compile
@@ -101,12 +106,7 @@ pub fn removed_api_workarounds(text: &str) -> Vec<Define> {
             None
         };
         if let Some((name, value)) = define {
-            if !out.iter().any(|d| d.name == name) {
-                out.push(Define {
-                    name,
-                    value: Some(value),
-                });
-            }
+            push_once(&mut out, name, value);
         }
     }
     out

@@ -41,18 +41,7 @@ pub fn materialize(spec: &Spec) -> Result<Inputs, SpecError> {
         })?;
         buffers.push((b.name.clone(), data));
     }
-    let mut symbols = Vec::new();
-    for s in &spec.symbols {
-        let bytes = symbol_bytes(s).map_err(|(found, accepted)| {
-            spec.error(
-                s.value_loc,
-                format!("symbols.{}.value", s.name),
-                found,
-                accepted,
-            )
-        })?;
-        symbols.push((s.name.clone(), bytes));
-    }
+    let symbols = symbols_of(spec)?;
     Ok(Inputs { buffers, symbols })
 }
 
@@ -97,6 +86,23 @@ pub fn references(spec: &Spec) -> Result<Vec<Option<Vec<f64>>>, SpecError> {
     Ok(out)
 }
 
+/// Every symbol's name and bytes, in spec order.
+fn symbols_of(spec: &Spec) -> Result<Vec<(String, Vec<u8>)>, SpecError> {
+    let mut symbols = Vec::new();
+    for s in &spec.symbols {
+        let bytes = symbol_bytes(s).map_err(|(found, accepted)| {
+            spec.error(
+                s.value_loc,
+                format!("symbols.{}.value", s.name),
+                found,
+                accepted,
+            )
+        })?;
+        symbols.push((s.name.clone(), bytes));
+    }
+    Ok(symbols)
+}
+
 /// Checks every buffer's `init` and makes every symbol's bytes, as [`materialize`] does, without
 /// making any buffer (`--check` allocates none: a size of 10^12 is checked, not made). A `.npy`
 /// is read, since it exists already.
@@ -111,19 +117,7 @@ pub fn check_inputs(spec: &Spec) -> Result<Vec<(String, Vec<u8>)>, SpecError> {
             )
         })?;
     }
-    let mut symbols = Vec::new();
-    for s in &spec.symbols {
-        let bytes = symbol_bytes(s).map_err(|(found, accepted)| {
-            spec.error(
-                s.value_loc,
-                format!("symbols.{}.value", s.name),
-                found,
-                accepted,
-            )
-        })?;
-        symbols.push((s.name.clone(), bytes));
-    }
-    Ok(symbols)
+    symbols_of(spec)
 }
 
 /// What [`buffer_data`] would refuse, found without making the contents: a constant, or a
