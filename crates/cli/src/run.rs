@@ -143,7 +143,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         checked(&spec, &args, Some(gpu.arch()))?;
     }
     // The open device's own limits, before anything is allocated on it.
-    check_launches(&spec, &ArchLimits::of_device(gpu.info())).map_err(|e| RunUsage(e.to_string()))?;
+    check_launches(&spec, &ArchLimits::of_device(gpu.info()))
+        .map_err(|e| RunUsage(e.to_string()))?;
     if let Some(why) = need.refusal(
         "device",
         need.device,

@@ -245,8 +245,9 @@ pub fn run(args: StudyArgs, max_threads: Option<usize>) -> anyhow::Result<()> {
             // that no old plot sits beside the new ones; a shard moves only its own store file
             // (every shard shares the directory).
             let aside = match args.shard {
-                None => mantissa_report::move_previous_output(&args.out)
-                    .with_context(|| format!("cannot use output directory {}", args.out.display()))?,
+                None => mantissa_report::move_previous_output(&args.out).with_context(|| {
+                    format!("cannot use output directory {}", args.out.display())
+                })?,
                 Some(_) => None,
             };
             if let Some(old) = aside {

@@ -289,7 +289,8 @@ fn stopped(signal: stop::Signal, out: &Path, shard: Option<Shard>) -> String {
     format!(
         "stopped by {}: every finished trial is in {}. To finish: {}",
         signal.name(),
-        out.join(mantissa_report::store::data_file::<Record>(shard)).display(),
+        out.join(mantissa_report::store::data_file::<Record>(shard))
+            .display(),
         stop::resume_command(std::env::args())
     )
 }

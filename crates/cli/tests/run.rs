@@ -334,7 +334,9 @@ fn huge_sizes_are_checked_without_allocating_and_refused_by_run() {
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(
         stderr.contains("mantissa run: the spec needs about 7.3 TiB of host memory and ")
-            && stderr.contains(" is free (largest buffers: u 7.3 TiB): choose smaller [sizes] (--set NAME=VALUE)"),
+            && stderr.contains(
+                " is free (largest buffers: u 7.3 TiB): choose smaller [sizes] (--set NAME=VALUE)"
+            ),
         "{stderr}"
     );
 }

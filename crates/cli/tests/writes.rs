@@ -43,10 +43,17 @@ fn write_config_onto_a_fifo_or_a_device_refuses_and_leaves_the_node() {
     )
     .unwrap();
     let fifo = d.path().join("cfg.fifo");
-    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
     let mut nodes = vec![(fifo, "a FIFO (named pipe)")];
     let device = d.path().join("full");
-    let made = Command::new("mknod").arg(&device).args(["c", "1", "7"]).status();
+    let made = Command::new("mknod")
+        .arg(&device)
+        .args(["c", "1", "7"])
+        .status();
     if made.is_ok_and(|s| s.success()) {
         nodes.push((device, "a character device"));
     } else {
@@ -63,18 +70,33 @@ fn write_config_onto_a_fifo_or_a_device_refuses_and_leaves_the_node() {
         assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
         let e = assert_one_line(&out);
         assert!(
-            e.contains(&format!("{} is {what}, not a file: give a path to a regular file", node.display())),
+            e.contains(&format!(
+                "{} is {what}, not a file: give a path to a regular file",
+                node.display()
+            )),
             "{e}"
         );
         let t = std::fs::symlink_metadata(&node).unwrap().file_type();
-        assert!(t.is_fifo() || t.is_char_device(), "{node:?} is no longer a node");
+        assert!(
+            t.is_fifo() || t.is_char_device(),
+            "{node:?} is no longer a node"
+        );
     }
 }
 
 /// A small CPU study into `out`.
 fn study(out: &Path, precisions: &str) -> Output {
     Command::new(mantissa_binary())
-        .args(["--threads", "2", "study", "sum", "--backend", "cpu", "--input", "range1"])
+        .args([
+            "--threads",
+            "2",
+            "study",
+            "sum",
+            "--backend",
+            "cpu",
+            "--input",
+            "range1",
+        ])
         .args(["--size", "1024", "--precision", precisions, "--out"])
         .arg(out)
         .output()
@@ -90,7 +112,10 @@ fn study_into_a_regular_file_is_refused_in_one_line_and_the_file_kept() {
     assert!(!out.status.success());
     let e = assert_one_line(&out);
     assert!(
-        e.contains(&format!("{} is a regular file, not a directory: give a directory", file.display())),
+        e.contains(&format!(
+            "{} is a regular file, not a directory: give a directory",
+            file.display()
+        )),
         "{e}"
     );
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "mine");
@@ -105,7 +130,11 @@ fn a_fresh_study_moves_the_whole_previous_output_aside() {
     // A plot the next run does not draw, as an earlier run with more workloads leaves.
     std::fs::write(out.join("plots/stale.svg"), "<svg/>").unwrap();
     let read = |name: &str| std::fs::read(out.join(name)).unwrap();
-    let (records, html, csv) = (read("results.jsonl"), read("report.html"), read("results.csv"));
+    let (records, html, csv) = (
+        read("results.jsonl"),
+        read("report.html"),
+        read("results.csv"),
+    );
     std::fs::write(out.join("mine.txt"), "keep").unwrap();
 
     let second = study(&out, "f32");
@@ -113,12 +142,20 @@ fn a_fresh_study_moves_the_whole_previous_output_aside() {
     let asides: Vec<_> = std::fs::read_dir(&out)
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("previous-"))
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("previous-")
+        })
         .collect();
     assert_eq!(asides.len(), 1, "{asides:?}");
     let aside = &asides[0];
     assert!(
-        stderr(&second).contains(&format!("the previous output (records, report, CSV, plots) was moved to {}", aside.display())),
+        stderr(&second).contains(&format!(
+            "the previous output (records, report, CSV, plots) was moved to {}",
+            aside.display()
+        )),
         "{}",
         stderr(&second)
     );
@@ -131,12 +168,18 @@ fn a_fresh_study_moves_the_whole_previous_output_aside() {
     assert_ne!(read("results.jsonl"), records);
     assert!(out.join("report.html").exists() && out.join("plots").is_dir());
     // The user's own file stays where it was.
-    assert_eq!(std::fs::read_to_string(out.join("mine.txt")).unwrap(), "keep");
+    assert_eq!(
+        std::fs::read_to_string(out.join("mine.txt")).unwrap(),
+        "keep"
+    );
 }
 
 #[test]
 fn a_full_stdout_is_one_line_and_exit_1() {
-    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
     let out = Command::new(mantissa_binary())
         .args(["ops", "--samples", "1000"])
         .stdout(full)
@@ -144,7 +187,10 @@ fn a_full_stdout_is_one_line_and_exit_1() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let e = assert_one_line(&out);
-    assert!(e.starts_with("error: cannot write to standard output: No space left on device"), "{e}");
+    assert!(
+        e.starts_with("error: cannot write to standard output: No space left on device"),
+        "{e}"
+    );
 }
 
 #[test]

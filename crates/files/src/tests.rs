@@ -60,7 +60,10 @@ fn a_regular_file_is_replaced_whole_keeping_its_permissions_and_no_temporary() {
     fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
     write_file(&path, b"second").unwrap();
     assert_eq!(fs::read(&path).unwrap(), b"second");
-    assert_eq!(fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+    assert_eq!(
+        fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
     assert_eq!(names(dir.path()), ["cfg.json"]);
 }
 
@@ -83,7 +86,10 @@ fn a_device_node_is_refused_and_stays_a_device() {
     );
     let e = open_append(&node).unwrap_err().to_string();
     assert!(e.contains("is a character device, not a file"), "{e}");
-    assert!(fs::symlink_metadata(&node).unwrap().file_type().is_char_device());
+    assert!(fs::symlink_metadata(&node)
+        .unwrap()
+        .file_type()
+        .is_char_device());
     assert_eq!(names(dir.path()), ["full"]);
 }
 
@@ -96,7 +102,10 @@ fn a_fifo_is_refused_without_blocking_and_stays_a_fifo() {
     assert!(e.ends_with("is a FIFO (named pipe), not a file: give a path to a regular file (it is replaced atomically)"), "{e}");
     // Opening a FIFO for writing would wait for a reader: refused before the open.
     let e = open_append(&fifo).unwrap_err().to_string();
-    assert!(e.ends_with("not a file: give a path to a regular file (records are appended to it)"), "{e}");
+    assert!(
+        e.ends_with("not a file: give a path to a regular file (records are appended to it)"),
+        "{e}"
+    );
     assert!(fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
     assert_eq!(names(dir.path()), ["pipe"]);
 }
@@ -105,7 +114,12 @@ fn a_fifo_is_refused_without_blocking_and_stays_a_fifo() {
 fn a_directory_is_refused_as_a_file_and_a_file_as_a_directory() {
     let dir = tempfile::tempdir().unwrap();
     let e = write_file(dir.path(), b"x").unwrap_err().to_string();
-    assert!(e.ends_with("is a directory, not a file: give a path to a regular file (it is replaced atomically)"), "{e}");
+    assert!(
+        e.ends_with(
+            "is a directory, not a file: give a path to a regular file (it is replaced atomically)"
+        ),
+        "{e}"
+    );
     let file = dir.path().join("out");
     write_file(&file, b"x").unwrap();
     for meant in [file.clone(), file.join("sub")] {
@@ -133,7 +147,10 @@ fn a_symlink_to_a_file_replaces_the_file_and_stays_a_link() {
     let link = dir.path().join("link.json");
     std::os::unix::fs::symlink("real.json", &link).unwrap();
     write_file(&link, b"new").unwrap();
-    assert!(fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    assert!(fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
     assert_eq!(fs::read(&real).unwrap(), b"new");
     assert_eq!(names(dir.path()), ["link.json", "real.json"]);
     // A link to a device is refused like the device.
@@ -150,13 +167,22 @@ fn a_dangling_symlink_creates_the_file_it_names_and_stays_a_link() {
     let link = dir.path().join("latest.html");
     std::os::unix::fs::symlink("results/report.html", &link).unwrap();
     write_file(&link, b"<html>").unwrap();
-    assert!(fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
-    assert_eq!(fs::read(dir.path().join("results/report.html")).unwrap(), b"<html>");
+    assert!(fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(
+        fs::read(dir.path().join("results/report.html")).unwrap(),
+        b"<html>"
+    );
     // A link into a directory that does not exist: one line, nothing made.
     let nowhere = dir.path().join("nowhere.html");
     std::os::unix::fs::symlink("missing/report.html", &nowhere).unwrap();
     let e = write_file(&nowhere, b"x").unwrap_err().to_string();
-    assert!(e.starts_with(&format!("cannot write {}: ", nowhere.display())), "{e}");
+    assert!(
+        e.starts_with(&format!("cannot write {}: ", nowhere.display())),
+        "{e}"
+    );
     assert!(!e.contains('\n'), "{e}");
     // The same for appending.
     let log = dir.path().join("log.jsonl");
@@ -191,7 +217,9 @@ fn a_read_only_file_system_is_one_line_and_leaves_the_old_file() {
     );
     assert_eq!(fs::read(&path).unwrap(), b"old");
     assert_eq!(names(fs_ro.path()), ["report.html"]);
-    let e = ensure_dir(&fs_ro.path().join("plots")).unwrap_err().to_string();
+    let e = ensure_dir(&fs_ro.path().join("plots"))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("is on a read-only file system"), "{e}");
 }
 
@@ -206,7 +234,9 @@ fn a_full_disk_is_one_line_and_leaves_the_old_file_and_no_temporary() {
     };
     let path = full.path().join("results.csv");
     write_file(&path, b"old").unwrap();
-    let e = write_file(&path, &vec![b'x'; 1 << 20]).unwrap_err().to_string();
+    let e = write_file(&path, &vec![b'x'; 1 << 20])
+        .unwrap_err()
+        .to_string();
     assert_eq!(
         e,
         format!(
@@ -231,5 +261,7 @@ fn permission_denied_is_one_line_naming_the_directory() {
     );
     assert_eq!(e.kind(), io::ErrorKind::PermissionDenied);
     let io: io::Error = e.into();
-    assert!(io.to_string().starts_with("cannot write /srv/out/report.html"));
+    assert!(io
+        .to_string()
+        .starts_with("cannot write /srv/out/report.html"));
 }

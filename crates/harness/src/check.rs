@@ -127,8 +127,7 @@ pub fn check(
         let planned = plan(spec, &built.ptx, &lowered, &symbol_bytes)?;
         if flags == FlagSet::DEFAULT {
             if built.choice.front_end == FrontEnd::Ptx && report.flag_sets.len() > 1 {
-                let others: Vec<String> =
-                    report.flag_sets[1..].iter().map(|f| f.name()).collect();
+                let others: Vec<String> = report.flag_sets[1..].iter().map(|f| f.name()).collect();
                 report.notes.push(format!(
                     "ready PTX is read as is: flag sets ({}) do not change it, so every flag set runs the same code",
                     others.join(", ")
@@ -238,5 +237,9 @@ pub fn check_configuration(spec: &Spec, d: &crate::config::Demotion) -> Result<S
             problems.join(", ")
         ));
     }
-    Ok(format!("{}: {}, all in this build", d.name, named.join(", ")))
+    Ok(format!(
+        "{}: {}, all in this build",
+        d.name,
+        named.join(", ")
+    ))
 }

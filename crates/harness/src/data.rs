@@ -129,7 +129,11 @@ pub fn check_buffer(b: &BufferSpec) -> Result<(), String> {
         Init::Zeros => Ok(()),
         Init::Constant(c) => from_f64(b.dtype, &[*c]).map(drop),
         Init::Sequence { start, step } => {
-            let ends = [*start, start + step, start + n.saturating_sub(1) as f64 * step];
+            let ends = [
+                *start,
+                start + step,
+                start + n.saturating_sub(1) as f64 * step,
+            ];
             from_f64(b.dtype, &ends[..n.min(3)]).map(drop)
         }
         Init::Npy(path, written) => npy::read(path, b.dtype, n)

@@ -232,7 +232,9 @@ fn launch_shapes_are_checked_against_the_architecture() {
         assert_eq!(e, want, "{shape}");
     }
     // The limits themselves pass.
-    let Some(r) = run_check(&shaped("grid = [2147483647, 65535, 65535]\nblock = [1024, 1, 1]\nshared = 232448")) else {
+    let Some(r) = run_check(&shaped(
+        "grid = [2147483647, 65535, 65535]\nblock = [1024, 1, 1]\nshared = 232448",
+    )) else {
         return;
     };
     r.unwrap();
@@ -257,7 +259,9 @@ fn launch_shapes_that_use_a_loop_counter_are_checked_per_iteration() {
 /// parameter types are read from its name and each buffer's element type checked against them.
 #[test]
 fn a_buffer_of_another_type_than_the_mangled_parameter_is_refused() {
-    let Some(e) = error("[[steps]]\nlaunch = \"stencil\"\ngrid = 1\nblock = 4\nargs = [\"x\", \"y\", 4, 0]\n") else {
+    let Some(e) = error(
+        "[[steps]]\nlaunch = \"stencil\"\ngrid = 1\nblock = 4\nargs = [\"x\", \"y\", 4, 0]\n",
+    ) else {
         return;
     };
     assert_eq!(e, "t.toml:15:9: steps[0].args[0]: found buffer 'x' (f32) for parameter 1 (double*) of stencil(double*, double*, int, int); accepted a buffer of f64, the type the parameter points to");
@@ -277,7 +281,9 @@ fn template_instances_resolve_by_their_cpp_name() {
     )
     .unwrap();
     let p = d.join("t.toml");
-    let spec = |kernel: &str| format!("[source]\nfile = \"kernel.cu\"\n[buffers.u]\ntype = \"f32\"\nlen = 4\n[[steps]]\nlaunch = \"{kernel}\"\ngrid = 1\nblock = 4\nargs = [\"u\", 2.0]\n[[outputs]]\nbuffer = \"u\"\n");
+    let spec = |kernel: &str| {
+        format!("[source]\nfile = \"kernel.cu\"\n[buffers.u]\ntype = \"f32\"\nlen = 4\n[[steps]]\nlaunch = \"{kernel}\"\ngrid = 1\nblock = 4\nargs = [\"u\", 2.0]\n[[outputs]]\nbuffer = \"u\"\n")
+    };
     std::fs::write(&p, spec("scale<float>")).unwrap();
     let r = check(&Spec::load(&p).unwrap(), &[], &Builder::new(), None).unwrap();
     assert_eq!(r.kernels, ["_Z5scaleIfEvPT_S0_"]);
@@ -301,7 +307,13 @@ fn ready_ptx_under_several_flag_sets_says_so_once() {
     std::fs::write(d.join("k.ptx"), ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k(.param .u64 u)\n{\n\tret;\n}\n").unwrap();
     let p = d.join("t.toml");
     std::fs::write(&p, "[source]\nfile = \"k.ptx\"\n[buffers.u]\ntype = \"f64\"\nlen = 1\n[[steps]]\nlaunch = \"k\"\ngrid = 1\nblock = 1\nargs = [\"u\"]\n[[outputs]]\nbuffer = \"u\"\n").unwrap();
-    let r = check(&Spec::load(&p).unwrap(), &[FlagSet::FAST, FlagSet::DEFAULT], &Builder::new(), None).unwrap();
+    let r = check(
+        &Spec::load(&p).unwrap(),
+        &[FlagSet::FAST, FlagSet::DEFAULT],
+        &Builder::new(),
+        None,
+    )
+    .unwrap();
     assert_eq!(r.notes, ["ready PTX is read as is: flag sets (fast) do not change it, so every flag set runs the same code", "kernels declared extern \"C\" have no parameter types in their names, so their buffers' element types are not checked: k"]);
 }
 

@@ -273,7 +273,10 @@ pub fn resolve_kernel_name<S: AsRef<str>>(
         }
         full[cut..].to_string()
     };
-    let full: Vec<String> = names.iter().map(|e| squeezed(&kernel_display_name(e))).collect();
+    let full: Vec<String> = names
+        .iter()
+        .map(|e| squeezed(&kernel_display_name(e)))
+        .collect();
     let base: Vec<Option<String>> = names.iter().map(|e| demangled_base(e)).collect();
     let by = |m: &dyn Fn(usize) -> bool| (0..names.len()).filter(|&i| m(i)).collect::<Vec<_>>();
     let mut matches = by(&|i| full[i] == want || last(&full[i]) == want);
@@ -307,10 +310,7 @@ pub fn resolve_kernel_name<S: AsRef<str>>(
                     .iter()
                     .map(|&i| format!("'{}'", kernel_display_name(names[i])))
                     .collect();
-                format!(
-                    "an instantiated kernel: did you mean {}",
-                    list.join(" or ")
-                )
+                format!("an instantiated kernel: did you mean {}", list.join(" or "))
             } else if names.is_empty() {
                 "a kernel of the program; the PTX has none".to_string()
             } else {
@@ -439,7 +439,10 @@ mod tests {
         assert_eq!(r("scal<double>"), Ok(3));
         assert_eq!(r("scal<float>"), Ok(4));
         let lowered = BTreeMap::from([("axpy<float>".to_string(), entries[2].to_string())]);
-        assert_eq!(resolve_kernel_name("axpy<float>", &entries, &lowered), Ok(2));
+        assert_eq!(
+            resolve_kernel_name("axpy<float>", &entries, &lowered),
+            Ok(2)
+        );
         assert_eq!(
             r("axpy<double>").unwrap_err().to_string(),
             "found unknown kernel 'axpy<double>'; accepted an instantiated kernel: did you mean 'axpy<float>'"
@@ -454,7 +457,9 @@ mod tests {
         );
         let empty: [&str; 0] = [];
         assert_eq!(
-            resolve_kernel_name("k", &empty, &none).unwrap_err().accepted,
+            resolve_kernel_name("k", &empty, &none)
+                .unwrap_err()
+                .accepted,
             "a kernel of the program; the PTX has none"
         );
     }

@@ -52,23 +52,40 @@ mod tests {
         let d = dir.path();
         assert_eq!(move_previous_output(d).unwrap(), None);
         std::fs::write(d.join(RESULTS_FILE), "").unwrap();
-        assert_eq!(move_previous_output(d).unwrap(), None, "no records: nothing to keep");
+        assert_eq!(
+            move_previous_output(d).unwrap(),
+            None,
+            "no records: nothing to keep"
+        );
         std::fs::write(d.join(RESULTS_FILE), "{}\n").unwrap();
         std::fs::write(d.join(HTML_FILE), "<html>").unwrap();
         std::fs::create_dir(d.join(PLOTS_DIR)).unwrap();
         std::fs::write(d.join(PLOTS_DIR).join("sum.svg"), "<svg/>").unwrap();
         std::fs::write(d.join("notes.txt"), "mine").unwrap();
         let aside = move_previous_output(d).unwrap().unwrap();
-        assert!(aside.file_name().unwrap().to_string_lossy().starts_with("previous-"));
-        assert_eq!(std::fs::read_to_string(aside.join(RESULTS_FILE)).unwrap(), "{}\n");
-        assert_eq!(std::fs::read_to_string(aside.join(HTML_FILE)).unwrap(), "<html>");
+        assert!(aside
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("previous-"));
+        assert_eq!(
+            std::fs::read_to_string(aside.join(RESULTS_FILE)).unwrap(),
+            "{}\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(aside.join(HTML_FILE)).unwrap(),
+            "<html>"
+        );
         assert_eq!(
             std::fs::read_to_string(aside.join(PLOTS_DIR).join("sum.svg")).unwrap(),
             "<svg/>"
         );
         assert!(!d.join(PLOTS_DIR).exists() && !d.join(HTML_FILE).exists());
         assert!(!d.join(RESULTS_FILE).exists());
-        assert_eq!(std::fs::read_to_string(d.join("notes.txt")).unwrap(), "mine");
+        assert_eq!(
+            std::fs::read_to_string(d.join("notes.txt")).unwrap(),
+            "mine"
+        );
         // A second run in the same second gets a directory of its own.
         std::fs::write(d.join(RESULTS_FILE), "{}\n").unwrap();
         let again = move_previous_output(d).unwrap().unwrap();

@@ -687,8 +687,14 @@ mod tests {
         let made = std::process::Command::new("mkfifo").arg(&fifo).status();
         assert!(made.unwrap().success(), "mkfifo");
         let e = write_atomically(&fifo, b"<html>").unwrap_err().to_string();
-        assert!(e.contains("report.html is a FIFO (named pipe), not a file"), "{e}");
-        assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
+        assert!(
+            e.contains("report.html is a FIFO (named pipe), not a file"),
+            "{e}"
+        );
+        assert!(std::fs::symlink_metadata(&fifo)
+            .unwrap()
+            .file_type()
+            .is_fifo());
         // The results store refuses a device in place of its file (records would vanish).
         let out = dir.path().join("out");
         std::fs::create_dir(&out).unwrap();
@@ -702,8 +708,14 @@ mod tests {
             return;
         }
         let e = ResultsLog::open(&out, false).unwrap_err().to_string();
-        assert!(e.contains("results.jsonl is a character device, not a file"), "{e}");
-        assert!(std::fs::symlink_metadata(&node).unwrap().file_type().is_char_device());
+        assert!(
+            e.contains("results.jsonl is a character device, not a file"),
+            "{e}"
+        );
+        assert!(std::fs::symlink_metadata(&node)
+            .unwrap()
+            .file_type()
+            .is_char_device());
     }
 
     #[test]

@@ -222,7 +222,8 @@ fn fused(sass: &Sass, functions: &BTreeSet<String>) -> Fused {
     {
         for op in FUSED {
             if let Some(n) = l.ops.get(op) {
-                *out.entry((l.file.clone(), l.line, op.to_string())).or_default() += n;
+                *out.entry((l.file.clone(), l.line, op.to_string()))
+                    .or_default() += n;
             }
         }
     }
@@ -255,9 +256,12 @@ fn fused_of(tools: &Tools, m: &Module, functions: &BTreeSet<String>, what: &str)
     let size = ptx.len();
     // The memo keeps a list of pairs: JSON has no tuple keys.
     let pairs: Vec<((String, u32, String), u32)> = memo::remember(&key, size, move || {
-        fused(&sass(&tools.ptxas, &tools.nvdisasm, &ptx, &what), &functions)
-            .into_iter()
-            .collect()
+        fused(
+            &sass(&tools.ptxas, &tools.nvdisasm, &ptx, &what),
+            &functions,
+        )
+        .into_iter()
+        .collect()
     });
     pairs.into_iter().collect()
 }
@@ -265,7 +269,9 @@ fn fused_of(tools: &Tools, m: &Module, functions: &BTreeSet<String>, what: &str)
 /// `work(i)` for every `i < n`, on as many threads as the machine has cores (ptxas runs are
 /// independent and each uses one core).
 fn in_parallel<T: Send>(n: usize, work: impl Fn(usize) -> T + Sync) -> Vec<T> {
-    let threads = std::thread::available_parallelism().map_or(1, |t| t.get()).min(n.max(1));
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |t| t.get())
+        .min(n.max(1));
     let next = AtomicUsize::new(0);
     let results = Mutex::new((0..n).map(|_| None).collect::<Vec<Option<T>>>());
     std::thread::scope(|s| {
@@ -387,7 +393,12 @@ fn every_shipped_example_keeps_its_floating_point_instructions_when_instrumented
         let c = &cases[order[k]];
         (
             order[k],
-            fused_of(&tools, &c.module, &c.functions, &format!("{} {}", c.what, c.analysis)),
+            fused_of(
+                &tools,
+                &c.module,
+                &c.functions,
+                &format!("{} {}", c.what, c.analysis),
+            ),
         )
     });
     let mut counts: Vec<Option<Fused>> = (0..cases.len()).map(|_| None).collect();

@@ -193,7 +193,10 @@ pub(super) fn run_block(
     let in_f32: Vec<bool> = if options.in_f32.is_empty() {
         Vec::new()
     } else {
-        d.insts.iter().map(|i| options.in_f32.contains(&i.id)).collect()
+        d.insts
+            .iter()
+            .map(|i| options.in_f32.contains(&i.id))
+            .collect()
     };
     let result = run_threads(&mut ctx, &mut threads, options, out, &mut counts, &in_f32);
     for (k, &n) in counts.iter().enumerate().filter(|(_, &n)| n > 0) {
@@ -325,9 +328,9 @@ impl Thread {
         if let Some(id) = id {
             let k = id.0 as usize;
             if !self.written[k] {
-                return ctx.undefined_reads.ok_or_else(|| {
-                    fault(format!("{r} is read before any instruction writes it"))
-                });
+                return ctx
+                    .undefined_reads
+                    .ok_or_else(|| fault(format!("{r} is read before any instruction writes it")));
             }
             return Ok(self.regs[k]);
         }

@@ -426,7 +426,9 @@ impl Parser<'_> {
                 }
                 let raw = std::str::from_utf8(&self.s[start..self.pos]).ok()?;
                 self.pos += 1;
-                let v = raw.strip_prefix('n').map_or(raw.to_string(), |r| format!("-{r}"));
+                let v = raw
+                    .strip_prefix('n')
+                    .map_or(raw.to_string(), |r| format!("-{r}"));
                 args.push(TemplateArg::Value(match t {
                     CppType::Builtin(Builtin::Bool) => (v != "0").to_string(),
                     CppType::Builtin(Builtin::UnsignedInt) => format!("{v}u"),

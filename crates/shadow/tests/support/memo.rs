@@ -70,7 +70,11 @@ pub fn key(kind: &str, parts: &[&[u8]]) -> String {
 }
 
 /// The smallest input whose entry was read, and how to recompute it (for the spot check).
-type Recheck = (usize, String, Box<dyn FnOnce() -> Result<(), String> + Send>);
+type Recheck = (
+    usize,
+    String,
+    Box<dyn FnOnce() -> Result<(), String> + Send>,
+);
 
 fn smallest_hit() -> &'static Mutex<Option<Recheck>> {
     static SMALLEST: OnceLock<Mutex<Option<Recheck>>> = OnceLock::new();
@@ -87,9 +91,9 @@ where
     let mode = mode();
     let stored: Option<T> = match mode {
         Mode::Off => None,
-        _ => std::fs::read(&file)
-            .ok()
-            .map(|b| serde_json::from_slice(&b).unwrap_or_else(|e| panic!("{}: {e}", file.display()))),
+        _ => std::fs::read(&file).ok().map(|b| {
+            serde_json::from_slice(&b).unwrap_or_else(|e| panic!("{}: {e}", file.display()))
+        }),
     };
     match (mode, stored) {
         (Mode::Use, Some(value)) => {
@@ -110,7 +114,12 @@ where
         }
         (Mode::Verify, Some(value)) => {
             let now = compute();
-            assert_eq!(value, now, "memo entry {} disagrees with the tools", file.display());
+            assert_eq!(
+                value,
+                now,
+                "memo entry {} disagrees with the tools",
+                file.display()
+            );
             now
         }
         (_, _) => {
