@@ -239,32 +239,36 @@ struct Tools {
 }
 
 /// [`fused`] of `m` (not unrolled) as ptxas and nvdisasm give it, through the memo: a fused
-/// count is a function of the tools' versions, the PTX and the functions counted.
+/// count is a function of the tools' versions, the PTX and the functions counted. The PTX names
+/// its source files by absolute paths under this crate's directory, which differ between
+/// checkouts: the key reads them, and the counts name them, relative to it (`<crate>`).
 fn fused_of(tools: &Tools, m: &Module, functions: &BTreeSet<String>, what: &str) -> Fused {
     let ptx = not_unrolled(m).to_string();
     let names = functions.iter().cloned().collect::<Vec<_>>().join("\n");
+    let portable = ptx.replace(CRATE_DIR, "<crate>");
     let key = memo::key(
         "fused",
         &[
             tools.versions.as_bytes(),
             b"-lineinfo -arch=sm_90; nvdisasm -g -c",
             names.as_bytes(),
-            ptx.as_bytes(),
+            portable.as_bytes(),
         ],
     );
     let (tools, functions, what) = (tools.clone(), functions.clone(), what.to_string());
     let size = ptx.len();
     // The memo keeps a list of pairs: JSON has no tuple keys.
     let pairs: Vec<((String, u32, String), u32)> = memo::remember(&key, size, move || {
-        fused(
-            &sass(&tools.ptxas, &tools.nvdisasm, &ptx, &what),
-            &functions,
-        )
-        .into_iter()
-        .collect()
+        fused(&sass(&tools.ptxas, &tools.nvdisasm, &ptx, &what), &functions)
+            .into_iter()
+            .map(|((file, line, op), n)| ((file.replace(CRATE_DIR, "<crate>"), line, op), n))
+            .collect()
     });
     pairs.into_iter().collect()
 }
+
+/// This crate's directory, as the PTX names files under it.
+const CRATE_DIR: &str = env!("CARGO_MANIFEST_DIR");
 
 /// `work(i)` for every `i < n`, on as many threads as the machine has cores (ptxas runs are
 /// independent and each uses one core).
