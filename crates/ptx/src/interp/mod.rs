@@ -41,6 +41,7 @@
 mod approx;
 mod bits;
 mod exec;
+mod layout;
 pub mod round;
 #[cfg(test)]
 mod tests;
@@ -492,7 +493,7 @@ pub fn run_observed(
             }
         }
     }
-    let layout = exec::Layout {
+    let layout = layout::Layout {
         params,
         param_at,
         shared_at,
@@ -500,7 +501,7 @@ pub fn run_observed(
         global_at,
         shared_bytes,
         local_bytes,
-        reg_ids: exec::Layout::reg_ids(&d),
+        reg_ids: layout::Layout::reg_ids(&d),
     };
     let mut out = Run::default();
     for bz in 0..launch.grid[2] {
