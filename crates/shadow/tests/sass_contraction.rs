@@ -259,10 +259,13 @@ fn fused_of(tools: &Tools, m: &Module, functions: &BTreeSet<String>, what: &str)
     let size = ptx.len();
     // The memo keeps a list of pairs: JSON has no tuple keys.
     let pairs: Vec<((String, u32, String), u32)> = memo::remember(&key, size, move || {
-        fused(&sass(&tools.ptxas, &tools.nvdisasm, &ptx, &what), &functions)
-            .into_iter()
-            .map(|((file, line, op), n)| ((file.replace(CRATE_DIR, "<crate>"), line, op), n))
-            .collect()
+        fused(
+            &sass(&tools.ptxas, &tools.nvdisasm, &ptx, &what),
+            &functions,
+        )
+        .into_iter()
+        .map(|((file, line, op), n)| ((file.replace(CRATE_DIR, "<crate>"), line, op), n))
+        .collect()
     });
     pairs.into_iter().collect()
 }
