@@ -336,11 +336,24 @@ fn trials_over_two_devices_answer_as_on_one() {
             repeats: 3,
             max_repeats: 6,
         };
-        tune(gpus, &spec, &req, &mut |_| {}).unwrap_or_else(|e| panic!("{e}"))
+        // The searches but mode 1 need a measurable ideal speed-up (f64 0.42 ms against f32
+        // 0.23 ms on an H100): three repetitions on a GPU still ramping its clocks can miss it,
+        // and the run then rightly skips them. Such a run is done again (at most twice more)
+        // rather than compared with a run that had the searches.
+        for attempt in 0.. {
+            let _ = std::fs::remove_dir_all(base.join(dir));
+            let run = tune(gpus, &spec, &req, &mut |_| {}).unwrap_or_else(|e| panic!("{e}"));
+            println!("{dir}, attempt {attempt}:\n{}", mantissa_tune::text::render(&run));
+            let unmeasured = run.notes.iter().any(|n| n.contains("not measurably faster"));
+            if !unmeasured {
+                return run;
+            }
+            assert!(attempt < 2, "the ideal speed-up was not measurable three times");
+        }
+        unreachable!()
     };
     let alone = run_on(&[&one], "one");
     let both = run_on(&[&one, &two], "two");
-    println!("{}", mantissa_tune::text::render(&both));
     assert!(alone.devices.is_empty());
     assert_eq!(both.devices.len(), 2);
     assert!(
