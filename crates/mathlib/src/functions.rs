@@ -1,6 +1,9 @@
 //! The registry of measured functions: one row per function, with its arity and its CUDA
 //! spellings. Adding a function is one row here, one reference in [`crate::reference`], and
 //! its CPU entries in `cpu`.
+//!
+//! Its search regions (where large errors are likely, sampled beyond the uniform sample) are in
+//! `regions`.
 
 use serde::{Deserialize, Serialize};
 
