@@ -1,6 +1,23 @@
 //! `mantissa study`: wiring for [`mantissa_study::runner`] — parse, plan, run each backend into
 //! OUT/results.jsonl, then write the report from that file and print its summary (every table
 //! with `--tables`) and where the rest is.
+//!
+//! The order is what keeps a bad request from touching anything. First every bad value is refused:
+//! by the argument parsers, by `StudyConfig::check_sizes` (a size a workload cannot take) and by
+//! the "nothing to measure" check. The toolchain is probed once and the GPUs of `--devices`
+//! (default all) opened from it; without one, the run says in one line why it is CPU-only.
+//! `runner::check_devices` refuses a GPU given twice and GPUs of two models (the GPU plan's
+//! full-device launches and the records' `device` are per model), and `runner::check_fits` a point
+//! whose data does not fit a device. Then the guard (`mantissa_study::guard`, from each workload's
+//! host cost) refuses a point that needs more memory than `MemAvailable`, announces a run over 10
+//! minutes with its estimate per workload, and starts one over 4 hours only with `--force`. A
+//! resumed log is opened before the guard, so that its points are not counted; a fresh one after
+//! it, so that a refused run moves no earlier results aside.
+//!
+//! When the runs end, or are stopped, the report is rebuilt from `results.jsonl` alone
+//! (`mantissa_report::load`, `write_html`, `write_csv`): the report never re-runs anything, which
+//! is why `mantissa report` can rebuild it at any time. The terminal gets the summary
+//! (`summary_markdown`) and the paths of the rest, or every table (`markdown`) with `--tables`.
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};

@@ -10,6 +10,10 @@
 //! infinity against the same infinity are exact; any other non-finite pair is a mismatch, counted
 //! in [`Comparison::nonfinite_mismatches`] (never met by any tolerance) and left out of the mean
 //! relative error so that one NaN does not hide the size of the other errors.
+//!
+//! A new output metric goes here and, so that the GPU's comparison stays equal to this one field
+//! for field, in `cuda/compare.cuh` as well (decided with doubles, or the element handed back to
+//! the host), with its CPU test against this module (`device_compare/tests.rs`).
 
 use crate::data::to_f64;
 use crate::spec::{Reduce, Tolerance, View};

@@ -28,6 +28,13 @@
 //! static build only; its buffers are narrowed after every restore from the pristine copies and
 //! widened before the outputs are compared or downloaded ([`storage`]), so that the comparison
 //! with the f64 baseline reads doubles.
+//!
+//! **Where things go.** A new trial strategy (a tuner's search, delta debugging) is a caller of
+//! `TrialRunner`: `prepare`, then `trial` per configuration, `TrialError::is_fatal` to stop; it
+//! touches no harness internals. A new way to make a program from a configuration (as the switched
+//! build keeps its mask in a module global, so that a trial is a symbol write and no JIT) is a
+//! `Program` made in a module of `trial/` beside the static path; the restore, the run and the
+//! comparison stay as they are.
 
 pub mod build;
 mod instrumented;

@@ -1,46 +1,92 @@
 //! The registry of measured functions: one row per function, with its arity and its CUDA
 //! spellings. Adding a function is one row here, one reference in [`crate::reference`], and
 //! its CPU entries in `cpu`.
+//!
+//! Its search regions (where large errors are likely, sampled beyond the uniform sample) are in
+//! `regions`.
 
 use serde::{Deserialize, Serialize};
 
 use crate::format::Format;
 
-/// A mathematical function, whatever the precision.
-#[allow(missing_docs)]
+/// A mathematical function, whatever the precision. Its CUDA spellings are [`Function::cuda_name`]
+/// and [`Function::intrinsic_name`]; its correctly rounded reference is in [`crate::reference`].
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Function {
+    /// sin x, x in radians; defined for every finite x, values in [−1, 1]. Large |x| tests the
+    /// argument reduction. f32 intrinsic `__sinf`.
     Sin,
+    /// cos x, x in radians; defined for every finite x, values in [−1, 1]. f32 intrinsic `__cosf`.
     Cos,
+    /// tan x, x in radians; defined for every finite x, unbounded near odd multiples of π/2.
+    /// f32 intrinsic `__tanf`.
     Tan,
+    /// asin x, defined on [−1, 1] (NaN outside), values in [−π/2, π/2] radians.
     Asin,
+    /// acos x, defined on [−1, 1] (NaN outside), values in [0, π] radians.
     Acos,
+    /// atan x, defined everywhere, values in (−π/2, π/2) radians.
     Atan,
+    /// atan2(y, x) in C's argument order (ordinate first): the angle of the point (x, y), in
+    /// [−π, π] radians, with C99's special cases for zeros and infinities.
     Atan2,
+    /// sinh x, the hyperbolic sine; overflows for |x| past about 89 (f32) or 710 (f64).
     Sinh,
+    /// cosh x, the hyperbolic cosine, at least 1; overflows like sinh.
     Cosh,
+    /// tanh x, the hyperbolic tangent, values in [−1, 1].
     Tanh,
+    /// asinh x, the inverse hyperbolic sine, defined everywhere.
     Asinh,
+    /// acosh x, the inverse hyperbolic cosine, defined for x ≥ 1 (NaN below), values ≥ 0.
     Acosh,
+    /// atanh x, the inverse hyperbolic tangent, defined on [−1, 1] (±∞ at ±1, NaN outside).
     Atanh,
+    /// eˣ; overflows past x ≈ 88.7 (f32) or 709.8 (f64), subnormal then 0 below. f32 intrinsic
+    /// `__expf`.
     Exp,
+    /// 2ˣ; exact at integer x within the format's range.
     Exp2,
+    /// 10ˣ; exactly representable at the integers 0 to 10 (f32) or 22 (f64). f32 intrinsic
+    /// `__exp10f`.
     Exp10,
+    /// eˣ − 1, accurate near x = 0, where `exp(x) - 1` cancels.
     Expm1,
+    /// ln x, the natural logarithm; defined for x ≥ 0 (−∞ at 0, NaN below). f32 intrinsic
+    /// `__logf`.
     Log,
+    /// log₂ x; exact at powers of two. f32 intrinsic `__log2f`.
     Log2,
+    /// log₁₀ x; exact at powers of ten that the format holds. f32 intrinsic `__log10f`.
     Log10,
+    /// ln(1 + x), accurate near x = 0, where `log(1 + x)` loses x; defined for x ≥ −1.
     Log1p,
+    /// xʸ, two arguments, with C99's special cases (pow(x, ±0) = 1 for every x; a negative x
+    /// with a non-integer y gives NaN). f32 intrinsic `__powf`.
     Pow,
+    /// √x, correctly rounded by IEEE 754 in the default build (so its maximum error should be
+    /// 0.5 ulp); approximate in f32 under `-use_fast_math`.
     Sqrt,
+    /// 1/√x, CUDA's `rsqrt`/`rsqrtf`, which IEEE 754 does not require to be correctly rounded.
     Rsqrt,
+    /// ∛x, defined for every x (negative x gives a negative root).
     Cbrt,
+    /// √(x² + y²), two arguments, computed without the overflow or underflow of the naive
+    /// formula.
     Hypot,
+    /// erf x, the error function, values in [−1, 1].
     Erf,
+    /// erfc x = 1 − erf x, accurate where erf x is near 1 (large x), values in [0, 2];
+    /// underflows past x ≈ 10 (f32) or 27 (f64).
     Erfc,
+    /// erfinv x, the inverse of erf, defined on [−1, 1] (±∞ at ±1, NaN outside).
     Erfinv,
+    /// ln |Γ(x)|, the log-gamma function. Its zeros (x = 1, 2, and below −2 two between each
+    /// pair of negative integers, −2.457… the first) are where relative accuracy is hardest.
     Lgamma,
+    /// Γ(x), the gamma function; poles at 0 and the negative integers, overflows past x ≈ 35
+    /// (f32) or 171.6 (f64).
     Tgamma,
     /// x / y: IEEE division by default, approximate under `-use_fast_math`, `__fdividef`.
     Div,

@@ -16,6 +16,8 @@
 //! - [`published`]: the CUDA guide's documented bounds and Gladman et al.'s measured errors.
 //! - [`gpu`]: CUDA's functions on the GPU: evaluation, exhaustive f32 sweeps, screening.
 
+#![deny(missing_docs)]
+
 pub mod cpu;
 pub mod estimate;
 pub mod format;

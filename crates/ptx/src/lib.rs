@@ -75,6 +75,13 @@
 //! registers ([`Function::fresh_reg`]) and added parameters ([`Param::new`]) on a model whose
 //! shape we own. NVRTC's PTX is regular (one statement a line, a few line-ended directives), so
 //! the parser is a small statement splitter plus per-statement readers.
+//!
+//! Where new code goes: a new opcode or modifier is taught in [`op`] only; a new pass is one file
+//! in `pass/` (see [`pass`]); a new read-only analysis (a census, a search for causes) is a module
+//! here that takes a [`decode::Decoded`] (and the [`cfg`](mod@cfg) or [`graph`] when it needs them)
+//! and returns plain data, naming instructions by [`site::Site`] when its result leaves the process
+//! (files, reports). A trial strategy (how configurations are searched or run) is not here: the
+//! harness builds, loads and times, hands this crate sets of sites and gets rewritten modules back.
 
 #![deny(missing_docs)]
 

@@ -15,6 +15,18 @@
 //!   array can share one directory; `mantissa merge` ([`crate::merge`]) joins them;
 //! - a [`Manifest`] per file (`store.json`, `store.shard-I-of-N.json`) says which command and
 //!   settings planned it; a resumed run with other settings is refused.
+//!
+//! The details. A second writer fails at once with `DIR/results.jsonl is being written by another
+//! mantissa process`, before anything is moved aside; `mantissa merge` takes shared locks, so it
+//! refuses a shard still being written; on a file system that cannot lock at all the run goes on,
+//! and `Store::unlocked` says why. A unit's lines (a mathlib function's columns) go in one `write`.
+//! Device and build facts stay in each analysis's body, not in the header. Old lines (study schema
+//! 1, mathlib schema 1 with `mantissa` for the version) read with the absent fields at their
+//! defaults. The manifest is written atomically at open and holds the command, every setting that
+//! decides the work units, the version, the git revision, the shard and the plan's unit count; the
+//! commands that add to a file shared by many analyses (`shadow`, `diff`, `run`, and `tune` without
+//! `--shard`) open it with none (`Store::open`), and a tuning run checks its own fingerprint
+//! instead (in a shard's manifest, `settings.unit-fingerprint`).
 
 use std::collections::HashSet;
 use std::fs::{File, TryLockError};

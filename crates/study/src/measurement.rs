@@ -6,6 +6,9 @@
 //! vector, mismatch counts, PTX instruction counts, an "out of resources" verdict), and this
 //! module turns it into the record. [`error_metrics`] is the one conversion of an error into a
 //! record's metrics.
+//!
+//! The study's records leave `build` empty; the kernel harness fills it (one `Build` per run of a
+//! user's program).
 
 use std::collections::BTreeMap;
 

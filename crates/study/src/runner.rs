@@ -7,6 +7,15 @@
 //! GPU part. Each point is measured by its workload's runner ([`crate::registry::of_point`]), one
 //! runner per runner group (and per device), made when the group's first point runs (so a run
 //! without a workload compiles nothing of it).
+//!
+//! A point's work unit is its place in the run's plan, the CPU plan's points first, then the GPU
+//! plan's (`Plan::first_unit`): a sharded run (`--shard I/N`) measures only the units k ≡ I (mod N)
+//! and its records carry their `shard` and `unit`. A point's key names the device model, not the
+//! ordinal, so a resumed run may use other GPUs of that model. Each measured point becomes one
+//! record through `Measurement::record`, which adds the workload's descriptions of its quantities
+//! and the flag set the point was compiled with, and is appended by `ResultsLog::append_unit` and
+//! synced before the next point starts. A launch out of resources is recorded as such, not
+//! measured.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};

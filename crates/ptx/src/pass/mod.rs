@@ -28,6 +28,10 @@
 //! on the device, its loads and stores converting), and [`cause`] (the causes of CPU/GPU differences listed per site,
 //! each switchable per site: one
 //! pass per cause).
+//!
+//! A new pass has its own report type, returned through [`Report::new`], and names there what it
+//! refused and why. Its tests run the original and the rewritten module through [`crate::interp`]
+//! on the same inputs, and assemble the output with ptxas when it is installed.
 
 pub mod cause;
 pub mod count;
