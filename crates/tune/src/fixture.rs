@@ -6,12 +6,12 @@ use crate::flow::{SearchEntry, TuneRun};
 use crate::gpu::References;
 use crate::noise::Time;
 use crate::strategy::Search;
-use crate::unit::{Config, Unit, UnitKind};
+use crate::unit::{Config, TuneUnit, TuneUnitKind};
 use crate::units::ErrorCoverage;
 
-fn unit(name: &str) -> Unit {
-    Unit {
-        kind: UnitKind::Fiset,
+fn unit(name: &str) -> TuneUnit {
+    TuneUnit {
+        kind: TuneUnitKind::Fiset,
         name: name.into(),
         sites: Vec::new(),
         buffers: Vec::new(),

@@ -12,7 +12,7 @@ use crate::noise::Time;
 use crate::plan::label;
 use crate::store::{Identity, StoreError, StoreShard, TrialStore};
 use crate::strategy::{self, Mode, Search, SearchError};
-use crate::unit::{Config, Unit};
+use crate::unit::{Config, TuneUnit};
 use crate::units::{
     attach_errors, buffer_units, demoted_module, math_units, program_units, site_errors,
     ErrorCoverage, ProgramUnits,
@@ -147,10 +147,10 @@ pub struct TuneRun {
     pub flags: String,
     /// What modes 1–3 search (their configurations index this list): the FISets, then the
     /// buffers that can be kept in f32.
-    pub fisets: Vec<Unit>,
+    pub fisets: Vec<TuneUnit>,
     /// What the baseline searches (its configurations index this list): the variables, then
     /// the same buffers.
-    pub variables: Vec<Unit>,
+    pub variables: Vec<TuneUnit>,
     /// Of those, the units both lists end with (math calls, then buffers).
     pub shared: usize,
     /// Math-call units among them.
@@ -256,7 +256,7 @@ impl Evaluate for Sub<'_, '_, '_> {
 /// What identifies the unit list across runs of the same program: each unit's kind, name, sites
 /// and buffers — not its measured error, whose sums over atomics differ in their last bits from
 /// run to run.
-fn fingerprint(units: &[Unit]) -> String {
+fn fingerprint(units: &[TuneUnit]) -> String {
     let shape: Vec<_> = units
         .iter()
         .map(|u| (u.kind, &u.name, &u.sites, &u.buffers))
@@ -378,8 +378,8 @@ pub fn tune_until(
         buffers.len(),
         units.variables.len(),
     );
-    let shared: Vec<Unit> = maths.iter().chain(buffers.iter()).cloned().collect();
-    let all_units: Vec<Unit> = units
+    let shared: Vec<TuneUnit> = maths.iter().chain(buffers.iter()).cloned().collect();
+    let all_units: Vec<TuneUnit> = units
         .fisets
         .iter()
         .chain(shared.iter())
@@ -696,7 +696,7 @@ const PROFILE_RUNS: u32 = 5;
 fn profile(
     runner: &mut TrialRunner<'_>,
     profiles: &[FunctionProfile],
-    fisets: &[Unit],
+    fisets: &[TuneUnit],
     notes: &mut Vec<String>,
 ) -> Vec<KernelProfile> {
     let times = match runner.kernel_times(&Configuration::AsWritten, PROFILE_RUNS) {

@@ -3,7 +3,7 @@
 //! baseline, so that every claim is a comparison on the same program.
 //!
 //! The crate is split the way Kernel Tuner splits strategies from runners:
-//! - [`unit`](mod@unit): what a configuration is made of — [`Unit`]s (FISets, variables, math calls, buffers), each a
+//! - [`unit`](mod@unit): what a configuration is made of — [`TuneUnit`]s (FISets, variables, math calls, buffers), each a
 //!   set of PTX sites, f32 math functions or a buffer kept in f32 — and a [`Config`], a set of unit indices;
 //!   [`units`] makes them from the program's PTX and the shadow run's demotion errors.
 //! - [`evaluate`]: the one question a search asks, [`Evaluate::trial`]: run this configuration,
@@ -44,4 +44,4 @@ pub mod units;
 
 pub use evaluate::{ErrorThreshold, Evaluate, Need, Thresholds, Trial};
 pub use strategy::{Mode, Search, SearchError};
-pub use unit::{Config, Unit, UnitKind};
+pub use unit::{Config, TuneUnit, TuneUnitKind};

@@ -12,9 +12,10 @@ use crate::flow::TuneRequest;
 use crate::strategy::{DELTA_DEBUGGING, EXHAUSTIVE};
 use mantissa_report::Shard;
 
-/// One search of the plan.
+/// One search of the plan (named apart from the plans of the harness, the math library and the
+/// study, which divide other work).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Plan {
+pub struct SearchPlan {
     /// Its 0-based place in the whole plan (counted over every error threshold): its unit.
     pub unit: usize,
     /// The strategy's name: `mode 1`–`mode 3`, `delta debugging`, `exhaustive`.
@@ -25,12 +26,12 @@ pub struct Plan {
     pub thresholds: Thresholds,
 }
 
-/// [`Plan::mode`] of the delta-debugging baseline.
+/// [`SearchPlan::mode`] of the delta-debugging baseline.
 pub const BASELINE: u8 = 0;
-/// [`Plan::mode`] of the exhaustive search.
+/// [`SearchPlan::mode`] of the exhaustive search.
 pub const EXHAUSTIVE_MODE: u8 = 4;
 
-impl Plan {
+impl SearchPlan {
     /// `mode 2, 3 digits, 10%`: how tables and file names call the search.
     pub fn label(&self) -> String {
         label(&self.strategy, &self.thresholds)
@@ -51,7 +52,7 @@ pub fn label(strategy: &str, t: &Thresholds) -> String {
 
 /// The searches `request` runs, in run order, numbered over the whole plan: all of them, or
 /// only its shard's (see the module docs).
-pub fn plans(request: &TuneRequest) -> Vec<Plan> {
+pub fn plans(request: &TuneRequest) -> Vec<SearchPlan> {
     plans_of(
         &request.errors,
         &request.speedups,
@@ -71,10 +72,10 @@ pub fn plans_of(
     baseline: bool,
     exhaustive: bool,
     shard: Option<Shard>,
-) -> Vec<Plan> {
-    let mut out: Vec<Plan> = Vec::new();
+) -> Vec<SearchPlan> {
+    let mut out: Vec<SearchPlan> = Vec::new();
     let mut push = |strategy: &str, mode: u8, error: ErrorThreshold, speedup_pct: Option<f64>| {
-        out.push(Plan {
+        out.push(SearchPlan {
             unit: out.len(),
             strategy: strategy.into(),
             mode,
@@ -114,7 +115,7 @@ mod tests {
     use super::*;
 
     /// 2 error thresholds, modes 1–3, 2 speed-ups, the baseline and the exhaustive search.
-    fn shard_of(shard: Option<Shard>) -> Vec<Plan> {
+    fn shard_of(shard: Option<Shard>) -> Vec<SearchPlan> {
         plans_of(
             &[ErrorThreshold::Digits(3.0), ErrorThreshold::SpecTolerance],
             &[10.0, 50.0],
@@ -125,7 +126,7 @@ mod tests {
         )
     }
 
-    fn full() -> Vec<Plan> {
+    fn full() -> Vec<SearchPlan> {
         shard_of(None)
     }
 
@@ -135,7 +136,7 @@ mod tests {
         // Per error threshold: mode 1, mode 2 ×2, mode 3 ×2, baseline ×2, exhaustive ×2.
         assert_eq!(p.len(), 18);
         assert!(p.iter().enumerate().all(|(k, plan)| plan.unit == k));
-        let labels: Vec<String> = p[..9].iter().map(Plan::label).collect();
+        let labels: Vec<String> = p[..9].iter().map(SearchPlan::label).collect();
         assert_eq!(
             labels,
             [
@@ -162,7 +163,7 @@ mod tests {
             true,
             None,
         );
-        let labels: Vec<String> = bare.iter().map(Plan::label).collect();
+        let labels: Vec<String> = bare.iter().map(SearchPlan::label).collect();
         assert_eq!(labels, ["mode 1, 3 digits", "delta debugging, 3 digits"]);
     }
 
@@ -170,7 +171,7 @@ mod tests {
     fn the_shards_partition_the_plan_round_robin() {
         let whole = full();
         for n in 1..=7u32 {
-            let mut union: Vec<Plan> = Vec::new();
+            let mut union: Vec<SearchPlan> = Vec::new();
             for i in 0..n {
                 let shard = Shard::new(i, n).unwrap();
                 let mine = shard_of(Some(shard));

@@ -12,8 +12,8 @@
 
 use crate::evaluate::ErrorThreshold;
 use crate::flow::{TuneRequest, TuneRun};
-use crate::plan::{plans_of, Plan, EXHAUSTIVE_MODE};
-use crate::unit::Unit;
+use crate::plan::{plans_of, SearchPlan, EXHAUSTIVE_MODE};
+use crate::unit::TuneUnit;
 use mantissa_harness::Spec;
 use mantissa_report::Shard;
 use std::collections::BTreeMap;
@@ -80,7 +80,9 @@ const TOLERANCE: &str = "tolerance";
 
 /// The whole plan of the run whose manifest holds `settings` (the inverse of [`settings`] for
 /// what decides the searches).
-pub fn plans_of_settings(settings: &BTreeMap<String, String>) -> Result<Vec<Plan>, ShardError> {
+pub fn plans_of_settings(
+    settings: &BTreeMap<String, String>,
+) -> Result<Vec<SearchPlan>, ShardError> {
     let get = |k: &str| {
         settings.get(k).map(String::as_str).ok_or_else(|| {
             ShardError(format!(
@@ -128,7 +130,9 @@ pub fn plans_of_settings(settings: &BTreeMap<String, String>) -> Result<Vec<Plan
 
 /// What must agree between shards for their searches to be of one unit list: each unit's kind,
 /// name and sites (the measured errors differ in their last bits from run to run).
-fn shape(units: &[Unit]) -> Vec<(crate::unit::UnitKind, &str, &[mantissa_ptx::site::Site])> {
+fn shape(
+    units: &[TuneUnit],
+) -> Vec<(crate::unit::TuneUnitKind, &str, &[mantissa_ptx::site::Site])> {
     units
         .iter()
         .map(|u| (u.kind, u.name.as_str(), u.sites.as_slice()))
@@ -144,7 +148,7 @@ fn shape(units: &[Unit]) -> Vec<(crate::unit::UnitKind, &str, &[mantissa_ptx::si
 /// missing or given twice, shards that found other units, and a document whose searches are
 /// not exactly its shard's part of the plan (an exhaustive search may be absent: a run leaves
 /// it out, with a note, when there are too many units for it).
-pub fn merge(runs: Vec<TuneRun>, plans: &[Plan]) -> Result<TuneRun, ShardError> {
+pub fn merge(runs: Vec<TuneRun>, plans: &[SearchPlan]) -> Result<TuneRun, ShardError> {
     let mut runs: Vec<(Shard, TuneRun)> = runs
         .into_iter()
         .map(|r| match r.shard {
@@ -227,7 +231,7 @@ pub fn merge(runs: Vec<TuneRun>, plans: &[Plan]) -> Result<TuneRun, ShardError> 
 }
 
 /// Refuses a document whose searches are not exactly `shard`'s part of `plans`, in order.
-fn check_searches(shard: Shard, run: &TuneRun, plans: &[Plan]) -> Result<(), ShardError> {
+fn check_searches(shard: Shard, run: &TuneRun, plans: &[SearchPlan]) -> Result<(), ShardError> {
     let mut next = plans
         .iter()
         .filter(|p| shard.owns(p.unit as u64))
@@ -269,7 +273,7 @@ mod tests {
     use crate::noise::Time;
 
     /// One error threshold, modes 1 and 2, speed-ups 10 and 50, the baseline: 5 searches.
-    fn whole_plan() -> Vec<Plan> {
+    fn whole_plan() -> Vec<SearchPlan> {
         plans_of(
             &[ErrorThreshold::Digits(3.0)],
             &[10.0, 50.0],
@@ -324,7 +328,7 @@ mod tests {
         let units: Vec<usize> = merged.searches.iter().map(|s| s.unit).collect();
         assert_eq!(units, [0, 1, 2, 3, 4]);
         let labels: Vec<String> = merged.searches.iter().map(|s| s.label.clone()).collect();
-        let want: Vec<String> = whole_plan().iter().map(Plan::label).collect();
+        let want: Vec<String> = whole_plan().iter().map(SearchPlan::label).collect();
         assert_eq!(labels, want);
         assert_eq!(merged.device_trials, 10 + 11 + 12);
         assert_eq!(merged.resumed, 3);

@@ -25,7 +25,7 @@
 
 use super::{Runner, Search, SearchError, DELTA_DEBUGGING};
 use crate::evaluate::{Evaluate, Thresholds, Trial};
-use crate::unit::{Config, Unit};
+use crate::unit::{Config, TuneUnit};
 
 /// `kept` split into `n` contiguous parts of near-equal size (the first `len mod n` one longer).
 /// `n` is at most `kept.len()`, so no part is empty.
@@ -44,7 +44,7 @@ fn split(kept: &[usize], n: usize) -> Vec<&[usize]> {
 /// Runs the delta-debugging baseline (see the module docs for the test and the guarantee) under
 /// both thresholds. `progress` sees each trial as it completes.
 pub fn delta_debugging<V: Evaluate>(
-    units: &[Unit],
+    units: &[TuneUnit],
     thresholds: &Thresholds,
     eval: &mut V,
     progress: &mut dyn FnMut(&Config, &Trial),

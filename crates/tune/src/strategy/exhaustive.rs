@@ -3,7 +3,7 @@
 
 use super::{passes, Runner, Search, SearchError, EXHAUSTIVE};
 use crate::evaluate::{Evaluate, Thresholds, Trial};
-use crate::unit::{Config, Unit};
+use crate::unit::{Config, TuneUnit};
 
 /// The most units the exhaustive search takes: 2^16 − 1 = 65,535 trials is already hours of
 /// GPU runs; beyond that the search is refused rather than left running for days.
@@ -14,7 +14,7 @@ pub const EXHAUSTIVE_MAX_UNITS: usize = 16;
 /// measured speed-up (on a tie, the earlier in that order). Refuses more than
 /// [`EXHAUSTIVE_MAX_UNITS`] units. `progress` sees each trial as it completes.
 pub fn exhaustive<V: Evaluate>(
-    units: &[Unit],
+    units: &[TuneUnit],
     thresholds: &Thresholds,
     eval: &mut V,
     progress: &mut dyn FnMut(&Config, &Trial),

@@ -10,7 +10,7 @@
 
 use super::{passes, Runner, Search, SearchError};
 use crate::evaluate::{Evaluate, Thresholds, Trial};
-use crate::unit::{Config, Unit};
+use crate::unit::{Config, TuneUnit};
 use serde::{Deserialize, Serialize};
 use std::cmp::Ordering;
 
@@ -86,7 +86,7 @@ fn by_key(a: (usize, Option<f64>), b: (usize, Option<f64>)) -> Ordering {
 
 /// The unit indices in the order the mode visits them: modes 1 and 2 by increasing `error`,
 /// mode 3 by decreasing `r_ac`; units without the key last; ties by index.
-pub fn order(mode: Mode, units: &[Unit]) -> Vec<usize> {
+pub fn order(mode: Mode, units: &[TuneUnit]) -> Vec<usize> {
     let mut keyed: Vec<(usize, Option<f64>)> = units
         .iter()
         .enumerate()
@@ -104,7 +104,7 @@ pub fn order(mode: Mode, units: &[Unit]) -> Vec<usize> {
 /// the order they are tried: each unit alone in the mode's [`order`], then the unions of the
 /// first k units for k = 2..n. [`mode`] leaves out of the unions every unit that missed the
 /// error threshold alone (see there).
-pub fn candidates(mode: Mode, units: &[Unit]) -> Vec<Config> {
+pub fn candidates(mode: Mode, units: &[TuneUnit]) -> Vec<Config> {
     let order = order(mode, units);
     let singles = order.iter().map(|&i| Config::from([i]));
     let unions = (2..=order.len()).map(|k| order[..k].iter().copied().collect());
@@ -123,7 +123,7 @@ pub fn candidates(mode: Mode, units: &[Unit]) -> Vec<Config> {
 /// `progress` sees each trial as it completes.
 pub fn mode<V: Evaluate>(
     mode: Mode,
-    units: &[Unit],
+    units: &[TuneUnit],
     thresholds: &Thresholds,
     eval: &mut V,
     progress: &mut dyn FnMut(&Config, &Trial),
