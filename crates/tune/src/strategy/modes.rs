@@ -8,7 +8,7 @@
 //! then add units in the same order of promise until everything is demoted. That is at most
 //! 2n − 1 trials, linear like the seed's search (its trial counts in Table 4 stay under φ).
 
-use super::{passes, Runner, Search, SearchError};
+use super::{passes, Aborted, Over, Runner, Search, SearchError, Selector, Speedups, Strategy};
 use crate::evaluate::{Evaluate, Thresholds, Trial};
 use crate::unit::{Config, TuneUnit};
 use serde::{Deserialize, Serialize};
@@ -46,11 +46,6 @@ impl Mode {
         Mode::ALL.into_iter().find(|m| m.number() == n)
     }
 
-    /// Its name in a [`Search`] and in tables: `mode 1`, `mode 2`, `mode 3`.
-    pub fn name(self) -> String {
-        format!("mode {}", self.number())
-    }
-
     /// The thresholds the mode searches under: mode 1 has no performance threshold (the seed:
     /// "the user provides only an error threshold"), so any threshold given is dropped.
     pub fn thresholds(self, t: &Thresholds) -> Thresholds {
@@ -69,6 +64,52 @@ impl Mode {
             Mode::ErrorOnly => trial.meets_error(t),
             Mode::ErrorFirst | Mode::SpeedFirst => passes(trial, t),
         }
+    }
+}
+
+/// The modes are one strategy each, selected by their number in `--mode`, all in the plan's
+/// first place.
+impl Strategy for Mode {
+    fn name(&self) -> &'static str {
+        match self {
+            Mode::ErrorOnly => "mode 1",
+            Mode::ErrorFirst => "mode 2",
+            Mode::SpeedFirst => "mode 3",
+        }
+    }
+
+    fn over(&self) -> Over {
+        Over::Fisets
+    }
+
+    fn speedups(&self) -> Speedups {
+        match self {
+            Mode::ErrorOnly => Speedups::Ignored,
+            Mode::ErrorFirst | Mode::SpeedFirst => Speedups::Each,
+        }
+    }
+
+    /// Mode 1 stops on the error threshold alone; modes 2 and 3 on a speed-up too.
+    fn needs_ideal(&self) -> bool {
+        *self != Mode::ErrorOnly
+    }
+
+    fn selector(&self) -> Selector {
+        Selector::Mode(self.number())
+    }
+
+    fn place(&self) -> u32 {
+        0
+    }
+
+    fn run(
+        &self,
+        units: &[TuneUnit],
+        thresholds: &Thresholds,
+        eval: &mut dyn Evaluate<Error = Aborted>,
+        progress: &mut dyn FnMut(&Config, &Trial),
+    ) -> Result<Search, SearchError<Aborted>> {
+        mode(*self, units, thresholds, eval, progress)
     }
 }
 
@@ -121,7 +162,7 @@ pub fn candidates(mode: Mode, units: &[TuneUnit]) -> Vec<Config> {
 /// without stopping. Modes 2 and 3 without a performance threshold stop at the first candidate
 /// that is accurate enough *and* faster than f64 beyond the noise ([`Trial::meets_speed`]).
 /// `progress` sees each trial as it completes.
-pub fn mode<V: Evaluate>(
+pub fn mode<V: Evaluate + ?Sized>(
     mode: Mode,
     units: &[TuneUnit],
     thresholds: &Thresholds,
@@ -137,7 +178,7 @@ pub fn mode<V: Evaluate>(
         let single = Config::from([i]);
         let trial = runner.trial(&single)?;
         if mode.stops_at(trial, &thresholds) {
-            return Ok(runner.finish(&mode.name(), Some(single)));
+            return Ok(runner.finish(mode.name(), Some(single)));
         }
         if trial.meets_error(&thresholds) {
             accurate.push(i);
@@ -148,8 +189,8 @@ pub fn mode<V: Evaluate>(
         runner.ahead((k..=accurate.len()).map(union_of))?;
         let union = union_of(k);
         if mode.stops_at(runner.trial(&union)?, &thresholds) {
-            return Ok(runner.finish(&mode.name(), Some(union)));
+            return Ok(runner.finish(mode.name(), Some(union)));
         }
     }
-    Ok(runner.finish(&mode.name(), None))
+    Ok(runner.finish(mode.name(), None))
 }
