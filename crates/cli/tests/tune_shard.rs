@@ -132,9 +132,9 @@ fn run_shard(dir: &Path, shard: &str, digits: f64, fingerprint: &str) {
         .map(|p| SearchEntry {
             label: p.label(),
             unit: p.unit,
-            units: if p.mode == 0 { "variables" } else { "fisets" },
+            units: p.strategy.over().name(),
             search: Search {
-                strategy: p.strategy.clone(),
+                strategy: p.strategy.name().to_string(),
                 thresholds: p.thresholds,
                 chosen: Some(config(&[i])),
                 chosen_trial: Some(trial.clone()),

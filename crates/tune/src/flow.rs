@@ -11,7 +11,7 @@ use crate::gpu::{reference_time, Device, EvaluateError, GpuEvaluator, References
 use crate::noise::Time;
 use crate::plan::label;
 use crate::store::{Identity, StoreError, StoreShard, TrialStore};
-use crate::strategy::{self, Mode, Search, SearchError};
+use crate::strategy::{self, Mode, Search, SearchError, Selection};
 use crate::unit::{Config, TuneUnit};
 use crate::units::{
     attach_errors, buffer_units, demoted_module, math_units, program_units, site_errors,
@@ -53,6 +53,17 @@ pub struct TuneRequest {
     pub resume: bool,
     /// Run only this shard's searches ([`crate::plan`]), into its own store file.
     pub shard: Option<Shard>,
+}
+
+impl TuneRequest {
+    /// The strategies it asks for, as the registry's selectors read them.
+    pub fn selection(&self) -> Selection<'_> {
+        Selection {
+            modes: &self.modes,
+            baseline: self.baseline,
+            exhaustive: self.exhaustive,
+        }
+    }
 }
 
 /// Where a tuning run is, for a progress display.
@@ -495,20 +506,24 @@ pub fn tune_until(
     for group in plans.chunk_by(|a, b| a.thresholds.error == b.thresholds.error) {
         eval.set_error(group[0].thresholds.error);
         for plan in group {
-            let (unit, name, mode, t) =
-                (plan.unit, plan.strategy.clone(), plan.mode, plan.thresholds);
+            let (unit, name, t) = (plan.unit, plan.strategy.name(), plan.thresholds);
+            let mode = match plan.strategy.selector() {
+                strategy::Selector::Mode(n) => n,
+                strategy::Selector::Baseline => 0,
+                strategy::Selector::Exhaustive => 4,
+            };
             progress(TuneEvent::Search {
-                label: label(&name, &t),
+                label: label(name, &t),
             });
             // Every search but mode 1 stops only on a measured speed-up: without a measurable
             // ideal none can, and its trials would be spent for nothing.
             if mode != 1 && !measurable {
                 searches.push(SearchEntry {
-                    label: label(&name, &t),
+                    label: label(name, &t),
                     unit,
                     units: if mode == 0 { "variables" } else { "fisets" },
                     search: Search {
-                        strategy: name.clone(),
+                        strategy: name.to_string(),
                         thresholds: t,
                         chosen: None,
                         chosen_trial: None,
@@ -531,7 +546,7 @@ pub fn tune_until(
                     trial: trial.clone(),
                 });
             };
-            let name_label = label(&name, &t);
+            let name_label = label(name, &t);
             let (search, over) = if mode == 0 {
                 let mut sub = Sub {
                     inner: &mut eval,

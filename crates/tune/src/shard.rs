@@ -12,7 +12,8 @@
 
 use crate::evaluate::ErrorThreshold;
 use crate::flow::{TuneRequest, TuneRun};
-use crate::plan::{plans_of, SearchPlan, EXHAUSTIVE_MODE};
+use crate::plan::{plans_of, SearchPlan};
+use crate::strategy::Selection;
 use crate::unit::TuneUnit;
 use mantissa_harness::Spec;
 use mantissa_report::Shard;
@@ -118,14 +119,12 @@ pub fn plans_of_settings(
         let v = get(k)?;
         v.parse().map_err(|_| bad(k, v))
     };
-    Ok(plans_of(
-        &errors,
-        &speedups,
-        &modes,
-        flag("baseline")?,
-        flag("exhaustive")?,
-        None,
-    ))
+    let selection = Selection {
+        modes: &modes,
+        baseline: flag("baseline")?,
+        exhaustive: flag("exhaustive")?,
+    };
+    Ok(plans_of(&errors, &speedups, selection, None))
 }
 
 /// What must agree between shards for their searches to be of one unit list: each unit's kind,
@@ -230,6 +229,12 @@ pub fn merge(runs: Vec<TuneRun>, plans: &[SearchPlan]) -> Result<TuneRun, ShardE
     Ok(merged)
 }
 
+/// Whether a run may leave `plan` out: its strategy refuses more units than it takes (the
+/// exhaustive search), and the run notes that instead of searching.
+fn may_be_left_out(plan: &SearchPlan) -> bool {
+    plan.strategy.max_units().is_some()
+}
+
 /// Refuses a document whose searches are not exactly `shard`'s part of `plans`, in order.
 fn check_searches(shard: Shard, run: &TuneRun, plans: &[SearchPlan]) -> Result<(), ShardError> {
     let mut next = plans
@@ -237,10 +242,10 @@ fn check_searches(shard: Shard, run: &TuneRun, plans: &[SearchPlan]) -> Result<(
         .filter(|p| shard.owns(p.unit as u64))
         .peekable();
     for s in &run.searches {
-        // An exhaustive search the shard left out (too many units) is skipped over.
+        // A search the shard left out (too many units for its strategy) is skipped over.
         while next
             .peek()
-            .is_some_and(|p| p.unit < s.unit && p.mode == EXHAUSTIVE_MODE)
+            .is_some_and(|p| p.unit < s.unit && may_be_left_out(p))
         {
             next.next();
         }
@@ -256,7 +261,7 @@ fn check_searches(shard: Shard, run: &TuneRun, plans: &[SearchPlan]) -> Result<(
             }
         }
     }
-    if let Some(p) = next.find(|p| p.mode != EXHAUSTIVE_MODE) {
+    if let Some(p) = next.find(|p| !may_be_left_out(p)) {
         return Err(ShardError(format!(
             "the document of shard {shard} lacks search {} ({}) of its plan: it is not a document of this run",
             p.unit,
@@ -277,9 +282,11 @@ mod tests {
         plans_of(
             &[ErrorThreshold::Digits(3.0)],
             &[10.0, 50.0],
-            &[1, 2],
-            true,
-            false,
+            Selection {
+                modes: &[1, 2],
+                baseline: true,
+                exhaustive: false,
+            },
             None,
         )
     }
@@ -297,7 +304,7 @@ mod tests {
                 label: p.label(),
                 unit: p.unit,
                 search: crate::strategy::Search {
-                    strategy: p.strategy.clone(),
+                    strategy: p.strategy.name().to_string(),
                     thresholds: p.thresholds,
                     ..template.search.clone()
                 },
@@ -401,23 +408,27 @@ mod tests {
         let plans = plans_of(
             &[ErrorThreshold::Digits(3.0)],
             &[10.0],
-            &[1],
-            false,
-            true,
+            Selection {
+                modes: &[1],
+                baseline: false,
+                exhaustive: true,
+            },
             None,
         );
         let mut run = shard_run(0, 1);
         run.searches.truncate(1);
         run.searches[0].label = plans[0].label();
-        assert_eq!(plans[1].mode, EXHAUSTIVE_MODE);
+        assert_eq!(plans[1].strategy.name(), crate::strategy::EXHAUSTIVE);
         assert!(merge(vec![run.clone()], &plans).is_ok());
         // Not so a mode.
         let plans = plans_of(
             &[ErrorThreshold::Digits(3.0)],
             &[10.0],
-            &[1, 2],
-            false,
-            false,
+            Selection {
+                modes: &[1, 2],
+                baseline: false,
+                exhaustive: false,
+            },
             None,
         );
         let e = merge(vec![run], &plans).unwrap_err().to_string();
