@@ -132,7 +132,7 @@ fn run_shard(dir: &Path, shard: &str, digits: f64, fingerprint: &str) {
         .map(|p| SearchEntry {
             label: p.label(),
             unit: p.unit,
-            units: p.strategy.over().name(),
+            units: p.strategy.over(),
             search: Search {
                 strategy: p.strategy.name().to_string(),
                 thresholds: p.thresholds,

@@ -26,11 +26,7 @@ impl Choice<'_> {
 
 /// The unit list a search's configurations index.
 pub fn units_of<'a>(run: &'a TuneRun, search: &SearchEntry) -> &'a [TuneUnit] {
-    if search.units == "fisets" {
-        &run.fisets
-    } else {
-        &run.variables
-    }
+    run.units(search.units)
 }
 
 /// The run's searches grouped by chosen configuration (over the same unit list), groups in the

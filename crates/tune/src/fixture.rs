@@ -5,7 +5,7 @@ use crate::evaluate::{ErrorThreshold, Thresholds, Trial};
 use crate::flow::{SearchEntry, TuneRun};
 use crate::gpu::References;
 use crate::noise::Time;
-use crate::strategy::Search;
+use crate::strategy::{Over, Search};
 use crate::unit::{Config, TuneUnit, TuneUnitKind};
 use crate::units::ErrorCoverage;
 
@@ -75,7 +75,7 @@ pub fn run() -> TuneRun {
         searches: vec![SearchEntry {
             label: "mode 2, 3 digits, 10%".into(),
             unit: 0,
-            units: "fisets",
+            units: Over::Fisets,
             search: Search {
                 strategy: "mode 2".into(),
                 thresholds: t,

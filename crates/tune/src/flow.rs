@@ -9,9 +9,8 @@ use crate::detail::Detail;
 use crate::evaluate::{ErrorThreshold, Evaluate, Need, Trial};
 use crate::gpu::{reference_time, Device, EvaluateError, GpuEvaluator, References, TimingPolicy};
 use crate::noise::Time;
-use crate::plan::label;
 use crate::store::{Identity, StoreError, StoreShard, TrialStore};
-use crate::strategy::{self, Mode, Search, SearchError, Selection};
+use crate::strategy::{Over, Search, SearchError, Selection, STRATEGIES};
 use crate::unit::{Config, TuneUnit};
 use crate::units::{
     attach_errors, buffer_units, demoted_module, math_units, program_units, site_errors,
@@ -107,14 +106,16 @@ pub enum TuneEvent {
 }
 
 /// One search with the thresholds it ran under (read back by [`crate::doc`]).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SearchEntry {
     /// `mode 2, 3 digits, 10%`.
     pub label: String,
-    /// Its place in the run's plan ([`crate::plan`]).
+    /// Its place in the run's plan ([`crate::plan`]); a document written before shards has
+    /// none: a whole run's first.
+    #[serde(default)]
     pub unit: usize,
-    /// Over FISets (`fisets`) or variables (`variables`).
-    pub units: &'static str,
+    /// The unit list its configurations index (written `fisets` or `variables`).
+    pub units: Over,
     /// The search and what it found (its configurations index that unit list).
     #[serde(with = "crate::doc::search")]
     pub search: Search,
@@ -188,6 +189,16 @@ pub struct TuneRun {
     /// The shard this run is (its searches are that shard's); `None` for a whole run.
     #[serde(default)]
     pub shard: Option<Shard>,
+}
+
+impl TuneRun {
+    /// The unit list `over` names: the one a search's configurations index.
+    pub fn units(&self, over: Over) -> &[TuneUnit] {
+        match over {
+            Over::Fisets => &self.fisets,
+            Over::Variables => &self.variables,
+        }
+    }
 }
 
 /// Why a tuning run could not be made.
@@ -477,9 +488,14 @@ pub fn tune_until(
     let measurable =
         crate::noise::speedup(&references.t64, &references.t64, &references.t32).is_some();
     if !measurable {
+        let without: Vec<&str> = STRATEGIES
+            .iter()
+            .filter(|s| !s.needs_ideal())
+            .map(|s| s.name())
+            .collect();
         notes.push(format!(
-            "the all-f32 program ({:.4} ms) is not measurably faster than the f64 program ({:.4} ms): no speed-up in % of the ideal exists, so no performance threshold can be met and only mode 1 ran",
-            references.t32.median_ms, references.t64.median_ms
+            "the all-f32 program ({:.4} ms) is not measurably faster than the f64 program ({:.4} ms): no speed-up in % of the ideal exists, so no performance threshold can be met and only {} ran",
+            references.t32.median_ms, references.t64.median_ms, without.join(" and ")
         ));
     }
     // Accuracy-only trials without a JIT each: one switched build of everything per device.
@@ -506,24 +522,21 @@ pub fn tune_until(
     for group in plans.chunk_by(|a, b| a.thresholds.error == b.thresholds.error) {
         eval.set_error(group[0].thresholds.error);
         for plan in group {
-            let (unit, name, t) = (plan.unit, plan.strategy.name(), plan.thresholds);
-            let mode = match plan.strategy.selector() {
-                strategy::Selector::Mode(n) => n,
-                strategy::Selector::Baseline => 0,
-                strategy::Selector::Exhaustive => 4,
-            };
+            let (unit, strategy, t) = (plan.unit, plan.strategy, plan.thresholds);
+            let name_label = plan.label();
             progress(TuneEvent::Search {
-                label: label(name, &t),
+                label: name_label.clone(),
             });
-            // Every search but mode 1 stops only on a measured speed-up: without a measurable
-            // ideal none can, and its trials would be spent for nothing.
-            if mode != 1 && !measurable {
+            let over = strategy.over();
+            // A search that stops only on a measured speed-up cannot without a measurable
+            // ideal, and its trials would be spent for nothing.
+            if strategy.needs_ideal() && !measurable {
                 searches.push(SearchEntry {
-                    label: label(name, &t),
+                    label: name_label,
                     unit,
-                    units: if mode == 0 { "variables" } else { "fisets" },
+                    units: over,
                     search: Search {
-                        strategy: name.to_string(),
+                        strategy: strategy.name().to_string(),
                         thresholds: t,
                         chosen: None,
                         chosen_trial: None,
@@ -546,40 +559,21 @@ pub fn tune_until(
                     trial: trial.clone(),
                 });
             };
-            let name_label = label(name, &t);
-            let (search, over) = if mode == 0 {
-                let mut sub = Sub {
-                    inner: &mut eval,
-                    map: &baseline_map,
-                };
-                let s = strategy::delta_debugging(&units.variables, &t, &mut sub, &mut report)?;
-                (s, "variables")
-            } else if mode == 4 {
-                let mut sub = Sub {
-                    inner: &mut eval,
-                    map: &mode_map,
-                };
-                match strategy::exhaustive(&units.fisets, &t, &mut sub, &mut report) {
-                    Ok(s) => (s, "fisets"),
-                    Err(e @ SearchError::TooManyUnits { .. }) => {
-                        notes.push(e.to_string());
-                        continue;
-                    }
-                    Err(e) => return Err(e.into()),
-                }
-            } else {
-                let mut sub = Sub {
-                    inner: &mut eval,
-                    map: &mode_map,
-                };
-                let m = Mode::from_number(mode).unwrap_or(Mode::ErrorFirst);
-                let s = strategy::mode(m, &units.fisets, &t, &mut sub, &mut report)?;
-                (s, "fisets")
+            let mut sub = Sub {
+                inner: &mut eval,
+                map: match over {
+                    Over::Fisets => &mode_map,
+                    Over::Variables => &baseline_map,
+                },
             };
-            let list = if over == "fisets" {
-                &units.fisets
-            } else {
-                &units.variables
+            let list = units.list(over);
+            let search = match strategy.search(list, &t, &mut sub, &mut report) {
+                Ok(s) => s,
+                Err(e @ SearchError::TooManyUnits { .. }) => {
+                    notes.push(e.to_string());
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
             };
             let saved = match (&request.out, &search.chosen) {
                 (Some(dir), Some(c)) => Some(
@@ -676,7 +670,7 @@ fn details(
             return;
         }
     };
-    let mut done: Vec<(&'static str, Config, Detail)> = Vec::new();
+    let mut done: Vec<(Over, Config, Detail)> = Vec::new();
     for s in searches.iter_mut() {
         let Some(c) = s.search.chosen.clone() else {
             continue;
@@ -685,11 +679,7 @@ fn details(
             s.detail = Some(d.clone());
             continue;
         }
-        let list = if s.units == "fisets" {
-            &units.fisets
-        } else {
-            &units.variables
-        };
+        let list = units.list(s.units);
         let dir = request.out.as_ref().map(|d| d.join("configs"));
         let stem = crate::save::slug(&s.label);
         let save = dir.as_deref().map(|d| (d, stem.as_str()));

@@ -13,6 +13,7 @@
 //! differ (math calls), sites that do not match get no error, and [`ErrorCoverage`] says how
 //! many.
 
+use crate::strategy::Over;
 use crate::unit::{TuneUnit, TuneUnitKind};
 use mantissa_gpu::DType;
 use mantissa_harness::spec::StepKind;
@@ -36,6 +37,16 @@ pub struct ProgramUnits {
     pub variables: Vec<TuneUnit>,
     /// The FISet analysis's per-function profile and notes.
     pub report: FisetReport,
+}
+
+impl ProgramUnits {
+    /// The unit list a strategy over `over` searches.
+    pub fn list(&self, over: Over) -> &[TuneUnit] {
+        match over {
+            Over::Fisets => &self.fisets,
+            Over::Variables => &self.variables,
+        }
+    }
 }
 
 /// The PTX the runner demotes: the rewrite's input for the empty configuration.

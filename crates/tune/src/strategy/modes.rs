@@ -41,11 +41,6 @@ impl Mode {
         }
     }
 
-    /// The mode of a seed number; `None` for anything but 1, 2 and 3.
-    pub fn from_number(n: u8) -> Option<Mode> {
-        Mode::ALL.into_iter().find(|m| m.number() == n)
-    }
-
     /// The thresholds the mode searches under: mode 1 has no performance threshold (the seed:
     /// "the user provides only an error threshold"), so any threshold given is dropped.
     pub fn thresholds(self, t: &Thresholds) -> Thresholds {
