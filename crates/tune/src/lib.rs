@@ -11,7 +11,9 @@
 //!   harness's trial runner, timing with the noise of [`noise`] and keeping every measurement in
 //!   [`store`]; tests answer it with simulated programs.
 //! - [`strategy`]: the searches (modes 1–3 over FISets, delta debugging over variables, the
-//!   exhaustive search of small cases). They know nothing of GPUs, PTX or files.
+//!   exhaustive search of small cases). They know nothing of GPUs, PTX or files. Each implements
+//!   [`strategy::Strategy`] and is one entry of [`strategy::STRATEGIES`], the one list the plan,
+//!   the flow, the tables and the CLI go through.
 //! - [`flow`]: one tuning run from a spec; [`text`], [`table`], [`page`] and [`save`]: what the user
 //!   gets, with [`chosen`] grouping the searches that chose one configuration.
 //! - [`plan`]: the run's searches in order, numbered — its work units, divided among the shards
