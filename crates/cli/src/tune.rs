@@ -138,8 +138,20 @@ fn parse_speedups(s: &str) -> Result<Speedups, String> {
     .map(Speedups)
 }
 
+/// The numbers `--mode` takes are those of the tune crate's strategy registry, so that a mode
+/// added there is accepted here.
 fn parse_modes(s: &str) -> Result<Modes, String> {
-    list(s, "mode", |m: &u8| (1..=3).contains(m), "1, 2 or 3").map(Modes)
+    let numbers = mantissa_tune::strategy::mode_numbers();
+    list(s, "mode", |m: &u8| numbers.contains(m), &spoken(&numbers)).map(Modes)
+}
+
+/// `1, 2 or 3`.
+fn spoken(numbers: &[u8]) -> String {
+    let words: Vec<String> = numbers.iter().map(u8::to_string).collect();
+    match words.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => words.concat(),
+    }
 }
 
 /// The request `args` make, checked as far as it can be without a GPU (a shard that would have

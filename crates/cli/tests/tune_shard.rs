@@ -22,7 +22,7 @@ use mantissa_tune::noise::Time;
 use mantissa_tune::store::{Identity, Measured, StoreShard, TrialStore};
 use mantissa_tune::strategy::Search;
 use mantissa_tune::units::ErrorCoverage;
-use mantissa_tune::{Config, Unit, UnitKind};
+use mantissa_tune::{Config, TuneUnit, TuneUnitKind};
 
 /// The shipped example (tests run in the crate's directory).
 const EXAMPLE: &str = "../../examples/tune/relax.toml";
@@ -64,9 +64,9 @@ fn identity() -> Identity {
     }
 }
 
-fn unit(name: &str) -> Unit {
-    Unit {
-        kind: UnitKind::Fiset,
+fn unit(name: &str) -> TuneUnit {
+    TuneUnit {
+        kind: TuneUnitKind::Fiset,
         name: name.into(),
         sites: Vec::new(),
         buffers: Vec::new(),
@@ -132,9 +132,9 @@ fn run_shard(dir: &Path, shard: &str, digits: f64, fingerprint: &str) {
         .map(|p| SearchEntry {
             label: p.label(),
             unit: p.unit,
-            units: if p.mode == 0 { "variables" } else { "fisets" },
+            units: p.strategy.over(),
             search: Search {
-                strategy: p.strategy.clone(),
+                strategy: p.strategy.name().to_string(),
                 thresholds: p.thresholds,
                 chosen: Some(config(&[i])),
                 chosen_trial: Some(trial.clone()),

@@ -4,14 +4,14 @@
 //! rather than once per search.
 
 use crate::flow::{SearchEntry, TuneRun};
-use crate::unit::{Config, Unit};
+use crate::unit::{Config, TuneUnit};
 
 /// One configuration and the searches that chose it, or the searches that chose nothing.
 pub struct Choice<'a> {
     /// The configuration (`None`: no configuration met these searches' thresholds).
     pub config: Option<&'a Config>,
     /// The units it indexes (the FISets or the variables).
-    pub units: &'a [Unit],
+    pub units: &'a [TuneUnit],
     /// The searches, in the run's order; the first one's trial, saved files and detail stand
     /// for all (one configuration is one trial, remembered across the run's searches).
     pub searches: Vec<&'a SearchEntry>,
@@ -25,12 +25,8 @@ impl Choice<'_> {
 }
 
 /// The unit list a search's configurations index.
-pub fn units_of<'a>(run: &'a TuneRun, search: &SearchEntry) -> &'a [Unit] {
-    if search.units == "fisets" {
-        &run.fisets
-    } else {
-        &run.variables
-    }
+pub fn units_of<'a>(run: &'a TuneRun, search: &SearchEntry) -> &'a [TuneUnit] {
+    run.units(search.units)
 }
 
 /// The run's searches grouped by chosen configuration (over the same unit list), groups in the

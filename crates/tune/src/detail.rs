@@ -9,7 +9,7 @@
 //! (`NAME.digits.OUTPUT.npy`, f64, identical elements as +inf) for the user's own plots.
 
 use crate::gpu::configuration;
-use crate::unit::{Config, Unit};
+use crate::unit::{Config, TuneUnit};
 use mantissa_gpu::HostData;
 use mantissa_harness::compare::output_values;
 use mantissa_harness::{Configuration, Spec, TrialError, TrialRunner, TrialTiming};
@@ -132,7 +132,7 @@ pub fn baseline_outputs(
 pub fn detail(
     runner: &mut TrialRunner<'_>,
     spec: &Spec,
-    units: &[Unit],
+    units: &[TuneUnit],
     config: &Config,
     baseline: &[(String, HostData)],
     save: Option<(&Path, &str)>,

@@ -9,14 +9,11 @@
 //! what a whole one says. [`Search`] and [`Trial`] go through mirrors here rather than being
 //! annotated where they are defined, so that the strategies stay free of file formats.
 
-use crate::detail::Detail;
 use crate::evaluate::{Thresholds, Trial};
-use crate::flow::SearchEntry;
 use crate::strategy::Search;
 use crate::unit::Config;
 use mantissa_report::record::float;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use std::path::PathBuf;
 
 /// An optional f64 that may be non-finite (`#[serde(with = "crate::doc::opt_float")]`).
 pub mod opt_float {
@@ -33,44 +30,6 @@ pub mod opt_float {
     /// The inverse of [`serialize`].
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
         Ok(Option::<F>::deserialize(d)?.map(|f| f.0))
-    }
-}
-
-#[derive(Deserialize)]
-struct SearchEntryDoc {
-    label: String,
-    // A document written before shards has none: a whole run's first unit.
-    #[serde(default)]
-    unit: usize,
-    units: String,
-    #[serde(with = "search")]
-    search: Search,
-    saved: Option<PathBuf>,
-    detail: Option<Detail>,
-}
-
-/// By hand, through a mirror: derive would borrow the `&'static str` of the unit list from the
-/// input, which a document read from a file cannot lend.
-impl<'de> Deserialize<'de> for SearchEntry {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<SearchEntry, D::Error> {
-        let e = SearchEntryDoc::deserialize(d)?;
-        let units = match e.units.as_str() {
-            "fisets" => "fisets",
-            "variables" => "variables",
-            other => {
-                return Err(serde::de::Error::custom(format!(
-                    "units {other:?}: expected \"fisets\" or \"variables\""
-                )))
-            }
-        };
-        Ok(SearchEntry {
-            label: e.label,
-            unit: e.unit,
-            units,
-            search: e.search,
-            saved: e.saved,
-            detail: e.detail,
-        })
     }
 }
 

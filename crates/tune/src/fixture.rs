@@ -5,13 +5,13 @@ use crate::evaluate::{ErrorThreshold, Thresholds, Trial};
 use crate::flow::{SearchEntry, TuneRun};
 use crate::gpu::References;
 use crate::noise::Time;
-use crate::strategy::Search;
-use crate::unit::{Config, Unit, UnitKind};
+use crate::strategy::{Over, Search};
+use crate::unit::{Config, TuneUnit, TuneUnitKind};
 use crate::units::ErrorCoverage;
 
-fn unit(name: &str) -> Unit {
-    Unit {
-        kind: UnitKind::Fiset,
+fn unit(name: &str) -> TuneUnit {
+    TuneUnit {
+        kind: TuneUnitKind::Fiset,
         name: name.into(),
         sites: Vec::new(),
         buffers: Vec::new(),
@@ -75,7 +75,7 @@ pub fn run() -> TuneRun {
         searches: vec![SearchEntry {
             label: "mode 2, 3 digits, 10%".into(),
             unit: 0,
-            units: "fisets",
+            units: Over::Fisets,
             search: Search {
                 strategy: "mode 2".into(),
                 thresholds: t,

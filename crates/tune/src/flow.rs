@@ -1,29 +1,32 @@
 //! The flow of `mantissa tune`: build and run the program as written, find its units (FISets,
 //! variables), measure their demotion error with the shadow analysis, time the f64 and the
-//! all-f32 programs (Eq. 3's 0% and 100%), then run each requested search — modes 1–3 over
-//! FISets and the delta-debugging baseline over variables, for every threshold — through one
+//! all-f32 programs (Eq. 3's 0% and 100%), then run each planned search — every strategy the
+//! request selects ([`crate::strategy::STRATEGIES`]), for every threshold — through one
 //! [`GpuEvaluator`], so that a configuration met by two searches is run once and every trial is
 //! in the store as soon as it is measured.
+//!
+//! Here: what a run is given and gives back, and [`tune_until`], the stages in order; each stage
+//! is a file of its own (`prepare`, `devices`, `search`, `details`).
+
+mod details;
+mod devices;
+mod prepare;
+mod search;
 
 use crate::detail::Detail;
-use crate::evaluate::{ErrorThreshold, Evaluate, Need, Trial};
-use crate::gpu::{reference_time, Device, EvaluateError, GpuEvaluator, References, TimingPolicy};
-use crate::noise::Time;
-use crate::plan::label;
-use crate::store::{Identity, StoreError, StoreShard, TrialStore};
-use crate::strategy::{self, Mode, Search, SearchError};
-use crate::unit::{Config, Unit};
-use crate::units::{
-    attach_errors, buffer_units, demoted_module, math_units, program_units, site_errors,
-    ErrorCoverage, ProgramUnits,
-};
+use crate::evaluate::{ErrorThreshold, Trial};
+use crate::gpu::{EvaluateError, GpuEvaluator, References, TimingPolicy};
+use crate::store::StoreError;
+use crate::strategy::{Over, Search, SearchError, Selection};
+use crate::unit::TuneUnit;
+use crate::units::ErrorCoverage;
+use devices::Devices;
 use mantissa_gpu::{FlagSet, Gpu};
-use mantissa_harness::{
-    Configuration, Demotion, RunnerOptions, Spec, TrialError, TrialRunner, TrialTiming,
-};
+use mantissa_harness::{Spec, TrialError};
 use mantissa_ptx::fiset::{FisetOptions, FunctionProfile};
-use mantissa_report::{Backend, Shard};
-use mantissa_shadow::{Analyses, ShadowRequest};
+use mantissa_report::Shard;
+use prepare::Prepared;
+use search::Searching;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -53,6 +56,17 @@ pub struct TuneRequest {
     pub resume: bool,
     /// Run only this shard's searches ([`crate::plan`]), into its own store file.
     pub shard: Option<Shard>,
+}
+
+impl TuneRequest {
+    /// The strategies it asks for, as the registry's selectors read them.
+    pub fn selection(&self) -> Selection<'_> {
+        Selection {
+            modes: &self.modes,
+            baseline: self.baseline,
+            exhaustive: self.exhaustive,
+        }
+    }
 }
 
 /// Where a tuning run is, for a progress display.
@@ -96,14 +110,16 @@ pub enum TuneEvent {
 }
 
 /// One search with the thresholds it ran under (read back by [`crate::doc`]).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SearchEntry {
     /// `mode 2, 3 digits, 10%`.
     pub label: String,
-    /// Its place in the run's plan ([`crate::plan`]).
+    /// Its place in the run's plan ([`crate::plan`]); a document written before shards has
+    /// none: a whole run's first.
+    #[serde(default)]
     pub unit: usize,
-    /// Over FISets (`fisets`) or variables (`variables`).
-    pub units: &'static str,
+    /// The unit list its configurations index (written `fisets` or `variables`).
+    pub units: Over,
     /// The search and what it found (its configurations index that unit list).
     #[serde(with = "crate::doc::search")]
     pub search: Search,
@@ -147,10 +163,10 @@ pub struct TuneRun {
     pub flags: String,
     /// What modes 1–3 search (their configurations index this list): the FISets, then the
     /// buffers that can be kept in f32.
-    pub fisets: Vec<Unit>,
+    pub fisets: Vec<TuneUnit>,
     /// What the baseline searches (its configurations index this list): the variables, then
     /// the same buffers.
-    pub variables: Vec<Unit>,
+    pub variables: Vec<TuneUnit>,
     /// Of those, the units both lists end with (math calls, then buffers).
     pub shared: usize,
     /// Math-call units among them.
@@ -177,6 +193,16 @@ pub struct TuneRun {
     /// The shard this run is (its searches are that shard's); `None` for a whole run.
     #[serde(default)]
     pub shard: Option<Shard>,
+}
+
+impl TuneRun {
+    /// The unit list `over` names: the one a search's configurations index.
+    pub fn units(&self, over: Over) -> &[TuneUnit] {
+        match over {
+            Over::Fisets => &self.fisets,
+            Over::Variables => &self.variables,
+        }
+    }
 }
 
 /// Why a tuning run could not be made.
@@ -224,47 +250,6 @@ impl TuneError {
     }
 }
 
-/// An evaluator over a sub-list of the run's units: the search's index i is unit `map[i]`.
-struct Sub<'e, 'r, 'g> {
-    inner: &'e mut GpuEvaluator<'r, 'g>,
-    map: &'e [usize],
-}
-
-impl Sub<'_, '_, '_> {
-    fn mapped(&self, config: &Config) -> Config {
-        config.iter().map(|&i| self.map[i]).collect()
-    }
-}
-
-impl Evaluate for Sub<'_, '_, '_> {
-    type Error = EvaluateError;
-    fn trial(&mut self, config: &Config, need: Need) -> Result<Trial, EvaluateError> {
-        let mapped = self.mapped(config);
-        self.inner.trial(&mapped, need)
-    }
-
-    fn width(&self) -> usize {
-        self.inner.width()
-    }
-
-    fn trials(&mut self, configs: &[Config], need: Need) -> Result<Vec<Trial>, EvaluateError> {
-        let mapped: Vec<Config> = configs.iter().map(|c| self.mapped(c)).collect();
-        self.inner.trials(&mapped, need)
-    }
-}
-
-/// What identifies the unit list across runs of the same program: each unit's kind, name, sites
-/// and buffers — not its measured error, whose sums over atomics differ in their last bits from
-/// run to run.
-fn fingerprint(units: &[Unit]) -> String {
-    let shape: Vec<_> = units
-        .iter()
-        .map(|u| (u.kind, &u.name, &u.sites, &u.buffers))
-        .collect();
-    let text = serde_json::to_string(&shape).unwrap_or_default();
-    format!("{:016x}", mantissa_gpu::cache::fnv1a64(text.as_bytes()))
-}
-
 /// Runs `request` on `spec` (see the module docs) on `gpus`: everything but the searches runs
 /// on the first; the searches' trials run on all of them, each timed on one device alone against
 /// the references timed on that device. The GPUs must be of one model.
@@ -280,6 +265,9 @@ pub fn tune(
 /// [`tune`], stopping before the next trial once `stop` is set (a signal): the searches end
 /// with [`EvaluateError::Stopped`], every trial finished is in the store, and `--resume`
 /// goes on from them.
+///
+/// Four stages: prepare (the program, its units and their errors, on the first GPU), the
+/// devices (their references), the plan's searches, then the details of what they chose.
 pub fn tune_until(
     gpus: &[&Gpu],
     spec: &Spec,
@@ -287,326 +275,59 @@ pub fn tune_until(
     stop: &AtomicBool,
     progress: &mut dyn FnMut(TuneEvent),
 ) -> Result<TuneRun, TuneError> {
-    let Some(&gpu) = gpus.first() else {
-        return Err(TuneError::Devices("no GPU to tune on".into()));
-    };
-    if let Some(other) = gpus.iter().find(|g| g.info().name != gpu.info().name) {
-        return Err(TuneError::Devices(format!(
-            "GPU {} is a {} and GPU {} a {}: a tuning run's speed-ups are of one model; choose GPUs of one model with --devices",
-            gpu.ordinal(),
-            gpu.info().name,
-            other.ordinal(),
-            other.info().name
-        )));
-    }
-    progress(TuneEvent::Baseline);
-    let opts = RunnerOptions {
-        baseline_timing: TrialTiming::AccuracyOnly,
-        ..RunnerOptions::default()
-    };
-    let mut runner = TrialRunner::new(gpu, spec, request.flags, opts.clone())?;
-    let module = demoted_module(&mut runner)?;
-    let mut units = program_units(module, &request.fiset);
-    let mut notes = units.report.notes.clone();
-    let (buffers, why_not) = buffer_units(&mut runner, spec);
-    notes.extend(why_not);
-    let maths = math_units(&units.module);
-    progress(TuneEvent::Units {
-        fisets: units.fisets.len(),
-        variables: units.variables.len(),
-        buffers: buffers.len(),
-        math: maths.len(),
-    });
-    if units.fisets.is_empty()
-        && units.variables.is_empty()
-        && buffers.is_empty()
-        && maths.is_empty()
-    {
-        return Err(TuneError::NothingToTune(format!(
-            "{}: no f64 arithmetic that a configuration can demote and no f64 buffer that can be kept in f32 (no FISet, variable or buffer): nothing to tune",
-            spec.name
-        )));
-    }
-    if units.fisets.is_empty() {
-        notes.push(
-            "no FISet: no group of f64 arithmetic runs in f32 with fewer conversions than operations (memory-bound code, or arithmetic only inside math functions); modes 1-3 search the buffers alone".into(),
-        );
+    let gpu = prepare::first_of_one_model(gpus)?;
+    let Prepared {
+        mut runner,
+        units,
+        all_units,
+        maps,
+        math,
+        buffers,
+        coverage,
+        profile,
+        mut notes,
+    } = prepare::prepare(gpu, spec, request, progress)?;
+    let mut store = prepare::open_store(gpus, spec, request, &runner, &all_units)?;
+    let resumed = store.resumed;
+    if resumed > 0 {
+        progress(TuneEvent::Resumed(resumed));
     }
 
-    // The demotion error of every f64 instruction: seed 002 §4.5's shadow run.
-    progress(TuneEvent::Shadow);
-    let shadow = mantissa_shadow::analyse(
-        gpu,
-        spec,
-        &ShadowRequest {
-            flags: request.flags,
-            analyses: Analyses {
-                demotion: true,
-                shadow: false,
-                exceptions: false,
-            },
-            time: false,
-        },
-        &mut |_| {},
-    )?;
-    let plain = mantissa_ptx::parse(&runner.built().ptx).module;
-    let pinned = runner.pinned(&plain);
-    let errors = site_errors(&shadow, &plain, &pinned.module);
-    let mut coverage = ErrorCoverage::default();
-    attach_errors(&mut units.fisets, &errors, &mut coverage);
-    attach_errors(&mut units.variables, &errors, &mut coverage);
-    if coverage.measured < coverage.sites {
-        notes.push(format!(
-            "the shadow run measured {} of the units' {} instructions (the others are ordered as if exact)",
-            coverage.measured, coverage.sites
-        ));
-    }
-
-    let profile = profile(
-        &mut runner,
-        &units.report.profiles,
-        &units.fisets,
-        &mut notes,
-    );
-
-    // One list for the evaluator (FISets, math calls, buffers, variables); each search sees
-    // its own: modes the FISets, then math calls and buffers; the baseline the variables, then
-    // the same math calls and buffers.
-    let (nf, nm, nb, nv) = (
-        units.fisets.len(),
-        maths.len(),
-        buffers.len(),
-        units.variables.len(),
-    );
-    let shared: Vec<Unit> = maths.iter().chain(buffers.iter()).cloned().collect();
-    let all_units: Vec<Unit> = units
-        .fisets
-        .iter()
-        .chain(shared.iter())
-        .chain(units.variables.iter())
-        .cloned()
-        .collect();
-    let mode_map: Vec<usize> = (0..nf + nm + nb).collect();
-    let baseline_map: Vec<usize> = (nf + nm + nb..nf + nm + nb + nv)
-        .chain(nf..nf + nm + nb)
-        .collect();
-    units.fisets.extend(shared.iter().cloned());
-    units.variables.extend(shared.iter().cloned());
-    let identity = Identity {
-        spec: spec.name.clone(),
-        flags: request.flags.name().to_string(),
-        device: gpu.info().name.clone(),
-        backend: runner
-            .baseline()
-            .first_launch
-            .map_or(Backend::gpu(0, 0), |d| Backend::Gpu {
-                grid: [d.grid.0, d.grid.1, d.grid.2],
-                block: [d.block.0, d.block.1, d.block.2],
-            }),
-        name_devices: gpus.len() > 1 || gpu.ordinal() != 0,
-    };
-    let mut store = TrialStore::open(
-        request.out.as_deref(),
-        request.resume,
-        request.shard.map(|shard| StoreShard {
-            shard,
-            settings: crate::shard::settings(spec, request),
-        }),
-        identity,
-        &fingerprint(&all_units),
-    )?;
-    if store.resumed > 0 {
-        progress(TuneEvent::Resumed(store.resumed));
-    }
-
-    // The other devices' runners: the program built (the toolchain's caches make that one
-    // compile per architecture), loaded and run as written on each.
-    let mut others = gpus[1..]
-        .iter()
-        .map(|g| TrialRunner::new(g, spec, request.flags, opts.clone()))
-        .collect::<Result<Vec<_>, _>>()?;
-
-    // Eq. 3's references, timed once per device for the whole run (or taken from the resumed
-    // one), all devices at once: a speed-up is measured against its own device's references.
-    progress(TuneEvent::References);
-    let mut runners: Vec<&mut TrialRunner<'_>> = std::iter::once(&mut runner)
+    let mut others = devices::other_runners(gpus, spec, request)?;
+    let runners = std::iter::once(&mut runner)
         .chain(others.iter_mut())
         .collect();
-    let timed = device_references(&mut runners, gpus, &store, &request.policy)?;
-    let mut devices = Vec::with_capacity(gpus.len());
-    for ((runner, g), (references, measured)) in runners.into_iter().zip(gpus).zip(timed) {
-        let ordinal = g.ordinal() as u32;
-        for (which, (t, d)) in measured {
-            store.reference_measured(which, ordinal, t, d)?;
-        }
-        devices.push(Device {
-            runner,
-            ordinal,
-            references,
-        });
-    }
+    let Devices {
+        devices,
+        measurable,
+    } = devices::devices(
+        runners,
+        gpus,
+        &mut store,
+        &request.policy,
+        &mut notes,
+        progress,
+    )?;
     let references = devices[0].references;
-    progress(TuneEvent::Timed(references));
-    if devices.len() > 1 {
-        let each: Vec<String> = devices
-            .iter()
-            .map(|d| {
-                format!(
-                    "GPU {} {:.4}/{:.4} ms",
-                    d.ordinal, d.references.t64.median_ms, d.references.t32.median_ms
-                )
-            })
-            .collect();
-        notes.push(format!(
-            "the trials ran on {} GPUs, each timed against the f64/all-f32 programs timed on its own GPU: {}",
-            devices.len(),
-            each.join(", ")
-        ));
-    }
-    let measurable =
-        crate::noise::speedup(&references.t64, &references.t64, &references.t32).is_some();
-    if !measurable {
-        notes.push(format!(
-            "the all-f32 program ({:.4} ms) is not measurably faster than the f64 program ({:.4} ms): no speed-up in % of the ideal exists, so no performance threshold can be met and only mode 1 ran",
-            references.t32.median_ms, references.t64.median_ms
-        ));
-    }
-    // Accuracy-only trials without a JIT each: one switched build of everything per device.
-    for d in devices.iter_mut() {
-        if let Err(e) = d
-            .runner
-            .enable_switching(&Configuration::Demote(Demotion::all()))
-        {
-            notes.push(format!(
-                "GPU {}: every trial is a build of its own: {e}",
-                d.ordinal
-            ));
-        }
-    }
     let device_list: Vec<(u32, References)> =
         devices.iter().map(|d| (d.ordinal, d.references)).collect();
 
-    let resumed = store.resumed;
+    let plans = crate::plan::plans(request);
     let mut eval =
         GpuEvaluator::new(devices, all_units, request.policy, &mut store).stopping_on(stop);
-    let mut searches = Vec::new();
-    let plans = crate::plan::plans(request);
-    // In runs of one error threshold, which the evaluator is set to once per run.
-    for group in plans.chunk_by(|a, b| a.thresholds.error == b.thresholds.error) {
-        eval.set_error(group[0].thresholds.error);
-        for plan in group {
-            let (unit, name, mode, t) =
-                (plan.unit, plan.strategy.clone(), plan.mode, plan.thresholds);
-            progress(TuneEvent::Search {
-                label: label(&name, &t),
-            });
-            // Every search but mode 1 stops only on a measured speed-up: without a measurable
-            // ideal none can, and its trials would be spent for nothing.
-            if mode != 1 && !measurable {
-                searches.push(SearchEntry {
-                    label: label(&name, &t),
-                    unit,
-                    units: if mode == 0 { "variables" } else { "fisets" },
-                    search: Search {
-                        strategy: name.clone(),
-                        thresholds: t,
-                        chosen: None,
-                        chosen_trial: None,
-                        trials: 0,
-                        log: Vec::new(),
-                        first_met_at: None,
-                        unused_ahead: 0,
-                    },
-                    saved: None,
-                    detail: None,
-                });
-                continue;
-            }
-            let mut number = 0;
-            let mut report = |c: &Config, trial: &Trial| {
-                number += 1;
-                progress(TuneEvent::Trial {
-                    number,
-                    config: crate::store::config_key(c),
-                    trial: trial.clone(),
-                });
-            };
-            let name_label = label(&name, &t);
-            let (search, over) = if mode == 0 {
-                let mut sub = Sub {
-                    inner: &mut eval,
-                    map: &baseline_map,
-                };
-                let s = strategy::delta_debugging(&units.variables, &t, &mut sub, &mut report)?;
-                (s, "variables")
-            } else if mode == 4 {
-                let mut sub = Sub {
-                    inner: &mut eval,
-                    map: &mode_map,
-                };
-                match strategy::exhaustive(&units.fisets, &t, &mut sub, &mut report) {
-                    Ok(s) => (s, "fisets"),
-                    Err(e @ SearchError::TooManyUnits { .. }) => {
-                        notes.push(e.to_string());
-                        continue;
-                    }
-                    Err(e) => return Err(e.into()),
-                }
-            } else {
-                let mut sub = Sub {
-                    inner: &mut eval,
-                    map: &mode_map,
-                };
-                let m = Mode::from_number(mode).unwrap_or(Mode::ErrorFirst);
-                let s = strategy::mode(m, &units.fisets, &t, &mut sub, &mut report)?;
-                (s, "fisets")
-            };
-            let list = if over == "fisets" {
-                &units.fisets
-            } else {
-                &units.variables
-            };
-            let saved = match (&request.out, &search.chosen) {
-                (Some(dir), Some(c)) => Some(
-                    crate::save::save(
-                        &dir.join("configs"),
-                        &crate::save::slug(&name_label),
-                        list,
-                        c,
-                        &units.module,
-                        &spec.dir,
-                    )
-                    .map_err(|e| {
-                        TuneError::Save(format!("saving a configuration in {}: {e}", dir.display()))
-                    })?,
-                ),
-                _ => None,
-            };
-            searches.push(SearchEntry {
-                label: name_label,
-                unit,
-                units: over,
-                search,
-                saved,
-                detail: None,
-            });
-        }
-    }
+    let searching = Searching {
+        request,
+        spec,
+        units: &units,
+        maps: &maps,
+        measurable,
+    };
+    let mut searches = search::search_all(&mut eval, &plans, &searching, &mut notes, progress)?;
     let device_trials = eval.device_trials();
-    if eval.batches > 0 {
-        let busy: Vec<String> = device_list
-            .iter()
-            .zip(&eval.busy)
-            .map(|((o, _), b)| format!("GPU {o} {:.2} s", b.as_secs_f64()))
-            .collect();
-        notes.push(format!(
-            "{} batches of trials ran over the GPUs, busy {}",
-            eval.batches,
-            busy.join(", ")
-        ));
-    }
+    notes.extend(search::batches_note(&eval, &device_list));
     drop(eval);
-    details(
+
+    details::details(
         &mut runner,
         spec,
         request,
@@ -620,9 +341,9 @@ pub fn tune_until(
         flags: request.flags.name().to_string(),
         fisets: units.fisets,
         variables: units.variables,
-        shared: nm + nb,
-        math: nm,
-        buffers: nb,
+        shared: math + buffers,
+        math,
+        buffers,
         coverage,
         profile,
         references,
@@ -636,149 +357,6 @@ pub fn tune_until(
         resumed,
         notes,
         shard: request.shard,
-    })
-}
-
-/// Measures every chosen configuration's output elements and registers ([`crate::detail`]);
-/// a configuration that fails here is noted, not fatal (its search's result stands).
-fn details(
-    runner: &mut TrialRunner<'_>,
-    spec: &Spec,
-    request: &TuneRequest,
-    units: &ProgramUnits,
-    searches: &mut [SearchEntry],
-    notes: &mut Vec<String>,
-) {
-    if searches.iter().all(|s| s.search.chosen.is_none()) {
-        return;
-    }
-    let baseline = match crate::detail::baseline_outputs(runner) {
-        Ok(b) => b,
-        Err(e) => {
-            notes.push(format!(
-                "the outputs as written could not be read back: {e}"
-            ));
-            return;
-        }
-    };
-    let mut done: Vec<(&'static str, Config, Detail)> = Vec::new();
-    for s in searches.iter_mut() {
-        let Some(c) = s.search.chosen.clone() else {
-            continue;
-        };
-        if let Some((_, _, d)) = done.iter().find(|(u, k, _)| *u == s.units && *k == c) {
-            s.detail = Some(d.clone());
-            continue;
-        }
-        let list = if s.units == "fisets" {
-            &units.fisets
-        } else {
-            &units.variables
-        };
-        let dir = request.out.as_ref().map(|d| d.join("configs"));
-        let stem = crate::save::slug(&s.label);
-        let save = dir.as_deref().map(|d| (d, stem.as_str()));
-        match crate::detail::detail(runner, spec, list, &c, &baseline, save) {
-            Ok(d) => {
-                done.push((s.units, c, d.clone()));
-                s.detail = Some(d);
-            }
-            Err(e) => notes.push(format!("{}: measuring its elements: {e}", s.label)),
-        }
-    }
-}
-
-/// Profiling runs of the program as written (one warm-up): enough for a share of time, which
-/// only decides where demoting can pay.
-const PROFILE_RUNS: u32 = 5;
-
-/// Share of time, registers as written and with every FISet demoted, per kernel.
-fn profile(
-    runner: &mut TrialRunner<'_>,
-    profiles: &[FunctionProfile],
-    fisets: &[Unit],
-    notes: &mut Vec<String>,
-) -> Vec<KernelProfile> {
-    let times = match runner.kernel_times(&Configuration::AsWritten, PROFILE_RUNS) {
-        Ok(t) => t,
-        Err(e) => {
-            notes.push(format!("the time per kernel was not measured: {e}"));
-            Vec::new()
-        }
-    };
-    let f64_res = runner.baseline_resources().unwrap_or_default();
-    let everything: Config = (0..fisets.len()).collect();
-    let mixed_res = crate::gpu::configuration(fisets, &everything, "all fisets");
-    let mixed = runner
-        .ptx_of(&mixed_res)
-        .ok()
-        .flatten()
-        .and_then(|ptx| runner.resources(&ptx).ok())
-        .unwrap_or_default();
-    profiles
-        .iter()
-        .map(|p| {
-            let f = f64_res.iter().find(|(k, _)| *k == p.function).map(|r| r.1);
-            let m = mixed.iter().find(|(k, _)| *k == p.function).map(|r| r.1);
-            let t = times.iter().find(|t| t.kernel == p.function);
-            KernelProfile {
-                fisets: p.clone(),
-                share: t.map(|t| t.share),
-                time_ms: t.map(|t| t.median_ms),
-                launches: t.map(|t| t.launches),
-                registers_f64: f.map(|r| r.registers),
-                registers_mixed: m.map(|r| r.registers),
-                local_f64: f.map(|r| r.local_bytes),
-                local_mixed: m.map(|r| r.local_bytes),
-            }
-        })
-        .collect()
-}
-
-/// References a device timed, to be recorded: `(which, (time, digits))`.
-type Timed = Vec<(&'static str, (Time, f64))>;
-
-/// The f64 and all-f32 references of every runner (one per GPU of `gpus`), from the resumed
-/// store or timed now, the runners at the same time, each on its own GPU.
-fn device_references(
-    runners: &mut [&mut TrialRunner<'_>],
-    gpus: &[&Gpu],
-    store: &TrialStore,
-    policy: &TimingPolicy,
-) -> Result<Vec<(References, Timed)>, EvaluateError> {
-    let time = |runner: &mut TrialRunner<'_>, ordinal: u32| {
-        let mut measured: Timed = Vec::new();
-        let mut get = |which: &'static str, c: &Configuration| {
-            if let Some(r) = store.reference(which, ordinal) {
-                return Ok(r);
-            }
-            let r = reference_time(runner, c, policy)?;
-            measured.push((which, r));
-            Ok::<_, EvaluateError>(r)
-        };
-        let (t64, _) = get("f64", &Configuration::AsWritten)?;
-        let (t32, digits32) = get("all-f32", &Configuration::Demote(Demotion::all()))?;
-        Ok((References { t64, t32, digits32 }, measured))
-    };
-    std::thread::scope(|scope| {
-        let workers: Vec<_> = runners
-            .iter_mut()
-            .zip(gpus)
-            .map(|(runner, g)| {
-                let time = &time;
-                scope.spawn(move || time(runner, g.ordinal() as u32))
-            })
-            .collect();
-        workers
-            .into_iter()
-            .map(|w| {
-                w.join().unwrap_or_else(|_| {
-                    Err(EvaluateError::Fatal(
-                        "timing the references panicked".into(),
-                    ))
-                })
-            })
-            .collect()
     })
 }
 

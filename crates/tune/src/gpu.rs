@@ -11,7 +11,7 @@
 use crate::evaluate::{ErrorThreshold, Evaluate, Need, Trial};
 use crate::noise::{self, Time};
 use crate::store::{config_key, Measured, TrialStore};
-use crate::unit::{Config, Unit};
+use crate::unit::{Config, TuneUnit};
 use mantissa_gpu::{run_pool, PoolError};
 use mantissa_harness::config::{Demotion, MathCall, Selection};
 use mantissa_harness::{Configuration, TrialError, TrialOutcome, TrialRunner, TrialTiming};
@@ -126,7 +126,7 @@ impl Memory<'_> {
 
 /// What a measurement needs besides a device, shared by the devices' workers.
 struct Plan {
-    units: Vec<Unit>,
+    units: Vec<TuneUnit>,
     error: ErrorThreshold,
     policy: TimingPolicy,
     /// The references of every device, by ordinal.
@@ -325,7 +325,7 @@ pub enum EvaluateError {
 }
 
 /// The configuration that demotes the units of `config`.
-pub fn configuration(units: &[Unit], config: &Config, name: &str) -> Configuration {
+pub fn configuration(units: &[TuneUnit], config: &Config, name: &str) -> Configuration {
     let mut sites: Vec<Request> = Vec::new();
     for &u in config {
         sites.extend(units[u].sites.iter().cloned().map(Request::Site));
@@ -425,7 +425,7 @@ impl<'r, 'g> GpuEvaluator<'r, 'g> {
     /// with what `store` already holds (a resumed run) counted as known.
     pub fn new(
         devices: Vec<Device<'r, 'g>>,
-        units: Vec<Unit>,
+        units: Vec<TuneUnit>,
         policy: TimingPolicy,
         store: &'r mut TrialStore,
     ) -> Self {

@@ -3,7 +3,7 @@
 //! baseline, so that every claim is a comparison on the same program.
 //!
 //! The crate is split the way Kernel Tuner splits strategies from runners:
-//! - [`unit`](mod@unit): what a configuration is made of — [`Unit`]s (FISets, variables, math calls, buffers), each a
+//! - [`unit`](mod@unit): what a configuration is made of — [`TuneUnit`]s (FISets, variables, math calls, buffers), each a
 //!   set of PTX sites, f32 math functions or a buffer kept in f32 — and a [`Config`], a set of unit indices;
 //!   [`units`] makes them from the program's PTX and the shadow run's demotion errors.
 //! - [`evaluate`]: the one question a search asks, [`Evaluate::trial`]: run this configuration,
@@ -11,7 +11,9 @@
 //!   harness's trial runner, timing with the noise of [`noise`] and keeping every measurement in
 //!   [`store`]; tests answer it with simulated programs.
 //! - [`strategy`]: the searches (modes 1–3 over FISets, delta debugging over variables, the
-//!   exhaustive search of small cases). They know nothing of GPUs, PTX or files.
+//!   exhaustive search of small cases). They know nothing of GPUs, PTX or files. Each implements
+//!   [`strategy::Strategy`] and is one entry of [`strategy::STRATEGIES`], the one list the plan,
+//!   the flow, the tables and the CLI go through.
 //! - [`flow`]: one tuning run from a spec; [`text`], [`table`], [`page`] and [`save`]: what the user
 //!   gets, with [`chosen`] grouping the searches that chose one configuration.
 //! - [`plan`]: the run's searches in order, numbered — its work units, divided among the shards
@@ -44,4 +46,4 @@ pub mod units;
 
 pub use evaluate::{ErrorThreshold, Evaluate, Need, Thresholds, Trial};
 pub use strategy::{Mode, Search, SearchError};
-pub use unit::{Config, Unit, UnitKind};
+pub use unit::{Config, TuneUnit, TuneUnitKind};

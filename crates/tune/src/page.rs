@@ -11,6 +11,7 @@
 
 use crate::flow::TuneRun;
 use crate::store::config_key;
+use crate::strategy::Over;
 use mantissa_report::escape;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -52,7 +53,7 @@ struct Point {
 /// The scatter of every timed trial (see the module docs).
 pub fn scatter(run: &TuneRun) -> String {
     let mut series: Vec<String> = Vec::new();
-    let mut seen: BTreeMap<(String, &'static str), usize> = BTreeMap::new();
+    let mut seen: BTreeMap<(String, Over), usize> = BTreeMap::new();
     let mut points: Vec<Point> = Vec::new();
     for s in &run.searches {
         let name = s.search.strategy.clone();

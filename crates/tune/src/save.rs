@@ -3,7 +3,7 @@
 //! listing per source line of what became f32, with the line's text.
 
 use crate::gpu::configuration;
-use crate::unit::{Config, Unit};
+use crate::unit::{Config, TuneUnit};
 use mantissa_harness::Configuration;
 use mantissa_ptx::demote::candidates;
 use mantissa_ptx::site::Site;
@@ -28,7 +28,7 @@ pub fn slug(label: &str) -> String {
 
 /// The listing of `config`: per source line, the instructions demoted (opcodes), the units they
 /// belong to, and the line's text where the file can be read.
-pub fn listing(units: &[Unit], config: &Config, module: &Module, spec_dir: &Path) -> String {
+pub fn listing(units: &[TuneUnit], config: &Config, module: &Module, spec_dir: &Path) -> String {
     let opcode: HashMap<Site, String> = candidates(module)
         .into_iter()
         .map(|c| (c.site, c.opcode))
@@ -89,7 +89,7 @@ pub fn listing(units: &[Unit], config: &Config, module: &Module, spec_dir: &Path
 pub fn save(
     dir: &Path,
     name: &str,
-    units: &[Unit],
+    units: &[TuneUnit],
     config: &Config,
     module: &Module,
     spec_dir: &Path,

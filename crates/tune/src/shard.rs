@@ -12,8 +12,9 @@
 
 use crate::evaluate::ErrorThreshold;
 use crate::flow::{TuneRequest, TuneRun};
-use crate::plan::{plans_of, Plan, EXHAUSTIVE_MODE};
-use crate::unit::Unit;
+use crate::plan::{plans_of, SearchPlan};
+use crate::strategy::Selection;
+use crate::unit::TuneUnit;
 use mantissa_harness::Spec;
 use mantissa_report::Shard;
 use std::collections::BTreeMap;
@@ -80,7 +81,9 @@ const TOLERANCE: &str = "tolerance";
 
 /// The whole plan of the run whose manifest holds `settings` (the inverse of [`settings`] for
 /// what decides the searches).
-pub fn plans_of_settings(settings: &BTreeMap<String, String>) -> Result<Vec<Plan>, ShardError> {
+pub fn plans_of_settings(
+    settings: &BTreeMap<String, String>,
+) -> Result<Vec<SearchPlan>, ShardError> {
     let get = |k: &str| {
         settings.get(k).map(String::as_str).ok_or_else(|| {
             ShardError(format!(
@@ -116,19 +119,19 @@ pub fn plans_of_settings(settings: &BTreeMap<String, String>) -> Result<Vec<Plan
         let v = get(k)?;
         v.parse().map_err(|_| bad(k, v))
     };
-    Ok(plans_of(
-        &errors,
-        &speedups,
-        &modes,
-        flag("baseline")?,
-        flag("exhaustive")?,
-        None,
-    ))
+    let selection = Selection {
+        modes: &modes,
+        baseline: flag("baseline")?,
+        exhaustive: flag("exhaustive")?,
+    };
+    Ok(plans_of(&errors, &speedups, selection, None))
 }
 
 /// What must agree between shards for their searches to be of one unit list: each unit's kind,
 /// name and sites (the measured errors differ in their last bits from run to run).
-fn shape(units: &[Unit]) -> Vec<(crate::unit::UnitKind, &str, &[mantissa_ptx::site::Site])> {
+fn shape(
+    units: &[TuneUnit],
+) -> Vec<(crate::unit::TuneUnitKind, &str, &[mantissa_ptx::site::Site])> {
     units
         .iter()
         .map(|u| (u.kind, u.name.as_str(), u.sites.as_slice()))
@@ -144,7 +147,7 @@ fn shape(units: &[Unit]) -> Vec<(crate::unit::UnitKind, &str, &[mantissa_ptx::si
 /// missing or given twice, shards that found other units, and a document whose searches are
 /// not exactly its shard's part of the plan (an exhaustive search may be absent: a run leaves
 /// it out, with a note, when there are too many units for it).
-pub fn merge(runs: Vec<TuneRun>, plans: &[Plan]) -> Result<TuneRun, ShardError> {
+pub fn merge(runs: Vec<TuneRun>, plans: &[SearchPlan]) -> Result<TuneRun, ShardError> {
     let mut runs: Vec<(Shard, TuneRun)> = runs
         .into_iter()
         .map(|r| match r.shard {
@@ -226,17 +229,23 @@ pub fn merge(runs: Vec<TuneRun>, plans: &[Plan]) -> Result<TuneRun, ShardError> 
     Ok(merged)
 }
 
+/// Whether a run may leave `plan` out: its strategy refuses more units than it takes (the
+/// exhaustive search), and the run notes that instead of searching.
+fn may_be_left_out(plan: &SearchPlan) -> bool {
+    plan.strategy.max_units().is_some()
+}
+
 /// Refuses a document whose searches are not exactly `shard`'s part of `plans`, in order.
-fn check_searches(shard: Shard, run: &TuneRun, plans: &[Plan]) -> Result<(), ShardError> {
+fn check_searches(shard: Shard, run: &TuneRun, plans: &[SearchPlan]) -> Result<(), ShardError> {
     let mut next = plans
         .iter()
         .filter(|p| shard.owns(p.unit as u64))
         .peekable();
     for s in &run.searches {
-        // An exhaustive search the shard left out (too many units) is skipped over.
+        // A search the shard left out (too many units for its strategy) is skipped over.
         while next
             .peek()
-            .is_some_and(|p| p.unit < s.unit && p.mode == EXHAUSTIVE_MODE)
+            .is_some_and(|p| p.unit < s.unit && may_be_left_out(p))
         {
             next.next();
         }
@@ -252,7 +261,7 @@ fn check_searches(shard: Shard, run: &TuneRun, plans: &[Plan]) -> Result<(), Sha
             }
         }
     }
-    if let Some(p) = next.find(|p| p.mode != EXHAUSTIVE_MODE) {
+    if let Some(p) = next.find(|p| !may_be_left_out(p)) {
         return Err(ShardError(format!(
             "the document of shard {shard} lacks search {} ({}) of its plan: it is not a document of this run",
             p.unit,
@@ -269,13 +278,15 @@ mod tests {
     use crate::noise::Time;
 
     /// One error threshold, modes 1 and 2, speed-ups 10 and 50, the baseline: 5 searches.
-    fn whole_plan() -> Vec<Plan> {
+    fn whole_plan() -> Vec<SearchPlan> {
         plans_of(
             &[ErrorThreshold::Digits(3.0)],
             &[10.0, 50.0],
-            &[1, 2],
-            true,
-            false,
+            Selection {
+                modes: &[1, 2],
+                baseline: true,
+                exhaustive: false,
+            },
             None,
         )
     }
@@ -293,7 +304,7 @@ mod tests {
                 label: p.label(),
                 unit: p.unit,
                 search: crate::strategy::Search {
-                    strategy: p.strategy.clone(),
+                    strategy: p.strategy.name().to_string(),
                     thresholds: p.thresholds,
                     ..template.search.clone()
                 },
@@ -324,7 +335,7 @@ mod tests {
         let units: Vec<usize> = merged.searches.iter().map(|s| s.unit).collect();
         assert_eq!(units, [0, 1, 2, 3, 4]);
         let labels: Vec<String> = merged.searches.iter().map(|s| s.label.clone()).collect();
-        let want: Vec<String> = whole_plan().iter().map(Plan::label).collect();
+        let want: Vec<String> = whole_plan().iter().map(SearchPlan::label).collect();
         assert_eq!(labels, want);
         assert_eq!(merged.device_trials, 10 + 11 + 12);
         assert_eq!(merged.resumed, 3);
@@ -397,23 +408,27 @@ mod tests {
         let plans = plans_of(
             &[ErrorThreshold::Digits(3.0)],
             &[10.0],
-            &[1],
-            false,
-            true,
+            Selection {
+                modes: &[1],
+                baseline: false,
+                exhaustive: true,
+            },
             None,
         );
         let mut run = shard_run(0, 1);
         run.searches.truncate(1);
         run.searches[0].label = plans[0].label();
-        assert_eq!(plans[1].mode, EXHAUSTIVE_MODE);
+        assert_eq!(plans[1].strategy.name(), crate::strategy::EXHAUSTIVE);
         assert!(merge(vec![run.clone()], &plans).is_ok());
         // Not so a mode.
         let plans = plans_of(
             &[ErrorThreshold::Digits(3.0)],
             &[10.0],
-            &[1, 2],
-            false,
-            false,
+            Selection {
+                modes: &[1, 2],
+                baseline: false,
+                exhaustive: false,
+            },
             None,
         );
         let e = merge(vec![run], &plans).unwrap_err().to_string();

@@ -4,11 +4,8 @@
 //! search chose nothing. Plain text for terminals and Markdown for reports.
 
 use crate::evaluate::ErrorThreshold;
-use crate::strategy::{Search, DELTA_DEBUGGING, EXHAUSTIVE};
+use crate::strategy::{Search, STRATEGIES};
 use std::cmp::Ordering;
-
-/// The strategies in the seed's column order; any other name follows, in order of appearance.
-const STRATEGY_ORDER: [&str; 5] = ["mode 1", "mode 2", "mode 3", DELTA_DEBUGGING, EXHAUSTIVE];
 
 /// A column: one strategy under one performance threshold.
 #[derive(Debug, Clone, PartialEq)]
@@ -76,12 +73,13 @@ fn layout(searches: &[Search]) -> Layout {
         }
     }
     rows.sort_by(error_order);
-    // Stable sort: strategies outside STRATEGY_ORDER keep their order of appearance.
+    // Columns in the registry's order (the seed's); a strategy a document names that the
+    // registry lacks follows, in its order of appearance (stable sort).
     let rank = |name: &str| {
-        STRATEGY_ORDER
+        STRATEGIES
             .iter()
-            .position(|&k| k == name)
-            .unwrap_or(STRATEGY_ORDER.len())
+            .position(|s| s.name() == name)
+            .unwrap_or(STRATEGIES.len())
     };
     let first_seen = |name: &str| columns.iter().position(|c| c.strategy == name);
     let mut order: Vec<(usize, Option<usize>, Column)> = columns
@@ -256,6 +254,7 @@ pub fn html(searches: &[Search]) -> String {
 mod tests {
     use super::*;
     use crate::evaluate::{Thresholds, Trial};
+    use crate::strategy::{DELTA_DEBUGGING, EXHAUSTIVE};
     use crate::unit::Config;
 
     fn search(

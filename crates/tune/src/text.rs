@@ -4,7 +4,7 @@
 use crate::chosen::Choice;
 use crate::evaluate::Trial;
 use crate::flow::{SearchEntry, TuneRun};
-use crate::unit::Unit;
+use crate::unit::TuneUnit;
 use std::fmt::Write;
 
 /// One trial in a progress line: `0-2: 5.3 digits, 41.2% ±0.8 of the ideal (1.234 ms)`.
@@ -27,7 +27,7 @@ pub fn trial_line(config: &str, t: &Trial) -> String {
 }
 
 /// The units of `config` by name, the first three and a count when there are more.
-pub(crate) fn names(units: &[Unit], config: &crate::unit::Config) -> String {
+pub(crate) fn names(units: &[TuneUnit], config: &crate::unit::Config) -> String {
     let n: Vec<&str> = config.iter().map(|&u| units[u].name.as_str()).collect();
     if n.len() > 4 {
         format!("{} and {} more", n[..3].join(" + "), n.len() - 3)

@@ -1,4 +1,8 @@
 //! The units a tuning configuration is made of, and configurations as sets of them.
+//!
+//! Named [`TuneUnit`] and [`TuneUnitKind`] apart from `mantissa_ptx::units::Unit`, which is
+//! something else: one math call's instructions, which the PTX rewriter must leave alone. A
+//! tuning unit is what a configuration demotes as a whole (a math call among them).
 
 use mantissa_harness::config::MathCall;
 use mantissa_ptx::site::Site;
@@ -8,7 +12,7 @@ use std::collections::BTreeSet;
 /// What kind of thing a unit demotes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum UnitKind {
+pub enum TuneUnitKind {
     /// A FISet (seed 002 §4.2): f64 arithmetic whose inputs and outputs cross few conversions.
     Fiset,
     /// A variable (the delta-debugging baseline's unit): a web of f64 registers joined by moves,
@@ -24,9 +28,9 @@ pub enum UnitKind {
 /// One unit: the instructions (sites) it demotes, or the buffer it stores in f32, and what the
 /// static and shadow analyses say of it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Unit {
+pub struct TuneUnit {
     /// Its kind.
-    pub kind: UnitKind,
+    pub kind: TuneUnitKind,
     /// How reports name it: `fiset 3`, `variable %fd12`, `buffer pos`.
     pub name: String,
     /// The f64 instructions it demotes (empty for a buffer).

@@ -13,7 +13,8 @@
 //! differ (math calls), sites that do not match get no error, and [`ErrorCoverage`] says how
 //! many.
 
-use crate::unit::{Unit, UnitKind};
+use crate::strategy::Over;
+use crate::unit::{TuneUnit, TuneUnitKind};
 use mantissa_gpu::DType;
 use mantissa_harness::spec::StepKind;
 use mantissa_harness::{Configuration, Demotion, Spec, TrialError, TrialRunner};
@@ -31,11 +32,21 @@ pub struct ProgramUnits {
     /// The module the units' sites name (the rewrite's input).
     pub module: Module,
     /// FISets, in [`fisets`]'s order.
-    pub fisets: Vec<Unit>,
+    pub fisets: Vec<TuneUnit>,
     /// Variables, in [`variables`]'s order.
-    pub variables: Vec<Unit>,
+    pub variables: Vec<TuneUnit>,
     /// The FISet analysis's per-function profile and notes.
     pub report: FisetReport,
+}
+
+impl ProgramUnits {
+    /// The unit list a strategy over `over` searches.
+    pub fn list(&self, over: Over) -> &[TuneUnit] {
+        match over {
+            Over::Fisets => &self.fisets,
+            Over::Variables => &self.variables,
+        }
+    }
 }
 
 /// The PTX the runner demotes: the rewrite's input for the empty configuration.
@@ -94,8 +105,8 @@ pub fn program_units(module: Module, opts: &FisetOptions) -> ProgramUnits {
         .sets
         .iter()
         .enumerate()
-        .map(|(i, f)| Unit {
-            kind: UnitKind::Fiset,
+        .map(|(i, f)| TuneUnit {
+            kind: TuneUnitKind::Fiset,
             name: format!("fiset {} ({})", i + 1, where_(&f.lines)),
             sites: f.sites.clone(),
             buffers: Vec::new(),
@@ -109,8 +120,8 @@ pub fn program_units(module: Module, opts: &FisetOptions) -> ProgramUnits {
         .into_iter()
         .map(|v| {
             let lines = lines_of(&v.sites);
-            Unit {
-                kind: UnitKind::Variable,
+            TuneUnit {
+                kind: TuneUnitKind::Variable,
                 name: format!("variable {} ({})", v.registers.join("/"), where_(&lines)),
                 sites: v.sites,
                 buffers: Vec::new(),
@@ -133,7 +144,7 @@ pub fn program_units(module: Module, opts: &FisetOptions) -> ProgramUnits {
 /// the others why not (`store_f32`'s refusals: atomics on it, a pointer escaping, a fill…).
 /// Buffers joined by copy steps (heat2d's `u_new -> u`) must share a layout, so they make one
 /// unit together. Asking costs a rewrite on the CPU, no JIT.
-pub fn buffer_units(runner: &mut TrialRunner<'_>, spec: &Spec) -> (Vec<Unit>, Vec<String>) {
+pub fn buffer_units(runner: &mut TrialRunner<'_>, spec: &Spec) -> (Vec<TuneUnit>, Vec<String>) {
     let names: Vec<&str> = spec
         .buffers
         .iter()
@@ -178,8 +189,8 @@ pub fn buffer_units(runner: &mut TrialRunner<'_>, spec: &Spec) -> (Vec<Unit>, Ve
             ..Demotion::none()
         });
         match runner.ptx_of(&c) {
-            Ok(_) => units.push(Unit {
-                kind: UnitKind::Buffer,
+            Ok(_) => units.push(TuneUnit {
+                kind: TuneUnitKind::Buffer,
                 name,
                 sites: Vec::new(),
                 buffers: members,
@@ -199,11 +210,11 @@ pub fn buffer_units(runner: &mut TrialRunner<'_>, spec: &Spec) -> (Vec<Unit>, Ve
 /// stop at calls; a math-heavy program's f32 speed-up is mostly in its math functions, so both
 /// searches get them as units of their own (searched after the FISets: the shadow run does not
 /// measure a whole function's demotion error).
-pub fn math_units(module: &Module) -> Vec<Unit> {
+pub fn math_units(module: &Module) -> Vec<TuneUnit> {
     mantissa_harness::config::math_calls(module)
         .into_iter()
-        .map(|c| Unit {
-            kind: UnitKind::Math,
+        .map(|c| TuneUnit {
+            kind: TuneUnitKind::Math,
             name: format!("{} at line {}", c.function, c.line),
             sites: Vec::new(),
             buffers: Vec::new(),
@@ -244,7 +255,7 @@ pub fn site_errors(run: &ShadowRun, plain: &Module, pinned: &Module) -> HashMap<
 
 /// Gives every unit the sum of its sites' errors; units none of whose sites was measured keep
 /// `None` (searched last by modes 1 and 2).
-pub fn attach_errors(units: &mut [Unit], errors: &HashMap<Site, f64>, cov: &mut ErrorCoverage) {
+pub fn attach_errors(units: &mut [TuneUnit], errors: &HashMap<Site, f64>, cov: &mut ErrorCoverage) {
     for u in units {
         let mut sum = 0.0;
         let mut any = false;

@@ -98,7 +98,7 @@ fn the_tuner_finds_the_known_best_configuration_and_it_reproduces() {
     assert!(p.time_ms.is_some_and(|t| t > 0.0), "{p:?}");
 
     let (loop_line, cancel_line) = (marked("loop"), marked("cancel"));
-    let holds = |u: &mantissa_tune::Unit, line: u32| u.lines.iter().any(|(_, l)| *l == line);
+    let holds = |u: &mantissa_tune::TuneUnit, line: u32| u.lines.iter().any(|(_, l)| *l == line);
     let loop_sets: Vec<usize> = (0..run.fisets.len())
         .filter(|&i| holds(&run.fisets[i], loop_line))
         .collect();
@@ -343,12 +343,21 @@ fn trials_over_two_devices_answer_as_on_one() {
         for attempt in 0.. {
             let _ = std::fs::remove_dir_all(base.join(dir));
             let run = tune(gpus, &spec, &req, &mut |_| {}).unwrap_or_else(|e| panic!("{e}"));
-            println!("{dir}, attempt {attempt}:\n{}", mantissa_tune::text::render(&run));
-            let unmeasured = run.notes.iter().any(|n| n.contains("not measurably faster"));
+            println!(
+                "{dir}, attempt {attempt}:\n{}",
+                mantissa_tune::text::render(&run)
+            );
+            let unmeasured = run
+                .notes
+                .iter()
+                .any(|n| n.contains("not measurably faster"));
             if !unmeasured {
                 return run;
             }
-            assert!(attempt < 2, "the ideal speed-up was not measurable three times");
+            assert!(
+                attempt < 2,
+                "the ideal speed-up was not measurable three times"
+            );
         }
         unreachable!()
     };

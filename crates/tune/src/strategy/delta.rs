@@ -23,9 +23,53 @@
 //! exist elsewhere (the exhaustive search finds it on small cases). When nothing passes, `chosen`
 //! is `None`; then demoting everything, every single unit alone and every "all but one" failed.
 
-use super::{Runner, Search, SearchError, DELTA_DEBUGGING};
+use super::{Aborted, Over, Runner, Search, SearchError, Selector, Speedups, Strategy};
 use crate::evaluate::{Evaluate, Thresholds, Trial};
-use crate::unit::{Config, Unit};
+use crate::unit::{Config, TuneUnit};
+
+/// Its name, as [`Search::strategy`] and tables write it.
+pub const DELTA_DEBUGGING: &str = "delta debugging";
+
+/// The baseline as a [`Strategy`]: over variables (Precimonious's unit), asked for by
+/// `--baseline`, after the modes.
+pub struct DeltaDebugging;
+
+impl Strategy for DeltaDebugging {
+    fn name(&self) -> &'static str {
+        DELTA_DEBUGGING
+    }
+
+    fn over(&self) -> Over {
+        Over::Variables
+    }
+
+    /// Without a performance threshold it still runs, passing any speed-up outside the noise.
+    fn speedups(&self) -> Speedups {
+        Speedups::EachOrNone
+    }
+
+    fn needs_ideal(&self) -> bool {
+        true
+    }
+
+    fn selector(&self) -> Selector {
+        Selector::Baseline
+    }
+
+    fn place(&self) -> u32 {
+        1
+    }
+
+    fn run(
+        &self,
+        units: &[TuneUnit],
+        thresholds: &Thresholds,
+        eval: &mut dyn Evaluate<Error = Aborted>,
+        progress: &mut dyn FnMut(&Config, &Trial),
+    ) -> Result<Search, SearchError<Aborted>> {
+        delta_debugging(units, thresholds, eval, progress)
+    }
+}
 
 /// `kept` split into `n` contiguous parts of near-equal size (the first `len mod n` one longer).
 /// `n` is at most `kept.len()`, so no part is empty.
@@ -43,8 +87,8 @@ fn split(kept: &[usize], n: usize) -> Vec<&[usize]> {
 
 /// Runs the delta-debugging baseline (see the module docs for the test and the guarantee) under
 /// both thresholds. `progress` sees each trial as it completes.
-pub fn delta_debugging<V: Evaluate>(
-    units: &[Unit],
+pub fn delta_debugging<V: Evaluate + ?Sized>(
+    units: &[TuneUnit],
     thresholds: &Thresholds,
     eval: &mut V,
     progress: &mut dyn FnMut(&Config, &Trial),

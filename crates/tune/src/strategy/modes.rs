@@ -8,9 +8,9 @@
 //! then add units in the same order of promise until everything is demoted. That is at most
 //! 2n − 1 trials, linear like the seed's search (its trial counts in Table 4 stay under φ).
 
-use super::{passes, Runner, Search, SearchError};
+use super::{passes, Aborted, Over, Runner, Search, SearchError, Selector, Speedups, Strategy};
 use crate::evaluate::{Evaluate, Thresholds, Trial};
-use crate::unit::{Config, Unit};
+use crate::unit::{Config, TuneUnit};
 use serde::{Deserialize, Serialize};
 use std::cmp::Ordering;
 
@@ -41,16 +41,6 @@ impl Mode {
         }
     }
 
-    /// The mode of a seed number; `None` for anything but 1, 2 and 3.
-    pub fn from_number(n: u8) -> Option<Mode> {
-        Mode::ALL.into_iter().find(|m| m.number() == n)
-    }
-
-    /// Its name in a [`Search`] and in tables: `mode 1`, `mode 2`, `mode 3`.
-    pub fn name(self) -> String {
-        format!("mode {}", self.number())
-    }
-
     /// The thresholds the mode searches under: mode 1 has no performance threshold (the seed:
     /// "the user provides only an error threshold"), so any threshold given is dropped.
     pub fn thresholds(self, t: &Thresholds) -> Thresholds {
@@ -72,6 +62,52 @@ impl Mode {
     }
 }
 
+/// The modes are one strategy each, selected by their number in `--mode`, all in the plan's
+/// first place.
+impl Strategy for Mode {
+    fn name(&self) -> &'static str {
+        match self {
+            Mode::ErrorOnly => "mode 1",
+            Mode::ErrorFirst => "mode 2",
+            Mode::SpeedFirst => "mode 3",
+        }
+    }
+
+    fn over(&self) -> Over {
+        Over::Fisets
+    }
+
+    fn speedups(&self) -> Speedups {
+        match self {
+            Mode::ErrorOnly => Speedups::Ignored,
+            Mode::ErrorFirst | Mode::SpeedFirst => Speedups::Each,
+        }
+    }
+
+    /// Mode 1 stops on the error threshold alone; modes 2 and 3 on a speed-up too.
+    fn needs_ideal(&self) -> bool {
+        *self != Mode::ErrorOnly
+    }
+
+    fn selector(&self) -> Selector {
+        Selector::Mode(self.number())
+    }
+
+    fn place(&self) -> u32 {
+        0
+    }
+
+    fn run(
+        &self,
+        units: &[TuneUnit],
+        thresholds: &Thresholds,
+        eval: &mut dyn Evaluate<Error = Aborted>,
+        progress: &mut dyn FnMut(&Config, &Trial),
+    ) -> Result<Search, SearchError<Aborted>> {
+        mode(*self, units, thresholds, eval, progress)
+    }
+}
+
 /// Ascending by a key that some units lack: the units with the key first, in its order, the others
 /// last; ties (and the units without) by index, so the order is stable and reproducible.
 fn by_key(a: (usize, Option<f64>), b: (usize, Option<f64>)) -> Ordering {
@@ -86,7 +122,7 @@ fn by_key(a: (usize, Option<f64>), b: (usize, Option<f64>)) -> Ordering {
 
 /// The unit indices in the order the mode visits them: modes 1 and 2 by increasing `error`,
 /// mode 3 by decreasing `r_ac`; units without the key last; ties by index.
-pub fn order(mode: Mode, units: &[Unit]) -> Vec<usize> {
+pub fn order(mode: Mode, units: &[TuneUnit]) -> Vec<usize> {
     let mut keyed: Vec<(usize, Option<f64>)> = units
         .iter()
         .enumerate()
@@ -104,7 +140,7 @@ pub fn order(mode: Mode, units: &[Unit]) -> Vec<usize> {
 /// the order they are tried: each unit alone in the mode's [`order`], then the unions of the
 /// first k units for k = 2..n. [`mode`] leaves out of the unions every unit that missed the
 /// error threshold alone (see there).
-pub fn candidates(mode: Mode, units: &[Unit]) -> Vec<Config> {
+pub fn candidates(mode: Mode, units: &[TuneUnit]) -> Vec<Config> {
     let order = order(mode, units);
     let singles = order.iter().map(|&i| Config::from([i]));
     let unions = (2..=order.len()).map(|k| order[..k].iter().copied().collect());
@@ -121,9 +157,9 @@ pub fn candidates(mode: Mode, units: &[Unit]) -> Vec<Config> {
 /// without stopping. Modes 2 and 3 without a performance threshold stop at the first candidate
 /// that is accurate enough *and* faster than f64 beyond the noise ([`Trial::meets_speed`]).
 /// `progress` sees each trial as it completes.
-pub fn mode<V: Evaluate>(
+pub fn mode<V: Evaluate + ?Sized>(
     mode: Mode,
-    units: &[Unit],
+    units: &[TuneUnit],
     thresholds: &Thresholds,
     eval: &mut V,
     progress: &mut dyn FnMut(&Config, &Trial),
@@ -137,7 +173,7 @@ pub fn mode<V: Evaluate>(
         let single = Config::from([i]);
         let trial = runner.trial(&single)?;
         if mode.stops_at(trial, &thresholds) {
-            return Ok(runner.finish(&mode.name(), Some(single)));
+            return Ok(runner.finish(mode.name(), Some(single)));
         }
         if trial.meets_error(&thresholds) {
             accurate.push(i);
@@ -148,8 +184,8 @@ pub fn mode<V: Evaluate>(
         runner.ahead((k..=accurate.len()).map(union_of))?;
         let union = union_of(k);
         if mode.stops_at(runner.trial(&union)?, &thresholds) {
-            return Ok(runner.finish(&mode.name(), Some(union)));
+            return Ok(runner.finish(mode.name(), Some(union)));
         }
     }
-    Ok(runner.finish(&mode.name(), None))
+    Ok(runner.finish(mode.name(), None))
 }

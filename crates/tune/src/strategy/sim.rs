@@ -3,7 +3,7 @@
 //! rely on (each configuration asked once, timing skipped when the error threshold is missed).
 
 use crate::evaluate::{ErrorThreshold, Evaluate, Need, Trial};
-use crate::unit::{Config, Unit, UnitKind};
+use crate::unit::{Config, TuneUnit, TuneUnitKind};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::collections::BTreeSet;
@@ -73,12 +73,12 @@ impl Sim {
     }
 
     /// The units the strategies see.
-    pub fn units(&self) -> Vec<Unit> {
+    pub fn units(&self) -> Vec<TuneUnit> {
         self.units
             .iter()
             .enumerate()
-            .map(|(i, u)| Unit {
-                kind: UnitKind::Fiset,
+            .map(|(i, u)| TuneUnit {
+                kind: TuneUnitKind::Fiset,
                 name: format!("fiset {i}"),
                 sites: Vec::new(),
                 buffers: Vec::new(),

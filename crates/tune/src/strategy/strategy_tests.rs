@@ -4,7 +4,7 @@
 use super::sim::{random, Sim, SimUnit};
 use super::*;
 use crate::evaluate::ErrorThreshold;
-use crate::unit::Unit;
+use crate::unit::TuneUnit;
 
 fn cfg(units: &[usize]) -> Config {
     units.iter().copied().collect()
@@ -91,8 +91,8 @@ fn check_bookkeeping(search: &Search, sim: &Sim, progress: &[Config]) {
 
 #[test]
 fn order_puts_units_without_the_key_last_and_breaks_ties_by_index() {
-    let unit = |error, r_ac| Unit {
-        kind: crate::UnitKind::Fiset,
+    let unit = |error, r_ac| TuneUnit {
+        kind: crate::TuneUnitKind::Fiset,
         name: String::new(),
         sites: Vec::new(),
         buffers: Vec::new(),
@@ -309,7 +309,7 @@ fn a_failed_trial_is_never_chosen() {
 #[test]
 fn an_evaluator_error_stops_every_search() {
     let t = thresholds(6.0, Some(40.0));
-    type Run = fn(&[Unit], &Thresholds, &mut Sim) -> Result<Search, SearchError<String>>;
+    type Run = fn(&[TuneUnit], &Thresholds, &mut Sim) -> Result<Search, SearchError<String>>;
     let runs: [Run; 4] = [
         |u, t, s| mode(Mode::ErrorFirst, u, t, s, &mut |_, _| {}),
         |u, t, s| mode(Mode::SpeedFirst, u, t, s, &mut |_, _| {}),
@@ -512,7 +512,7 @@ fn running_ahead_on_several_devices_changes_no_search_and_saves_rounds() {
         let digits = [3.0, 5.0, 7.0][seed as usize % 3];
         let t = thresholds(digits, Some([5.0, 10.0, 20.0][(seed / 3) as usize % 3]));
         let base = random(n, seed, digits);
-        type Run = fn(&[Unit], &Thresholds, &mut Sim) -> Search;
+        type Run = fn(&[TuneUnit], &Thresholds, &mut Sim) -> Search;
         let runs: [Run; 5] = [
             |u, t, s| mode(Mode::ErrorOnly, u, t, s, &mut |_, _| {}).unwrap(),
             |u, t, s| mode(Mode::ErrorFirst, u, t, s, &mut |_, _| {}).unwrap(),
