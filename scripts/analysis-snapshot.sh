@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The behaviour that a refactoring must keep (issue 38): every shipped example through `run`
-# (output buffers saved as .npy, as written and demoted), `shadow --json` (all analyses),
+# (output buffers saved as .npy, as written and demoted: kept as their SHA-256), `shadow --json` (all analyses),
 # `diff --json` (against the spec's references, or against `strict` where it has none) and
 # `tune --json` (mode 1, and the exhaustive search on the small relax, which decide on digits
 # alone). Writes
-# OUT/<command>/<example>.{json,err} and OUT/run/<example>/*.npy; each command's exit status is
+# OUT/<command>/<example>.{json,err} and OUT/run/<example>.sha256; each command's exit status is
 # in OUT/status.txt. Compare two snapshots with scripts/analysis-compare.py (timings aside).
 # Needs a GPU. Usage: scripts/analysis-snapshot.sh MANTISSA OUT [BUDGET_SECONDS]
 set -uo pipefail
@@ -23,6 +23,9 @@ specs=$(ls examples/kernels/*/*.toml examples/shadow/*.toml examples/tune/*.toml
 for spec in $specs; do
   name=$(basename "$spec" .toml)
   cell "$name" run run "$spec" --json --repeats 0 --demote none,all --save "$out/run/$name"
+  # The buffers by their hashes (the .npy files themselves are megabytes each).
+  (cd "$out/run" && find "$name" -name '*.npy' | sort | xargs -r sha256sum > "$name.sha256")
+  rm -rf "${out:?}/run/$name"
 done
 for spec in $specs; do
   name=$(basename "$spec" .toml)

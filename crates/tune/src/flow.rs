@@ -19,7 +19,7 @@ use crate::units::{
 };
 use mantissa_gpu::{FlagSet, Gpu};
 use mantissa_harness::{
-    Configuration, Demotion, RunnerOptions, Spec, TrialError, TrialRunner, TrialTiming,
+    Base, Configuration, Demotion, RunnerOptions, Spec, TrialError, TrialRunner, TrialTiming,
 };
 use mantissa_ptx::fiset::{FisetOptions, FunctionProfile};
 use mantissa_report::{Backend, Shard};
@@ -335,8 +335,9 @@ pub fn tune_until(
 
     // The demotion error of every f64 instruction: seed 002 §4.5's shadow run.
     progress(TuneEvent::Shadow);
-    let shadow = mantissa_shadow::analyse(
+    let shadow = mantissa_shadow::analyse_on(
         gpu,
+        &mut runner,
         spec,
         &ShadowRequest {
             flags: request.flags,
@@ -349,9 +350,9 @@ pub fn tune_until(
         },
         &mut |_| {},
     )?;
-    let plain = mantissa_ptx::parse(&runner.built().ptx).module;
-    let pinned = runner.pinned(&plain);
-    let errors = site_errors(&shadow, &plain, &pinned.module);
+    let plain = runner.base_module(&Base::AsBuilt)?;
+    let pinned = runner.base_module(&Base::Pinned)?;
+    let errors = site_errors(&shadow, &plain.module, &pinned.module);
     let mut coverage = ErrorCoverage::default();
     attach_errors(&mut units.fisets, &errors, &mut coverage);
     attach_errors(&mut units.variables, &errors, &mut coverage);
@@ -710,10 +711,7 @@ fn profile(
     let everything: Config = (0..fisets.len()).collect();
     let mixed_res = crate::gpu::configuration(fisets, &everything, "all fisets");
     let mixed = runner
-        .ptx_of(&mixed_res)
-        .ok()
-        .flatten()
-        .and_then(|ptx| runner.resources(&ptx).ok())
+        .configuration_resources(&mixed_res)
         .unwrap_or_default();
     profiles
         .iter()

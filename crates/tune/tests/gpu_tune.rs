@@ -343,12 +343,21 @@ fn trials_over_two_devices_answer_as_on_one() {
         for attempt in 0.. {
             let _ = std::fs::remove_dir_all(base.join(dir));
             let run = tune(gpus, &spec, &req, &mut |_| {}).unwrap_or_else(|e| panic!("{e}"));
-            println!("{dir}, attempt {attempt}:\n{}", mantissa_tune::text::render(&run));
-            let unmeasured = run.notes.iter().any(|n| n.contains("not measurably faster"));
+            println!(
+                "{dir}, attempt {attempt}:\n{}",
+                mantissa_tune::text::render(&run)
+            );
+            let unmeasured = run
+                .notes
+                .iter()
+                .any(|n| n.contains("not measurably faster"));
             if !unmeasured {
                 return run;
             }
-            assert!(attempt < 2, "the ideal speed-up was not measurable three times");
+            assert!(
+                attempt < 2,
+                "the ideal speed-up was not measurable three times"
+            );
         }
         unreachable!()
     };
