@@ -21,9 +21,10 @@ use crate::search::{search, Found, Outcome};
 use mantissa_gpu::{DType, FlagSet, Gpu, HostData, Timing};
 use mantissa_harness::compare::{compare, output_values};
 use mantissa_harness::spec::{OutputSpec, Tolerance};
-use mantissa_harness::trial::build::build_module;
-use mantissa_harness::{RunnerOptions, Spec, SpecError, TrialError, TrialRunner, TrialTiming};
-use mantissa_ptx::pass::cause::{candidates, switch, Candidate, SwitchError};
+use mantissa_harness::{
+    pipelines, Base, RunnerOptions, Spec, SpecError, TrialError, TrialRunner, TrialTiming, Variant,
+};
+use mantissa_ptx::pass::cause::{candidates, Candidate, SwitchError};
 use serde::Serialize;
 
 /// What the outputs are compared with.
@@ -298,18 +299,18 @@ fn differing(values: &Values, reference: &Values) -> Vec<u64> {
         .collect()
 }
 
-/// Runs `ptx` as a trial and returns its outputs' values.
-fn trial(runner: &mut TrialRunner, spec: &Spec, ptx: &str) -> Result<Values, DiffError> {
-    Ok(trial_with_outputs(runner, spec, ptx)?.0)
+/// Runs `program` as a trial and returns its outputs' values.
+fn trial(runner: &mut TrialRunner, spec: &Spec, program: &Variant) -> Result<Values, DiffError> {
+    Ok(trial_with_outputs(runner, spec, program)?.0)
 }
 
 /// [`trial`], with the output buffers as downloaded.
 fn trial_with_outputs(
     runner: &mut TrialRunner,
     spec: &Spec,
-    ptx: &str,
+    program: &Variant,
 ) -> Result<(Values, Downloaded), DiffError> {
-    let (outcome, _) = runner.run_instrumented(ptx, &[], TrialTiming::AccuracyOnly)?;
+    let (outcome, _) = runner.run_variant(program, TrialTiming::AccuracyOnly)?;
     Ok((values_of(spec, &outcome.downloaded)?, outcome.downloaded))
 }
 
@@ -343,52 +344,52 @@ fn searched(list: &[Candidate], against: Against) -> Vec<usize> {
         .collect()
 }
 
-/// What measuring after the search needs: the runner, the program as written (its PTX, module
-/// and candidates) and the reference its outputs are compared with.
+/// What measuring after the search needs: the runner, the candidates of the program as
+/// written and the reference its outputs are compared with.
 pub(crate) struct Session<'s, 'g> {
     pub(crate) gpu: &'g Gpu,
     pub(crate) runner: &'s mut TrialRunner<'g>,
     pub(crate) spec: &'s Spec,
     pub(crate) request: DiffRequest,
-    pub(crate) ptx: String,
-    pub(crate) module: mantissa_ptx::Module,
     pub(crate) list: Vec<Candidate>,
     pub(crate) reference: Values,
 }
 
 impl Session<'_, '_> {
-    /// Runs `ptx` as a timed trial (the request's repetitions after two warm-ups): its outputs'
-    /// values and the harness's timing of the step sequence.
-    pub(crate) fn timed(&mut self, ptx: &str) -> Result<(Values, Option<Timing>), DiffError> {
-        let (values, timing, _) = self.timed_with_outputs(ptx)?;
+    /// Runs `program` as a timed trial (the request's repetitions after two warm-ups): its
+    /// outputs' values and the harness's timing of the step sequence.
+    pub(crate) fn timed(
+        &mut self,
+        program: &Variant,
+    ) -> Result<(Values, Option<Timing>), DiffError> {
+        let (values, timing, _) = self.timed_with_outputs(program)?;
         Ok((values, timing))
     }
 
-    /// The output buffers of `ptx` run once, untimed.
-    pub(crate) fn outputs_of(&mut self, ptx: &str) -> Result<Downloaded, DiffError> {
-        Ok(trial_with_outputs(self.runner, self.spec, ptx)?.1)
+    /// The output buffers of `program` run once, untimed.
+    pub(crate) fn outputs_of(&mut self, program: &Variant) -> Result<Downloaded, DiffError> {
+        Ok(trial_with_outputs(self.runner, self.spec, program)?.1)
     }
 
     /// [`Session::timed`], with the output buffers of the checked run as downloaded.
     pub(crate) fn timed_with_outputs(
         &mut self,
-        ptx: &str,
+        program: &Variant,
     ) -> Result<(Values, Option<Timing>, Downloaded), DiffError> {
         let timing = TrialTiming::Timed {
             warmup: 2,
             repeats: self.request.repeats,
         };
-        let (outcome, _) = self.runner.run_instrumented(ptx, &[], timing)?;
+        let (outcome, _) = self.runner.run_variant(program, timing)?;
         let values = values_of(self.spec, &outcome.downloaded)?;
         Ok((values, outcome.timing, outcome.downloaded))
     }
 
-    /// The program as written with the candidates `chosen` switched, and what each pass did.
-    pub(crate) fn switched(
-        &self,
-        chosen: &[usize],
-    ) -> Result<mantissa_ptx::pass::PipelineRun, DiffError> {
-        Ok(switch(&self.module, &self.list, chosen)?)
+    /// The program as written with the candidates `chosen` switched, made by the runner (its
+    /// reports say what each cause pass did).
+    pub(crate) fn switched(&mut self, chosen: &[usize]) -> Result<Variant, DiffError> {
+        let recipe = pipelines::causes(&self.list, chosen)?;
+        Ok(self.runner.make(recipe)?)
     }
 
     /// Each output of `values` against the reference, with the harness's error metrics.
@@ -446,9 +447,10 @@ pub fn diff(
         ..RunnerOptions::default()
     };
     let mut runner = TrialRunner::new(gpu, spec, request.flags, opts)?;
-    let ptx = runner.built().ptx.clone();
-    let (first, first_outputs) = trial_with_outputs(&mut runner, spec, &ptx)?;
-    let second = trial(&mut runner, spec, &ptx)?;
+    // Run as every trial is: its PTX JIT-compiled by the driver, in this runner.
+    let as_built = runner.make(pipelines::as_built())?;
+    let (first, first_outputs) = trial_with_outputs(&mut runner, spec, &as_built)?;
+    let second = trial(&mut runner, spec, &as_built)?;
     let unstable: Vec<String> = spec
         .outputs
         .iter()
@@ -468,7 +470,6 @@ pub fn diff(
                 .into(),
         );
     }
-    let mut strict_ptx: Option<String> = None;
     let reference: Values = match request.against {
         Against::Reference => {
             let refs = mantissa_harness::data::references(spec)?;
@@ -487,12 +488,8 @@ pub fn diff(
         Against::Flags(other) => {
             // Run as every trial is: its PTX JIT-compiled by the driver, in this runner.
             progress(DiffEvent::Other(other.name()));
-            let built = build_module(gpu, spec, other)
-                .map_err(|message| DiffError::Trial(TrialError::Build { message }))?;
-            if other == FlagSet::STRICT {
-                strict_ptx = Some(built.ptx.clone());
-            }
-            trial(&mut runner, spec, &built.ptx)?
+            let other = runner.make(pipelines::other_build(other))?;
+            trial(&mut runner, spec, &other)?
         }
     };
     let as_written = differing(&first, &reference);
@@ -503,20 +500,18 @@ pub fn diff(
             against: request.against.name(),
         });
     }
-    if request.flags == FlagSet::STRICT {
-        strict_ptx = Some(ptx.clone());
-    }
-    if strict_ptx.is_none() {
-        match build_module(gpu, spec, FlagSet::STRICT) {
-            Ok(b) => strict_ptx = Some(b.ptx),
-            Err(e) => notes.push(format!(
-                "the strict build failed ({e}): every fma is a contraction candidate"
-            )),
+    let strict = match runner.base_module(&Base::Built(FlagSet::STRICT)) {
+        Ok(b) => Some(b),
+        Err(TrialError::Build { message }) => {
+            notes.push(format!(
+                "the strict build failed ({message}): every fma is a contraction candidate"
+            ));
+            None
         }
-    }
-    let module = mantissa_ptx::parse(&ptx).module;
-    let strict = strict_ptx.map(|p| mantissa_ptx::parse(&p).module);
-    let list = candidates(&module, strict.as_ref());
+        Err(e) => return Err(e.into()),
+    };
+    let module = runner.base_module(&Base::AsBuilt)?;
+    let list = candidates(&module.module, strict.as_ref().map(|b| &b.module));
     let switchable = searched(&list, request.against);
     progress(DiffEvent::Candidates {
         differing: total,
@@ -529,7 +524,7 @@ pub fn diff(
     let mut within: Vec<Vec<usize>> = Vec::new();
     let found: Found = search(switchable.len(), total, |set| {
         let chosen: Vec<usize> = set.iter().map(|&k| switchable[k]).collect();
-        let switched = switch(&module, &list, &chosen)?.module.to_string();
+        let switched = runner.make(pipelines::causes(&list, &chosen)?)?;
         let values = trial(&mut runner, spec, &switched)?;
         if within_tolerance(spec, &values, &reference) {
             within.push(chosen);
@@ -548,12 +543,12 @@ pub fn diff(
     let with_all = if minimal.is_empty() {
         first.clone()
     } else {
-        let switched = switch(&module, &list, &minimal)?.module.to_string();
+        let switched = runner.make(pipelines::causes(&list, &minimal)?)?;
         trial(&mut runner, spec, &switched)?
     };
     let mut blamed = Vec::new();
     for &c in &minimal {
-        let switched = switch(&module, &list, &[c])?.module.to_string();
+        let switched = runner.make(pipelines::causes(&list, &[c])?)?;
         let values = trial(&mut runner, spec, &switched)?;
         blamed.push(Blamed {
             candidate: c,
@@ -562,7 +557,7 @@ pub fn diff(
         });
     }
     let members: Vec<&Candidate> = minimal.iter().map(|&c| &list[c]).collect();
-    let (checks, note) = crate::sass::check(&ptx, &members);
+    let (checks, note) = crate::sass::check(&runner.built().ptx, &members);
     for (b, check) in blamed.iter_mut().zip(checks) {
         b.sass = check;
     }
@@ -589,22 +584,25 @@ pub fn diff(
     }
     let effect_trials = minimal.len() + usize::from(!minimal.is_empty());
     let unexplained = remaining.iter().sum::<u64>() > 0;
-    let math = math_functions(gpu, spec, request.flags, &ptx, unexplained, &mut |name| {
-        progress(DiffEvent::MathFunction(name.to_string()))
-    });
+    let math = math_functions(
+        gpu,
+        spec,
+        request.flags,
+        &module.module,
+        unexplained,
+        &mut |name| progress(DiffEvent::MathFunction(name.to_string())),
+    );
     let mut session = Session {
         gpu,
         runner: &mut runner,
         spec,
         request: *request,
-        ptx,
-        module,
         list,
         reference,
     };
     let (mut naive_time, mut costs, mut builds) = (None, Vec::new(), Vec::new());
     if request.repeats > 0 {
-        let (_, t) = session.timed(&session.ptx.clone())?;
+        let (_, t) = session.timed(&as_built)?;
         naive_time = t;
         let mut measured = Vec::new();
         if let Some(naive) = &naive_time {

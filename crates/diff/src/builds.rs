@@ -35,11 +35,11 @@
 use crate::analyse::{DiffError, DiffEvent, Downloaded, Session, Values};
 use crate::cost::{LineCost, Relative};
 use mantissa_gpu::{FlagSet, Timing};
-use mantissa_harness::trial::build::build_module;
+use mantissa_harness::{pipelines, Base, Recipe, TrialError, Variant};
 use mantissa_ptx::model::Module;
-use mantissa_ptx::pass::cause::{switch, Candidate, Cause, CauseReport, SwitchError};
-use mantissa_ptx::pass::promote::{Promote, PromoteReport, PromoteSet};
-use mantissa_ptx::pass::{Pass, PipelineRun};
+use mantissa_ptx::pass::cause::{Candidate, Cause, CauseReport, SwitchError};
+use mantissa_ptx::pass::promote::PromoteReport;
+use mantissa_ptx::pass::{PipelineRun, Report};
 use serde::{Serialize, Serializer};
 
 /// The builds' names, in the order tables list them.
@@ -176,7 +176,7 @@ enum Origin {
     /// promoted to f64 ([`most_accurate`]).
     Promoted(Vec<usize>),
     /// Another flag set's build, as written.
-    Flags(FlagSet, String),
+    Flags(FlagSet),
 }
 
 /// A measured build before it is named.
@@ -214,10 +214,8 @@ pub(crate) fn make(
     progress(DiffEvent::Build(NAMES[3].into()));
     let ieee = ieee_switches(&session.list);
     let origin = Origin::Promoted(ieee.clone());
-    let run = ptx_of(session, &origin)?.1;
-    let promotion = run
-        .as_ref()
-        .and_then(|r| r.reports.iter().find_map(|r| r.details::<PromoteReport>()));
+    let made = variant_of(session, &origin)?;
+    let promotion = made.report::<PromoteReport>();
     let promoted = promotion.map_or(0, PromoteReport::promoted);
     let mut notes: Vec<String> = promotion
         .map(|p| {
@@ -275,16 +273,17 @@ pub(crate) fn make(
         )?);
     }
     for other in FlagSet::ALL.into_iter().filter(|f| *f != flags) {
-        match build_module(session.gpu, session.spec, other) {
-            Ok(built) => pool.push(measure(
+        match session.runner.base_module(&Base::Built(other)) {
+            Ok(_) => pool.push(measure(
                 session,
-                Origin::Flags(other, built.ptx),
+                Origin::Flags(other),
                 format!("as written under {}", other.name()),
             )?),
-            Err(e) => {
-                let first = e.lines().next().unwrap_or_default().to_string();
+            Err(TrialError::Build { message }) => {
+                let first = message.lines().next().unwrap_or_default().to_string();
                 notes.push(format!("the {} build failed: {first}", other.name()));
             }
+            Err(e) => return Err(e.into()),
         }
     }
     let candidates = [&naive, &cpu, &accurate]
@@ -312,8 +311,8 @@ fn measure(
     origin: Origin,
     how: String,
 ) -> Result<Measured, DiffError> {
-    let ptx = ptx_of(session, &origin)?.0;
-    let (values, time, outputs) = session.timed_with_outputs(&ptx)?;
+    let made = variant_of(session, &origin)?;
+    let (values, time, outputs) = session.timed_with_outputs(&made)?;
     let time = time.ok_or_else(|| {
         DiffError::Trial(mantissa_harness::TrialError::Failed(
             "a timed trial came back without a timing".into(),
@@ -328,23 +327,20 @@ fn measure(
     })
 }
 
-/// The PTX of `origin`, and the passes' run when it switches something.
-fn ptx_of(
-    session: &Session<'_, '_>,
-    origin: &Origin,
-) -> Result<(String, Option<PipelineRun>), DiffError> {
+/// The recipe of `origin` (see [`mantissa_harness::pipelines`]).
+fn recipe_of(session: &Session<'_, '_>, origin: &Origin) -> Result<Recipe, DiffError> {
     Ok(match origin {
-        Origin::Switched(set) if set.is_empty() => (session.ptx.clone(), None),
-        Origin::Switched(set) => {
-            let run = session.switched(set)?;
-            (run.module.to_string(), Some(run))
-        }
-        Origin::Promoted(set) => {
-            let run = most_accurate(&session.module, &session.list, set)?;
-            (run.module.to_string(), Some(run))
-        }
-        Origin::Flags(_, ptx) => (ptx.clone(), None),
+        Origin::Switched(set) if set.is_empty() => pipelines::as_built(),
+        Origin::Switched(set) => pipelines::causes(&session.list, set)?,
+        Origin::Promoted(set) => pipelines::most_accurate(&session.list, set)?,
+        Origin::Flags(flags) => pipelines::other_build(*flags),
     })
+}
+
+/// The program of `origin`, made by the runner.
+fn variant_of(session: &mut Session<'_, '_>, origin: &Origin) -> Result<Variant, DiffError> {
+    let recipe = recipe_of(session, origin)?;
+    Ok(session.runner.make(recipe)?)
 }
 
 /// The candidates the most-accurate build switches: every switchable approximate division,
@@ -360,17 +356,14 @@ pub fn ieee_switches(list: &[Candidate]) -> Vec<usize> {
 
 /// The most-accurate build of `module` (the program as written, `list` its candidates): the
 /// candidates `ieee` switched ([`ieee_switches`]), then every eligible f32 instruction promoted
-/// to f64; the cause passes' reports, then promotion's ([`PromoteReport`]).
+/// to f64 ([`pipelines::most_accurate`], run here on a module the caller has); the cause
+/// passes' reports, then promotion's ([`PromoteReport`]).
 pub fn most_accurate(
     module: &Module,
     list: &[Candidate],
     ieee: &[usize],
 ) -> Result<PipelineRun, SwitchError> {
-    let mut run = switch(module, list, ieee)?;
-    let promoted = Promote::new(PromoteSet::all()).run(&run.module)?;
-    run.module = promoted.module;
-    run.reports.push(promoted.report);
-    Ok(run)
+    Ok(pipelines::most_accurate(list, ieee)?.pipeline.run(module)?)
 }
 
 /// `m` as the build `name`, with its digits against its own shadow.
@@ -381,18 +374,19 @@ fn named(
     naive: &Timing,
     progress: &mut dyn FnMut(DiffEvent),
 ) -> Result<Build, DiffError> {
-    let (ptx, run) = ptx_of(session, &m.origin)?;
+    let made = variant_of(session, &m.origin)?;
     let (flags, switched) = match &m.origin {
         Origin::Switched(set) | Origin::Promoted(set) => (session.request.flags, set.clone()),
-        Origin::Flags(f, _) => (*f, Vec::new()),
+        Origin::Flags(f) => (*f, Vec::new()),
     };
     let mut errors = session.errors(&m.values);
     progress(DiffEvent::Shadow(name.into()));
     let outputs = match &m.outputs {
         Some(o) => o.clone(),
-        None => session.outputs_of(&ptx)?,
+        None => session.outputs_of(&made)?,
     };
-    let shadow_unavailable = match crate::digits::of_build(session, &ptx, &outputs)? {
+    let recipe = recipe_of(session, &m.origin)?;
+    let shadow_unavailable = match crate::digits::of_build(session, recipe, &outputs)? {
         Ok(digits) => {
             crate::digits::attach(session.spec, &mut errors, &digits);
             None
@@ -404,20 +398,20 @@ fn named(
         how: m.how.clone(),
         flags: flags.name(),
         switched,
-        changes: run.map_or_else(Vec::new, |r| line_changes(&session.list, &r)),
+        changes: line_changes(&session.list, &made.reports),
         time: Relative::of(m.time.clone(), naive),
         within_tolerance: errors.iter().all(|e| e.within_tolerance),
         errors,
         shadow_unavailable,
-        ptx,
+        ptx: made.ptx().to_string(),
     })
 }
 
-/// Every instruction the passes of `run` changed, at its source line: the cause passes' at
-/// their candidate's (`list`, the candidates `run` switched), promotion's at their site.
-pub fn line_changes(list: &[Candidate], run: &PipelineRun) -> Vec<LineChange> {
+/// Every instruction the passes of `reports` changed, at its source line: the cause passes' at
+/// their candidate's (`list`, the candidates they switched), promotion's at their site.
+pub fn line_changes(list: &[Candidate], reports: &[Report]) -> Vec<LineChange> {
     let mut out = Vec::new();
-    for report in &run.reports {
+    for report in reports {
         if let Some(p) = report.details::<PromoteReport>() {
             out.extend(p.changes.iter().map(|c| LineChange {
                 file: c.site.file.clone(),

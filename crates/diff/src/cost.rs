@@ -115,8 +115,8 @@ pub(crate) fn measure(
     let mut out = Vec::new();
     for (k, ((file, line), candidates)) in lines.into_iter().enumerate() {
         progress(DiffEvent::Cost(k + 1, count));
-        let ptx = session.switched(&candidates)?.module.to_string();
-        let (values, time) = session.timed(&ptx)?;
+        let switched = session.switched(&candidates)?;
+        let (values, time) = session.timed(&switched)?;
         if let Some(time) = time {
             let cost = LineCost {
                 file,

@@ -1,7 +1,7 @@
 //! Each build's error against a higher-precision reference: its outputs' digits against the
 //! shadow values of that same build ([`mantissa_shadow::values::output_digits_of`], the
-//! analysis `mantissa shadow` runs), through the diff's one runner. The build's PTX is
-//! instrumented, run, and must reproduce the build's own outputs; per floating-point output,
+//! analysis `mantissa shadow` runs), through the diff's one runner. The build's recipe gains
+//! the shadow-values pass and runtime; it is made, run, and must reproduce the build's own outputs; per floating-point output,
 //! the minimum and median digits over its buffer's elements come back.
 //!
 //! When the shadow run is impossible — the instrumented build exceeds the launch's resources,
@@ -11,18 +11,18 @@
 
 use crate::analyse::{DiffError, Downloaded, Session};
 use crate::builds::{OutputError, ShadowDigits};
-use mantissa_harness::Spec;
+use mantissa_harness::{Recipe, Spec};
 use mantissa_shadow::values::{output_digits_of, OutputDigits};
 use mantissa_shadow::ShadowError;
 
-/// The digits of `ptx`'s outputs against its shadow, given `outputs`, the build's own output
+/// The digits of the outputs of the program `build` makes against its shadow, given `outputs`, the build's own output
 /// buffers; or, when the shadow run is impossible, why (the error's first line).
 pub(crate) fn of_build(
     session: &mut Session<'_, '_>,
-    ptx: &str,
+    build: Recipe,
     outputs: &Downloaded,
 ) -> Result<Result<Vec<OutputDigits>, String>, DiffError> {
-    match output_digits_of(session.gpu, session.runner, ptx, outputs) {
+    match output_digits_of(session.gpu, session.runner, build, outputs) {
         Ok(d) => Ok(Ok(d)),
         Err(ShadowError::Trial(e)) if e.is_fatal() => Err(DiffError::Trial(e)),
         Err(e) => {

@@ -439,7 +439,7 @@ pub fn list_calls(
     gpu: &Gpu,
     spec: &Spec,
     flags: FlagSet,
-    plain_ptx: &str,
+    plain: &mantissa_ptx::Module,
 ) -> Result<(Vec<MathCall>, Option<String>), String> {
     let mut request = marked_request(build_request(spec, flags, None)?)?;
     request.arch.get_or_insert(gpu.arch());
@@ -448,7 +448,7 @@ pub fn list_calls(
         .build_for(&request, false)
         .map_err(|e| e.to_string())?;
     let marked = mantissa_ptx::parse(&built.ptx).module;
-    let same = mantissa_ptx::demote::same_code(&mantissa_ptx::parse(plain_ptx).module, &marked);
+    let same = mantissa_ptx::demote::same_code(plain, &marked);
     let note = (!same).then(|| {
         "the build with math calls marked has other instructions than the program as \
          written: the functions and lines listed are the marked build's"
@@ -464,7 +464,7 @@ pub fn math_functions(
     gpu: &Gpu,
     spec: &Spec,
     flags: FlagSet,
-    plain_ptx: &str,
+    plain: &mantissa_ptx::Module,
     unexplained: bool,
     progress: &mut dyn FnMut(&str),
 ) -> MathFunctions {
@@ -475,7 +475,7 @@ pub fn math_functions(
         );
         return out;
     }
-    match list_calls(gpu, spec, flags, plain_ptx) {
+    match list_calls(gpu, spec, flags, plain) {
         Ok((calls, note)) => {
             out.calls = calls;
             out.notes.extend(note);

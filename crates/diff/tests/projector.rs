@@ -238,7 +238,7 @@ fn the_most_accurate_build_computes_in_f64_and_rounds_once() {
     assert!(bits(&proj) != bits(&naive));
     // The change list: the division switched, then every line's promotions and the loads and
     // parameters converted into f64 for them.
-    let changes = line_changes(&list, &run);
+    let changes = line_changes(&list, &run.reports);
     let per_line: BTreeSet<(u32, &str)> = changes.iter().map(|c| (c.line, c.kind.name())).collect();
     let promoted_lines: BTreeSet<u32> = changes
         .iter()

@@ -24,6 +24,9 @@
 //! - [`trial`]: [`TrialRunner`], a spec under one flag set set up once (build, plan, inputs and
 //!   baseline on the device) and run per configuration: restored device to device, compared on
 //!   the GPU, timed; typed [`TrialError`]s say whether to go on.
+//! - [`recipe`] and [`pipelines`]: every program an analysis runs besides the configurations,
+//!   as a recipe (a base, passes, a runtime, symbols written, globals read back) that the
+//!   trial runner makes ([`TrialRunner::make`]); every named pipeline listed in one module.
 //! - [`device_compare`]: outputs compared on the GPU, equal to [`compare`]'s result.
 //! - [`compare`]: an output against the baseline or a reference: digits, relative error, ulps,
 //!   differing elements, NaN handling, tolerance.
@@ -43,6 +46,8 @@ pub mod interp_steps;
 pub mod limits;
 pub mod memory;
 pub mod npy;
+pub mod pipelines;
+pub mod recipe;
 pub mod run;
 pub mod spec;
 pub mod trial;
@@ -50,6 +55,7 @@ pub mod validate;
 
 pub use compare::{Comparison, OutputResult};
 pub use config::{Configuration, Demotion};
+pub use recipe::{Base, Recipe, Variant};
 pub use run::{run_spec, ConfigRun, HarnessError, RunEvent, RunRequest, RunResult};
 pub use spec::{Spec, SpecError};
 pub use trial::{

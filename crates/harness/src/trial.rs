@@ -46,6 +46,7 @@ pub use profile::KernelTime;
 mod resources;
 pub mod storage;
 pub mod switched;
+mod variant;
 
 use crate::compare::OutputResult;
 use crate::config::Configuration;
@@ -298,6 +299,8 @@ pub struct TrialRunner<'g> {
     switched: Option<switched::SwitchedBuild>,
     /// The f32-storage conversion kernels, built by the first trial that keeps a buffer in f32.
     storage: Option<storage::Storage>,
+    /// The recipes' bases and runtimes made so far ([`crate::recipe`]).
+    made: variant::Made,
 }
 
 impl<'g> TrialRunner<'g> {
@@ -393,6 +396,7 @@ impl<'g> TrialRunner<'g> {
             baseline: None,
             switched: None,
             storage: None,
+            made: variant::Made::default(),
         };
         if shared_given.is_none() {
             let pristine = pristine.unwrap_or_default();

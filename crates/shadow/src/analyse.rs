@@ -22,13 +22,13 @@ use crate::analyses::Analyses;
 use crate::lines::{summarise, FunctionSummary, SiteResult};
 use crate::source;
 use crate::values::{self, changed_outputs, OutputDigits, Reseed};
-use mantissa_gpu::{runtime, FlagSet, Gpu, LaunchDims};
+use mantissa_gpu::{FlagSet, Gpu, LaunchDims};
 use mantissa_harness::run::record_build;
+use mantissa_harness::{pipelines, Base, Variant};
 use mantissa_harness::{RunnerOptions, Spec, SpecError, TrialError, TrialRunner, TrialTiming};
-use mantissa_ptx::link::merge_runtime;
 use mantissa_ptx::model::FunctionKind;
 use mantissa_ptx::pass::pin_contraction::PinReport;
-use mantissa_ptx::pass::shadow::{inline_runtime, instrument, ShadowOptions, SiteStats};
+use mantissa_ptx::pass::shadow::{ShadowOptions, ShadowReport, SiteStats};
 use serde::Serialize;
 use std::collections::VecDeque;
 use std::ops::Range;
@@ -277,8 +277,26 @@ pub fn analyse(
         ..RunnerOptions::default()
     };
     let mut runner = TrialRunner::new(gpu, spec, request.flags, opts)?;
-    let pinned = runner.pinned(&mantissa_ptx::parse(&runner.built().ptx).module);
-    let module = pinned.module;
+    analyse_on(gpu, &mut runner, spec, request, progress)
+}
+
+/// [`analyse`] through a runner the caller made (of `spec` under `request.flags`, its baseline
+/// timed when `request.time` asks for overheads): a tuner shares its own, so that the program is
+/// built and pinned once.
+pub fn analyse_on(
+    gpu: &Gpu,
+    runner: &mut TrialRunner,
+    spec: &Spec,
+    request: &ShadowRequest,
+    progress: &mut dyn FnMut(ShadowEvent),
+) -> Result<ShadowRun, ShadowError> {
+    let timing = if request.time {
+        TIMED
+    } else {
+        TrialTiming::AccuracyOnly
+    };
+    let pinned = runner.base_module(&Base::Pinned)?;
+    let module = &pinned.module;
     let kernels: Vec<String> = module
         .functions()
         .filter(|f| f.kind == FunctionKind::Entry)
@@ -289,9 +307,9 @@ pub fn analyse(
         exceptions: request.analyses.exceptions,
         only,
     };
-    let full = instrument(&module, &options(None))?;
-    let measured: Vec<_> = full
-        .report
+    let full = runner.make(pipelines::shadow(options(None)))?;
+    let full_report = report_of(&full)?;
+    let measured: Vec<_> = full_report
         .sites
         .iter()
         .filter(|s| s.demotion || s.exceptions)
@@ -304,15 +322,15 @@ pub fn analyse(
         sites: Vec::new(),
         functions: Vec::new(),
         runs: Vec::new(),
-        notes: full.report.notes.clone(),
+        notes: full_report.notes.clone(),
         reseeds: Vec::new(),
         outputs: Vec::new(),
         timing: None,
         resources: costs("as written", runner.baseline_resources()?),
         device: gpu.info().name.clone(),
         contraction: Contraction {
-            pinned: pinned.report,
-            note: pinned.note,
+            pinned: pinned.pinning.clone(),
+            note: pinned.notes.first().cloned(),
         },
         first_launch: runner.baseline().first_launch,
         build: runner.built().facts.as_ref().map(record_build),
@@ -326,15 +344,12 @@ pub fn analyse(
         sites: measured.len(),
         functions,
     });
-    let n = full.report.sites.len() as u32;
+    let n = full_report.sites.len() as u32;
     let mut stats: Vec<Option<SiteStats>> = vec![None; n as usize];
     // Site ranges still to run, first first (a split puts its halves at the front).
     let mut queue: VecDeque<Range<u32>> = VecDeque::new();
-    let mut rt = String::new();
     if !measured.is_empty() {
-        let arch = runner.target_arch().ok_or(ShadowError::NoTarget)?;
-        rt = runtime::compile(gpu.compiler(), &runtime::SHADOW, arch)
-            .map_err(|e| ShadowError::Runtime(e.to_string()))?;
+        runner.target_arch().ok_or(ShadowError::NoTarget)?;
         queue.push_back(0..n);
     }
     while let Some(range) = queue.pop_front() {
@@ -342,15 +357,15 @@ pub fn analyse(
         let part = if range == (0..n) {
             &full
         } else {
-            split = instrument(&module, &options(Some(range.clone())))?;
+            split = runner.make(pipelines::shadow(options(Some(range.clone()))))?;
             &split
         };
-        let ptx = inline_runtime(&merge_runtime(&part.module, &rt)?)?.to_string();
+        let part_report = report_of(part)?;
         progress(ShadowEvent::Running {
             sites: range.clone(),
         });
-        let global = part.report.global.as_str();
-        match runner.run_instrumented(&ptx, &[global], timing) {
+        let global = part_report.global.as_str();
+        match runner.run_variant(part, timing) {
             Ok((outcome, globals)) => {
                 let changed = changed_outputs(&outcome);
                 if !changed.is_empty() {
@@ -365,17 +380,16 @@ pub fn analyse(
                     .find(|(name, _)| name == global)
                     .map(|(_, b)| b.as_slice())
                     .unwrap_or_default();
-                let decoded = part
-                    .report
+                let decoded = part_report
                     .decode(bytes)
                     .map_err(|e| ShadowError::Decode(e.to_string()))?;
-                for (site, s) in part.report.sites.iter().zip(decoded) {
+                for (site, s) in part_report.sites.iter().zip(decoded) {
                     if site.instrumented {
                         stats[site.index as usize] = Some(s);
                     }
                 }
                 if range == (0..n) {
-                    let r = runner.resources(&ptx)?;
+                    let r = runner.variant_resources(part)?;
                     run.resources
                         .extend(costs(&request.analyses.without_values(), r));
                 }
@@ -419,7 +433,7 @@ pub fn analyse(
     let mut shadow_values: Vec<Option<values::Values>> = vec![None; n as usize];
     if request.analyses.shadow {
         progress(ShadowEvent::Values);
-        let v = values::run(gpu, &mut runner, &module, timing)?;
+        let v = values::run(gpu, runner, timing)?;
         run.runs.push(PartRun {
             analyses: "shadow".into(),
             sites: 0..n,
@@ -435,8 +449,7 @@ pub fn analyse(
         run.outputs = v.outputs;
         run.notes.extend(v.notes);
     }
-    run.sites = full
-        .report
+    run.sites = full_report
         .sites
         .iter()
         .filter_map(|s| {
@@ -465,4 +478,11 @@ pub fn analyse(
         }
     }
     Ok(run)
+}
+
+/// The shadow pass's report of a made shadow recipe.
+fn report_of(variant: &Variant) -> Result<&ShadowReport, ShadowError> {
+    variant.report::<ShadowReport>().ok_or_else(|| {
+        ShadowError::Decode(format!("the {} build has no shadow report", variant.name))
+    })
 }

@@ -33,5 +33,7 @@ pub mod source;
 pub mod text;
 pub mod values;
 
-pub use analyse::{analyse, Contraction, ShadowError, ShadowEvent, ShadowRequest, ShadowRun};
+pub use analyse::{
+    analyse, analyse_on, Contraction, ShadowError, ShadowEvent, ShadowRequest, ShadowRun,
+};
 pub use analyses::Analyses;

@@ -20,14 +20,11 @@
 
 use crate::analyse::ShadowError;
 use crate::lines::Demotion;
-use mantissa_gpu::{runtime, DType, DeviceBuffer, Gpu, HostData};
+use mantissa_gpu::{DType, DeviceBuffer, Gpu, HostData};
 use mantissa_harness::compare::{compare, output_values};
-use mantissa_harness::{TrialError, TrialOutcome, TrialRunner, TrialTiming};
-use mantissa_ptx::link::merge_runtime;
-use mantissa_ptx::model::Module;
+use mantissa_harness::{pipelines, Recipe, TrialError, TrialOutcome, TrialRunner, TrialTiming};
 use mantissa_ptx::pass::shadow_values::{
-    digits, inline_runtime, instrument, table_bytes, ShadowedBuffer, Treatment, ValueStats,
-    TABLE_GLOBAL,
+    digits, table_bytes, ShadowedBuffer, Treatment, ValueStats, ValuesReport, TABLE_GLOBAL,
 };
 use mantissa_ptx::site::Site;
 use serde::Serialize;
@@ -277,57 +274,57 @@ fn differing_outputs(
 }
 
 /// The digits of every floating-point output of `ptx` against its higher-precision shadow:
-/// the values analysis run on `ptx` (a build of the runner's program, any flag set or
-/// rewrite, launched with the same steps and buffers) through `runner`, whose outputs must
-/// equal `expected`, that build's own outputs as it computes them uninstrumented (the buffers
-/// of a trial of `ptx`). Errors as [`crate::analyse()`]'s: among them the instrumented build
+/// the values analysis run on the program `build` makes (a build of the runner's program, any
+/// flag set or rewrite, launched with the same steps and buffers) through `runner`, whose
+/// outputs must equal `expected`, that build's own outputs as it computes them uninstrumented
+/// (the buffers of a trial of it). Errors as [`crate::analyse()`]'s: among them the instrumented build
 /// exceeding the launch's resources ([`ShadowError::ValuesResources`]) and outputs it changes
 /// ([`ShadowError::ChangedOutputs`]).
 pub fn output_digits_of(
     gpu: &Gpu,
     runner: &mut TrialRunner,
-    ptx: &str,
+    build: Recipe,
     expected: &[(String, HostData)],
 ) -> Result<Vec<OutputDigits>, ShadowError> {
-    let module = mantissa_ptx::parse(ptx).module;
     let run = run_against(
         gpu,
         runner,
-        &module,
+        build,
         TrialTiming::AccuracyOnly,
         Expected::Outputs(expected),
     )?;
     Ok(run.outputs)
 }
 
-/// Runs the values analysis of `module` (the program as written) through `runner`; with
-/// `timing` timed, it is timed afterwards in a second trial of the same build (the measurement's
-/// trial is never timed: its repeats would restore the buffers but not their shadows, and the
-/// output shadows are read after the trial).
+/// Runs the values analysis of the pinned program (the program as written) through `runner`;
+/// with `timing` timed, it is timed afterwards in a second trial of the same build (the
+/// measurement's trial is never timed: its repeats would restore the buffers but not their
+/// shadows, and the output shadows are read after the trial).
 pub(crate) fn run(
     gpu: &Gpu,
     runner: &mut TrialRunner,
-    module: &Module,
     timing: TrialTiming,
 ) -> Result<ValuesRun, ShadowError> {
-    run_against(gpu, runner, module, timing, Expected::Baseline)
+    run_against(gpu, runner, pipelines::pinned(), timing, Expected::Baseline)
 }
 
-/// [`run`], the instrumented outputs checked against `expected`.
+/// [`run`] of what `build` makes, the instrumented outputs checked against `expected`.
 fn run_against(
     gpu: &Gpu,
     runner: &mut TrialRunner,
-    module: &Module,
+    build: Recipe,
     timing: TrialTiming,
     expected: Expected<'_>,
 ) -> Result<ValuesRun, ShadowError> {
-    let instrumented = instrument(module)?;
-    let report = &instrumented.report;
-    let arch = runner.target_arch().ok_or(ShadowError::NoTarget)?;
-    let rt = runtime::compile(gpu.compiler(), &runtime::SHADOW_VALUES, arch)
-        .map_err(|e| ShadowError::Runtime(e.to_string()))?;
-    let merged = merge_runtime(&instrumented.module, &rt)?;
-    let ptx = inline_runtime(&merged)?.to_string();
+    runner.target_arch().ok_or(ShadowError::NoTarget)?;
+    let made = runner.make(pipelines::shadow_values(build))?;
+    let report = made.report::<ValuesReport>().cloned().ok_or_else(|| {
+        ShadowError::Decode(format!(
+            "the {} build has no shadow-values report",
+            made.name
+        ))
+    })?;
+    let report = &report;
 
     let buffers: Vec<_> = runner
         .buffer_addresses()
@@ -357,21 +354,20 @@ fn run_against(
             shadow: s.device_address(),
         })
         .collect();
-    let writes = [(TABLE_GLOBAL.to_string(), table_bytes(&table)?)];
+    let made = made.writing(TABLE_GLOBAL, table_bytes(&table)?);
     let global = report.global.as_str();
-    let (outcome, globals) =
-        match runner.run_instrumented_with(&ptx, &writes, &[global], TrialTiming::AccuracyOnly) {
-            Ok(x) => x,
-            Err(TrialError::OutOfResources {
-                message, registers, ..
-            }) => {
-                return Err(ShadowError::ValuesResources {
-                    why: message,
-                    registers,
-                })
-            }
-            Err(e) => return Err(e.into()),
-        };
+    let (outcome, globals) = match runner.run_variant(&made, TrialTiming::AccuracyOnly) {
+        Ok(x) => x,
+        Err(TrialError::OutOfResources {
+            message, registers, ..
+        }) => {
+            return Err(ShadowError::ValuesResources {
+                why: message,
+                registers,
+            })
+        }
+        Err(e) => return Err(e.into()),
+    };
     let changed = match expected {
         Expected::Baseline => changed_outputs(&outcome),
         Expected::Outputs(want) => differing_outputs(&runner.download_outputs()?, want),
@@ -438,10 +434,10 @@ fn run_against(
     }
     // Another build's digits are all that is asked for: no ptxas run for its resources.
     if let Expected::Baseline = expected {
-        run.resources = crate::analyse::costs("shadow", runner.resources(&ptx)?);
+        run.resources = crate::analyse::costs("shadow", runner.variant_resources(&made)?);
     }
     if matches!(timing, TrialTiming::Timed { .. }) {
-        let (timed, _) = runner.run_instrumented_with(&ptx, &writes, &[], timing)?;
+        let (timed, _) = runner.run_variant(&made, timing)?;
         run.time_ms = timed.timing.map(|t| t.median_ms);
     }
     Ok(run)

@@ -8,7 +8,7 @@
 
 use mantissa_gpu::testing::{require_gpu_or_skip, require_nvcc_or_skip};
 use mantissa_gpu::FlagSet;
-use mantissa_harness::{RunnerOptions, Spec, TrialRunner, TrialTiming};
+use mantissa_harness::{pipelines, Base, RunnerOptions, Spec, TrialRunner, TrialTiming};
 
 mod support;
 
@@ -29,13 +29,20 @@ fn every_pinned_example_computes_the_outputs_of_the_program_as_written() {
             let what = format!("{} {flags}", spec.name);
             let mut runner = TrialRunner::new(&gpu, &spec, flags, RunnerOptions::default())
                 .unwrap_or_else(|e| panic!("{what}: {e}"));
-            let module = mantissa_ptx::parse(&runner.built().ptx).module;
-            let pinned = runner.pinned(&module);
-            let report = pinned
-                .report
-                .unwrap_or_else(|| panic!("{what}: {}", pinned.note.unwrap_or_default()));
+            let pinned = runner
+                .base_module(&Base::Pinned)
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            let report = pinned.pinning.clone().unwrap_or_else(|| {
+                panic!(
+                    "{what}: {}",
+                    pinned.notes.first().cloned().unwrap_or_default()
+                )
+            });
+            let made = runner
+                .make(pipelines::pinned())
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
             let (outcome, _) = runner
-                .run_instrumented(&pinned.module.to_string(), &[], TrialTiming::AccuracyOnly)
+                .run_variant(&made, TrialTiming::AccuracyOnly)
                 .unwrap_or_else(|e| panic!("{what}: {e}"));
             let compared: Vec<String> = outcome
                 .outputs

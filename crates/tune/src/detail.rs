@@ -163,17 +163,15 @@ pub fn detail(
         }
         outputs.push(s);
     }
-    let kernels = match runner.ptx_of(&c)? {
-        Some(ptx) => runner.resources(&ptx)?,
-        None => runner.baseline_resources()?,
-    }
-    .into_iter()
-    .map(|(kernel, r)| KernelUse {
-        kernel,
-        registers: r.registers,
-        local_bytes: r.local_bytes,
-    })
-    .collect();
+    let kernels = runner
+        .configuration_resources(&c)?
+        .into_iter()
+        .map(|(kernel, r)| KernelUse {
+            kernel,
+            registers: r.registers,
+            local_bytes: r.local_bytes,
+        })
+        .collect();
     Ok(Detail { outputs, kernels })
 }
 

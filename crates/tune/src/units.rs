@@ -17,7 +17,7 @@ use crate::strategy::Over;
 use crate::unit::{TuneUnit, TuneUnitKind};
 use mantissa_gpu::DType;
 use mantissa_harness::spec::StepKind;
-use mantissa_harness::{Configuration, Demotion, Spec, TrialError, TrialRunner};
+use mantissa_harness::{Base, Configuration, Demotion, Spec, TrialError, TrialRunner};
 use mantissa_ptx::fiset::{fisets, FisetOptions, FisetReport};
 use mantissa_ptx::site::{self, Site};
 use mantissa_ptx::variables::variables;
@@ -49,14 +49,10 @@ impl ProgramUnits {
     }
 }
 
-/// The PTX the runner demotes: the rewrite's input for the empty configuration.
+/// The program the runner demotes: the rewrite's input for the empty configuration.
 pub fn demoted_module(runner: &mut TrialRunner<'_>) -> Result<Module, TrialError> {
     let none = Configuration::Demote(Demotion::none());
-    let ptx = match runner.ptx_of(&none)? {
-        Some(p) => p,
-        None => runner.built().ptx.clone(),
-    };
-    Ok(mantissa_ptx::parse(&ptx).module)
+    Ok(runner.base_module(&Base::Configured(none))?.module.clone())
 }
 
 fn lines_of(sites: &[Site]) -> Vec<(String, u32)> {

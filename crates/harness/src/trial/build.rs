@@ -8,7 +8,8 @@ use crate::spec::{FrontEnd, Spec, StepKind};
 use crate::trial::TrialError;
 use crate::validate::{Plan, PlannedArg};
 use mantissa_gpu::{BuildFacts, BuildRequest, Define, FlagSet, FrontEnd as GpuFrontEnd, Gpu};
-use mantissa_ptx::pass::store_f32::{store_f32, StoreRequest};
+use mantissa_ptx::pass::demote::DemoteReport;
+use mantissa_ptx::pass::store_f32::{StoreReport, StoreRequest};
 use std::collections::BTreeMap;
 
 /// A built program: its PTX, and what to load.
@@ -381,9 +382,12 @@ pub fn prepare(
     };
     let (base, mut notes) = base_ptx(gpu, spec, flags, built, demotion, marked)?;
     let parsed = mantissa_ptx::parse(&base).module;
-    let demoted = mantissa_ptx::demote::demote(&parsed, &demotion.demote_set())
-        .map_err(|e| TrialError::Refused(format!("demoting: {e}")))?;
-    let r = &demoted.report;
+    let demoted = crate::pipelines::demotion(demotion.demote_set())
+        .run(&parsed)
+        .map_err(|e| TrialError::Refused(format!("demoting: {}", e.message)))?;
+    let r = demoted.reports[0]
+        .details::<DemoteReport>()
+        .ok_or_else(|| TrialError::Refused("demoting: no report (an internal error)".into()))?;
     let (to32, to64) = r
         .functions
         .iter()
@@ -412,9 +416,15 @@ pub fn prepare(
     notes.extend(r.notes.iter().cloned());
     let mut module = demoted.module;
     if !demotion.buffers.is_empty() {
-        let stored = store_f32(&module, &requests)
+        let run = crate::pipelines::storage(requests)
+            .run(&module)
             .map_err(|e| TrialError::Refused(format!("keeping buffers in f32: {e}")))?;
-        if let Some(why) = stored.report.refused.first() {
+        let Some(report) = run.reports[0].details::<StoreReport>() else {
+            return Err(TrialError::Refused(
+                "keeping buffers in f32: no report (an internal error)".into(),
+            ));
+        };
+        if let Some(why) = report.refused.first() {
             return Err(TrialError::Refused(format!(
                 "buffers {} cannot be kept in f32: {why}",
                 demotion.buffers.join(", ")
@@ -423,11 +433,11 @@ pub fn prepare(
         notes.push(format!(
             "buffers in f32: {} ({} loads and {} stores in {} kernel parameters)",
             demotion.buffers.join(", "),
-            stored.report.loads(),
-            stored.report.stores(),
-            stored.report.stored.len()
+            report.loads(),
+            report.stores(),
+            report.stored.len()
         ));
-        module = stored.module;
+        module = run.module;
     }
     Ok(Prepared {
         ptx: Some(module.to_string()),

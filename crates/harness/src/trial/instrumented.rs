@@ -31,7 +31,8 @@ pub struct BufferAddress {
 
 impl TrialRunner<'_> {
     /// Runs `ptx` (the baseline's PTX rewritten by an instrumenting pass, with its runtime
-    /// merged) as a trial: restored, checked, compared with the baseline on the GPU, then timed
+    /// merged) as a trial (the analyses run what they make from recipes instead,
+    /// [`TrialRunner::make`] and [`TrialRunner::run_variant`]; this is the layer beneath): restored, checked, compared with the baseline on the GPU, then timed
     /// as `timing` asks; the module globals `read_back` are read after the checked run, before
     /// any repeat. A launch the instrumented kernels' resources cannot take comes back as
     /// [`TrialError::OutOfResources`], so that the caller can instrument less per run.
@@ -47,7 +48,7 @@ impl TrialRunner<'_> {
     /// [`TrialRunner::run_instrumented`] with symbol writes made after the restore of the
     /// module's globals and before the setup steps (a table of device addresses, say): `writes`
     /// are (PTX name, bytes), each size-checked against the declaration.
-    pub fn run_instrumented_with(
+    pub(crate) fn run_instrumented_with(
         &mut self,
         ptx: &str,
         writes: &[(String, Vec<u8>)],

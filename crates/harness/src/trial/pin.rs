@@ -131,7 +131,7 @@ fn first_difference(
 impl TrialRunner<'_> {
     /// `module` (a parse of this runner's PTX) with its contractions pinned for the PTX's
     /// target ([`TrialRunner::target_arch`]).
-    pub fn pinned(&self, module: &Module) -> Pinned {
+    pub(crate) fn pinned(&self, module: &Module) -> Pinned {
         pin_contraction(module, self.target_arch())
     }
 }

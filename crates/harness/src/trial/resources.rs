@@ -11,7 +11,7 @@ pub type Resources = Vec<(String, KernelResources)>;
 impl TrialRunner<'_> {
     /// Each kernel (`.entry`) of `ptx` with its resources as the driver reports them; `ptx` is
     /// loaded through the JIT cache (nothing to compile when a trial already ran it).
-    pub fn resources(&mut self, ptx: &str) -> Result<Resources, TrialError> {
+    pub(crate) fn resources(&mut self, ptx: &str) -> Result<Resources, TrialError> {
         let m = self.load(ptx)?;
         of(pick(
             m,
@@ -19,6 +19,17 @@ impl TrialRunner<'_> {
             &self.loaded,
             &self.switched,
         )?)
+    }
+
+    /// The same for the program `configuration` runs (its static build).
+    pub fn configuration_resources(
+        &mut self,
+        configuration: &crate::config::Configuration,
+    ) -> Result<Resources, TrialError> {
+        match self.ptx_of(configuration)? {
+            Some(ptx) => self.resources(&ptx),
+            None => self.baseline_resources(),
+        }
     }
 
     /// The same for the program as written.

@@ -18,7 +18,7 @@
 use super::build::{base_ptx, replaced_math_lines};
 use super::{load_error, loaded, TrialError, TrialRunner, TrialTiming};
 use crate::config::{Configuration, Demotion};
-use mantissa_ptx::pass::switch::{switch, SwitchReport};
+use mantissa_ptx::pass::switch::SwitchReport;
 
 /// Which build a trial ran.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -102,8 +102,14 @@ impl TrialRunner<'_> {
             );
         }
         let parsed = mantissa_ptx::parse(&base).module;
-        let switched = switch(&parsed, &demotion.demote_set())
-            .map_err(|e| TrialError::Refused(format!("switching: {e}")))?;
+        let switched = crate::pipelines::switched(demotion.demote_set())
+            .run(&parsed)
+            .map_err(|e| TrialError::Refused(format!("switching: {}", e.message)))?;
+        let Some(report) = switched.reports[0].details::<SwitchReport>().cloned() else {
+            return Err(TrialError::Refused(
+                "switching: no report (an internal error)".into(),
+            ));
+        };
         let ptx = switched.module.to_string();
         let module = self
             .gpu
@@ -111,7 +117,7 @@ impl TrialRunner<'_> {
             .map_err(|e| load_error(&e))?;
         let symbols = self.spec_symbols();
         let l = loaded(self.gpu, module, &symbols)?;
-        let r = switched.report;
+        let r = report;
         notes.extend(
             r.unmatched
                 .iter()

@@ -374,6 +374,12 @@ pub fn switch(
     list: &[Candidate],
     chosen: &[usize],
 ) -> Result<PipelineRun, SwitchError> {
+    Ok(pipeline(list, chosen)?.run(module)?)
+}
+
+/// The passes that switch off the candidates `chosen` (indices into `list`): one pass per
+/// cause, each over its own instructions, in the order [`switch`] runs them.
+pub fn pipeline(list: &[Candidate], chosen: &[usize]) -> Result<Pipeline, SwitchError> {
     let mut sets: HashMap<Cause, BTreeSet<InstId>> = HashMap::new();
     for &index in chosen {
         let c = list.get(index).ok_or(SwitchError::NoCandidate {
@@ -390,15 +396,14 @@ pub fn switch(
         sets.entry(c.cause).or_default().insert(c.inst);
     }
     let mut take = |cause| sets.remove(&cause).unwrap_or_default();
-    let pipeline = Pipeline::new()
+    Ok(Pipeline::new()
         .then(ftz::Ftz::new(take(Cause::FlushToZero)))
         .then(approx::Exact::new(take(Cause::Approximate)))
         .then(contraction::Uncontract::new(
             take(Cause::Contraction),
             take(Cause::Contractible),
         ))
-        .then(convert::AsOnX86::new(take(Cause::FloatToInt)));
-    Ok(pipeline.run(module)?)
+        .then(convert::AsOnX86::new(take(Cause::FloatToInt))))
 }
 
 /// Edits every instruction of `insts` in a copy of `module` with `edit` (which returns what

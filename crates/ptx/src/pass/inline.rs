@@ -119,7 +119,7 @@ impl Pass for Inline {
 
 /// The functions with a body that some instruction of `module` calls, each once, in the order
 /// first called.
-fn called_functions(module: &Module) -> Vec<String> {
+pub fn called_functions(module: &Module) -> Vec<String> {
     let defined: Vec<&str> = module
         .functions()
         .filter(|f| f.body.is_some())

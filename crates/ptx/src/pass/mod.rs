@@ -22,7 +22,8 @@
 //! [`shadow_values`] (higher-precision shadow values: local and accumulated error per
 //! instruction, cancellations, shadows through memory),
 //! [`inline`] (calls of chosen device functions replaced by their bodies: the merged
-//! shadow-values runtime, inlined into the instrumented kernels),
+//! shadow-values runtime, inlined into the instrumented kernels), [`runtime`] (a device
+//! runtime merged into an instrumented module and its called functions inlined),
 //! [`pin_contraction`] (ptxas's FMA contractions, read from its SASS, written into the PTX
 //! as `fma.rn` and `.rn`), [`store_f32`] (storage precision: a kernel's f64 buffer kept in f32
 //! on the device, its loads and stores converting), and [`cause`] (the causes of CPU/GPU differences listed per site,
@@ -39,6 +40,7 @@ pub mod demote;
 pub mod inline;
 pub mod pin_contraction;
 pub mod promote;
+pub mod runtime;
 pub mod shadow;
 pub mod shadow_values;
 pub mod store_f32;

@@ -11,7 +11,7 @@ use crate::units::{
     ErrorCoverage, ProgramUnits,
 };
 use mantissa_gpu::Gpu;
-use mantissa_harness::{Configuration, RunnerOptions, Spec, TrialRunner, TrialTiming};
+use mantissa_harness::{Base, Configuration, RunnerOptions, Spec, TrialRunner, TrialTiming};
 use mantissa_ptx::fiset::FunctionProfile;
 use mantissa_report::Backend;
 use mantissa_shadow::{Analyses, ShadowRequest};
@@ -100,7 +100,7 @@ pub(super) fn prepare<'g>(
         mut notes,
     } = find_units(&mut runner, spec, request, progress)?;
     let coverage = measure_errors(
-        gpu, spec, request, &runner, &mut units, &mut notes, progress,
+        gpu, spec, request, &mut runner, &mut units, &mut notes, progress,
     )?;
     let profile = profile(
         &mut runner,
@@ -179,14 +179,15 @@ fn measure_errors(
     gpu: &Gpu,
     spec: &Spec,
     request: &TuneRequest,
-    runner: &TrialRunner<'_>,
+    runner: &mut TrialRunner<'_>,
     units: &mut ProgramUnits,
     notes: &mut Vec<String>,
     progress: &mut dyn FnMut(TuneEvent),
 ) -> Result<ErrorCoverage, TuneError> {
     progress(TuneEvent::Shadow);
-    let shadow = mantissa_shadow::analyse(
+    let shadow = mantissa_shadow::analyse_on(
         gpu,
+        runner,
         spec,
         &ShadowRequest {
             flags: request.flags,
@@ -199,9 +200,9 @@ fn measure_errors(
         },
         &mut |_| {},
     )?;
-    let plain = mantissa_ptx::parse(&runner.built().ptx).module;
-    let pinned = runner.pinned(&plain);
-    let errors = site_errors(&shadow, &plain, &pinned.module);
+    let plain = runner.base_module(&Base::AsBuilt)?;
+    let pinned = runner.base_module(&Base::Pinned)?;
+    let errors = site_errors(&shadow, &plain.module, &pinned.module);
     let mut coverage = ErrorCoverage::default();
     attach_errors(&mut units.fisets, &errors, &mut coverage);
     attach_errors(&mut units.variables, &errors, &mut coverage);
@@ -316,10 +317,7 @@ fn profile(
     let everything: Config = (0..fisets.len()).collect();
     let mixed_res = crate::gpu::configuration(fisets, &everything, "all fisets");
     let mixed = runner
-        .ptx_of(&mixed_res)
-        .ok()
-        .flatten()
-        .and_then(|ptx| runner.resources(&ptx).ok())
+        .configuration_resources(&mixed_res)
         .unwrap_or_default();
     profiles
         .iter()
