@@ -70,3 +70,95 @@ impl Pass for MergeRuntime {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::op::{decode, OpKind};
+    use crate::parse;
+
+    const HEADER: &str = ".version 8.0\n.target sm_90\n.address_size 64\n\n";
+
+    /// A runtime of two functions: `twice` (called by the kernel below) and `half` (never called).
+    const RUNTIME: &str = r#"
+.visible .func  (.param .b64 func_retval0) twice(
+	.param .b64 twice_param_0
+)
+{
+	.reg .f64 	%fd<3>;
+	ld.param.f64 	%fd1, [twice_param_0];
+	add.rn.f64 	%fd2, %fd1, %fd1;
+	st.param.f64 	[func_retval0], %fd2;
+	ret;
+}
+.visible .func  (.param .b64 func_retval0) half(
+	.param .b64 half_param_0
+)
+{
+	.reg .f64 	%fd<3>;
+	ld.param.f64 	%fd1, [half_param_0];
+	mul.rn.f64 	%fd2, %fd1, 0d3FE0000000000000;
+	st.param.f64 	[func_retval0], %fd2;
+	ret;
+}
+"#;
+
+    /// `*p = twice(*p)`, calling the runtime through an `.extern` prototype, as a pass writes it.
+    const USER: &str = r#"
+.extern .func  (.param .b64 func_retval0) twice(
+	.param .b64 twice_param_0
+);
+.visible .entry k(
+	.param .u64 k_param_0
+)
+{
+	.reg .f64 	%fd<3>;
+	.reg .b64 	%rd<2>;
+	ld.param.u64 	%rd1, [k_param_0];
+	ld.global.f64 	%fd1, [%rd1];
+	{
+	.param .b64 param0;
+	st.param.f64 	[param0], %fd1;
+	.param .b64 retval0;
+	call.uni (retval0), twice, (param0);
+	ld.param.f64 	%fd2, [retval0];
+	}
+	st.global.f64 	[%rd1], %fd2;
+	ret;
+}
+"#;
+
+    fn calls(module: &Module) -> usize {
+        module
+            .functions()
+            .flat_map(|f| f.instructions())
+            .filter(|i| matches!(decode(i).kind, OpKind::Call))
+            .count()
+    }
+
+    /// The called runtime function is merged and inlined (no call is left, and the function is
+    /// gone); the uncalled one is merged and left as the runtime defines it; the report says so.
+    #[test]
+    fn called_runtime_functions_are_inlined_and_the_others_left_alone() {
+        let user = parse(&format!("{HEADER}{USER}")).module;
+        let pass = MergeRuntime {
+            name: "test.cuh".into(),
+            ptx: format!("{HEADER}{RUNTIME}"),
+            inline: vec!["twice".into(), "half".into()],
+        };
+        let out = pass.run(&user).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(calls(&user), 1);
+        assert_eq!(calls(&out.module), 0, "{}", out.module);
+        let names: Vec<&str> = out.module.functions().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["half", "k"], "{}", out.module);
+        assert_eq!(out.report.summary, "merged test.cuh; inlined twice ×1");
+        // Nothing named to inline: merged, every call kept.
+        let kept = MergeRuntime {
+            inline: Vec::new(),
+            ..pass
+        };
+        let out = kept.run(&user).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(calls(&out.module), 1);
+        assert_eq!(out.report.summary, "merged test.cuh; inlined nothing");
+    }
+}
