@@ -16,7 +16,9 @@
 //!                                           relined input (see below)
 //! ```
 //!
-//! `<pass>` is the module name under `src/pass/` (`demote`, `store_f32`, ...).
+//! `<pass>` is the module name under `src/pass/` (`demote`, `store_f32`, ...); every `pub mod`
+//! of `src/pass/mod.rs` must have a directory (a test below checks it), and every cause pass of
+//! `src/pass/cause.rs` a case in `cause/`.
 //!
 //! # Options
 //!
@@ -74,6 +76,10 @@ use mantissa_ptx::site::{self, Site};
 use mantissa_ptx::{parse, InstId, Item, Module};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+
+/// Passes under `src/pass/` that have no case directory, each with why (a pass that needs an
+/// external tool at test time, say). Empty: `pin_contraction` reads a fixture SASS.
+const EXEMPT: &[(&str, &str)] = &[];
 
 const MARK: &str = "// <-";
 const BLESS_COMMAND: &str = "MANTISSA_BLESS=1 cargo test -p mantissa-ptx --test passes";
@@ -655,6 +661,64 @@ fn every_case_gives_its_expected_module_and_report() {
         "{} of {cases} cases failed:\n\n{}",
         failures.len(),
         failures.join("\n\n")
+    );
+}
+
+/// The `pub mod NAME;` lines of a Rust file.
+fn pub_mods(path: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.lines()
+        .filter_map(|l| {
+            let name = l.trim().strip_prefix("pub mod ")?.strip_suffix(';')?;
+            Some(name.trim().to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn every_pass_has_a_case_directory() {
+    let Some(root) = checkout() else { return };
+    let passes = pub_mods(&root.join("src/pass/mod.rs"));
+    assert!(passes.len() > 5, "pub mods of pass/mod.rs: {passes:?}");
+    let mut missing = Vec::new();
+    for p in &passes {
+        let exempt = EXEMPT.iter().any(|(name, _)| name == p);
+        let dir = cases_dir(&root).join(p);
+        let has_case = dir.is_dir() && !cases_in(&dir).is_empty();
+        if !has_case && !exempt {
+            missing.push(p.clone());
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "passes without a case under tests/passes/ (add tests/passes/PASS/CASE.ptx, see \
+         passes.rs, or list the pass in EXEMPT with the reason): {missing:?}"
+    );
+    let unknown: Vec<String> = pass_dirs(&root)
+        .iter()
+        .filter_map(|d| Some(d.file_name()?.to_string_lossy().into_owned()))
+        .filter(|d| !passes.contains(d))
+        .collect();
+    assert!(
+        unknown.is_empty(),
+        "directories of tests/passes/ that name no pass: {unknown:?}"
+    );
+}
+
+#[test]
+fn every_cause_pass_has_a_case() {
+    let Some(root) = checkout() else { return };
+    let passes = pub_mods(&root.join("src/pass/cause.rs"));
+    assert!(!passes.is_empty());
+    let used: Vec<String> = cases_in(&cases_dir(&root).join("cause"))
+        .iter()
+        .filter_map(|c| Options::of(&c.text).ok())
+        .flat_map(|o| o.words)
+        .collect();
+    let missing: Vec<&String> = passes.iter().filter(|p| !used.contains(p)).collect();
+    assert!(
+        missing.is_empty(),
+        "cause passes no case of tests/passes/cause/ runs (`// options: NAME`): {missing:?}"
     );
 }
 
