@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
 """Compares two snapshots written by scripts/analysis-snapshot.sh (before and after a change
 that must not change behaviour): every command's exit status, every `run` output buffer's
-SHA-256, and every JSON document with what depends on timing left out (times, speed-ups and
-what a time decides: the order of timed candidates, a fastest build). Prints each difference
-as `command/example: path: before -> after` and exits 1 if there is any.
+SHA-256, and every JSON document with what depends on timing or the moment left out: times,
+speed-ups, dates, revisions, paths, what a time decides (a tuning search's choice other than
+mode 1's, which is by digits alone; a fastest build) and what a time budget decides (the input
+mathlib's search found for a math function). Numbers are equal within a relative 1e-12: the
+shadow statistics are sums that the GPU accumulates with atomics in an order it chooses, so
+their last bits differ from run to run of one build. Prints each difference as
+`command/example: path: before -> after` and exits 1 if there is any.
 
 Usage: scripts/analysis-compare.py BEFORE AFTER
 """
@@ -12,20 +16,44 @@ import os
 import re
 import sys
 
-# Keys whose values are measured times or follow from them.
+# Keys whose values are measured times, follow from them, or name the moment and place.
 TIMED = re.compile(
     r"(^|_)(time|times|timing|ms|ms_.*|noise|samples|reps|repeats_run|busy|ratio|speedup|"
-    r"speedup_pct|relative|switched_off|overhead|device|devices|fastest)($|_)"
+    r"speedup_pct|relative|switched_off|overhead|device|devices|fastest|date|git_revision|"
+    r"saved|share)($|_)"
 )
+# A time quoted in a note.
+MS = re.compile(r"[0-9]+(\.[0-9]+)? ms")
+# A tuning search's keys that its timed decisions set (all but mode 1's).
+TIMED_SEARCH = ("chosen", "chosen_trial", "first_met_at")
 
 
 def strip(value):
     """The JSON value without what depends on timing."""
     if isinstance(value, dict):
-        return {k: strip(v) for k, v in value.items() if not TIMED.search(k)}
+        out = {k: strip(v) for k, v in value.items() if not TIMED.search(k)}
+        if value.get("strategy", "mode 1") != "mode 1":
+            for k in TIMED_SEARCH:
+                out.pop(k, None)
+        if "search" in out and out["search"].get("strategy", "mode 1") != "mode 1":
+            out.pop("detail", None)
+        if "differing" in out and "mathlib" in out:  # a math function's check: time-budgeted
+            out.pop("differing")
+        return out
     if isinstance(value, list):
         return [strip(v) for v in value]
+    if isinstance(value, str):  # a note quoting times
+        return MS.sub("… ms", value)
     return value
+
+
+def same_number(a, b):
+    """Equal, or within a relative 1e-12 (see the module docs)."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b or abs(a - b) <= 1e-12 * max(abs(a), abs(b))
+    return False
 
 
 def differences(path, a, b, out):
@@ -36,7 +64,7 @@ def differences(path, a, b, out):
     elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
         for i, (x, y) in enumerate(zip(a, b)):
             differences(f"{path}[{i}]", x, y, out)
-    elif a != b:
+    elif a != b and not same_number(a, b):
         out.append(f"{path}: {json.dumps(a)[:160]} -> {json.dumps(b)[:160]}")
 
 
@@ -46,7 +74,7 @@ def statuses(root):
     for line in open(os.path.join(root, "status.txt")):
         parts = line.split()
         if len(parts) >= 3 and parts[0] in ("run", "shadow", "diff", "tune"):
-            out[f"{parts[0]}/{parts[1]}"] = " ".join(parts[2:])
+            out[f"{parts[0]}/{parts[1]}"] = parts[2]  # rc=N or "skipped"; not the seconds
     return out
 
 
