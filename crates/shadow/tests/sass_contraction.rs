@@ -23,6 +23,7 @@ use mantissa_harness::trial::build::build_request;
 use mantissa_harness::Spec;
 use mantissa_ptx::link::merge_runtime;
 use mantissa_ptx::model::{InstId, Loc, Module, Operand, SrcLine, Statement};
+use mantissa_ptx::op::Control;
 use mantissa_ptx::pass::shadow::{instrument, ShadowOptions};
 use mantissa_ptx::ptxas::cubin_with;
 use mantissa_ptx::sass::{parse_nvdisasm, Sass};
@@ -146,7 +147,7 @@ fn not_unrolled(m: &Module) -> Module {
                 Statement::Label(l, _) => {
                     seen.insert(l.clone());
                 }
-                Statement::Inst(i) if i.opcode == "bra" => {
+                Statement::Inst(i) if i.decode().control() == Some(Control::Bra) => {
                     if let Some(Operand::Symbol(t)) = i.operands.first() {
                         if seen.contains(t) && !t.starts_with("$mantissa_shadow") {
                             headers.insert(t.clone());
