@@ -30,7 +30,8 @@
 //!   results highlighted (contraction, approximate div/sqrt, ftz, float→unsigned casts).
 //! - [`ptxas`]: optional ptxas (assemble check, register use and spills from `-v`).
 //! - [`sass`]: what runs — the PTX assembled with `ptxas -lineinfo`, disassembled with
-//!   `nvdisasm -g -c`, SASS opcodes counted per source line (FFMA confirms a contraction).
+//!   `nvdisasm -g -c`, SASS mnemonics counted per source line (FFMA confirms a contraction)
+//!   and classified there ([`sass::float_op`]).
 //! - [`promotion`]: accidental double precision — f64 regions entered from f32 and rounded
 //!   back, per source line, with the literal or call responsible and the fix; f64 values that
 //!   are carried (loops, memory, parameters) are told apart as intentional.
