@@ -33,6 +33,8 @@
 //! - [`sass`]: what runs — the PTX assembled with `ptxas -lineinfo`, disassembled with
 //!   `nvdisasm -g -c`, SASS mnemonics counted per source line (FFMA confirms a contraction)
 //!   and classified there ([`sass::float_op`]).
+//! - [`tools`]: the one search for CUDA's command-line tools (ptxas, nvdisasm) and the pip
+//!   wheels' site-packages, which `mantissa-gpu` uses too.
 //! - [`promotion`]: accidental double precision — f64 regions entered from f32 and rounded
 //!   back, per source line, with the literal or call responsible and the fix; f64 values that
 //!   are carried (loops, memory, parameters) are told apart as intentional.
@@ -102,6 +104,7 @@ pub mod rewrite;
 pub mod sass;
 pub mod site;
 pub mod symbols;
+pub mod tools;
 pub mod units;
 pub mod variables;
 

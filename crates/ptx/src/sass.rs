@@ -9,7 +9,7 @@
 //! cannot confirm a line; nvdisasm is the one disassembler used.
 //!
 //! Both tools are optional (pip wheels `nvidia-cuda-nvcc` for ptxas, `nvidia-cuda-nvdisasm` for
-//! nvdisasm, or a toolkit): the caller finds them (the CLI uses `mantissa_gpu::cuda_tool`) and
+//! nvdisasm, or a toolkit): the caller finds them ([`crate::tools::cuda_tool`]) and
 //! passes their paths; nothing here searches or prints.
 //!
 //! SASS mnemonics are another IR than PTX's opcodes (whose meanings are [`crate::op`]'s): they

@@ -79,8 +79,8 @@ pub(crate) fn assert_sound(what: &str, module: &Module) -> String {
 /// printed) when either is missing, unless `MANTISSA_REQUIRE_NVDISASM=1` (set by CI).
 pub(crate) fn sass_tools_or_skip() -> Option<(std::path::PathBuf, std::path::PathBuf)> {
     let found = (
-        mantissa_gpu::cuda_tool("ptxas"),
-        mantissa_gpu::cuda_tool("nvdisasm"),
+        crate::tools::cuda_tool("ptxas"),
+        crate::tools::cuda_tool("nvdisasm"),
     );
     match found {
         (Some(p), Some(d)) => Some((p, d)),
