@@ -7,6 +7,7 @@
 //! from the PTX alone, and the report says so.
 
 use mantissa_ptx::pass::cause::{Candidate, Cause};
+use mantissa_ptx::sass::{float_op, FloatOp};
 use serde::Serialize;
 
 /// What the SASS says of a blamed cause.
@@ -88,9 +89,10 @@ pub fn check(ptx: &str, blamed: &[&Candidate]) -> (Vec<SassCheck>, Option<String
                 return SassCheck::NotApplicable;
             }
             let ops = sass.at(&[c.site.function.as_str()], &c.site.file, c.site.line);
-            if ["FFMA", "DFMA", "HFMA2"]
-                .iter()
-                .any(|op| ops.contains_key(*op))
+            // The register forms, as ptxas writes a fused pair of registers.
+            if ops
+                .keys()
+                .any(|m| matches!(float_op(m), Some((FloatOp::Fma, _, false))))
             {
                 SassCheck::Confirmed
             } else {

@@ -176,117 +176,11 @@ fn wheel_dirs() -> Vec<PathBuf> {
     wheel_subdirs(&["lib"])
 }
 
-/// `nvidia/cu13/<sub...>` under every site-packages directory of the active Python and of the
-/// active virtual environment ([`site_packages`]), in that order, without repeats: where the
-/// CUDA 13 pip wheels put their files (`lib` for NVRTC, `bin` for nvcc).
-pub(crate) fn wheel_subdirs(sub: &[&str]) -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = Vec::new();
-    for site in site_packages() {
-        let mut dir = site.join("nvidia").join("cu13");
-        for part in sub {
-            dir = dir.join(part);
-        }
-        if !dirs.contains(&dir) {
-            dirs.push(dir);
-        }
-    }
-    dirs
-}
-
-/// The site-packages directories of the active Python (system and user) and of `$VIRTUAL_ENV`,
-/// in that order: the one search for Python's directories in this crate (NVRTC and nvcc both use
-/// it). Python is asked once per process; its answer does not change while we run.
-pub(crate) fn site_packages() -> Vec<PathBuf> {
-    static SITES: OnceLock<Vec<PathBuf>> = OnceLock::new();
-    SITES
-        .get_or_init(|| {
-            let mut sites = python_site_dirs();
-            if let Some(venv) = std::env::var_os("VIRTUAL_ENV").filter(|v| !v.is_empty()) {
-                sites.extend(venv_site_dirs(Path::new(&venv)));
-            }
-            sites
-        })
-        .clone()
-}
-
-/// Asks `python3` for its site-packages directories (system and user). No Python, or one that
-/// fails, gives none: the toolkit places are still searched.
-fn python_site_dirs() -> Vec<PathBuf> {
-    const SCRIPT: &str =
-        "import site\nfor d in site.getsitepackages() + [site.getusersitepackages()]: print(d)";
-    let out = std::process::Command::new("python3")
-        .args(["-c", SCRIPT])
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .output();
-    match out {
-        Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty())
-            .map(PathBuf::from)
-            .collect(),
-        _ => Vec::new(),
-    }
-}
-
-/// `lib/python3.*/site-packages` of a virtual environment.
-fn venv_site_dirs(venv: &Path) -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(venv.join("lib"))
-        .map(|entries| {
-            entries
-                .flatten()
-                .filter(|e| e.file_name().to_string_lossy().starts_with("python"))
-                .map(|e| e.path().join("site-packages"))
-                .collect()
-        })
-        .unwrap_or_default();
-    dirs.sort();
-    dirs
-}
-
-/// A CUDA command-line tool (`ptxas`, `nvdisasm`, `cuobjdump`) by name: `$CUDA_HOME/bin`,
-/// `$CUDA_PATH/bin`, `/usr/local/cuda/bin`, each directory of `PATH`, then the pip wheels'
-/// `nvidia/cu13/bin` (where `nvidia-cuda-nvcc`, `nvidia-cuda-nvdisasm` and
-/// `nvidia-cuda-cuobjdump` put them). The same places, in the same order, as nvcc is looked for.
-pub fn cuda_tool(name: &str) -> Option<PathBuf> {
-    tool_candidates(name, &|var| std::env::var_os(var), &wheel_subdirs(&["bin"]))
-        .into_iter()
-        .find(|p| is_executable(p))
-}
-
-/// Where [`cuda_tool`] looks for `name`, in order (the environment read through `env`).
-fn tool_candidates(
-    name: &str,
-    env: &dyn Fn(&str) -> Option<std::ffi::OsString>,
-    wheel_bins: &[PathBuf],
-) -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = ["CUDA_HOME", "CUDA_PATH"]
-        .iter()
-        .filter_map(|v| env(v))
-        .filter(|v| !v.is_empty())
-        .map(|root| PathBuf::from(root).join("bin"))
-        .collect();
-    dirs.push(PathBuf::from("/usr/local/cuda/bin"));
-    if let Some(path) = env("PATH") {
-        dirs.extend(std::env::split_paths(&path).filter(|d| !d.as_os_str().is_empty()));
-    }
-    dirs.extend(wheel_bins.iter().cloned());
-    let mut out: Vec<PathBuf> = Vec::new();
-    for d in dirs {
-        let p = d.join(name);
-        if !out.contains(&p) {
-            out.push(p);
-        }
-    }
-    out
-}
-
-/// A file this process may run.
-pub(crate) fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-}
+// The one search for Python's site-packages and for CUDA's command-line tools is
+// `mantissa_ptx::tools` (ptx runs ptxas and nvdisasm, and this crate depends on it): NVRTC's
+// and nvcc's wheels are found there, and `cuda_tool` is that crate's.
+pub use mantissa_ptx::tools::cuda_tool;
+pub(crate) use mantissa_ptx::tools::{is_executable, wheel_subdirs};
 
 /// The toolkit library directories, in search order.
 fn toolkit_dirs() -> Vec<PathBuf> {
@@ -330,47 +224,6 @@ mod tests {
         );
         std::fs::write(dir.join("libnvrtc.so.13"), b"").unwrap();
         assert_eq!(nvrtc_in(&dir), Some(dir.join("libnvrtc.so.13")));
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    fn virtual_environments_are_searched_under_lib_python() {
-        let venv = scratch_dir("venv");
-        std::fs::create_dir_all(venv.join("lib/python3.11/site-packages")).unwrap();
-        std::fs::create_dir_all(venv.join("lib/other")).unwrap();
-        assert_eq!(
-            venv_site_dirs(&venv),
-            [venv.join("lib/python3.11/site-packages")]
-        );
-        std::fs::remove_dir_all(&venv).unwrap();
-    }
-
-    #[test]
-    fn tools_are_looked_for_in_the_toolkit_then_path_then_the_wheels() {
-        let env = |var: &str| match var {
-            "CUDA_HOME" => Some("/opt/cuda".into()),
-            "PATH" => Some("/usr/bin::/opt/cuda/bin".into()),
-            _ => None,
-        };
-        let wheels = [PathBuf::from("/site/nvidia/cu13/bin")];
-        assert_eq!(
-            tool_candidates("nvdisasm", &env, &wheels),
-            [
-                "/opt/cuda/bin/nvdisasm",
-                "/usr/local/cuda/bin/nvdisasm",
-                "/usr/bin/nvdisasm",
-                "/site/nvidia/cu13/bin/nvdisasm"
-            ]
-            .map(PathBuf::from)
-        );
-        let dir = scratch_dir("tool");
-        let tool = dir.join("nvdisasm");
-        std::fs::write(&tool, b"#!/bin/sh\n").unwrap();
-        assert!(!is_executable(&tool), "not executable yet");
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
-        assert!(is_executable(&tool));
-        assert!(!is_executable(&dir));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -63,16 +63,18 @@ pub struct FpOp {
     pub conversion: Option<Conversion>,
 }
 
-/// Whether an instruction the census classifies (by its base opcode, `add`, `div`, ...) is
-/// floating-point arithmetic: everything but sign changes (`abs`, `neg`, `copysign`) and
-/// conversions. The one definition of an "FP instruction" wherever mantissa counts them.
-pub fn is_arithmetic_opcode(opcode: &str) -> bool {
-    !matches!(opcode, "abs" | "neg" | "copysign" | "cvt")
+/// Whether an instruction the census classifies, named by its opcode and modifiers
+/// (`div.full.f32`, or `add.f64` as the study keys its counts), is floating-point arithmetic:
+/// everything but sign changes (`abs`, `neg`, `copysign`) and conversions
+/// ([`crate::op::Op::counts_as_arithmetic`] of its [`crate::op::decode_name`]). The one
+/// definition of an "FP instruction" wherever mantissa counts them.
+pub fn is_arithmetic_name(full_opcode: &str) -> bool {
+    crate::op::decode_name(full_opcode).counts_as_arithmetic()
 }
 
-/// [`is_arithmetic_opcode`] of a classified instruction.
+/// [`is_arithmetic_name`] of a classified instruction.
 pub fn is_arithmetic(op: &FpOp) -> bool {
-    is_arithmetic_opcode(op.name.split('.').next().unwrap_or(""))
+    is_arithmetic_name(&op.name)
 }
 
 /// Classifies a floating-point instruction; `None` for anything else.

@@ -8,7 +8,7 @@ use crate::cfg::Cfg;
 use crate::decode::Decoded;
 use crate::graph::Graph;
 use crate::model::*;
-use crate::op::{Arith, MathFn, Op, OpKind};
+use crate::op::{Arith, MathFn, Op, OpKind, Rounding, ValueType};
 use crate::promotion::{is_library, math_function};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -394,23 +394,24 @@ fn same_kind(a: &Highlight, b: &Highlight) -> bool {
 /// Whether `inst` is an unrounded float `mul` whose every use is an unrounded `add`/`sub` of
 /// the same type (see [`Highlight::Contractible`]).
 pub(crate) fn contractible(d: &Decoded, g: &Graph, inst: &Instruction) -> bool {
-    let unrounded = |i: &Instruction, ops: &[&str]| {
-        ops.contains(&i.opcode.as_str())
-            && !i.has_mod("rn")
-            && !i.has_mod("sat")
-            && (i.has_mod("f32") || i.has_mod("f64"))
+    let unrounded = |op: &Op, arith: &[Arith]| {
+        matches!(op.kind, OpKind::Arith(a) if arith.contains(&a))
+            && op.rounding != Some(Rounding::Rn)
+            && !op.sat
+            && matches!(op.ty, Some(ValueType::F32 | ValueType::F64))
     };
-    if !unrounded(inst, &["mul"]) {
+    let op = inst.decode();
+    if !unrounded(&op, &[Arith::Mul]) {
         return false;
     }
-    let ty = inst.types();
     let mut users = g.uses_of(inst.id).peekable();
     if users.peek().is_none() {
         return false;
     }
     users.all(|e| {
-        g.index_of(e.user)
-            .is_some_and(|k| unrounded(d.insts[k], &["add", "sub"]) && d.insts[k].types() == ty)
+        g.index_of(e.user).is_some_and(|k| {
+            unrounded(&d.ops[k], &[Arith::Add, Arith::Sub]) && d.ops[k].ty == op.ty
+        })
     })
 }
 
@@ -824,7 +825,8 @@ mod tests {
         assert!(m
             .functions()
             .flat_map(|f| f.instructions())
-            .any(|i| i.full_opcode() == "rcp.approx.ftz.f64"));
+            .map(Instruction::decode)
+            .any(|o| o.kind == OpKind::Rcp && o.approx && o.ftz && o.ty == Some(ValueType::F64)));
         let r = compare("power", &[("default", &m)], None).unwrap();
         let approx: Vec<&Highlight> = r
             .lines

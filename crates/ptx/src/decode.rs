@@ -4,8 +4,8 @@
 //! the passes are built from a [`Decoded`] rather than from the text, so no analysis decodes an
 //! opcode or looks a register name up a second time.
 
-use crate::model::{Function, Instruction, Loc, Statement};
-use crate::op::{decode, defs_uses_into, Op};
+use crate::model::{Function, Instruction, Loc, Operand, Statement};
+use crate::op::{decode, Op, Writes};
 use crate::regs::{FxMap, RegId, RegTable};
 use std::collections::HashMap;
 
@@ -141,6 +141,62 @@ impl<'f> Decoded<'f> {
             Some(crate::model::Operand::Symbol(l)) => self.labels.get(l.as_str()).copied(),
             _ => None,
         }
+    }
+}
+
+/// The registers an instruction writes and reads, by name, as [`crate::op::decode`] says; the guard is
+/// read. An address operand's base register is read even in a written position.
+pub(crate) fn defs_uses<'a>(inst: &'a Instruction, op: &Op) -> (Vec<&'a str>, Vec<&'a str>) {
+    let mut defs = Vec::new();
+    let mut uses = Vec::new();
+    defs_uses_into(inst, op, &mut |r, def, _| {
+        if def {
+            defs.push(r)
+        } else {
+            uses.push(r)
+        }
+    });
+    (defs, uses)
+}
+
+/// [`defs_uses`] without allocating: `f(register, is_def, operand)` for each, defs and uses in
+/// operand order (the guard first); `operand` is `Some(j)` when the register is the whole
+/// operand `j`.
+pub(crate) fn defs_uses_into<'a>(
+    inst: &'a Instruction,
+    op: &Op,
+    f: &mut impl FnMut(&'a str, bool, Option<usize>),
+) {
+    if let Some(g) = &inst.guard {
+        f(g.reg.as_str(), false, None);
+    }
+    let has_returns = op.writes == Writes::CallReturns
+        // `call (ret), f, (args)`: the first list is the return list only when the callee
+        // name follows it.
+        && inst.operands.len() > 1
+        && matches!(inst.operands.first(), Some(Operand::List(_)))
+        && !matches!(inst.operands.get(1), Some(Operand::List(_)));
+    for (k, o) in inst.operands.iter().enumerate() {
+        let def = match op.writes {
+            Writes::CallReturns => k == 0 && has_returns,
+            Writes::First => k == 0,
+            Writes::Nothing => false,
+        };
+        match o {
+            Operand::Reg(r) => f(r, def, Some(k)),
+            _ => regs_into(o, def, f),
+        }
+    }
+}
+
+fn regs_into<'a>(o: &'a Operand, def: bool, f: &mut impl FnMut(&'a str, bool, Option<usize>)) {
+    match o {
+        Operand::Reg(r) => f(r, def, None),
+        // An address's base register is read, even in a written position.
+        Operand::Addr { base, .. } if base.starts_with('%') => f(base, false, None),
+        Operand::Vector(v) | Operand::List(v) => v.iter().for_each(|o| regs_into(o, def, f)),
+        Operand::Not(o) => regs_into(o, def, f),
+        _ => {}
     }
 }
 

@@ -16,7 +16,8 @@
 //! - Printing is `Display` on the model (in `print.rs`): `parse(print(parse(x))) == parse(x)`.
 //! - [`op`]: the one decode of what an instruction means ([`op::decode`] → [`op::Op`]: kind,
 //!   value type, rounding, `.ftz`/`.approx`/`.full`/`.sat`, which operands it writes). Every
-//!   other module reads it; a new opcode is taught there once.
+//!   other module reads it; a new opcode is taught there once, and no opcode's text is tested
+//!   anywhere else (`tests/one_decode.rs` checks the workspace).
 //! - [`regs`]: registers interned per function ([`regs::RegId`], [`regs::RegTable`]).
 //! - [`decode`]: a function decoded once ([`decode::Decoded`]: ops, defs/uses as ids, `.loc`s).
 //! - [`cfg`](mod@cfg): basic blocks, dominators and natural loops with nesting.
@@ -30,7 +31,10 @@
 //!   results highlighted (contraction, approximate div/sqrt, ftz, float→unsigned casts).
 //! - [`ptxas`]: optional ptxas (assemble check, register use and spills from `-v`).
 //! - [`sass`]: what runs — the PTX assembled with `ptxas -lineinfo`, disassembled with
-//!   `nvdisasm -g -c`, SASS opcodes counted per source line (FFMA confirms a contraction).
+//!   `nvdisasm -g -c`, SASS mnemonics counted per source line (FFMA confirms a contraction)
+//!   and classified there ([`sass::float_op`]).
+//! - [`tools`]: the one search for CUDA's command-line tools (ptxas, nvdisasm) and the pip
+//!   wheels' site-packages, which `mantissa-gpu` uses too.
 //! - [`promotion`]: accidental double precision — f64 regions entered from f32 and rounded
 //!   back, per source line, with the literal or call responsible and the fix; f64 values that
 //!   are carried (loops, memory, parameters) are told apart as intentional.
@@ -107,6 +111,7 @@ pub mod rewrite;
 pub mod sass;
 pub mod site;
 pub mod symbols;
+pub mod tools;
 pub mod units;
 pub mod variables;
 

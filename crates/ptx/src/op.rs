@@ -9,8 +9,18 @@
 //! ([`crate::regs::RegTable::reinterprets`]). Opcodes this table does not know decode to
 //! [`OpKind::Other`] with their name kept, so an analysis can say which instruction it did not
 //! understand rather than guess.
+//!
+//! No opcode's text is tested anywhere else (`crates/ptx/tests/one_decode.rs` scans the
+//! workspace for that): code and tests ask [`Op`]'s kind and predicates ([`Op::is_call`],
+//! [`Op::is_param_access`], [`Op::transfers_control`], ...), and a question no predicate answers
+//! gets one here. Reports name instructions by their full opcode (`fma.rn.f64`); what such a
+//! name means is [`decode_name`]. SASS mnemonics (`FFMA`, from nvdisasm) are another IR, with
+//! their own small classification in [`crate::sass`].
 
-use crate::model::{Instruction, Operand};
+use crate::model::{InstId, Instruction, Operand, SrcLine};
+// The registers an instruction writes and reads follow from its decode; they are extracted
+// beside the per-function decode.
+pub(crate) use crate::decode::defs_uses;
 use serde::Serialize;
 use std::fmt;
 
@@ -622,6 +632,9 @@ pub struct Op {
     pub atomic: Option<AtomicOp>,
     /// Which operands it writes.
     pub writes: Writes,
+    /// `set` rather than `setp`: the comparison's result is written as a value of the first type
+    /// (`set.lt.u32.f32` writes 0 or 0xffffffff), not as a predicate.
+    pub value_result: bool,
 }
 
 /// Opcodes with no register result besides the ones [`OpKind`] names (stores, branches, ...).
@@ -801,6 +814,7 @@ pub fn decode(inst: &Instruction) -> Op {
         }),
         _ => None,
     };
+    let value_result = matches!(kind, OpKind::Compare(_)) && inst.opcode == "set";
     Op {
         kind,
         ty,
@@ -814,8 +828,29 @@ pub fn decode(inst: &Instruction) -> Op {
         vector,
         atomic,
         writes,
+        value_result,
     }
 }
+
+/// Decodes an instruction named by its full opcode alone (`fma.rn.f64`, `cvt.rn.f32.f64`), as
+/// reports and the census name instructions: what [`decode`] says of an instruction with that
+/// opcode and those modifiers. Operands are not part of a name, so a `mov` that packs a vector
+/// decodes as a plain move.
+pub fn decode_name(full_opcode: &str) -> Op {
+    let mut parts = full_opcode.split('.');
+    decode(&Instruction {
+        id: InstId(0),
+        guard: None,
+        opcode: parts.next().unwrap_or("").to_string(),
+        modifiers: parts.map(str::to_string).collect(),
+        operands: Vec::new(),
+        line: SrcLine(0),
+    })
+}
+
+/// Opcodes [`decode`] keeps by name ([`OpKind::Other`]) that touch memory without writing it:
+/// `ldmatrix` loads, `isspacep` tests an address, `prefetch`/`prefetchu` warm a cache.
+const READ_ONLY_OTHERS: [&str; 4] = ["ldmatrix", "isspacep", "prefetch", "prefetchu"];
 
 impl Op {
     /// Floating-point arithmetic: add/sub/mul/min/max/neg/abs, fma, div, rcp, sqrt, rsqrt and
@@ -886,6 +921,63 @@ impl Op {
         matches!(self.control(), Some(Control::Bra | Control::Brx))
     }
 
+    /// A call of another function: the arguments and results cross it through `.param` space.
+    pub fn is_call(&self) -> bool {
+        self.kind == OpKind::Call
+    }
+
+    /// `ld.param`: a function reading its own parameter, or a caller reading a call's result.
+    pub fn is_param_load(&self) -> bool {
+        self.kind == OpKind::Load(Space::Param)
+    }
+
+    /// `st.param`: a caller staging a call's argument, or a function writing its return value.
+    pub fn is_param_store(&self) -> bool {
+        self.kind == OpKind::Store(Space::Param)
+    }
+
+    /// A `.param` load or store ([`Op::is_param_load`], [`Op::is_param_store`]): how a call's
+    /// arguments and results are staged around it, which passes move and inline with the call.
+    pub fn is_param_access(&self) -> bool {
+        self.is_param_load() || self.is_param_store()
+    }
+
+    /// `ret` or `exit`: the function (in a kernel, the thread) ends here, so code that must run
+    /// at every end (a flush) goes before each of these. `trap` aborts instead.
+    pub fn is_return(&self) -> bool {
+        matches!(self.control(), Some(Control::Ret | Control::Exit))
+    }
+
+    /// Whether the next statement is not this instruction's continuation: a branch, `ret`,
+    /// `exit` or `trap` (barriers and fences continue), so code cannot be inserted after it.
+    pub fn transfers_control(&self) -> bool {
+        self.is_branch() || self.control().is_some_and(Control::ends_flow)
+    }
+
+    /// `setp`: a comparison writing a predicate (`set`, which writes a value, is not; see
+    /// [`Op::value_result`]).
+    pub fn is_predicate_compare(&self) -> bool {
+        matches!(self.kind, OpKind::Compare(_)) && !self.value_result
+    }
+
+    /// Touches memory without writing it: loads, and the opcodes the decode keeps by name that
+    /// read (`ldmatrix`) or only test or warm an address (`isspacep`, `prefetch`). What names a
+    /// state space and is none of these nor a store or atomic may write there unseen.
+    pub fn reads_memory_only(&self) -> bool {
+        match &self.kind {
+            OpKind::Load(_) => true,
+            OpKind::Other(name) => READ_ONLY_OTHERS.contains(&name.as_str()),
+            _ => false,
+        }
+    }
+
+    /// Floating-point arithmetic as mantissa counts it wherever it counts "FP instructions"
+    /// (the census, the study's intensity): [`Op::is_float_arith`] but the sign changes (`abs`,
+    /// `neg`), which round nothing; conversions and `copysign` are not arithmetic either.
+    pub fn counts_as_arithmetic(&self) -> bool {
+        self.is_float_arith() && !matches!(self.kind, OpKind::Arith(Arith::Abs | Arith::Neg))
+    }
+
     /// A correctly rounded IEEE operation, as far as its modifiers say (`div.rn`, `add`, `fma`);
     /// `.approx`, `.full`, `rsqrt` and the special functions are not.
     pub fn is_ieee(&self) -> bool {
@@ -893,188 +985,6 @@ impl Op {
     }
 }
 
-/// The registers an instruction writes and reads, by name, as [`decode`] says; the guard is
-/// read. An address operand's base register is read even in a written position.
-pub(crate) fn defs_uses<'a>(inst: &'a Instruction, op: &Op) -> (Vec<&'a str>, Vec<&'a str>) {
-    let mut defs = Vec::new();
-    let mut uses = Vec::new();
-    defs_uses_into(inst, op, &mut |r, def, _| {
-        if def {
-            defs.push(r)
-        } else {
-            uses.push(r)
-        }
-    });
-    (defs, uses)
-}
-
-/// [`defs_uses`] without allocating: `f(register, is_def, operand)` for each, defs and uses in
-/// operand order (the guard first); `operand` is `Some(j)` when the register is the whole
-/// operand `j`.
-pub(crate) fn defs_uses_into<'a>(
-    inst: &'a Instruction,
-    op: &Op,
-    f: &mut impl FnMut(&'a str, bool, Option<usize>),
-) {
-    if let Some(g) = &inst.guard {
-        f(g.reg.as_str(), false, None);
-    }
-    let has_returns = op.writes == Writes::CallReturns
-        // `call (ret), f, (args)`: the first list is the return list only when the callee
-        // name follows it.
-        && inst.operands.len() > 1
-        && matches!(inst.operands.first(), Some(Operand::List(_)))
-        && !matches!(inst.operands.get(1), Some(Operand::List(_)));
-    for (k, o) in inst.operands.iter().enumerate() {
-        let def = match op.writes {
-            Writes::CallReturns => k == 0 && has_returns,
-            Writes::First => k == 0,
-            Writes::Nothing => false,
-        };
-        match o {
-            Operand::Reg(r) => f(r, def, Some(k)),
-            _ => regs_into(o, def, f),
-        }
-    }
-}
-
-fn regs_into<'a>(o: &'a Operand, def: bool, f: &mut impl FnMut(&'a str, bool, Option<usize>)) {
-    match o {
-        Operand::Reg(r) => f(r, def, None),
-        // An address's base register is read, even in a written position.
-        Operand::Addr { base, .. } if base.starts_with('%') => f(base, false, None),
-        Operand::Vector(v) | Operand::List(v) => v.iter().for_each(|o| regs_into(o, def, f)),
-        Operand::Not(o) => regs_into(o, def, f),
-        _ => {}
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::parse;
-
-    fn ops(body: &str) -> Vec<(String, Op)> {
-        let text = format!(
-            ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{{\n{body}\n}}\n"
-        );
-        let p = parse(&text);
-        assert!(p.diagnostics.is_empty(), "{:?}", p.diagnostics);
-        p.module
-            .kernels()
-            .flat_map(|f| f.instructions())
-            .map(|i| (i.full_opcode(), decode(i)))
-            .collect()
-    }
-
-    #[test]
-    fn decodes_kinds_types_and_modifiers() {
-        let got = ops("fma.rn.ftz.f32 %f1, %f2, %f3, %f4;\n\
-             mad.lo.s32 %r1, %r2, %r3, %r4;\n\
-             mad.rn.f64 %fd1, %fd2, %fd3, %fd4;\n\
-             div.full.f32 %f1, %f2, %f3;\n\
-             div.s32 %r1, %r2, %r3;\n\
-             cvt.rzi.sat.u32.f64 %r1, %fd1;\n\
-             setp.ltu.and.f64 %p1, %fd1, %fd2, %p2;\n\
-             ld.shared.v4.f32 {%f1, %f2, %f3, %f4}, [%r1];\n\
-             mul.wide.s32 %rd1, %r1, 4;\n\
-             mul.hi.u32 %r1, %r2, %r3;\n\
-             setp.hi.u32 %p1, %r2, %r3;\n\
-             mov.b64 %rd1, {%r1, %r2};\n\
-             mov.b64 %rd1, %fd1;\n\
-             st.global.f64 [%rd1], %fd1;\n\
-             ex2.approx.ftz.f32 %f1, %f2;\n\
-             shfl.sync.idx.b32 %r1, %r2, %r3, %r4, %r5;\n\
-             vote.sync.ballot.b32 %r1, %p1, %r2;\n\
-             redux.sync.max.u32 %r1, %r2, %r3;\n\
-             activemask.b32 %r1;\n\
-             bar.warp.sync -1;\n\
-             bar.sync 0;");
-        let k: Vec<&OpKind> = got.iter().map(|(_, o)| &o.kind).collect();
-        assert_eq!(
-            k,
-            [
-                &OpKind::Fma,
-                &OpKind::Arith(Arith::Mad),
-                &OpKind::Fma,
-                &OpKind::Div,
-                &OpKind::Arith(Arith::IntDiv),
-                &OpKind::Convert {
-                    from: ValueType::F64,
-                    to: ValueType::U32
-                },
-                &OpKind::Compare(Cmp::Ltu),
-                &OpKind::Load(Space::Shared),
-                &OpKind::Arith(Arith::Mul),
-                &OpKind::Arith(Arith::Mul),
-                &OpKind::Compare(Cmp::Hi),
-                &OpKind::Move { reinterpret: true },
-                &OpKind::Move { reinterpret: false },
-                &OpKind::Store(Space::Global),
-                &OpKind::Approx(MathFn::Ex2),
-                &OpKind::Warp(Warp::Shuffle(Shuffle::Idx)),
-                &OpKind::Warp(Warp::Vote(Vote::Ballot)),
-                &OpKind::Warp(Warp::Reduce(Reduce::Max)),
-                &OpKind::Warp(Warp::ActiveMask),
-                &OpKind::Warp(Warp::Sync),
-                &OpKind::Control(Control::Barrier),
-            ]
-        );
-        let fma = &got[0].1;
-        assert_eq!(
-            (fma.ty, fma.rounding, fma.ftz, fma.approx),
-            (Some(ValueType::F32), Some(Rounding::Rn), true, false)
-        );
-        assert!(fma.is_float_arith() && fma.is_ieee());
-        assert!(!got[1].1.is_float_arith());
-        assert!(got[3].1.full && !got[3].1.is_ieee());
-        let cvt = &got[5].1;
-        assert_eq!((cvt.rounding, cvt.sat), (Some(Rounding::Rzi), true));
-        assert_eq!(got[6].1.combine, Some(BoolOp::And));
-        assert_eq!(got[7].1.vector, 4);
-        assert_eq!(got[8].1.part, Some(Part::Wide));
-        assert_eq!((got[9].1.part, got[10].1.part), (Some(Part::Hi), None));
-        assert!(got[11].1.is_terminal() && !got[12].1.is_terminal());
-        assert_eq!(got[13].1.writes, Writes::Nothing);
-        assert!(got[14].1.approx && !got[14].1.is_ieee());
-        assert_eq!(got[15].1.writes, Writes::First);
-    }
-
-    #[test]
-    fn value_types_round_trip_and_size() {
-        for (t, n) in TYPE_NAMES {
-            assert_eq!(ValueType::parse(n), Some(t));
-            assert_eq!(t.name(), n);
-            // Independent of the table: the digits of the name give the width, but for the
-            // packed, tf32, fp8 and predicate types.
-            let digits: String = n.chars().filter(char::is_ascii_digit).collect();
-            let bits = match n {
-                "pred" | "e4m3" | "e5m2" => 8,
-                "f16x2" | "bf16x2" | "tf32" => 32,
-                _ => digits.parse().unwrap_or(0),
-            };
-            assert_eq!(t.bits(), bits, "{n}");
-        }
-        assert_eq!(ValueType::parse("f128"), None);
-    }
-
-    #[test]
-    fn defs_and_uses_of_calls_stores_and_guards() {
-        let text = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{\n\
-            @!%p1 st.global.f32 [%rd1+4], %f1;\n\
-            call.uni (retval0), f, (param0, param1);\n\
-            call.uni f, (param0);\n\
-            ld.global.v2.f32 {%f1, %f2}, [%rd2];\n\
-            setp.lt.f32 %p1|%p2, %f1, %f2;\n}\n";
-        let m = parse(text).module;
-        let got: Vec<(Vec<&str>, Vec<&str>)> = m
-            .kernels()
-            .flat_map(|f| f.instructions())
-            .map(|i| defs_uses(i, &decode(i)))
-            .collect();
-        assert_eq!(got[0], (vec![], vec!["%p1", "%rd1", "%f1"]));
-        assert_eq!(got[1].1, Vec::<&str>::new());
-        assert_eq!(got[3], (vec!["%f1", "%f2"], vec!["%rd2"]));
-        assert_eq!(got[4].1, vec!["%f1", "%f2"]);
-    }
-}
+#[path = "op_tests.rs"]
+mod tests;

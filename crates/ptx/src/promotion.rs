@@ -25,6 +25,7 @@ pub mod source;
 use crate::census::{classify, located, SourceLine};
 use crate::graph::Graph;
 use crate::model::*;
+use crate::op::{OpKind, Space, ValueType};
 use crate::regs::RegTable;
 use crate::units::debug_strings;
 use serde::Serialize;
@@ -372,7 +373,7 @@ fn function_promotions(
     // A call links its f64 arguments and results; what the callee does is counted at the call.
     let mut call_of: HashMap<usize, String> = HashMap::new();
     for (k, (i, _)) in insts.iter().enumerate() {
-        if i.opcode != "call" {
+        if !i.decode().is_call() {
             continue;
         }
         let Some(target) = i.operands.iter().find_map(|o| match o {
@@ -383,12 +384,12 @@ fn function_promotions(
         };
         let mut group = vec![k];
         let mut j = k;
-        while j > 0 && insts[j - 1].0.opcode == "st" && insts[j - 1].0.space() == "param" {
+        while j > 0 && insts[j - 1].0.decode().is_param_store() {
             j -= 1;
             group.push(j);
         }
         let mut j = k + 1;
-        while j < insts.len() && insts[j].0.opcode == "ld" && insts[j].0.space() == "param" {
+        while j < insts.len() && insts[j].0.decode().is_param_load() {
             group.push(j);
             j += 1;
         }
@@ -496,15 +497,15 @@ impl Context<'_> {
                     _ => None,
                 })
                 .unwrap_or_default();
-            match i.opcode.as_str() {
-                "ld" | "ldu" if i.space() != "param" => push_new(&mut carried, Carried::Loaded),
-                "ld" | "ldu" if own_params.contains(&base.as_str()) => {
+            match i.decode().kind {
+                OpKind::Load(s) if s != Space::Param => push_new(&mut carried, Carried::Loaded),
+                OpKind::Load(_) if own_params.contains(&base.as_str()) => {
                     push_new(&mut carried, Carried::Parameter { name: base })
                 }
-                "st" | "atom" | "red" if i.space() != "param" => {
+                OpKind::Store(s) | OpKind::Atom(s) | OpKind::Red(s) if s != Space::Param => {
                     push_new(&mut carried, Carried::Stored)
                 }
-                "st" if returns.contains(&base.as_str()) => {
+                OpKind::Store(_) if returns.contains(&base.as_str()) => {
                     push_new(&mut carried, Carried::Returned)
                 }
                 _ => {}
@@ -576,15 +577,18 @@ impl Context<'_> {
                 p.f64_instructions += cost;
                 *cost_at.entry(here).or_default() += cost;
             }
-            let types = i.types();
-            if i.opcode == "cvt" && types.first() == Some(&"f64") {
-                if types.get(1) == Some(&"f32") {
+            if let OpKind::Convert {
+                from,
+                to: ValueType::F64,
+            } = i.decode().kind
+            {
+                if from == ValueType::F32 {
                     p.promotions += 1;
                     entries.push(k);
                     if let Some(Operand::Reg(r)) = i.operands.get(1) {
                         push_new(&mut p.promoted, r.clone());
                     }
-                } else if types.get(1).is_some_and(|t| is_integer(t)) {
+                } else if from.is_int() {
                     p.from_integers += 1;
                     entries.push(k);
                 }
@@ -632,13 +636,12 @@ impl Context<'_> {
 
 /// `cvt.*.f32.f64`: an f64 value rounded back to f32.
 fn is_to_f32(i: &Instruction) -> bool {
-    i.opcode == "cvt" && i.types() == ["f32", "f64"]
-}
-
-fn is_integer(t: &str) -> bool {
     matches!(
-        t,
-        "s8" | "s16" | "s32" | "s64" | "u8" | "u16" | "u32" | "u64"
+        i.decode().kind,
+        OpKind::Convert {
+            from: ValueType::F64,
+            to: ValueType::F32
+        }
     )
 }
 

@@ -48,14 +48,15 @@ pub struct Resources {
     pub spill_load_bytes: u32,
 }
 
-/// Finds ptxas: `$MANTISSA_PTXAS` when set (that file only); otherwise beside the nvcc that
-/// `mantissa-gpu` uses, searched in the same order: the directory of `$MANTISSA_NVCC`, then
-/// `$CUDA_HOME/bin`, `$CUDA_PATH/bin`, `/usr/local/cuda/bin`, each directory of `PATH`, then the
-/// pip wheel (`nvidia/cu13/bin` under the active Python's site-packages and `$VIRTUAL_ENV`,
-/// where `pip install nvidia-cuda-nvcc` puts ptxas beside nvcc); last `../bin` of each
-/// `LD_LIBRARY_PATH` entry (the wheel's `nvidia/cu13/lib` holding libnvrtc).
+/// Finds ptxas: `$MANTISSA_PTXAS` when set (that file only); otherwise as every CUDA tool is
+/// found ([`crate::tools::cuda_tool`]): beside the nvcc `$MANTISSA_NVCC` pins, in the toolkit
+/// (`$CUDA_HOME/bin`, `$CUDA_PATH/bin`, `/usr/local/cuda/bin`), on `PATH`, in the pip wheel
+/// (`nvidia/cu13/bin`, where `pip install nvidia-cuda-nvcc` puts ptxas beside nvcc), last in
+/// `../bin` of each `LD_LIBRARY_PATH` entry.
 pub fn find() -> Option<PathBuf> {
-    find_with(&|name| std::env::var_os(name), &wheel_bins)
+    find_with(&|name| std::env::var_os(name), &|| {
+        crate::tools::wheel_subdirs(&["bin"])
+    })
 }
 
 /// [`find`] with the environment read through `env` and the wheels' `bin` directories given by
@@ -64,72 +65,11 @@ fn find_with(
     env: &dyn Fn(&str) -> Option<std::ffi::OsString>,
     wheel_bins: &dyn Fn() -> Vec<PathBuf>,
 ) -> Option<PathBuf> {
-    let var = |name: &str| env(name).filter(|v| !v.is_empty());
-    if let Some(p) = var(PTXAS_ENV) {
+    if let Some(p) = env(PTXAS_ENV).filter(|v| !v.is_empty()) {
         let p = PathBuf::from(p);
         return p.is_file().then_some(p);
     }
-    let mut dirs: Vec<PathBuf> = Vec::new();
-    if let Some(nvcc) = var("MANTISSA_NVCC") {
-        dirs.extend(Path::new(&nvcc).parent().map(Path::to_path_buf));
-    }
-    for root in ["CUDA_HOME", "CUDA_PATH"].iter().filter_map(|v| var(v)) {
-        dirs.push(PathBuf::from(root).join("bin"));
-    }
-    dirs.push(PathBuf::from("/usr/local/cuda/bin"));
-    if let Some(path) = var("PATH") {
-        dirs.extend(std::env::split_paths(&path));
-    }
-    let found = |dirs: &[PathBuf]| dirs.iter().map(|d| d.join("ptxas")).find(|p| p.is_file());
-    found(&dirs).or_else(|| found(&wheel_bins())).or_else(|| {
-        let libs: Vec<PathBuf> = var("LD_LIBRARY_PATH")
-            .map(|p| {
-                std::env::split_paths(&p)
-                    .map(|d| d.join("../bin"))
-                    .collect()
-            })
-            .unwrap_or_default();
-        found(&libs)
-    })
-}
-
-/// `nvidia/cu13/bin` under the site-packages of `python3` (system and user) and of
-/// `$VIRTUAL_ENV`: where the `nvidia-cuda-nvcc` wheel installs nvcc and ptxas. The same places
-/// `mantissa-gpu` searches for that wheel's nvcc (`locate::wheel_subdirs`, which this crate
-/// cannot call: gpu depends on ptx).
-fn wheel_bins() -> Vec<PathBuf> {
-    const SCRIPT: &str =
-        "import site\nfor d in site.getsitepackages() + [site.getusersitepackages()]: print(d)";
-    let mut sites: Vec<PathBuf> = Command::new("python3")
-        .args(["-c", SCRIPT])
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| {
-            String::from_utf8_lossy(&o.stdout)
-                .lines()
-                .map(str::trim)
-                .filter(|l| !l.is_empty())
-                .map(PathBuf::from)
-                .collect()
-        })
-        .unwrap_or_default();
-    if let Some(venv) = std::env::var_os("VIRTUAL_ENV").filter(|v| !v.is_empty()) {
-        if let Ok(entries) = std::fs::read_dir(Path::new(&venv).join("lib")) {
-            sites.extend(
-                entries
-                    .flatten()
-                    .filter(|e| e.file_name().to_string_lossy().starts_with("python"))
-                    .map(|e| e.path().join("site-packages")),
-            );
-        }
-    }
-    sites
-        .into_iter()
-        .map(|s| s.join("nvidia").join("cu13").join("bin"))
-        .collect()
+    crate::tools::find_tool("ptxas", env, wheel_bins)
 }
 
 /// Assembles `ptx` for `arch` (`sm_90`) with `-v`, returning its per-function resources.
@@ -260,15 +200,19 @@ ptxas info    : Function properties for _Z6scaleddd\n    16 bytes stack frame, 0
         );
     }
 
-    /// `<tmp>/<tag>/bin` holding an `nvcc` and a `ptxas` (empty files: `find` only looks for the
-    /// file); its parent is the toolkit's root.
+    /// `<tmp>/<tag>/bin` holding an `nvcc` and a `ptxas` (empty executable files: `find` only
+    /// looks for them); its parent is the toolkit's root.
     fn toolkit(tag: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
         let dir = std::env::temp_dir()
             .join(format!("mantissa-ptxas-find-{tag}-{}", std::process::id()))
             .join("bin");
         std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("nvcc"), "").unwrap();
-        std::fs::write(dir.join("ptxas"), "").unwrap();
+        for tool in ["nvcc", "ptxas"] {
+            std::fs::write(dir.join(tool), "").unwrap();
+            std::fs::set_permissions(dir.join(tool), std::fs::Permissions::from_mode(0o755))
+                .unwrap();
+        }
         dir
     }
 
@@ -345,6 +289,7 @@ ptxas info    : Function properties for _Z6scaleddd\n    16 bytes stack frame, 0
     /// On a machine with the nvcc wheel (CI installs it), ptxas is found with no variable set.
     #[test]
     fn the_installed_wheels_ptxas_is_found() {
+        let wheel_bins = || crate::tools::wheel_subdirs(&["bin"]);
         if wheel_bins().iter().any(|d| d.join("nvcc").is_file()) {
             let found = find_with(&|_| None, &wheel_bins).expect("ptxas beside the wheel's nvcc");
             assert!(

@@ -85,16 +85,13 @@ const REG_TYPES: [&str; 17] = [
 const REG_TYPES_LIST: &str =
     "pred, b16, b32, b64, b128, u16, u32, u64, s16, s32, s64, f16, f16x2, bf16, bf16x2, f32, f64";
 
-/// Opcodes after which the next statement is not the instruction's continuation.
-fn transfers_control(opcode: &str) -> bool {
-    matches!(opcode, "bra" | "brx" | "ret" | "exit" | "trap")
-}
-
 /// What an edit needs to know about the instruction it is attached to.
 #[derive(Debug, Clone)]
 struct Anchor {
     guard: Option<Guard>,
     opcode: String,
+    /// The next statement is not its continuation ([`crate::op::Op::transfers_control`]).
+    transfers_control: bool,
     writes_guard: bool,
 }
 
@@ -138,15 +135,17 @@ impl Rewriter {
                     RegName::Single(name) => name.as_str(),
                 })),
                 Statement::Inst(i) => {
+                    let op = i.decode();
                     let writes_guard = i
                         .guard
                         .as_ref()
-                        .is_some_and(|g| i.defs().contains(&g.reg.as_str()));
+                        .is_some_and(|g| crate::op::defs_uses(i, &op).0.contains(&g.reg.as_str()));
                     anchors.insert(
                         i.id,
                         Anchor {
                             guard: i.guard.clone(),
                             opcode: i.opcode.clone(),
+                            transfers_control: op.transfers_control(),
                             writes_guard,
                         },
                     );
@@ -216,7 +215,7 @@ impl Rewriter {
         guarding: Guarding,
     ) -> Result<(), RewriteError> {
         let anchor = self.anchor(at)?;
-        if transfers_control(&anchor.opcode) {
+        if anchor.transfers_control {
             return Err(RewriteError::AfterControlTransfer {
                 id: at,
                 opcode: anchor.opcode.clone(),
@@ -336,9 +335,7 @@ fn guarded(mut code: Vec<Statement>, anchor: &Anchor, guarding: Guarding) -> Vec
     if let (Guarding::Keep, Some(g)) = (guarding, &anchor.guard) {
         for s in &mut code {
             if let Statement::Inst(i) = s {
-                let stages_a_call =
-                    matches!(i.opcode.as_str(), "st" | "ld") && i.space() == "param";
-                if i.guard.is_none() && !stages_a_call {
+                if i.guard.is_none() && !i.decode().is_param_access() {
                     i.guard = Some(g.clone());
                 }
             }

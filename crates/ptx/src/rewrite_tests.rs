@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::census::located;
+use crate::op::{Arith, Control, OpKind};
 use crate::test_support::{assert_sound, parse_clean};
 
 const LOOP_SUM: &str = include_str!("../tests/fixtures/loop_sum.default.ptx");
@@ -139,7 +140,11 @@ fn inserted_code_keeps_the_anchor_loc_and_guard() {
         .find(|i| i.guard.as_ref().is_some_and(|g| g.reg == "%p1"))
         .expect("loop_sum has `@%p1 bra`");
     let (guarded_id, guard) = (guarded.id, guarded.guard.clone());
-    let fma = f.instructions().find(|i| i.opcode == "fma").unwrap().id;
+    let fma = f
+        .instructions()
+        .find(|i| i.decode().kind == OpKind::Fma)
+        .unwrap()
+        .id;
     let mut rw = Rewriter::new(&m, "loop_sum").unwrap();
     let marker = |k: i128| {
         instruction(
@@ -170,7 +175,7 @@ fn inserted_code_keeps_the_anchor_loc_and_guard() {
         placed
             .iter()
             .position(|(i, _)| {
-                i.opcode == "add" && matches!(i.operands.get(2), Some(Operand::Imm(Imm::Int { value, .. })) if *value == k)
+                i.decode().kind == OpKind::Arith(Arith::Add) && matches!(i.operands.get(2), Some(Operand::Imm(Imm::Int { value, .. })) if *value == k)
             })
             .unwrap_or_else(|| panic!("marker {k} missing"))
     };
@@ -359,7 +364,7 @@ fn impossible_edits_are_typed_errors() {
     );
     let ret = device_fn
         .instructions()
-        .find(|i| i.opcode == "ret")
+        .find(|i| i.decode().control() == Some(Control::Ret))
         .unwrap()
         .id;
     assert!(matches!(

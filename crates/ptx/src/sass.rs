@@ -9,13 +9,19 @@
 //! cannot confirm a line; nvdisasm is the one disassembler used.
 //!
 //! Both tools are optional (pip wheels `nvidia-cuda-nvcc` for ptxas, `nvidia-cuda-nvdisasm` for
-//! nvdisasm, or a toolkit): the caller finds them (the CLI uses `mantissa_gpu::cuda_tool`) and
+//! nvdisasm, or a toolkit): the caller finds them ([`crate::tools::cuda_tool`]) and
 //! passes their paths; nothing here searches or prints.
+//!
+//! SASS mnemonics are another IR than PTX's opcodes (whose meanings are [`crate::op`]'s): they
+//! stay text, counted by base mnemonic, and what mantissa asks of one — is it a fused
+//! multiply-add, a plain sum or product of which type, or padding — is answered here only
+//! ([`float_op`], [`float_mnemonic`], [`is_padding`]).
 
 pub mod per_instruction;
 
 pub use per_instruction::{per_instruction, relined, InstSass};
 
+use crate::op::ValueType;
 use crate::ptxas::{cubin_with, PtxasError};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -82,6 +88,59 @@ impl Sass {
     }
 }
 
+/// The floating-point SASS arithmetic contraction is read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FloatOp {
+    /// A fused multiply-add (`FFMA`, `DFMA`, `HFMA2`): a product and a sum rounded once.
+    Fma,
+    /// A sum (`FADD`, `DADD`, `HADD2`).
+    Add,
+    /// A product (`FMUL`, `DMUL`, `HMUL2`).
+    Mul,
+}
+
+/// Register forms of the float arithmetic by type, `[fma, add, mul]`.
+const FLOAT_MNEMONICS: [(ValueType, [&str; 3]); 3] = [
+    (ValueType::F32, ["FFMA", "FADD", "FMUL"]),
+    (ValueType::F64, ["DFMA", "DADD", "DMUL"]),
+    (ValueType::F16x2, ["HFMA2", "HADD2", "HMUL2"]),
+];
+
+/// What a base mnemonic ([`SassLine::ops`]'s keys) is when it is float arithmetic: the
+/// operation, its type (f32 `F…`, f64 `D…`, packed halves `H…2`) and whether it is the form
+/// with an immediate operand (`FFMA32I`, which ptxas writes for a constant operand).
+pub fn float_op(mnemonic: &str) -> Option<(FloatOp, ValueType, bool)> {
+    let (register, immediate) = match mnemonic.strip_suffix("32I") {
+        Some(r) => (r, true),
+        None => (mnemonic, false),
+    };
+    FLOAT_MNEMONICS.iter().find_map(|(ty, names)| {
+        let k = names.iter().position(|n| *n == register)?;
+        let op = [FloatOp::Fma, FloatOp::Add, FloatOp::Mul][k];
+        Some((op, *ty, immediate))
+    })
+}
+
+/// The register form's mnemonic of `op` on `ty` (`FFMA` for an f32 fma); `None` for a type
+/// without float SASS arithmetic of its own.
+pub fn float_mnemonic(op: FloatOp, ty: ValueType) -> Option<&'static str> {
+    let k = match op {
+        FloatOp::Fma => 0,
+        FloatOp::Add => 1,
+        FloatOp::Mul => 2,
+    };
+    FLOAT_MNEMONICS
+        .iter()
+        .find(|(t, _)| *t == ty)
+        .map(|(_, names)| names[k])
+}
+
+/// `NOP`: alignment padding, which moves with the code's layout, so comparisons of two
+/// assemblies leave it out.
+pub fn is_padding(mnemonic: &str) -> bool {
+    mnemonic == "NOP"
+}
+
 /// Reads `nvdisasm -g -c` output: `.section .text.NAME` starts a function, `//## File "PATH",
 /// line N` sets the source line, and every `/*ADDR*/ [@P] OPCODE ...;` line is counted under
 /// its base opcode (the part before the first `.`).
@@ -121,11 +180,15 @@ pub fn parse_nvdisasm(text: &str) -> Sass {
             continue;
         }
         let mut words = inst.trim().trim_start_matches('{').split_whitespace();
-        let mut opcode = words.next().unwrap_or("");
-        if opcode.starts_with('@') {
-            opcode = words.next().unwrap_or("");
+        let mut mnemonic = words.next().unwrap_or("");
+        if mnemonic.starts_with('@') {
+            mnemonic = words.next().unwrap_or("");
         }
-        let base = opcode.trim_end_matches(';').split('.').next().unwrap_or("");
+        let base = mnemonic
+            .trim_end_matches(';')
+            .split('.')
+            .next()
+            .unwrap_or("");
         if base.is_empty() {
             continue;
         }
@@ -269,6 +332,33 @@ mod tests {
             disassemble(&ptxas, &nvdisasm, CONTRACT_DEFAULT, "sm_1"),
             Err(SassError::Ptxas(_))
         ));
+    }
+
+    #[test]
+    fn float_mnemonics_are_classified_both_ways() {
+        assert_eq!(
+            float_op("FFMA32I"),
+            Some((FloatOp::Fma, ValueType::F32, true))
+        );
+        assert_eq!(
+            float_op("DADD"),
+            Some((FloatOp::Add, ValueType::F64, false))
+        );
+        assert_eq!(
+            float_op("HMUL2"),
+            Some((FloatOp::Mul, ValueType::F16x2, false))
+        );
+        for m in ["IMAD", "MUFU", "NOP", "F2F", "FFMA32"] {
+            assert_eq!(float_op(m), None, "{m}");
+        }
+        for (ty, _) in FLOAT_MNEMONICS {
+            for op in [FloatOp::Fma, FloatOp::Add, FloatOp::Mul] {
+                let m = float_mnemonic(op, ty).unwrap();
+                assert_eq!(float_op(m), Some((op, ty, false)), "{m}");
+            }
+        }
+        assert_eq!(float_mnemonic(FloatOp::Fma, ValueType::BF16), None);
+        assert!(is_padding("NOP") && !is_padding("EXIT"));
     }
 
     #[test]

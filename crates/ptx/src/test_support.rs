@@ -1,7 +1,26 @@
 //! Helpers shared by the unit tests of the rewriting toolkit, the linker and the passes.
 
+use crate::op::{Arith, Op, OpKind, ValueType};
 use crate::{parse, Module};
 use std::path::PathBuf;
+
+/// Arithmetic, `setp`, `selp` and `mov` on `ty`: the instructions demotion (f64) and promotion
+/// (f32) change, which must be left in `ty` only where the pass could not change them.
+pub(crate) fn arith_like(op: &Op, ty: ValueType) -> bool {
+    use Arith::*;
+    op.ty == Some(ty)
+        && (matches!(
+            op.kind,
+            OpKind::Arith(Add | Sub | Mul | Neg | Abs | Min | Max)
+                | OpKind::Fma
+                | OpKind::Div
+                | OpKind::Rcp
+                | OpKind::Sqrt
+                | OpKind::Rsqrt
+                | OpKind::Select
+                | OpKind::Move { .. }
+        ) || op.is_predicate_compare())
+}
 
 /// Parses PTX that must parse completely.
 pub(crate) fn parse_clean(what: &str, ptx: &str) -> Module {
@@ -60,8 +79,8 @@ pub(crate) fn assert_sound(what: &str, module: &Module) -> String {
 /// printed) when either is missing, unless `MANTISSA_REQUIRE_NVDISASM=1` (set by CI).
 pub(crate) fn sass_tools_or_skip() -> Option<(std::path::PathBuf, std::path::PathBuf)> {
     let found = (
-        mantissa_gpu::cuda_tool("ptxas"),
-        mantissa_gpu::cuda_tool("nvdisasm"),
+        crate::tools::cuda_tool("ptxas"),
+        crate::tools::cuda_tool("nvdisasm"),
     );
     match found {
         (Some(p), Some(d)) => Some((p, d)),

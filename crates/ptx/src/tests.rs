@@ -1,7 +1,24 @@
 //! Round-trip and parser tests on the committed NVRTC 13.0 fixtures (tests/fixtures/*.cu
 //! compiled for sm_90 with -lineinfo under the default, strict and fast flag sets).
 
+use crate::op::{Arith, BitOp, Control, Op, OpKind, Rounding, Space, ValueType};
 use crate::*;
+
+/// The first instruction of `f` whose decode satisfies `what`.
+fn first<'f>(f: &'f Function, what: impl Fn(&Op) -> bool) -> &'f Instruction {
+    f.instructions()
+        .find(|i| what(&i.decode()))
+        .unwrap_or_else(|| panic!("no such instruction in {}", f.name))
+}
+
+/// An instruction of kind `kind` on `ty` with no modifier the decode reads besides.
+fn plain(op: &Op, kind: OpKind, ty: ValueType) -> bool {
+    op.kind == kind
+        && op.ty == Some(ty)
+        && op.rounding.is_none()
+        && !(op.ftz || op.approx || op.full || op.sat)
+        && op.part.is_none()
+}
 
 /// (name, PTX) of every fixture.
 pub(crate) const FIXTURES: [(&str, &str); 13] = [
@@ -161,7 +178,7 @@ fn module_structure_of_calls() {
             .count(),
         1
     );
-    let call = calls.instructions().find(|i| i.opcode == "call").unwrap();
+    let call = first(calls, Op::is_call);
     assert_eq!(call.modifiers, ["uni"]);
     assert_eq!(
         call.operands,
@@ -229,7 +246,7 @@ fn hand_written_constructs() {
     assert_eq!(k.params[1].attrs, [".param", ".align", "8", ".b8"]);
     assert_eq!(k.params[1].dims, [Some(16)]);
     assert_eq!(m.kernels().count(), 1);
-    let bra = k.instructions().find(|i| i.opcode == "bra").unwrap();
+    let bra = first(k, |o| o.control() == Some(Control::Bra));
     assert_eq!(
         bra.guard,
         Some(Guard {
@@ -237,10 +254,9 @@ fn hand_written_constructs() {
             reg: "%p1".into()
         })
     );
-    let st = k
-        .instructions()
-        .find(|i| i.full_opcode() == "st.shared.v2.f32")
-        .unwrap();
+    let st = first(k, |o| {
+        o.kind == OpKind::Store(Space::Shared) && o.vector == 2 && o.ty == Some(ValueType::F32)
+    });
     assert_eq!(
         st.operands[0],
         Operand::Addr {
@@ -250,10 +266,10 @@ fn hand_written_constructs() {
     );
     assert_eq!(st.defs(), Vec::<&str>::new());
     assert_eq!(st.uses(), ["%rd4", "%f5", "%f2"]);
-    let atom = k.instructions().find(|i| i.opcode == "atom").unwrap();
+    let atom = first(k, |o| matches!(o.kind, OpKind::Atom(_)));
     assert_eq!(atom.defs(), ["%r3"]);
     assert_eq!(atom.uses(), ["%rd2", "%r2"]);
-    let selp = k.instructions().find(|i| i.opcode == "selp").unwrap();
+    let selp = first(k, |o| o.kind == OpKind::Select);
     assert_eq!(
         selp.operands[2],
         Operand::Imm(Imm::Int {
@@ -262,7 +278,7 @@ fn hand_written_constructs() {
             unsigned: false
         })
     );
-    let and = k.instructions().find(|i| i.opcode == "and").unwrap();
+    let and = first(k, |o| o.kind == OpKind::Bits(BitOp::And));
     assert_eq!(and.operands[2].to_string(), "0xFF");
 }
 
@@ -270,10 +286,10 @@ fn hand_written_constructs() {
 fn operands_are_typed() {
     let m = fixture("divsqrt.default");
     let k = m.function("divsqrt").unwrap();
-    let ld = k
-        .instructions()
-        .find(|i| i.full_opcode() == "ld.global.nc.v4.f32")
-        .unwrap();
+    let ld = first(k, |o| {
+        o.kind == OpKind::Load(Space::Global) && o.vector == 4 && o.ty == Some(ValueType::F32)
+    });
+    assert!(ld.has_mod("nc"));
     assert_eq!(
         ld.operands[0],
         Operand::Vector((1..=4).map(|n| Operand::Reg(format!("%f{n}"))).collect())
@@ -287,17 +303,13 @@ fn operands_are_typed() {
     );
     assert_eq!(ld.vector_width(), 4);
     assert_eq!(ld.space(), "global");
-    let mul = k
-        .instructions()
-        .find(|i| i.full_opcode() == "mul.f32")
-        .unwrap();
+    let mul = first(k, |o| plain(o, OpKind::Arith(Arith::Mul), ValueType::F32));
     assert_eq!(mul.operands[2], Operand::Imm(Imm::F32(0x3FB8AA3B)));
-    let div = k
-        .instructions()
-        .find(|i| i.full_opcode() == "div.rn.f64")
-        .unwrap();
+    let div = first(k, |o| {
+        o.kind == OpKind::Div && o.ty == Some(ValueType::F64) && o.rounding == Some(Rounding::Rn)
+    });
     assert_eq!(div.operands[2], Operand::Imm(Imm::F64(0x4008000000000000)));
-    let bra = k.instructions().find(|i| i.opcode == "bra").unwrap();
+    let bra = first(k, |o| o.control() == Some(Control::Bra));
     assert_eq!(
         bra.guard,
         Some(Guard {
@@ -306,12 +318,16 @@ fn operands_are_typed() {
         })
     );
     assert_eq!(bra.operands, [Operand::Symbol("$L__BB0_2".into())]);
-    let cvt = k
-        .instructions()
-        .find(|i| i.full_opcode() == "cvt.rzi.u32.f32")
-        .unwrap();
+    let cvt = first(k, |o| {
+        o.kind
+            == OpKind::Convert {
+                from: ValueType::F32,
+                to: ValueType::U32,
+            }
+            && o.rounding == Some(Rounding::Rzi)
+    });
     assert_eq!(cvt.types(), ["u32", "f32"]);
-    let special = k.instructions().find(|i| i.opcode == "mov").unwrap();
+    let special = first(k, |o| matches!(o.kind, OpKind::Move { .. }));
     assert_eq!(special.operands[1], Operand::Reg("%ntid.x".into()));
     // Shared memory and an address with an offset, in loop_sum.
     let m = fixture("loop_sum.default");
@@ -625,5 +641,7 @@ fn arithmetic_is_every_classified_instruction_but_sign_changes_and_conversions()
         .map(|op| op.name)
         .collect();
     assert_eq!(arithmetic, ["add.rn.f64", "min.f32", "div.full.f32"]);
-    assert!(!census::is_arithmetic_opcode("cvt") && census::is_arithmetic_opcode("fma"));
+    assert!(
+        !census::is_arithmetic_name("cvt.rn.f32.f64") && census::is_arithmetic_name("fma.rn.f64")
+    );
 }

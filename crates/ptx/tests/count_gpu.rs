@@ -21,6 +21,7 @@ use mantissa_gpu::{
     runtime, DeviceBuffer, FlagSet, Gpu, HostData, KernelArg, LaunchDims, Source, Target,
 };
 use mantissa_ptx::link::merge_runtime;
+use mantissa_ptx::op::{decode_name, OpKind, Rounding, ValueType};
 use mantissa_ptx::pass::count::{count, CountOptions, CountReport, Counter, Which};
 use mantissa_ptx::Module;
 use modules::{parse_clean, target_arch};
@@ -354,7 +355,7 @@ fn an_example_program_runs_counted_with_consistent_counts() {
             );
             let rets: u64 = sites
                 .iter()
-                .filter(|s| s.opcode == "ret" || s.opcode == "exit")
+                .filter(|s| decode_name(&s.opcode).is_return())
                 .map(of)
                 .sum();
             assert_eq!(rets, threads, "{what}: returns of {}\n{context}", k.name);
@@ -362,7 +363,13 @@ fn an_example_program_runs_counted_with_consistent_counts() {
         let divisions: Vec<u64> = report
             .sites
             .iter()
-            .filter(|s| s.function == names.fan1 && s.opcode.starts_with("div.rn.f64"))
+            .filter(|s| {
+                let op = decode_name(&s.opcode);
+                s.function == names.fan1
+                    && op.kind == OpKind::Div
+                    && op.rounding == Some(Rounding::Rn)
+                    && op.ty == Some(ValueType::F64)
+            })
             .map(|s| counts[s.index as usize])
             .collect();
         assert_eq!(

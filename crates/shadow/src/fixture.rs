@@ -5,6 +5,7 @@
 use crate::analyse::{Overhead, PartRun, ShadowRun};
 use crate::analyses::Analyses;
 use crate::lines::{summarise, Demotion, Exceptions, SiteResult};
+use mantissa_ptx::op::ValueType;
 use mantissa_ptx::site::Site;
 
 fn result(
@@ -24,10 +25,9 @@ fn result(
             inlined: vec![],
         },
         opcode: opcode.into(),
-        value_type: if opcode.ends_with("f32") {
-            "f32"
-        } else {
-            "f64"
+        value_type: match mantissa_ptx::op::decode_name(opcode).ty {
+            Some(ValueType::F32) => "f32",
+            _ => "f64",
         }
         .into(),
         demotion: d,

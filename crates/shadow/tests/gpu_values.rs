@@ -12,6 +12,7 @@ use mantissa_gpu::testing::require_gpu_or_skip;
 use mantissa_gpu::FlagSet;
 use mantissa_harness::Spec;
 use mantissa_num::exact::{exact_sum, ExactDot, ExactSum};
+use mantissa_ptx::op::{decode_name, Arith, OpKind, Rounding, Space, ValueType};
 use mantissa_shadow::lines::SiteResult;
 use mantissa_shadow::text::{render, Shown};
 use mantissa_shadow::values::OutputDigits;
@@ -57,14 +58,21 @@ fn output<'a>(run: &'a ShadowRun, name: &str) -> &'a OutputDigits {
         .unwrap_or_else(|| panic!("no output {name}"))
 }
 
-/// The site of `function` with this opcode (exactly one).
-fn site<'a>(run: &'a ShadowRun, function: &str, opcode: &str) -> &'a SiteResult {
+/// The site of `function` that is a `kind` on f64 rounded to nearest (`add.rn.f64`), as its
+/// opcode decodes (exactly one).
+fn site<'a>(run: &'a ShadowRun, function: &str, kind: OpKind) -> &'a SiteResult {
     let found: Vec<&SiteResult> = run
         .sites
         .iter()
-        .filter(|s| s.site.function == function && s.opcode == opcode)
+        .filter(|s| {
+            let op = decode_name(&s.opcode);
+            s.site.function == function
+                && op.kind == kind
+                && op.ty == Some(ValueType::F64)
+                && op.rounding == Some(Rounding::Rn)
+        })
         .collect();
-    assert_eq!(found.len(), 1, "{function} {opcode}: {found:?}");
+    assert_eq!(found.len(), 1, "{function} {kind:?}: {found:?}");
     found[0]
 }
 
@@ -149,14 +157,14 @@ fn shadow_errors_match_the_exact_errors_of_the_known_answer_kernels() {
     }
     // The addition is exact (Sterbenz) and cancels the product's rounding error wherever the
     // product was inexact (k not a multiple of 16): a cancellation of >= 40 bits each time.
-    let add = site(&run, "square_mul_add", "add.rn.f64")
+    let add = site(&run, "square_mul_add", OpKind::Arith(Arith::Add))
         .values
         .as_ref()
         .unwrap();
     assert_eq!(add.local.max, 0.0, "{add:?}");
     assert_eq!(add.cancellations, (N - N / 16) as u64, "{add:?}");
     assert!(add.cancel_max_bits >= 40, "{add:?}");
-    let f = site(&run, "square_fma", "fma.rn.f64")
+    let f = site(&run, "square_fma", OpKind::Fma)
         .values
         .as_ref()
         .unwrap();
@@ -172,7 +180,7 @@ fn shadow_errors_match_the_exact_errors_of_the_known_answer_kernels() {
         let value = (1.0 + t) - 1.0;
         check(y, k, value, t - value, 4.0 * U2 * t);
     }
-    let sub = site(&run, "one_plus_x", "sub.rn.f64")
+    let sub = site(&run, "one_plus_x", OpKind::Arith(Arith::Sub))
         .values
         .as_ref()
         .unwrap();
@@ -263,7 +271,7 @@ fn shadows_follow_values_through_shared_memory() {
     let shared: Vec<_> = run
         .reseeds
         .iter()
-        .filter(|r| r.opcode.starts_with("ld.shared"))
+        .filter(|r| decode_name(&r.opcode).kind == OpKind::Load(Space::Shared))
         .collect();
     assert!(!shared.is_empty(), "{:?}", run.reseeds);
     for r in shared {

@@ -18,7 +18,7 @@ use mantissa_harness::trial::pin::pin_contraction_with;
 use mantissa_harness::Spec;
 use mantissa_ptx::model::{Item, Module, Statement};
 use mantissa_ptx::op::{Arith, OpKind, ValueType};
-use mantissa_ptx::sass::{disassembly, parse_nvdisasm, relined};
+use mantissa_ptx::sass::{disassembly, is_padding, parse_nvdisasm, relined};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -121,7 +121,7 @@ fn opcodes(
     let mut out = BTreeMap::new();
     for l in parse_nvdisasm(&text).lines {
         // NOPs are alignment padding: they move with the code's layout.
-        for (op, n) in l.ops.into_iter().filter(|(op, _)| op != "NOP") {
+        for (op, n) in l.ops.into_iter().filter(|(op, _)| !is_padding(op)) {
             *out.entry((l.function.clone(), op)).or_default() += n;
         }
     }

@@ -23,9 +23,10 @@ use mantissa_harness::trial::build::build_request;
 use mantissa_harness::Spec;
 use mantissa_ptx::link::merge_runtime;
 use mantissa_ptx::model::{InstId, Loc, Module, Operand, SrcLine, Statement};
+use mantissa_ptx::op::{Control, ValueType};
 use mantissa_ptx::pass::shadow::{instrument, ShadowOptions};
 use mantissa_ptx::ptxas::cubin_with;
-use mantissa_ptx::sass::{parse_nvdisasm, Sass};
+use mantissa_ptx::sass::{float_op, parse_nvdisasm, FloatOp, Sass};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -38,8 +39,14 @@ use support::{memo, tools_or_skip};
 /// The line the inserted code is moved to: past the end of every example.
 const INSERTED_LINE: u32 = 999_999;
 
-/// The SASS opcodes whose number per line shows contraction.
-const FUSED: [&str; 2] = ["FFMA", "DFMA"];
+/// Whether a SASS mnemonic's number per line shows contraction: the f32 and f64 fused
+/// multiply-adds (register forms).
+fn shows_contraction(mnemonic: &str) -> bool {
+    matches!(
+        float_op(mnemonic),
+        Some((FloatOp::Fma, ValueType::F32 | ValueType::F64, false))
+    )
+}
 
 /// Every shipped example spec (tests run in the crate's directory).
 fn example_specs() -> Vec<PathBuf> {
@@ -146,7 +153,7 @@ fn not_unrolled(m: &Module) -> Module {
                 Statement::Label(l, _) => {
                     seen.insert(l.clone());
                 }
-                Statement::Inst(i) if i.opcode == "bra" => {
+                Statement::Inst(i) if i.decode().control() == Some(Control::Bra) => {
                     if let Some(Operand::Symbol(t)) = i.operands.first() {
                         if seen.contains(t) && !t.starts_with("$mantissa_shadow") {
                             headers.insert(t.clone());
@@ -220,11 +227,8 @@ fn fused(sass: &Sass, functions: &BTreeSet<String>) -> Fused {
         // ptxas may inline the runtime's functions: their lines are not the user's.
         .filter(|l| !l.file.contains("mantissa_shadow"))
     {
-        for op in FUSED {
-            if let Some(n) = l.ops.get(op) {
-                *out.entry((l.file.clone(), l.line, op.to_string()))
-                    .or_default() += n;
-            }
+        for (op, n) in l.ops.iter().filter(|(op, _)| shows_contraction(op)) {
+            *out.entry((l.file.clone(), l.line, op.clone())).or_default() += n;
         }
     }
     out

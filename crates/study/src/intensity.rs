@@ -543,13 +543,14 @@ pub fn executed_counts(f: &Function, rounds: u64) -> BTreeMap<String, u64> {
 }
 
 /// Arithmetic instructions of one float type (`f32`, `f64`) in executed counts, as
-/// [`census::is_arithmetic_opcode`] defines them.
+/// [`census::is_arithmetic_name`] defines them (of the `opcode.type` keys [`executed_counts`]
+/// writes).
 pub fn arithmetic_of(counts: &BTreeMap<String, u64>, ty: &str) -> u64 {
     counts
         .iter()
         .filter(|(k, _)| {
-            let (op, t) = k.split_once('.').unwrap_or((k, ""));
-            t == ty && census::is_arithmetic_opcode(op)
+            let t = k.split_once('.').map_or("", |(_, t)| t);
+            t == ty && census::is_arithmetic_name(k)
         })
         .map(|(_, &v)| v)
         .sum()

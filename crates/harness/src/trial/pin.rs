@@ -10,7 +10,7 @@ use mantissa_gpu::Arch;
 use mantissa_ptx::model::Module;
 use mantissa_ptx::pass::pin_contraction::{Eliminated, PinContraction, PinReport};
 use mantissa_ptx::pass::Pass;
-use mantissa_ptx::sass::{disassemble, per_instruction};
+use mantissa_ptx::sass::{disassemble, is_padding, per_instruction};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -107,7 +107,7 @@ fn opcodes(
     let sass = disassemble(ptxas, nvdisasm, ptx, sm).map_err(|e| e.to_string())?;
     let mut out = BTreeMap::new();
     for l in sass.lines {
-        for (op, n) in l.ops.into_iter().filter(|(op, _)| op != "NOP") {
+        for (op, n) in l.ops.into_iter().filter(|(op, _)| !is_padding(op)) {
             *out.entry((l.function.clone(), op)).or_default() += n;
         }
     }

@@ -635,7 +635,7 @@ impl Thread {
                         BoolOp::Xor => p ^ q,
                     };
                 }
-                if inst.opcode != "setp" {
+                if !op.is_predicate_compare() {
                     return Err(unsupported("set (a comparison writing a value)"));
                 }
                 self.write(ctx, arg(0)?, u64::from(p))?;

@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::link::merge_runtime;
+use crate::op::{AtomicOp, OpKind, Space, ValueType};
 use crate::test_support::{assert_sound, parse_clean};
 
 #[path = "../../tests/support/example.rs"]
@@ -156,7 +157,16 @@ fn each_site_gets_its_counter_right_before_it_under_its_guard() {
                     let Statement::Inst(red) = body[at - 1] else {
                         panic!("no counter before site {}", site.index)
                     };
-                    assert_eq!(red.full_opcode(), "red.global.add.u64");
+                    let op = red.decode();
+                    assert_eq!(
+                        (op.kind, op.atomic, op.ty),
+                        (
+                            OpKind::Red(Space::Global),
+                            Some(AtomicOp::Add),
+                            Some(ValueType::U64)
+                        ),
+                        "{red}"
+                    );
                     assert_eq!(red.guard, anchor.guard);
                     assert_eq!(
                         red.operands,
@@ -175,7 +185,7 @@ fn each_site_gets_its_counter_right_before_it_under_its_guard() {
                     let Statement::Inst(c) = body[at - 2] else {
                         panic!()
                     };
-                    assert_eq!(c.opcode, "call");
+                    assert!(c.decode().is_call(), "{c}");
                     assert_eq!(c.operands[0], Operand::Symbol(HIT_FUNCTION.into()));
                     assert_eq!(c.guard, anchor.guard);
                     let Statement::Inst(st) = body[at - 3] else {

@@ -29,6 +29,7 @@
 
 use super::{Outcome, Pass, PassError, Report};
 use crate::model::*;
+use crate::op::{Control, OpKind};
 use crate::regs::RegTable;
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
@@ -127,7 +128,7 @@ pub fn called_functions(module: &Module) -> Vec<String> {
         .collect();
     let mut called: Vec<String> = Vec::new();
     for i in module.functions().flat_map(|f| f.instructions()) {
-        if i.opcode != "call" {
+        if !i.decode().is_call() {
             continue;
         }
         let callee = i.operands.iter().find_map(|o| match o {
@@ -242,7 +243,8 @@ impl Callee {
                     )))
                 }
                 Statement::Inst(i) => {
-                    let param_access = i.opcode == "ld" || i.opcode == "st";
+                    let param_access =
+                        matches!(i.decode().kind, OpKind::Load(_) | OpKind::Store(_));
                     for o in &i.operands {
                         if matches!(o, Operand::Raw(_)) {
                             return Err(unsupported(format!("an operand kept verbatim in {i}")));
@@ -344,7 +346,7 @@ fn inline_into(
         let block = match &body[k] {
             Statement::BlockStart(_) => block_end(&body, k).and_then(|end| {
                 let callee = body[k..end].iter().find_map(|s| match s {
-                    Statement::Inst(i) if i.opcode == "call" => called(i)
+                    Statement::Inst(i) => called(i)
                         .filter(|c| callees.contains_key(*c))
                         .map(|c| c.to_string()),
                     _ => None,
@@ -467,8 +469,11 @@ fn block_end(body: &[Statement], start: usize) -> Option<usize> {
     None
 }
 
-/// The function a direct `call` names.
+/// The function a direct `call` names; `None` for any other instruction.
 fn called(i: &Instruction) -> Option<&str> {
+    if !i.decode().is_call() {
+        return None;
+    }
     i.operands.iter().find_map(|o| match o {
         Operand::Symbol(s) => Some(s.as_str()),
         _ => None,
@@ -515,9 +520,7 @@ fn expand(
     let call = block
         .iter()
         .find_map(|s| match s {
-            Statement::Inst(i) if i.opcode == "call" && called(i) == Some(c.name.as_str()) => {
-                Some(i)
-            }
+            Statement::Inst(i) if called(i) == Some(c.name.as_str()) => Some(i),
             _ => None,
         })
         .ok_or_else(|| unsupported("no call in its block".into()))?;
@@ -556,7 +559,7 @@ fn expand(
     for s in block {
         match s {
             Statement::Var(v) if v.space() == ".param" => {}
-            Statement::Inst(i) if i.opcode == "st" && i.space() == "param" => {
+            Statement::Inst(i) if i.decode().is_param_store() => {
                 let Some(Operand::Addr { base, offset }) = i.operands.first() else {
                     out.push(s.clone());
                     continue;
@@ -606,8 +609,7 @@ fn expand(
                 out.push(Statement::Label(end_label.clone(), SrcLine(0)));
             }
             Statement::Inst(i)
-                if i.opcode == "ld"
-                    && i.space() == "param"
+                if i.decode().is_param_load()
                     && matches!(i.operands.get(1), Some(Operand::Addr { base, .. }) if Some(base.as_str()) == ret_name) =>
             {
                 let Some(Operand::Addr { offset, .. }) = i.operands.get(1) else {
@@ -671,14 +673,14 @@ fn copy_statement(
                 Some(Operand::Addr { base, offset }) => Some((base.clone(), *offset)),
                 _ => None,
             };
-            if i.opcode == "ret" {
+            let op = i.decode();
+            if op.control() == Some(Control::Ret) {
                 i.opcode = "bra".into();
                 i.modifiers.clear();
                 i.operands = vec![Operand::Symbol(end_label.to_string())];
                 return Ok(Some(vec![Statement::Inst(i)]));
             }
-            let is_param = i.space() == "param";
-            if is_param && i.opcode == "ld" {
+            if op.is_param_load() {
                 if let Some((base, offset)) = param_addr(i.operands.get(1)) {
                     if let Some(&param) = c.params.get(&base) {
                         let bytes =
@@ -696,7 +698,7 @@ fn copy_statement(
                     }
                 }
             }
-            if is_param && i.opcode == "st" {
+            if op.is_param_store() {
                 if let Some((base, offset)) = param_addr(i.operands.first()) {
                     if Some(&base) == c.ret.as_ref() {
                         let bytes =
@@ -753,7 +755,7 @@ fn calls_of(module: &Module, function: &str) -> usize {
     module
         .functions()
         .flat_map(|f| f.instructions())
-        .filter(|i| i.opcode == "call" && called(i) == Some(function))
+        .filter(|i| called(i) == Some(function))
         .count()
 }
 

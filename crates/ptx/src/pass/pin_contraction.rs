@@ -34,7 +34,7 @@ use crate::model::{Imm, InstId, Module, Operand, Statement};
 use crate::op::{Arith, OpKind, ValueType};
 use crate::pass::{Outcome, Pass, PassError, Report};
 use crate::rewrite::{instruction, Guarding, Rewriter};
-use crate::sass::InstSass;
+use crate::sass::{float_op, FloatOp, InstSass};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -202,18 +202,18 @@ fn role(d: &Decoded, k: usize) -> Option<Role> {
     }
 }
 
-/// The SASS opcodes of a fused, a plain sum and a product of `ty`.
-fn sass_names(ty: ValueType) -> [&'static str; 3] {
-    if ty == ValueType::F64 {
-        ["DFMA", "DADD", "DMUL"]
+/// Copies of `op` on `ty` (f64, else f32), register and immediate forms, at instruction `id`.
+fn copies(sass: &InstSass, function: &str, id: InstId, op: FloatOp, ty: ValueType) -> u32 {
+    let ty = if ty == ValueType::F64 {
+        ValueType::F64
     } else {
-        ["FFMA", "FADD", "FMUL"]
-    }
-}
-
-/// Copies of `opcode` (its immediate form `…32I` too) at instruction `id`.
-fn copies(sass: &InstSass, function: &str, id: InstId, opcode: &str) -> u32 {
-    sass.count(function, id, opcode) + sass.count(function, id, &format!("{opcode}32I"))
+        ValueType::F32
+    };
+    sass.ops(function, id)
+        .iter()
+        .filter(|(m, _)| float_op(m).is_some_and(|(o, t, _)| o == op && t == ty))
+        .map(|(_, n)| n)
+        .sum()
 }
 
 fn find(parent: &mut [usize], mut x: usize) -> usize {
@@ -406,20 +406,20 @@ fn decide(
             return Err((k, reason.clone()));
         }
     }
-    let count = |k: usize, which: usize| {
+    let count = |k: usize, op: FloatOp| {
         let ty = d.ops[k].ty.unwrap_or(ValueType::F32);
-        copies(sass, function, d.insts[k].id, sass_names(ty)[which])
+        copies(sass, function, d.insts[k].id, op, ty)
     };
     let mut pairs: Pairs = Vec::new();
     for &sum in component.iter().filter(|&&k| roles[k] == Some(Role::Sum)) {
         let into: Vec<&Link> = links.iter().filter(|l| l.sum == sum).collect();
-        let (fused, plain) = (count(sum, 0), count(sum, 1));
+        let (fused, plain) = (count(sum, FloatOp::Fma), count(sum, FloatOp::Add));
         let gone = fused == 0
             && plain == 0
             && !into.is_empty()
-            && into
-                .iter()
-                .all(|l| count(l.product, 2) == 0 && count(l.product, 0) == 0);
+            && into.iter().all(|l| {
+                count(l.product, FloatOp::Mul) == 0 && count(l.product, FloatOp::Fma) == 0
+            });
         let as_fused = gone && eliminated == Eliminated::Fused;
         if gone && eliminated == Eliminated::Rounded {
             continue;
@@ -445,7 +445,10 @@ fn decide(
         candidates.dedup_by_key(|l| l.product);
         let chosen = match candidates.as_slice() {
             [one] => *one,
-            [a, b] => match (count(a.product, 2), count(b.product, 2)) {
+            [a, b] => match (
+                count(a.product, FloatOp::Mul),
+                count(b.product, FloatOp::Mul),
+            ) {
                 (0, n) if n > 0 => *a,
                 (n, 0) if n > 0 => *b,
                 _ => {
@@ -481,7 +484,7 @@ fn decide(
             .filter(|l| l.product == mul)
             .map(|l| l.sum)
             .collect();
-        if count(mul, 2) == 0 && fused_into > 0 && fused_into < linked.len() {
+        if count(mul, FloatOp::Mul) == 0 && fused_into > 0 && fused_into < linked.len() {
             return Err((
                 mul,
                 "no FMUL of it in the SASS, yet not fused into all its sums".into(),

@@ -470,7 +470,7 @@ pub(crate) fn plan(d: &Decoded, k: usize) -> Result<Plan, (String, bool)> {
             then: Then::Reciprocal,
             ..Plan::new(&[], true)
         },
-        OpKind::Compare(_) if inst.opcode == "setp" => Plan::new(&[1, 2], false),
+        OpKind::Compare(_) if op.is_predicate_compare() => Plan::new(&[1, 2], false),
         OpKind::Select => Plan::new(&[0, 1, 2], true),
         OpKind::Move { .. } => Plan::new(&[0, 1], true),
         _ => {

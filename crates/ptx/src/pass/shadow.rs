@@ -372,7 +372,7 @@ pub fn inline_runtime(merged: &Module) -> Result<Module, ShadowError> {
         f.body
             .iter()
             .flatten()
-            .any(|s| matches!(s, crate::model::Statement::Inst(i) if i.opcode == "call" && i.operands.iter().any(|o| matches!(o, crate::model::Operand::Symbol(n) if n == DEMOTION_FUNCTION))))
+            .any(|s| matches!(s, crate::model::Statement::Inst(i) if i.decode().is_call() && i.operands.iter().any(|o| matches!(o, crate::model::Operand::Symbol(n) if n == DEMOTION_FUNCTION))))
     });
     if !calls {
         return Ok(merged.clone());

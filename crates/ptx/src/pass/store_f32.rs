@@ -491,8 +491,8 @@ fn analyse(d: &Decoded, g: &Graph, param: &str) -> Result<Vec<Access>, String> {
         });
         if let Some((j, _, chain, offset)) = addr {
             let store = matches!(op.kind, OpKind::Store(_));
-            let f64_access = matches!(inst.opcode.as_str(), "ld" | "ldu" | "st")
-                && matches!(op.kind, OpKind::Load(s) | OpKind::Store(s)
+            // Texture and surface accesses have spaces of their own, so this is `ld`, `ldu`, `st`.
+            let f64_access = matches!(op.kind, OpKind::Load(s) | OpKind::Store(s)
                     if matches!(s, Space::Global | Space::Generic))
                 && op.ty == Some(ValueType::F64);
             if !f64_access {

@@ -12,6 +12,7 @@ use super::modules::parse_clean;
 use super::{instrument, interp, oracle, ErrorStats, ExceptionCounts, Launch, Memory, Module};
 use super::{ShadowOptions, ShadowReport, SiteStats, ValueStats};
 use mantissa_gpu::FlagSet;
+use mantissa_ptx::op::{decode_name, Arith, OpKind, Rounding, ValueType};
 
 /// `case`'s arguments in the interpreter's `mem`: inputs uploaded, outputs zeroed.
 pub fn interp_args(mem: &mut Memory, case: &Case) -> Vec<interp::Arg> {
@@ -134,7 +135,12 @@ pub fn check_guarded_kernel(run: &mut RunFn) {
     let mul = report
         .sites
         .iter()
-        .position(|s| s.opcode == "mul.rn.f64")
+        .position(|s| {
+            let op = decode_name(&s.opcode);
+            op.kind == OpKind::Arith(Arith::Mul)
+                && op.rounding == Some(Rounding::Rn)
+                && op.ty == Some(ValueType::F64)
+        })
         .expect("a mul site");
     let d = got[mul].demotion.unwrap_or_default();
     assert_eq!(d.count + d.zero_reference + d.non_finite, 128);

@@ -3,6 +3,7 @@
 
 use super::tests::{all_fixtures, module, MARKED_NVRTC};
 use crate::demote::*;
+use crate::op::{decode_name, OpKind, Space};
 use crate::site::Site;
 use std::collections::HashMap;
 
@@ -83,7 +84,7 @@ fn sites_select_what_selectors_select() {
     let cands = candidates(&m);
     let load = cands
         .iter()
-        .find(|c| c.opcode.starts_with("ld.global"))
+        .find(|c| decode_name(&c.opcode).kind == OpKind::Load(Space::Global))
         .map(|c| c.site.clone())
         .unwrap_or_else(|| panic!("no load"));
     let mut stale = load.clone();

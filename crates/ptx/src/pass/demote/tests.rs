@@ -4,7 +4,8 @@
 
 use crate::census::located;
 use crate::demote::*;
-use crate::test_support::Rng;
+use crate::op::{decode_name, OpKind, Space, ValueType};
+use crate::test_support::{arith_like, Rng};
 use crate::units::*;
 use crate::*;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -331,11 +332,6 @@ fn empty_set_gives_the_input_back() {
     }
 }
 
-const ARITH_LIKE: [&str; 16] = [
-    "add", "sub", "mul", "fma", "mad", "div", "rcp", "sqrt", "rsqrt", "neg", "abs", "min", "max",
-    "setp", "selp", "mov",
-];
-
 #[test]
 fn demote_all_parses_leaves_no_f64_arithmetic_and_assembles() {
     let ptxas = ptxas();
@@ -357,7 +353,7 @@ fn demote_all_parses_leaves_no_f64_arithmetic_and_assembles() {
         let idx = crate::units::index(&back);
         for f in back.functions() {
             for i in f.instructions() {
-                if i.has_mod("f64") && ARITH_LIKE.contains(&i.opcode.as_str()) {
+                if arith_like(&i.decode(), ValueType::F64) {
                     assert!(
                         idx.unit_of(i.id).is_some(),
                         "{name}: {} {} left in f64",
@@ -467,7 +463,7 @@ fn stale_and_ineligible_requests_are_reported() {
     let cands = candidates(&m);
     let load = cands
         .iter()
-        .find(|c| c.opcode.starts_with("ld.global"))
+        .find(|c| decode_name(&c.opcode).kind == OpKind::Load(Space::Global))
         .map(|c| c.id)
         .unwrap_or(InstId(u32::MAX));
     let in_unit = cands
@@ -874,7 +870,10 @@ fn inserted_conversions_follow_their_def_under_its_loc() {
                 if inst.id.0 >= m.next_inst_id {
                     assert_eq!(ploc, iloc, "{name}: {inst}");
                     assert_eq!(prev.guard, inst.guard, "{name}: {inst}");
-                    assert_eq!(inst.opcode, "cvt");
+                    assert!(
+                        matches!(inst.decode().kind, OpKind::Convert { .. }),
+                        "{name}: {inst}"
+                    );
                     assert!(prev.id.0 < m.next_inst_id, "{name}: two cvts for one def");
                 }
             }

@@ -9,6 +9,7 @@ use super::*;
 use crate::demote::{demote, same_code, DemoteSet};
 use crate::interp::{run, Arg, Launch, Memory};
 use crate::pass::demote::tests::{all_fixtures, assembles, module, ptxas};
+use crate::test_support::arith_like;
 
 /// The compiled examples (tests/fixtures/promote, see its README): f32 programs.
 const EXAMPLES: [(&str, &str); 17] = [
@@ -103,12 +104,6 @@ fn the_empty_set_gives_the_input_back() {
     }
 }
 
-/// f32 opcodes the pass promotes (with an f32 type modifier).
-const ARITH_LIKE: [&str; 16] = [
-    "add", "sub", "mul", "fma", "mad", "div", "rcp", "sqrt", "rsqrt", "neg", "abs", "min", "max",
-    "setp", "selp", "mov",
-];
-
 #[test]
 fn promoting_everything_parses_back_leaves_no_eligible_f32_arithmetic_and_assembles() {
     let ptxas = ptxas();
@@ -130,7 +125,7 @@ fn promoting_everything_parses_back_leaves_no_eligible_f32_arithmetic_and_assemb
         // skipped (inserted instructions have new ids, and are conversions or f64).
         for f in p.module.functions() {
             for i in f.instructions() {
-                if i.has_mod("f32") && ARITH_LIKE.contains(&i.opcode.as_str()) {
+                if arith_like(&i.decode(), ValueType::F32) {
                     // Ineligible, or in a math-library function (not listed).
                     assert_ne!(eligible.get(&i.id), Some(&true), "{name}: {i}");
                 }
@@ -164,7 +159,12 @@ fn inserted_instructions_follow_their_instruction_under_its_loc_and_guard() {
                 assert_eq!(loc, aloc, "{name}: {inst} after {a}");
                 assert_eq!(inst.guard, a.guard, "{name}: {inst} after {a}");
                 assert!(
-                    ["cvt", "rcp", "max", "min"].contains(&inst.opcode.as_str()),
+                    matches!(
+                        inst.decode().kind,
+                        OpKind::Convert { .. }
+                            | OpKind::Rcp
+                            | OpKind::Arith(Arith::Max | Arith::Min)
+                    ),
                     "{name}: {inst}"
                 );
             }
@@ -327,7 +327,11 @@ fn every_eligible_form_maps_to_its_f64_form_and_assembles() {
     for i in p.module.kernels().flat_map(|f| f.instructions()) {
         if i.has_mod("f64") && !i.has_mod("f32") {
             // A conversion to an integer keeps its `.sat`.
-            let sat = if i.opcode == "cvt" { "-" } else { "sat" };
+            let sat = if matches!(i.decode().kind, OpKind::Convert { .. }) {
+                "-"
+            } else {
+                "sat"
+            };
             for m in ["ftz", "approx", "full", sat] {
                 assert!(!i.has_mod(m), "{i}");
             }
@@ -761,7 +765,7 @@ fn promoting_any_subset_then_demoting_everything_computes_what_the_original_does
             assert!(
                 back.functions()
                     .flat_map(|f| f.instructions())
-                    .all(|i| !i.has_mod("f64") || i.opcode == "ld"),
+                    .all(|i| !i.has_mod("f64") || matches!(i.decode().kind, OpKind::Load(_))),
                 "{back}"
             );
             let got = run_cases(&back, &cases);
@@ -778,6 +782,16 @@ fn promoting_any_subset_then_demoting_everything_computes_what_the_original_does
     }
 }
 
+/// Whether a candidate's opcode (as the report names it) is a `kind` on f32 with no modifier
+/// the decode reads besides its state space.
+fn is(opcode: &str, kind: OpKind) -> bool {
+    let op = crate::op::decode_name(opcode);
+    op.kind == kind
+        && op.ty == Some(ValueType::F32)
+        && op.rounding.is_none()
+        && !(op.ftz || op.approx || op.full || op.sat)
+}
+
 #[test]
 fn sites_and_ids_choose_and_bad_requests_are_reported() {
     let m = module(&case_kernel(
@@ -786,11 +800,11 @@ fn sites_and_ids_choose_and_bad_requests_are_reported() {
     let cands = candidates(&m);
     let add = cands
         .iter()
-        .find(|c| c.opcode == "add.f32")
+        .find(|c| is(&c.opcode, OpKind::Arith(Arith::Add)))
         .unwrap_or_else(|| panic!("{cands:?}"));
     let load = cands
         .iter()
-        .find(|c| c.opcode == "ld.global.f32")
+        .find(|c| is(&c.opcode, OpKind::Load(Space::Global)))
         .unwrap_or_else(|| panic!("{cands:?}"));
     assert_eq!(load.reason.as_deref(), Some("a load"));
     let stale = Site {
@@ -827,7 +841,7 @@ fn sites_and_ids_choose_and_bad_requests_are_reported() {
     let int_add = m
         .functions()
         .flat_map(|f| f.instructions())
-        .find(|i| i.opcode == "mad")
+        .find(|i| i.decode().kind == OpKind::Arith(Arith::Mad))
         .map(|i| i.id)
         .unwrap_or(InstId(u32::MAX));
     let p = promoted(&m, &PromoteSet::ids([add.id, int_add, InstId(9_999_999)]));

@@ -371,8 +371,8 @@ pub(crate) fn instrument_with(
         let init = accumulators.init();
         let mut at_end = Vec::new();
         if !flush.is_empty() {
-            for i in &d.insts {
-                if matches!(i.opcode.as_str(), "ret" | "exit") {
+            for (i, op) in d.insts.iter().zip(&d.ops) {
+                if op.is_return() {
                     rw.insert_before(i.id, flush.clone(), Guarding::Keep)?;
                 }
             }

@@ -13,6 +13,7 @@ use super::oracle_tests::{known_module, launch_args};
 use super::*;
 use crate::interp::{self, Launch, Memory};
 use crate::model::{Imm, Operand, RegDecl, RegName, SrcLine, Statement};
+use crate::op::OpKind;
 use crate::rewrite::instruction;
 use crate::test_support::parse_clean;
 
@@ -47,7 +48,7 @@ fn calls_replaced(
             let call = match (&old[k], end) {
                 (Statement::BlockStart(_), Some(end)) => old[k..end].iter().find_map(|s| match s {
                     Statement::Inst(i)
-                        if i.opcode == "call"
+                        if i.decode().is_call()
                             && i.operands.first() == Some(&Operand::Symbol(function.into())) =>
                     {
                         Some((i.guard.clone(), end))
@@ -64,7 +65,9 @@ fn calls_replaced(
             let args: Vec<Operand> = old[k..end]
                 .iter()
                 .filter_map(|s| match s {
-                    Statement::Inst(i) if i.opcode == "st" => i.operands.get(1).cloned(),
+                    Statement::Inst(i) if matches!(i.decode().kind, OpKind::Store(_)) => {
+                        i.operands.get(1).cloned()
+                    }
                     _ => None,
                 })
                 .collect();
@@ -178,7 +181,7 @@ fn measured_and_expected(
         .functions()
         .flat_map(|f| f.instructions())
         .any(|i| {
-            i.opcode == "call"
+            i.decode().is_call()
                 && i.operands.first() == Some(&Operand::Symbol(DEMOTION_FUNCTION.into()))
         });
     assert!(!calls_per_execution, "every site accumulates here");

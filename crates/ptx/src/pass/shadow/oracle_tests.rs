@@ -4,6 +4,7 @@
 use super::oracle::expected;
 use super::*;
 use crate::interp::{Arg, Launch, Memory};
+use crate::op::{decode_name, Arith, OpKind};
 use crate::test_support::parse_clean;
 
 #[path = "../../../tests/support/shadow_known.rs"]
@@ -127,18 +128,20 @@ fn a_times_a_plus_b_with_and_without_contraction() {
     // Not contracted: f32 rounds a·a = 1 + 2^-19 + 2^-40 to 1 + 2^-19, so the sum is 0 for 2^-40.
     if let Some(m) = known_module(mantissa_gpu::FlagSet::NOFMA) {
         let (r, s) = oracle(&m, &case, &ShadowOptions::all());
-        let by_op = |op: &str| {
+        let by_op = |op: Arith| {
             let k = r
                 .sites
                 .iter()
-                .position(|x| x.site.line == line && x.opcode.starts_with(op))
-                .unwrap_or_else(|| panic!("no {op} on line {line}: {r:#?}"));
+                .position(|x| {
+                    x.site.line == line && decode_name(&x.opcode).kind == OpKind::Arith(op)
+                })
+                .unwrap_or_else(|| panic!("no {op:?} on line {line}: {r:#?}"));
             s[k].demotion.unwrap_or_default()
         };
         let p = 1.0 + 2f64.powi(-19) + 2f64.powi(-40);
-        let mul = by_op("mul");
+        let mul = by_op(Arith::Mul);
         assert_eq!((mul.count, mul.max), (4, 2f64.powi(-40) / p));
-        let add = by_op("add");
+        let add = by_op(Arith::Add);
         assert_eq!((add.count, add.sum, add.max), (4, 4.0, 1.0));
     }
 }

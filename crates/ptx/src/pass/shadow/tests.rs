@@ -6,6 +6,7 @@
 use super::*;
 use crate::link::merge_runtime;
 use crate::model::{Instruction, Item, Operand, Statement};
+use crate::op::{decode_name, OpKind};
 use crate::test_support::{assert_sound, parse_clean};
 use std::collections::{HashMap, HashSet};
 
@@ -123,10 +124,9 @@ fn sites_are_the_rounding_float_instructions_with_their_analyses() {
     ] {
         assert!(ops.contains(op), "{op} in {ops:?}");
     }
-    assert!(r
-        .sites
-        .iter()
-        .all(|s| s.demotion == (s.value_type == ValueType::F64 && !s.opcode.starts_with("cvt"))));
+    assert!(r.sites.iter().all(|s| s.demotion
+        == (s.value_type == ValueType::F64
+            && !matches!(decode_name(&s.opcode).kind, OpKind::Convert { .. }))));
     assert!(!ops
         .iter()
         .any(|o| o.ends_with(".s32") || o.ends_with(".u64")));
@@ -201,8 +201,9 @@ fn assert_original_code_kept(what: &str, original: &Module, out: &Module) {
                     "{what}: `{i}` writes a user register"
                 );
             }
-            if i.opcode == "st" {
-                assert!(i.has_mod("param"), "{what}: `{i}` stores to memory");
+            let op = i.decode();
+            if matches!(op.kind, OpKind::Store(_)) {
+                assert!(op.is_param_store(), "{what}: `{i}` stores to memory");
             }
         }
     }
@@ -214,7 +215,8 @@ fn call_sites(out: &Instrumented) -> HashMap<String, Vec<u32>> {
     for f in out.module.functions().filter(|f| f.body.is_some()) {
         let mut first = None;
         for i in f.instructions() {
-            if i.opcode == "st" && i.has_mod("param") {
+            let op = i.decode();
+            if op.is_param_store() {
                 if let (Some(Operand::Addr { base, .. }), Some(Operand::Imm(imm))) =
                     (i.operands.first(), i.operands.get(1))
                 {
@@ -223,7 +225,7 @@ fn call_sites(out: &Instrumented) -> HashMap<String, Vec<u32>> {
                     }
                 }
             }
-            if i.opcode == "call" {
+            if op.is_call() {
                 if let (Some(Operand::Symbol(callee)), Some(index)) = (i.operands.first(), first) {
                     calls.entry(callee.clone()).or_default().push(index);
                 }
@@ -351,7 +353,7 @@ fn a_destination_that_is_an_operand_is_read_before_it_is_written_and_guards_hold
         .into_iter()
         .flat_map(|f| f.instructions())
         .any(|i| {
-            i.opcode == "call"
+            i.decode().is_call()
                 && i.operands.first() == Some(&Operand::Symbol(DEMOTION_FUNCTION.into()))
                 && i.guard
                     .as_ref()

@@ -111,8 +111,8 @@ pub fn instrument_with(
         init.extend(records.entry(&local_names(module, f)));
         let flush = records.flush(slot_table.len() as u32);
         slot_table.extend(&records.slots);
-        for i in &d.insts {
-            if matches!(i.opcode.as_str(), "ret" | "exit") {
+        for (i, op) in d.insts.iter().zip(&d.ops) {
+            if op.is_return() {
                 rw.insert_before(i.id, flush.clone(), Guarding::Keep)?;
             }
         }

@@ -12,6 +12,7 @@ use super::*;
 use crate::interp::{self, Arg, Launch, Memory};
 use crate::link::merge_runtime;
 use crate::model::{Imm, Operand, RegDecl, RegName, SrcLine, Statement};
+use crate::op::{decode_name, Arith, OpKind, Space};
 use crate::rewrite::{instruction, int};
 use crate::test_support::parse_clean;
 
@@ -50,12 +51,20 @@ const WORD: &str = "%interp_word";
 const SUM: &str = "%interp_sum";
 const AT: &str = "%interp_at";
 
+/// Whether a report's opcode (`add.rn.f64`) names a `kind` on f64.
+fn is_f64(opcode: &str, kind: &OpKind) -> bool {
+    let op = decode_name(opcode);
+    op.kind == *kind && op.ty == Some(ValueType::F64)
+}
+
 /// The values of the `st.param`s of a call block, in order.
 fn call_args(block: &[Statement]) -> Vec<Operand> {
     block
         .iter()
         .filter_map(|s| match s {
-            Statement::Inst(i) if i.opcode == "st" => i.operands.get(1).cloned(),
+            Statement::Inst(i) if matches!(i.decode().kind, OpKind::Store(_)) => {
+                i.operands.get(1).cloned()
+            }
             _ => None,
         })
         .collect()
@@ -100,7 +109,7 @@ fn runnable(merged: &Module) -> Module {
                 .map(|e| k + e);
             let call = match (&old[k], end) {
                 (Statement::BlockStart(_), Some(end)) => old[k..end].iter().find_map(|s| match s {
-                    Statement::Inst(i) if i.opcode == "call" => {
+                    Statement::Inst(i) if i.decode().is_call() => {
                         let callee = i.operands.iter().find_map(|o| match o {
                             Operand::Symbol(s) => Some(s.clone()),
                             _ => None,
@@ -416,24 +425,24 @@ fn a_value_staged_through_shared_memory_keeps_its_shadow() {
         );
     }
     let stats = statistics(&mut mem, &run, &out.report);
-    let site = |function: &str, opcode: &str| {
+    let site = |function: &str, kind: OpKind| {
         let s = out
             .report
             .sites
             .iter()
-            .find(|s| s.site.function == function && s.opcode == opcode)
-            .unwrap_or_else(|| panic!("{function} {opcode}"));
+            .find(|s| s.site.function == function && is_f64(&s.opcode, &kind))
+            .unwrap_or_else(|| panic!("{function} {kind:?}"));
         stats.sites[s.index as usize]
     };
     // The subtraction's result 1 + 2^-29 against the shadow 1 + 2^-29 + 2^-60: the product's
     // lost 2^-60, carried through shared memory exactly as through a register.
     let want = 2f64.powi(-60) / (1.0 + 2f64.powi(-29));
-    for opcode in ["add.rn.f64", "sub.rn.f64"] {
-        let (staged, direct) = (site("staged", opcode), site("direct", opcode));
-        assert_eq!(staged.accumulated, direct.accumulated, "{opcode}");
-        assert_eq!(staged.executions, threads as u64, "{opcode}");
+    for op in [Arith::Add, Arith::Sub].map(OpKind::Arith) {
+        let (staged, direct) = (site("staged", op.clone()), site("direct", op.clone()));
+        assert_eq!(staged.accumulated, direct.accumulated, "{op:?}");
+        assert_eq!(staged.executions, threads as u64, "{op:?}");
     }
-    let sub = site("staged", "sub.rn.f64").accumulated;
+    let sub = site("staged", OpKind::Arith(Arith::Sub)).accumulated;
     // The maximum is kept as its high word rounded up (an upper bound within 2^-20).
     assert_eq!((sub.count, sub.max), (threads as u64, high_up(want)));
     assert!(sub.max >= want && sub.max <= want * (1.0 + 2f64.powi(-20)));
@@ -442,7 +451,7 @@ fn a_value_staged_through_shared_memory_keeps_its_shadow() {
         .report
         .reseeds
         .iter()
-        .position(|r| r.opcode == "ld.shared.f64")
+        .position(|r| is_f64(&r.opcode, &OpKind::Load(Space::Shared)))
         .unwrap();
     let load = stats.reseeds[load];
     assert_eq!((load.executions, load.reseeded), (threads as u64, 0));
@@ -534,12 +543,12 @@ fn division_reciprocal_and_square_root_errors_come_from_exact_remainders() {
         (1e-300, 3.0),
         (5.0, 1e300),
     ]);
-    let site = |stats: &ValuesStats, opcode: &str| {
+    let site = |stats: &ValuesStats, kind: OpKind| {
         let s = out
             .report
             .sites
             .iter()
-            .find(|s| s.opcode == opcode)
+            .find(|s| is_f64(&s.opcode, &kind))
             .unwrap();
         stats.sites[s.index as usize]
     };
@@ -560,9 +569,9 @@ fn division_reciprocal_and_square_root_errors_come_from_exact_remainders() {
         assert_eq!((q, s, t), (x / y, x.sqrt(), 1.0 / y));
         let stats = statistics(&mut mem, &run, &out.report);
         let (div, sqrt, rcp) = (
-            site(&stats, "div.rn.f64").local,
-            site(&stats, "sqrt.rn.f64").local,
-            site(&stats, "rcp.rn.f64").local,
+            site(&stats, OpKind::Div).local,
+            site(&stats, OpKind::Sqrt).local,
+            site(&stats, OpKind::Rcp).local,
         );
         assert_eq!(
             (div.count, sqrt.count, rcp.count),

@@ -343,9 +343,6 @@ fn uses_shared_floats(d: &Decoded) -> bool {
     })
 }
 
-/// Opcodes with a shared-space modifier that read shared memory only.
-const READS_SHARED: [&str; 4] = ["ldmatrix", "isspacep", "prefetch", "prefetchu"];
-
 /// Why shared memory of kernel `f` may be written where the pass cannot see it, if it may: a
 /// device function it calls (directly or not) writing shared memory, a `cvta.shared` in it or
 /// such a function, or an instruction writing shared memory that is not a store or atomic.
@@ -382,7 +379,7 @@ fn unseen_writer(module: &Module, f: &Function) -> Option<String> {
                         i.full_opcode()
                     ));
                 }
-                OpKind::Other(_) if shared && !READS_SHARED.contains(&i.opcode.as_str()) => {
+                OpKind::Other(_) if shared && !op.reads_memory_only() => {
                     return Some(format!("{} writes it unseen ({})", g.name, i.full_opcode()));
                 }
                 OpKind::Call => {

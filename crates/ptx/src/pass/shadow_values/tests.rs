@@ -7,6 +7,7 @@
 use super::*;
 use crate::link::merge_runtime;
 use crate::model::{Instruction, Item, Operand, Statement};
+use crate::op::OpKind;
 use crate::pass::shadow::{self, ShadowOptions};
 use crate::test_support::{assert_sound, parse_clean};
 
@@ -383,8 +384,9 @@ fn the_original_code_is_kept_and_inserted_code_writes_only_its_registers() {
                 for d in i.defs() {
                     assert!(!declared.contains(d), "{name}: {i} writes the user's {d}");
                 }
-                if i.opcode == "st" {
-                    assert_eq!(i.space(), "param", "{name}: {i}");
+                let op = i.decode();
+                if matches!(op.kind, OpKind::Store(_)) {
+                    assert!(op.is_param_store(), "{name}: {i}");
                 }
             }
         }
@@ -526,7 +528,7 @@ fn instrumented_modules_merge_with_the_runtime_and_assemble() {
                 "{name}: {} is still defined",
                 f.name
             );
-            for i in f.instructions().filter(|i| i.opcode == "call") {
+            for i in f.instructions().filter(|i| i.decode().is_call()) {
                 let callee = i.operands.iter().find_map(|o| match o {
                     Operand::Symbol(s) => Some(s.as_str()),
                     _ => None,

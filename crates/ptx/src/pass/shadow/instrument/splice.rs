@@ -5,13 +5,14 @@
 
 use crate::decode::Decoded;
 use crate::model::*;
+use crate::op::Control;
 
 /// Whether control can run past the last instruction of `d` (the body does not end in an
 /// unguarded `ret`, `exit` or `bra`): code appended at the end needs a `ret` before it.
 pub(crate) fn falls_off_the_end(d: &Decoded) -> bool {
-    d.insts
-        .last()
-        .is_none_or(|i| i.guard.is_some() || !matches!(i.opcode.as_str(), "ret" | "exit" | "bra"))
+    d.insts.last().zip(d.ops.last()).is_none_or(|(i, op)| {
+        i.guard.is_some() || !(op.is_return() || op.control() == Some(Control::Bra))
+    })
 }
 
 /// Puts `at_start` before the first label or instruction of `function`'s body (after its
