@@ -100,7 +100,13 @@ pub(super) fn prepare<'g>(
         mut notes,
     } = find_units(&mut runner, spec, request, progress)?;
     let coverage = measure_errors(
-        gpu, spec, request, &mut runner, &mut units, &mut notes, progress,
+        gpu,
+        spec,
+        request,
+        &mut runner,
+        &mut units,
+        &mut notes,
+        progress,
     )?;
     let profile = profile(
         &mut runner,
