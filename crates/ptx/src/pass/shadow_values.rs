@@ -377,14 +377,15 @@ impl ValueStats {
     }
 }
 
-/// Correct decimal digits of a relative error: −log10(e), capped at 17 (e = 0) and floored at 0.
+/// Correct decimal digits of a relative error: −log10(e), capped at 17 (e = 0) and floored at 0
+/// (+0: an error of exactly 1 gives −log10(1) = −0, which `clamp` keeps and text prints "-0.0").
 pub fn digits(relative_error: f64) -> f64 {
     if relative_error.is_nan() {
         0.0
     } else if relative_error <= 1e-17 {
         17.0
     } else {
-        (-relative_error.log10()).clamp(0.0, 17.0)
+        (-relative_error.log10()).clamp(0.0, 17.0) + 0.0
     }
 }
 

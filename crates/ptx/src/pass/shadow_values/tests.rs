@@ -480,6 +480,11 @@ fn digits_are_minus_log10_capped() {
     assert_eq!(digits(10.0), 0.0);
     assert_eq!(digits(f64::NAN), 0.0);
     assert_eq!(digits(f64::INFINITY), 0.0);
+    // A relative error of exactly 1 is no correct digit: +0, never −0 (which the summary
+    // printed as "fewest correct digits -0.0").
+    for e in [1.0, 10.0, f64::INFINITY, f64::NAN] {
+        assert_eq!(digits(e).to_bits(), 0.0f64.to_bits(), "{e}");
+    }
 }
 
 #[test]
