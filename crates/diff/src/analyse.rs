@@ -22,7 +22,8 @@ use mantissa_gpu::{DType, FlagSet, Gpu, HostData, Timing};
 use mantissa_harness::compare::{compare, output_values};
 use mantissa_harness::spec::{OutputSpec, Tolerance};
 use mantissa_harness::{
-    pipelines, Base, RunnerOptions, Spec, SpecError, TrialError, TrialRunner, TrialTiming, Variant,
+    pipelines, Base, RunnerOptions, Session, Spec, SpecError, TrialError, TrialRunner, TrialTiming,
+    Variant,
 };
 use mantissa_ptx::pass::cause::{candidates, Candidate, SwitchError};
 use serde::Serialize;
@@ -300,13 +301,13 @@ fn differing(values: &Values, reference: &Values) -> Vec<u64> {
 }
 
 /// Runs `program` as a trial and returns its outputs' values.
-fn trial(runner: &mut TrialRunner, spec: &Spec, program: &Variant) -> Result<Values, DiffError> {
+fn trial(runner: &mut dyn Session, spec: &Spec, program: &Variant) -> Result<Values, DiffError> {
     Ok(trial_with_outputs(runner, spec, program)?.0)
 }
 
 /// [`trial`], with the output buffers as downloaded.
 fn trial_with_outputs(
-    runner: &mut TrialRunner,
+    runner: &mut dyn Session,
     spec: &Spec,
     program: &Variant,
 ) -> Result<(Values, Downloaded), DiffError> {
@@ -346,16 +347,15 @@ fn searched(list: &[Candidate], against: Against) -> Vec<usize> {
 
 /// What measuring after the search needs: the runner, the candidates of the program as
 /// written and the reference its outputs are compared with.
-pub(crate) struct Session<'s, 'g> {
-    pub(crate) gpu: &'g Gpu,
-    pub(crate) runner: &'s mut TrialRunner<'g>,
+pub(crate) struct Measuring<'s, 'g> {
+    pub(crate) runner: &'s mut (dyn Session + 'g),
     pub(crate) spec: &'s Spec,
     pub(crate) request: DiffRequest,
     pub(crate) list: Vec<Candidate>,
     pub(crate) reference: Values,
 }
 
-impl Session<'_, '_> {
+impl Measuring<'_, '_> {
     /// Runs `program` as a timed trial (the request's repetitions after two warm-ups): its
     /// outputs' values and the harness's timing of the step sequence.
     pub(crate) fn timed(
@@ -371,7 +371,7 @@ impl Session<'_, '_> {
         Ok(trial_with_outputs(self.runner, self.spec, program)?.1)
     }
 
-    /// [`Session::timed`], with the output buffers of the checked run as downloaded.
+    /// [`Measuring::timed`], with the output buffers of the checked run as downloaded.
     pub(crate) fn timed_with_outputs(
         &mut self,
         program: &Variant,
@@ -447,10 +447,11 @@ pub fn diff(
         ..RunnerOptions::default()
     };
     let mut runner = TrialRunner::new(gpu, spec, request.flags, opts)?;
+    let runner: &mut dyn Session = &mut runner;
     // Run as every trial is: its PTX JIT-compiled by the driver, in this runner.
     let as_built = runner.make(pipelines::as_built())?;
-    let (first, first_outputs) = trial_with_outputs(&mut runner, spec, &as_built)?;
-    let second = trial(&mut runner, spec, &as_built)?;
+    let (first, first_outputs) = trial_with_outputs(runner, spec, &as_built)?;
+    let second = trial(runner, spec, &as_built)?;
     let unstable: Vec<String> = spec
         .outputs
         .iter()
@@ -489,7 +490,7 @@ pub fn diff(
             // Run as every trial is: its PTX JIT-compiled by the driver, in this runner.
             progress(DiffEvent::Other(other.name()));
             let other = runner.make(pipelines::other_build(other))?;
-            trial(&mut runner, spec, &other)?
+            trial(runner, spec, &other)?
         }
     };
     let as_written = differing(&first, &reference);
@@ -525,7 +526,7 @@ pub fn diff(
     let found: Found = search(switchable.len(), total, |set| {
         let chosen: Vec<usize> = set.iter().map(|&k| switchable[k]).collect();
         let switched = runner.make(pipelines::causes(&list, &chosen)?)?;
-        let values = trial(&mut runner, spec, &switched)?;
+        let values = trial(runner, spec, &switched)?;
         if within_tolerance(spec, &values, &reference) {
             within.push(chosen);
         }
@@ -544,12 +545,12 @@ pub fn diff(
         first.clone()
     } else {
         let switched = runner.make(pipelines::causes(&list, &minimal)?)?;
-        trial(&mut runner, spec, &switched)?
+        trial(runner, spec, &switched)?
     };
     let mut blamed = Vec::new();
     for &c in &minimal {
         let switched = runner.make(pipelines::causes(&list, &[c])?)?;
-        let values = trial(&mut runner, spec, &switched)?;
+        let values = trial(runner, spec, &switched)?;
         blamed.push(Blamed {
             candidate: c,
             alone: effect(spec, &first, &values, &reference),
@@ -557,7 +558,7 @@ pub fn diff(
         });
     }
     let members: Vec<&Candidate> = minimal.iter().map(|&c| &list[c]).collect();
-    let (checks, note) = crate::sass::check(&runner.built().ptx, &members);
+    let (checks, note) = crate::sass::check(runner.as_built_ptx(), &members);
     for (b, check) in blamed.iter_mut().zip(checks) {
         b.sass = check;
     }
@@ -592,9 +593,8 @@ pub fn diff(
         unexplained,
         &mut |name| progress(DiffEvent::MathFunction(name.to_string())),
     );
-    let mut session = Session {
-        gpu,
-        runner: &mut runner,
+    let mut session = Measuring {
+        runner,
         spec,
         request: *request,
         list,

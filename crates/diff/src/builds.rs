@@ -32,7 +32,7 @@
 //! runner. When that run is impossible (the instrumented build exceeds the launch's resources,
 //! or it changes the build's outputs), the build says why and has no shadow digits.
 
-use crate::analyse::{DiffError, DiffEvent, Downloaded, Session, Values};
+use crate::analyse::{DiffError, DiffEvent, Downloaded, Measuring, Values};
 use crate::cost::{LineCost, Relative};
 use mantissa_gpu::{FlagSet, Timing};
 use mantissa_harness::{pipelines, Base, Recipe, TrialError, Variant};
@@ -193,7 +193,7 @@ struct Measured {
 /// Makes and measures the four builds; notes when no build stays within tolerance (then there
 /// is no fastest), when another flag set's build failed, and what promotion left in f32.
 pub(crate) fn make(
-    session: &mut Session<'_, '_>,
+    session: &mut Measuring<'_, '_>,
     tried: &Tried<'_>,
     progress: &mut dyn FnMut(DiffEvent),
 ) -> Result<(Vec<Build>, Vec<String>), DiffError> {
@@ -307,7 +307,7 @@ pub(crate) fn make(
 
 /// Runs one build timed.
 fn measure(
-    session: &mut Session<'_, '_>,
+    session: &mut Measuring<'_, '_>,
     origin: Origin,
     how: String,
 ) -> Result<Measured, DiffError> {
@@ -328,7 +328,7 @@ fn measure(
 }
 
 /// The recipe of `origin` (see [`mantissa_harness::pipelines`]).
-fn recipe_of(session: &Session<'_, '_>, origin: &Origin) -> Result<Recipe, DiffError> {
+fn recipe_of(session: &Measuring<'_, '_>, origin: &Origin) -> Result<Recipe, DiffError> {
     Ok(match origin {
         Origin::Switched(set) if set.is_empty() => pipelines::as_built(),
         Origin::Switched(set) => pipelines::causes(&session.list, set)?,
@@ -338,7 +338,7 @@ fn recipe_of(session: &Session<'_, '_>, origin: &Origin) -> Result<Recipe, DiffE
 }
 
 /// The program of `origin`, made by the runner.
-fn variant_of(session: &mut Session<'_, '_>, origin: &Origin) -> Result<Variant, DiffError> {
+fn variant_of(session: &mut Measuring<'_, '_>, origin: &Origin) -> Result<Variant, DiffError> {
     let recipe = recipe_of(session, origin)?;
     Ok(session.runner.make(recipe)?)
 }
@@ -368,7 +368,7 @@ pub fn most_accurate(
 
 /// `m` as the build `name`, with its digits against its own shadow.
 fn named(
-    session: &mut Session<'_, '_>,
+    session: &mut Measuring<'_, '_>,
     name: &str,
     m: &Measured,
     naive: &Timing,

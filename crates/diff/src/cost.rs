@@ -8,7 +8,7 @@
 //! inside the noise and is printed as such, whatever the ratio of the medians says: on a
 //! shared machine 0.98 or 1.02 is not a cost.
 
-use crate::analyse::{DiffError, DiffEvent, Session, Values};
+use crate::analyse::{DiffError, DiffEvent, Measuring, Values};
 use mantissa_gpu::Timing;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -98,7 +98,7 @@ pub struct LineCost {
 /// Times the program with each blamed line's causes (of `minimal`) switched off, one trial per
 /// line, against `naive`; each line's outputs come back beside it.
 pub(crate) fn measure(
-    session: &mut Session<'_, '_>,
+    session: &mut Measuring<'_, '_>,
     minimal: &[usize],
     naive: &Timing,
     progress: &mut dyn FnMut(DiffEvent),

@@ -9,7 +9,7 @@
 //! one line and nothing else fails; only a lost CUDA context (nothing else could run) stops
 //! the diff.
 
-use crate::analyse::{DiffError, Downloaded, Session};
+use crate::analyse::{DiffError, Downloaded, Measuring};
 use crate::builds::{OutputError, ShadowDigits};
 use mantissa_harness::{Recipe, Spec};
 use mantissa_shadow::values::{output_digits_of, OutputDigits};
@@ -18,11 +18,11 @@ use mantissa_shadow::ShadowError;
 /// The digits of the outputs of the program `build` makes against its shadow, given `outputs`, the build's own output
 /// buffers; or, when the shadow run is impossible, why (the error's first line).
 pub(crate) fn of_build(
-    session: &mut Session<'_, '_>,
+    session: &mut Measuring<'_, '_>,
     build: Recipe,
     outputs: &Downloaded,
 ) -> Result<Result<Vec<OutputDigits>, String>, DiffError> {
-    match output_digits_of(session.gpu, session.runner, build, outputs) {
+    match output_digits_of(session.runner, build, outputs) {
         Ok(d) => Ok(Ok(d)),
         Err(ShadowError::Trial(e)) if e.is_fatal() => Err(DiffError::Trial(e)),
         Err(e) => {

@@ -45,22 +45,7 @@ pub fn fnv1a64(bytes: &[u8]) -> u64 {
     h
 }
 
-/// The directory mantissa caches into: `$MANTISSA_CACHE`, else `$XDG_CACHE_HOME/mantissa`, else
-/// `$HOME/.cache/mantissa`; `None` when none of these is set (the cache then lives in memory only).
-pub fn cache_root() -> Option<PathBuf> {
-    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
-    if let Some(dir) = var("MANTISSA_CACHE") {
-        return Some(PathBuf::from(dir));
-    }
-    // The XDG spec says relative values are invalid and must be ignored.
-    if let Some(xdg) = var("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-    {
-        return Some(xdg.join("mantissa"));
-    }
-    var("HOME").map(|home| PathBuf::from(home).join(".cache").join("mantissa"))
-}
+pub use mantissa_files::cache_root;
 
 /// Everything that determines NVRTC's output, as one canonical string.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

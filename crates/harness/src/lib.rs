@@ -49,6 +49,7 @@ pub mod npy;
 pub mod pipelines;
 pub mod recipe;
 pub mod run;
+pub mod session;
 pub mod spec;
 pub mod trial;
 pub mod validate;
@@ -57,6 +58,7 @@ pub use compare::{Comparison, OutputResult};
 pub use config::{Configuration, Demotion};
 pub use recipe::{Base, Recipe, Variant};
 pub use run::{run_spec, ConfigRun, HarnessError, RunEvent, RunRequest, RunResult};
+pub use session::Session;
 pub use spec::{Spec, SpecError};
 pub use trial::{
     BufferAddress, BuildKind, KernelTime, Resources, RunnerOptions, SwitchSummary, TrialError,

@@ -44,6 +44,7 @@ pub mod pin;
 mod profile;
 pub use profile::KernelTime;
 mod resources;
+pub mod shadowed;
 pub mod storage;
 pub mod switched;
 mod variant;
@@ -452,6 +453,11 @@ impl<'g> TrialRunner<'g> {
     /// What runners of this spec under other flag sets can share ([`RunnerOptions::shared`]).
     pub fn shared(&self) -> Arc<Shared> {
         self.shared.clone()
+    }
+
+    /// The GPU its trials run on.
+    pub(crate) fn gpu(&self) -> &'g Gpu {
+        self.gpu
     }
 
     /// The flag set.

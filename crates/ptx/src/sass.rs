@@ -17,6 +17,7 @@
 //! multiply-add, a plain sum or product of which type, or padding — is answered here only
 //! ([`float_op`], [`float_mnemonic`], [`is_padding`]).
 
+mod cache;
 pub mod per_instruction;
 
 pub use per_instruction::{per_instruction, relined, InstSass};
@@ -224,13 +225,26 @@ pub fn disassemble(
     Ok(parse_nvdisasm(&disassembly(ptxas, nvdisasm, ptx, arch)?))
 }
 
-/// The text `nvdisasm -g -c` prints for the cubin `ptxas -lineinfo` makes of `ptx` for `arch`.
+/// The text `nvdisasm -g -c` prints for the cubin `ptxas -lineinfo` makes of `ptx` for `arch`,
+/// kept by content ([`cache`]): the same text with the same tools is assembled once.
 pub fn disassembly(
     ptxas: &Path,
     nvdisasm: &Path,
     ptx: &str,
     arch: &str,
 ) -> Result<String, SassError> {
+    cache::remembered(
+        ptxas,
+        nvdisasm,
+        ptx,
+        arch,
+        "ptxas -lineinfo; nvdisasm -g -c",
+        || run_tools(ptxas, nvdisasm, ptx, arch),
+    )
+}
+
+/// [`disassembly`] without the cache: both tools run.
+fn run_tools(ptxas: &Path, nvdisasm: &Path, ptx: &str, arch: &str) -> Result<String, SassError> {
     static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let (cubin, _) = cubin_with(ptxas, ptx, arch, &["-lineinfo"])?;
     let fail = |message: String| SassError::Disassembler {

@@ -5,7 +5,7 @@ use crate::op::{Arith, BitOp, Control, Op, OpKind, Rounding, Space, ValueType};
 use crate::*;
 
 /// The first instruction of `f` whose decode satisfies `what`.
-fn first<'f>(f: &'f Function, what: impl Fn(&Op) -> bool) -> &'f Instruction {
+fn first(f: &Function, what: impl Fn(&Op) -> bool) -> &Instruction {
     f.instructions()
         .find(|i| what(&i.decode()))
         .unwrap_or_else(|| panic!("no such instruction in {}", f.name))

@@ -25,7 +25,9 @@ use crate::values::{self, changed_outputs, OutputDigits, Reseed};
 use mantissa_gpu::{FlagSet, Gpu, LaunchDims};
 use mantissa_harness::run::record_build;
 use mantissa_harness::{pipelines, Base, Variant};
-use mantissa_harness::{RunnerOptions, Spec, SpecError, TrialError, TrialRunner, TrialTiming};
+use mantissa_harness::{
+    RunnerOptions, Session, Spec, SpecError, TrialError, TrialRunner, TrialTiming,
+};
 use mantissa_ptx::model::FunctionKind;
 use mantissa_ptx::pass::pin_contraction::PinReport;
 use mantissa_ptx::pass::shadow::{ShadowOptions, ShadowReport, SiteStats};
@@ -277,15 +279,14 @@ pub fn analyse(
         ..RunnerOptions::default()
     };
     let mut runner = TrialRunner::new(gpu, spec, request.flags, opts)?;
-    analyse_on(gpu, &mut runner, spec, request, progress)
+    analyse_on(&mut runner, spec, request, progress)
 }
 
-/// [`analyse`] through a runner the caller made (of `spec` under `request.flags`, its baseline
+/// [`analyse`] in a session the caller opened (of `spec` under `request.flags`, its baseline
 /// timed when `request.time` asks for overheads): a tuner shares its own, so that the program is
 /// built and pinned once.
 pub fn analyse_on(
-    gpu: &Gpu,
-    runner: &mut TrialRunner,
+    runner: &mut dyn Session,
     spec: &Spec,
     request: &ShadowRequest,
     progress: &mut dyn FnMut(ShadowEvent),
@@ -327,13 +328,13 @@ pub fn analyse_on(
         outputs: Vec::new(),
         timing: None,
         resources: costs("as written", runner.baseline_resources()?),
-        device: gpu.info().name.clone(),
+        device: runner.device_name(),
         contraction: Contraction {
             pinned: pinned.pinning.clone(),
             note: pinned.notes.first().cloned(),
         },
         first_launch: runner.baseline().first_launch,
-        build: runner.built().facts.as_ref().map(record_build),
+        build: runner.build_facts().map(record_build),
     };
     let functions = {
         let mut names: Vec<&str> = measured.iter().map(|s| s.site.function.as_str()).collect();
@@ -433,7 +434,7 @@ pub fn analyse_on(
     let mut shadow_values: Vec<Option<values::Values>> = vec![None; n as usize];
     if request.analyses.shadow {
         progress(ShadowEvent::Values);
-        let v = values::run(gpu, runner, timing)?;
+        let v = values::run(runner, timing)?;
         run.runs.push(PartRun {
             analyses: "shadow".into(),
             sites: 0..n,

@@ -20,12 +20,10 @@
 
 use crate::analyse::ShadowError;
 use crate::lines::Demotion;
-use mantissa_gpu::{DType, DeviceBuffer, Gpu, HostData};
+use mantissa_gpu::{DType, HostData};
 use mantissa_harness::compare::{compare, output_values};
-use mantissa_harness::{pipelines, Recipe, TrialError, TrialOutcome, TrialRunner, TrialTiming};
-use mantissa_ptx::pass::shadow_values::{
-    digits, table_bytes, ShadowedBuffer, Treatment, ValueStats, ValuesReport, TABLE_GLOBAL,
-};
+use mantissa_harness::{pipelines, Recipe, Session, TrialError, TrialOutcome, TrialTiming};
+use mantissa_ptx::pass::shadow_values::{digits, Treatment, ValueStats, ValuesReport};
 use mantissa_ptx::site::Site;
 use serde::Serialize;
 
@@ -281,14 +279,12 @@ fn differing_outputs(
 /// exceeding the launch's resources ([`ShadowError::ValuesResources`]) and outputs it changes
 /// ([`ShadowError::ChangedOutputs`]).
 pub fn output_digits_of(
-    gpu: &Gpu,
-    runner: &mut TrialRunner,
+    session: &mut dyn Session,
     build: Recipe,
     expected: &[(String, HostData)],
 ) -> Result<Vec<OutputDigits>, ShadowError> {
     let run = run_against(
-        gpu,
-        runner,
+        session,
         build,
         TrialTiming::AccuracyOnly,
         Expected::Outputs(expected),
@@ -296,28 +292,26 @@ pub fn output_digits_of(
     Ok(run.outputs)
 }
 
-/// Runs the values analysis of the pinned program (the program as written) through `runner`;
+/// Runs the values analysis of the pinned program (the program as written) in `session`;
 /// with `timing` timed, it is timed afterwards in a second trial of the same build (the
 /// measurement's trial is never timed: its repeats would restore the buffers but not their
 /// shadows, and the output shadows are read after the trial).
 pub(crate) fn run(
-    gpu: &Gpu,
-    runner: &mut TrialRunner,
+    session: &mut dyn Session,
     timing: TrialTiming,
 ) -> Result<ValuesRun, ShadowError> {
-    run_against(gpu, runner, pipelines::pinned(), timing, Expected::Baseline)
+    run_against(session, pipelines::pinned(), timing, Expected::Baseline)
 }
 
 /// [`run`] of what `build` makes, the instrumented outputs checked against `expected`.
 fn run_against(
-    gpu: &Gpu,
-    runner: &mut TrialRunner,
+    session: &mut dyn Session,
     build: Recipe,
     timing: TrialTiming,
     expected: Expected<'_>,
 ) -> Result<ValuesRun, ShadowError> {
-    runner.target_arch().ok_or(ShadowError::NoTarget)?;
-    let made = runner.make(pipelines::shadow_values(build))?;
+    session.target_arch().ok_or(ShadowError::NoTarget)?;
+    let made = session.make(pipelines::shadow_values(build))?;
     let report = made.report::<ValuesReport>().cloned().ok_or_else(|| {
         ShadowError::Decode(format!(
             "the {} build has no shadow-values report",
@@ -325,38 +319,7 @@ fn run_against(
         ))
     })?;
     let report = &report;
-
-    let buffers: Vec<_> = runner
-        .buffer_addresses()
-        .into_iter()
-        .filter(|b| matches!(b.dtype, DType::F32 | DType::F64))
-        .collect();
-    let mut shadows: Vec<DeviceBuffer> = Vec::with_capacity(buffers.len());
-    for b in &buffers {
-        // Twice the bytes, in doubles: one per f32 element, two per f64 element.
-        let doubles = (2 * b.bytes / 8) as usize;
-        let s = gpu
-            .alloc_zeros(&format!("{}#shadow", b.name), DType::F64, doubles.max(1))
-            .map_err(|e| {
-                ShadowError::Trial(TrialError::Failed(format!(
-                    "allocating the shadow of '{}': {e}",
-                    b.name
-                )))
-            })?;
-        shadows.push(s);
-    }
-    let table: Vec<ShadowedBuffer> = buffers
-        .iter()
-        .zip(&shadows)
-        .map(|(b, s)| ShadowedBuffer {
-            address: b.address,
-            bytes: b.bytes,
-            shadow: s.device_address(),
-        })
-        .collect();
-    let made = made.writing(TABLE_GLOBAL, table_bytes(&table)?);
-    let global = report.global.as_str();
-    let (outcome, globals) = match runner.run_variant(&made, TrialTiming::AccuracyOnly) {
+    let shadowed = match session.run_shadowed(&made) {
         Ok(x) => x,
         Err(TrialError::OutOfResources {
             message, registers, ..
@@ -369,8 +332,8 @@ fn run_against(
         Err(e) => return Err(e.into()),
     };
     let changed = match expected {
-        Expected::Baseline => changed_outputs(&outcome),
-        Expected::Outputs(want) => differing_outputs(&runner.download_outputs()?, want),
+        Expected::Baseline => changed_outputs(&shadowed.outcome),
+        Expected::Outputs(want) => differing_outputs(&shadowed.outputs, want),
     };
     if !changed.is_empty() {
         return Err(ShadowError::ChangedOutputs(format!(
@@ -378,7 +341,9 @@ fn run_against(
             changed.join(", ")
         )));
     }
-    let bytes = globals
+    let global = report.global.as_str();
+    let bytes = shadowed
+        .globals
         .iter()
         .find(|(name, _)| name == global)
         .map(|(_, b)| b.as_slice())
@@ -405,39 +370,27 @@ fn run_against(
             reseeded: st.reseeded,
         });
     }
-    let outputs = runner.download_outputs()?;
-    for (name, data) in &outputs {
+    for (name, data) in &shadowed.outputs {
         let Some(values) = floats(data) else {
             continue;
         };
-        let Some(k) = buffers.iter().position(|b| &b.name == name) else {
+        let Some(shadow) = shadowed.shadows.iter().find(|s| &s.name == name) else {
             continue;
         };
-        let diffs = match gpu.download(&shadows[k]) {
-            Ok(HostData::F64(d)) => d,
-            Ok(_) => Vec::new(),
-            Err(e) => {
-                return Err(ShadowError::Trial(TrialError::Failed(format!(
-                    "downloading the shadow of '{name}': {e}"
-                ))))
-            }
-        };
-        let (hi, lo): (Vec<f64>, Vec<f64>) = match buffers[k].dtype {
-            DType::F64 => diffs
-                .chunks(2)
-                .map(|c| (c[0], c.get(1).copied().unwrap_or(0.0)))
-                .unzip(),
-            _ => diffs.iter().map(|&d| (d, 0.0)).unzip(),
-        };
-        run.outputs
-            .push(output_digits(name, buffers[k].dtype, &values, &hi, &lo));
+        run.outputs.push(output_digits(
+            name,
+            shadow.dtype,
+            &values,
+            &shadow.hi,
+            &shadow.lo,
+        ));
     }
     // Another build's digits are all that is asked for: no ptxas run for its resources.
     if let Expected::Baseline = expected {
-        run.resources = crate::analyse::costs("shadow", runner.variant_resources(&made)?);
+        run.resources = crate::analyse::costs("shadow", session.variant_resources(&made)?);
     }
     if matches!(timing, TrialTiming::Timed { .. }) {
-        let (timed, _) = runner.run_variant(&made, timing)?;
+        let (timed, _) = session.run_variant(&made, timing)?;
         run.time_ms = timed.timing.map(|t| t.median_ms);
     }
     Ok(run)

@@ -11,7 +11,9 @@ use crate::units::{
     ErrorCoverage, ProgramUnits,
 };
 use mantissa_gpu::Gpu;
-use mantissa_harness::{Base, Configuration, RunnerOptions, Spec, TrialRunner, TrialTiming};
+use mantissa_harness::{
+    Base, Configuration, RunnerOptions, Session, Spec, TrialRunner, TrialTiming,
+};
 use mantissa_ptx::fiset::FunctionProfile;
 use mantissa_report::Backend;
 use mantissa_shadow::{Analyses, ShadowRequest};
@@ -99,15 +101,7 @@ pub(super) fn prepare<'g>(
         buffers,
         mut notes,
     } = find_units(&mut runner, spec, request, progress)?;
-    let coverage = measure_errors(
-        gpu,
-        spec,
-        request,
-        &mut runner,
-        &mut units,
-        &mut notes,
-        progress,
-    )?;
+    let coverage = measure_errors(spec, request, &mut runner, &mut units, &mut notes, progress)?;
     let profile = profile(
         &mut runner,
         &units.report.profiles,
@@ -182,17 +176,15 @@ fn find_units(
 /// The demotion error of every f64 instruction (seed 002 §4.5's shadow run), attached to the
 /// FISets and variables that hold it.
 fn measure_errors(
-    gpu: &Gpu,
     spec: &Spec,
     request: &TuneRequest,
-    runner: &mut TrialRunner<'_>,
+    runner: &mut dyn Session,
     units: &mut ProgramUnits,
     notes: &mut Vec<String>,
     progress: &mut dyn FnMut(TuneEvent),
 ) -> Result<ErrorCoverage, TuneError> {
     progress(TuneEvent::Shadow);
     let shadow = mantissa_shadow::analyse_on(
-        gpu,
         runner,
         spec,
         &ShadowRequest {
