@@ -165,6 +165,7 @@ extern "C" fn at_exit() {
     }
 }
 
+#[cfg_attr(test, allow(dead_code))]
 extern "C" fn on_load() {
     shim();
 }
