@@ -141,7 +141,7 @@ pub fn hex_into(buf: &mut Vec<u8>, bytes: &[u8]) {
 /// The bytes hex digits spell (`None` for an odd length or a non-hex digit).
 pub fn unhex(text: &str) -> Option<Vec<u8>> {
     let digits = text.as_bytes();
-    if digits.len() % 2 != 0 {
+    if !digits.len().is_multiple_of(2) {
         return None;
     }
     let nibble = |d: u8| (d as char).to_digit(16).map(|v| v as u8);

@@ -65,6 +65,9 @@ impl What {
     }
 }
 
+/// Bytes to write to globals: (symbol, bytes) each.
+pub type Writes = Arc<[(String, Vec<u8>)]>;
+
 /// A loaded module or library, as the tables know it.
 #[derive(Debug, Clone)]
 pub struct Module {
@@ -77,7 +80,7 @@ pub struct Module {
     /// The globals to read back before it goes (`<key>.reads.json`).
     pub reads: Arc<[String]>,
     /// Writes still to apply (a library loaded with no context current).
-    pub pending_writes: Option<Arc<[(String, Vec<u8>)]>>,
+    pub pending_writes: Option<Writes>,
 }
 
 /// A function or kernel handle, as the tables know it.
@@ -104,13 +107,55 @@ pub enum Layout {
     Known(Arc<[(usize, usize)]>),
 }
 
-/// Everything the mutex guards.
-pub struct State {
-    log: Vec<u8>,
+/// The events log: lines buffered in memory, written out at flushes.
+pub struct Log {
+    buf: Vec<u8>,
     file: Option<File>,
     seq: u64,
     /// `end` `exit` was written: nothing more is.
     pub ended: bool,
+}
+
+impl Log {
+    /// Appends one event line; returns its `seq` (`None` after `end` `exit`).
+    pub fn emit(&mut self, event: &str, fill: impl FnOnce(&mut Line)) -> Option<u64> {
+        if self.ended {
+            return None;
+        }
+        let seq = self.seq;
+        self.seq += 1;
+        let mut line = Line::start(&mut self.buf, event, seq);
+        fill(&mut line);
+        line.end();
+        if self.buf.len() >= FLUSH_AT {
+            self.flush();
+        }
+        Some(seq)
+    }
+
+    /// Writes the buffered lines to `events.jsonl`. In a forked child (another pid) the lines
+    /// are dropped and the file closed: only the process that was started writes.
+    pub fn flush(&mut self) {
+        if self.buf.is_empty() {
+            return;
+        }
+        if std::process::id() != *PID.get_or_init(std::process::id) {
+            self.file = None;
+        }
+        if let Some(f) = self.file.as_mut() {
+            if f.write_all(&self.buf).is_err() {
+                // A full disk: keep the application running, stop logging.
+                self.file = None;
+            }
+        }
+        self.buf.clear();
+    }
+}
+
+/// Everything the mutex guards.
+pub struct State {
+    /// The events log.
+    pub log: Log,
     /// `CUmodule` → module.
     pub modules: HashMap<usize, Module>,
     /// `CUlibrary` → library.
@@ -124,38 +169,14 @@ pub struct State {
 }
 
 impl State {
-    /// Appends one event line; returns its `seq` (`None` after `end` `exit`).
+    /// Appends one event line (see [`Log::emit`]).
     pub fn emit(&mut self, event: &str, fill: impl FnOnce(&mut Line)) -> Option<u64> {
-        if self.ended {
-            return None;
-        }
-        let seq = self.seq;
-        self.seq += 1;
-        let mut line = Line::start(&mut self.log, event, seq);
-        fill(&mut line);
-        line.end();
-        if self.log.len() >= FLUSH_AT {
-            self.flush();
-        }
-        Some(seq)
+        self.log.emit(event, fill)
     }
 
-    /// Writes the buffered lines to `events.jsonl`. In a forked child (another pid) the lines
-    /// are dropped and the file closed: only the process that was started writes.
+    /// Writes the buffered lines out (see [`Log::flush`]).
     pub fn flush(&mut self) {
-        if self.log.is_empty() {
-            return;
-        }
-        if std::process::id() != *PID.get_or_init(std::process::id) {
-            self.file = None;
-        }
-        if let Some(f) = self.file.as_mut() {
-            if f.write_all(&self.log).is_err() {
-                // A full disk: keep the application running, stop logging.
-                self.file = None;
-            }
-        }
-        self.log.clear();
+        self.log.flush();
     }
 }
 
@@ -215,10 +236,12 @@ impl Recorder {
             pending_writes: AtomicBool::new(false),
             data_files: AtomicU64::new(0),
             state: Mutex::new(State {
-                log: Vec::with_capacity(64 << 10),
-                file: Some(file),
-                seq: 0,
-                ended: false,
+                log: Log {
+                    buf: Vec::with_capacity(64 << 10),
+                    file: Some(file),
+                    seq: 0,
+                    ended: false,
+                },
                 modules: HashMap::new(),
                 libraries: HashMap::new(),
                 functions: HashMap::new(),

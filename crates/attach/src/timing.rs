@@ -5,6 +5,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+/// A kernel: its module's key and its name (each when known).
+pub type Kernel = (Option<Arc<str>>, Option<Arc<str>>);
+
 /// A launch whose events are not yet resolved.
 #[derive(Debug, Clone)]
 pub struct Pending {
@@ -13,7 +16,7 @@ pub struct Pending {
     /// Start and end events.
     pub events: (usize, usize),
     /// The kernel's module key and name.
-    pub kernel: (Option<Arc<str>>, Option<Arc<str>>),
+    pub kernel: Kernel,
 }
 
 /// Pools, pending launches and totals (inside the recorder's state).
@@ -24,7 +27,7 @@ pub struct Timing {
     /// Launches recorded, not yet resolved.
     pub pending: Vec<Pending>,
     /// (module, kernel) → (milliseconds, launches).
-    pub totals: BTreeMap<(Option<Arc<str>>, Option<Arc<str>>), (f64, u64)>,
+    pub totals: BTreeMap<Kernel, (f64, u64)>,
     /// Launches whose time could not be had (an event error).
     pub lost: u64,
 }
@@ -54,7 +57,7 @@ impl Timing {
     }
 
     /// Adds one resolved launch.
-    pub fn add(&mut self, kernel: (Option<Arc<str>>, Option<Arc<str>>), ms: f64) {
+    pub fn add(&mut self, kernel: Kernel, ms: f64) {
         let total = self.totals.entry(kernel).or_insert((0.0, 0));
         total.0 += ms;
         total.1 += 1;
@@ -74,8 +77,10 @@ mod tests {
 
     #[test]
     fn pairs_come_from_one_context() {
-        let mut t = Timing::default();
-        t.pool = vec![(1, 10), (2, 20), (1, 11)];
+        let mut t = Timing {
+            pool: vec![(1, 10), (2, 20), (1, 11)],
+            ..Timing::default()
+        };
         assert_eq!(t.take_pair(2), None);
         assert_eq!(t.pool.len(), 3, "a context with one idle event keeps it");
         assert_eq!(t.take_pair(1), Some((10, 11)));

@@ -12,8 +12,16 @@ use support::{key, ptx, Lib, Run, CHILD_ENV};
 type P = *mut c_void;
 type LoadData = unsafe extern "C" fn(*mut P, *const c_void) -> i32;
 type LoadFile = unsafe extern "C" fn(*mut P, *const i8) -> i32;
-type LibraryLoadData =
-    unsafe extern "C" fn(*mut P, *const c_void, *mut i32, *mut P, u32, *mut i32, *mut P, u32) -> i32;
+type LibraryLoadData = unsafe extern "C" fn(
+    *mut P,
+    *const c_void,
+    *mut i32,
+    *mut P,
+    u32,
+    *mut i32,
+    *mut P,
+    u32,
+) -> i32;
 type GetByName = unsafe extern "C" fn(*mut P, P, *const i8) -> i32;
 type Launch = unsafe extern "C" fn(P, u32, u32, u32, u32, u32, u32, u32, P, *mut P, *mut P) -> i32;
 type LaunchEx = unsafe extern "C" fn(*const LaunchConfig, P, *mut P, *mut P) -> i32;
@@ -65,7 +73,11 @@ unsafe fn lookup(shim: &Lib, name: &str, flags: u64) -> P {
     let c = CString::new(name).unwrap();
     let mut p = null_mut();
     let mut status = 0;
-    assert_eq!(unsafe { gpa(c.as_ptr(), &mut p, 13000, flags, &mut status) }, 0, "{name}");
+    assert_eq!(
+        unsafe { gpa(c.as_ptr(), &mut p, 13000, flags, &mut status) },
+        0,
+        "{name}"
+    );
     p
 }
 
@@ -90,7 +102,21 @@ unsafe fn launch_axpy(shim: &Lib, module: P, dev: u64, stream: P) {
         (&mut a as *mut f32).cast(),
         (&mut n as *mut u32).cast(),
     ];
-    let r = unsafe { launch(f, 2, 1, 1, 32, 1, 1, 0, stream, params.as_mut_ptr(), null_mut()) };
+    let r = unsafe {
+        launch(
+            f,
+            2,
+            1,
+            1,
+            32,
+            1,
+            1,
+            0,
+            stream,
+            params.as_mut_ptr(),
+            null_mut(),
+        )
+    };
     assert_eq!(r, 0);
 }
 
@@ -103,10 +129,18 @@ unsafe fn forward() {
     assert_eq!(n, 3, "the trampoline reached the fake");
     let graph: unsafe extern "C" fn(*mut P, u32) -> i32 = unsafe { shim.get("cuGraphCreate") };
     let mut g = null_mut();
-    assert_eq!(unsafe { graph(&mut g, 0) }, 500, "a symbol the fake lacks: CUDA_ERROR_NOT_FOUND");
+    assert_eq!(
+        unsafe { graph(&mut g, 0) },
+        500,
+        "a symbol the fake lacks: CUDA_ERROR_NOT_FOUND"
+    );
     // Not recording: cuGetProcAddress hands back the real pointers, wrappers included.
     for name in ["cuLaunchKernel", "cuDeviceGetCount", "cuModuleLoadData"] {
-        assert_eq!(unsafe { lookup(&shim, name, 0) }, fake.address(name), "{name}");
+        assert_eq!(
+            unsafe { lookup(&shim, name, 0) },
+            fake.address(name),
+            "{name}"
+        );
     }
     // Wrappers forward: the replacement directory is not read without MANTISSA_ATTACH_DIR.
     let (r, m) = unsafe { load_ptx(&shim, &ptx("original")) };
@@ -118,13 +152,31 @@ unsafe fn forward() {
 fn without_an_attach_dir_everything_is_forwarded_and_nothing_written() {
     let run = Run::new();
     let original = ptx("original");
-    std::fs::write(run.replace().join(format!("{}.ptx", key(original.as_bytes()))), ptx("new")).unwrap();
+    std::fs::write(
+        run.replace()
+            .join(format!("{}.ptx", key(original.as_bytes()))),
+        ptx("new"),
+    )
+    .unwrap();
     let replace = run.replace();
-    run.child("forward", false, &[("MANTISSA_REPLACE_DIR", replace.to_str().unwrap())]);
-    assert_eq!(run.fake_load(1), original.as_bytes(), "the original module, not the replacement");
+    run.child(
+        "forward",
+        false,
+        &[("MANTISSA_REPLACE_DIR", replace.to_str().unwrap())],
+    );
+    assert_eq!(
+        run.fake_load(1),
+        original.as_bytes(),
+        "the original module, not the replacement"
+    );
     let lines = run.fake_lines();
     assert!(lines.iter().any(|l| l == "device count"), "{lines:?}");
-    assert!(lines.iter().any(|l| l.starts_with("launch cuLaunchKernel axpy_8_4_4")), "{lines:?}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("launch cuLaunchKernel axpy_8_4_4")),
+        "{lines:?}"
+    );
     for dir in [run.attach(), run.root.path().join("cwd")] {
         let files: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
         assert!(files.is_empty(), "{} holds {files:?}", dir.display());
@@ -157,12 +209,18 @@ unsafe fn proc_addresses() {
     // The CUDA 11 entry point too; and the wrapper it hands back for itself works.
     let v1: GetProcV1 = unsafe { shim.get("cuGetProcAddress") };
     let mut p = null_mut();
-    assert_eq!(unsafe { v1(c"cuLaunchKernel".as_ptr(), &mut p, 12000, 0) }, 0);
+    assert_eq!(
+        unsafe { v1(c"cuLaunchKernel".as_ptr(), &mut p, 12000, 0) },
+        0
+    );
     assert_eq!(p, shim.address("cuLaunchKernel"));
     let gpa = unsafe { lookup(&shim, "cuGetProcAddress", 0) };
     let gpa: GetProc = unsafe { std::mem::transmute::<P, GetProc>(gpa) };
     let mut p = null_mut();
-    assert_eq!(unsafe { gpa(c"cuMemcpyHtoD".as_ptr(), &mut p, 13000, 2, null_mut()) }, 0);
+    assert_eq!(
+        unsafe { gpa(c"cuMemcpyHtoD".as_ptr(), &mut p, 13000, 2, null_mut()) },
+        0
+    );
     assert_eq!(p, shim.address("cuMemcpyHtoD_v2_ptds"));
 }
 
@@ -171,7 +229,10 @@ fn get_proc_address_hands_back_wrappers_for_intercepted_symbols_only() {
     let run = Run::new();
     run.child("proc", true, &[]);
     let events = run.events();
-    assert!(events.iter().all(|e| e["event"] != "proc_miss"), "{events:?}");
+    assert!(
+        events.iter().all(|e| e["event"] != "proc_miss"),
+        "{events:?}"
+    );
 }
 
 unsafe fn watch() {
@@ -194,9 +255,30 @@ unsafe fn watch() {
     let mut f = null_mut();
     assert_eq!(unsafe { get(&mut f, m, c"axpy_8_4_4".as_ptr()) }, 0);
     let (mut d, mut a, mut n) = (dev, 0.5f32, 3u32);
-    let mut params: [P; 3] = [(&mut d as *mut u64).cast(), (&mut a as *mut f32).cast(), (&mut n as *mut u32).cast()];
+    let mut params: [P; 3] = [
+        (&mut d as *mut u64).cast(),
+        (&mut a as *mut f32).cast(),
+        (&mut n as *mut u32).cast(),
+    ];
     let stream = 5usize as P;
-    assert_eq!(unsafe { ptsz(f, 1, 1, 1, 1, 1, 1, 0, stream, params.as_mut_ptr(), null_mut()) }, 0);
+    assert_eq!(
+        unsafe {
+            ptsz(
+                f,
+                1,
+                1,
+                1,
+                1,
+                1,
+                1,
+                0,
+                stream,
+                params.as_mut_ptr(),
+                null_mut(),
+            )
+        },
+        0
+    );
     let memset: Memset32 = unsafe { shim.get("cuMemsetD32_v2") };
     assert_eq!(unsafe { memset(dev, 7, 16) }, 0);
     // Generic cuMemcpy to pageable host memory: a copy back by the pointers' kinds.
@@ -208,16 +290,37 @@ unsafe fn watch() {
     let lib_load: LibraryLoadData = unsafe { shim.get("cuLibraryLoadData") };
     let text = CString::new(ptx("b")).unwrap();
     let mut lib = null_mut();
-    let r = unsafe { lib_load(&mut lib, text.as_ptr().cast(), null_mut(), null_mut(), 0, null_mut(), null_mut(), 0) };
+    let r = unsafe {
+        lib_load(
+            &mut lib,
+            text.as_ptr().cast(),
+            null_mut(),
+            null_mut(),
+            0,
+            null_mut(),
+            null_mut(),
+            0,
+        )
+    };
     assert_eq!(r, 0);
     let get_kernel: GetByName = unsafe { shim.get("cuLibraryGetKernel") };
     let mut k = null_mut();
     assert_eq!(unsafe { get_kernel(&mut k, lib, c"scale_8_8".as_ptr()) }, 0);
     let ex: LaunchEx = unsafe { shim.get("cuLaunchKernelEx") };
-    let config = LaunchConfig { grid: [4, 1, 1], block: [64, 1, 1], shared: 128, stream: null_mut(), attrs: null_mut(), n: 0 };
+    let config = LaunchConfig {
+        grid: [4, 1, 1],
+        block: [64, 1, 1],
+        shared: 128,
+        stream: null_mut(),
+        attrs: null_mut(),
+        n: 0,
+    };
     let (mut x, mut y) = (dev, 0x0102030405060708u64);
     let mut params: [P; 2] = [(&mut x as *mut u64).cast(), (&mut y as *mut u64).cast()];
-    assert_eq!(unsafe { ex(&config, k, params.as_mut_ptr(), null_mut()) }, 0);
+    assert_eq!(
+        unsafe { ex(&config, k, params.as_mut_ptr(), null_mut()) },
+        0
+    );
     let free: Ptr1 = unsafe { shim.get("cuMemFree_v2") };
     assert_eq!(unsafe { free(dev) }, 0);
     let unload: Handle1 = unsafe { shim.get("cuModuleUnload") };
@@ -226,7 +329,10 @@ unsafe fn watch() {
 
 /// The events' kinds, in order.
 fn kinds(events: &[Value]) -> Vec<&str> {
-    events.iter().map(|e| e["event"].as_str().unwrap()).collect()
+    events
+        .iter()
+        .map(|e| e["event"].as_str().unwrap())
+        .collect()
 }
 
 #[test]
@@ -236,7 +342,10 @@ fn watching_records_loads_launches_copies_and_memsets_in_call_order() {
     let events = run.events();
     assert_eq!(
         kinds(&events),
-        ["load", "alloc", "copy", "launch", "launch", "memset", "copy", "load", "launch", "free", "end"]
+        [
+            "load", "alloc", "copy", "launch", "launch", "memset", "copy", "load", "launch",
+            "free", "end"
+        ]
     );
     for (i, e) in events.iter().enumerate() {
         assert_eq!(e["seq"], i, "{e}");
@@ -248,7 +357,10 @@ fn watching_records_loads_launches_copies_and_memsets_in_call_order() {
     assert_eq!(events[0]["via"], "cuModuleLoadData");
     assert_eq!(events[0]["replaced"], false);
     // The module is saved once, and reached the driver byte for byte.
-    assert_eq!(std::fs::read(run.attach().join(format!("modules/{key_a}.ptx"))).unwrap(), a.as_bytes());
+    assert_eq!(
+        std::fs::read(run.attach().join(format!("modules/{key_a}.ptx"))).unwrap(),
+        a.as_bytes()
+    );
     assert_eq!(run.fake_load(1), a.as_bytes());
     assert_eq!(run.fake_load(2), b.as_bytes());
     let dev = events[1]["ptr"].as_str().unwrap().to_string();
@@ -278,7 +390,10 @@ fn watching_records_loads_launches_copies_and_memsets_in_call_order() {
     assert_eq!(events[5]["value"], 7);
     assert_eq!(events[5]["width"], 4);
     assert_eq!(events[5]["count"], 16);
-    assert_eq!(events[6]["dir"], "dtoh", "cuMemcpy classified by the pointers");
+    assert_eq!(
+        events[6]["dir"], "dtoh",
+        "cuMemcpy classified by the pointers"
+    );
     assert_eq!(events[6]["src"], dev);
     assert_eq!(events[7]["via"], "cuLibraryLoadData");
     assert_eq!(events[7]["module"], key_b);
@@ -293,7 +408,9 @@ fn watching_records_loads_launches_copies_and_memsets_in_call_order() {
     assert_eq!(events[10]["how"], "exit");
     // The fake saw the same launches.
     let lines = run.fake_lines();
-    assert!(lines.iter().any(|l| l.starts_with("launch cuLaunchKernel_ptsz axpy_8_4_4 grid=1 block=1")));
+    assert!(lines
+        .iter()
+        .any(|l| l.starts_with("launch cuLaunchKernel_ptsz axpy_8_4_4 grid=1 block=1")));
 }
 
 unsafe fn replace() {
@@ -302,7 +419,18 @@ unsafe fn replace() {
     // A library loaded before any context: its writes wait for its first launch.
     let text = CString::new(ptx("b")).unwrap();
     let mut lib = null_mut();
-    let r = unsafe { lib_load(&mut lib, text.as_ptr().cast(), null_mut(), null_mut(), 0, null_mut(), null_mut(), 0) };
+    let r = unsafe {
+        lib_load(
+            &mut lib,
+            text.as_ptr().cast(),
+            null_mut(),
+            null_mut(),
+            0,
+            null_mut(),
+            null_mut(),
+            0,
+        )
+    };
     assert_eq!(r, 0);
     let init: Int1 = unsafe { shim.get("cuInit") };
     assert_eq!(unsafe { init(0) }, 0);
@@ -312,14 +440,34 @@ unsafe fn replace() {
     let launch: Launch = unsafe { shim.get("cuLaunchKernel") };
     let (mut x, mut y) = (0u64, 0u64);
     let mut params: [P; 2] = [(&mut x as *mut u64).cast(), (&mut y as *mut u64).cast()];
-    assert_eq!(unsafe { launch(k, 1, 1, 1, 1, 1, 1, 0, null_mut(), params.as_mut_ptr(), null_mut()) }, 0);
+    assert_eq!(
+        unsafe {
+            launch(
+                k,
+                1,
+                1,
+                1,
+                1,
+                1,
+                1,
+                0,
+                null_mut(),
+                params.as_mut_ptr(),
+                null_mut(),
+            )
+        },
+        0
+    );
     // A module replaced, written to and read back at its context's destruction.
     let (r, m) = unsafe { load_ptx(&shim, &ptx("a")) };
     assert_eq!(r, 0);
     unsafe { launch_axpy(&shim, m, 0, null_mut()) };
     // A replacement the driver refuses: the error goes back to the application.
     let (r, _) = unsafe { load_ptx(&shim, &ptx("c")) };
-    assert_eq!(r, 218, "CUDA_ERROR_INVALID_PTX from the refused replacement");
+    assert_eq!(
+        r, 218,
+        "CUDA_ERROR_INVALID_PTX from the refused replacement"
+    );
     let current: Out1 = unsafe { shim.get("cuCtxGetCurrent") };
     let mut ctx = null_mut();
     assert_eq!(unsafe { current(&mut ctx) }, 0);
@@ -335,11 +483,23 @@ fn replacements_writes_and_reads() {
     let r = run.replace();
     let new_a = ptx("a, demoted");
     std::fs::write(r.join(format!("{key_a}.ptx")), &new_a).unwrap();
-    std::fs::write(r.join(format!("{key_a}.writes.json")), r#"[{"symbol":"coef","hex":"0000803f"}]"#).unwrap();
+    std::fs::write(
+        r.join(format!("{key_a}.writes.json")),
+        r#"[{"symbol":"coef","hex":"0000803f"}]"#,
+    )
+    .unwrap();
     std::fs::write(r.join(format!("{key_a}.reads.json")), r#"["coef","other"]"#).unwrap();
-    std::fs::write(r.join(format!("{key_b}.writes.json")), r#"[{"symbol":"flag","hex":"01"}]"#).unwrap();
+    std::fs::write(
+        r.join(format!("{key_b}.writes.json")),
+        r#"[{"symbol":"flag","hex":"01"}]"#,
+    )
+    .unwrap();
     std::fs::write(r.join(format!("{key_c}.ptx")), ptx("refuse")).unwrap();
-    run.child("replace", true, &[("MANTISSA_REPLACE_DIR", r.to_str().unwrap())]);
+    run.child(
+        "replace",
+        true,
+        &[("MANTISSA_REPLACE_DIR", r.to_str().unwrap())],
+    );
 
     let lines = run.fake_lines();
     let at = |prefix: &str| {
@@ -351,7 +511,12 @@ fn replacements_writes_and_reads() {
     // The library's write waited for a context and came before its kernel's launch.
     assert!(at("htod n=1 bytes=01") < at("launch cuLaunchKernel scale_8_8"));
     // The replacement reached the driver through cuModuleLoadDataEx, with a JIT error log.
-    assert!(lines.iter().any(|l| l.starts_with("load cuModuleLoadDataEx id=2")), "{lines:#?}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("load cuModuleLoadDataEx id=2")),
+        "{lines:#?}"
+    );
     assert_eq!(run.fake_load(2), new_a.as_bytes());
     assert!(lines.contains(&"  options 5 6".to_string()), "{lines:#?}");
     assert!(at("htod n=4 bytes=0000803f") < at("launch cuLaunchKernel axpy_8_4_4"));
@@ -359,7 +524,10 @@ fn replacements_writes_and_reads() {
     assert!(at("dtoh n=16 bytes=0000803f") < at("destroy"));
 
     let events = run.events();
-    assert_eq!(kinds(&events), ["load", "launch", "load", "launch", "load", "read", "read", "end", "end"]);
+    assert_eq!(
+        kinds(&events),
+        ["load", "launch", "load", "launch", "load", "read", "read", "end", "end"]
+    );
     assert_eq!(events[0]["module"], key_b);
     assert_eq!(events[0]["replaced"], false);
     assert_eq!(events[2]["module"], key_a);
@@ -369,7 +537,10 @@ fn replacements_writes_and_reads() {
     assert_eq!(events[4]["module"], key_c);
     assert_eq!(events[4]["replaced"], true);
     assert_eq!(events[4]["error"], 218);
-    assert!(events[4]["jit_log"].as_str().unwrap().contains("refused by the fake"));
+    assert!(events[4]["jit_log"]
+        .as_str()
+        .unwrap()
+        .contains("refused by the fake"));
     assert_eq!(events[5]["symbol"], "coef");
     assert_eq!(events[5]["file"], format!("reads/{key_a}/coef.bin"));
     assert_eq!(events[6]["symbol"], "other");
@@ -380,8 +551,14 @@ fn replacements_writes_and_reads() {
     let other = std::fs::read(run.attach().join(format!("reads/{key_a}/other.bin"))).unwrap();
     assert_eq!(other, [0; 16]);
     // The original images are what modules/ keeps.
-    assert_eq!(std::fs::read(run.attach().join(format!("modules/{key_a}.ptx"))).unwrap(), a.as_bytes());
-    assert_eq!(std::fs::read(run.attach().join(format!("modules/{key_c}.ptx"))).unwrap(), c.as_bytes());
+    assert_eq!(
+        std::fs::read(run.attach().join(format!("modules/{key_a}.ptx"))).unwrap(),
+        a.as_bytes()
+    );
+    assert_eq!(
+        std::fs::read(run.attach().join(format!("modules/{key_c}.ptx"))).unwrap(),
+        c.as_bytes()
+    );
 }
 
 unsafe fn data_time() {
@@ -402,15 +579,26 @@ unsafe fn data_time() {
     unsafe { launch_axpy(&shim, m, dev, null_mut()) };
     let dtoh: DtoHAsync = unsafe { shim.get("cuMemcpyDtoHAsync_v2") };
     let mut back = [0u8; 8];
-    assert_eq!(unsafe { dtoh(back.as_mut_ptr().cast(), dev, 8, 9usize as P) }, 0);
+    assert_eq!(
+        unsafe { dtoh(back.as_mut_ptr().cast(), dev, 8, 9usize as P) },
+        0
+    );
 }
 
 #[test]
 fn copy_data_and_kernel_times() {
     let run = Run::new();
-    run.child("data_time", true, &[("MANTISSA_ATTACH_RECORD", "copies,htod_data,dtoh_data,time")]);
+    run.child(
+        "data_time",
+        true,
+        &[("MANTISSA_ATTACH_RECORD", "copies,htod_data,dtoh_data,time")],
+    );
     let events = run.events();
-    assert_eq!(kinds(&events), ["load", "alloc", "copy", "copy", "kernel_time", "end"], "no launch lines without `launches`");
+    assert_eq!(
+        kinds(&events),
+        ["load", "alloc", "copy", "copy", "kernel_time", "end"],
+        "no launch lines without `launches`"
+    );
     assert_eq!(events[2]["data"], "data/000000.bin");
     assert_eq!(events[3]["dir"], "dtoh");
     assert_eq!(events[3]["stream"], "0x9");
@@ -443,9 +631,17 @@ unsafe fn fatbin() {
         data: *const u8,
         unused: P,
     }
-    let wrapper = Wrapper { magic: 0x466243B1, version: 1, data: bytes.as_ptr(), unused: null_mut() };
+    let wrapper = Wrapper {
+        magic: 0x466243B1,
+        version: 1,
+        data: bytes.as_ptr(),
+        unused: null_mut(),
+    };
     let fat: LoadData = unsafe { shim.get("cuModuleLoadFatBinary") };
-    assert_eq!(unsafe { fat(&mut m, (&wrapper as *const Wrapper).cast()) }, 0);
+    assert_eq!(
+        unsafe { fat(&mut m, (&wrapper as *const Wrapper).cast()) },
+        0
+    );
     let file: LoadFile = unsafe { shim.get("cuModuleLoad") };
     let c = CString::new(path).unwrap();
     assert_eq!(unsafe { file(&mut m, c.as_ptr()) }, 0);
@@ -456,7 +652,10 @@ fn nvcc_or_skip() -> Option<std::path::PathBuf> {
     let found = mantissa_ptx::tools::cuda_tool("nvcc");
     if found.is_none() {
         let reason = "no nvcc (pip install nvidia-cuda-nvcc, or set MANTISSA_NVCC)";
-        assert!(std::env::var("MANTISSA_REQUIRE_NVCC").as_deref() != Ok("1"), "MANTISSA_REQUIRE_NVCC=1 but {reason}");
+        assert!(
+            std::env::var("MANTISSA_REQUIRE_NVCC").as_deref() != Ok("1"),
+            "MANTISSA_REQUIRE_NVCC=1 but {reason}"
+        );
         use std::io::Write;
         let _ = writeln!(std::io::stderr(), "test fatbin: skipped: {reason}");
     }
@@ -471,25 +670,48 @@ fn a_fatbin_built_by_nvcc_is_keyed_by_its_bytes_however_it_is_loaded() {
     std::fs::write(dir.join("k.cu"), "__global__ void axpy(float *x, float a, int n) { int i = threadIdx.x; if (i < n) x[i] *= a; }\n").unwrap();
     let out = std::process::Command::new(&nvcc)
         .current_dir(dir)
-        .args(["-fatbin", "-gencode", "arch=compute_90,code=[sm_90,compute_90]", "-o", "k.fatbin", "k.cu"])
+        .args([
+            "-fatbin",
+            "-gencode",
+            "arch=compute_90,code=[sm_90,compute_90]",
+            "-o",
+            "k.fatbin",
+            "k.cu",
+        ])
         .output()
         .unwrap();
-    assert!(out.status.success(), "nvcc: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "nvcc: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let fatbin_path = dir.join("k.fatbin");
     let bytes = std::fs::read(&fatbin_path).unwrap();
     let k = key(&bytes);
     run.child("fatbin", true, &[("FATBIN", fatbin_path.to_str().unwrap())]);
     let events = run.events();
     assert_eq!(kinds(&events), ["load", "load", "load", "end"]);
-    for (e, via) in events.iter().zip(["cuModuleLoadData", "cuModuleLoadFatBinary", "cuModuleLoad"]) {
+    for (e, via) in events
+        .iter()
+        .zip(["cuModuleLoadData", "cuModuleLoadFatBinary", "cuModuleLoad"])
+    {
         assert_eq!(e["module"], k, "{e}");
         assert_eq!(e["kind"], "fatbin");
         assert_eq!(e["via"], via);
     }
-    assert_eq!(std::fs::read(run.attach().join(format!("modules/{k}.fatbin"))).unwrap(), bytes);
-    let saved: Vec<_> = std::fs::read_dir(run.attach().join("modules")).unwrap().collect();
+    assert_eq!(
+        std::fs::read(run.attach().join(format!("modules/{k}.fatbin"))).unwrap(),
+        bytes
+    );
+    let saved: Vec<_> = std::fs::read_dir(run.attach().join("modules"))
+        .unwrap()
+        .collect();
     assert_eq!(saved.len(), 1, "saved once");
     for n in 1..=3 {
-        assert_eq!(run.fake_load(n), bytes, "load {n} reached the fake byte for byte");
+        assert_eq!(
+            run.fake_load(n),
+            bytes,
+            "load {n} reached the fake byte for byte"
+        );
     }
 }

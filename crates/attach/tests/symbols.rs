@@ -7,7 +7,9 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 fn names(file: &str) -> BTreeSet<String> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("symbols").join(file);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("symbols")
+        .join(file);
     std::fs::read_to_string(&path)
         .unwrap()
         .lines()
@@ -65,7 +67,10 @@ fn the_shim_exports_exactly_the_generated_list() {
     let listed = names("driver-13.0.txt");
     let missing: Vec<_> = listed.difference(&exported).collect();
     let extra: Vec<_> = exported.difference(&listed).collect();
-    assert!(missing.is_empty() && extra.is_empty(), "missing {missing:?}, extra {extra:?}");
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "missing {missing:?}, extra {extra:?}"
+    );
     assert!(listed.len() > 600, "the CUDA 13.0 list has some 640 names");
 }
 
@@ -75,7 +80,12 @@ fn every_intercepted_name_is_a_driver_symbol() {
     let intercepted = names("intercepted.txt");
     let unknown: Vec<_> = intercepted.difference(&listed).collect();
     assert!(unknown.is_empty(), "{unknown:?}");
-    for name in ["cuGetProcAddress_v2", "cuLaunchKernel_ptsz", "cuMemcpyHtoD_v2", "cuLibraryLoadData"] {
+    for name in [
+        "cuGetProcAddress_v2",
+        "cuLaunchKernel_ptsz",
+        "cuMemcpyHtoD_v2",
+        "cuLibraryLoadData",
+    ] {
         assert!(intercepted.contains(name), "{name}");
     }
 }

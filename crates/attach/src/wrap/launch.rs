@@ -9,7 +9,7 @@ use crate::ffi::{
     LAUNCH_PARAM_BUFFER_SIZE, LAUNCH_PARAM_END, SUCCESS,
 };
 use crate::real::{real, slot};
-use crate::record::{Function, Layout, Recorder};
+use crate::record::{Function, Layout, Recorder, State};
 use crate::timing::{Pending, RESOLVE_AT};
 use std::ffi::{c_uint, c_void};
 use std::sync::atomic::Ordering;
@@ -28,15 +28,10 @@ struct Launch {
     per_thread: bool,
 }
 
-/// The function's entry in the tables, completed (name, module, parameters) from the driver
-/// the first time it is launched. The lock is not held while asking the driver.
-fn function_info(rec: &Recorder, handle: usize) -> Function {
+/// Completes the function's entry in the tables (name, module, parameters) from the driver, the
+/// first time it is launched. The lock is not held while asking the driver.
+fn function_info(rec: &Recorder, handle: usize) {
     let known = rec.state().functions.get(&handle).cloned();
-    if let Some(f) = &known {
-        if !matches!(f.params, Layout::Unasked) {
-            return f.clone();
-        }
-    }
     let mut f = known.unwrap_or_else(|| {
         // Not seen looked up (enumerated, or from a load the shim did not see): ask.
         let module = driver::function_module(handle)
@@ -55,8 +50,7 @@ fn function_info(rec: &Recorder, handle: usize) -> Function {
         Some(layout) => Layout::Known(layout.into()),
         None => Layout::Unknown,
     };
-    rec.state().functions.insert(handle, f.clone());
-    f
+    rec.state().functions.insert(handle, f);
 }
 
 /// The kernel's parameter block of `extra` (`CU_LAUNCH_PARAM_BUFFER_POINTER` and `_SIZE`).
@@ -221,14 +215,38 @@ unsafe fn launch(launch: Launch, call: impl FnOnce() -> CuResult) -> CuResult {
     if !rec.what.launches && timed.is_none() {
         return r;
     }
-    let f = function_info(rec, launch.function as usize);
-    let args = match &f.params {
-        Layout::Known(layout) => unsafe { args(&launch, layout) },
-        _ => None,
-    };
+    let handle = launch.function as usize;
     let mut state = rec.state();
+    let asked = |s: &State| {
+        s.functions
+            .get(&handle)
+            .is_some_and(|f| !matches!(f.params, Layout::Unasked))
+    };
+    if !asked(&state) {
+        // The first launch of this function: ask the driver, without the lock.
+        drop(state);
+        function_info(rec, handle);
+        state = rec.state();
+    }
+    let State {
+        log,
+        functions,
+        timing,
+        ..
+    } = &mut *state;
+    let unknown = Function {
+        module: None,
+        name: None,
+        kernel: false,
+        params: Layout::Unknown,
+    };
+    let f = functions.get(&handle).unwrap_or(&unknown);
     if rec.what.launches {
-        state.emit("launch", |l| {
+        let args = match &f.params {
+            Layout::Known(layout) => unsafe { args(&launch, layout) },
+            _ => None,
+        };
+        log.emit("launch", |l| {
             l.opt_str("module", f.module.as_deref())
                 .opt_str("kernel", f.name.as_deref())
                 .dim3("grid", launch.grid)
@@ -244,12 +262,12 @@ unsafe fn launch(launch: Launch, call: impl FnOnce() -> CuResult) -> CuResult {
         });
     }
     if let Some(t) = timed {
-        state.timing.pending.push(Pending {
+        timing.pending.push(Pending {
             ctx: t.ctx,
             events: t.events,
             kernel: (f.module.clone(), f.name.clone()),
         });
-        let many = state.timing.pending.len() >= RESOLVE_AT;
+        let many = timing.pending.len() >= RESOLVE_AT;
         drop(state);
         if many {
             resolve_times(rec, Some(t.ctx), false);

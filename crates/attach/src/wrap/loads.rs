@@ -571,7 +571,8 @@ pub(crate) fn read_back(rec: &Recorder, handle: usize, module: &Module, ctx: usi
     if module.reads.is_empty() {
         return;
     }
-    let results: Vec<(String, Result<(String, usize), String>)> = driver::in_ctx(ctx, || {
+    type Read = (String, Result<(String, usize), String>);
+    let results: Vec<Read> = driver::in_ctx(ctx, || {
         driver::synchronize();
         module
             .reads

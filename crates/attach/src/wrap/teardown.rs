@@ -144,7 +144,7 @@ pub unsafe extern "C" fn cuStreamSynchronize_ptsz(stream: Handle) -> CuResult {
 /// At process exit (`atexit`): read back what is still loaded (each in its context), resolve
 /// every timed launch, write the times, `end` `exit`, and the log. Nothing is written after.
 pub fn at_exit(rec: &Recorder) {
-    if rec.state().ended {
+    if rec.state().log.ended {
         return;
     }
     let alive: Vec<(usize, Module)> = {
@@ -167,6 +167,6 @@ pub fn at_exit(rec: &Recorder) {
     state.emit("end", |l| {
         l.str("how", "exit");
     });
-    state.ended = true;
+    state.log.ended = true;
     state.flush();
 }
