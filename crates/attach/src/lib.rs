@@ -37,7 +37,7 @@
 //!   `dtoh_data`, `time`; default `launches,copies`. `copies` covers allocations, frees,
 //!   copies and memsets; `htod_data`/`dtoh_data` save the bytes of each copy to/from the host
 //!   under `data/`; `time` times every launch with CUDA events. Loads, reads and `end` are
-//!   always recorded. An unknown word is reported once on stderr and ignored.
+//!   always recorded. An unknown word is ignored, with an `error` event.
 //! - `MANTISSA_REPLACE_DIR` (optional): replacements and symbol writes and reads, below.
 //!
 //! # Files under the attach directory
@@ -53,7 +53,8 @@
 //!     `cuLibraryLoadData`, ...), `replaced` (bool: `<key>.ptx` was loaded instead), `handle`
 //!     (the `CUmodule`/`CUlibrary` returned, `"0x0"` on failure); on failure `error` (the
 //!     `CUresult` as a number), `jit_log` (the driver's JIT error log, replacements only); when
-//!     the image was not recognised, `image_error` (why); when writes failed, `write_error`.
+//!     the image was not recognised, `image_error` (why); when writes failed, `write_error`; when
+//!     `modules/` could not be written, `save_error`.
 //!   - `launch`: `module` (key or `null` when the function's origin was not seen), `kernel`
 //!     (mangled name, or `null`), `grid` and `block` (`[x, y, z]`), `shared` (dynamic shared
 //!     bytes), `stream`, `args` (one hex string per parameter, its bytes in memory order, sizes
@@ -84,6 +85,8 @@
 //!     for the name of an intercepted function that is none of the real addresses looked up by
 //!     name, so calls through it are not seen (a diagnostic; a driver that hands out internal
 //!     addresses would show it).
+//!   - `error`: `message`: what the library itself could not do (the real driver not found, an
+//!     unknown word in `MANTISSA_ATTACH_RECORD`); the application goes on.
 //!   - `end`: `how` (`teardown` when written at a context teardown, `exit` at process exit;
 //!     the log's last line is `end` with `how: exit` when the process exited normally).
 //!     Nothing is written after `end` `exit`.
@@ -135,9 +138,8 @@ static SHIM: OnceLock<Shim> = OnceLock::new();
 /// the first wrapped call if that came first.
 fn shim() -> &'static Shim {
     SHIM.get_or_init(|| {
-        if let Err(e) = real::load() {
-            eprintln!("mantissa attach: {e}");
-        }
+        let driver = real::load();
+        // stderr only where there is no log to say it in (the application's output is compared).
         let recorder = match Recorder::from_env() {
             Ok(r) => r,
             Err(e) => {
@@ -145,6 +147,11 @@ fn shim() -> &'static Shim {
                 None
             }
         };
+        match (&driver, &recorder) {
+            (Err(e), Some(r)) => r.error(e),
+            (Err(e), None) => eprintln!("mantissa attach: {e}"),
+            (Ok(_), _) => {}
+        }
         if recorder.is_some() {
             // SAFETY: registering a plain `extern "C" fn()`.
             unsafe { libc::atexit(at_exit) };

@@ -206,16 +206,17 @@ impl Recorder {
         };
         let record = std::env::var(RECORD_ENV).ok();
         let (what, unknown) = What::parse(record.as_deref());
-        if !unknown.is_empty() {
-            eprintln!(
-                "mantissa attach: {RECORD_ENV}: unknown {} ignored (known: launches, copies, htod_data, dtoh_data, time)",
-                unknown.join(", ")
-            );
-        }
         let replace = std::env::var_os(REPLACE_DIR_ENV)
             .filter(|d| !d.is_empty())
             .map(PathBuf::from);
-        Recorder::new(PathBuf::from(dir), what, replace).map(Some)
+        let recorder = Recorder::new(PathBuf::from(dir), what, replace)?;
+        if !unknown.is_empty() {
+            recorder.error(&format!(
+                "{RECORD_ENV}: unknown {} ignored (known: launches, copies, htod_data, dtoh_data, time)",
+                unknown.join(", ")
+            ));
+        }
+        Ok(Some(recorder))
     }
 
     /// A recorder writing under `dir` (which must exist).
@@ -260,6 +261,15 @@ impl Recorder {
     /// Appends one event line; returns its `seq`.
     pub fn emit(&self, event: &str, fill: impl FnOnce(&mut Line)) -> Option<u64> {
         self.state().emit(event, fill)
+    }
+
+    /// Logs an `error` event: something the shim itself could not do (the application goes on).
+    pub fn error(&self, message: &str) {
+        let mut state = self.state();
+        state.emit("error", |l| {
+            l.str("message", message);
+        });
+        state.flush();
     }
 
     /// Writes the buffered lines out.

@@ -62,6 +62,7 @@ fn child() {
             "replace" => replace(),
             "data_time" => data_time(),
             "fatbin" => fatbin(),
+            "no_driver" => no_driver(),
             other => panic!("no scenario {other}"),
         }
     }
@@ -714,4 +715,41 @@ fn a_fatbin_built_by_nvcc_is_keyed_by_its_bytes_however_it_is_loaded() {
             "load {n} reached the fake byte for byte"
         );
     }
+}
+
+unsafe fn no_driver() {
+    let shim = Lib::shim();
+    let count: Count = unsafe { shim.get("cuDeviceGetCount") };
+    let mut n = 0;
+    assert_eq!(
+        unsafe { count(&mut n) },
+        500,
+        "every call: CUDA_ERROR_NOT_FOUND"
+    );
+    let (r, _) = unsafe { load_ptx(&shim, &ptx("a")) };
+    assert_eq!(r, 500);
+}
+
+#[test]
+fn without_a_real_driver_calls_fail_and_the_log_says_why() {
+    let run = Run::new();
+    let missing = run.root.path().join("no-such-libcuda.so.1");
+    let env = [
+        ("MANTISSA_REAL_LIBCUDA", missing.to_str().unwrap()),
+        ("MANTISSA_ATTACH_RECORD", "launches,bogus"),
+    ];
+    let out = run.child("no_driver", true, &env);
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("mantissa attach"),
+        "the log says it, not stderr"
+    );
+    let events = run.events();
+    assert_eq!(kinds(&events), ["error", "error", "load", "end"]);
+    assert!(events[0]["message"].as_str().unwrap().contains("bogus"));
+    let driver = events[1]["message"].as_str().unwrap();
+    assert!(
+        driver.contains("MANTISSA_REAL_LIBCUDA") && driver.contains("no-such-libcuda"),
+        "{driver}"
+    );
+    assert_eq!(events[2]["error"], 500);
 }

@@ -27,6 +27,7 @@ struct Prepared {
     image_error: Option<String>,
     /// `<key>.ptx`, NUL-terminated, when it replaces the image.
     replacement: Option<Vec<u8>>,
+    save_error: Option<String>,
 }
 
 /// Keys the image, saves it the first time, and reads its replacement if there is one.
@@ -39,15 +40,15 @@ fn prepare(rec: &Recorder, seen: Result<Seen<'_>, String>) -> Prepared {
                 kind: None,
                 image_error: Some(e),
                 replacement: None,
+                save_error: None,
             }
         }
     };
     let first = rec.state().saved.insert(seen.key.clone());
+    let mut save_error = None;
     if first {
         let name = format!("modules/{}.{}", seen.key, seen.kind);
-        if let Err(e) = rec.write(&name, seen.bytes) {
-            eprintln!("mantissa attach: {name}: {e}");
-        }
+        save_error = rec.write(&name, seen.bytes).err();
     }
     let replacement = rec
         .replacement_file(&seen.key, ".ptx")
@@ -62,6 +63,7 @@ fn prepare(rec: &Recorder, seen: Result<Seen<'_>, String>) -> Prepared {
         kind: Some(seen.kind),
         image_error: None,
         replacement,
+        save_error,
     }
 }
 
@@ -323,6 +325,9 @@ fn finish(
         }
         if let Some(e) = &write_error {
             l.str("write_error", e);
+        }
+        if let Some(e) = &prepared.save_error {
+            l.str("save_error", e);
         }
     });
 }
