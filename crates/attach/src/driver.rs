@@ -182,6 +182,17 @@ pub fn function_module(function: usize) -> Option<usize> {
     (r == SUCCESS).then_some(module as usize)
 }
 
+/// The library a kernel belongs to (`cuKernelGetLibrary`).
+pub fn kernel_library(kernel: usize) -> Option<usize> {
+    address(slot::cuKernelGetLibrary)?;
+    let mut library: Handle = std::ptr::null_mut();
+    // SAFETY: cuKernelGetLibrary(CUlibrary*, CUkernel).
+    let r = unsafe {
+        real::<Fn2<*mut Handle, Handle>>(slot::cuKernelGetLibrary)(&mut library, kernel as Handle)
+    };
+    (r == SUCCESS).then_some(library as usize)
+}
+
 /// A new event (default flags), or `None`.
 pub fn event_create() -> Option<usize> {
     let mut event: Handle = std::ptr::null_mut();

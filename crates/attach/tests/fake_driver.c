@@ -169,6 +169,7 @@ CUresult cuLibraryGetKernel(void **k, void *lib, const char *name) { return get_
 CUresult cuKernelGetFunction(void **f, void *k) { *f = k; return OK; }
 CUresult cuLibraryGetModule(void **m, void *lib) { *m = lib; return OK; }
 CUresult cuFuncGetName(const char **name, void *f) { *name = ((struct function *)f)->name; return OK; }
+CUresult cuKernelGetLibrary(void **lib, void *k) { *lib = ((struct function *)k)->module; return OK; }
 
 /* `k_8_4_4`: sizes after the first underscore. */
 static CUresult param_info(void *func, size_t index, size_t *offset, size_t *size) {

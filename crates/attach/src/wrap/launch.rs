@@ -33,9 +33,14 @@ struct Launch {
 fn function_info(rec: &Recorder, handle: usize) {
     let known = rec.state().functions.get(&handle).cloned();
     let mut f = known.unwrap_or_else(|| {
-        // Not seen looked up (enumerated, or from a load the shim did not see): ask.
-        let module = driver::function_module(handle)
+        // Not seen looked up (enumerated, or from a load the shim did not see): ask. A handle
+        // may be a function (of a module) or a kernel (of a library).
+        let from_module = driver::function_module(handle)
             .and_then(|m| rec.state().modules.get(&m).map(|m| m.key.clone()));
+        let module = from_module.or_else(|| {
+            driver::kernel_library(handle)
+                .and_then(|l| rec.state().libraries.get(&l).map(|l| l.key.clone()))
+        });
         let name = driver::name(handle, false).or_else(|| driver::name(handle, true));
         Function {
             module,
