@@ -6,6 +6,7 @@ use crate::json::Line;
 use crate::timing::Timing;
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -107,6 +108,31 @@ pub enum Layout {
     Known(Arc<[(usize, usize)]>),
 }
 
+/// Hashes a handle (an address) by one multiplication: SipHash cost a watched launch more than
+/// the lookup needs, and handles are not chosen by an adversary.
+#[derive(Default, Clone, Copy)]
+pub struct HandleHasher(u64);
+
+impl Hasher for HandleHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        // The table takes its control bits from the top: a multiplication spreads them.
+        self.0 = (n as u64 ^ self.0).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+/// A table keyed by handle.
+pub type Handles<V> = HashMap<usize, V, BuildHasherDefault<HandleHasher>>;
+
 /// The events log: lines buffered in memory, written out at flushes.
 pub struct Log {
     buf: Vec<u8>,
@@ -157,11 +183,11 @@ pub struct State {
     /// The events log.
     pub log: Log,
     /// `CUmodule` → module.
-    pub modules: HashMap<usize, Module>,
+    pub modules: Handles<Module>,
     /// `CUlibrary` → library.
-    pub libraries: HashMap<usize, Module>,
+    pub libraries: Handles<Module>,
     /// `CUfunction` or `CUkernel` → function.
-    pub functions: HashMap<usize, Function>,
+    pub functions: Handles<Function>,
     /// Keys whose image is saved under `modules/`.
     pub saved: HashSet<Arc<str>>,
     /// Launch timing (with `time`).
@@ -243,9 +269,9 @@ impl Recorder {
                     seq: 0,
                     ended: false,
                 },
-                modules: HashMap::new(),
-                libraries: HashMap::new(),
-                functions: HashMap::new(),
+                modules: Handles::default(),
+                libraries: Handles::default(),
+                functions: Handles::default(),
                 saved: HashSet::new(),
                 timing: Timing::default(),
             }),

@@ -113,7 +113,11 @@ unsafe fn args<'a>(launch: &Launch, layout: &'a [(usize, usize)]) -> Option<Vec<
     let buffer = unsafe { extra_buffer(launch.extra) }?;
     let bytes = layout
         .iter()
-        .map(|&(offset, size)| buffer.get(offset..offset + size).unwrap_or_default())
+        .map(|&(offset, size)| {
+            // Bounds the driver would refuse are no reason to panic here.
+            let end = offset.checked_add(size).unwrap_or(usize::MAX);
+            buffer.get(offset..end).unwrap_or_default()
+        })
         .collect();
     Some(bytes)
 }

@@ -139,7 +139,7 @@ fn copy_nd(
             l.str("dir", dir.name())
                 .ptr("dst", dst.address)
                 .ptr("src", src.address)
-                .num("bytes", (w * h * d) as u64);
+                .num("bytes", w.saturating_mul(h).saturating_mul(d) as u64);
             match stream {
                 Some(s) => l.ptr("stream", s as u64),
                 None => l.raw("stream", "null"),
@@ -568,7 +568,7 @@ pub unsafe extern "C" fn cuMemAllocPitch_v2(
     } else {
         unsafe { *pitch }
     };
-    unsafe { allocated(r, ptr, p * height, "pitch", Some(p)) };
+    unsafe { allocated(r, ptr, p.saturating_mul(height), "pitch", Some(p)) };
     r
 }
 
