@@ -115,7 +115,7 @@ unsafe fn args<'a>(launch: &Launch, layout: &'a [(usize, usize)]) -> Option<Vec<
         .iter()
         .map(|&(offset, size)| {
             // Bounds the driver would refuse are no reason to panic here.
-            let end = offset.checked_add(size).unwrap_or(usize::MAX);
+            let end = offset.saturating_add(size);
             buffer.get(offset..end).unwrap_or_default()
         })
         .collect();
