@@ -171,26 +171,24 @@ pub fn name(handle: usize, kernel: bool) -> Option<String> {
     })
 }
 
+/// What a handle belongs to, by `cuFuncGetModule` or `cuKernelGetLibrary` (both
+/// `(CUmodule*|CUlibrary*, CUfunction|CUkernel)`).
+fn owner(s: usize, handle: usize) -> Option<usize> {
+    address(s)?;
+    let mut owner: Handle = std::ptr::null_mut();
+    // SAFETY: per the two declarations above.
+    let r = unsafe { real::<Fn2<*mut Handle, Handle>>(s)(&mut owner, handle as Handle) };
+    (r == SUCCESS).then_some(owner as usize)
+}
+
 /// The module a function belongs to (`cuFuncGetModule`).
 pub fn function_module(function: usize) -> Option<usize> {
-    address(slot::cuFuncGetModule)?;
-    let mut module: Handle = std::ptr::null_mut();
-    // SAFETY: cuFuncGetModule(CUmodule*, CUfunction).
-    let r = unsafe {
-        real::<Fn2<*mut Handle, Handle>>(slot::cuFuncGetModule)(&mut module, function as Handle)
-    };
-    (r == SUCCESS).then_some(module as usize)
+    owner(slot::cuFuncGetModule, function)
 }
 
 /// The library a kernel belongs to (`cuKernelGetLibrary`).
 pub fn kernel_library(kernel: usize) -> Option<usize> {
-    address(slot::cuKernelGetLibrary)?;
-    let mut library: Handle = std::ptr::null_mut();
-    // SAFETY: cuKernelGetLibrary(CUlibrary*, CUkernel).
-    let r = unsafe {
-        real::<Fn2<*mut Handle, Handle>>(slot::cuKernelGetLibrary)(&mut library, kernel as Handle)
-    };
-    (r == SUCCESS).then_some(library as usize)
+    owner(slot::cuKernelGetLibrary, kernel)
 }
 
 /// A new event (default flags), or `None`.
@@ -240,16 +238,7 @@ pub fn event_synchronize(event: usize) -> CuResult {
 /// The primary context of `device` when it is active (retained, then released again, so its
 /// count is as it was), else `None`.
 pub fn active_primary_ctx(device: i32) -> Option<usize> {
-    let (mut flags, mut active) = (0u32, 0i32);
-    // SAFETY: cuDevicePrimaryCtxGetState(CUdevice, unsigned*, int*).
-    let r = unsafe {
-        real::<Fn3<i32, *mut u32, *mut i32>>(slot::cuDevicePrimaryCtxGetState)(
-            device,
-            &mut flags,
-            &mut active,
-        )
-    };
-    if r != SUCCESS || active == 0 {
+    if !primary_active(device) {
         return None;
     }
     let mut ctx: Handle = std::ptr::null_mut();

@@ -154,65 +154,53 @@ pub struct Memcpy3D {
     pub depth: usize,
 }
 
-/// The address a side names, by its memory type.
-fn address(memory_type: u32, host: *const c_void, device: DevPtr, array: Handle) -> u64 {
-    match memory_type {
+/// One side of a copy descriptor.
+fn side(
+    memory_type: u32,
+    host: *const c_void,
+    device: DevPtr,
+    array: Handle,
+    pitch: usize,
+) -> Side {
+    let address = match memory_type {
         MEMORYTYPE_HOST => host as u64,
         MEMORYTYPE_ARRAY => array as u64,
         _ => device,
+    };
+    Side {
+        memory_type,
+        address,
+        pitch,
     }
 }
 
-impl Memcpy2D {
-    /// The source and destination.
-    pub fn sides(&self) -> (Side, Side) {
-        let src = Side {
-            memory_type: self.src_memory_type,
-            address: address(
-                self.src_memory_type,
-                self.src_host,
-                self.src_device,
-                self.src_array,
-            ),
-            pitch: self.src_pitch,
-        };
-        let dst = Side {
-            memory_type: self.dst_memory_type,
-            address: address(
-                self.dst_memory_type,
-                self.dst_host,
-                self.dst_device,
-                self.dst_array,
-            ),
-            pitch: self.dst_pitch,
-        };
-        (src, dst)
-    }
+/// `sides()` of a 2D or 3D copy descriptor (the same field names in both).
+macro_rules! sides {
+    ($desc:ty) => {
+        impl $desc {
+            /// The source and destination.
+            pub fn sides(&self) -> (Side, Side) {
+                let s = self;
+                (
+                    side(
+                        s.src_memory_type,
+                        s.src_host,
+                        s.src_device,
+                        s.src_array,
+                        s.src_pitch,
+                    ),
+                    side(
+                        s.dst_memory_type,
+                        s.dst_host,
+                        s.dst_device,
+                        s.dst_array,
+                        s.dst_pitch,
+                    ),
+                )
+            }
+        }
+    };
 }
 
-impl Memcpy3D {
-    /// The source and destination.
-    pub fn sides(&self) -> (Side, Side) {
-        let src = Side {
-            memory_type: self.src_memory_type,
-            address: address(
-                self.src_memory_type,
-                self.src_host,
-                self.src_device,
-                self.src_array,
-            ),
-            pitch: self.src_pitch,
-        };
-        let dst = Side {
-            memory_type: self.dst_memory_type,
-            address: address(
-                self.dst_memory_type,
-                self.dst_host,
-                self.dst_device,
-                self.dst_array,
-            ),
-            pitch: self.dst_pitch,
-        };
-        (src, dst)
-    }
-}
+sides!(Memcpy2D);
+sides!(Memcpy3D);

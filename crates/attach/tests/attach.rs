@@ -91,6 +91,37 @@ unsafe fn load_ptx(shim: &Lib, text: &str) -> (i32, P) {
     (r, m)
 }
 
+/// Loads `ptx(marker)` with `cuLibraryLoadData` through the shim (no options).
+unsafe fn load_library(shim: &Lib, marker: &str) -> P {
+    let load: LibraryLoadData = unsafe { shim.get("cuLibraryLoadData") };
+    let text = CString::new(ptx(marker)).unwrap();
+    let (mut lib, none) = (null_mut(), null_mut());
+    let r = unsafe {
+        load(
+            &mut lib,
+            text.as_ptr().cast(),
+            null_mut(),
+            none,
+            0,
+            null_mut(),
+            none,
+            0,
+        )
+    };
+    assert_eq!(r, 0);
+    lib
+}
+
+/// Launches `f` on one thread of one block, on the null stream, through the shim.
+unsafe fn launch_one(shim: &Lib, f: P, params: &mut [P]) {
+    let launch: Launch = unsafe { shim.get("cuLaunchKernel") };
+    let [g, b] = [[1u32; 3]; 2];
+    let (stream, extra) = (null_mut(), null_mut());
+    let p = params.as_mut_ptr();
+    let r = unsafe { launch(f, g[0], g[1], g[2], b[0], b[1], b[2], 0, stream, p, extra) };
+    assert_eq!(r, 0);
+}
+
 /// Looks a function up and launches it with (pointer, f32, u32) arguments on `stream`.
 unsafe fn launch_axpy(shim: &Lib, module: P, dev: u64, stream: P) {
     let get: GetByName = unsafe { shim.get("cuModuleGetFunction") };
@@ -224,53 +255,20 @@ unsafe fn proc_addresses() {
     );
     assert_eq!(p, shim.address("cuMemcpyHtoD_v2_ptds"));
     // A library's kernel looked up behind the shim's back (as an enumeration would give it).
-    let lib_load: LibraryLoadData = unsafe { shim.get("cuLibraryLoadData") };
-    let text = CString::new(ptx("a")).unwrap();
-    let mut lib = null_mut();
-    let r = unsafe {
-        lib_load(
-            &mut lib,
-            text.as_ptr().cast(),
-            null_mut(),
-            null_mut(),
-            0,
-            null_mut(),
-            null_mut(),
-            0,
-        )
-    };
-    assert_eq!(r, 0);
+    let lib = unsafe { load_library(&shim, "a") };
     let get_kernel: GetByName = unsafe { fake.get("cuLibraryGetKernel") };
     let mut k = null_mut();
     assert_eq!(
         unsafe { get_kernel(&mut k, lib, c"axpy_8_4_4".as_ptr()) },
         0
     );
-    let launch: Launch = unsafe { shim.get("cuLaunchKernel") };
     let (mut d, mut a, mut n) = (8u64, 2.0f32, 16u32);
     let mut params: [P; 3] = [
         (&mut d as *mut u64).cast(),
         (&mut a as *mut f32).cast(),
         (&mut n as *mut u32).cast(),
     ];
-    assert_eq!(
-        unsafe {
-            launch(
-                k,
-                1,
-                1,
-                1,
-                1,
-                1,
-                1,
-                0,
-                null_mut(),
-                params.as_mut_ptr(),
-                null_mut(),
-            )
-        },
-        0
-    );
+    unsafe { launch_one(&shim, k, &mut params) };
 }
 
 #[test]
@@ -344,22 +342,7 @@ unsafe fn watch() {
     assert_eq!(unsafe { memcpy(back.as_mut_ptr() as u64, dev, 64) }, 0);
     assert_eq!(back, [7; 16]);
     // A library, its kernel launched with cuLaunchKernelEx as a CUkernel.
-    let lib_load: LibraryLoadData = unsafe { shim.get("cuLibraryLoadData") };
-    let text = CString::new(ptx("b")).unwrap();
-    let mut lib = null_mut();
-    let r = unsafe {
-        lib_load(
-            &mut lib,
-            text.as_ptr().cast(),
-            null_mut(),
-            null_mut(),
-            0,
-            null_mut(),
-            null_mut(),
-            0,
-        )
-    };
-    assert_eq!(r, 0);
+    let lib = unsafe { load_library(&shim, "b") };
     let get_kernel: GetByName = unsafe { shim.get("cuLibraryGetKernel") };
     let mut k = null_mut();
     assert_eq!(unsafe { get_kernel(&mut k, lib, c"scale_8_8".as_ptr()) }, 0);
@@ -472,49 +455,16 @@ fn watching_records_loads_launches_copies_and_memsets_in_call_order() {
 
 unsafe fn replace() {
     let shim = Lib::shim();
-    let lib_load: LibraryLoadData = unsafe { shim.get("cuLibraryLoadData") };
     // A library loaded before any context: its writes wait for its first launch.
-    let text = CString::new(ptx("b")).unwrap();
-    let mut lib = null_mut();
-    let r = unsafe {
-        lib_load(
-            &mut lib,
-            text.as_ptr().cast(),
-            null_mut(),
-            null_mut(),
-            0,
-            null_mut(),
-            null_mut(),
-            0,
-        )
-    };
-    assert_eq!(r, 0);
+    let lib = unsafe { load_library(&shim, "b") };
     let init: Int1 = unsafe { shim.get("cuInit") };
     assert_eq!(unsafe { init(0) }, 0);
     let get_kernel: GetByName = unsafe { shim.get("cuLibraryGetKernel") };
     let mut k = null_mut();
     assert_eq!(unsafe { get_kernel(&mut k, lib, c"scale_8_8".as_ptr()) }, 0);
-    let launch: Launch = unsafe { shim.get("cuLaunchKernel") };
     let (mut x, mut y) = (0u64, 0u64);
     let mut params: [P; 2] = [(&mut x as *mut u64).cast(), (&mut y as *mut u64).cast()];
-    assert_eq!(
-        unsafe {
-            launch(
-                k,
-                1,
-                1,
-                1,
-                1,
-                1,
-                1,
-                0,
-                null_mut(),
-                params.as_mut_ptr(),
-                null_mut(),
-            )
-        },
-        0
-    );
+    unsafe { launch_one(&shim, k, &mut params) };
     // A module replaced, written to and read back at its context's destruction.
     let (r, m) = unsafe { load_ptx(&shim, &ptx("a")) };
     assert_eq!(r, 0);

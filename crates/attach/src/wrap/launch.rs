@@ -317,9 +317,10 @@ type LaunchCooperative = unsafe extern "C" fn(
     *mut *mut c_void,
 ) -> CuResult;
 
-/// Defines a `cuLaunchKernel`-shaped wrapper.
-macro_rules! launch_kernel {
-    ($name:ident, $per_thread:expr) => {
+/// Defines a wrapper of the `cuLaunchKernel` shape (`extra` named) or the
+/// `cuLaunchCooperativeKernel` shape (without it).
+macro_rules! launch_grid {
+    ($name:ident, $via:literal, $per_thread:expr, $ty:ty $(, $extra:ident)?) => {
         /// The driver function of this name, recorded.
         #[no_mangle]
         pub unsafe extern "C" fn $name(
@@ -333,9 +334,12 @@ macro_rules! launch_kernel {
             shared: c_uint,
             stream: Handle,
             params: *mut *mut c_void,
-            extra: *mut *mut c_void,
+            $($extra: *mut *mut c_void,)?
         ) -> CuResult {
-            let real_fn = unsafe { real::<LaunchKernel>(slot::$name) };
+            let real_fn = unsafe { real::<$ty>(slot::$name) };
+            #[allow(unused_mut, unused_assignments)]
+            let mut extra = std::ptr::null_mut();
+            $(extra = $extra;)?
             let l = Launch {
                 function: f,
                 grid: [gx, gy, gz],
@@ -344,20 +348,44 @@ macro_rules! launch_kernel {
                 stream,
                 params,
                 extra,
-                via: "cuLaunchKernel",
+                via: $via,
                 per_thread: $per_thread,
             };
             unsafe {
                 launch(l, || {
-                    real_fn(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra)
+                    real_fn(f, gx, gy, gz, bx, by, bz, shared, stream, params $(, $extra)?)
                 })
             }
         }
     };
 }
 
-launch_kernel!(cuLaunchKernel, false);
-launch_kernel!(cuLaunchKernel_ptsz, true);
+launch_grid!(
+    cuLaunchKernel,
+    "cuLaunchKernel",
+    false,
+    LaunchKernel,
+    extra_args
+);
+launch_grid!(
+    cuLaunchKernel_ptsz,
+    "cuLaunchKernel",
+    true,
+    LaunchKernel,
+    extra_args
+);
+launch_grid!(
+    cuLaunchCooperativeKernel,
+    "cuLaunchCooperativeKernel",
+    false,
+    LaunchCooperative
+);
+launch_grid!(
+    cuLaunchCooperativeKernel_ptsz,
+    "cuLaunchCooperativeKernel",
+    true,
+    LaunchCooperative
+);
 
 /// Defines a `cuLaunchKernelEx`-shaped wrapper.
 macro_rules! launch_kernel_ex {
@@ -394,47 +422,6 @@ macro_rules! launch_kernel_ex {
 
 launch_kernel_ex!(cuLaunchKernelEx, false);
 launch_kernel_ex!(cuLaunchKernelEx_ptsz, true);
-
-/// Defines a `cuLaunchCooperativeKernel`-shaped wrapper.
-macro_rules! launch_cooperative {
-    ($name:ident, $per_thread:expr) => {
-        /// The driver function of this name, recorded.
-        #[no_mangle]
-        pub unsafe extern "C" fn $name(
-            f: Handle,
-            gx: c_uint,
-            gy: c_uint,
-            gz: c_uint,
-            bx: c_uint,
-            by: c_uint,
-            bz: c_uint,
-            shared: c_uint,
-            stream: Handle,
-            params: *mut *mut c_void,
-        ) -> CuResult {
-            let real_fn = unsafe { real::<LaunchCooperative>(slot::$name) };
-            let l = Launch {
-                function: f,
-                grid: [gx, gy, gz],
-                block: [bx, by, bz],
-                shared,
-                stream,
-                params,
-                extra: std::ptr::null_mut(),
-                via: "cuLaunchCooperativeKernel",
-                per_thread: $per_thread,
-            };
-            unsafe {
-                launch(l, || {
-                    real_fn(f, gx, gy, gz, bx, by, bz, shared, stream, params)
-                })
-            }
-        }
-    };
-}
-
-launch_cooperative!(cuLaunchCooperativeKernel, false);
-launch_cooperative!(cuLaunchCooperativeKernel_ptsz, true);
 
 #[cfg(test)]
 mod tests {

@@ -136,6 +136,25 @@ struct JitArgs {
     n: c_uint,
 }
 
+/// The option arrays of a library load: its JIT options and its library options.
+fn library_args(
+    jit: (*mut i32, *mut *mut c_void, c_uint),
+    library: (*mut i32, *mut *mut c_void, c_uint),
+) -> (JitArgs, LibraryOptions) {
+    (
+        JitArgs {
+            keys: jit.0,
+            values: jit.1,
+            n: jit.2,
+        },
+        LibraryOptions {
+            keys: library.0,
+            values: library.1,
+            n: library.2,
+        },
+    )
+}
+
 const NO_JIT: JitArgs = JitArgs {
     keys: std::ptr::null_mut(),
     values: std::ptr::null_mut(),
@@ -503,16 +522,7 @@ pub unsafe extern "C" fn cuLibraryLoadData(
         return call();
     };
     let seen = unsafe { image::at(code) };
-    let jit = JitArgs {
-        keys: jit_keys,
-        values: jit_values,
-        n: jit_n,
-    };
-    let lib = LibraryOptions {
-        keys: lib_keys,
-        values: lib_values,
-        n: lib_n,
-    };
+    let (jit, lib) = library_args((jit_keys, jit_values, jit_n), (lib_keys, lib_values, lib_n));
     unsafe {
         load(
             rec,
@@ -547,16 +557,7 @@ pub unsafe extern "C" fn cuLibraryLoadFromFile(
     let Some(rec) = crate::recorder() else {
         return call();
     };
-    let jit = JitArgs {
-        keys: jit_keys,
-        values: jit_values,
-        n: jit_n,
-    };
-    let lib = LibraryOptions {
-        keys: lib_keys,
-        values: lib_values,
-        n: lib_n,
-    };
+    let (jit, lib) = library_args((jit_keys, jit_values, jit_n), (lib_keys, lib_values, lib_n));
     unsafe {
         load_file(
             rec,
@@ -687,6 +688,31 @@ unsafe fn name_of(name: *const c_char) -> Option<Arc<str>> {
     (!name.is_null()).then(|| unsafe { CStr::from_ptr(name) }.to_string_lossy().into())
 }
 
+/// After a lookup by name: the handle written at `out` is named after `name` and the key of
+/// `owner`, a module (`kernel` false) or a library (`kernel` true).
+unsafe fn looked_up(
+    r: CuResult,
+    out: *mut Handle,
+    owner: Handle,
+    name: *const c_char,
+    kernel: bool,
+) {
+    let Some(rec) = crate::recorder().filter(|_| r == SUCCESS) else {
+        return;
+    };
+    let key = {
+        let state = rec.state();
+        let table = if kernel {
+            &state.libraries
+        } else {
+            &state.modules
+        };
+        table.get(&(owner as usize)).map(|m| m.key.clone())
+    };
+    let handle = unsafe { written(out, r) };
+    name_function(rec, handle, key, unsafe { name_of(name) }, kernel);
+}
+
 type GetByName = unsafe extern "C" fn(*mut Handle, Handle, *const c_char) -> CuResult;
 type GetByHandle = unsafe extern "C" fn(*mut Handle, Handle) -> CuResult;
 
@@ -698,15 +724,7 @@ pub unsafe extern "C" fn cuModuleGetFunction(
     name: *const c_char,
 ) -> CuResult {
     let r = unsafe { real::<GetByName>(slot::cuModuleGetFunction)(function, module, name) };
-    if let (SUCCESS, Some(rec)) = (r, crate::recorder()) {
-        let key = rec
-            .state()
-            .modules
-            .get(&(module as usize))
-            .map(|m| m.key.clone());
-        let handle = unsafe { written(function, r) };
-        name_function(rec, handle, key, unsafe { name_of(name) }, false);
-    }
+    unsafe { looked_up(r, function, module, name, false) };
     r
 }
 
@@ -718,15 +736,7 @@ pub unsafe extern "C" fn cuLibraryGetKernel(
     name: *const c_char,
 ) -> CuResult {
     let r = unsafe { real::<GetByName>(slot::cuLibraryGetKernel)(kernel, library, name) };
-    if let (SUCCESS, Some(rec)) = (r, crate::recorder()) {
-        let key = rec
-            .state()
-            .libraries
-            .get(&(library as usize))
-            .map(|m| m.key.clone());
-        let handle = unsafe { written(kernel, r) };
-        name_function(rec, handle, key, unsafe { name_of(name) }, true);
-    }
+    unsafe { looked_up(r, kernel, library, name, true) };
     r
 }
 
