@@ -89,7 +89,8 @@
 //!     unknown word in `MANTISSA_ATTACH_RECORD`); the application goes on.
 //!   - `end`: `how` (`teardown` when written at a context teardown, `exit` at process exit;
 //!     the log's last line is `end` with `how: exit` when the process exited normally).
-//!     Nothing is written after `end` `exit`.
+//!     Nothing is written after `end` `exit`: later calls (the runtime's own exit handlers
+//!     unloading and releasing) are only forwarded.
 //! - `data/<n>.bin`: copy data (above). `reads/<key>/<symbol>.bin`: symbol reads (below).
 //!
 //! # Replacement (`MANTISSA_REPLACE_DIR`)
@@ -163,12 +164,16 @@ fn shim() -> &'static Shim {
 /// The recorder, or `None` when nothing is to be recorded.
 #[inline]
 pub fn recorder() -> Option<&'static Recorder> {
-    shim().recorder.as_ref()
+    shim()
+        .recorder
+        .as_ref()
+        .filter(|r| !r.ended.load(std::sync::atomic::Ordering::Relaxed))
 }
 
 extern "C" fn at_exit() {
     if let Some(r) = recorder() {
         wrap::teardown::at_exit(r);
+        r.ended.store(true, std::sync::atomic::Ordering::Relaxed);
     }
 }
 

@@ -219,6 +219,9 @@ pub struct Recorder {
     pub replace: Option<PathBuf>,
     /// Some module has writes still to apply (checked before a launch without the lock).
     pub pending_writes: AtomicBool,
+    /// `end` `exit` was written: from then on every call is only forwarded (the runtime's own
+    /// exit handlers unload and release after the shim's).
+    pub ended: AtomicBool,
     data_files: AtomicU64,
     state: Mutex<State>,
 }
@@ -261,6 +264,7 @@ impl Recorder {
             what,
             replace,
             pending_writes: AtomicBool::new(false),
+            ended: AtomicBool::new(false),
             data_files: AtomicU64::new(0),
             state: Mutex::new(State {
                 log: Log {

@@ -290,7 +290,20 @@ fn get_proc_address_hands_back_wrappers_for_intercepted_symbols_only() {
     );
 }
 
+/// The library unloaded by `after_exit`, an exit handler that runs after the shim's (it is
+/// registered before the shim is loaded), as the runtime's own exit handlers do.
+static LATE_LIBRARY: std::sync::atomic::AtomicPtr<c_void> =
+    std::sync::atomic::AtomicPtr::new(null_mut());
+
+extern "C" fn after_exit() {
+    let shim = Lib::shim();
+    let unload: Handle1 = unsafe { shim.get("cuLibraryUnload") };
+    let lib = LATE_LIBRARY.load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(unsafe { unload(lib) }, 0);
+}
+
 unsafe fn watch() {
+    unsafe { libc::atexit(after_exit) };
     let shim = Lib::shim();
     let init: Int1 = unsafe { shim.get("cuInit") };
     assert_eq!(unsafe { init(0) }, 0);
@@ -365,6 +378,7 @@ unsafe fn watch() {
     assert_eq!(unsafe { free(dev) }, 0);
     let unload: Handle1 = unsafe { shim.get("cuModuleUnload") };
     assert_eq!(unsafe { unload(m) }, 0);
+    LATE_LIBRARY.store(lib, std::sync::atomic::Ordering::Relaxed);
 }
 
 /// The events' kinds, in order.
@@ -451,6 +465,12 @@ fn watching_records_loads_launches_copies_and_memsets_in_call_order() {
     assert!(lines
         .iter()
         .any(|l| l.starts_with("launch cuLaunchKernel_ptsz axpy_8_4_4 grid=1 block=1")));
+    // After `end` `exit`, a call (the library's unload) is forwarded and nothing logged.
+    assert_eq!(
+        lines.iter().filter(|l| l.starts_with("unload")).count(),
+        2,
+        "{lines:#?}"
+    );
 }
 
 unsafe fn replace() {
