@@ -14,6 +14,7 @@ out=${1:?usage: bash scripts/attach-check.sh OUT}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 start=$(date +%s)
+budget=${BUDGET:-280}  # seconds; the steps left when it is spent are skipped, and say so
 summary=$out/summary.txt
 : > "$summary"
 say() { echo "$*" | tee -a "$summary"; }
@@ -32,6 +33,7 @@ ln -s "$shim" "$work/lib/libcuda.so.1"
 # The real driver, by absolute path (the shim's own search would find it too; this says which).
 real=""
 for c in $(ldconfig -p 2>/dev/null | awk '/libcuda\.so\.1 /{print $NF}') \
+         $(echo "${LD_LIBRARY_PATH:-}" | tr ':' '\n' | sed -n 's|^/.*|&/libcuda.so.1|p') \
          /usr/local/nvidia/lib64/libcuda.so.1 /usr/lib/x86_64-linux-gnu/libcuda.so.1 /usr/lib64/libcuda.so.1; do
   [ -f "$c" ] && { real=$(realpath "$c"); break; }
 done
@@ -92,17 +94,26 @@ sed 's/0f40000000/0f40400000/' "$work/app.ptx" > "$work/app-coef3.ptx"
 grep -q 0f40400000 "$work/app-coef3.ptx"; check "replacement PTX made by sed (coef 2.0 -> 3.0)" $?
 
 # run NAME BINARY [VAR=VALUE...]: the program under the shim, its output in OUT/NAME.out and .err;
-# plain: the same without the shim. Each prints the exit status.
+# plain: the same without the shim. Each prints the exit status (124: timed out or time box).
+limit() { # seconds a step may take: 60, or what is left of the budget
+  local left=$(( budget - $(elapsed) ))
+  [ $left -gt 60 ] && left=60
+  echo $left
+}
 run() {
   local name=$1 bin=$2; shift 2
   mkdir -p "$out/$name"
+  local t; t=$(limit)
+  if [ "$t" -le 0 ]; then echo "skipped: time box" > "$out/$name.err"; : > "$out/$name.out"; echo 124; return; fi
   env LD_LIBRARY_PATH="$work/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@" \
-    timeout 60 "$bin" > "$out/$name.out" 2> "$out/$name.err"
+    timeout "$t" "$bin" > "$out/$name.out" 2> "$out/$name.err"
   echo $?
 }
 plain() {
   local name=$1 bin=$2; shift 2
-  env "$@" timeout 60 "$bin" > "$out/$name.out" 2> "$out/$name.err"; echo $?
+  local t; t=$(limit)
+  if [ "$t" -le 0 ]; then echo "skipped: time box" > "$out/$name.err"; : > "$out/$name.out"; echo 124; return; fi
+  env "$@" timeout "$t" "$bin" > "$out/$name.out" 2> "$out/$name.err"; echo $?
 }
 
 # events NAME: a one-line digest of OUT/NAME/events.jsonl (kinds, via names, misses, errors).

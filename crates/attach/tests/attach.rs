@@ -63,6 +63,7 @@ fn child() {
             "data_time" => data_time(),
             "fatbin" => fatbin(),
             "no_driver" => no_driver(),
+            "primary" => primary_reset(),
             other => panic!("no scenario {other}"),
         }
     }
@@ -778,4 +779,38 @@ fn without_a_real_driver_calls_fail_and_the_log_says_why() {
         "{driver}"
     );
     assert_eq!(events[2]["error"], 500);
+}
+
+unsafe fn primary_reset() {
+    let shim = Lib::shim();
+    let init: Int1 = unsafe { shim.get("cuInit") };
+    assert_eq!(unsafe { init(0) }, 0);
+    let (r, _) = unsafe { load_ptx(&shim, &ptx("a")) };
+    assert_eq!(r, 0);
+    // The first version, as the runtime asks for it (cudaVersion 7000).
+    let reset: Int1 = unsafe { shim.get("cuDevicePrimaryCtxReset") };
+    assert_eq!(unsafe { reset(0) }, 0);
+}
+
+#[test]
+fn a_primary_context_reset_reads_globals_back_first() {
+    let run = Run::new();
+    let key_a = key(ptx("a").as_bytes());
+    std::fs::write(
+        run.replace().join(format!("{key_a}.reads.json")),
+        r#"["coef"]"#,
+    )
+    .unwrap();
+    let replace = run.replace();
+    run.child(
+        "primary",
+        true,
+        &[("MANTISSA_REPLACE_DIR", replace.to_str().unwrap())],
+    );
+    let events = run.events();
+    assert_eq!(kinds(&events), ["load", "read", "end", "end"]);
+    assert_eq!(events[2]["how"], "teardown");
+    let lines = run.fake_lines();
+    let at = |l: &str| lines.iter().position(|x| x.starts_with(l)).unwrap();
+    assert!(at("dtoh n=16") < at("reset v1"), "{lines:#?}");
 }

@@ -308,6 +308,7 @@ CUresult cuDevicePrimaryCtxGetState(int dev, unsigned *flags, int *active) {
 }
 CUresult cuDevicePrimaryCtxRetain(void **c, int dev) { (void)dev; *c = &ctx_object; return OK; }
 CUresult cuDevicePrimaryCtxRelease_v2(int dev) { (void)dev; LOG("release\n"); return OK; }
+CUresult cuDevicePrimaryCtxReset(int dev) { (void)dev; LOG("reset v1\n"); primary_active = 0; current = NULL; return OK; }
 CUresult cuDevicePrimaryCtxReset_v2(int dev) { (void)dev; LOG("reset\n"); primary_active = 0; current = NULL; return OK; }
 static int events;
 CUresult cuEventCreate(void **e, unsigned flags) { (void)flags; *e = (void *)(uintptr_t)(0x1000 + ++events); return OK; }

@@ -63,20 +63,28 @@ fn after_teardown(rec: &Recorder, ctx: usize) {
     state.flush();
 }
 
-/// `cuCtxDestroy_v2`.
-#[no_mangle]
-pub unsafe extern "C" fn cuCtxDestroy_v2(ctx: Handle) -> CuResult {
-    let f = unsafe { real::<unsafe extern "C" fn(Handle) -> CuResult>(slot::cuCtxDestroy_v2) };
-    let Some(rec) = crate::recorder() else {
-        return unsafe { f(ctx) };
+/// Defines a `cuCtxDestroy` wrapper (both versions: the same signature).
+macro_rules! ctx_destroy {
+    ($name:ident) => {
+        /// The driver function of this name: globals read back first.
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(ctx: Handle) -> CuResult {
+            let f = unsafe { real::<unsafe extern "C" fn(Handle) -> CuResult>(slot::$name) };
+            let Some(rec) = crate::recorder() else {
+                return unsafe { f(ctx) };
+            };
+            before_teardown(rec, ctx as usize);
+            let r = unsafe { f(ctx) };
+            if r == SUCCESS {
+                after_teardown(rec, ctx as usize);
+            }
+            r
+        }
     };
-    before_teardown(rec, ctx as usize);
-    let r = unsafe { f(ctx) };
-    if r == SUCCESS {
-        after_teardown(rec, ctx as usize);
-    }
-    r
 }
+
+ctx_destroy!(cuCtxDestroy);
+ctx_destroy!(cuCtxDestroy_v2);
 
 /// A primary context's release or reset: `destroys` says whether it always goes (reset) or only
 /// when this was its last reference (release; then the state after the call tells).
@@ -95,27 +103,28 @@ fn primary(device: i32, destroys: bool, forward: impl FnOnce() -> CuResult) -> C
     r
 }
 
-/// `cuDevicePrimaryCtxRelease_v2`.
-#[no_mangle]
-pub unsafe extern "C" fn cuDevicePrimaryCtxRelease_v2(device: i32) -> CuResult {
-    let f = unsafe {
-        real::<unsafe extern "C" fn(i32) -> CuResult>(slot::cuDevicePrimaryCtxRelease_v2)
+/// Defines a primary context release (`destroys` false) or reset (true) wrapper.
+macro_rules! primary_ctx {
+    ($name:ident, $destroys:expr) => {
+        /// The driver function of this name: globals read back first.
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(device: i32) -> CuResult {
+            let f = unsafe { real::<unsafe extern "C" fn(i32) -> CuResult>(slot::$name) };
+            primary(device, $destroys, || unsafe { f(device) })
+        }
     };
-    primary(device, false, || unsafe { f(device) })
 }
 
-/// `cuDevicePrimaryCtxReset_v2`.
-#[no_mangle]
-pub unsafe extern "C" fn cuDevicePrimaryCtxReset_v2(device: i32) -> CuResult {
-    let f =
-        unsafe { real::<unsafe extern "C" fn(i32) -> CuResult>(slot::cuDevicePrimaryCtxReset_v2) };
-    primary(device, true, || unsafe { f(device) })
-}
+primary_ctx!(cuDevicePrimaryCtxRelease, false);
+primary_ctx!(cuDevicePrimaryCtxRelease_v2, false);
+primary_ctx!(cuDevicePrimaryCtxReset, true);
+primary_ctx!(cuDevicePrimaryCtxReset_v2, true);
 
-/// After a synchronisation: resolve the current context's finished timed launches.
-fn synchronised(r: CuResult) -> CuResult {
+/// After a synchronisation of a context (`ctx` asked only when timing): resolve its finished
+/// timed launches.
+fn synchronised(r: CuResult, ctx: impl FnOnce() -> usize) -> CuResult {
     if let Some(rec) = crate::recorder().filter(|r| r.what.time) {
-        resolve_times(rec, Some(driver::current_ctx()), false);
+        resolve_times(rec, Some(ctx()), false);
     }
     r
 }
@@ -123,23 +132,35 @@ fn synchronised(r: CuResult) -> CuResult {
 /// `cuCtxSynchronize`.
 #[no_mangle]
 pub unsafe extern "C" fn cuCtxSynchronize() -> CuResult {
-    synchronised(unsafe { real::<unsafe extern "C" fn() -> CuResult>(slot::cuCtxSynchronize)() })
+    let r = unsafe { real::<unsafe extern "C" fn() -> CuResult>(slot::cuCtxSynchronize)() };
+    synchronised(r, driver::current_ctx)
 }
 
-/// `cuStreamSynchronize`.
+/// `cuCtxSynchronize_v2` (CUDA 13: the context named).
 #[no_mangle]
-pub unsafe extern "C" fn cuStreamSynchronize(stream: Handle) -> CuResult {
-    let f = unsafe { real::<unsafe extern "C" fn(Handle) -> CuResult>(slot::cuStreamSynchronize) };
-    synchronised(unsafe { f(stream) })
+pub unsafe extern "C" fn cuCtxSynchronize_v2(ctx: Handle) -> CuResult {
+    let f = unsafe { real::<unsafe extern "C" fn(Handle) -> CuResult>(slot::cuCtxSynchronize_v2) };
+    let r = unsafe { f(ctx) };
+    synchronised(r, || match ctx as usize {
+        0 => driver::current_ctx(),
+        ctx => ctx,
+    })
 }
 
-/// `cuStreamSynchronize_ptsz`.
-#[no_mangle]
-pub unsafe extern "C" fn cuStreamSynchronize_ptsz(stream: Handle) -> CuResult {
-    let f =
-        unsafe { real::<unsafe extern "C" fn(Handle) -> CuResult>(slot::cuStreamSynchronize_ptsz) };
-    synchronised(unsafe { f(stream) })
+/// Defines a `cuStreamSynchronize` wrapper.
+macro_rules! stream_synchronize {
+    ($name:ident) => {
+        /// The driver function of this name: timed launches resolved after it.
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(stream: Handle) -> CuResult {
+            let f = unsafe { real::<unsafe extern "C" fn(Handle) -> CuResult>(slot::$name) };
+            synchronised(unsafe { f(stream) }, driver::current_ctx)
+        }
+    };
 }
+
+stream_synchronize!(cuStreamSynchronize);
+stream_synchronize!(cuStreamSynchronize_ptsz);
 
 /// At process exit (`atexit`): read back what is still loaded (each in its context), resolve
 /// every timed launch, write the times, `end` `exit`, and the log. Nothing is written after.
