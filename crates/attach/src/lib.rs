@@ -53,8 +53,8 @@
 //!     `cuLibraryLoadData`, ...), `replaced` (bool: `<key>.ptx` was loaded instead), `handle`
 //!     (the `CUmodule`/`CUlibrary` returned, `"0x0"` on failure); on failure `error` (the
 //!     `CUresult` as a number), `jit_log` (the driver's JIT error log, replacements only); when
-//!     the image was not recognised, `image_error` (why); when writes failed, `write_error`; when
-//!     `modules/` could not be written, `save_error`.
+//!     the image was not recognised, `image_error` (why); when a recipe file could not be read
+//!     or its writes failed, `write_error`; when `modules/` could not be written, `save_error`.
 //!   - `launch`: `module` (key or `null` when the function's origin was not seen), `kernel`
 //!     (mangled name, or `null`), `grid` and `block` (`[x, y, z]`), `shared` (dynamic shared
 //!     bytes), `stream`, `args` (one hex string per parameter, its bytes in memory order, sizes
@@ -67,7 +67,8 @@
 //!     `kind` (`device`, `async`, `host`).
 //!   - `copy`: `dir` (`htod`, `dtoh`, `dtod`, `other`), `dst`, `src`, `bytes`, `stream` (`null`
 //!     for synchronous calls), `via`, `per_thread`; `data` (`data/<n>.bin`, the bytes copied,
-//!     when `htod_data`/`dtoh_data` asks for that direction; 1D copies only). Generic
+//!     when `htod_data`/`dtoh_data` asks for that direction; 1D copies only; `data_error` when
+//!     the file could not be written). Generic
 //!     `cuMemcpy`/`cuMemcpyAsync` are classified by `cuPointerGetAttribute`'s memory type (host
 //!     when the driver does not know the pointer). 2D and 3D copies add `shape` (`2d`, `3d`),
 //!     `width` (bytes), `height`, `depth`, `src_pitch`, `dst_pitch`, and `dir` from their
@@ -109,8 +110,10 @@
 //!   released, or at exit if still alive, into `reads/<key>/<symbol>.bin`, with a `read` event.
 //!   A global read twice (a release that did not destroy the context) holds its last value.
 //!
-//! Files are written whole and atomically through `mantissa-files`; `events.jsonl` is appended.
-//! A process forked from the application writes nothing (its buffered lines are dropped).
+//! Files are written whole and atomically through `mantissa-files`; `events.jsonl` is appended
+//! (give each run a fresh directory: `seq` starts at 0 in every process). A process forked from
+//! the application writes nothing (its buffered lines are dropped); one killed, or ending in
+//! `_exit`, loses the lines since the last write (the last copy to the host at the latest).
 
 #![deny(missing_docs)]
 
