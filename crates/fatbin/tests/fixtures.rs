@@ -104,8 +104,8 @@ fn image_at_reads_each_kind_by_its_own_headers() {
     assert_eq!((img.kind, img.bytes), (ImageKind::Ptx, PTX.as_bytes()));
     assert_eq!(ptx_for(&img, 90).unwrap().as_deref(), Some(PTX));
     // Short strings are read no further than their NUL.
-    assert!(unsafe { image_at(b"\0".as_ptr()) }.is_err());
-    assert!(unsafe { image_at(b"ab\0".as_ptr()) }.is_err());
+    assert!(unsafe { image_at(c"".as_ptr().cast()) }.is_err());
+    assert!(unsafe { image_at(c"ab".as_ptr().cast()) }.is_err());
     assert!(unsafe { image_at(std::ptr::null()) }.is_err());
     // A wrapper with a null fatbin pointer.
     let w = wrapper(2, std::ptr::null());
