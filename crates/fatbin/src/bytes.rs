@@ -13,7 +13,7 @@ pub(crate) fn slice<'a>(
     let truncated = || FatbinError::Truncated {
         what,
         offset: start,
-        need: (at - start.min(at)) as u64 + len,
+        need: ((at - start.min(at)) as u64).saturating_add(len),
         have: bytes.len().saturating_sub(start),
     };
     let len = usize::try_from(len).map_err(|_| truncated())?;
@@ -34,35 +34,25 @@ fn array<const N: usize>(
     Ok(out)
 }
 
-/// A little-endian `u16` at `at` of the structure `what` starting at `start`.
-pub(crate) fn u16_at(
-    bytes: &[u8],
-    at: usize,
-    what: &'static str,
-    start: usize,
-) -> Result<u16, FatbinError> {
-    array(bytes, at, what, start).map(u16::from_le_bytes)
+/// Defines a reader of a little-endian integer at `at` of the structure `what` starting at
+/// `start` (see [`slice`]).
+macro_rules! reader {
+    ($name:ident, $t:ty) => {
+        #[doc = concat!("A little-endian `", stringify!($t), "` at `at` (see [`slice`]).")]
+        pub(crate) fn $name(
+            bytes: &[u8],
+            at: usize,
+            what: &'static str,
+            start: usize,
+        ) -> Result<$t, FatbinError> {
+            array(bytes, at, what, start).map(<$t>::from_le_bytes)
+        }
+    };
 }
 
-/// A little-endian `u32` (see [`u16_at`]).
-pub(crate) fn u32_at(
-    bytes: &[u8],
-    at: usize,
-    what: &'static str,
-    start: usize,
-) -> Result<u32, FatbinError> {
-    array(bytes, at, what, start).map(u32::from_le_bytes)
-}
-
-/// A little-endian `u64` (see [`u16_at`]).
-pub(crate) fn u64_at(
-    bytes: &[u8],
-    at: usize,
-    what: &'static str,
-    start: usize,
-) -> Result<u64, FatbinError> {
-    array(bytes, at, what, start).map(u64::from_le_bytes)
-}
+reader!(u16_at, u16);
+reader!(u32_at, u32);
+reader!(u64_at, u64);
 
 /// The first up to four bytes of `bytes` as a little-endian `u32`, zero-filled: for messages.
 pub(crate) fn head_word(bytes: &[u8]) -> u32 {

@@ -133,12 +133,25 @@ impl EntryHeader<'_> {
         format!("sm_{}{}", self.arch, self.variant.suffix())
     }
 
-    /// The payload, decompressed; PTX without its trailing NULs.
+    /// The payload, decompressed; PTX without its trailing NULs; a cubin stored as it is, as
+    /// long as its ELF headers say (without the padding to 8 bytes).
     pub fn payload(&self) -> Result<Vec<u8>, FatbinError> {
         let mut out = decompress(self)?;
-        if self.kind == EntryKind::Ptx {
-            let len = out.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
-            out.truncate(len);
+        match self.kind {
+            EntryKind::Ptx => {
+                let len = out.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+                out.truncate(len);
+            }
+            EntryKind::Cubin if self.compression == Compression::None => {
+                match crate::image::image(&out) {
+                    Ok(elf) if elf.kind == ImageKind::Elf => {
+                        let len = elf.bytes.len();
+                        out.truncate(len);
+                    }
+                    _ => {}
+                }
+            }
+            _ => {}
         }
         Ok(out)
     }
@@ -365,7 +378,7 @@ fn options(header: &[u8], options_at: u32) -> Option<&str> {
     if len == 0 {
         return slice(header, offset as usize, 0, "", 0).ok().map(|_| "");
     }
-    text_in(header, u64::from(offset), u64::from(len)).map(str::trim_end)
+    text_in(header, u64::from(offset), u64::from(len)).map(str::trim)
 }
 
 /// Every entry of the fatbin starting `fatbin`, payloads decompressed, in order.

@@ -130,13 +130,7 @@ impl Host<'_> {
             let version = u32_at(self.bytes, here + 4, "fatbin wrapper", here)?;
             let field_addr = s.addr.wrapping_add((here - start) as u64);
             let fatbin = self.pointer(here + 8, field_addr.wrapping_add(8), &relative)?;
-            let wrong = FatbinError::WrapperTarget {
-                offset: here,
-                address: fatbin,
-            };
-            let target = self.file_offset(fatbin).ok_or(wrong.clone())?;
-            let image = fatbin_image(&self.bytes[target..], target).map_err(|_| wrong)?;
-            found.push((target, image.bytes.len()));
+            found.push(self.fatbin_at(fatbin, here)?);
             if version == 2 {
                 let list = self.pointer(here + 16, field_addr.wrapping_add(16), &relative)?;
                 self.follow_list(list, found)?;
@@ -158,16 +152,22 @@ impl Host<'_> {
             if p == 0 {
                 break;
             }
-            let wrong = FatbinError::WrapperTarget {
-                offset: at,
-                address: p,
-            };
-            let target = self.file_offset(p).ok_or(wrong.clone())?;
-            let image = fatbin_image(&self.bytes[target..], target).map_err(|_| wrong)?;
-            found.push((target, image.bytes.len()));
+            found.push(self.fatbin_at(p, at)?);
             at += 8;
         }
         Ok(())
+    }
+
+    /// The fatbin at virtual address `addr` (file offset, length), pointed at from file offset
+    /// `from`; `WrapperTarget` where no fatbin is there.
+    fn fatbin_at(&self, addr: u64, from: usize) -> Result<(usize, usize), FatbinError> {
+        let wrong = || FatbinError::WrapperTarget {
+            offset: from,
+            address: addr,
+        };
+        let target = self.file_offset(addr).ok_or_else(wrong)?;
+        let image = fatbin_image(&self.bytes[target..], target).map_err(|_| wrong())?;
+        Ok((target, image.bytes.len()))
     }
 
     /// The pointer stored at file offset `at` (virtual address `addr`): the stored value, or

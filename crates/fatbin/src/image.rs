@@ -345,12 +345,15 @@ pub unsafe fn image_at<'a>(ptr: *const u8) -> Result<Image<'a>, FatbinError> {
                 return Err(wrong);
             }
             let target_ptr = target as usize as *const u8;
-            // SAFETY: the caller promises the wrapper's pointer is a readable fatbin.
-            let inner = unsafe { image_at(target_ptr) }?;
-            if inner.kind != ImageKind::Fatbin {
+            // SAFETY: the caller promises the wrapper's pointer is a readable fatbin, which
+            // starts with its four-byte magic. Checked before following it, so a wrapper
+            // pointing at a wrapper (or itself) is an error, not a recursion.
+            let magic = unsafe { target_ptr.cast::<u32>().read_unaligned() };
+            if u32::from_le(magic) != FATBIN_MAGIC {
                 return Err(wrong);
             }
-            Ok(inner)
+            // SAFETY: as above.
+            unsafe { image_at(target_ptr) }
         }
         ELF_MAGIC => unsafe { elf_at(ptr) },
         _ => {

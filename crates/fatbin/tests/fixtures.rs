@@ -104,12 +104,17 @@ fn image_at_reads_each_kind_by_its_own_headers() {
     assert_eq!((img.kind, img.bytes), (ImageKind::Ptx, PTX.as_bytes()));
     assert_eq!(ptx_for(&img, 90).unwrap().as_deref(), Some(PTX));
     // Short strings are read no further than their NUL.
-    assert!(unsafe { image_at(b"\0".as_ptr()) }.is_err());
-    assert!(unsafe { image_at(b"ab\0".as_ptr()) }.is_err());
+    assert!(unsafe { image_at(c"".as_ptr().cast()) }.is_err());
+    assert!(unsafe { image_at(c"ab".as_ptr().cast()) }.is_err());
     assert!(unsafe { image_at(std::ptr::null()) }.is_err());
-    // A wrapper with a null fatbin pointer.
+    // A wrapper with a null fatbin pointer, and one pointing at itself.
     let w = wrapper(2, std::ptr::null());
     assert!(unsafe { image_at(w.as_ptr()) }.is_err());
+    let mut w = wrapper(1, std::ptr::null());
+    let me = w.as_ptr() as u64;
+    w[8..16].copy_from_slice(&me.to_le_bytes());
+    let e = unsafe { image_at(w.as_ptr()) }.unwrap_err();
+    assert!(e.to_string().contains("wrapper"), "{e}");
 }
 
 #[test]
