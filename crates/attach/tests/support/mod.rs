@@ -35,11 +35,13 @@ pub fn shim_path() -> PathBuf {
         })
 }
 
-/// The fake driver, compiled once per test process into a directory kept until it exits.
+/// The fake driver, compiled once per test process under cargo's scratch directory for
+/// integration tests (replaced at each run).
 pub fn fake_driver() -> &'static Path {
     static FAKE: OnceLock<PathBuf> = OnceLock::new();
     FAKE.get_or_init(|| {
-        let dir = tempfile::tempdir().expect("a temporary directory").keep();
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("attach-fake-driver");
+        std::fs::create_dir_all(&dir).expect("cargo's scratch directory is writable");
         let out = dir.join("libfakecuda.so");
         let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake_driver.c");
         let status = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
