@@ -34,16 +34,9 @@ const FORMAT: &str = "mantissa-nvrtc-cache 2";
 /// How many results the memory cache keeps by default.
 pub const DEFAULT_MEMORY_CAPACITY: usize = 256;
 
-/// FNV-1a, 64-bit: a tiny hash whose value is fixed by its definition, so file names stay stable
-/// across Rust releases and machines (std's `DefaultHasher` promises neither).
-pub fn fnv1a64(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in bytes {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
-}
+/// FNV-1a, 64-bit, defined once in `mantissa-fatbin` (module keys use it too): file names stay
+/// stable across Rust releases and machines (std's `DefaultHasher` promises neither).
+pub use mantissa_fatbin::fnv1a64;
 
 pub use mantissa_files::cache_root;
 
@@ -516,14 +509,6 @@ pub(crate) mod tests {
             cubin,
             log: String::new(),
         }
-    }
-
-    #[test]
-    fn fnv1a64_matches_reference_vectors() {
-        // Published FNV-1a 64-bit test vectors.
-        assert_eq!(fnv1a64(b""), 0xcbf2_9ce4_8422_2325);
-        assert_eq!(fnv1a64(b"a"), 0xaf63_dc4c_8601_ec8c);
-        assert_eq!(fnv1a64(b"foobar"), 0x8594_4171_f739_67e8);
     }
 
     #[test]
