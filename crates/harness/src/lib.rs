@@ -35,6 +35,7 @@
 
 #![deny(missing_docs)]
 
+pub mod app;
 pub mod check;
 pub mod compare;
 pub mod config;

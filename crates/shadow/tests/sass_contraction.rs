@@ -244,12 +244,13 @@ struct Tools {
 
 /// [`fused`] of `m` (not unrolled) as ptxas and nvdisasm give it, through the memo: a fused
 /// count is a function of the tools' versions, the PTX and the functions counted. The PTX names
-/// its source files by absolute paths under this crate's directory, which differ between
-/// checkouts: the key reads them, and the counts name them, relative to it (`<crate>`).
+/// its source files by absolute paths in this checkout, which differ between checkouts (and by
+/// the directory of whichever crate's test built the example first, the compile cache being
+/// shared): the key reads them, and the counts name them, as [`portable`] writes them.
 fn fused_of(tools: &Tools, m: &Module, functions: &BTreeSet<String>, what: &str) -> Fused {
     let ptx = not_unrolled(m).to_string();
     let names = functions.iter().cloned().collect::<Vec<_>>().join("\n");
-    let portable = ptx.replace(CRATE_DIR, "<crate>");
+    let portable = portable(&ptx);
     let key = memo::key(
         "fused",
         &[
@@ -268,7 +269,7 @@ fn fused_of(tools: &Tools, m: &Module, functions: &BTreeSet<String>, what: &str)
             &functions,
         )
         .into_iter()
-        .map(|((file, line, op), n)| ((file.replace(CRATE_DIR, "<crate>"), line, op), n))
+        .map(|((file, line, op), n)| ((portable(&file), line, op), n))
         .collect()
     });
     pairs.into_iter().collect()
@@ -276,6 +277,56 @@ fn fused_of(tools: &Tools, m: &Module, functions: &BTreeSet<String>, what: &str)
 
 /// This crate's directory, as the PTX names files under it.
 const CRATE_DIR: &str = env!("CARGO_MANIFEST_DIR");
+
+/// `text` with this crate's directory written `<crate>`, and any crate's directory followed by
+/// `../..` (`ROOT/crates/cli/../../examples`, as a test run from crates/cli names an example)
+/// written as this crate's (`<crate>/../../examples`), the form the memo's keys were first made
+/// in.
+fn portable(text: &str) -> String {
+    let crates = Path::new(CRATE_DIR)
+        .parent()
+        .map(|p| format!("{}/", p.display()))
+        .unwrap_or_default();
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(&crates) {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + crates.len()..];
+        let name_len = after.find('/').unwrap_or(after.len());
+        let is_name = name_len > 0
+            && after[..name_len]
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if is_name && after[name_len..].starts_with("/../../") {
+            out.push_str("<crate>/../../");
+            rest = &after[name_len + "/../../".len()..];
+        } else {
+            out.push_str(&crates);
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out.replace(CRATE_DIR, "<crate>")
+}
+
+#[test]
+fn paths_read_the_same_from_every_checkout_and_crate() {
+    let crates = Path::new(CRATE_DIR).parent().unwrap().display().to_string();
+    assert_eq!(
+        portable(&format!(
+            "a {crates}/cli/../../examples/k.cu b {crates}/shadow/../../x.cu"
+        )),
+        "a <crate>/../../examples/k.cu b <crate>/../../x.cu"
+    );
+    assert_eq!(
+        portable(&format!("{CRATE_DIR}/tests/k.cu")),
+        "<crate>/tests/k.cu"
+    );
+    assert_eq!(
+        portable(&format!("{crates}/cli/src/k.cu")),
+        format!("{crates}/cli/src/k.cu")
+    );
+}
 
 /// `work(i)` for every `i < n`, on as many threads as the machine has cores (ptxas runs are
 /// independent and each uses one core).
