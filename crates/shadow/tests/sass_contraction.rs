@@ -250,14 +250,14 @@ struct Tools {
 fn fused_of(tools: &Tools, m: &Module, functions: &BTreeSet<String>, what: &str) -> Fused {
     let ptx = not_unrolled(m).to_string();
     let names = functions.iter().cloned().collect::<Vec<_>>().join("\n");
-    let portable = portable(&ptx);
+    let key_ptx = portable(&ptx);
     let key = memo::key(
         "fused",
         &[
             tools.versions.as_bytes(),
             b"-lineinfo -arch=sm_90; nvdisasm -g -c",
             names.as_bytes(),
-            portable.as_bytes(),
+            key_ptx.as_bytes(),
         ],
     );
     let (tools, functions, what) = (tools.clone(), functions.clone(), what.to_string());
