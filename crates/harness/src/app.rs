@@ -238,10 +238,17 @@ fn wait(child: &mut std::process::Child, timeout: Option<Duration>, start: Insta
             Ok(Some(s)) => return status_of(s),
             Ok(None) if start.elapsed() < limit => std::thread::sleep(Duration::from_millis(20)),
             Ok(None) => {
-                // The whole group: a shell script's children too.
-                let _ = Command::new("kill")
-                    .args(["-KILL", &format!("-{}", child.id())])
-                    .status();
+                // The whole group (a shell script's children too), by the system call: the
+                // `kill` program reads a negative process id as an option.
+                if let Ok(group) = libc::pid_t::try_from(child.id()) {
+                    if group > 1 {
+                        // SAFETY: kill(2) takes plain integers; a negative id names the process
+                        // group the child leads (it was spawned with process_group(0)).
+                        unsafe {
+                            libc::kill(-group, libc::SIGKILL);
+                        }
+                    }
+                }
                 let _ = child.kill();
                 let _ = child.wait();
                 return Exit::TimedOut;
