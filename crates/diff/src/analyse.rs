@@ -17,7 +17,7 @@ use crate::builds::{Build, OutputError};
 use crate::cost::LineCost;
 use crate::mathfn::{math_functions, MathFunctions};
 use crate::sass::SassCheck;
-use crate::search::{search, Found, Outcome};
+use crate::search::{search, Found, SetVerdict};
 use mantissa_gpu::{DType, FlagSet, Gpu, HostData, Timing};
 use mantissa_harness::compare::{compare, output_values};
 use mantissa_harness::spec::{OutputSpec, Tolerance};
@@ -537,7 +537,7 @@ pub fn diff(
             switched: set.len(),
             differing: d,
         });
-        Ok::<_, DiffError>(Outcome { differing: d })
+        Ok::<_, DiffError>(SetVerdict { differing: d })
     })?;
     let minimal: Vec<usize> = found.minimal.iter().map(|&k| switchable[k]).collect();
     progress(DiffEvent::Effects(minimal.len()));

@@ -27,7 +27,7 @@ use std::collections::HashMap;
 
 /// What one test says about a set of switched candidates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Outcome {
+pub struct SetVerdict {
     /// Output elements that still differ from the reference.
     pub differing: u64,
 }
@@ -48,7 +48,7 @@ pub struct Found {
 
 /// A test with its results remembered per set.
 struct Memo<'t, E> {
-    test: &'t mut dyn FnMut(&[usize]) -> Result<Outcome, E>,
+    test: &'t mut dyn FnMut(&[usize]) -> Result<SetVerdict, E>,
     seen: HashMap<Vec<usize>, u64>,
 }
 
@@ -70,7 +70,7 @@ impl<E> Memo<'_, E> {
 pub fn search<E>(
     n: usize,
     baseline: u64,
-    mut test: impl FnMut(&[usize]) -> Result<Outcome, E>,
+    mut test: impl FnMut(&[usize]) -> Result<SetVerdict, E>,
 ) -> Result<Found, E> {
     let mut memo = Memo {
         test: &mut test,
@@ -202,7 +202,7 @@ mod tests {
         let mut calls = 0;
         let found = search(l, p.differing(&[]), |set| {
             calls += 1;
-            Ok::<_, Infallible>(Outcome {
+            Ok::<_, Infallible>(SetVerdict {
                 differing: p.differing(set),
             })
         });
@@ -265,7 +265,7 @@ mod tests {
 
     #[test]
     fn no_candidates_or_no_difference_cost_no_test() {
-        let never = |_: &[usize]| -> Result<Outcome, ()> { Err(()) };
+        let never = |_: &[usize]| -> Result<SetVerdict, ()> { Err(()) };
         assert_eq!(search(0, 10, never).map(|f| f.tests), Ok(0));
         assert_eq!(search(10, 0, never).map(|f| f.tests), Ok(0));
     }
@@ -284,7 +284,7 @@ mod tests {
             pair + if c { 0 } else { 3 }
         };
         let found = search(8, differing(&[]), |s| {
-            Ok::<_, Infallible>(Outcome {
+            Ok::<_, Infallible>(SetVerdict {
                 differing: differing(s),
             })
         });
@@ -301,7 +301,7 @@ mod tests {
             if n == 3 {
                 Err("device lost")
             } else {
-                Ok(Outcome { differing: 4 })
+                Ok(SetVerdict { differing: 4 })
             }
         });
         assert_eq!(r, Err("device lost"));

@@ -5,7 +5,7 @@
 //! exactly those lines, in at most 2·k·log2(L) trials. Without a GPU the trials run in the PTX
 //! interpreter (the real passes and search, NVRTC's PTX); on a GPU, `mantissa diff` itself.
 
-use mantissa_diff::search::{search, Outcome};
+use mantissa_diff::search::{search, SetVerdict};
 use mantissa_diff::{diff, Against, DiffRequest};
 use mantissa_gpu::{Arch, FlagSet, Source, Target};
 use mantissa_harness::Spec;
@@ -131,7 +131,7 @@ fn seeded_lines_are_found_in_the_interpreter_within_the_bound() {
             let m = switch(&default, &list, set)
                 .unwrap_or_else(|e| panic!("{e}"))
                 .module;
-            Ok::<_, Infallible>(Outcome {
+            Ok::<_, Infallible>(SetVerdict {
                 differing: differing(&interpret(&m, l)) as u64,
             })
         });

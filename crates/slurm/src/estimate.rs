@@ -136,7 +136,7 @@ impl Estimate {
 
 /// What each array task asks Slurm for, and how each figure was arrived at.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Resources {
+pub struct JobResources {
     /// GPUs per task (`--gpus`; none when 0).
     pub gpus: u32,
     /// CPUs per task (`--cpus-per-task`), also the shards' `--threads`.
@@ -163,7 +163,7 @@ pub fn memory_limit(bytes: u64, gpu: bool) -> u64 {
     mib + MEM_EXTRA_MIB + if gpu { GPU_MEM_EXTRA_MIB } else { 0 }
 }
 
-impl Resources {
+impl JobResources {
     /// The resources of every task of `estimate`'s array: `time` and `mem` (seconds, MiB) where
     /// the user gave them, else from the estimate; `gpus` and `cpus` as decided, with why.
     pub fn new(
@@ -172,7 +172,7 @@ impl Resources {
         mem: Option<u64>,
         (gpus, gpus_why): (u32, &str),
         (cpus, cpus_why): (u32, &str),
-    ) -> Resources {
+    ) -> JobResources {
         let slowest = estimate.slowest();
         let bytes = estimate.most_bytes();
         let mut how = Vec::new();
@@ -222,7 +222,7 @@ impl Resources {
         };
         how.push(format!("--cpus-per-task {cpus}: {cpus_why}"));
         how.push(format!("--gpus {gpus}: {gpus_why}"));
-        Resources {
+        JobResources {
             gpus,
             cpus,
             seconds,
@@ -279,12 +279,12 @@ mod tests {
         let big = study_estimate("lu", 4096, 4);
         assert_eq!(small.units(), big.units());
         assert_eq!(small.shards.len(), 4);
-        let res = |e: &Estimate| Resources::new(e, None, None, (0, "cpu"), (2, "given"));
+        let res = |e: &Estimate| JobResources::new(e, None, None, (0, "cpu"), (2, "given"));
         let (rs, rb) = (res(&small), res(&big));
         assert!(rb.seconds > rs.seconds, "{:?} {:?}", rs.how, rb.how);
         assert!(rb.mem_mib > rs.mem_mib, "{:?} {:?}", rs.how, rb.how);
         // What is given is kept.
-        let given = Resources::new(&big, Some(3600), Some(0), (1, "x"), (4, "y"));
+        let given = JobResources::new(&big, Some(3600), Some(0), (1, "x"), (4, "y"));
         assert_eq!((given.seconds, given.mem_mib), (3600, 0));
         assert!(given.how[0].ends_with("(given)"), "{:?}", given.how);
         assert!(

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::estimate::{Estimate, Resources};
+use crate::estimate::{Estimate, JobResources};
 use crate::script::{self, ARRAY_FILE, LOGS_DIR, MERGE_FILE, SUBMIT_FILE};
 use crate::words::{self, GpuUse, Sharded};
 use crate::{SlurmError, Usage};
@@ -92,7 +92,7 @@ pub struct Job {
     /// The mantissa binary (absolute).
     pub mantissa: PathBuf,
     /// What each task asks for.
-    pub resources: Resources,
+    pub resources: JobResources,
     /// `--partition`.
     pub partition: Option<String>,
     /// `--account`.
@@ -181,7 +181,7 @@ impl Job {
             out,
             dir,
             mantissa,
-            resources: Resources::new(
+            resources: JobResources::new(
                 estimate,
                 spec.time,
                 spec.mem,

@@ -24,7 +24,7 @@ pub mod limits;
 pub mod script;
 pub mod words;
 
-pub use estimate::{Estimate, Resources, ShardLoad};
+pub use estimate::{Estimate, JobResources, ShardLoad};
 pub use job::{Job, JobSpec, Written};
 pub use words::{GpuUse, Sharded};
 

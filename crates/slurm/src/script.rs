@@ -191,7 +191,7 @@ echo "submitted merge job ${{mid}}: starts when every shard has succeeded (outpu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::estimate::Resources;
+    use crate::estimate::JobResources;
     use crate::words::Sharded;
     use std::path::PathBuf;
 
@@ -203,7 +203,7 @@ mod tests {
             out: PathBuf::from("/data/my run"),
             dir: PathBuf::from(dir),
             mantissa: PathBuf::from("/opt/mantissa/bin/mantissa"),
-            resources: Resources {
+            resources: JobResources {
                 gpus,
                 cpus: 2,
                 seconds: 660,

@@ -593,7 +593,7 @@ pub fn pi_big() -> Big {
 }
 
 /// The outcome of one point on some backend.
-pub struct Outcome {
+pub struct PointOutcome {
     /// The computed value, exactly.
     pub value: Reference,
     /// The computed value rounded to f64.
@@ -603,7 +603,7 @@ pub struct Outcome {
 }
 
 /// The measurement of a finished point: its outcome scored against the inputs' exact result.
-pub fn score(inputs: &Inputs, outcome: &Outcome) -> Measurement {
+pub fn score(inputs: &Inputs, outcome: &PointOutcome) -> Measurement {
     Measurement {
         status: Status::Ok,
         value: Some(outcome.value_f64),
@@ -704,7 +704,7 @@ pub fn cpu_outcome(
     inputs: &Inputs,
     pool: Option<&ThreadPool>,
     timing: CpuTiming,
-) -> Outcome {
+) -> PointOutcome {
     match point.precision {
         StudyPrecision::Exact => exact_point(point, inputs, pool, timing),
         StudyPrecision::Real(p) => p.visit(CpuPoint {
@@ -725,8 +725,8 @@ struct CpuPoint<'a> {
 }
 
 impl PrecisionVisitor for CpuPoint<'_> {
-    type Output = Outcome;
-    fn visit<T: Real>(self) -> Outcome {
+    type Output = PointOutcome;
+    fn visit<T: Real>(self) -> PointOutcome {
         let p = self.point;
         let convert = |v: &[f64]| v.iter().map(|&x| T::from_f64(x)).collect::<Vec<T>>();
         let (xs, ys) = (convert(&self.inputs.xs), convert(&self.inputs.ys));
@@ -762,7 +762,7 @@ impl PrecisionVisitor for CpuPoint<'_> {
                 .measure(|| reduce::pi_midpoint_chunked_until::<T>(p.size, chunked(), stop)),
             (w, a) => unreachable!("no CPU algorithm {a} for {w}: the planner never makes one"),
         };
-        Outcome {
+        PointOutcome {
             value: Reference::of(&value),
             value_f64: value.to_f64(),
             time,
@@ -776,7 +776,7 @@ fn exact_point(
     inputs: &Inputs,
     pool: Option<&ThreadPool>,
     timing: CpuTiming,
-) -> Outcome {
+) -> PointOutcome {
     let (value, time) = match (point.workload, pool) {
         ("sum", Some(pool)) => timing.measure(|| {
             use rayon::prelude::*;
@@ -823,7 +823,7 @@ fn exact_point(
             acc.round()
         }),
     };
-    Outcome {
+    PointOutcome {
         value: Reference::from_f64(value),
         value_f64: value,
         time,
@@ -875,7 +875,7 @@ impl GpuMeasure for GpuRunner<'_> {
         let outcome = match point.precision {
             StudyPrecision::Exact => {
                 let (v, t) = self.reducer.exact_sum(&inputs.xs, shape, timing)?;
-                Outcome {
+                PointOutcome {
                     value: Reference::from_f64(v),
                     value_f64: v,
                     time: time_stats(&t),
@@ -906,8 +906,8 @@ struct GpuPoint<'r, 'g, 'a> {
 }
 
 impl DeviceTypeVisitor for GpuPoint<'_, '_, '_> {
-    type Output = Result<Outcome, GpuError>;
-    fn visit<T: DeviceWords>(self) -> Result<Outcome, GpuError> {
+    type Output = Result<PointOutcome, GpuError>;
+    fn visit<T: DeviceWords>(self) -> Result<PointOutcome, GpuError> {
         let (p, shape, timing) = (self.point, self.shape, self.timing);
         let convert = |v: &[f64]| v.iter().map(|&x| T::from_f64(x)).collect::<Vec<T>>();
         // f64-based types take the f64 data as it is (from_f64 is exact for them), which also
@@ -930,7 +930,7 @@ impl DeviceTypeVisitor for GpuPoint<'_, '_, '_> {
             ("pi-leibniz", _) => self.reducer.pi_leibniz::<T>(p.size, timing)?,
             (w, a) => unreachable!("no GPU algorithm {a} for {w}: the planner never makes one"),
         };
-        Ok(Outcome {
+        Ok(PointOutcome {
             value: Reference::of(&value),
             value_f64: value.to_f64(),
             time: time_stats(&t),

@@ -6,7 +6,7 @@
 
 /// An input's verdict against a double reference (see [`classify`]).
 #[derive(Copy, Clone, Debug, PartialEq)]
-pub struct Outcome {
+pub struct InputVerdict {
     /// The error in ulps of the reference (binary32 spacing, per [`crate::format`]); +inf for a
     /// NaN/infinity/finite mismatch.
     pub ulps: f64,
@@ -143,14 +143,14 @@ pub fn reference_bound(r: f64, k: f64) -> f64 {
 /// finite y has error |y − r| / ulp32(r) (finite also when r is past f32::MAX). `hard` when a
 /// rounding boundary is within the bound, or a power of two is (its ulp then undecided) and y is
 /// not that power. `wrong` is y ≠ `rounded` (−0 = +0) when not hard.
-pub fn classify(y: f32, r: f64, bound: f64) -> Outcome {
-    let mut o = Outcome {
+pub fn classify(y: f32, r: f64, bound: f64) -> InputVerdict {
+    let mut o = InputVerdict {
         ulps: 0.0,
         hard: false,
         wrong: false,
         infinite: false,
     };
-    let mismatch = Outcome {
+    let mismatch = InputVerdict {
         ulps: f64::INFINITY,
         hard: false,
         wrong: true,
