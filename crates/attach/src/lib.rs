@@ -173,6 +173,20 @@ pub fn recorder() -> Option<&'static Recorder> {
         .filter(|r| !r.ended.load(std::sync::atomic::Ordering::Relaxed))
 }
 
+/// Registers [`at_exit`] again, once, when a module whose globals are to be read back is loaded.
+/// `atexit` handlers run last registered first, and the CUDA runtime registers its own teardown
+/// (which shuts the driver down) when it initialises, after this library's load-time
+/// registration: the reads at exit then found the driver deinitialised (CUresult 4, seen on an
+/// H100 with `-cudart static` and `shared`). Registered after the runtime's, the handler runs
+/// before it; the load-time registration then finds the log ended and does nothing.
+pub(crate) fn exit_before_runtime() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: registering a plain `extern "C" fn()`.
+        unsafe { libc::atexit(at_exit) };
+    });
+}
+
 extern "C" fn at_exit() {
     if let Some(r) = recorder() {
         wrap::teardown::at_exit(r);

@@ -313,11 +313,15 @@ fn finish(
         if pending_writes.is_some() {
             rec.pending_writes.store(true, Ordering::Relaxed);
         }
+        let reads = reads.unwrap_or_default();
+        if !reads.is_empty() {
+            crate::exit_before_runtime();
+        }
         let module = Module {
             key: key.clone(),
             ctx,
             library,
-            reads: reads.unwrap_or_default().into(),
+            reads: reads.into(),
             pending_writes,
         };
         let mut state = rec.state();
