@@ -13,8 +13,9 @@
 //! - the library: `$MANTISSA_ATTACH_LIB`, else `libmantissa_attach.so` beside the running
 //!   executable or one directory up (cargo puts it in `target/<profile>/`, test binaries in
 //!   `target/<profile>/deps/`);
-//! - the real driver: `$MANTISSA_REAL_LIBCUDA`, else what `ldconfig -p` lists, else the usual
-//!   system paths.
+//! - the real driver: the library finds it itself (`$MANTISSA_REAL_LIBCUDA`, else the library
+//!   path and the usual system paths, never its own directory); one not found is an `error`
+//!   event of the run.
 
 pub mod events;
 
@@ -40,12 +41,6 @@ pub enum AppError {
         /// Where it was looked for.
         exe: String,
     },
-    /// No CUDA driver on this machine.
-    #[error(
-        "no CUDA driver (libcuda.so.1) found by ldconfig or in the system library directories: \
-         an application needs the NVIDIA driver to run; name it with MANTISSA_REAL_LIBCUDA"
-    )]
-    NoDriver,
     /// The attach directory is not usable.
     #[error("{path}: {message}")]
     Directory {
@@ -129,21 +124,21 @@ pub struct AppRequest {
     pub timeout: Option<Duration>,
 }
 
-/// The attach library and the real driver it forwards to.
+/// The attach library, and the real driver it forwards to when not its own choice.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Attach {
     /// The library.
     pub library: PathBuf,
-    /// The real `libcuda.so.1`.
-    pub driver: PathBuf,
+    /// The real `libcuda.so.1` (`MANTISSA_REAL_LIBCUDA`); `None`: the library's own search.
+    pub driver: Option<PathBuf>,
 }
 
 impl Attach {
-    /// Both found as the module docs say.
+    /// The library found as the module docs say; the driver left to it.
     pub fn locate() -> Result<Attach, AppError> {
         Ok(Attach {
             library: library()?,
-            driver: real_driver().ok_or(AppError::NoDriver)?,
+            driver: None,
         })
     }
 
@@ -193,10 +188,12 @@ impl Attach {
             .args(args)
             .env("LD_LIBRARY_PATH", library_path)
             .env("MANTISSA_ATTACH_DIR", dir)
-            .env("MANTISSA_REAL_LIBCUDA", &self.driver)
             .stdin(Stdio::null())
             .stdout(output("stdout.txt")?)
             .stderr(output("stderr.txt")?);
+        if let Some(driver) = &self.driver {
+            command.env("MANTISSA_REAL_LIBCUDA", driver);
+        }
         if !request.record.is_empty() {
             command.env("MANTISSA_ATTACH_RECORD", request.record.join(","));
         }
@@ -273,34 +270,4 @@ fn library() -> Result<PathBuf, AppError> {
     found.ok_or_else(|| AppError::NoLibrary {
         exe: exe.display().to_string(),
     })
-}
-
-/// The real driver (see the module docs).
-fn real_driver() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("MANTISSA_REAL_LIBCUDA").filter(|p| !p.is_empty()) {
-        return Some(PathBuf::from(p));
-    }
-    let listed = Command::new("ldconfig")
-        .arg("-p")
-        .output()
-        .ok()
-        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-        .unwrap_or_default();
-    let from_ldconfig = listed
-        .lines()
-        .filter(|l| l.trim_start().starts_with("libcuda.so.1 "))
-        .filter_map(|l| l.rsplit("=> ").next())
-        .map(|p| PathBuf::from(p.trim()));
-    let usual = [
-        "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
-        "/usr/lib64/libcuda.so.1",
-        "/usr/local/nvidia/lib64/libcuda.so.1",
-        "/usr/lib/wsl/lib/libcuda.so.1",
-    ]
-    .into_iter()
-    .map(PathBuf::from);
-    from_ldconfig
-        .chain(usual)
-        .find(|p| p.is_file())
-        .and_then(|p| p.canonicalize().ok())
 }

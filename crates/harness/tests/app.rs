@@ -59,7 +59,13 @@ fn setup() -> &'static (Attach, PathBuf) {
             });
         let driver = compiled("../attach/tests/fake_driver.c", "libfakecuda.so", true);
         let app = compiled("tests/app/host_app.c", "host_app", false);
-        (Attach { library, driver }, app)
+        (
+            Attach {
+                library,
+                driver: Some(driver),
+            },
+            app,
+        )
     })
 }
 

@@ -11,6 +11,7 @@
 //! is an optimisation, never a reason to fail).
 
 use crate::sass::SassError;
+use mantissa_fatbin::fnv1a64;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -55,15 +56,6 @@ fn memory() -> &'static Mutex<Vec<(String, String, String)>> {
     MEMORY.get_or_init(Default::default)
 }
 
-fn fnv1a64(parts: &[&str]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in parts.iter().flat_map(|p| p.bytes()) {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
-}
-
 /// An entry's bytes: the header, the PTX's length and text, then the disassembly.
 fn entry(header: &str, ptx: &str, sass: &str) -> String {
     format!("{header}{}\n{ptx}{sass}", ptx.len())
@@ -98,8 +90,11 @@ pub(crate) fn remembered(
         }
     }
     let file = mantissa_files::cache_root().map(|root| {
-        root.join("sass")
-            .join(format!("{:016x}.sass", fnv1a64(&[&header, ptx])))
+        root.join("sass").join(format!(
+            "{:016x}{:016x}.sass",
+            fnv1a64(header.as_bytes()),
+            fnv1a64(ptx.as_bytes())
+        ))
     });
     let stored = file
         .as_ref()
