@@ -582,11 +582,24 @@ impl Gpu {
                     status: e.into(),
                 })?;
         }
+        // Pointers into buffers are passed as 64-bit values, made first: the builder keeps a
+        // reference to each argument until the launch.
+        let interior: Vec<u64> = args
+            .iter()
+            .map(|a| match a {
+                KernelArg::BufferAt(b, at) => b.device_address() + at,
+                _ => 0,
+            })
+            .collect();
         let mut builder = self.stream.launch_builder(&k.func);
-        for arg in args {
+        for (arg, address) in args.iter().zip(&interior) {
             match arg {
                 KernelArg::Buffer(b) => each_dtype!(&b.data, DeviceData, s => builder.arg(s)),
+                KernelArg::BufferAt(..) => builder.arg(address),
                 KernelArg::Scalar(scalar) => each_dtype!(scalar, Scalar, v => builder.arg(v)),
+                // The driver reads as many bytes as the parameter has from the first one's
+                // address (check_args made them equal).
+                KernelArg::Raw(bytes) => builder.arg(bytes.first().unwrap_or(&0)),
             };
         }
         *lock(&self.last_kernel) = Some(kernel.to_string());

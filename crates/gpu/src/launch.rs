@@ -321,13 +321,19 @@ impl DeviceBuffer {
     }
 }
 
-/// One kernel argument: a device buffer (passed as its pointer) or a scalar.
+/// One kernel argument: a device buffer (passed as its pointer), a pointer into one, a scalar,
+/// or a parameter's bytes as they are.
 #[derive(Debug, Clone, Copy)]
 pub enum KernelArg<'a> {
     /// A device buffer, passed as its pointer.
     Buffer(&'a DeviceBuffer),
+    /// A pointer `bytes` bytes into a device buffer (`u + n` in C); at most its end.
+    BufferAt(&'a DeviceBuffer, u64),
     /// A scalar, passed by value.
     Scalar(Scalar),
+    /// The parameter's bytes in memory order (a struct by value, or any parameter exactly):
+    /// as many as the parameter has.
+    Raw(&'a [u8]),
 }
 
 impl<'a> From<&'a DeviceBuffer> for KernelArg<'a> {
@@ -340,7 +346,15 @@ impl fmt::Display for KernelArg<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             KernelArg::Buffer(b) => write!(f, "buffer '{}' ({} x {})", b.name, b.len(), b.dtype()),
+            KernelArg::BufferAt(b, at) => write!(
+                f,
+                "buffer '{}' ({} x {}) + {at} bytes",
+                b.name,
+                b.len(),
+                b.dtype()
+            ),
             KernelArg::Scalar(s) => write!(f, "{} scalar", s.dtype()),
+            KernelArg::Raw(bytes) => write!(f, "{} bytes", bytes.len()),
         }
     }
 }
@@ -480,7 +494,9 @@ pub fn check_args(sig: &EntrySignature, args: &[KernelArg]) -> Result<(), String
         let ok = match (p.ptx_type.as_str(), a) {
             // Pointers are 64-bit integers in PTX.
             ("u64" | "s64" | "b64", KernelArg::Buffer(_)) => true,
-            (_, KernelArg::Buffer(_)) => false,
+            ("u64" | "s64" | "b64", KernelArg::BufferAt(b, at)) => *at <= b.bytes(),
+            (_, KernelArg::Buffer(_) | KernelArg::BufferAt(..)) => false,
+            (_, KernelArg::Raw(bytes)) => bytes.len() == p.bytes && p.bytes > 0,
             ("f32", KernelArg::Scalar(s)) => s.dtype() == DType::F32,
             ("f64", KernelArg::Scalar(s)) => s.dtype() == DType::F64,
             ("f16", KernelArg::Scalar(s)) => s.dtype() == DType::F16,

@@ -227,37 +227,51 @@ pub(crate) fn repeat<E>(
     Ok(())
 }
 
-/// The scalar launch argument `a` passes as `p` planned it, under the loop counters `c`;
-/// `None` for a buffer (whose pointer the caller passes: [`buffer_arg`]).
-pub(crate) fn scalar_arg(
+/// What a launch argument passes, evaluated under the loop counters.
+pub(crate) enum ArgValue<'s> {
+    /// A scalar of the parameter's type.
+    Scalar(Scalar),
+    /// A buffer's pointer, `offset` elements in.
+    Buffer {
+        /// The buffer.
+        name: &'s str,
+        /// Elements from its start (0 for the buffer itself).
+        offset: u64,
+    },
+    /// The parameter's bytes as written.
+    Bytes(&'s [u8]),
+}
+
+/// The launch argument `a` as `p` planned it, under the loop counters `c`.
+pub(crate) fn launch_arg<'s>(
     spec: &Spec,
-    a: &Arg,
-    p: &PlannedArg,
+    a: &'s Arg,
+    p: &'s PlannedArg,
     c: &Counters,
-) -> Result<Option<Scalar>, String> {
+) -> Result<ArgValue<'s>, String> {
     match (&a.spec, p) {
-        (_, PlannedArg::Buffer(_)) => Ok(None),
+        (ArgSpec::BufferAt(_, q), PlannedArg::Buffer(name)) => {
+            let len = spec.buffer(name).map_or(0, |b| b.len);
+            let offset = crate::validate::buffer_offset(eval(spec, q, c)?, len).map_err(|e| {
+                format!("{}: offset {} = {e}: beyond '{name}' ({len} elements)", a.field, q.text)
+            })?;
+            Ok(ArgValue::Buffer { name, offset })
+        }
+        (_, PlannedArg::Buffer(name)) => Ok(ArgValue::Buffer { name, offset: 0 }),
+        (ArgSpec::Bytes(b), PlannedArg::Bytes) => Ok(ArgValue::Bytes(b)),
         (ArgSpec::Value(q), PlannedArg::Scalar(kind)) => {
             let v = eval(spec, q, c)?;
-            Ok(Some(
+            Ok(ArgValue::Scalar(
                 kind.convert(v).map_err(|e| format!("{}: {e}", a.field))?,
             ))
         }
         (ArgSpec::Typed(_, q), PlannedArg::Typed(d)) => {
             let v = eval(spec, q, c)?;
-            Ok(Some(
+            Ok(ArgValue::Scalar(
                 ScalarKind::convert_typed(*d, v).map_err(|e| format!("{}: {e}", a.field))?,
             ))
         }
         _ => Err("argument plan mismatch (an internal error)".into()),
-    }
-}
-
-/// The buffer a planned argument names ("" for a scalar).
-pub(crate) fn buffer_arg(p: &PlannedArg) -> &str {
-    match p {
-        PlannedArg::Buffer(b) => b,
-        _ => "",
     }
 }
 
@@ -377,17 +391,18 @@ impl<'a> Steps<'a> {
                     self.first_launch.get_or_insert(dims);
                     let mut args = Vec::with_capacity(l.args.len());
                     for (a, p) in l.args.iter().zip(&r.args) {
-                        let arg = match scalar_arg(self.spec, a, p, c).map_err(|e| fail(c, e))? {
-                            Some(scalar) => KernelArg::Scalar(scalar),
-                            None => match bufs.get(buffer_arg(p)) {
-                                Some(buf) => KernelArg::Buffer(buf),
+                        let arg = match launch_arg(self.spec, a, p, c).map_err(|e| fail(c, e))? {
+                            ArgValue::Scalar(scalar) => KernelArg::Scalar(scalar),
+                            ArgValue::Bytes(b) => KernelArg::Raw(b),
+                            ArgValue::Buffer { name, offset } => match bufs.get(name) {
+                                Some(buf) if offset == 0 => KernelArg::Buffer(buf),
+                                Some(buf) => {
+                                    KernelArg::BufferAt(buf, offset * buf.dtype().size() as u64)
+                                }
                                 None => {
                                     return Err(fail(
                                         c,
-                                        format!(
-                                            "buffer '{}' is missing (an internal error)",
-                                            buffer_arg(p)
-                                        ),
+                                        format!("buffer '{name}' is missing (an internal error)"),
                                     ))
                                 }
                             },

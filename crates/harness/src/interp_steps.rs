@@ -10,7 +10,7 @@
 //! declared `.shared` variables only).
 
 use crate::data::{from_f64, Inputs};
-use crate::exec::{buffer_arg, dim, dims3, eval, repeat, scalar_arg, Counters};
+use crate::exec::{dim, dims3, eval, launch_arg, repeat, ArgValue, Counters};
 use crate::spec::{CopyRange, CopySide, Spec, Step, StepKind};
 use crate::validate::Plan;
 use mantissa_gpu::{DType, HostData, Scalar};
@@ -117,16 +117,15 @@ impl Walk<'_, '_> {
                     let mut args = Vec::with_capacity(l.args.len());
                     for (a, p) in l.args.iter().zip(&r.args) {
                         args.push(
-                            match scalar_arg(self.spec, a, p, c).map_err(|e| fail(c, e))? {
-                                Some(scalar) => interp::Arg(scalar_bytes(scalar)),
-                                None => {
-                                    let b = buffer_arg(p);
-                                    let &(at, _, _) = self
-                                        .run
-                                        .buffers
-                                        .get(b)
-                                        .ok_or_else(|| fail(c, format!("no buffer '{b}'")))?;
-                                    interp::Arg::u64(at)
+                            match launch_arg(self.spec, a, p, c).map_err(|e| fail(c, e))? {
+                                ArgValue::Scalar(scalar) => interp::Arg(scalar_bytes(scalar)),
+                                ArgValue::Bytes(b) => interp::Arg(b.to_vec()),
+                                ArgValue::Buffer { name, offset } => {
+                                    let &(at, dtype, _) =
+                                        self.run.buffers.get(name).ok_or_else(|| {
+                                            fail(c, format!("no buffer '{name}'"))
+                                        })?;
+                                    interp::Arg::u64(at + offset * dtype.size() as u64)
                                 }
                             },
                         );

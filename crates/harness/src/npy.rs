@@ -235,20 +235,7 @@ pub fn read_any(path: &Path) -> Result<HostData, NpyError> {
 
 /// The bytes of a 1-D `.npy` file (version 1.0) holding `data`; `None` for bf16.
 pub fn encode(data: &HostData) -> Option<Vec<u8>> {
-    let d = descr(data.dtype())?;
-    let dict = format!(
-        "{{'descr': '{d}', 'fortran_order': False, 'shape': ({},), }}",
-        data.len()
-    );
-    // Pad with spaces so that magic + version + length + dict + '\n' is a multiple of 64.
-    let unpadded = MAGIC.len() + 2 + 2 + dict.len() + 1;
-    let pad = (64 - unpadded % 64) % 64;
-    let header = format!("{dict}{}\n", " ".repeat(pad));
-    let mut out = Vec::with_capacity(header.len() + 10 + data.bytes() as usize);
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&[1, 0]);
-    out.extend_from_slice(&(header.len() as u16).to_le_bytes());
-    out.extend_from_slice(header.as_bytes());
+    let mut out = header(data.dtype(), data.len())?;
     match data {
         HostData::F32(v) => v
             .iter()
@@ -274,6 +261,33 @@ pub fn encode(data: &HostData) -> Option<Vec<u8>> {
             .iter()
             .for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
     }
+    Some(out)
+}
+
+/// A 1-D `.npy` of `dtype` holding `le_bytes`, the elements' little-endian bytes as a device
+/// holds them (a whole number of elements); `None` for bf16 or a partial element.
+pub fn encode_le(dtype: DType, le_bytes: &[u8]) -> Option<Vec<u8>> {
+    if le_bytes.len() % dtype.size() != 0 {
+        return None;
+    }
+    let mut out = header(dtype, le_bytes.len() / dtype.size())?;
+    out.extend_from_slice(le_bytes);
+    Some(out)
+}
+
+/// The magic, version and header of a 1-D `.npy` of `len` elements of `dtype`.
+fn header(dtype: DType, len: usize) -> Option<Vec<u8>> {
+    let d = descr(dtype)?;
+    let dict = format!("{{'descr': '{d}', 'fortran_order': False, 'shape': ({len},), }}");
+    // Pad with spaces so that magic + version + length + dict + '\n' is a multiple of 64.
+    let unpadded = MAGIC.len() + 2 + 2 + dict.len() + 1;
+    let pad = (64 - unpadded % 64) % 64;
+    let header = format!("{dict}{}\n", " ".repeat(pad));
+    let mut out = Vec::with_capacity(header.len() + 10 + len * dtype.size());
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&[1, 0]);
+    out.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    out.extend_from_slice(header.as_bytes());
     Some(out)
 }
 

@@ -115,8 +115,10 @@ impl ScalarKind {
 /// How one argument becomes a kernel argument.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PlannedArg {
-    /// The buffer's device pointer.
+    /// The buffer's device pointer (plus the argument's offset, for a pointer into it).
     Buffer(String),
+    /// The argument's bytes as they are (as many as the parameter has).
+    Bytes,
     /// A scalar of the parameter's type (the spec's argument has the expression).
     Scalar(ScalarKind),
     /// An explicitly typed scalar.
@@ -298,6 +300,16 @@ pub fn pointee_dtype(t: &CppType) -> Option<DType> {
     })
 }
 
+/// A pointer argument's offset into a buffer of `len` elements: an integer from 0 to `len` (one
+/// past the end is a pointer C allows).
+pub(crate) fn buffer_offset(v: Val, len: usize) -> Result<u64, String> {
+    match v {
+        Val::Int(i) if i >= 0 && (i as u64) <= len as u64 => Ok(i as u64),
+        Val::Float(f) if f.fract() == 0.0 && f >= 0.0 && f <= len as f64 => Ok(f as u64),
+        v => Err(format!("{v}")),
+    }
+}
+
 /// Whether an entry is `extern "C"` (its name carries no parameter types to check against).
 pub fn is_extern_c(entry: &str) -> bool {
     demangle(entry).is_none() && demangled_base(entry).is_none()
@@ -390,8 +402,21 @@ fn plan_arg(
     let pointer = p.count == 1 && matches!(p.ptx_type.as_str(), "u64" | "s64" | "b64");
     let kind = ScalarKind::of(p);
     match &a.spec {
+        ArgSpec::Bytes(b) if b.len() == p.bytes => Ok(PlannedArg::Bytes),
+        ArgSpec::Bytes(b) => Err(err(
+            format!("{} bytes for parameter {} ({pty}, {} bytes)", b.len(), i + 1, p.bytes),
+            format!("{} bytes ({} hex digits), the parameter's size", p.bytes, 2 * p.bytes),
+        )),
+        ArgSpec::BufferAt(b, q) if pointer => {
+            if !q.expr.mentions(&counters.iter().map(String::as_str).collect::<Vec<_>>()) {
+                let v = q.expr.eval(&|n| lookup(&spec.sizes, n)).map_err(|e| spec.error(q.loc_at(e.offset), &q.field, e.found, e.accepted))?;
+                let len = spec.buffer(b).map_or(0, |x| x.len);
+                buffer_offset(v, len).map_err(|e| spec.error(q.loc, &q.field, format!("offset {} = {e}", q.text), format!("an element of '{b}' or its end: 0 to {len}")))?;
+            }
+            Ok(PlannedArg::Buffer(b.clone()))
+        }
         ArgSpec::Buffer(b) if pointer => Ok(PlannedArg::Buffer(b.clone())),
-        ArgSpec::Buffer(b) => Err(err(
+        ArgSpec::Buffer(b) | ArgSpec::BufferAt(b, _) => Err(err(
             format!("buffer '{b}' for parameter {} ({pty})", i + 1),
             format!("a scalar for {pty} (a buffer needs a .u64/.b64 pointer parameter)"),
         )),
@@ -402,7 +427,7 @@ fn plan_arg(
         )),
         _ if kind.is_none() => Err(err(
             format!("an argument for parameter {} ({pty})", i + 1),
-            "buffers and f32/f64/f16/bf16/8-, 32- and 64-bit integer scalars (by-value struct parameters are not supported yet)".to_string(),
+            "buffers, f32/f64/f16/bf16/8-, 32- and 64-bit integer scalars, or { bytes = \"HEX\" } (a struct by value: its bytes in memory order)".to_string(),
         )),
         ArgSpec::Typed(d, q) => {
             let kind = kind.unwrap_or(ScalarKind::F64);

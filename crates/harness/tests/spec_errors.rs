@@ -285,7 +285,7 @@ fn npy_dtype_and_shape_must_fit() {
 #[test]
 fn by_value_structs_are_refused_clearly() {
     let e = err(&format!("{HEAD}[buffers.u]\ntype = \"f64\"\nlen = 4\n[[steps]]\nlaunch = \"k\"\ngrid = 1\nblock = 1\nargs = [{{ struct = [1, 2] }}]\n{TAIL}"));
-    assert_eq!(e, "t.toml:10:11: steps[0].args[0].struct: found a by-value struct argument; accepted buffers and scalars (by-value struct parameters are not supported yet)");
+    assert_eq!(e, "t.toml:10:11: steps[0].args[0].struct: found a by-value struct argument; accepted { bytes = \"HEX\" }: the struct's bytes in memory order");
 }
 
 // ---- Checks against the program's PTX

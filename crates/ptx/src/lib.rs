@@ -102,6 +102,7 @@ pub mod link;
 pub mod model;
 pub mod op;
 pub mod parse;
+pub mod pointees;
 pub mod pass;
 mod print;
 pub mod promotion;

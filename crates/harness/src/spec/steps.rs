@@ -16,6 +16,12 @@ pub enum ArgSpec {
     Value(Quantity),
     /// An explicitly typed scalar (`{ f32 = 0.25 }`).
     Typed(DType, Quantity),
+    /// A pointer into a buffer (`{ buffer = "u", offset = "n" }`: `u + n` in C), the offset in
+    /// elements of the buffer's type.
+    BufferAt(String, Quantity),
+    /// The parameter's bytes as they are (`{ bytes = "0000803f" }`, memory order): a struct by
+    /// value, or any parameter to the bit.
+    Bytes(Vec<u8>),
 }
 
 /// An argument and where it is.
@@ -476,8 +482,35 @@ impl Ctx<'_> {
                             let q = self.quantity(*v, self.span_loc(ks.clone(), il), &format!("{field}.{k}"), &scope, "sizes and loop counters")?;
                             ArgSpec::Typed(dtype, q)
                         }
-                        [("struct", ks, _)] => return Err(self.err(self.span_loc(ks.clone(), il), format!("{field}.struct"), "a by-value struct argument", "buffers and scalars (by-value struct parameters are not supported yet)")),
-                        _ => return Err(self.err(il, field, it.describe(), "{ TYPE = value } with one TYPE of f32, f64, i32, u32, i64, u64")),
+                        [("bytes", ks, v)] => {
+                            let bl = self.span_loc(ks.clone(), il);
+                            match v.str().and_then(parse_hex) {
+                                Some(b) if !b.is_empty() => ArgSpec::Bytes(b),
+                                _ => return Err(self.err(bl, format!("{field}.bytes"), v.describe(), "the parameter's bytes as an even number of hex digits, in memory order (\"0000803f\" is the f32 1.0)")),
+                            }
+                        }
+                        _ if entries.iter().any(|e| e.0 == "buffer") => {
+                            for (k, ks, _) in &entries {
+                                if !matches!(*k, "buffer" | "offset") {
+                                    return Err(self.err(self.span_loc(ks.clone(), il), format!("{field}.{k}"), format!("key '{k}'"), "buffer, offset"));
+                                }
+                            }
+                            let (_, bks, b) = entries.iter().find(|e| e.0 == "buffer").cloned().unwrap_or(("buffer", None, it));
+                            let bl = self.span_loc(bks.clone(), il);
+                            let name = match b.str() {
+                                Some(n) if names.buffer(n.trim()).is_some() => n.trim().to_string(),
+                                _ => return Err(self.err(bl, format!("{field}.buffer"), b.describe(), format!("a buffer name: {}", names.buffer_list()))),
+                            };
+                            match entries.iter().find(|e| e.0 == "offset") {
+                                Some((_, oks, o)) => {
+                                    let q = self.quantity(*o, self.span_loc(oks.clone(), il), &format!("{field}.offset"), &scope, "sizes and loop counters")?;
+                                    ArgSpec::BufferAt(name, q)
+                                }
+                                None => ArgSpec::Buffer(name),
+                            }
+                        }
+                        [("struct", ks, _)] => return Err(self.err(self.span_loc(ks.clone(), il), format!("{field}.struct"), "a by-value struct argument", "{ bytes = \"HEX\" }: the struct's bytes in memory order")),
+                        _ => return Err(self.err(il, field, it.describe(), "{ TYPE = value } with one TYPE of f32, f64, i32, u32, i64, u64; { buffer = NAME, offset = ELEMENTS }; or { bytes = \"HEX\" }")),
                     }
                 } else {
                     ArgSpec::Value(
@@ -507,4 +540,16 @@ impl Ctx<'_> {
             args,
         })
     }
+}
+
+/// Bytes from hex digits, two per byte (either case); `None` for anything else.
+fn parse_hex(text: &str) -> Option<Vec<u8>> {
+    let t = text.trim();
+    if t.len() % 2 != 0 || !t.bytes().all(|c| c.is_ascii_hexdigit()) {
+        return None;
+    }
+    (0..t.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&t[i..i + 2], 16).ok())
+        .collect()
 }

@@ -1,0 +1,334 @@
+//! The application's device program as the events show it: allocations as buffers (an address
+//! freed and allocated again is a new buffer), and launches, copies and memsets in call order,
+//! every pointer resolved to a buffer and a byte offset into it.
+
+use super::TraceError;
+use crate::app::events::{Event, Ptr};
+use mantissa_gpu::EntrySignature;
+use std::collections::{BTreeMap, HashMap};
+
+/// A device allocation.
+#[derive(Debug, Clone)]
+pub(super) struct Alloc {
+    pub bytes: u64,
+    /// `device`, `managed`, `async`, `pool`, `pitch`.
+    pub kind: String,
+}
+
+/// A pointer resolved: the buffer (an index of [`Program::allocs`]) and bytes into it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) struct At {
+    pub buf: usize,
+    pub offset: u64,
+}
+
+/// A launch argument.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum ArgOut {
+    /// A pointer into a buffer.
+    Pointer(At),
+    /// A value of the parameter's PTX type, its bytes as passed.
+    Value { ptx_type: String, bytes: Vec<u8> },
+}
+
+/// One operation of the program, in call order.
+#[derive(Debug, Clone)]
+pub(super) enum Op {
+    Launch {
+        seq: usize,
+        kernel: String,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared: u64,
+        args: Vec<ArgOut>,
+    },
+    /// A copy from the host: the bytes written.
+    Upload { seq: usize, to: At, data: Vec<u8> },
+    /// A copy to the host: the bytes read, when recorded.
+    Download {
+        seq: usize,
+        from: At,
+        bytes: u64,
+        data: Option<Vec<u8>>,
+    },
+    DeviceCopy {
+        seq: usize,
+        from: At,
+        to: At,
+        bytes: u64,
+    },
+    /// `count` elements of `pattern` (1, 2 or 4 bytes) written from `to`.
+    Memset {
+        seq: usize,
+        to: At,
+        pattern: Vec<u8>,
+        count: u64,
+    },
+}
+
+impl Op {
+    /// The buffers the operation may write (every buffer a launch is given, conservatively).
+    pub fn writes(&self) -> Vec<usize> {
+        match self {
+            Op::Launch { args, .. } => args
+                .iter()
+                .filter_map(|a| match a {
+                    ArgOut::Pointer(at) => Some(at.buf),
+                    ArgOut::Value { .. } => None,
+                })
+                .collect(),
+            Op::Upload { to, .. } | Op::DeviceCopy { to, .. } | Op::Memset { to, .. } => {
+                vec![to.buf]
+            }
+            Op::Download { .. } => Vec::new(),
+        }
+    }
+}
+
+/// The whole program.
+#[derive(Debug, Default)]
+pub(super) struct Program {
+    pub allocs: Vec<Alloc>,
+    pub ops: Vec<Op>,
+    /// What could not be followed, one line each (not fatal: the spec is written with them said).
+    pub notes: Vec<String>,
+}
+
+/// Live allocations by start address.
+#[derive(Default)]
+struct Live {
+    by_start: BTreeMap<u64, usize>,
+}
+
+impl Live {
+    fn resolve(&self, allocs: &[Alloc], ptr: u64, bytes: u64) -> Option<At> {
+        let (&start, &buf) = self.by_start.range(..=ptr).next_back()?;
+        let offset = ptr - start;
+        (offset + bytes <= allocs[buf].bytes).then_some(At { buf, offset })
+    }
+}
+
+/// Reads the program from `events`, the launches of module `module` typed by `signatures`;
+/// `data` reads a copy's recorded bytes (`data/<n>.bin`).
+pub(super) fn read(
+    events: &[Event],
+    module: &str,
+    signatures: &HashMap<String, EntrySignature>,
+    data: &dyn Fn(&str) -> Result<Vec<u8>, TraceError>,
+) -> Result<Program, TraceError> {
+    let mut p = Program::default();
+    let mut live = Live::default();
+    for (seq, e) in events.iter().enumerate() {
+        match e {
+            Event::Alloc { ptr, bytes, kind } if kind != "host" => {
+                live.by_start.insert(ptr.0, p.allocs.len());
+                p.allocs.push(Alloc {
+                    bytes: *bytes,
+                    kind: kind.clone(),
+                });
+            }
+            Event::Free { ptr } => {
+                live.by_start.remove(&ptr.0);
+            }
+            Event::Launch {
+                module: m,
+                kernel,
+                grid,
+                block,
+                shared,
+                args,
+                error,
+            } => {
+                if error.is_some() {
+                    p.notes.push(format!(
+                        "event {seq}: a launch of {} failed in the application (CUresult {}); not replayed",
+                        kernel.as_deref().unwrap_or("an unknown kernel"),
+                        error.unwrap_or(0)
+                    ));
+                    continue;
+                }
+                let kernel = kernel.clone().ok_or(TraceError::Unnamed { seq })?;
+                if m.as_deref() != Some(module) {
+                    return Err(TraceError::SecondModule {
+                        seq,
+                        kernel,
+                        module: m.clone().unwrap_or_else(|| "an unseen module".into()),
+                        first: module.to_string(),
+                    });
+                }
+                let sig = signatures.get(&kernel).ok_or_else(|| TraceError::NoEntry {
+                    kernel: kernel.clone(),
+                })?;
+                let args = args.as_ref().ok_or_else(|| TraceError::NoArgs {
+                    seq,
+                    kernel: kernel.clone(),
+                })?;
+                let args = launch_args(seq, &kernel, sig, args, &p.allocs, &live, &mut p.notes)?;
+                p.ops.push(Op::Launch {
+                    seq,
+                    kernel,
+                    grid: *grid,
+                    block: *block,
+                    shared: *shared,
+                    args,
+                });
+            }
+            Event::Copy {
+                dir,
+                dst,
+                src,
+                bytes,
+                data: file,
+                shape,
+                error,
+            } => {
+                if error.is_some() || *bytes == 0 {
+                    continue;
+                }
+                if let Some(shape) = shape {
+                    return Err(TraceError::Unsupported {
+                        seq,
+                        what: format!("a {shape} copy ({dir})"),
+                    });
+                }
+                let resolve = |ptr: Ptr| live.resolve(&p.allocs, ptr.0, *bytes);
+                let unseen = |side: &str, ptr: Ptr| {
+                    format!(
+                        "event {seq}: a {dir} copy of {bytes} bytes {side} {:#x}, which is no allocation seen \
+                         (a __device__ or __constant__ variable, or host-mapped memory): not replayed",
+                        ptr.0
+                    )
+                };
+                let op = match dir.as_str() {
+                    "htod" => {
+                        let Some(to) = resolve(*dst) else {
+                            p.notes.push(unseen("to", *dst));
+                            continue;
+                        };
+                        let file = file.as_deref().ok_or(TraceError::NoData { seq })?;
+                        Op::Upload {
+                            seq,
+                            to,
+                            data: data(file)?,
+                        }
+                    }
+                    "dtoh" => {
+                        let Some(from) = resolve(*src) else {
+                            p.notes.push(unseen("from", *src));
+                            continue;
+                        };
+                        Op::Download {
+                            seq,
+                            from,
+                            bytes: *bytes,
+                            data: file.as_deref().map(data).transpose()?,
+                        }
+                    }
+                    "dtod" => match (resolve(*src), resolve(*dst)) {
+                        (Some(from), Some(to)) => Op::DeviceCopy {
+                            seq,
+                            from,
+                            to,
+                            bytes: *bytes,
+                        },
+                        _ => {
+                            p.notes.push(unseen("between", *src));
+                            continue;
+                        }
+                    },
+                    other => {
+                        return Err(TraceError::Unsupported {
+                            seq,
+                            what: format!("a copy of kind '{other}' (arrays)"),
+                        })
+                    }
+                };
+                p.ops.push(op);
+            }
+            Event::Memset {
+                dst,
+                value,
+                width,
+                count,
+            } => {
+                let bytes = u64::from(*width) * count;
+                let Some(to) = live.resolve(&p.allocs, dst.0, bytes) else {
+                    p.notes.push(format!(
+                        "event {seq}: a memset of {bytes} bytes at {:#x}, which is no allocation seen: not replayed",
+                        dst.0
+                    ));
+                    continue;
+                };
+                let pattern = value.to_le_bytes()[..*width as usize].to_vec();
+                p.ops.push(Op::Memset {
+                    seq,
+                    to,
+                    pattern,
+                    count: *count,
+                });
+            }
+            _ => {}
+        }
+    }
+    Ok(p)
+}
+
+/// A launch's arguments: a 64-bit value that points into a live allocation is that buffer.
+fn launch_args(
+    seq: usize,
+    kernel: &str,
+    sig: &EntrySignature,
+    args: &[String],
+    allocs: &[Alloc],
+    live: &Live,
+    notes: &mut Vec<String>,
+) -> Result<Vec<ArgOut>, TraceError> {
+    if args.len() != sig.params.len() {
+        return Err(TraceError::Arity {
+            seq,
+            kernel: kernel.to_string(),
+            args: args.len(),
+            params: sig.params.len(),
+        });
+    }
+    let mut out = Vec::with_capacity(args.len());
+    for (k, (hex, p)) in args.iter().zip(&sig.params).enumerate() {
+        let bytes = hex_bytes(hex).ok_or_else(|| TraceError::Event {
+            seq,
+            message: format!("argument {k} '{hex}' is not hex"),
+        })?;
+        let wide = p.count == 1 && matches!(p.ptx_type.as_str(), "u64" | "s64" | "b64");
+        if wide && bytes.len() == 8 {
+            let v = u64::from_le_bytes(bytes[..8].try_into().unwrap_or([0; 8]));
+            if let Some(at) = live.resolve(allocs, v, 0) {
+                out.push(ArgOut::Pointer(at));
+                continue;
+            }
+            if v != 0 && (p.ptr || v > 1 << 40) {
+                notes.push(format!(
+                    "event {seq}: {kernel} parameter {k} is {v:#x}, which is in no allocation seen: passed as that number"
+                ));
+            }
+        }
+        out.push(ArgOut::Value {
+            ptx_type: if p.count == 1 {
+                p.ptx_type.clone()
+            } else {
+                String::new()
+            },
+            bytes,
+        });
+    }
+    Ok(out)
+}
+
+/// Bytes from hex digits (two per byte).
+pub(super) fn hex_bytes(hex: &str) -> Option<Vec<u8>> {
+    if hex.len() % 2 != 0 {
+        return None;
+    }
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+        .collect()
+}

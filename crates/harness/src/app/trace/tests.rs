@@ -1,0 +1,264 @@
+//! An application simulated on the PTX interpreter (its device), recorded as the attach library
+//! records, traced, and the spec replayed on the interpreter: every output must equal, bit for
+//! bit, what the application read back.
+
+use super::*;
+use crate::app::events;
+use crate::data::materialize;
+use crate::interp_steps::run_steps;
+use crate::run::build_request;
+use crate::spec::Spec;
+use crate::validate::plan;
+use mantissa_gpu::{Builder, FlagSet};
+use mantissa_ptx::interp::{self, Memory};
+
+/// `scale` (C++: its name says `double*`) and `mean_of` (extern "C": only its loads and
+/// stores say `double`).
+const PTX: &str = r#"
+.version 8.0
+.target sm_90
+.address_size 64
+
+.visible .entry _Z5scalePddi(.param .u64 _Z5scalePddi_param_0, .param .f64 _Z5scalePddi_param_1, .param .u32 _Z5scalePddi_param_2)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<6>;
+    .reg .b64 %rd<5>;
+    .reg .f64 %fd<4>;
+    ld.param.u64 %rd1, [_Z5scalePddi_param_0];
+    ld.param.f64 %fd1, [_Z5scalePddi_param_1];
+    ld.param.u32 %r1, [_Z5scalePddi_param_2];
+    mov.u32 %r2, %ctaid.x;
+    mov.u32 %r3, %ntid.x;
+    mov.u32 %r4, %tid.x;
+    mad.lo.s32 %r5, %r2, %r3, %r4;
+    setp.ge.s32 %p1, %r5, %r1;
+    @%p1 bra $L__done;
+    cvta.to.global.u64 %rd2, %rd1;
+    mul.wide.s32 %rd3, %r5, 8;
+    add.s64 %rd4, %rd2, %rd3;
+    ld.global.f64 %fd2, [%rd4];
+    mul.rn.f64 %fd3, %fd2, %fd1;
+    st.global.f64 [%rd4], %fd3;
+$L__done:
+    ret;
+}
+
+.visible .entry mean_of(.param .u64 mean_of_param_0, .param .u64 mean_of_param_1, .param .u32 mean_of_param_2)
+{
+    .reg .pred %p<3>;
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<7>;
+    .reg .f64 %fd<5>;
+    ld.param.u64 %rd1, [mean_of_param_0];
+    ld.param.u64 %rd2, [mean_of_param_1];
+    ld.param.u32 %r1, [mean_of_param_2];
+    mov.u32 %r2, %tid.x;
+    setp.ne.s32 %p1, %r2, 0;
+    @%p1 bra $L__end;
+    cvta.to.global.u64 %rd3, %rd1;
+    cvta.to.global.u64 %rd4, %rd2;
+    mov.f64 %fd1, 0d0000000000000000;
+    mov.u32 %r3, 0;
+$L__loop:
+    setp.ge.s32 %p2, %r3, %r1;
+    @%p2 bra $L__store;
+    mul.wide.s32 %rd5, %r3, 8;
+    add.s64 %rd6, %rd3, %rd5;
+    ld.global.f64 %fd2, [%rd6];
+    add.rn.f64 %fd1, %fd1, %fd2;
+    add.s32 %r3, %r3, 1;
+    bra $L__loop;
+$L__store:
+    cvt.rn.f64.s32 %fd3, %r1;
+    div.rn.f64 %fd4, %fd1, %fd3;
+    st.global.f64 [%rd4], %fd4;
+$L__end:
+    ret;
+}
+"#;
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// The application: x = 1 + k/n; three times: the mean of x on the device, read back, and x
+/// scaled by it (a value the host took from the device), the upper half of x halved (a pointer
+/// into x), and once new values copied over x's first quarter; x read back at the end.
+/// Returns its events (as the library writes them) into `dir`, and what it read back last.
+fn simulate(dir: &Path) -> (String, Vec<u8>) {
+    let module = mantissa_ptx::parse::parse(PTX).module;
+    let key = mantissa_fatbin::module_key(PTX.as_bytes());
+    std::fs::create_dir_all(dir.join("modules")).unwrap();
+    std::fs::create_dir_all(dir.join("data")).unwrap();
+    std::fs::write(dir.join("modules").join(format!("{key}.ptx")), PTX).unwrap();
+    let n: u32 = 64;
+    let mut mem = Memory::new();
+    let mut log = vec![format!(
+        r#"{{"event":"load","module":"{key}","kind":"ptx","via":"cuModuleLoadData","replaced":false}}"#
+    )];
+    let mut files = 0;
+    let mut save = |bytes: &[u8]| {
+        let f = format!("data/{files}.bin");
+        std::fs::write(dir.join(&f), bytes).unwrap();
+        files += 1;
+        f
+    };
+    let x = mem.alloc(n as usize * 8);
+    let out = mem.alloc(8);
+    for (p, b) in [(x, n * 8), (out, 8)] {
+        log.push(format!(r#"{{"event":"alloc","ptr":"{p:#x}","bytes":{b},"kind":"device"}}"#));
+    }
+    let x0: Vec<u8> = (0..n)
+        .flat_map(|k| (1.0 + f64::from(k) / f64::from(n)).to_le_bytes())
+        .collect();
+    mem.write(x, &x0).unwrap();
+    let f = save(&x0);
+    log.push(format!(
+        r#"{{"event":"copy","dir":"htod","dst":"{x:#x}","src":"0x1000","bytes":{},"data":"{f}"}}"#,
+        x0.len()
+    ));
+    log.push(format!(
+        r#"{{"event":"memset","dst":"{out:#x}","value":0,"width":1,"count":8}}"#
+    ));
+    let options = interp::Options::default();
+    let launch = |mem: &mut Memory, log: &mut Vec<String>, kernel: &str, grid: u32, block: u32, args: Vec<Vec<u8>>| {
+        let a: Vec<interp::Arg> = args.iter().map(|b| interp::Arg(b.clone())).collect();
+        let l = interp::Launch {
+            grid: [grid, 1, 1],
+            block: [block, 1, 1],
+        };
+        interp::run_with(&module, kernel, l, &a, mem, &options).unwrap();
+        let hexes: Vec<String> = args.iter().map(|b| format!("\"{}\"", hex(b))).collect();
+        log.push(format!(
+            r#"{{"event":"launch","module":"{key}","kernel":"{kernel}","grid":[{grid},1,1],"block":[{block},1,1],"shared":0,"stream":"0x0","args":[{}]}}"#,
+            hexes.join(",")
+        ));
+    };
+    for iteration in 0..3 {
+        launch(&mut mem, &mut log, "mean_of", 1, 32, vec![x.to_le_bytes().to_vec(), out.to_le_bytes().to_vec(), n.to_le_bytes().to_vec()]);
+        let mean = mem.read(out, 8).unwrap().to_vec();
+        let f = save(&mean);
+        log.push(format!(
+            r#"{{"event":"copy","dir":"dtoh","dst":"0x2000","src":"{out:#x}","bytes":8,"data":"{f}"}}"#
+        ));
+        launch(&mut mem, &mut log, "_Z5scalePddi", 2, 32, vec![x.to_le_bytes().to_vec(), mean, n.to_le_bytes().to_vec()]);
+        let half = x + u64::from(n / 2) * 8;
+        launch(&mut mem, &mut log, "_Z5scalePddi", 1, 32, vec![half.to_le_bytes().to_vec(), 0.5f64.to_le_bytes().to_vec(), (n / 2).to_le_bytes().to_vec()]);
+        if iteration == 1 {
+            let fresh: Vec<u8> = (0..n / 4).flat_map(|k| (-f64::from(k)).to_le_bytes()).collect();
+            mem.write(x, &fresh).unwrap();
+            let f = save(&fresh);
+            log.push(format!(
+                r#"{{"event":"copy","dir":"htod","dst":"{x:#x}","src":"0x3000","bytes":{},"data":"{f}"}}"#,
+                fresh.len()
+            ));
+        }
+    }
+    let last = mem.read(x, n as usize * 8).unwrap().to_vec();
+    let f = save(&last);
+    log.push(format!(
+        r#"{{"event":"copy","dir":"dtoh","dst":"0x2000","src":"{x:#x}","bytes":{},"data":"{f}"}}"#,
+        last.len()
+    ));
+    log.push(r#"{"event":"end","how":"exit"}"#.to_string());
+    std::fs::write(dir.join("events.jsonl"), log.join("\n") + "\n").unwrap();
+    (key, last)
+}
+
+#[test]
+fn a_traced_run_replays_to_the_bit_and_says_what_the_host_chose() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (run_dir, out_dir) = (tmp.path().join("run"), tmp.path().join("spec"));
+    let (_, last) = simulate(&run_dir);
+    let events = events::read(&run_dir.join("events.jsonl")).unwrap();
+    let t = trace(&run_dir, &events, "app", 90).unwrap();
+    assert_eq!(t.counts.launches, 9);
+    assert_eq!(t.counts.kernels, 2);
+    assert_eq!(t.counts.copies_back, 4);
+    assert!(
+        t.notes.iter().any(|n| n.contains("_Z5scalePddi parameter 1: 3 of 6 launches")),
+        "{:#?}",
+        t.notes
+    );
+    // Typed by the C++ name (scale) and by mean_of's f64 loads and stores.
+    assert!(t.spec.contains("[buffers.buf0]") && t.spec.contains("type = \"f64\"\nlen = 64"), "{}", t.spec);
+    assert!(t.spec.contains("[buffers.buf1]") && t.spec.contains("type = \"f64\"\nlen = 1"), "{}", t.spec);
+    assert!(t.spec.contains("{ buffer = \"buf0\", offset = 32 }"), "{}", t.spec);
+    assert!(t.spec.contains("fill = { buffer = \"buf1\", value = 0.0 }"), "{}", t.spec);
+    let path = t.write(&out_dir).unwrap();
+    if std::env::var_os("TRACE_PRINT").is_some() {
+        eprintln!("{}\n{:#?}", t.spec, t.notes);
+    }
+
+    let spec = Spec::load(&path).unwrap_or_else(|e| panic!("{e}\n{}", t.spec));
+    let inputs = materialize(&spec).unwrap();
+    let built = Builder::new()
+        .build(&build_request(&spec, FlagSet::DEFAULT, None).unwrap())
+        .unwrap();
+    let plan = plan(&spec, &built.ptx, &Default::default(), &inputs.symbols)
+        .unwrap_or_else(|e| panic!("{e}\n{}", t.spec));
+    let module = mantissa_ptx::parse::parse(&built.ptx).module;
+    let options = interp::Options::default();
+    let mut launch = |entry: &str, l: interp::Launch, args: &[interp::Arg], mem: &mut Memory| {
+        interp::run_with(&module, entry, l, args, mem, &options)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    };
+    let run = run_steps(&spec, &plan, &inputs, &module, &mut launch).unwrap();
+    assert_eq!(spec.outputs.len(), 2);
+    for o in &spec.outputs {
+        let got = run.buffer_bytes(&o.buffer).unwrap();
+        let (reference, _) = o.reference.as_ref().expect("a reference");
+        let want = std::fs::read(reference).unwrap();
+        // The .npy's data is its last bytes.
+        assert_eq!(&want[want.len() - got.len()..], &got[..], "output {}", o.buffer);
+    }
+    let x_out = spec.outputs.iter().find(|o| o.buffer == "buf0").unwrap();
+    assert_eq!(run.buffer_bytes(&x_out.buffer).unwrap(), last);
+}
+
+#[test]
+fn a_module_without_ptx_names_the_flag_that_adds_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(tmp.path().join("modules")).unwrap();
+    // An ELF image: a cubin, no PTX.
+    let mut elf = vec![0x7f, b'E', b'L', b'F', 2, 1, 1];
+    elf.resize(64, 0);
+    std::fs::write(tmp.path().join("modules/00000000000000aa.cubin"), &elf).unwrap();
+    let events = events::parse(
+        r#"{"event":"launch","module":"00000000000000aa","kernel":"k","grid":[1,1,1],"block":[1,1,1],"shared":0,"args":[]}"#,
+    )
+    .unwrap();
+    let e = trace(tmp.path(), &events, "app", 90).unwrap_err().to_string();
+    assert!(e.contains("compute_XX,code=compute_XX"), "{e}");
+    let none = trace(tmp.path(), &[], "app", 90).unwrap_err().to_string();
+    assert!(none.contains("launched no kernel"), "{none}");
+}
+
+#[test]
+fn pointer_offsets_and_bytes_are_checked_against_the_buffer_and_the_parameter() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("app.ptx"), PTX).unwrap();
+    let check = |args: &str| -> Result<(), String> {
+        let text = format!(
+            "[source]\nfile = \"app.ptx\"\n[buffers.x]\ntype = \"f64\"\nlen = 64\n\
+             [[steps]]\nlaunch = \"_Z5scalePddi\"\ngrid = 1\nblock = 32\nargs = {args}\n\
+             [[outputs]]\nbuffer = \"x\"\n"
+        );
+        let spec = Spec::parse(&text, &tmp.path().join("t.toml")).map_err(|e| e.to_string())?;
+        let inputs = materialize(&spec).map_err(|e| e.to_string())?;
+        plan(&spec, PTX, &Default::default(), &inputs.symbols)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    };
+    check(r#"[{ buffer = "x", offset = 64 }, { bytes = "000000000000f03f" }, 64]"#).unwrap();
+    let beyond = check(r#"[{ buffer = "x", offset = 65 }, 1.0, 64]"#).unwrap_err();
+    assert!(beyond.contains("an element of 'x' or its end: 0 to 64"), "{beyond}");
+    let short = check(r#"["x", { bytes = "00" }, 64]"#).unwrap_err();
+    assert!(short.contains("1 bytes for parameter 2") && short.contains("8 bytes (16 hex digits)"), "{short}");
+    let odd = check(r#"["x", { bytes = "0" }, 64]"#).unwrap_err();
+    assert!(odd.contains("an even number of hex digits"), "{odd}");
+    let unknown = check(r#"[{ buffer = "x", at = 3 }, 1.0, 64]"#).unwrap_err();
+    assert!(unknown.contains("buffer, offset"), "{unknown}");
+}

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# The example application examples/apps/reactor on a GPU machine, under the attach library
+# (issue 39): built with the device's nvcc as a user would (static runtime, its f32 twin, and
+# -cudart shared); run plain and watched, interleaved, to measure what watching costs; recorded
+# in full on a small size (events, modules, every copy's bytes) as a fixture for the CPU tests;
+# and run with its own PTX as a replacement (the driver JIT-compiles it), which must print the
+# same. Results go to OUT as they come (summary.txt first), each step under `timeout`.
+#
+# Needs .gpu/libmantissa_attach.so (see scripts/attach-check.sh's header).
+# Usage: [BUDGET=seconds] bash scripts/app-check.sh OUT
+set -u
+out=${1:?usage: bash scripts/app-check.sh OUT}
+mkdir -p "$out"; out=$(cd "$out" && pwd)
+start=$(date +%s); budget=${BUDGET:-300}
+summary=$out/summary.txt; : > "$summary"
+say() { echo "$*" | tee -a "$summary"; }
+left() { echo $(( budget - ($(date +%s) - start) )); }
+src=$(pwd)/examples/apps/reactor/reactor.cu
+shim=$(realpath .gpu/libmantissa_attach.so 2>/dev/null)
+[ -f "$shim" ] || { say "FAIL no .gpu/libmantissa_attach.so"; exit 1; }
+work=$(mktemp -d /tmp/app-check.XXXX); mkdir -p "$work/lib"
+ln -s "$shim" "$work/lib/libcuda.so.1"
+nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+say "gpu: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1)"
+say "nvcc: $($nvcc --version | tail -1)"
+
+for v in "reactor:" "reactor_f32:-DREAL=float" "reactor_shared:-cudart shared"; do
+  name=${v%%:*}; flags=${v#*:}
+  if timeout 180 "$nvcc" -O3 -arch=sm_90 $flags -o "$work/$name" "$src" > "$out/nvcc-$name.log" 2>&1
+  then say "PASS build $name ($flags)"; else say "FAIL build $name: $(tail -2 "$out/nvcc-$name.log")"; fi
+done
+
+# run NAME DIR-OR-EMPTY RECORD BIN ARGS...: one run, plain when DIR is empty; prints wall ms.
+run() {
+  local name=$1 dir=$2 rec=$3 bin=$4; shift 4
+  local t=$(left); [ "$t" -gt 60 ] && t=60
+  [ "$t" -le 0 ] && { echo "skip"; return; }
+  local s=$(date +%s%N)
+  if [ -z "$dir" ]; then timeout "$t" "$work/$bin" "$@" > "$out/$name.out" 2> "$out/$name.err"
+  else mkdir -p "$dir"; env LD_LIBRARY_PATH="$work/lib:${LD_LIBRARY_PATH:-}" MANTISSA_ATTACH_DIR="$dir" \
+    MANTISSA_ATTACH_RECORD="$rec" ${REPLACE:+MANTISSA_REPLACE_DIR=$REPLACE} \
+    timeout "$t" "$work/$bin" "$@" > "$out/$name.out" 2> "$out/$name.err"; fi
+  local rc=$?; echo "$(( ($(date +%s%N) - s) / 1000000 )) rc=$rc"
+}
+
+for bin in reactor reactor_f32 reactor_shared; do
+  [ -x "$work/$bin" ] || continue
+  # What watching costs: plain and watched interleaved, 5 each, the default size; medians.
+  plain=(); watched=()
+  for i in 1 2 3 4 5; do
+    plain+=("$(run "$bin-plain" "" "" "$bin" | cut -d' ' -f1)")
+    rm -rf "$work/w"; watched+=("$(run "$bin-watched" "$work/w" "launches,copies" "$bin" | cut -d' ' -f1)")
+  done
+  say "$bin wall ms plain: ${plain[*]}; watched: ${watched[*]}"
+  if cmp -s "$out/$bin-plain.out" "$out/$bin-watched.out"; then say "PASS $bin watched prints the same"
+  else say "FAIL $bin watched differs: $(diff "$out/$bin-plain.out" "$out/$bin-watched.out" | head -4 | tr '\n' ' ')"; fi
+  rm -rf "$work/t"; say "$bin timed: $(run "$bin-timed" "$work/t" "launches,copies,time" "$bin")"
+  grep '"kernel_time"' "$work/t/events.jsonl" | tail -5 > "$out/$bin-kernel-time.jsonl"
+  # The fixture: a small run recorded in full.
+  fx=$out/fixture-$bin; rm -rf "$fx"
+  say "$bin fixture: $(run "$bin-fixture" "$fx" "launches,copies,htod_data,dtoh_data,time" "$bin" 4096 20)"
+  cp "$out/$bin-fixture.out" "$fx/stdout.txt"
+  # Its own PTX as the replacement of every module that has PTX: the same output.
+  rep=$work/rep-$bin; mkdir -p "$rep"; rm -f "$rep"/*
+  for m in $(sed -n 's/.*"event":"load".*"module":"\([0-9a-f]*\)".*/\1/p' "$fx/events.jsonl" | sort -u); do
+    ( cd "$work" && timeout 30 cuobjdump -xptx all "$fx/modules/$m.fatbin" > /dev/null 2>&1 )
+    p=$(ls "$work"/*.ptx 2>/dev/null | head -1)
+    [ -n "$p" ] && mv "$p" "$rep/$m.ptx" && rm -f "$work"/*.ptx
+  done
+  say "$bin replacements: $(ls "$rep" | tr '\n' ' ')"
+  rm -rf "$work/r"; say "$bin replaced: $(REPLACE=$rep run "$bin-replaced" "$work/r" "launches,copies" "$bin" 4096 20)"
+  grep '"event":"load"' "$work/r/events.jsonl" | head -3 > "$out/$bin-replaced-loads.jsonl"
+  if cmp -s "$fx/stdout.txt" "$out/$bin-replaced.out" && grep -q '"replaced":true' "$work/r/events.jsonl"
+  then say "PASS $bin with its PTX replaced prints the same"
+  else say "FAIL $bin replaced: $(head -c 300 "$out/$bin-replaced.err") / $(diff "$fx/stdout.txt" "$out/$bin-replaced.out" | head -3 | tr '\n' ' ')"; fi
+done
+cp "$work"/reactor "$work"/reactor_f32 "$work"/reactor_shared "$out/" 2>/dev/null
+say "done in $(( $(date +%s) - start )) s"
