@@ -26,6 +26,7 @@ mod stdout;
 mod stop;
 mod study;
 mod table;
+mod trace;
 mod tune;
 
 use std::process::ExitCode;
@@ -96,6 +97,11 @@ enum Command {
     /// store a single process writes, in plan order, and write its report; shards of different
     /// settings, versions or revisions, and missing or duplicated shards, are refused.
     Merge(merge::MergeArgs),
+    /// Run an application as it is (`mantissa trace -- APP ARGS`) under the attach library,
+    /// record what it loads, launches and copies, and write a spec of it (with its PTX and the
+    /// bytes it copied) that `mantissa run` replays; says where the host used device results.
+    /// Needs a GPU.
+    Trace(trace::TraceArgs),
 }
 
 fn main() -> ExitCode {
@@ -126,6 +132,7 @@ fn main() -> ExitCode {
         Command::Mathlib(args) => mathlib::run(args),
         Command::Slurm(args) => slurm::run(args, cli.threads.map(usize::from)),
         Command::Merge(args) => merge::run(args),
+        Command::Trace(args) => trace::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

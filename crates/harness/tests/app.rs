@@ -193,3 +193,38 @@ fn a_directory_in_use_or_a_missing_program_is_one_line() {
         "{e}"
     );
 }
+
+/// The whole path on the CPU: the application recorded through the real attach library, traced,
+/// and the spec replayed on the PTX interpreter (a launch of the fake driver runs nothing, and
+/// neither does the kernel: the buffer comes back as the application read it).
+#[test]
+fn a_traced_run_replays_on_the_interpreter_to_what_the_application_read() {
+    use mantissa_harness::app::trace::trace;
+    use mantissa_ptx::interp::{self, Memory};
+    let (attach, _) = setup();
+    let mut req = request("traced", &["3"], None);
+    req.record = ["launches", "copies", "htod_data", "dtoh_data"].map(String::from).to_vec();
+    let run = attach.run(&req).unwrap();
+    assert_eq!(run.exit, Exit::Code(0), "{}", run.stderr());
+    let t = trace(&run.dir, &run.events, "host_app", 90).unwrap();
+    assert_eq!((t.counts.launches, t.counts.kernels, t.counts.outputs), (3, 1, 1));
+    assert!(t.spec.contains("repeat = 3\nsteps = [\n  { launch = \"k_8_8\""), "{}", t.spec);
+    let path = t.write(&scratch().join("traced-spec")).unwrap();
+    let spec = mantissa_harness::Spec::load(&path).unwrap_or_else(|e| panic!("{e}\n{}", t.spec));
+    let inputs = mantissa_harness::data::materialize(&spec).unwrap();
+    let ptx = std::fs::read_to_string(path.with_extension("ptx")).unwrap();
+    let plan = mantissa_harness::validate::plan(&spec, &ptx, &Default::default(), &inputs.symbols)
+        .unwrap_or_else(|e| panic!("{e}\n{}", t.spec));
+    let module = mantissa_ptx::parse::parse(&ptx).module;
+    let mut launch = |entry: &str, l: interp::Launch, args: &[interp::Arg], mem: &mut Memory| {
+        interp::run_with(&module, entry, l, args, mem, &interp::Options::default())
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    };
+    let replay =
+        mantissa_harness::interp_steps::run_steps(&spec, &plan, &inputs, &module, &mut launch)
+            .unwrap();
+    let got = replay.buffer_bytes(&spec.outputs[0].buffer).unwrap();
+    let want: Vec<u8> = [1.0f64, 2.0, 3.0, 4.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+    assert_eq!(got, want);
+}
