@@ -74,5 +74,46 @@ for bin in reactor reactor_f32 reactor_shared; do
   then say "PASS $bin with its PTX replaced prints the same"
   else say "FAIL $bin replaced: $(head -c 300 "$out/$bin-replaced.err") / $(diff "$fx/stdout.txt" "$out/$bin-replaced.out" | head -3 | tr '\n' ' ')"; fi
 done
+# trace, then run: the spec replays the application's launches and must read back, bit for bit,
+# what the application read (every output is compared exactly with the application's bytes).
+mantissa=$(realpath .gpu/bin/mantissa 2>/dev/null)
+if [ -x "$mantissa" ]; then
+  for bin in reactor reactor_f32 reactor_shared; do
+    [ -x "$work/$bin" ] && [ "$(left)" -gt 40 ] || continue
+    tr=$out/trace-$bin; rm -rf "$tr"
+    ( cd "$work" && timeout 120 "$mantissa" trace --out "$tr" -- "$work/$bin" 4096 20 ) > "$out/$bin-trace.out" 2> "$out/$bin-trace.err"
+    rc=$?; say "$bin trace rc=$rc: $(head -1 "$out/$bin-trace.out")"
+    [ $rc -eq 0 ] || { say "FAIL $bin trace: $(tail -2 "$out/$bin-trace.err" | tr '\n' ' ')"; continue; }
+    timeout 180 "$mantissa" run "$tr/$bin.toml" --repeats 3 > "$out/$bin-replay.out" 2> "$out/$bin-replay.err"
+    rc=$?
+    if [ $rc -eq 0 ] && ! grep -q "NOT met" "$out/$bin-replay.out"; then say "PASS $bin trace then run: every output as the application read it"
+    else say "FAIL $bin replay rc=$rc: $(grep -m2 'NOT met\|error' "$out/$bin-replay.out" "$out/$bin-replay.err" | tr '\n' ' ')"; fi
+  done
+  # A Python program: cupy's kernels compiled to PTX (cupy compiles to cubin by default).
+  if python3 -c 'import cupy' 2>/dev/null && [ "$(left)" -gt 40 ]; then
+    cat > "$work/decay.py" <<'PY'
+import cupy as cp
+k = cp.RawKernel(r"""
+extern "C" __global__ void decay(double* u, double rate, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) u[i] = u[i] - rate * u[i] * u[i];
+}""", "decay")
+n = 4096
+u = cp.asarray([1.0 / (1 + i) for i in range(n)])
+steps = 0
+while float(u.sum()) > 2.0 and steps < 1000:
+    k(((n + 255) // 256,), (256,), (u, cp.float64(0.05), cp.int32(n)))
+    steps += 1
+print("steps", steps, "sum", repr(float(u.sum())))
+PY
+    for mode in cubin ptx; do
+      tr=$out/trace-cupy-$mode; rm -rf "$tr"
+      ( cd "$work" && { [ $mode = ptx ] && export CUPY_COMPILE_WITH_PTX=1; true; } && timeout 120 "$mantissa" trace --out "$tr" -- python3 "$work/decay.py" ) > "$out/cupy-$mode-trace.out" 2> "$out/cupy-$mode-trace.err"
+      say "cupy ($mode) trace rc=$?: $(head -3 "$out/cupy-$mode-trace.out" | tr '\n' ' ') $(tail -1 "$out/cupy-$mode-trace.err")"
+    done
+  fi
+else
+  say "no .gpu/bin/mantissa: trace not checked"
+fi
 cp "$work"/reactor "$work"/reactor_f32 "$work"/reactor_shared "$out/" 2>/dev/null
 say "done in $(( $(date +%s) - start )) s"

@@ -313,3 +313,49 @@ fn nested_loops_copies_fills_struct_and_device_symbols() {
     assert_eq!(read("out", 1), HostData::F64(vec![11.0]));
     std::fs::remove_dir_all(&d).ok();
 }
+
+const POINTER_AND_STRUCT: &str = r#"
+struct Affine { double a; float b; int k; };
+
+// y[i] = p.a * y[i] + p.b + p.k: the struct is passed by value, as bytes in the spec.
+extern "C" __global__ void affine(double* y, Affine p, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = p.a * y[i] + p.b + p.k;
+}
+"#;
+
+/// `{ buffer, offset }` passes a pointer into a buffer and `{ bytes }` a struct by value: the
+/// upper half of y is transformed, the lower half is not; every value exact.
+#[test]
+fn pointers_into_buffers_and_structs_by_value_reach_the_kernel() {
+    let Some(gpu) = require_gpu_or_skip() else {
+        return;
+    };
+    let d = workdir("pointer-struct");
+    std::fs::write(d.join("kernels.cu"), POINTER_AND_STRUCT).unwrap();
+    // Affine { a = 2.0, b = 0.5f, k = 3 }: 8 + 4 + 4 bytes.
+    let mut p = 2.0f64.to_le_bytes().to_vec();
+    p.extend(0.5f32.to_le_bytes());
+    p.extend(3i32.to_le_bytes());
+    let hex: String = p.iter().map(|b| format!("{b:02x}")).collect();
+    let spec = format!(
+        "[source]\nfile = \"kernels.cu\"\n[buffers.y]\ntype = \"f64\"\nlen = 64\n\
+         init = {{ sequence = {{ start = 0.0, step = 1.0 }} }}\n\
+         [[steps]]\nlaunch = \"affine\"\ngrid = 1\nblock = 32\n\
+         args = [{{ buffer = \"y\", offset = 32 }}, {{ bytes = \"{hex}\" }}, 32]\n\
+         [[outputs]]\nbuffer = \"y\"\n"
+    );
+    std::fs::write(d.join("spec.toml"), spec).unwrap();
+    let spec = Spec::load(&d.join("spec.toml")).unwrap();
+    let request = RunRequest {
+        save_dir: Some(d.join("out")),
+        ..RunRequest::default()
+    };
+    run_spec(&gpu, &spec, &request, &mut |_| {}).unwrap();
+    let y = mantissa_harness::npy::read(&d.join("out/y.npy"), mantissa_gpu::DType::F64, 64).unwrap();
+    let expected: Vec<f64> = (0..64)
+        .map(|i| if i < 32 { i as f64 } else { 2.0 * i as f64 + 3.5 })
+        .collect();
+    assert_eq!(y, HostData::F64(expected));
+    std::fs::remove_dir_all(&d).ok();
+}
