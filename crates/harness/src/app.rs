@@ -18,6 +18,7 @@
 //!   event of the run.
 
 pub mod events;
+pub mod session;
 pub mod trace;
 
 use events::Event;

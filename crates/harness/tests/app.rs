@@ -228,3 +228,55 @@ fn a_traced_run_replays_on_the_interpreter_to_what_the_application_read() {
     let want: Vec<u8> = [1.0f64, 2.0, 3.0, 4.0].iter().flat_map(|v| v.to_le_bytes()).collect();
     assert_eq!(got, want);
 }
+
+/// A session of the application: the baseline, then a trial with its module replaced by a
+/// pipeline's rewrite (demotion of every f64 instruction: none in this kernel), compared on what
+/// it copied back.
+#[test]
+fn a_trial_replaces_the_module_and_is_compared_on_what_was_copied_back() {
+    use mantissa_harness::app::session::AppSession;
+    use mantissa_ptx::pass::demote::DemoteSet;
+    let (attach, app) = setup();
+    let work = scratch().join("session");
+    let _ = std::fs::remove_dir_all(&work);
+    let mut session = AppSession::start(
+        attach.clone(),
+        vec![app.clone().into_os_string(), "2".into()],
+        &work,
+        None,
+        90,
+    )
+    .unwrap();
+    assert_eq!(session.modules().len(), 1);
+    assert!(session.modules()[0].ptx.is_some());
+    let pipeline = mantissa_harness::pipelines::demotion(DemoteSet::all());
+    let trial = session.run_pipeline("all", &pipeline).unwrap();
+    assert_eq!(trial.run.exit, Exit::Code(0), "{}", trial.run.stderr());
+    assert!(trial.refused.is_empty() && trial.not_rewritten.is_empty());
+    assert_eq!(trial.reports.len(), 1);
+    assert!(
+        trial.run.events.iter().any(|e| matches!(e, Event::Load { replaced: true, .. })),
+        "{:?}",
+        trial.run.events
+    );
+    let c = session.compare(&trial.run).unwrap();
+    assert_eq!(c.diverged, None);
+    assert_eq!(c.groups.len(), 1);
+    let g = &c.groups[0];
+    // `k_8_8` is extern "C" and touches no memory: nothing says what the buffer holds, so it
+    // is compared as bytes.
+    assert_eq!((g.dtype, g.bytes, g.copies), (mantissa_gpu::DType::U8, 32, (1, 1)));
+    assert_eq!(g.last.as_ref().unwrap().differing, 0);
+    // A baseline that fails is the session's end, in one line.
+    let e = AppSession::start(
+        attach.clone(),
+        vec![app.clone().into_os_string(), "1".into(), "crash".into()],
+        &scratch().join("session-crash"),
+        None,
+        90,
+    )
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(e.contains("a baseline must exit with status 0"), "{e}");
+}

@@ -21,12 +21,11 @@
 //! then passed to later launches (a time step), copies to `__device__` variables or to memory
 //! no allocation covers. Never: a guess at a loop the events do not show repeating.
 
-mod program;
+pub(crate) mod program;
 mod render;
-mod types;
+pub(crate) mod types;
 
 use crate::app::events::Event;
-use mantissa_gpu::EntrySignature;
 use mantissa_ptx::entry::entry_signatures;
 use mantissa_ptx::pointees::pointee_types;
 use program::{ArgOut, Op};
@@ -182,6 +181,29 @@ pub fn module_ptx(dir: &Path, key: &str, arch: u32) -> Result<String, TraceError
         })
 }
 
+/// The signatures and buffer-type evidence of the kernels of module `key` (parsed).
+pub(crate) fn kernel_facts(
+    key: &str,
+    parsed: &mantissa_ptx::Module,
+) -> (
+    program::Signatures,
+    HashMap<(String, String), types::KernelEvidence>,
+) {
+    let signatures: program::Signatures = entry_signatures(parsed)
+        .into_iter()
+        .map(|s| ((key.to_string(), s.name.clone()), s))
+        .collect();
+    let evidence = parsed
+        .functions()
+        .filter(|f| signatures.contains_key(&(key.to_string(), f.name.clone())))
+        .map(|f| {
+            let ev = types::KernelEvidence::of(&f.name, pointee_types(f));
+            ((key.to_string(), f.name.clone()), ev)
+        })
+        .collect();
+    (signatures, evidence)
+}
+
 /// The spec of the run recorded in `dir` (`events` read from it), named `name`, for a device
 /// of compute capability `arch`.
 pub fn trace(dir: &Path, events: &[Event], name: &str, arch: u32) -> Result<Trace, TraceError> {
@@ -198,20 +220,9 @@ pub fn trace(dir: &Path, events: &[Event], name: &str, arch: u32) -> Result<Trac
         .ok_or(TraceError::NoLaunches)?;
     let ptx = module_ptx(dir, &module, arch)?;
     let parsed = mantissa_ptx::parse::parse(&ptx).module;
-    let signatures: HashMap<String, EntrySignature> = entry_signatures(&parsed)
-        .into_iter()
-        .map(|s| (s.name.clone(), s))
-        .collect();
-    let evidence: HashMap<String, types::KernelEvidence> = parsed
-        .functions()
-        .filter(|f| signatures.contains_key(&f.name))
-        .map(|f| {
-            let ev = types::KernelEvidence::of(&f.name, pointee_types(f));
-            (f.name.clone(), ev)
-        })
-        .collect();
+    let (signatures, evidence) = kernel_facts(&module, &parsed);
     let data = |file: &str| read(&dir.join(file));
-    let program = program::read(events, &module, &signatures, &data)?;
+    let program = program::read(events, Some(&module), &signatures, &data)?;
     let types = types::buffer_types(&program, &evidence);
     let parts = render::parts(&program, &types);
     let mut notes = program.notes.clone();

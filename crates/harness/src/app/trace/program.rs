@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashMap};
 
 /// A device allocation.
 #[derive(Debug, Clone)]
-pub(super) struct Alloc {
+pub(crate) struct Alloc {
     pub bytes: u64,
     /// `device`, `managed`, `async`, `pool`, `pitch`.
     pub kind: String,
@@ -17,14 +17,14 @@ pub(super) struct Alloc {
 
 /// A pointer resolved: the buffer (an index of [`Program::allocs`]) and bytes into it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(super) struct At {
+pub(crate) struct At {
     pub buf: usize,
     pub offset: u64,
 }
 
 /// A launch argument.
 #[derive(Debug, Clone, PartialEq)]
-pub(super) enum ArgOut {
+pub(crate) enum ArgOut {
     /// A pointer into a buffer.
     Pointer(At),
     /// A value of the parameter's PTX type, its bytes as passed.
@@ -33,9 +33,11 @@ pub(super) enum ArgOut {
 
 /// One operation of the program, in call order.
 #[derive(Debug, Clone)]
-pub(super) enum Op {
+pub(crate) enum Op {
     Launch {
         seq: usize,
+        /// The module's key.
+        module: String,
         kernel: String,
         grid: [u32; 3],
         block: [u32; 3],
@@ -87,7 +89,7 @@ impl Op {
 
 /// The whole program.
 #[derive(Debug, Default)]
-pub(super) struct Program {
+pub(crate) struct Program {
     pub allocs: Vec<Alloc>,
     pub ops: Vec<Op>,
     /// What could not be followed, one line each (not fatal: the spec is written with them said).
@@ -108,12 +110,16 @@ impl Live {
     }
 }
 
-/// Reads the program from `events`, the launches of module `module` typed by `signatures`;
-/// `data` reads a copy's recorded bytes (`data/<n>.bin`).
-pub(super) fn read(
+/// Kernel signatures by (module key, entry name).
+pub(crate) type Signatures = HashMap<(String, String), EntrySignature>;
+
+/// Reads the program from `events`, its launches typed by `signatures`; with `only`, launches
+/// from another module are an error (a spec holds one module). `data` reads a copy's recorded
+/// bytes (`data/<n>.bin`).
+pub(crate) fn read(
     events: &[Event],
-    module: &str,
-    signatures: &HashMap<String, EntrySignature>,
+    only: Option<&str>,
+    signatures: &Signatures,
     data: &dyn Fn(&str) -> Result<Vec<u8>, TraceError>,
 ) -> Result<Program, TraceError> {
     let mut p = Program::default();
@@ -148,17 +154,22 @@ pub(super) fn read(
                     continue;
                 }
                 let kernel = kernel.clone().ok_or(TraceError::Unnamed { seq })?;
-                if m.as_deref() != Some(module) {
+                let module = m.clone().ok_or(TraceError::Unnamed { seq })?;
+                if let Some(first) = only.filter(|first| *first != module) {
                     return Err(TraceError::SecondModule {
                         seq,
                         kernel,
-                        module: m.clone().unwrap_or_else(|| "an unseen module".into()),
-                        first: module.to_string(),
+                        module,
+                        first: first.to_string(),
                     });
                 }
-                let sig = signatures.get(&kernel).ok_or_else(|| TraceError::NoEntry {
-                    kernel: kernel.clone(),
-                })?;
+                let Some(sig) = signatures.get(&(module.clone(), kernel.clone())) else {
+                    if only.is_some() {
+                        return Err(TraceError::NoEntry { kernel });
+                    }
+                    // A module without PTX: its launches run as they are, their pointers unknown.
+                    continue;
+                };
                 let args = args.as_ref().ok_or_else(|| TraceError::NoArgs {
                     seq,
                     kernel: kernel.clone(),
@@ -166,6 +177,7 @@ pub(super) fn read(
                 let args = launch_args(seq, &kernel, sig, args, &p.allocs, &live, &mut p.notes)?;
                 p.ops.push(Op::Launch {
                     seq,
+                    module,
                     kernel,
                     grid: *grid,
                     block: *block,
@@ -205,12 +217,13 @@ pub(super) fn read(
                             p.notes.push(unseen("to", *dst));
                             continue;
                         };
-                        let file = file.as_deref().ok_or(TraceError::NoData { seq })?;
-                        Op::Upload {
-                            seq,
-                            to,
-                            data: data(file)?,
-                        }
+                        let data = match file.as_deref() {
+                            Some(f) => data(f)?,
+                            // A session compares what comes back; what went in is not kept.
+                            None if only.is_none() => Vec::new(),
+                            None => return Err(TraceError::NoData { seq }),
+                        };
+                        Op::Upload { seq, to, data }
                     }
                     "dtoh" => {
                         let Some(from) = resolve(*src) else {

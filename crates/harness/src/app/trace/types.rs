@@ -15,7 +15,7 @@ use mantissa_ptx::symbols::demangle::demangle;
 use std::collections::{BTreeSet, HashMap};
 
 /// The evidence of one kernel's parameters: the C++ pointee type, and the PTX access type.
-pub(super) struct KernelEvidence {
+pub(crate) struct KernelEvidence {
     pub cpp: Vec<Option<DType>>,
     pub ptx: Vec<BTreeSet<ValueType>>,
 }
@@ -54,7 +54,10 @@ fn find(parent: &mut [usize], mut x: usize) -> usize {
 }
 
 /// One type per allocation (see the module docs).
-pub(super) fn buffer_types(p: &Program, evidence: &HashMap<String, KernelEvidence>) -> Vec<DType> {
+pub(crate) fn buffer_types(
+    p: &Program,
+    evidence: &HashMap<(String, String), KernelEvidence>,
+) -> Vec<DType> {
     let n = p.allocs.len();
     let mut parent: Vec<usize> = (0..n).collect();
     for op in &p.ops {
@@ -67,10 +70,16 @@ pub(super) fn buffer_types(p: &Program, evidence: &HashMap<String, KernelEvidenc
     let mut cpp: HashMap<usize, HashMap<DType, usize>> = HashMap::new();
     let mut ptx: HashMap<usize, HashMap<DType, usize>> = HashMap::new();
     for op in &p.ops {
-        let Op::Launch { kernel, args, .. } = op else {
+        let Op::Launch {
+            module,
+            kernel,
+            args,
+            ..
+        } = op
+        else {
             continue;
         };
-        let Some(ev) = evidence.get(kernel) else {
+        let Some(ev) = evidence.get(&(module.clone(), kernel.clone())) else {
             continue;
         };
         for (k, a) in args.iter().enumerate() {
