@@ -19,6 +19,7 @@ mod ops;
 mod progress;
 mod report;
 mod run;
+mod run_app;
 mod shadow;
 mod slurm;
 mod spec_args;

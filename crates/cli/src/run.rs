@@ -24,48 +24,58 @@ use std::path::PathBuf;
 /// The options of `mantissa run` (see docs/COMMANDS.md and docs/SPEC.md).
 #[derive(Args)]
 pub struct RunArgs {
-    /// The kernel spec (TOML; the format is in docs/SPEC.md).
-    spec: PathBuf,
+    /// The kernel spec (TOML; the format is in docs/SPEC.md); or, instead, an application after
+    /// `--` (`mantissa run --demote all -- APP ARGS`).
+    #[arg(required_unless_present = "app")]
+    spec: Option<PathBuf>,
     /// Flag sets to run, comma-separated (presets or '+' combinations, as for inspect);
     /// `default` always runs first: it is the baseline the others are compared with.
     #[arg(long, default_value = "default", value_parser = parse_flag_list)]
-    flags: FlagList,
+    pub(crate) flags: FlagList,
     /// Write each run's output buffers as DIR/<buffer>.npy (the baseline) and
     /// DIR/<flags>.<configuration>/<buffer>.npy (the others).
     #[arg(long, value_name = "DIR")]
-    save: Option<PathBuf>,
+    pub(crate) save: Option<PathBuf>,
     /// Append one record per output per run to DIR/results.jsonl (read by `mantissa report`).
     #[arg(long, value_name = "DIR")]
-    out: Option<PathBuf>,
+    pub(crate) out: Option<PathBuf>,
     /// Timed repeats of the whole step sequence (median reported); 0 skips timing.
     #[arg(long, default_value_t = 5)]
-    repeats: u32,
+    pub(crate) repeats: u32,
     /// Precision configurations to run besides the program as written, comma-separated or
     /// repeated: `none` (nothing demoted, through the rewrite: must match bit for bit), `all`
     /// (every f64 instruction and math call in f32; buffers keep their types), or a
     /// configuration file (JSON, see docs/SPEC.md; `--write-config` writes one to start from).
     #[arg(long, value_name = "none|all|FILE", value_delimiter = ',')]
-    demote: Vec<String>,
+    pub(crate) demote: Vec<String>,
     /// Write the configuration that names every math call and f64 instruction of the program
     /// (default flags) to FILE, and stop: delete what must stay f64, then run it with
     /// `--demote FILE`. Needs no GPU.
     #[arg(long, value_name = "FILE")]
-    write_config: Option<PathBuf>,
+    pub(crate) write_config: Option<PathBuf>,
     /// Print the records as JSON instead of tables.
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
     /// Check the spec without running it, and without a GPU: build the program under each flag
     /// set (NVRTC or nvcc), then check kernels, arguments, symbols, inputs and references
     /// against it, as a run does before anything runs.
     #[arg(long)]
-    check: bool,
+    pub(crate) check: bool,
     /// Replace a [sizes] entry, e.g. `--set n=4096` (repeatable); what depends on it follows.
     #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_override)]
-    set: Vec<SizeOverride>,
+    pub(crate) set: Vec<SizeOverride>,
     /// Print the compiler's whole log when a build fails (it is always written to a file, which
     /// the error names); checks the spec first.
     #[arg(long)]
-    verbose: bool,
+    pub(crate) verbose: bool,
+    /// An application to run as it is, after `--`, instead of a spec: it runs once as it is and
+    /// once per `--demote` configuration (`all`, `none`) with its modules replaced at load time,
+    /// and what it copied back to the host is compared.
+    #[arg(last = true, value_name = "APP ARGS")]
+    pub(crate) app: Vec<std::ffi::OsString>,
+    /// With an application: stop a run (and what it started) after this many seconds.
+    #[arg(long, value_name = "SECONDS")]
+    pub(crate) trial_timeout: Option<f64>,
 }
 
 /// A spec error (one line with FILE:LINE:COL): exit code 2.
@@ -74,8 +84,19 @@ pub struct RunArgs {
 pub struct RunUsage(pub String);
 
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
+    let spec_path = match (&args.spec, args.app.is_empty()) {
+        (Some(_), false) => {
+            return Err(RunUsage("give a spec or an application after `--`, not both".into()).into())
+        }
+        (None, false) => return crate::run_app::run(&args),
+        (Some(p), true) => p.clone(),
+        (None, true) => return Err(RunUsage("give a spec, or an application after `--`".into()).into()),
+    };
+    if args.trial_timeout.is_some() {
+        return Err(RunUsage("--trial-timeout applies to an application (after `--`)".into()).into());
+    }
     // The spec is read before the GPU is probed, so a wrong spec says so on any machine.
-    let spec = Spec::load_with(&args.spec, &args.set).map_err(|e| RunUsage(e.to_string()))?;
+    let spec = Spec::load_with(&spec_path, &args.set).map_err(|e| RunUsage(e.to_string()))?;
     let mut configurations = vec![Configuration::AsWritten];
     for d in &args.demote {
         configurations.push(Configuration::parse(d.trim()).map_err(RunUsage)?);
@@ -90,7 +111,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
                 named.push(check_configuration(&spec, d).map_err(RunUsage)?);
             }
         }
-        print!("{}", summary(&args.spec, &report));
+        print!("{}", summary(&spec_path, &report));
         println!("  sizes: {}", sizes_used(&spec, &args.set));
         println!("  memory: {}", memory_line(&report.memory));
         for n in named {

@@ -30,7 +30,7 @@ pub struct TraceArgs {
 }
 
 /// Compute capability of GPU 0 as `10 * major + minor`, or `None` without one.
-fn device_arch() -> Option<u32> {
+pub(crate) fn device_arch() -> Option<u32> {
     let gpu = mantissa_gpu::Toolchain::probe().ok()?.open(0).ok()?;
     let cc = gpu.info().compute_capability;
     Some(cc.major * 10 + cc.minor)

@@ -1,0 +1,180 @@
+//! `mantissa run [--demote all|none] -- APP ARGS`: an application run as it is, then once per
+//! configuration with its modules replaced at load time ([`mantissa_harness::app::session`]),
+//! compared on what it copied back to the host, timed by its kernel time.
+
+use crate::run::{RunArgs, RunUsage};
+use crate::table::{markdown, num};
+use anyhow::anyhow;
+use mantissa_harness::app::session::{AppComparison, AppSession, AppTrial};
+use mantissa_harness::app::{Attach, Exit};
+use mantissa_harness::pipelines;
+use mantissa_ptx::pass::demote::DemoteSet;
+use mantissa_ptx::pass::Pipeline;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The options that only mean something with a spec, when given with an application.
+fn spec_only(args: &RunArgs) -> Option<&'static str> {
+    if args.check {
+        Some("--check")
+    } else if args.write_config.is_some() {
+        Some("--write-config")
+    } else if args.save.is_some() {
+        Some("--save")
+    } else if !args.set.is_empty() {
+        Some("--set")
+    } else if args.flags.0.len() > 1 {
+        Some("--flags")
+    } else {
+        None
+    }
+}
+
+/// The pipeline of a `--demote` value, for an application: `all` demotes every f64 instruction
+/// of every module with PTX, `none` replaces each module by its own PTX printed back (which must
+/// give the same bits).
+fn pipeline_of(value: &str) -> Result<Pipeline, RunUsage> {
+    match value.trim() {
+        "all" => Ok(pipelines::demotion(DemoteSet::all())),
+        "none" => Ok(Pipeline::new()),
+        other => Err(RunUsage(format!(
+            "--demote {other}: with an application, give all or none (a configuration file names the sites of a spec's build)"
+        ))),
+    }
+}
+
+fn digits(d: f64) -> String {
+    if d.is_infinite() {
+        "all".into()
+    } else {
+        format!("{d}")
+    }
+}
+
+fn exit_text(trial: &AppTrial) -> Option<String> {
+    match trial.run.exit {
+        Exit::Code(0) => None,
+        e => Some(e.to_string()),
+    }
+}
+
+fn rows(name: &str, c: &AppComparison, base_ms: Option<f64>) -> Vec<Vec<String>> {
+    let speed = match (base_ms, c.kernel_ms.1) {
+        (Some(b), Some(t)) if t > 0.0 => format!("{:.2}x", b / t),
+        _ => "-".into(),
+    };
+    c.groups
+        .iter()
+        .map(|g| {
+            let range = format!("buf{}[{}..{}] {}", g.buffer, g.offset, g.offset + g.bytes, g.dtype);
+            let (d, rel, diff) = match &g.last {
+                Some(cmp) => (digits(cmp.digits), num(cmp.max_rel), cmp.differing.to_string()),
+                None => ("-".into(), "-".into(), "not copied".into()),
+            };
+            vec![
+                name.to_string(),
+                range,
+                format!("{}/{}", g.copies.0, g.copies.1),
+                d,
+                rel,
+                diff,
+                c.kernel_ms.1.map_or("-".into(), num),
+                speed.clone(),
+            ]
+        })
+        .collect()
+}
+
+/// Runs `mantissa run` on an application.
+pub fn run(args: &RunArgs) -> anyhow::Result<()> {
+    if let Some(option) = spec_only(args) {
+        return Err(RunUsage(format!("{option} applies to a spec, not to an application")).into());
+    }
+    let pipelines: Vec<(String, Pipeline)> = args
+        .demote
+        .iter()
+        .map(|d| pipeline_of(d).map(|p| (d.trim().to_string(), p)))
+        .collect::<Result<_, _>>()?;
+    if let Some(t) = args.trial_timeout.filter(|t| !(t.is_finite() && *t > 0.0)) {
+        return Err(RunUsage(format!("--trial-timeout {t}: give a positive number of seconds")).into());
+    }
+    let program = Path::new(&args.app[0]);
+    let stem = program
+        .file_name()
+        .map_or("app".into(), |n| n.to_string_lossy().to_string());
+    let work = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("mantissa-run-{stem}")));
+    if std::fs::read_dir(&work).is_ok_and(|mut d| d.next().is_some()) {
+        return Err(anyhow!(
+            "{} holds earlier runs: give another --out, or remove it",
+            work.display()
+        ));
+    }
+    let attach = Attach::locate()?;
+    let arch = crate::trace::device_arch().unwrap_or(1000);
+    let timeout = args.trial_timeout.map(Duration::from_secs_f64);
+    eprintln!("running {stem} as it is (the baseline) ...");
+    let mut session = AppSession::start(attach, args.app.clone(), &work, timeout, arch)?;
+    let base = session.compare(&session.baseline)?;
+    let with_ptx = session.modules().iter().filter(|m| m.ptx.is_some()).count();
+    println!(
+        "{stem}: {} modules loaded ({with_ptx} with PTX); the baseline ran {:.2} s, kernel time {} ms, {} copies to the host in {} groups",
+        session.modules().len(),
+        session.baseline.wall.as_secs_f64(),
+        base.kernel_ms.0.map_or("-".into(), num),
+        base.groups.iter().map(|g| g.copies.0).sum::<usize>(),
+        base.groups.len()
+    );
+    for m in session.modules().iter().filter(|m| m.ptx.is_none()) {
+        println!(
+            "note: module {} runs as it is: {}",
+            m.key,
+            m.why_not.as_deref().unwrap_or("no PTX")
+        );
+    }
+    let mut table = Vec::new();
+    let mut lines = Vec::new();
+    for (name, pipeline) in &pipelines {
+        eprintln!("running {stem} with --demote {name} ...");
+        let trial = session.run_pipeline(name, pipeline)?;
+        if let Some(exit) = exit_text(&trial) {
+            lines.push(format!("{name}: the application ended with {exit} (its output: {})", trial.run.dir.display()));
+        }
+        for (key, code, log) in &trial.refused {
+            lines.push(format!("{name}: the driver refused the rewrite of module {key} (CUresult {code}): {}", log.lines().next().unwrap_or("")));
+        }
+        for (key, why) in &trial.not_rewritten {
+            lines.push(format!("{name}: module {key} left as it is: {why}"));
+        }
+        for (key, reports) in &trial.reports {
+            for r in reports {
+                lines.push(format!("{name}: module {key}: {r}"));
+            }
+        }
+        let c = session.compare(&trial.run)?;
+        if let Some(d) = &c.diverged {
+            lines.push(format!("{name}: the copies to the host diverge: {d}"));
+        }
+        table.extend(rows(name, &c, base.kernel_ms.0));
+    }
+    if !table.is_empty() {
+        let headers = [
+            "configuration",
+            "copied back",
+            "copies base/trial",
+            "digits vs baseline",
+            "max rel err",
+            "differing",
+            "kernel ms",
+            "speed-up",
+        ];
+        print!("\n{}", markdown(&headers, &table, 3));
+    }
+    for l in lines {
+        println!("{l}");
+    }
+    println!("runs are in {}", work.display());
+    Ok(())
+}
