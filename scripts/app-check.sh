@@ -47,11 +47,13 @@ for bin in reactor reactor_f32 reactor_shared; do
   [ -x "$work/$bin" ] || continue
   # What watching costs: plain and watched interleaved, 5 each, the default size; medians.
   plain=(); watched=()
+  # WATCH_ARGS (say "4194304 1000") makes the run long enough for the GPU's work to dominate
+  # process start and CUDA's initialisation.
   for i in 1 2 3 4 5; do
-    plain+=("$(run "$bin-plain" "" "" "$bin" | cut -d' ' -f1)")
-    rm -rf "$work/w"; watched+=("$(run "$bin-watched" "$work/w" "launches,copies" "$bin" | cut -d' ' -f1)")
+    plain+=("$(run "$bin-plain" "" "" "$bin" ${WATCH_ARGS:-} | cut -d' ' -f1)")
+    rm -rf "$work/w"; watched+=("$(run "$bin-watched" "$work/w" "launches,copies" "$bin" ${WATCH_ARGS:-} | cut -d' ' -f1)")
   done
-  say "$bin wall ms plain: ${plain[*]}; watched: ${watched[*]}"
+  say "$bin ${WATCH_ARGS:-} wall ms plain: ${plain[*]}; watched: ${watched[*]}"
   if cmp -s "$out/$bin-plain.out" "$out/$bin-watched.out"; then say "PASS $bin watched prints the same"
   else say "FAIL $bin watched differs: $(diff "$out/$bin-plain.out" "$out/$bin-watched.out" | head -4 | tr '\n' ' ')"; fi
   rm -rf "$work/t"; say "$bin timed: $(run "$bin-timed" "$work/t" "launches,copies,time" "$bin")"
@@ -89,6 +91,14 @@ if [ -x "$mantissa" ]; then
     if [ $rc -eq 0 ] && ! grep -q "NOT met" "$out/$bin-replay.out"; then say "PASS $bin trace then run: every output as the application read it"
     else say "FAIL $bin replay rc=$rc: $(grep -m2 'NOT met\|error' "$out/$bin-replay.out" "$out/$bin-replay.err" | tr '\n' ' ')"; fi
   done
+  # The application run as it is and with every f64 instruction demoted (and its own PTX back).
+  for bin in reactor reactor_f32; do
+    [ -x "$work/$bin" ] && [ "$(left)" -gt 60 ] || continue
+    rm -rf "$out/run-$bin"
+    timeout 200 "$mantissa" run --demote all,none --out "$out/run-$bin" -- "$work/$bin" > "$out/$bin-inapp.out" 2> "$out/$bin-inapp.err"
+    say "$bin run -- APP rc=$?:"; cat "$out/$bin-inapp.out" | tee -a "$summary"; tail -2 "$out/$bin-inapp.err" | tee -a "$summary"
+    rm -rf "$out/run-$bin"/*/run/data "$out/run-$bin"/*/data
+  done
   # A Python program: cupy's kernels compiled to PTX (cupy compiles to cubin by default).
   if python3 -c 'import cupy' 2>/dev/null && [ "$(left)" -gt 40 ]; then
     cat > "$work/decay.py" <<'PY'
@@ -110,7 +120,19 @@ PY
       tr=$out/trace-cupy-$mode; rm -rf "$tr"
       ( cd "$work" && { [ $mode = ptx ] && export CUPY_COMPILE_WITH_PTX=1; true; } && timeout 120 "$mantissa" trace --out "$tr" -- python3 "$work/decay.py" ) > "$out/cupy-$mode-trace.out" 2> "$out/cupy-$mode-trace.err"
       say "cupy ($mode) trace rc=$?: $(head -3 "$out/cupy-$mode-trace.out" | tr '\n' ' ') $(tail -1 "$out/cupy-$mode-trace.err")"
+      python3 - "$tr/run/events.jsonl" <<'PY' | tee -a "$summary"
+import json, sys, collections
+ev = [json.loads(l) for l in open(sys.argv[1])]
+loads = [e for e in ev if e["event"] == "load"]
+launches = collections.Counter((e.get("module"), e.get("kernel")) for e in ev if e["event"] == "launch")
+print("  loads:", [(e.get("module"), e.get("kind"), e.get("via")) for e in loads][:12])
+print("  launches:", launches.most_common(8))
+PY
+      for f in "$tr"/run/modules/*; do echo "  $(basename "$f"): $(cuobjdump -lptx -lelf "$f" 2>&1 | tr '\n' ' ' | cut -c1-200)"; done | head -12 | tee -a "$summary"
     done
+    rm -rf "$work/cupyrun"
+    timeout 120 "$mantissa" run --demote all --out "$work/cupyrun" -- python3 "$work/decay.py" > "$out/cupy-inapp.out" 2> "$out/cupy-inapp.err"
+    say "cupy run -- APP rc=$?:"; cat "$out/cupy-inapp.out" | head -30 | tee -a "$summary"; tail -2 "$out/cupy-inapp.err" | tee -a "$summary"
   fi
 else
   say "no .gpu/bin/mantissa: trace not checked"

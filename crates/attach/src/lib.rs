@@ -27,8 +27,8 @@
 //!   and `cuGetProcAddress` hands back the real pointers.
 //! - Watching adds no system call and holds no lock across a real call on the launch path: a
 //!   launch appends one line to an in-memory buffer after the call. The buffer is written to
-//!   `events.jsonl` at every copy to the host, context teardown and exit, and when it passes
-//!   4 MiB.
+//!   `events.jsonl` at a copy to the host when the last write is 0.25 s old (or there was
+//!   none), at context teardown and exit, and when it passes 4 MiB.
 //!
 //! # Environment
 //! - `MANTISSA_ATTACH_DIR`: an existing directory; the library writes here. Unset: forward only.
@@ -113,7 +113,8 @@
 //! Files are written whole and atomically through `mantissa-files`; `events.jsonl` is appended
 //! (give each run a fresh directory: `seq` starts at 0 in every process). A process forked from
 //! the application writes nothing (its buffered lines are dropped); one killed, or ending in
-//! `_exit`, loses the lines since the last write (the last copy to the host at the latest).
+//! `_exit`, loses the lines since the last write (made at a copy to the host at most 0.25 s
+//! after the write before it, or at the first).
 
 #![deny(missing_docs)]
 
@@ -173,7 +174,8 @@ pub fn recorder() -> Option<&'static Recorder> {
         .filter(|r| !r.ended.load(std::sync::atomic::Ordering::Relaxed))
 }
 
-/// Registers [`at_exit`] again, once, when a module whose globals are to be read back is loaded.
+/// Registers [`at_exit`] again, once, when a module whose globals are to be read back is loaded,
+/// or any module while launches are timed.
 /// `atexit` handlers run last registered first, and the CUDA runtime registers its own teardown
 /// (which shuts the driver down) when it initialises, after this library's load-time
 /// registration: the reads at exit then found the driver deinitialised (CUresult 4, seen on an

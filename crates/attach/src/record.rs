@@ -21,6 +21,10 @@ pub const REPLACE_DIR_ENV: &str = "MANTISSA_REPLACE_DIR";
 /// The buffered log is written out when it grows past this many bytes.
 const FLUSH_AT: usize = 4 << 20;
 
+/// A copy to the host writes the log out when the last write is this old (or there was none):
+/// a loop that reads a value back every step would otherwise make a system call per step.
+const COPY_FLUSH_AFTER: std::time::Duration = std::time::Duration::from_millis(250);
+
 /// What `MANTISSA_ATTACH_RECORD` asks for.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct What {
@@ -136,6 +140,8 @@ pub type Handles<V> = HashMap<usize, V, BuildHasherDefault<HandleHasher>>;
 /// The events log: lines buffered in memory, written out at flushes.
 pub struct Log {
     buf: Vec<u8>,
+    /// When the log was last written out.
+    last_write: Option<std::time::Instant>,
     file: Option<File>,
     seq: u64,
     /// `end` `exit` was written: nothing more is.
@@ -175,6 +181,15 @@ impl Log {
             }
         }
         self.buf.clear();
+        self.last_write = Some(std::time::Instant::now());
+    }
+
+    /// [`Log::flush`] when the last write is older than a quarter of a second, or none was made:
+    /// what a copy to the host does.
+    pub fn flush_if_due(&mut self) {
+        if self.last_write.is_none_or(|t| t.elapsed() >= COPY_FLUSH_AFTER) {
+            self.flush();
+        }
     }
 }
 
@@ -269,6 +284,7 @@ impl Recorder {
             state: Mutex::new(State {
                 log: Log {
                     buf: Vec::with_capacity(64 << 10),
+                    last_write: None,
                     file: Some(file),
                     seq: 0,
                     ended: false,

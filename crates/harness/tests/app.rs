@@ -268,6 +268,7 @@ fn a_trial_replaces_the_module_and_is_compared_on_what_was_copied_back() {
     assert_eq!((g.dtype, g.bytes, g.copies), (mantissa_gpu::DType::U8, 32, (1, 1)));
     assert_eq!(g.last.as_ref().unwrap().differing, 0);
     // A baseline that fails is the session's end, in one line.
+    let _ = std::fs::remove_dir_all(scratch().join("session-crash"));
     let e = AppSession::start(
         attach.clone(),
         vec![app.clone().into_os_string(), "1".into(), "crash".into()],

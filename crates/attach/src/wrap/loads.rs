@@ -314,7 +314,9 @@ fn finish(
             rec.pending_writes.store(true, Ordering::Relaxed);
         }
         let reads = reads.unwrap_or_default();
-        if !reads.is_empty() {
+        // Reads, and timed launches, are resolved at exit through the driver: before the
+        // runtime's own exit handler shuts it down.
+        if !reads.is_empty() || rec.what.time {
             crate::exit_before_runtime();
         }
         let module = Module {

@@ -1,6 +1,8 @@
 //! Allocations, frees, copies and memsets (`copies` in `MANTISSA_ATTACH_RECORD`). Each event is
-//! appended after the real call; a copy to the host also writes the buffered log out, so a
-//! reader sees every event up to the last value the host could have acted on.
+//! appended after the real call; a copy to the host also writes the buffered log out when the
+//! last write is a quarter of a second old, so a reader of a killed run sees every event up to
+//! a recent value the host could have acted on, and a loop reading a value back every step
+//! makes no system call per step.
 
 use crate::driver;
 use crate::ffi::{
@@ -114,7 +116,7 @@ fn copy_1d(mut c: Copy1D, dir: Option<Dir>, call: impl FnOnce() -> CuResult) -> 
         });
     }
     if c.dir == Dir::DtoH {
-        state.flush();
+        state.log.flush_if_due();
     }
     r
 }
@@ -158,7 +160,7 @@ fn copy_nd(
         });
     }
     if dir == Dir::DtoH {
-        state.flush();
+        state.log.flush_if_due();
     }
     r
 }
