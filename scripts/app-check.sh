@@ -60,7 +60,7 @@ for bin in reactor reactor_f32 reactor_shared; do
   grep '"kernel_time"' "$work/t/events.jsonl" | tail -5 > "$out/$bin-kernel-time.jsonl"
   # The fixture: a small run recorded in full.
   fx=$out/fixture-$bin; rm -rf "$fx"
-  say "$bin fixture: $(run "$bin-fixture" "$fx" "launches,copies,htod_data,dtoh_data,time" "$bin" 4096 20)"
+  say "$bin fixture: $(run "$bin-fixture" "$fx" "launches,copies,htod_data,dtoh_data,time" "$bin" ${FIXTURE_ARGS:-1024 5})"
   cp "$out/$bin-fixture.out" "$fx/stdout.txt"
   # Its own PTX as the replacement of every module that has PTX: the same output.
   rep=$work/rep-$bin; mkdir -p "$rep"; rm -f "$rep"/*
@@ -70,7 +70,7 @@ for bin in reactor reactor_f32 reactor_shared; do
     [ -n "$p" ] && mv "$p" "$rep/$m.ptx" && rm -f "$work"/*.ptx
   done
   say "$bin replacements: $(ls "$rep" | tr '\n' ' ')"
-  rm -rf "$work/r"; say "$bin replaced: $(REPLACE=$rep run "$bin-replaced" "$work/r" "launches,copies" "$bin" 4096 20)"
+  rm -rf "$work/r"; say "$bin replaced: $(REPLACE=$rep run "$bin-replaced" "$work/r" "launches,copies" "$bin" ${FIXTURE_ARGS:-1024 5})"
   grep '"event":"load"' "$work/r/events.jsonl" | head -3 > "$out/$bin-replaced-loads.jsonl"
   if cmp -s "$fx/stdout.txt" "$out/$bin-replaced.out" && grep -q '"replaced":true' "$work/r/events.jsonl"
   then say "PASS $bin with its PTX replaced prints the same"
@@ -83,7 +83,7 @@ if [ -x "$mantissa" ]; then
   for bin in reactor reactor_f32 reactor_shared; do
     [ -x "$work/$bin" ] && [ "$(left)" -gt 40 ] || continue
     tr=$out/trace-$bin; rm -rf "$tr"
-    ( cd "$work" && timeout 120 "$mantissa" trace --out "$tr" -- "$work/$bin" 4096 20 ) > "$out/$bin-trace.out" 2> "$out/$bin-trace.err"
+    ( cd "$work" && timeout 120 "$mantissa" trace --out "$tr" -- "$work/$bin" ${FIXTURE_ARGS:-1024 5} ) > "$out/$bin-trace.out" 2> "$out/$bin-trace.err"
     rc=$?; say "$bin trace rc=$rc: $(head -1 "$out/$bin-trace.out")"
     [ $rc -eq 0 ] || { say "FAIL $bin trace: $(tail -2 "$out/$bin-trace.err" | tr '\n' ' ')"; continue; }
     timeout 180 "$mantissa" run "$tr/$bin.toml" --repeats 3 > "$out/$bin-replay.out" 2> "$out/$bin-replay.err"
@@ -99,6 +99,13 @@ if [ -x "$mantissa" ]; then
     say "$bin run -- APP rc=$?:"; cat "$out/$bin-inapp.out" | tee -a "$summary"; tail -2 "$out/$bin-inapp.err" | tee -a "$summary"
     rm -rf "$out/run-$bin"/*/run/data "$out/run-$bin"/*/data
   done
+  # Shadow analysis of the running application: demotion error and exceptions per source line.
+  if [ -x "$work/reactor" ] && [ "$(left)" -gt 60 ]; then
+    rm -rf "$out/shadow-reactor"
+    ( cd "$(dirname "$src")" && timeout 240 "$mantissa" shadow --time --runs "$out/shadow-reactor" -- "$work/reactor" ) > "$out/reactor-shadow.out" 2> "$out/reactor-shadow.err"
+    say "reactor shadow -- APP rc=$?:"; head -60 "$out/reactor-shadow.out" | tee -a "$summary"; tail -4 "$out/reactor-shadow.err" | tee -a "$summary"
+    rm -rf "$out/shadow-reactor"/*/run/data "$out/shadow-reactor"/*/data
+  fi
   # A Python program: cupy's kernels compiled to PTX (cupy compiles to cubin by default).
   if python3 -c 'import cupy' 2>/dev/null && [ "$(left)" -gt 40 ]; then
     cat > "$work/decay.py" <<'PY'

@@ -20,14 +20,17 @@ use std::path::PathBuf;
 /// The options of `mantissa shadow` (see docs/COMMANDS.md).
 #[derive(Args)]
 pub struct ShadowArgs {
-    /// The kernel spec (TOML; the format is in docs/SPEC.md).
-    spec: PathBuf,
+    /// The kernel spec (TOML; the format is in docs/SPEC.md); or, instead, an application after
+    /// `--` (`mantissa shadow -- APP ARGS`).
+    #[arg(required_unless_present = "app")]
+    spec: Option<PathBuf>,
     /// Analyses, comma-separated: `demotion` (the relative error of each f64 instruction's f32
     /// form), `shadow` (higher-precision shadow values: each instruction's own rounding error,
     /// its result's accumulated error, cancellations, digits right per output element),
     /// `exceptions` (NaN, inf, division by zero, subnormal results; where they start).
-    #[arg(long, default_value = "demotion,shadow,exceptions", value_parser = parse_analyses)]
-    analysis: Analyses,
+    /// Default: all three for a spec; `demotion,exceptions` for an application.
+    #[arg(long, value_parser = parse_analyses)]
+    analysis: Option<Analyses>,
     /// The flag set to build the program with (a preset or a '+' combination, as for run).
     #[arg(long, default_value = "default", value_parser = parse_flags)]
     flags: FlagSet,
@@ -51,6 +54,16 @@ pub struct ShadowArgs {
     /// DIR/shadow.html.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+    /// An application to analyse as it is, after `--`, instead of a spec: its module with the
+    /// most launches is instrumented at load time, and the statistics are read when it ends.
+    #[arg(last = true, value_name = "APP ARGS")]
+    app: Vec<std::ffi::OsString>,
+    /// With an application: where its runs are kept (default mantissa-shadow-APP; must be empty).
+    #[arg(long, value_name = "DIR")]
+    runs: Option<PathBuf>,
+    /// With an application: a run still going after this long is killed with what it started.
+    #[arg(long, value_name = "SECONDS")]
+    trial_timeout: Option<f64>,
 }
 
 fn parse_analyses(s: &str) -> Result<Analyses, String> {
@@ -59,12 +72,27 @@ fn parse_analyses(s: &str) -> Result<Analyses, String> {
 }
 
 pub fn run(args: ShadowArgs) -> anyhow::Result<()> {
+    let spec_path = match (&args.spec, args.app.is_empty()) {
+        (Some(_), false) => {
+            return Err(RunUsage("give a spec or an application after `--`, not both".into()).into())
+        }
+        (None, false) => return run_app(args),
+        (Some(p), true) => p.clone(),
+        (None, true) => return Err(RunUsage("give a spec, or an application after `--`".into()).into()),
+    };
+    if args.runs.is_some() || args.trial_timeout.is_some() {
+        return Err(RunUsage("--runs and --trial-timeout apply to an application (after `--`)".into()).into());
+    }
     // The spec is read before the GPU is probed, so a wrong spec says so on any machine.
-    let spec = Spec::load_with(&args.spec, &args.set).map_err(|e| RunUsage(e.to_string()))?;
-    let gpu = gpu_for("shadow", &args.spec)?;
+    let spec = Spec::load_with(&spec_path, &args.set).map_err(|e| RunUsage(e.to_string()))?;
+    let gpu = gpu_for("shadow", &spec_path)?;
     let request = ShadowRequest {
         flags: args.flags,
-        analyses: args.analysis,
+        analyses: args.analysis.unwrap_or(Analyses {
+            demotion: true,
+            shadow: true,
+            exceptions: true,
+        }),
         time: args.time,
     };
     let json = args.json;
@@ -104,12 +132,18 @@ pub fn run(args: ShadowArgs) -> anyhow::Result<()> {
         Err(e) if e.is_usage() => return Err(RunUsage(e.to_string()).into()),
         Err(e) => return Err(e.into()),
     };
+    show(&args, &run, &spec.dir)
+}
+
+/// Prints (or writes) a finished run: tables or JSON, and with `--out` the records and page.
+fn show(args: &ShadowArgs, run: &mantissa_shadow::ShadowRun, source_dir: &std::path::Path) -> anyhow::Result<()> {
+    let json = args.json;
     if let Some(dir) = &args.out {
         let mut log = ResultsLog::open(dir, true)?;
-        for r in mantissa_shadow::records::records(&run) {
+        for r in mantissa_shadow::records::records(run) {
             log.append(&r)?;
         }
-        let page = mantissa_shadow::page::write(dir, &run, &spec.dir)
+        let page = mantissa_shadow::page::write(dir, run, source_dir)
             .map_err(|e| anyhow!("writing the report page in {}: {e}", dir.display()))?;
         if !json {
             eprintln!(
@@ -121,19 +155,89 @@ pub fn run(args: ShadowArgs) -> anyhow::Result<()> {
         }
     }
     if json {
-        println!("{}", serde_json::to_string_pretty(&run)?);
+        println!("{}", serde_json::to_string_pretty(run)?);
     } else if run.sites.is_empty() {
-        println!("{}", text::nothing_to_measure(&run));
+        println!("{}", text::nothing_to_measure(run));
     } else {
         let shown = if args.all {
             Shown::All
         } else {
             Shown::Top(args.top)
         };
-        print!("{}", text::render(&run, shown));
+        print!("{}", text::render(run, shown));
         for note in &run.notes {
             eprintln!("note: {note}");
         }
     }
+    Ok(())
+}
+
+/// `mantissa shadow -- APP ARGS`: the application's baseline, then its target module
+/// instrumented at load time ([`mantissa_harness::app::session::AppSession`] as the session).
+fn run_app(args: ShadowArgs) -> anyhow::Result<()> {
+    if !args.set.is_empty() || args.flags != FlagSet::DEFAULT {
+        return Err(RunUsage("--set and --flags apply to a spec; an application runs as its build made it".into()).into());
+    }
+    let analyses = args.analysis.unwrap_or(Analyses {
+        demotion: true,
+        shadow: false,
+        exceptions: true,
+    });
+    if analyses.shadow {
+        return Err(RunUsage("--analysis shadow (shadow values) is not built for applications yet: use demotion,exceptions".into()).into());
+    }
+    if let Some(t) = args.trial_timeout.filter(|t| !(t.is_finite() && *t > 0.0)) {
+        return Err(RunUsage(format!("--trial-timeout {t}: give a positive number of seconds")).into());
+    }
+    let stem = std::path::Path::new(&args.app[0])
+        .file_name()
+        .map_or("app".into(), |n| n.to_string_lossy().to_string());
+    let work = args
+        .runs
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("mantissa-shadow-{stem}")));
+    if std::fs::read_dir(&work).is_ok_and(|mut d| d.next().is_some()) {
+        return Err(anyhow!("{} holds earlier runs: give another --runs, or remove it", work.display()));
+    }
+    let attach = mantissa_harness::app::Attach::locate()?;
+    let arch = crate::trace::device_arch().unwrap_or(1000);
+    let timeout = args.trial_timeout.map(std::time::Duration::from_secs_f64);
+    eprintln!("running {stem} as it is (the baseline) ...");
+    let mut session = mantissa_harness::app::session::AppSession::start(attach, args.app.clone(), &work, timeout, arch)?;
+    match session.target_key() {
+        Some(key) => eprintln!("instrumenting module {key} (the one with the most launches)"),
+        None => return Err(anyhow!("{stem} loaded no module with PTX: rebuild it with PTX beside the SASS (`-gencode arch=compute_XX,code=compute_XX`, or `-arch=sm_XX`)")),
+    }
+    for m in session.modules().iter().filter(|m| m.ptx.is_none()) {
+        eprintln!("note: module {} runs as it is: {}", m.key, m.why_not.as_deref().unwrap_or("no PTX"));
+    }
+    let request = ShadowRequest {
+        flags: FlagSet::DEFAULT,
+        analyses,
+        time: args.time,
+    };
+    let source_dir = std::env::current_dir().unwrap_or_default();
+    let json = args.json;
+    let result = mantissa_shadow::analyse_on(&mut session, &stem, &source_dir, &request, &mut |event| {
+        if json {
+            return;
+        }
+        match event {
+            ShadowEvent::Instrumented { sites, functions } if sites > 0 => {
+                eprintln!("instrumented {sites} sites in {functions} functions")
+            }
+            ShadowEvent::Running { sites } => {
+                eprintln!("running {stem} with sites {}..{} instrumented", sites.start, sites.end)
+            }
+            _ => {}
+        }
+    });
+    let run = match result {
+        Ok(r) => r,
+        Err(e) if e.is_usage() => return Err(RunUsage(e.to_string()).into()),
+        Err(e) => return Err(e.into()),
+    };
+    show(&args, &run, &source_dir)?;
+    eprintln!("runs are in {}", work.display());
     Ok(())
 }

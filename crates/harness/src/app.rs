@@ -18,6 +18,7 @@
 //!   event of the run.
 
 pub mod events;
+mod analysed;
 pub mod session;
 pub mod trace;
 

@@ -47,7 +47,7 @@ mod resources;
 pub mod shadowed;
 pub mod storage;
 pub mod switched;
-mod variant;
+pub(crate) mod variant;
 
 use crate::compare::OutputResult;
 use crate::config::Configuration;

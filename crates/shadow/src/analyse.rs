@@ -279,15 +279,17 @@ pub fn analyse(
         ..RunnerOptions::default()
     };
     let mut runner = TrialRunner::new(gpu, spec, request.flags, opts)?;
-    analyse_on(&mut runner, spec, request, progress)
+    analyse_on(&mut runner, &spec.name, &spec.dir, request, progress)
 }
 
-/// [`analyse`] in a session the caller opened (of `spec` under `request.flags`, its baseline
-/// timed when `request.time` asks for overheads): a tuner shares its own, so that the program is
-/// built and pinned once.
+/// [`analyse`] in a session the caller opened (a spec's program under `request.flags`, its
+/// baseline timed when `request.time` asks for overheads, or an application): a tuner shares its
+/// own, so that the program is built and pinned once. `name` names the program in the run;
+/// `source_dir` is where relative source paths of its line info are read from.
 pub fn analyse_on(
     runner: &mut dyn Session,
-    spec: &Spec,
+    name: &str,
+    source_dir: &std::path::Path,
     request: &ShadowRequest,
     progress: &mut dyn FnMut(ShadowEvent),
 ) -> Result<ShadowRun, ShadowError> {
@@ -316,7 +318,7 @@ pub fn analyse_on(
         .filter(|s| s.demotion || s.exceptions)
         .collect();
     let mut run = ShadowRun {
-        spec: spec.name.clone(),
+        spec: name.to_string(),
         flags: request.flags.name(),
         analyses: request.analyses,
         kernels,
@@ -466,7 +468,7 @@ pub fn analyse_on(
         })
         .collect();
     run.functions = summarise(&run.sites);
-    source::attach(&mut run.functions, &spec.dir);
+    source::attach(&mut run.functions, source_dir);
     if request.time {
         let original = runner.baseline().timing.as_ref().map(|t| t.median_ms);
         let parts: Option<f64> = run.runs.iter().map(|p| p.time_ms).sum();

@@ -60,6 +60,8 @@ pub struct AppModule {
     pub key: String,
     /// Its PTX, parsed; `None` when it has none the device can use.
     pub ptx: Option<mantissa_ptx::Module>,
+    /// Its PTX text, as the driver would JIT it.
+    pub text: Option<String>,
     /// Why it has no PTX.
     pub why_not: Option<String>,
 }
@@ -116,10 +118,12 @@ pub struct AppSession {
     timeout: Option<Duration>,
     /// The run as it is.
     pub baseline: AppRun,
-    modules: Vec<AppModule>,
+    pub(super) modules: Vec<AppModule>,
     program: Program,
     types: Vec<DType>,
     trials: usize,
+    /// What the analyses ([`crate::Session`]) keep: see `analysed.rs`.
+    pub(super) analysed: super::analysed::Analysed,
 }
 
 const RECORD: [&str; 4] = ["launches", "copies", "dtoh_data", "time"];
@@ -185,17 +189,20 @@ impl AppSession {
                 Ok(ptx) => AppModule {
                     key,
                     ptx: Some(mantissa_ptx::parse::parse(&ptx).module),
+                    text: Some(ptx),
                     why_not: None,
                 },
                 Err(e) => AppModule {
                     key,
                     ptx: None,
+                    text: None,
                     why_not: Some(e.to_string()),
                 },
             })
             .collect::<Vec<_>>();
         let (program, types) = read_program(&baseline, &modules)?;
-        Ok(AppSession {
+        let analysed = super::analysed::Analysed::new(&program, &modules);
+        let mut session = AppSession {
             attach,
             command,
             work: work.to_path_buf(),
@@ -205,7 +212,10 @@ impl AppSession {
             program,
             types,
             trials: 0,
-        })
+            analysed,
+        };
+        session.analysed.outcome = session.outcome_of(&session.baseline)?;
+        Ok(session)
     }
 
     /// The modules the application loaded, in load order.
@@ -213,11 +223,27 @@ impl AppSession {
         &self.modules
     }
 
+    /// A fresh trial directory (`work/trial-N`).
+    pub(super) fn next_trial_dir(&mut self) -> PathBuf {
+        self.trials += 1;
+        self.work.join(format!("trial-{}", self.trials))
+    }
+
+    /// Runs the application once more, in `dir/run`, with the replacements of `replace`.
+    pub(super) fn run_with(&self, dir: &Path, replace: PathBuf) -> Result<AppRun, SessionError> {
+        Ok(self.attach.run(&AppRequest {
+            command: self.command.clone(),
+            dir: dir.join("run"),
+            record: RECORD.map(String::from).to_vec(),
+            replace: Some(replace),
+            timeout: self.timeout,
+        })?)
+    }
+
     /// Runs the application with every module that has PTX replaced by `pipeline`'s rewrite of
     /// it (a module the pipeline fails on stays as it is, and is named).
     pub fn run_pipeline(&mut self, name: &str, pipeline: &Pipeline) -> Result<AppTrial, SessionError> {
-        self.trials += 1;
-        let dir = self.work.join(format!("trial-{}", self.trials));
+        let dir = self.next_trial_dir();
         let replace = dir.join("replace");
         let fail = |path: &Path, e: mantissa_files::WriteError| SessionError::File {
             path: path.display().to_string(),
@@ -238,13 +264,7 @@ impl AppSession {
                 Err(e) => not_rewritten.push((m.key.clone(), e.to_string())),
             }
         }
-        let run = self.attach.run(&AppRequest {
-            command: self.command.clone(),
-            dir: dir.join("run"),
-            record: RECORD.map(String::from).to_vec(),
-            replace: Some(replace),
-            timeout: self.timeout,
-        })?;
+        let run = self.run_with(&dir, replace)?;
         let refused = run
             .events
             .iter()
@@ -339,6 +359,27 @@ fn downloads(p: &Program) -> Vec<((usize, u64, u64), &Vec<u8>)> {
             _ => None,
         })
         .collect()
+}
+
+impl AppSession {
+    /// The baseline's last copy of each group, read as its type, named as outputs are
+    /// (`buf3[0..8]`).
+    pub fn last_copies(&self) -> Result<Vec<(String, mantissa_gpu::HostData)>, SessionError> {
+        let c = self.compare(&self.baseline)?;
+        let base = downloads(&self.program);
+        let mut out = Vec::new();
+        for g in &c.groups {
+            let last = base
+                .iter()
+                .rev()
+                .find(|(k, _)| *k == (g.buffer, g.offset, g.bytes))
+                .map(|(_, d)| d);
+            if let Some(data) = last.and_then(|d| super::analysed::host_data(g.dtype, d)) {
+                out.push((format!("buf{}[{}..{}]", g.buffer, g.offset, g.offset + g.bytes), data));
+            }
+        }
+        Ok(out)
+    }
 }
 
 /// Two copies' bytes compared as `dtype` (`values` against `reference`).

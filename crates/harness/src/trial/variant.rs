@@ -12,6 +12,46 @@ use mantissa_ptx::pass::runtime::MergeRuntime;
 use mantissa_ptx::pass::Pass;
 use std::sync::Arc;
 
+/// Makes `recipe` on its base, made already: its passes in order, its runtime (compiled by
+/// `runtime_ptx`) merged. What [`TrialRunner::make`] and an application's session share.
+pub(crate) fn make_variant(
+    base: &BaseModule,
+    recipe: Recipe,
+    runtime_ptx: &mut dyn FnMut(&'static RuntimeHeader) -> Result<String, TrialError>,
+) -> Result<Variant, TrialError> {
+    let refused =
+        |e: mantissa_ptx::pass::PassError| TrialError::Refused(format!("{}: {e}", recipe.name));
+    let run = recipe.pipeline.run(&base.module).map_err(refused)?;
+    let unchanged = run.reports.is_empty() && recipe.runtime.is_none();
+    let mut reports = run.reports;
+    let linked = match &recipe.runtime {
+        None => None,
+        Some(rt) => {
+            let merge = MergeRuntime {
+                name: rt.header.name.to_string(),
+                ptx: runtime_ptx(rt.header)?,
+                inline: rt.inline.clone(),
+            };
+            let out = merge.run(&run.module).map_err(refused)?;
+            reports.push(out.report);
+            Some(out.module)
+        }
+    };
+    let ptx = match (&base.text, unchanged) {
+        (Some(text), true) => text.clone(),
+        _ => linked.as_ref().unwrap_or(&run.module).to_string(),
+    };
+    Ok(Variant {
+        ptx,
+        name: recipe.name,
+        reports,
+        notes: base.notes.clone(),
+        module: run.module,
+        writes: recipe.writes,
+        read_back: recipe.read_back,
+    })
+}
+
 /// What a runner keeps of the recipes it made: bases and compiled runtimes.
 #[derive(Default)]
 pub(crate) struct Made {
@@ -80,37 +120,7 @@ impl TrialRunner<'_> {
     /// recipe and the pass; a runtime that does not compile is [`TrialError::Build`].
     pub fn make(&mut self, recipe: Recipe) -> Result<Variant, TrialError> {
         let base = self.base_module(&recipe.base)?;
-        let refused =
-            |e: mantissa_ptx::pass::PassError| TrialError::Refused(format!("{}: {e}", recipe.name));
-        let run = recipe.pipeline.run(&base.module).map_err(refused)?;
-        let unchanged = run.reports.is_empty() && recipe.runtime.is_none();
-        let mut reports = run.reports;
-        let linked = match &recipe.runtime {
-            None => None,
-            Some(rt) => {
-                let merge = MergeRuntime {
-                    name: rt.header.name.to_string(),
-                    ptx: self.runtime_ptx(rt.header)?,
-                    inline: rt.inline.clone(),
-                };
-                let out = merge.run(&run.module).map_err(refused)?;
-                reports.push(out.report);
-                Some(out.module)
-            }
-        };
-        let ptx = match (&base.text, unchanged) {
-            (Some(text), true) => text.clone(),
-            _ => linked.as_ref().unwrap_or(&run.module).to_string(),
-        };
-        Ok(Variant {
-            ptx,
-            name: recipe.name,
-            reports,
-            notes: base.notes.clone(),
-            module: run.module,
-            writes: recipe.writes,
-            read_back: recipe.read_back,
-        })
+        make_variant(&base, recipe, &mut |header| self.runtime_ptx(header))
     }
 
     /// Runs `variant` as a trial (see [`TrialRunner::run_instrumented_with`]): its symbols

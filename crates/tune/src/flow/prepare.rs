@@ -186,7 +186,8 @@ fn measure_errors(
     progress(TuneEvent::Shadow);
     let shadow = mantissa_shadow::analyse_on(
         runner,
-        spec,
+        &spec.name,
+        &spec.dir,
         &ShadowRequest {
             flags: request.flags,
             analyses: Analyses {
