@@ -76,6 +76,10 @@ pub struct RunArgs {
     /// With an application: stop a run (and what it started) after this many seconds.
     #[arg(long, value_name = "SECONDS")]
     pub(crate) trial_timeout: Option<f64>,
+    /// With an application: also compare a value it prints, `NAME=REGEX` (the last match; its
+    /// first group, else the whole match, read as a number); repeatable.
+    #[arg(long, value_name = "NAME=REGEX")]
+    pub(crate) output: Vec<String>,
 }
 
 /// A spec error (one line with FILE:LINE:COL): exit code 2.
@@ -92,8 +96,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         (Some(p), true) => p.clone(),
         (None, true) => return Err(RunUsage("give a spec, or an application after `--`".into()).into()),
     };
-    if args.trial_timeout.is_some() {
-        return Err(RunUsage("--trial-timeout applies to an application (after `--`)".into()).into());
+    if args.trial_timeout.is_some() || !args.output.is_empty() {
+        return Err(RunUsage("--trial-timeout and --output apply to an application (after `--`)".into()).into());
     }
     // The spec is read before the GPU is probed, so a wrong spec says so on any machine.
     let spec = Spec::load_with(&spec_path, &args.set).map_err(|e| RunUsage(e.to_string()))?;

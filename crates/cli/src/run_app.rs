@@ -5,7 +5,8 @@
 use crate::run::{RunArgs, RunUsage};
 use crate::table::{markdown, num};
 use anyhow::anyhow;
-use mantissa_harness::app::session::{AppComparison, AppSession, AppTrial};
+use mantissa_harness::app::session::{AppComparison, AppSession, AppTrial, PrintedOutput};
+use mantissa_harness::app::AppRun;
 use mantissa_harness::app::{Attach, Exit};
 use mantissa_harness::pipelines;
 use mantissa_ptx::pass::demote::DemoteSet;
@@ -85,6 +86,33 @@ fn rows(name: &str, c: &AppComparison, base_ms: Option<f64>) -> Vec<Vec<String>>
         .collect()
 }
 
+/// One row per `--output`: the value the trial printed against the baseline's.
+fn printed_rows(name: &str, outputs: &[PrintedOutput], base: &AppRun, trial: &AppRun) -> Vec<Vec<String>> {
+    outputs
+        .iter()
+        .map(|o| {
+            let (d, rel, diff) = match (o.value(base), o.value(trial)) {
+                (Some(b), Some(t)) => {
+                    let c = mantissa_harness::compare::compare(mantissa_gpu::DType::F64, &[t], &[b]);
+                    (digits(c.digits), num(c.max_rel), c.differing.to_string())
+                }
+                (None, _) => ("-".into(), "-".into(), "not printed by the baseline".into()),
+                (_, None) => ("-".into(), "-".into(), "not printed".into()),
+            };
+            vec![
+                name.to_string(),
+                format!("printed {}", o.name),
+                "-".into(),
+                d,
+                rel,
+                diff,
+                "-".into(),
+                "-".into(),
+            ]
+        })
+        .collect()
+}
+
 /// Runs `mantissa run` on an application.
 pub fn run(args: &RunArgs) -> anyhow::Result<()> {
     if let Some(option) = spec_only(args) {
@@ -94,6 +122,11 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
         .demote
         .iter()
         .map(|d| pipeline_of(d).map(|p| (d.trim().to_string(), p)))
+        .collect::<Result<_, _>>()?;
+    let outputs: Vec<PrintedOutput> = args
+        .output
+        .iter()
+        .map(|o| PrintedOutput::parse(o).map_err(RunUsage))
         .collect::<Result<_, _>>()?;
     if let Some(t) = args.trial_timeout.filter(|t| !(t.is_finite() && *t > 0.0)) {
         return Err(RunUsage(format!("--trial-timeout {t}: give a positive number of seconds")).into());
@@ -158,6 +191,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
             lines.push(format!("{name}: the copies to the host diverge: {d}"));
         }
         table.extend(rows(name, &c, base.kernel_ms.0));
+        table.extend(printed_rows(name, &outputs, &session.baseline, &trial.run));
     }
     if !table.is_empty() {
         let headers = [

@@ -406,3 +406,64 @@ fn kernel_ms(run: &AppRun) -> Option<f64> {
     }
     (!last.is_empty()).then(|| last.values().sum())
 }
+
+/// A value the application prints, named: `--output NAME=REGEX`.
+#[derive(Debug, Clone)]
+pub struct PrintedOutput {
+    /// The name.
+    pub name: String,
+    pattern: regex::Regex,
+}
+
+impl PrintedOutput {
+    /// `NAME=REGEX`: the name, and the pattern compiled; one line when it is wrong.
+    pub fn parse(arg: &str) -> Result<PrintedOutput, String> {
+        let (name, pattern) = arg
+            .split_once('=')
+            .filter(|(n, p)| !n.trim().is_empty() && !p.is_empty())
+            .ok_or_else(|| {
+                format!("--output {arg}: give NAME=REGEX (say energy='energy ([-+0-9.eE]+)')")
+            })?;
+        let pattern = regex::Regex::new(pattern).map_err(|e| {
+            format!("--output {arg}: {}", e.to_string().lines().last().unwrap_or("not a pattern"))
+        })?;
+        Ok(PrintedOutput {
+            name: name.trim().to_string(),
+            pattern,
+        })
+    }
+
+    /// The value in what `run` wrote to its standard output: the last match, its first capture
+    /// group when it has one (else the whole match), read as a number; `None` when nothing
+    /// matches or the text is no number.
+    pub fn value(&self, run: &AppRun) -> Option<f64> {
+        let out = run.stdout();
+        let m = self.pattern.captures_iter(&out).last()?;
+        let text = m.get(1).or_else(|| m.get(0))?.as_str();
+        text.trim().parse().ok()
+    }
+}
+
+#[cfg(test)]
+mod printed_tests {
+    use super::*;
+
+    #[test]
+    fn the_last_match_s_group_is_the_value_and_bad_patterns_are_one_line() {
+        let energy = PrintedOutput::parse("energy=energy ([-+0-9.eE]+)").unwrap();
+        assert_eq!(energy.name, "energy");
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("stdout.txt"), "energy 1.5\nsteps 3\nenergy 57.547427395525588\n").unwrap();
+        let run = AppRun {
+            dir: dir.path().to_path_buf(),
+            exit: Exit::Code(0),
+            wall: Duration::ZERO,
+            events: Vec::new(),
+        };
+        assert_eq!(energy.value(&run), Some(57.547427395525588));
+        let none = PrintedOutput::parse("x=nothing here").unwrap();
+        assert_eq!(none.value(&run), None);
+        assert!(PrintedOutput::parse("energy").unwrap_err().contains("NAME=REGEX"));
+        assert!(PrintedOutput::parse("e=(unclosed").unwrap_err().starts_with("--output e=(unclosed: "));
+    }
+}
