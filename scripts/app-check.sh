@@ -95,7 +95,7 @@ if [ -x "$mantissa" ]; then
   for bin in reactor reactor_f32; do
     [ -x "$work/$bin" ] && [ "$(left)" -gt 60 ] || continue
     rm -rf "$out/run-$bin"
-    timeout 200 "$mantissa" run --demote all,none --out "$out/run-$bin" -- "$work/$bin" > "$out/$bin-inapp.out" 2> "$out/$bin-inapp.err"
+    timeout 200 "$mantissa" run --demote all,none --output 'energy=energy ([-+0-9.eE]+)' --output 'steps=steps ([0-9]+)' --out "$out/run-$bin" -- "$work/$bin" > "$out/$bin-inapp.out" 2> "$out/$bin-inapp.err"
     say "$bin run -- APP rc=$?:"; cat "$out/$bin-inapp.out" | tee -a "$summary"; tail -2 "$out/$bin-inapp.err" | tee -a "$summary"
     rm -rf "$out/run-$bin"/*/run/data "$out/run-$bin"/*/data
   done
