@@ -211,6 +211,9 @@ fn run_app(args: ShadowArgs) -> anyhow::Result<()> {
     for m in session.modules().iter().filter(|m| m.ptx.is_none()) {
         eprintln!("note: module {} runs as it is: {}", m.key, m.why_not.as_deref().unwrap_or("no PTX"));
     }
+    if !mantissa_harness::Session::as_built_ptx(&session).contains(".loc") {
+        eprintln!("note: the module has no line info, so every site is on line :0 of its kernel: build with -lineinfo to see source lines");
+    }
     let request = ShadowRequest {
         flags: FlagSet::DEFAULT,
         analyses,
