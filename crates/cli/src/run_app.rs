@@ -160,6 +160,21 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
         base.groups.iter().map(|g| g.copies.0).sum::<usize>(),
         base.groups.len()
     );
+    let launched = session
+        .baseline
+        .events
+        .iter()
+        .any(|e| matches!(e, mantissa_harness::app::events::Event::Launch { .. }));
+    if !launched {
+        return Err(anyhow!(
+            "{stem} launched no kernel under the attach library (is it a CUDA program, and does it load the driver as libcuda.so.1?): nothing to compare"
+        ));
+    }
+    if base.groups.is_empty() && outputs.is_empty() {
+        println!(
+            "note: {stem} copied nothing back to the host: compare what it prints with --output NAME=REGEX"
+        );
+    }
     for m in session.modules().iter().filter(|m| m.ptx.is_none()) {
         println!(
             "note: module {} runs as it is: {}",
