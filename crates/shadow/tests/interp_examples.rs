@@ -169,7 +169,7 @@ fn the_examples_instrumented_compute_their_bits_and_the_oracles_statistics() {
     let options = ShadowOptions::all();
     // options' kernel runs `rcp.approx.ftz.f64`: the interpreter runs it by a model and does
     // not model the f32 form the demotion error computes, and the oracle refuses it (the
-    // shadow-values test below and the known kernels of crates/ptx/tests/shadow_interp.rs
+    // shadow-values test below and the known kernels of crates/ptx/tests/it/shadow_interp.rs
     // cover straight-line sites); options_f32's runs `ex2.approx.ftz.f32`, which the
     // interpreter refuses.
     for (path, sets) in EXAMPLES.iter().filter(|(p, _)| !p.starts_with("options")) {
