@@ -2,7 +2,7 @@
 //!
 //! This crate only parses arguments and wires the library crates together; every computation
 //! lives below it (docs/ARCHITECTURE.md). What each command does, with every option, is in
-//! docs/COMMANDS.md, and `crates/cli/tests/doc_links.rs` keeps that file naming every option.
+//! docs/COMMANDS.md, and `crates/cli/tests/it/doc_links.rs` keeps that file naming every option.
 //!
 //! `missing_docs` applies to a binary crate's root only (nothing here is public to another
 //! crate), so the lint below keeps that paragraph; the `pub` items of the modules carry their

@@ -10,7 +10,7 @@
 //! - **Any other failed write** (`mantissa ops > /dev/full`): `print!` panics with "failed
 //!   printing to stdout: …". A panic hook recognises that message, prints one line on stderr and
 //!   exits with status 1, from whichever thread printed. Matching std's message is the one way to
-//!   tell these panics from bugs without replacing every `print!`; `tests/writes.rs` runs the
+//!   tell these panics from bugs without replacing every `print!`; `tests/it/writes.rs` runs the
 //!   binary onto /dev/full, so a change of the wording in std fails a test rather than a user.
 
 /// The prefix of std's panic when `print!` cannot write.

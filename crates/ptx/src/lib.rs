@@ -17,7 +17,7 @@
 //! - [`op`]: the one decode of what an instruction means ([`op::decode`] → [`op::Op`]: kind,
 //!   value type, rounding, `.ftz`/`.approx`/`.full`/`.sat`, which operands it writes). Every
 //!   other module reads it; a new opcode is taught there once, and no opcode's text is tested
-//!   anywhere else (`tests/one_decode.rs` checks the workspace).
+//!   anywhere else (`tests/it/one_decode.rs` checks the workspace).
 //! - [`regs`]: registers interned per function ([`regs::RegId`], [`regs::RegTable`]).
 //! - [`decode`]: a function decoded once ([`decode::Decoded`]: ops, defs/uses as ids, `.loc`s).
 //! - [`cfg`](mod@cfg): basic blocks, dominators and natural loops with nesting.

@@ -10,7 +10,7 @@
 //! [`OpKind::Other`] with their name kept, so an analysis can say which instruction it did not
 //! understand rather than guess.
 //!
-//! No opcode's text is tested anywhere else (`crates/ptx/tests/one_decode.rs` scans the
+//! No opcode's text is tested anywhere else (`crates/ptx/tests/it/one_decode.rs` scans the
 //! workspace for that): code and tests ask [`Op`]'s kind and predicates ([`Op::is_call`],
 //! [`Op::is_param_access`], [`Op::transfers_control`], ...), and a question no predicate answers
 //! gets one here. Reports name instructions by their full opcode (`fma.rn.f64`); what such a

@@ -39,6 +39,7 @@ use mantissa_ptx::pass::shadow::{
 use mantissa_ptx::pass::shadow_values::{self, ValueStats};
 use mantissa_ptx::Module;
 use std::path::Path;
+use std::sync::OnceLock;
 
 /// The examples and the sizes the interpreter runs them at: the five f64 programs and their
 /// f32 twins (exceptions and shadow values only: they have no f64 instruction to demote).
@@ -160,76 +161,199 @@ fn global(mem: &Memory, name: &str, bytes: usize) -> Vec<u8> {
         .to_vec()
 }
 
-#[test]
-fn the_examples_instrumented_compute_their_bits_and_the_oracles_statistics() {
-    let Some(nvrtc) = require_nvrtc_or_skip() else {
+/// The runtime of `header` compiled once per process (every example's test merges it).
+fn runtime_of(
+    header: &'static runtime::RuntimeHeader,
+    cell: &'static OnceLock<String>,
+) -> &'static str {
+    cell.get_or_init(|| {
+        let nvrtc = require_nvrtc_or_skip().expect("NVRTC, found by the caller");
+        runtime::compile(&nvrtc, header, Arch::new(9, 0)).unwrap()
+    })
+}
+
+/// One example of [`EXAMPLES`] (by its spec's path) instrumented for demotion and exceptions:
+/// its bits, and the oracle's statistics. The examples run as tests of their own so that the
+/// test threads share them out (they took over three minutes in one test on two cores).
+fn instrumented_computes_its_bits_and_the_oracles_statistics(path: &str) {
+    if require_nvrtc_or_skip().is_none() {
         return;
-    };
-    let rt = runtime::compile(&nvrtc, &runtime::SHADOW, Arch::new(9, 0)).unwrap();
+    }
+    static RT: OnceLock<String> = OnceLock::new();
+    let rt = runtime_of(&runtime::SHADOW, &RT);
     let options = ShadowOptions::all();
-    // options' kernel runs `rcp.approx.ftz.f64`: the interpreter runs it by a model and does
-    // not model the f32 form the demotion error computes, and the oracle refuses it (the
-    // shadow-values test below and the known kernels of crates/ptx/tests/shadow_interp.rs
-    // cover straight-line sites); options_f32's runs `ex2.approx.ftz.f32`, which the
-    // interpreter refuses.
-    for (path, sets) in EXAMPLES.iter().filter(|(p, _)| !p.starts_with("options")) {
-        let p = program(path, sets);
-        let (as_written, _) = run_program(&p, &p.module, None);
-        let out = instrument(&p.module, &options).unwrap_or_else(|e| panic!("{path}: {e}"));
-        let m = runnable(&out.module, &rt);
-        let (outputs, mem) = run_program(&p, &m, None);
+    let (path, sets) = EXAMPLES
+        .iter()
+        .find(|(p, _)| *p == path)
+        .expect("an example of EXAMPLES");
+    let p = program(path, sets);
+    let (as_written, _) = run_program(&p, &p.module, None);
+    let out = instrument(&p.module, &options).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let m = runnable(&out.module, rt);
+    let (outputs, mem) = run_program(&p, &m, None);
+    assert!(
+        outputs == as_written,
+        "{path}: the instrumented program computes other bits than the program"
+    );
+    let report = out.report;
+    let bytes = global(&mem, &report.global, report.global_bytes());
+    let got = report.decode(&bytes).unwrap_or_else(|e| panic!("{e}"));
+    let want = oracle_of(&p, &options, report.sites.len());
+    assert_agree(path, &report, &got, &want);
+    let measured = got
+        .iter()
+        .filter(|g| g.demotion.is_some_and(|d| d.count > 0))
+        .count();
+    let demotable = report.sites.iter().any(|s| s.demotion);
+    assert!(measured > 0 || !demotable, "{path}: no site measured");
+}
+
+/// One example of [`EXAMPLES`] instrumented with shadow values: the statistics added at once
+/// equal those added through thread records.
+fn shadow_values_add_at_once_what_thread_records_add(path: &str) {
+    if require_nvrtc_or_skip().is_none() {
+        return;
+    }
+    static RT: OnceLock<String> = OnceLock::new();
+    let rt = runtime_of(&runtime::SHADOW_VALUES, &RT);
+    let table = shadow_values::table_bytes(&[]).unwrap();
+    let (path, sets) = EXAMPLES
+        .iter()
+        .find(|(p, _)| *p == path)
+        .expect("an example of EXAMPLES");
+    let p = program(path, sets);
+    let (as_written, _) = run_program(&p, &p.module, None);
+    let mut stats = Vec::new();
+    for records_everywhere in [false, true] {
+        let out = shadow_values::instrument_with(&p.module, records_everywhere)
+            .unwrap_or_else(|e| panic!("{path}: {e}"));
+        let m = runnable(&out.module, rt);
+        let report = out.report;
+        let (outputs, mem) = run_program(&p, &m, Some((&report.table, &table)));
         assert!(
             outputs == as_written,
-            "{path}: the instrumented program computes other bits than the program"
+            "{path}: the shadow-values build computes other bits than the program"
         );
-        let report = out.report;
         let bytes = global(&mem, &report.global, report.global_bytes());
-        let got = report.decode(&bytes).unwrap_or_else(|e| panic!("{e}"));
-        let want = oracle_of(&p, &options, report.sites.len());
-        assert_agree(path, &report, &got, &want);
-        let measured = got
-            .iter()
-            .filter(|g| g.demotion.is_some_and(|d| d.count > 0))
-            .count();
-        let demotable = report.sites.iter().any(|s| s.demotion);
-        assert!(measured > 0 || !demotable, "{path}: no site measured");
+        stats.push(report.decode(&bytes).unwrap_or_else(|e| panic!("{e}")));
     }
+    assert_same_values(path, &stats[0].sites, &stats[1].sites);
+    assert_same_values(path, &stats[0].reseeds, &stats[1].reseeds);
+    assert!(
+        stats[0].sites.iter().any(|s| s.local.count > 0),
+        "{path}: no site measured"
+    );
+}
+
+// The examples the demotion-and-exceptions build runs: all but options and options_f32.
+// options' kernel runs `rcp.approx.ftz.f64`: the interpreter runs it by a model and does not
+// model the f32 form the demotion error computes, and the oracle refuses it (the shadow-values
+// tests below and the known kernels of crates/ptx/tests/it/shadow_interp.rs cover straight-line
+// sites); options_f32's runs `ex2.approx.ftz.f32`, which the interpreter refuses.
+#[test]
+fn instrumented_float_literal() {
+    instrumented_computes_its_bits_and_the_oracles_statistics("float_literal/float_literal.toml");
 }
 
 #[test]
-fn the_examples_shadow_values_add_at_once_what_thread_records_add() {
-    let Some(nvrtc) = require_nvrtc_or_skip() else {
-        return;
-    };
-    let rt = runtime::compile(&nvrtc, &runtime::SHADOW_VALUES, Arch::new(9, 0)).unwrap();
-    let table = shadow_values::table_bytes(&[]).unwrap();
-    // options_f32's kernel runs `ex2.approx.ftz.f32` (its expf), which the interpreter refuses:
-    // the hardware's bits are not an IEEE rounding.
-    for (path, sets) in EXAMPLES
-        .iter()
-        .filter(|(p, _)| !p.ends_with("options_f32.toml"))
-    {
-        let p = program(path, sets);
-        let (as_written, _) = run_program(&p, &p.module, None);
-        let mut stats = Vec::new();
-        for records_everywhere in [false, true] {
-            let out = shadow_values::instrument_with(&p.module, records_everywhere)
-                .unwrap_or_else(|e| panic!("{path}: {e}"));
-            let m = runnable(&out.module, &rt);
-            let report = out.report;
-            let (outputs, mem) = run_program(&p, &m, Some((&report.table, &table)));
-            assert!(
-                outputs == as_written,
-                "{path}: the shadow-values build computes other bits than the program"
-            );
-            let bytes = global(&mem, &report.global, report.global_bytes());
-            stats.push(report.decode(&bytes).unwrap_or_else(|e| panic!("{e}")));
-        }
-        assert_same_values(path, &stats[0].sites, &stats[1].sites);
-        assert_same_values(path, &stats[0].reseeds, &stats[1].reseeds);
-        assert!(
-            stats[0].sites.iter().any(|s| s.local.count > 0),
-            "{path}: no site measured"
+fn instrumented_float_literal_fixed() {
+    instrumented_computes_its_bits_and_the_oracles_statistics(
+        "float_literal/float_literal_fixed.toml",
+    );
+}
+
+#[test]
+fn instrumented_gauss() {
+    instrumented_computes_its_bits_and_the_oracles_statistics("gauss/gauss.toml");
+}
+
+#[test]
+fn instrumented_gauss_f32() {
+    instrumented_computes_its_bits_and_the_oracles_statistics("gauss/gauss_f32.toml");
+}
+
+#[test]
+fn instrumented_heat2d() {
+    instrumented_computes_its_bits_and_the_oracles_statistics("heat2d/heat2d.toml");
+}
+
+#[test]
+fn instrumented_heat2d_f32() {
+    instrumented_computes_its_bits_and_the_oracles_statistics("heat2d/heat2d_f32.toml");
+}
+
+#[test]
+fn instrumented_nbody() {
+    instrumented_computes_its_bits_and_the_oracles_statistics("nbody/nbody.toml");
+}
+
+#[test]
+fn instrumented_nbody_f32() {
+    instrumented_computes_its_bits_and_the_oracles_statistics("nbody/nbody_f32.toml");
+}
+
+// The examples the shadow-values builds run: all but options_f32, whose kernel runs
+// `ex2.approx.ftz.f32` (its expf), which the interpreter refuses: the hardware's bits are not an
+// IEEE rounding.
+#[test]
+fn shadow_values_float_literal() {
+    shadow_values_add_at_once_what_thread_records_add("float_literal/float_literal.toml");
+}
+
+#[test]
+fn shadow_values_float_literal_fixed() {
+    shadow_values_add_at_once_what_thread_records_add("float_literal/float_literal_fixed.toml");
+}
+
+#[test]
+fn shadow_values_gauss() {
+    shadow_values_add_at_once_what_thread_records_add("gauss/gauss.toml");
+}
+
+#[test]
+fn shadow_values_gauss_f32() {
+    shadow_values_add_at_once_what_thread_records_add("gauss/gauss_f32.toml");
+}
+
+#[test]
+fn shadow_values_heat2d() {
+    shadow_values_add_at_once_what_thread_records_add("heat2d/heat2d.toml");
+}
+
+#[test]
+fn shadow_values_heat2d_f32() {
+    shadow_values_add_at_once_what_thread_records_add("heat2d/heat2d_f32.toml");
+}
+
+#[test]
+fn shadow_values_nbody() {
+    shadow_values_add_at_once_what_thread_records_add("nbody/nbody.toml");
+}
+
+#[test]
+fn shadow_values_nbody_f32() {
+    shadow_values_add_at_once_what_thread_records_add("nbody/nbody_f32.toml");
+}
+
+#[test]
+fn shadow_values_options() {
+    shadow_values_add_at_once_what_thread_records_add("options/options.toml");
+}
+
+/// Every example of [`EXAMPLES`] has its tests above (a new example needs its own).
+#[test]
+fn every_example_has_its_tests() {
+    let this = include_str!("interp_examples.rs");
+    for (path, _) in EXAMPLES {
+        let demoted = !path.starts_with("options");
+        let valued = !path.ends_with("options_f32.toml");
+        let quoted = format!("(\"{path}\")");
+        let wrapped = format!("(\n        \"{path}\",\n    )");
+        let calls = this.matches(&quoted).count() + this.matches(&wrapped).count();
+        assert_eq!(
+            calls,
+            usize::from(demoted) + usize::from(valued),
+            "{path}: a test per build it runs in"
         );
     }
 }

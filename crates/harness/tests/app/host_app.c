@@ -1,4 +1,4 @@
-/* A host application for crates/harness/tests/app.rs: it plays what a CUDA program does through
+/* A host application for crates/harness/tests/it/app.rs: it plays what a CUDA program does through
  * the driver (dlopen "libcuda.so.1" as the CUDA runtime does, load a module, allocate, copy in,
  * launch, copy back, print a result, tear down), against the attach library forwarding to the
  * attach tests' fake driver (device memory is host memory there, and a launch runs nothing).

@@ -1,5 +1,5 @@
 //! What the shadow pass's GPU test (`tests/shadow_gpu.rs`) and its interpreter twin
-//! (`tests/shadow_interp.rs`) both check, each with its own way of running an instrumented
+//! (`tests/it/shadow_interp.rs`) both check, each with its own way of running an instrumented
 //! case ([`RunFn`], [`ValuesFn`]): the CPU oracle's statistics of a known case, and the checks
 //! themselves.
 

@@ -6,7 +6,7 @@
 //! call the runtime per execution and are not covered here: the pass is run with every site
 //! accumulated, in registers or in the `.local` array. The runtime itself (its per-execution
 //! function, warp reductions and flush, inlined) runs in the interpreter in
-//! `tests/shadow_interp.rs`, and on the GPU in `tests/shadow_gpu.rs`.
+//! `tests/it/shadow_interp.rs`, and on the GPU in `tests/shadow_gpu.rs`.
 
 use super::oracle::expected;
 use super::oracle_tests::{known_module, launch_args};

@@ -3,7 +3,7 @@
 //! by hand from the runtime's contract. The entry's `mantissa_sv_zero` becomes the stores it
 //! stands for and each exit's `mantissa_sv_flush` the per-thread atomics it stands for (counts
 //! and sums added, maxima by `max`, into copy 0), so that each word is checked alone;
-//! everything per execution is the inlined runtime itself. `tests/shadow_interp.rs` runs the
+//! everything per execution is the inlined runtime itself. `tests/it/shadow_interp.rs` runs the
 //! `_once` forms and the flush as they are (warp operations included) against these records.
 
 use super::emit::call_ret;
@@ -216,7 +216,7 @@ fn runnable(merged: &Module) -> Module {
 fn instrumented_runnable(name: &str, ptx: &str) -> Option<(Instrumented, Module)> {
     let rt = runtime()?;
     // Thread records everywhere, whose words are checked here one by one; the `_once` forms
-    // outside loops give the same statistics (tests/shadow_interp.rs, tests/shadow_gpu.rs).
+    // outside loops give the same statistics (tests/it/shadow_interp.rs, tests/shadow_gpu.rs).
     let out = instrument::instrument_with(&parse_clean(name, ptx), true)
         .unwrap_or_else(|e| panic!("{e}"));
     let merged = merge_runtime(&out.module, &rt).unwrap_or_else(|e| panic!("{e}"));

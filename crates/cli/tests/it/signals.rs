@@ -3,7 +3,7 @@
 //! and the exit status is 128 + the signal (143, 130). Run on the CPU: `study --backend cpu` and
 //! mathlib's CPU columns, each signalled once its first record is written.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};

@@ -10,9 +10,9 @@ use mantissa_fatbin::{
     ImageKind, FATBIN_MAGIC, WRAPPER_MAGIC,
 };
 
-const ZSTD: &[u8] = include_bytes!("fixtures/axpy_zstd.fatbin");
-const LZ4: &[u8] = include_bytes!("fixtures/axpy_lz4.fatbin");
-const PTX: &str = include_str!("fixtures/axpy.ptx");
+const ZSTD: &[u8] = include_bytes!("../fixtures/axpy_zstd.fatbin");
+const LZ4: &[u8] = include_bytes!("../fixtures/axpy_lz4.fatbin");
+const PTX: &str = include_str!("../fixtures/axpy.ptx");
 
 #[test]
 fn both_fixtures_give_cuobjdumps_ptx_and_one_cubin() {

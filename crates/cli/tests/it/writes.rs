@@ -2,7 +2,7 @@
 //! what it was, a file given as OUT stays a file, a fresh study moves the whole earlier output
 //! aside; and standard output that is closed or full ends the run cleanly.
 
-mod support;
+use crate::support;
 
 use std::os::unix::fs::FileTypeExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};

@@ -9,8 +9,8 @@ use mantissa_fatbin::{
 };
 use proptest::prelude::*;
 
-const ZSTD: &[u8] = include_bytes!("fixtures/axpy_zstd.fatbin");
-const LZ4: &[u8] = include_bytes!("fixtures/axpy_lz4.fatbin");
+const ZSTD: &[u8] = include_bytes!("../fixtures/axpy_zstd.fatbin");
+const LZ4: &[u8] = include_bytes!("../fixtures/axpy_lz4.fatbin");
 /// Where the fixtures' two entry headers start (PTX, then the cubin).
 const PTX_ENTRY: usize = 0x10;
 

@@ -8,7 +8,7 @@ use mantissa_harness::Spec;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-const KERNEL: &str = include_str!("fixtures/check/kernel.cu");
+const KERNEL: &str = include_str!("../fixtures/check/kernel.cu");
 
 /// A fresh directory with the fixture program and a few `.npy` files.
 fn workdir() -> PathBuf {

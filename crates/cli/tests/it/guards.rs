@@ -2,7 +2,7 @@
 //! results file, `mantissa study` refuses a point that cannot fit in memory before allocating
 //! it, and Ctrl-C stops a long point, keeps what finished and says how to resume.
 
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -21,7 +21,7 @@ fn report_keeps_every_good_record_and_names_the_skipped_lines() {
     // Five records of a real run, four damaged lines between them and a torn last line.
     std::fs::write(
         d.join("results.jsonl"),
-        include_bytes!("../../report/src/fixtures/damaged.jsonl"),
+        include_bytes!("../../../report/src/fixtures/damaged.jsonl"),
     )
     .unwrap();
     let out = Command::new(mantissa_binary())

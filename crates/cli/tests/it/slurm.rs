@@ -8,7 +8,7 @@
 //! The records of a sharded run are compared with a single process's by value: every field but
 //! times, dates and the shard's own header fields, in the same order.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

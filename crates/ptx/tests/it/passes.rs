@@ -52,7 +52,7 @@
 //!
 //! # Blessing
 //!
-//! `MANTISSA_BLESS=1 cargo test -p mantissa-ptx --test passes` writes the expected files
+//! `MANTISSA_BLESS=1 cargo test -p mantissa-ptx --test it passes::` writes the expected files
 //! instead of comparing them (only the ones that changed). Read what it wrote before committing
 //! it: a blessed file is a claim about what the pass does. Without it, a missing expected file
 //! is a failure, and a difference is shown as a diff of the lines that differ.
@@ -82,7 +82,7 @@ use std::path::{Path, PathBuf};
 const EXEMPT: &[(&str, &str)] = &[];
 
 const MARK: &str = "// <-";
-const BLESS_COMMAND: &str = "MANTISSA_BLESS=1 cargo test -p mantissa-ptx --test passes";
+const BLESS_COMMAND: &str = "MANTISSA_BLESS=1 cargo test -p mantissa-ptx --test it passes::";
 
 /// The crate's directory in a checkout: `CARGO_MANIFEST_DIR` at run time (set by `cargo test`),
 /// the working directory (where `scripts/gpu-tests.sh` runs a staged binary), else as it was at

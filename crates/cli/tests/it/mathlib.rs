@@ -2,7 +2,7 @@
 //! exit code 2; `--check` prints the correctly rounded value; a short run writes its records
 //! and page, and `--resume` reads them back instead of measuring again.
 
-mod support;
+use crate::support;
 
 use std::process::Command;
 use support::mantissa_binary;

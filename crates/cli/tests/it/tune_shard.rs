@@ -6,7 +6,7 @@
 //! array, refusing without `--time` or with more shards than searches.
 //! (The searches themselves need a GPU: crates/tune/tests/gpu_tune.rs.)
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::Output;

@@ -16,13 +16,13 @@
 //! replace by their contract or avoid, are checked as the device runs them. The GPU test
 //! (`shadow_gpu.rs`) makes the same checks on the hardware, whose warps schedule as they do.
 
-#[path = "support/stats_agree.rs"]
+#[path = "../support/stats_agree.rs"]
 mod agree;
-#[path = "support/shadow_check.rs"]
+#[path = "../support/shadow_check.rs"]
 mod check;
-#[path = "support/shadow_known.rs"]
+#[path = "../support/shadow_known.rs"]
 mod known;
-#[path = "support/modules.rs"]
+#[path = "../support/modules.rs"]
 mod modules;
 
 use check::{

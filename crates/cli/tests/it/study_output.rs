@@ -1,7 +1,7 @@
 //! What `mantissa study` prints when a run ends: the summary and where the rest of the report is,
 //! not every table; `--tables` prints every table as well.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

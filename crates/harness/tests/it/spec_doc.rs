@@ -10,7 +10,7 @@ use mantissa_harness::Spec;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-const DOC: &str = include_str!("../../../docs/SPEC.md");
+const DOC: &str = include_str!("../../../../docs/SPEC.md");
 
 /// The fenced blocks of `lang` in the document, in order.
 fn blocks(lang: &str) -> Vec<&'static str> {
@@ -198,7 +198,7 @@ fn the_json_examples_read_back() {
         ("u", "spec")
     );
     // What the record says must be what the harness writes: the descriptions are its own.
-    let run_rs = include_str!("../src/run.rs");
+    let run_rs = include_str!("../../src/run.rs");
     for d in records[0].descriptions.values() {
         assert!(run_rs.contains(d.as_str()), "{d}");
     }

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-const SOURCE: &str = include_str!("fixtures/axpy.cu");
+const SOURCE: &str = include_str!("../fixtures/axpy.cu");
 const APP: &str = "#include <cstdio>\n#include \"axpy.cu\"\nint main() {\n  double *x;\n  \
                    if (cudaMalloc(&x, 8) != cudaSuccess) { printf(\"no device\\n\"); return 0; }\n  \
                    axpy<<<1, 1>>>(2.0, x, x, 1);\n  cudaDeviceSynchronize();\n  return 0;\n}\n";

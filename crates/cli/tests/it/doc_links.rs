@@ -6,7 +6,7 @@
 //! Readers of a clone have only the clone: a link to a web page, or to `../something` beside the
 //! checkout, is a dead end for them, so both fail here rather than in a reader's browser.
 
-mod support;
+use crate::support;
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Component, Path, PathBuf};

@@ -2,7 +2,7 @@
 //! its usage errors, when NVRTC is present on the examples' CUDA sources, and when nvcc is
 //! present on a program with host code (without nvcc: the one-line install hint).
 
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 
@@ -26,7 +26,7 @@ fn scratch(name: &str, text: &str) -> PathBuf {
     path
 }
 
-const RAY_STEP_DEFAULT: &str = include_str!("../../ptx/tests/fixtures/ray_step.default.ptx");
+const RAY_STEP_DEFAULT: &str = include_str!("../../../ptx/tests/fixtures/ray_step.default.ptx");
 
 #[test]
 fn ptx_file_json_flags_the_unsafe_cast_and_the_contraction() {
@@ -132,7 +132,7 @@ fn malformed_ptx_reports_the_line_and_keeps_going() {
 
 #[test]
 fn cuda_sources_compile_under_each_flag_set() {
-    let src = include_str!("../../../examples/inspect/aab.cu");
+    let src = include_str!("../../../../examples/inspect/aab.cu");
     let path = scratch("aab.cu", src);
     let out = mantissa(&["inspect", path.to_str().unwrap(), "--json"]);
     if mantissa_gpu::testing::require_nvrtc_or_skip().is_none() {
@@ -177,8 +177,8 @@ fn cuda_sources_compile_under_each_flag_set() {
     );
 }
 
-const APP: &str = include_str!("../../gpu/tests/fixtures/host_app/app.cu");
-const APP_LOCAL: &str = include_str!("../../gpu/tests/fixtures/host_app/local.h");
+const APP: &str = include_str!("../../../gpu/tests/fixtures/host_app/app.cu");
+const APP_LOCAL: &str = include_str!("../../../gpu/tests/fixtures/host_app/local.h");
 
 /// The host-code program in its own scratch directory, its header in `inc/` (found through -I).
 fn app_files(tag: &str) -> (PathBuf, PathBuf) {
@@ -359,7 +359,7 @@ fn kernel<'a>(v: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
         .unwrap_or_else(|| panic!("no kernel {name}"))
 }
 
-const PROMOTION: &str = include_str!("../../../examples/inspect/promotion.cu");
+const PROMOTION: &str = include_str!("../../../../examples/inspect/promotion.cu");
 
 #[test]
 fn accidental_double_is_flagged_per_line_with_its_fix() {
@@ -444,7 +444,7 @@ fn accidental_double_is_flagged_per_line_with_its_fix() {
 }
 
 const FLOAT_LITERAL: &str =
-    include_str!("../../../examples/kernels/float_literal/float_literal.cu");
+    include_str!("../../../../examples/kernels/float_literal/float_literal.cu");
 
 #[test]
 fn float_literal_shows_its_accident() {
@@ -467,7 +467,7 @@ fn float_literal_shows_its_accident() {
     );
 }
 
-const CONTRACT: &str = include_str!("../../ptx/tests/fixtures/sass/contract.cu");
+const CONTRACT: &str = include_str!("../../../ptx/tests/fixtures/sass/contract.cu");
 
 #[test]
 fn contraction_is_confirmed_from_the_sass() {

@@ -1,0 +1,9 @@
+//! The PTX crate's CPU-only integration tests, one module per file, linked into one test binary
+//! (`it`): each test binary is linked and started once per `cargo test`, which on a 2-core machine
+//! made many small binaries a large part of the test command's time (docs/BENCHMARKS.md, "The
+//! test command on a fresh clone"). The GPU tests (`count_gpu.rs`, `shadow_gpu.rs`) stay
+//! binaries of their own, selected by name by scripts/gpu-tests.sh and the GPU staging.
+
+mod one_decode;
+mod passes;
+mod shadow_interp;
