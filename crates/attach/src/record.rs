@@ -187,7 +187,10 @@ impl Log {
     /// [`Log::flush`] when the last write is older than a quarter of a second, or none was made:
     /// what a copy to the host does.
     pub fn flush_if_due(&mut self) {
-        if self.last_write.is_none_or(|t| t.elapsed() >= COPY_FLUSH_AFTER) {
+        if self
+            .last_write
+            .is_none_or(|t| t.elapsed() >= COPY_FLUSH_AFTER)
+        {
             self.flush();
         }
     }

@@ -90,14 +90,21 @@ pub struct RunUsage(pub String);
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
     let spec_path = match (&args.spec, args.app.is_empty()) {
         (Some(_), false) => {
-            return Err(RunUsage("give a spec or an application after `--`, not both".into()).into())
+            return Err(
+                RunUsage("give a spec or an application after `--`, not both".into()).into(),
+            )
         }
         (None, false) => return crate::run_app::run(&args),
         (Some(p), true) => p.clone(),
-        (None, true) => return Err(RunUsage("give a spec, or an application after `--`".into()).into()),
+        (None, true) => {
+            return Err(RunUsage("give a spec, or an application after `--`".into()).into())
+        }
     };
     if args.trial_timeout.is_some() || !args.output.is_empty() {
-        return Err(RunUsage("--trial-timeout and --output apply to an application (after `--`)".into()).into());
+        return Err(RunUsage(
+            "--trial-timeout and --output apply to an application (after `--`)".into(),
+        )
+        .into());
     }
     // The spec is read before the GPU is probed, so a wrong spec says so on any machine.
     let spec = Spec::load_with(&spec_path, &args.set).map_err(|e| RunUsage(e.to_string()))?;

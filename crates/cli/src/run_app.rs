@@ -67,9 +67,19 @@ fn rows(name: &str, c: &AppComparison, base_ms: Option<f64>) -> Vec<Vec<String>>
     c.groups
         .iter()
         .map(|g| {
-            let range = format!("buf{}[{}..{}] {}", g.buffer, g.offset, g.offset + g.bytes, g.dtype);
+            let range = format!(
+                "buf{}[{}..{}] {}",
+                g.buffer,
+                g.offset,
+                g.offset + g.bytes,
+                g.dtype
+            );
             let (d, rel, diff) = match &g.last {
-                Some(cmp) => (digits(cmp.digits), num(cmp.max_rel), cmp.differing.to_string()),
+                Some(cmp) => (
+                    digits(cmp.digits),
+                    num(cmp.max_rel),
+                    cmp.differing.to_string(),
+                ),
                 None => ("-".into(), "-".into(), "not copied".into()),
             };
             vec![
@@ -87,13 +97,19 @@ fn rows(name: &str, c: &AppComparison, base_ms: Option<f64>) -> Vec<Vec<String>>
 }
 
 /// One row per `--output`: the value the trial printed against the baseline's.
-fn printed_rows(name: &str, outputs: &[PrintedOutput], base: &AppRun, trial: &AppRun) -> Vec<Vec<String>> {
+fn printed_rows(
+    name: &str,
+    outputs: &[PrintedOutput],
+    base: &AppRun,
+    trial: &AppRun,
+) -> Vec<Vec<String>> {
     outputs
         .iter()
         .map(|o| {
             let (d, rel, diff) = match (o.value(base), o.value(trial)) {
                 (Some(b), Some(t)) => {
-                    let c = mantissa_harness::compare::compare(mantissa_gpu::DType::F64, &[t], &[b]);
+                    let c =
+                        mantissa_harness::compare::compare(mantissa_gpu::DType::F64, &[t], &[b]);
                     (digits(c.digits), num(c.max_rel), c.differing.to_string())
                 }
                 (None, _) => ("-".into(), "-".into(), "not printed by the baseline".into()),
@@ -129,7 +145,10 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
         .map(|o| PrintedOutput::parse(o).map_err(RunUsage))
         .collect::<Result<_, _>>()?;
     if let Some(t) = args.trial_timeout.filter(|t| !(t.is_finite() && *t > 0.0)) {
-        return Err(RunUsage(format!("--trial-timeout {t}: give a positive number of seconds")).into());
+        return Err(RunUsage(format!(
+            "--trial-timeout {t}: give a positive number of seconds"
+        ))
+        .into());
     }
     let program = Path::new(&args.app[0]);
     let stem = program
@@ -188,10 +207,16 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
         eprintln!("running {stem} with --demote {name} ...");
         let trial = session.run_pipeline(name, pipeline)?;
         if let Some(exit) = exit_text(&trial) {
-            lines.push(format!("{name}: the application ended with {exit} (its output: {})", trial.run.dir.display()));
+            lines.push(format!(
+                "{name}: the application ended with {exit} (its output: {})",
+                trial.run.dir.display()
+            ));
         }
         for (key, code, log) in &trial.refused {
-            lines.push(format!("{name}: the driver refused the rewrite of module {key} (CUresult {code}): {}", log.lines().next().unwrap_or("")));
+            lines.push(format!(
+                "{name}: the driver refused the rewrite of module {key} (CUresult {code}): {}",
+                log.lines().next().unwrap_or("")
+            ));
         }
         for (key, why) in &trial.not_rewritten {
             lines.push(format!("{name}: module {key} left as it is: {why}"));

@@ -74,14 +74,21 @@ fn parse_analyses(s: &str) -> Result<Analyses, String> {
 pub fn run(args: ShadowArgs) -> anyhow::Result<()> {
     let spec_path = match (&args.spec, args.app.is_empty()) {
         (Some(_), false) => {
-            return Err(RunUsage("give a spec or an application after `--`, not both".into()).into())
+            return Err(
+                RunUsage("give a spec or an application after `--`, not both".into()).into(),
+            )
         }
         (None, false) => return run_app(args),
         (Some(p), true) => p.clone(),
-        (None, true) => return Err(RunUsage("give a spec, or an application after `--`".into()).into()),
+        (None, true) => {
+            return Err(RunUsage("give a spec, or an application after `--`".into()).into())
+        }
     };
     if args.runs.is_some() || args.trial_timeout.is_some() {
-        return Err(RunUsage("--runs and --trial-timeout apply to an application (after `--`)".into()).into());
+        return Err(RunUsage(
+            "--runs and --trial-timeout apply to an application (after `--`)".into(),
+        )
+        .into());
     }
     // The spec is read before the GPU is probed, so a wrong spec says so on any machine.
     let spec = Spec::load_with(&spec_path, &args.set).map_err(|e| RunUsage(e.to_string()))?;
@@ -136,7 +143,11 @@ pub fn run(args: ShadowArgs) -> anyhow::Result<()> {
 }
 
 /// Prints (or writes) a finished run: tables or JSON, and with `--out` the records and page.
-fn show(args: &ShadowArgs, run: &mantissa_shadow::ShadowRun, source_dir: &std::path::Path) -> anyhow::Result<()> {
+fn show(
+    args: &ShadowArgs,
+    run: &mantissa_shadow::ShadowRun,
+    source_dir: &std::path::Path,
+) -> anyhow::Result<()> {
     let json = args.json;
     if let Some(dir) = &args.out {
         let mut log = ResultsLog::open(dir, true)?;
@@ -176,7 +187,10 @@ fn show(args: &ShadowArgs, run: &mantissa_shadow::ShadowRun, source_dir: &std::p
 /// instrumented at load time ([`mantissa_harness::app::session::AppSession`] as the session).
 fn run_app(args: ShadowArgs) -> anyhow::Result<()> {
     if !args.set.is_empty() || args.flags != FlagSet::DEFAULT {
-        return Err(RunUsage("--set and --flags apply to a spec; an application runs as its build made it".into()).into());
+        return Err(RunUsage(
+            "--set and --flags apply to a spec; an application runs as its build made it".into(),
+        )
+        .into());
     }
     let analyses = args.analysis.unwrap_or(Analyses {
         demotion: true,
@@ -187,7 +201,10 @@ fn run_app(args: ShadowArgs) -> anyhow::Result<()> {
         return Err(RunUsage("--analysis shadow (shadow values) is not built for applications yet: use demotion,exceptions".into()).into());
     }
     if let Some(t) = args.trial_timeout.filter(|t| !(t.is_finite() && *t > 0.0)) {
-        return Err(RunUsage(format!("--trial-timeout {t}: give a positive number of seconds")).into());
+        return Err(RunUsage(format!(
+            "--trial-timeout {t}: give a positive number of seconds"
+        ))
+        .into());
     }
     let stem = std::path::Path::new(&args.app[0])
         .file_name()
@@ -197,19 +214,32 @@ fn run_app(args: ShadowArgs) -> anyhow::Result<()> {
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("mantissa-shadow-{stem}")));
     if std::fs::read_dir(&work).is_ok_and(|mut d| d.next().is_some()) {
-        return Err(anyhow!("{} holds earlier runs: give another --runs, or remove it", work.display()));
+        return Err(anyhow!(
+            "{} holds earlier runs: give another --runs, or remove it",
+            work.display()
+        ));
     }
     let attach = mantissa_harness::app::Attach::locate()?;
     let arch = crate::trace::device_arch().unwrap_or(1000);
     let timeout = args.trial_timeout.map(std::time::Duration::from_secs_f64);
     eprintln!("running {stem} as it is (the baseline) ...");
-    let mut session = mantissa_harness::app::session::AppSession::start(attach, args.app.clone(), &work, timeout, arch)?;
+    let mut session = mantissa_harness::app::session::AppSession::start(
+        attach,
+        args.app.clone(),
+        &work,
+        timeout,
+        arch,
+    )?;
     match session.target_key() {
         Some(key) => eprintln!("instrumenting module {key} (the one with the most launches)"),
         None => return Err(anyhow!("{stem} loaded no module with PTX: rebuild it with PTX beside the SASS (`-gencode arch=compute_XX,code=compute_XX`, or `-arch=sm_XX`)")),
     }
     for m in session.modules().iter().filter(|m| m.ptx.is_none()) {
-        eprintln!("note: module {} runs as it is: {}", m.key, m.why_not.as_deref().unwrap_or("no PTX"));
+        eprintln!(
+            "note: module {} runs as it is: {}",
+            m.key,
+            m.why_not.as_deref().unwrap_or("no PTX")
+        );
     }
     if !mantissa_harness::Session::as_built_ptx(&session).contains(".loc") {
         eprintln!("note: the module has no line info, so every site is on line :0 of its kernel: build with -lineinfo to see source lines");
@@ -221,20 +251,24 @@ fn run_app(args: ShadowArgs) -> anyhow::Result<()> {
     };
     let source_dir = std::env::current_dir().unwrap_or_default();
     let json = args.json;
-    let result = mantissa_shadow::analyse_on(&mut session, &stem, &source_dir, &request, &mut |event| {
-        if json {
-            return;
-        }
-        match event {
-            ShadowEvent::Instrumented { sites, functions } if sites > 0 => {
-                eprintln!("instrumented {sites} sites in {functions} functions")
+    let result =
+        mantissa_shadow::analyse_on(&mut session, &stem, &source_dir, &request, &mut |event| {
+            if json {
+                return;
             }
-            ShadowEvent::Running { sites } => {
-                eprintln!("running {stem} with sites {}..{} instrumented", sites.start, sites.end)
+            match event {
+                ShadowEvent::Instrumented { sites, functions } if sites > 0 => {
+                    eprintln!("instrumented {sites} sites in {functions} functions")
+                }
+                ShadowEvent::Running { sites } => {
+                    eprintln!(
+                        "running {stem} with sites {}..{} instrumented",
+                        sites.start, sites.end
+                    )
+                }
+                _ => {}
             }
-            _ => {}
-        }
-    });
+        });
     let run = match result {
         Ok(r) => r,
         Err(e) if e.is_usage() => return Err(RunUsage(e.to_string()).into()),

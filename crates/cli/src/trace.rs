@@ -41,7 +41,12 @@ pub fn run(args: TraceArgs) -> anyhow::Result<()> {
     let program = Path::new(&args.command[0]);
     let stem = program
         .file_name()
-        .map(|n| n.to_string_lossy().replace(|c: char| !c.is_ascii_alphanumeric() && c != '_' && c != '-', "_"))
+        .map(|n| {
+            n.to_string_lossy().replace(
+                |c: char| !c.is_ascii_alphanumeric() && c != '_' && c != '-',
+                "_",
+            )
+        })
         .unwrap_or_else(|| "app".into());
     let name = args.name.clone().unwrap_or_else(|| stem.clone());
     let out = args

@@ -17,8 +17,8 @@
 //!   path and the usual system paths, never its own directory); one not found is an `error`
 //!   event of the run.
 
-pub mod events;
 mod analysed;
+pub mod events;
 pub mod session;
 pub mod trace;
 

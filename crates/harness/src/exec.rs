@@ -253,7 +253,10 @@ pub(crate) fn launch_arg<'s>(
         (ArgSpec::BufferAt(_, q), PlannedArg::Buffer(name)) => {
             let len = spec.buffer(name).map_or(0, |b| b.len);
             let offset = crate::validate::buffer_offset(eval(spec, q, c)?, len).map_err(|e| {
-                format!("{}: offset {} = {e}: beyond '{name}' ({len} elements)", a.field, q.text)
+                format!(
+                    "{}: offset {} = {e}: beyond '{name}' ({len} elements)",
+                    a.field, q.text
+                )
             })?;
             Ok(ArgValue::Buffer { name, offset })
         }

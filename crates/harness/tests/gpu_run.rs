@@ -352,9 +352,16 @@ fn pointers_into_buffers_and_structs_by_value_reach_the_kernel() {
         ..RunRequest::default()
     };
     run_spec(&gpu, &spec, &request, &mut |_| {}).unwrap();
-    let y = mantissa_harness::npy::read(&d.join("out/y.npy"), mantissa_gpu::DType::F64, 64).unwrap();
+    let y =
+        mantissa_harness::npy::read(&d.join("out/y.npy"), mantissa_gpu::DType::F64, 64).unwrap();
     let expected: Vec<f64> = (0..64)
-        .map(|i| if i < 32 { i as f64 } else { 2.0 * i as f64 + 3.5 })
+        .map(|i| {
+            if i < 32 {
+                i as f64
+            } else {
+                2.0 * i as f64 + 3.5
+            }
+        })
         .collect();
     assert_eq!(y, HostData::F64(expected));
     std::fs::remove_dir_all(&d).ok();

@@ -152,7 +152,12 @@ impl AppSession {
         &mut self,
         header: &'static mantissa_gpu::runtime::RuntimeHeader,
     ) -> Result<String, TrialError> {
-        if let Some((_, p)) = self.analysed.runtimes.iter().find(|(n, _)| *n == header.name) {
+        if let Some((_, p)) = self
+            .analysed
+            .runtimes
+            .iter()
+            .find(|(n, _)| *n == header.name)
+        {
             return Ok(p.clone());
         }
         let arch = Session::target_arch(self).ok_or_else(|| {
@@ -161,10 +166,9 @@ impl AppSession {
                 header.name
             ))
         })?;
-        let compiler = mantissa_gpu::Compiler::probe()
-            .map_err(|e| TrialError::Build {
-                message: format!("compiling the runtime {}: {e}", header.name),
-            })?;
+        let compiler = mantissa_gpu::Compiler::probe().map_err(|e| TrialError::Build {
+            message: format!("compiling the runtime {}: {e}", header.name),
+        })?;
         let ptx = mantissa_gpu::runtime::compile(&compiler, header, arch).map_err(|e| {
             TrialError::Build {
                 message: format!("compiling the runtime {}: {e}", header.name),
@@ -175,7 +179,11 @@ impl AppSession {
     }
 
     /// Writes `variant` as the target's replacement under `dir/replace`.
-    fn stage(&self, variant: &Variant, dir: &std::path::Path) -> Result<std::path::PathBuf, TrialError> {
+    fn stage(
+        &self,
+        variant: &Variant,
+        dir: &std::path::Path,
+    ) -> Result<std::path::PathBuf, TrialError> {
         let key = &self.target()?.key;
         let replace = dir.join("replace");
         let io = |p: &std::path::Path, e: mantissa_files::WriteError| {
@@ -189,7 +197,10 @@ impl AppSession {
                 .iter()
                 .map(|(n, b)| serde_json::json!({ "symbol": n, "hex": hex(b) }))
                 .collect();
-            files.push((format!("{key}.writes.json"), serde_json::to_vec(&w).unwrap_or_default()));
+            files.push((
+                format!("{key}.writes.json"),
+                serde_json::to_vec(&w).unwrap_or_default(),
+            ));
         }
         if !variant.read_back.is_empty() {
             let r = serde_json::to_vec(&variant.read_back).unwrap_or_default();
@@ -285,7 +296,10 @@ impl Session for AppSession {
             return Ok(m.clone());
         }
         let target = self.target()?;
-        let (module, text) = (target.ptx.clone().ok_or_else(no_target)?, target.text.clone());
+        let (module, text) = (
+            target.ptx.clone().ok_or_else(no_target)?,
+            target.text.clone(),
+        );
         let made = match base {
             Base::AsBuilt => BaseModule {
                 module,

@@ -242,7 +242,11 @@ impl AppSession {
 
     /// Runs the application with every module that has PTX replaced by `pipeline`'s rewrite of
     /// it (a module the pipeline fails on stays as it is, and is named).
-    pub fn run_pipeline(&mut self, name: &str, pipeline: &Pipeline) -> Result<AppTrial, SessionError> {
+    pub fn run_pipeline(
+        &mut self,
+        name: &str,
+        pipeline: &Pipeline,
+    ) -> Result<AppTrial, SessionError> {
         let dir = self.next_trial_dir();
         let replace = dir.join("replace");
         let fail = |path: &Path, e: mantissa_files::WriteError| SessionError::File {
@@ -297,7 +301,12 @@ impl AppSession {
             .iter()
             .zip(&other)
             .position(|(a, b)| a.0 != b.0)
-            .map(|i| format!("copy {i} to the host: the baseline read {:?}, the trial {:?}", base[i].0, other[i].0))
+            .map(|i| {
+                format!(
+                    "copy {i} to the host: the baseline read {:?}, the trial {:?}",
+                    base[i].0, other[i].0
+                )
+            })
             .or_else(|| {
                 (base.len() != other.len()).then(|| {
                     format!(
@@ -375,7 +384,10 @@ impl AppSession {
                 .find(|(k, _)| *k == (g.buffer, g.offset, g.bytes))
                 .map(|(_, d)| d);
             if let Some(data) = last.and_then(|d| super::analysed::host_data(g.dtype, d)) {
-                out.push((format!("buf{}[{}..{}]", g.buffer, g.offset, g.offset + g.bytes), data));
+                out.push((
+                    format!("buf{}[{}..{}]", g.buffer, g.offset, g.offset + g.bytes),
+                    data,
+                ));
             }
         }
         Ok(out)
@@ -425,7 +437,10 @@ impl PrintedOutput {
                 format!("--output {arg}: give NAME=REGEX (say energy='energy ([-+0-9.eE]+)')")
             })?;
         let pattern = regex::Regex::new(pattern).map_err(|e| {
-            format!("--output {arg}: {}", e.to_string().lines().last().unwrap_or("not a pattern"))
+            format!(
+                "--output {arg}: {}",
+                e.to_string().lines().last().unwrap_or("not a pattern")
+            )
         })?;
         Ok(PrintedOutput {
             name: name.trim().to_string(),
@@ -453,7 +468,11 @@ mod printed_tests {
         let energy = PrintedOutput::parse("energy=energy ([-+0-9.eE]+)").unwrap();
         assert_eq!(energy.name, "energy");
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("stdout.txt"), "energy 1.5\nsteps 3\nenergy 57.547427395525588\n").unwrap();
+        std::fs::write(
+            dir.path().join("stdout.txt"),
+            "energy 1.5\nsteps 3\nenergy 57.547427395525588\n",
+        )
+        .unwrap();
         let run = AppRun {
             dir: dir.path().to_path_buf(),
             exit: Exit::Code(0),
@@ -463,7 +482,11 @@ mod printed_tests {
         assert_eq!(energy.value(&run), Some(57.547427395525588));
         let none = PrintedOutput::parse("x=nothing here").unwrap();
         assert_eq!(none.value(&run), None);
-        assert!(PrintedOutput::parse("energy").unwrap_err().contains("NAME=REGEX"));
-        assert!(PrintedOutput::parse("e=(unclosed").unwrap_err().starts_with("--output e=(unclosed: "));
+        assert!(PrintedOutput::parse("energy")
+            .unwrap_err()
+            .contains("NAME=REGEX"));
+        assert!(PrintedOutput::parse("e=(unclosed")
+            .unwrap_err()
+            .starts_with("--output e=(unclosed: "));
     }
 }

@@ -245,7 +245,10 @@ pub fn trace(dir: &Path, events: &[Event], name: &str, arch: u32) -> Result<Trac
             _ => None,
         })
         .collect();
-    let kernels = launches.iter().collect::<std::collections::BTreeSet<_>>().len();
+    let kernels = launches
+        .iter()
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
     let counts = TraceCounts {
         launches: launches.len(),
         kernels,
@@ -270,7 +273,8 @@ pub fn trace(dir: &Path, events: &[Event], name: &str, arch: u32) -> Result<Trac
 /// where the application's own decisions come from device results.
 fn host_values(p: &program::Program) -> Vec<String> {
     let mut seen: HashMap<Vec<u8>, (usize, usize)> = HashMap::new(); // chunk -> (buffer, event)
-    let mut uses: BTreeMap<(String, usize), (usize, usize, Option<(usize, usize)>)> = BTreeMap::new();
+    let mut uses: BTreeMap<(String, usize), (usize, usize, Option<(usize, usize)>)> =
+        BTreeMap::new();
     let mut back_before_launch = 0;
     let mut launched_after = false;
     for op in p.ops.iter().rev() {

@@ -203,12 +203,22 @@ fn a_traced_run_replays_on_the_interpreter_to_what_the_application_read() {
     use mantissa_ptx::interp::{self, Memory};
     let (attach, _) = setup();
     let mut req = request("traced", &["3"], None);
-    req.record = ["launches", "copies", "htod_data", "dtoh_data"].map(String::from).to_vec();
+    req.record = ["launches", "copies", "htod_data", "dtoh_data"]
+        .map(String::from)
+        .to_vec();
     let run = attach.run(&req).unwrap();
     assert_eq!(run.exit, Exit::Code(0), "{}", run.stderr());
     let t = trace(&run.dir, &run.events, "host_app", 90).unwrap();
-    assert_eq!((t.counts.launches, t.counts.kernels, t.counts.outputs), (3, 1, 1));
-    assert!(t.spec.contains("repeat = 3\nsteps = [\n  { launch = \"k_8_8\""), "{}", t.spec);
+    assert_eq!(
+        (t.counts.launches, t.counts.kernels, t.counts.outputs),
+        (3, 1, 1)
+    );
+    assert!(
+        t.spec
+            .contains("repeat = 3\nsteps = [\n  { launch = \"k_8_8\""),
+        "{}",
+        t.spec
+    );
     let path = t.write(&scratch().join("traced-spec")).unwrap();
     let spec = mantissa_harness::Spec::load(&path).unwrap_or_else(|e| panic!("{e}\n{}", t.spec));
     let inputs = mantissa_harness::data::materialize(&spec).unwrap();
@@ -225,7 +235,10 @@ fn a_traced_run_replays_on_the_interpreter_to_what_the_application_read() {
         mantissa_harness::interp_steps::run_steps(&spec, &plan, &inputs, &module, &mut launch)
             .unwrap();
     let got = replay.buffer_bytes(&spec.outputs[0].buffer).unwrap();
-    let want: Vec<u8> = [1.0f64, 2.0, 3.0, 4.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+    let want: Vec<u8> = [1.0f64, 2.0, 3.0, 4.0]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
     assert_eq!(got, want);
 }
 
@@ -255,7 +268,11 @@ fn a_trial_replaces_the_module_and_is_compared_on_what_was_copied_back() {
     assert!(trial.refused.is_empty() && trial.not_rewritten.is_empty());
     assert_eq!(trial.reports.len(), 1);
     assert!(
-        trial.run.events.iter().any(|e| matches!(e, Event::Load { replaced: true, .. })),
+        trial
+            .run
+            .events
+            .iter()
+            .any(|e| matches!(e, Event::Load { replaced: true, .. })),
         "{:?}",
         trial.run.events
     );
@@ -265,7 +282,10 @@ fn a_trial_replaces_the_module_and_is_compared_on_what_was_copied_back() {
     let g = &c.groups[0];
     // `k_8_8` is extern "C" and touches no memory: nothing says what the buffer holds, so it
     // is compared as bytes.
-    assert_eq!((g.dtype, g.bytes, g.copies), (mantissa_gpu::DType::U8, 32, (1, 1)));
+    assert_eq!(
+        (g.dtype, g.bytes, g.copies),
+        (mantissa_gpu::DType::U8, 32, (1, 1))
+    );
     assert_eq!(g.last.as_ref().unwrap().differing, 0);
     // A baseline that fails is the session's end, in one line.
     let _ = std::fs::remove_dir_all(scratch().join("session-crash"));

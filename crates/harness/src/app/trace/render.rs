@@ -14,7 +14,11 @@ pub(super) type Step = Vec<(&'static str, String)>;
 #[derive(Debug, PartialEq)]
 pub(super) enum Item {
     One(usize),
-    Repeat { count: usize, start: usize, period: usize },
+    Repeat {
+        count: usize,
+        start: usize,
+        period: usize,
+    },
 }
 
 /// Folds runs of identical steps (a body of up to `max_period` steps repeated at least twice)
@@ -179,9 +183,10 @@ impl Maker<'_> {
         }
         let name = format!("in{}", self.sources.len());
         let file = format!("data/{name}.npy");
-        self.parts
-            .files
-            .push((file.clone(), npy::encode_le(dtype, data).unwrap_or_default()));
+        self.parts.files.push((
+            file.clone(),
+            npy::encode_le(dtype, data).unwrap_or_default(),
+        ));
         self.parts.buffers.push(BufferOut {
             name: name.clone(),
             dtype,
@@ -268,7 +273,9 @@ pub(super) fn parts(p: &Program, types: &[DType]) -> Parts {
         let Op::Download { from, .. } = &p.ops[i] else {
             continue;
         };
-        let later = p.ops[i + 1..].iter().any(|op| op.writes().contains(&from.buf));
+        let later = p.ops[i + 1..]
+            .iter()
+            .any(|op| op.writes().contains(&from.buf));
         written_after.insert(i, later);
     }
     let mut inits: BTreeMap<usize, String> = BTreeMap::new();
@@ -301,7 +308,10 @@ pub(super) fn parts(p: &Program, types: &[DType]) -> Parts {
                 match fill_value(t, &element).filter(|_| whole && uniform) {
                     Some(v) => {
                         let b = quoted(&m.name(to.buf));
-                        m.push(seq, vec![("fill", format!("{{ buffer = {b}, value = {v} }}"))]);
+                        m.push(
+                            seq,
+                            vec![("fill", format!("{{ buffer = {b}, value = {v} }}"))],
+                        );
                     }
                     None => {
                         let src = m.source(t, &bytes, format!("set by a memset at event {seq}"));
@@ -392,7 +402,10 @@ pub(super) fn parts(p: &Program, types: &[DType]) -> Parts {
             dtype: types[b],
             len: p.allocs[b].bytes / types[b].size() as u64,
             npy: inits.get(&b).cloned(),
-            about: format!("{} allocation #{b}, {} bytes", p.allocs[b].kind, p.allocs[b].bytes),
+            about: format!(
+                "{} allocation #{b}, {} bytes",
+                p.allocs[b].kind, p.allocs[b].bytes
+            ),
         })
         .collect();
     app_buffers.append(&mut m.parts.buffers);
@@ -416,7 +429,12 @@ pub(super) fn text(name: &str, source: &str, header: &str, parts: &Parts) -> Str
     for line in header.lines() {
         let _ = writeln!(t, "# {line}");
     }
-    let _ = writeln!(t, "name = {}\n\n[source]\nfile = {}\n", quoted(name), quoted(source));
+    let _ = writeln!(
+        t,
+        "name = {}\n\n[source]\nfile = {}\n",
+        quoted(name),
+        quoted(source)
+    );
     for b in &parts.buffers {
         let _ = writeln!(t, "[buffers.{}]  # {}", b.name, b.about);
         let _ = writeln!(t, "type = \"{}\"\nlen = {}", b.dtype, b.len);
@@ -453,7 +471,12 @@ pub(super) fn text(name: &str, source: &str, header: &str, parts: &Parts) -> Str
         t.push('\n');
     }
     for o in &parts.outputs {
-        let _ = writeln!(t, "[[outputs]]  # {}\nbuffer = {}", o.about, quoted(&o.buffer));
+        let _ = writeln!(
+            t,
+            "[[outputs]]  # {}\nbuffer = {}",
+            o.about,
+            quoted(&o.buffer)
+        );
         if let Some((offset, len)) = o.view {
             let _ = writeln!(t, "offset = {offset}\nlen = {len}");
         }
@@ -504,14 +527,23 @@ mod tests {
     fn scalars_are_numbers_only_where_they_read_back_to_the_same_bits() {
         assert_eq!(value_text("f64", &0.1f64.to_le_bytes()), "0.1");
         assert_eq!(value_text("f64", &2.0f64.to_le_bytes()), "2.0");
-        assert_eq!(value_text("f32", &0.1f32.to_le_bytes()), "0.10000000149011612");
+        assert_eq!(
+            value_text("f32", &0.1f32.to_le_bytes()),
+            "0.10000000149011612"
+        );
         assert_eq!(
             value_text("f64", &(-0.0f64).to_le_bytes()),
             "{ bytes = \"0000000000000080\" }"
         );
-        assert_eq!(value_text("f64", &f64::NAN.to_le_bytes()), "{ bytes = \"000000000000f87f\" }");
+        assert_eq!(
+            value_text("f64", &f64::NAN.to_le_bytes()),
+            "{ bytes = \"000000000000f87f\" }"
+        );
         assert_eq!(value_text("s32", &(-3i32).to_le_bytes()), "-3");
-        assert_eq!(value_text("u64", &u64::MAX.to_le_bytes()), "{ bytes = \"ffffffffffffffff\" }");
+        assert_eq!(
+            value_text("u64", &u64::MAX.to_le_bytes()),
+            "{ bytes = \"ffffffffffffffff\" }"
+        );
         assert_eq!(value_text("b8", &[1, 2, 3]), "{ bytes = \"010203\" }");
     }
 }

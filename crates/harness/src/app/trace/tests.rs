@@ -107,7 +107,9 @@ fn simulate(dir: &Path) -> (String, Vec<u8>) {
     let x = mem.alloc(n as usize * 8);
     let out = mem.alloc(8);
     for (p, b) in [(x, n * 8), (out, 8)] {
-        log.push(format!(r#"{{"event":"alloc","ptr":"{p:#x}","bytes":{b},"kind":"device"}}"#));
+        log.push(format!(
+            r#"{{"event":"alloc","ptr":"{p:#x}","bytes":{b},"kind":"device"}}"#
+        ));
     }
     let x0: Vec<u8> = (0..n)
         .flat_map(|k| (1.0 + f64::from(k) / f64::from(n)).to_le_bytes())
@@ -122,7 +124,12 @@ fn simulate(dir: &Path) -> (String, Vec<u8>) {
         r#"{{"event":"memset","dst":"{out:#x}","value":0,"width":1,"count":8}}"#
     ));
     let options = interp::Options::default();
-    let launch = |mem: &mut Memory, log: &mut Vec<String>, kernel: &str, grid: u32, block: u32, args: Vec<Vec<u8>>| {
+    let launch = |mem: &mut Memory,
+                  log: &mut Vec<String>,
+                  kernel: &str,
+                  grid: u32,
+                  block: u32,
+                  args: Vec<Vec<u8>>| {
         let a: Vec<interp::Arg> = args.iter().map(|b| interp::Arg(b.clone())).collect();
         let l = interp::Launch {
             grid: [grid, 1, 1],
@@ -136,17 +143,48 @@ fn simulate(dir: &Path) -> (String, Vec<u8>) {
         ));
     };
     for iteration in 0..3 {
-        launch(&mut mem, &mut log, "mean_of", 1, 32, vec![x.to_le_bytes().to_vec(), out.to_le_bytes().to_vec(), n.to_le_bytes().to_vec()]);
+        launch(
+            &mut mem,
+            &mut log,
+            "mean_of",
+            1,
+            32,
+            vec![
+                x.to_le_bytes().to_vec(),
+                out.to_le_bytes().to_vec(),
+                n.to_le_bytes().to_vec(),
+            ],
+        );
         let mean = mem.read(out, 8).unwrap().to_vec();
         let f = save(&mean);
         log.push(format!(
             r#"{{"event":"copy","dir":"dtoh","dst":"0x2000","src":"{out:#x}","bytes":8,"data":"{f}"}}"#
         ));
-        launch(&mut mem, &mut log, "_Z5scalePddi", 2, 32, vec![x.to_le_bytes().to_vec(), mean, n.to_le_bytes().to_vec()]);
+        launch(
+            &mut mem,
+            &mut log,
+            "_Z5scalePddi",
+            2,
+            32,
+            vec![x.to_le_bytes().to_vec(), mean, n.to_le_bytes().to_vec()],
+        );
         let half = x + u64::from(n / 2) * 8;
-        launch(&mut mem, &mut log, "_Z5scalePddi", 1, 32, vec![half.to_le_bytes().to_vec(), 0.5f64.to_le_bytes().to_vec(), (n / 2).to_le_bytes().to_vec()]);
+        launch(
+            &mut mem,
+            &mut log,
+            "_Z5scalePddi",
+            1,
+            32,
+            vec![
+                half.to_le_bytes().to_vec(),
+                0.5f64.to_le_bytes().to_vec(),
+                (n / 2).to_le_bytes().to_vec(),
+            ],
+        );
         if iteration == 1 {
-            let fresh: Vec<u8> = (0..n / 4).flat_map(|k| (-f64::from(k)).to_le_bytes()).collect();
+            let fresh: Vec<u8> = (0..n / 4)
+                .flat_map(|k| (-f64::from(k)).to_le_bytes())
+                .collect();
             mem.write(x, &fresh).unwrap();
             let f = save(&fresh);
             log.push(format!(
@@ -177,15 +215,33 @@ fn a_traced_run_replays_to_the_bit_and_says_what_the_host_chose() {
     assert_eq!(t.counts.kernels, 2);
     assert_eq!(t.counts.copies_back, 4);
     assert!(
-        t.notes.iter().any(|n| n.contains("_Z5scalePddi parameter 1: 3 of 6 launches")),
+        t.notes
+            .iter()
+            .any(|n| n.contains("_Z5scalePddi parameter 1: 3 of 6 launches")),
         "{:#?}",
         t.notes
     );
     // Typed by the C++ name (scale) and by mean_of's f64 loads and stores.
-    assert!(t.spec.contains("[buffers.buf0]") && t.spec.contains("type = \"f64\"\nlen = 64"), "{}", t.spec);
-    assert!(t.spec.contains("[buffers.buf1]") && t.spec.contains("type = \"f64\"\nlen = 1"), "{}", t.spec);
-    assert!(t.spec.contains("{ buffer = \"buf0\", offset = 32 }"), "{}", t.spec);
-    assert!(t.spec.contains("fill = { buffer = \"buf1\", value = 0.0 }"), "{}", t.spec);
+    assert!(
+        t.spec.contains("[buffers.buf0]") && t.spec.contains("type = \"f64\"\nlen = 64"),
+        "{}",
+        t.spec
+    );
+    assert!(
+        t.spec.contains("[buffers.buf1]") && t.spec.contains("type = \"f64\"\nlen = 1"),
+        "{}",
+        t.spec
+    );
+    assert!(
+        t.spec.contains("{ buffer = \"buf0\", offset = 32 }"),
+        "{}",
+        t.spec
+    );
+    assert!(
+        t.spec.contains("fill = { buffer = \"buf1\", value = 0.0 }"),
+        "{}",
+        t.spec
+    );
     let path = t.write(&out_dir).unwrap();
     if std::env::var_os("TRACE_PRINT").is_some() {
         eprintln!("{}\n{:#?}", t.spec, t.notes);
@@ -212,7 +268,12 @@ fn a_traced_run_replays_to_the_bit_and_says_what_the_host_chose() {
         let (reference, _) = o.reference.as_ref().expect("a reference");
         let want = std::fs::read(reference).unwrap();
         // The .npy's data is its last bytes.
-        assert_eq!(&want[want.len() - got.len()..], &got[..], "output {}", o.buffer);
+        assert_eq!(
+            &want[want.len() - got.len()..],
+            &got[..],
+            "output {}",
+            o.buffer
+        );
     }
     let x_out = spec.outputs.iter().find(|o| o.buffer == "buf0").unwrap();
     assert_eq!(run.buffer_bytes(&x_out.buffer).unwrap(), last);
@@ -230,7 +291,9 @@ fn a_module_without_ptx_names_the_flag_that_adds_it() {
         r#"{"event":"launch","module":"00000000000000aa","kernel":"k","grid":[1,1,1],"block":[1,1,1],"shared":0,"args":[]}"#,
     )
     .unwrap();
-    let e = trace(tmp.path(), &events, "app", 90).unwrap_err().to_string();
+    let e = trace(tmp.path(), &events, "app", 90)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("compute_XX,code=compute_XX"), "{e}");
     let none = trace(tmp.path(), &[], "app", 90).unwrap_err().to_string();
     assert!(none.contains("launched no kernel"), "{none}");
@@ -254,9 +317,15 @@ fn pointer_offsets_and_bytes_are_checked_against_the_buffer_and_the_parameter() 
     };
     check(r#"[{ buffer = "x", offset = 64 }, { bytes = "000000000000f03f" }, 64]"#).unwrap();
     let beyond = check(r#"[{ buffer = "x", offset = 65 }, 1.0, 64]"#).unwrap_err();
-    assert!(beyond.contains("an element of 'x' or its end: 0 to 64"), "{beyond}");
+    assert!(
+        beyond.contains("an element of 'x' or its end: 0 to 64"),
+        "{beyond}"
+    );
     let short = check(r#"["x", { bytes = "00" }, 64]"#).unwrap_err();
-    assert!(short.contains("1 bytes for parameter 2") && short.contains("8 bytes (16 hex digits)"), "{short}");
+    assert!(
+        short.contains("1 bytes for parameter 2") && short.contains("8 bytes (16 hex digits)"),
+        "{short}"
+    );
     let odd = check(r#"["x", { bytes = "0" }, 64]"#).unwrap_err();
     assert!(odd.contains("an even number of hex digits"), "{odd}");
     let unknown = check(r#"[{ buffer = "x", at = 3 }, 1.0, 64]"#).unwrap_err();
@@ -271,7 +340,8 @@ fn pointer_offsets_and_bytes_are_checked_against_the_buffer_and_the_parameter() 
 #[test]
 fn a_real_application_run_traces_and_replays_on_the_interpreter_to_the_gpu_s_bits() {
     let tmp = tempfile::tempdir().unwrap();
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/app/reactor-h100.tar.gz");
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/app/reactor-h100.tar.gz");
     let status = std::process::Command::new("tar")
         .arg("-xzf")
         .arg(&fixture)
@@ -282,14 +352,23 @@ fn a_real_application_run_traces_and_replays_on_the_interpreter_to_the_gpu_s_bit
     assert!(status.success());
     let events = events::read(&tmp.path().join("events.jsonl")).unwrap();
     let t = trace(tmp.path(), &events, "reactor", 90).unwrap();
-    assert_eq!((t.counts.launches, t.counts.kernels, t.counts.copies_back), (175, 4, 60));
+    assert_eq!(
+        (t.counts.launches, t.counts.kernels, t.counts.copies_back),
+        (175, 4, 60)
+    );
     assert!(
         t.notes.iter().any(|n| n.starts_with("_Z7advanceIdEvPT_PKS0_S0_i parameter 2: 57 of 58 launches took a value the host had copied back")),
         "{:#?}",
         t.notes
     );
     // The first three steps propose the same dt (the bump has not grown yet): one repeat.
-    assert!(t.spec.contains("repeat = 3\nsteps = [\n  { launch = \"_Z5ratesIdEvPKT_PS0_S3_iS0_S0_S0_S0_S0_\""), "{}", &t.spec[..3000]);
+    assert!(
+        t.spec.contains(
+            "repeat = 3\nsteps = [\n  { launch = \"_Z5ratesIdEvPKT_PS0_S3_iS0_S0_S0_S0_S0_\""
+        ),
+        "{}",
+        &t.spec[..3000]
+    );
     let out = tmp.path().join("spec");
     let path = t.write(&out).unwrap();
     let spec = Spec::load(&path).unwrap();
@@ -309,6 +388,11 @@ fn a_real_application_run_traces_and_replays_on_the_interpreter_to_the_gpu_s_bit
         let got = run.buffer_bytes(&o.buffer).unwrap();
         let (reference, _) = o.reference.as_ref().unwrap();
         let want = std::fs::read(reference).unwrap();
-        assert_eq!(&want[want.len() - got.len()..], &got[..], "output {}", o.buffer);
+        assert_eq!(
+            &want[want.len() - got.len()..],
+            &got[..],
+            "output {}",
+            o.buffer
+        );
     }
 }

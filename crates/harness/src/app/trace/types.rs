@@ -93,12 +93,18 @@ pub(crate) fn buffer_types(
         }
     }
     let most = |m: Option<&HashMap<DType, usize>>| {
-        m.and_then(|m| m.iter().max_by_key(|(d, c)| (**c, d.size())).map(|(d, _)| *d))
+        m.and_then(|m| {
+            m.iter()
+                .max_by_key(|(d, c)| (**c, d.size()))
+                .map(|(d, _)| *d)
+        })
     };
     let mut group_type: HashMap<usize, DType> = HashMap::new();
     for b in 0..n {
         let g = find(&mut parent, b);
-        let t = most(cpp.get(&g)).or_else(|| most(ptx.get(&g))).unwrap_or(DType::U8);
+        let t = most(cpp.get(&g))
+            .or_else(|| most(ptx.get(&g)))
+            .unwrap_or(DType::U8);
         group_type.insert(g, t);
     }
     // Whole elements, or bytes.
@@ -122,14 +128,22 @@ pub(crate) fn buffer_types(
                     }
                 }
             }
-            Op::Upload { to, data, .. } => spans.extend([(to.buf, to.offset), (to.buf, data.len() as u64)]),
-            Op::Download { from, bytes, .. } => spans.extend([(from.buf, from.offset), (from.buf, *bytes)]),
-            Op::DeviceCopy { from, to, bytes, .. } => {
-                spans.extend([(from.buf, from.offset), (to.buf, to.offset), (to.buf, *bytes)])
+            Op::Upload { to, data, .. } => {
+                spans.extend([(to.buf, to.offset), (to.buf, data.len() as u64)])
             }
-            Op::Memset { to, pattern, count, .. } => {
-                spans.extend([(to.buf, to.offset), (to.buf, pattern.len() as u64 * count)])
+            Op::Download { from, bytes, .. } => {
+                spans.extend([(from.buf, from.offset), (from.buf, *bytes)])
             }
+            Op::DeviceCopy {
+                from, to, bytes, ..
+            } => spans.extend([
+                (from.buf, from.offset),
+                (to.buf, to.offset),
+                (to.buf, *bytes),
+            ]),
+            Op::Memset {
+                to, pattern, count, ..
+            } => spans.extend([(to.buf, to.offset), (to.buf, pattern.len() as u64 * count)]),
         }
         for (b, bytes) in spans {
             let g = find(&mut parent, b);
