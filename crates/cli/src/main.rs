@@ -10,6 +10,7 @@
 
 #![deny(missing_docs)]
 
+mod app_args;
 mod devices;
 mod diff;
 mod inspect;

@@ -378,7 +378,7 @@ fn memory_line(need: &MemoryNeed) -> String {
     line
 }
 
-fn digits(d: f64) -> String {
+pub(crate) fn digits(d: f64) -> String {
     if d.is_infinite() {
         "all".into()
     } else {

@@ -2,7 +2,7 @@
 //! configuration with its modules replaced at load time ([`mantissa_harness::app::session`]),
 //! compared on what it copied back to the host, timed by its kernel time.
 
-use crate::run::{RunArgs, RunUsage};
+use crate::run::{digits, RunArgs, RunUsage};
 use crate::table::{markdown, num};
 use anyhow::anyhow;
 use mantissa_harness::app::session::{AppComparison, AppSession, AppTrial, PrintedOutput};
@@ -11,8 +11,6 @@ use mantissa_harness::app::{Attach, Exit};
 use mantissa_harness::pipelines;
 use mantissa_ptx::pass::demote::DemoteSet;
 use mantissa_ptx::pass::Pipeline;
-use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 /// The options that only mean something with a spec, when given with an application.
 fn spec_only(args: &RunArgs) -> Option<&'static str> {
@@ -41,14 +39,6 @@ fn pipeline_of(value: &str) -> Result<Pipeline, RunUsage> {
         other => Err(RunUsage(format!(
             "--demote {other}: with an application, give all or none (a configuration file names the sites of a spec's build)"
         ))),
-    }
-}
-
-fn digits(d: f64) -> String {
-    if d.is_infinite() {
-        "all".into()
-    } else {
-        format!("{d}")
     }
 }
 
@@ -144,29 +134,12 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
         .iter()
         .map(|o| PrintedOutput::parse(o).map_err(RunUsage))
         .collect::<Result<_, _>>()?;
-    if let Some(t) = args.trial_timeout.filter(|t| !(t.is_finite() && *t > 0.0)) {
-        return Err(RunUsage(format!(
-            "--trial-timeout {t}: give a positive number of seconds"
-        ))
-        .into());
-    }
-    let program = Path::new(&args.app[0]);
-    let stem = program
-        .file_name()
-        .map_or("app".into(), |n| n.to_string_lossy().to_string());
-    let work = args
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(format!("mantissa-run-{stem}")));
-    if std::fs::read_dir(&work).is_ok_and(|mut d| d.next().is_some()) {
-        return Err(anyhow!(
-            "{} holds earlier runs: give another --out, or remove it",
-            work.display()
-        ));
-    }
+    let timeout = crate::app_args::timeout(args.trial_timeout, "--trial-timeout")?;
+    let stem = crate::app_args::stem(&args.app[0]);
+    let work =
+        crate::app_args::fresh_dir(args.out.as_deref(), format!("mantissa-run-{stem}"), "--out")?;
     let attach = Attach::locate()?;
-    let arch = crate::trace::device_arch().unwrap_or(1000);
-    let timeout = args.trial_timeout.map(Duration::from_secs_f64);
+    let arch = crate::app_args::device_arch();
     eprintln!("running {stem} as it is (the baseline) ...");
     let mut session = AppSession::start(attach, args.app.clone(), &work, timeout, arch)?;
     let base = session.compare(&session.baseline)?;

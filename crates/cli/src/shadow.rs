@@ -200,28 +200,15 @@ fn run_app(args: ShadowArgs) -> anyhow::Result<()> {
     if analyses.shadow {
         return Err(RunUsage("--analysis shadow (shadow values) is not built for applications yet: use demotion,exceptions".into()).into());
     }
-    if let Some(t) = args.trial_timeout.filter(|t| !(t.is_finite() && *t > 0.0)) {
-        return Err(RunUsage(format!(
-            "--trial-timeout {t}: give a positive number of seconds"
-        ))
-        .into());
-    }
-    let stem = std::path::Path::new(&args.app[0])
-        .file_name()
-        .map_or("app".into(), |n| n.to_string_lossy().to_string());
-    let work = args
-        .runs
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(format!("mantissa-shadow-{stem}")));
-    if std::fs::read_dir(&work).is_ok_and(|mut d| d.next().is_some()) {
-        return Err(anyhow!(
-            "{} holds earlier runs: give another --runs, or remove it",
-            work.display()
-        ));
-    }
+    let timeout = crate::app_args::timeout(args.trial_timeout, "--trial-timeout")?;
+    let stem = crate::app_args::stem(&args.app[0]);
+    let work = crate::app_args::fresh_dir(
+        args.runs.as_deref(),
+        format!("mantissa-shadow-{stem}"),
+        "--runs",
+    )?;
     let attach = mantissa_harness::app::Attach::locate()?;
-    let arch = crate::trace::device_arch().unwrap_or(1000);
-    let timeout = args.trial_timeout.map(std::time::Duration::from_secs_f64);
+    let arch = crate::app_args::device_arch();
     eprintln!("running {stem} as it is (the baseline) ...");
     let mut session = mantissa_harness::app::session::AppSession::start(
         attach,

@@ -2,13 +2,12 @@
 //! its modules, launches, copies and memsets with the bytes of every copy, and writes a spec
 //! (and the PTX and data it names) that `mantissa run` replays ([`mantissa_harness::app::trace`]).
 
-use anyhow::{anyhow, Context};
+use anyhow::Context;
 use clap::Args;
 use mantissa_harness::app::trace::trace;
 use mantissa_harness::app::{AppRequest, Attach, Exit};
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::PathBuf;
 
 /// The options of `mantissa trace` (see docs/COMMANDS.md).
 #[derive(Args)]
@@ -29,40 +28,13 @@ pub struct TraceArgs {
     command: Vec<OsString>,
 }
 
-/// Compute capability of GPU 0 as `10 * major + minor`, or `None` without one.
-pub(crate) fn device_arch() -> Option<u32> {
-    let gpu = mantissa_gpu::Toolchain::probe().ok()?.open(0).ok()?;
-    let cc = gpu.info().compute_capability;
-    Some(cc.major * 10 + cc.minor)
-}
-
 /// Runs `mantissa trace`.
 pub fn run(args: TraceArgs) -> anyhow::Result<()> {
-    let program = Path::new(&args.command[0]);
-    let stem = program
-        .file_name()
-        .map(|n| {
-            n.to_string_lossy().replace(
-                |c: char| !c.is_ascii_alphanumeric() && c != '_' && c != '-',
-                "_",
-            )
-        })
-        .unwrap_or_else(|| "app".into());
+    let stem = crate::app_args::stem(&args.command[0]);
     let name = args.name.clone().unwrap_or_else(|| stem.clone());
-    let out = args
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(format!("trace-{stem}")));
+    let timeout = crate::app_args::timeout(args.timeout, "--timeout")?;
+    let out = crate::app_args::fresh_dir(args.out.as_deref(), format!("trace-{stem}"), "--out")?;
     let run_dir = out.join("run");
-    if std::fs::read_dir(&run_dir).is_ok_and(|mut d| d.next().is_some()) {
-        return Err(anyhow!(
-            "{} holds a trace already: give another --out, or remove it",
-            out.display()
-        ));
-    }
-    if let Some(t) = args.timeout.filter(|t| !(t.is_finite() && *t > 0.0)) {
-        return Err(anyhow!("--timeout {t}: give a positive number of seconds"));
-    }
     let attach = Attach::locate()?;
     eprintln!(
         "running {} under the attach library, recording launches, copies and their bytes ...",
@@ -79,7 +51,7 @@ pub fn run(args: TraceArgs) -> anyhow::Result<()> {
             .map(String::from)
             .to_vec(),
         replace: None,
-        timeout: args.timeout.map(Duration::from_secs_f64),
+        timeout,
     };
     let app = attach.run(&request)?;
     eprintln!(
@@ -95,7 +67,7 @@ pub fn run(args: TraceArgs) -> anyhow::Result<()> {
             app.exit
         );
     }
-    let arch = device_arch().unwrap_or(1000);
+    let arch = crate::app_args::device_arch();
     let t = trace(&run_dir, &app.events, &name, arch)
         .with_context(|| format!("tracing the run in {}", run_dir.display()))?;
     let spec = t.write(&out)?;

@@ -43,6 +43,7 @@ pub mod data;
 pub mod device_compare;
 pub mod exec;
 pub mod expr;
+pub mod hex;
 pub mod interp_steps;
 pub mod limits;
 pub mod memory;

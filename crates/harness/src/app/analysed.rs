@@ -82,10 +82,6 @@ fn no_target() -> TrialError {
     )
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 impl AppSession {
     fn target(&self) -> Result<&super::session::AppModule, TrialError> {
         self.analysed
@@ -195,7 +191,7 @@ impl AppSession {
             let w: Vec<_> = variant
                 .writes()
                 .iter()
-                .map(|(n, b)| serde_json::json!({ "symbol": n, "hex": hex(b) }))
+                .map(|(n, b)| serde_json::json!({ "symbol": n, "hex": crate::hex::encode(b) }))
                 .collect();
             files.push((
                 format!("{key}.writes.json"),

@@ -18,7 +18,6 @@ use super::trace::program::{self, Op, Program};
 use super::trace::{kernel_facts, module_ptx, types, TraceError};
 use super::{AppError, AppRequest, AppRun, Attach, Exit};
 use crate::compare::{compare, output_values, Comparison};
-use crate::npy;
 use mantissa_gpu::DType;
 use mantissa_ptx::pass::{Pipeline, Report};
 use std::collections::{BTreeMap, HashMap};
@@ -396,11 +395,8 @@ impl AppSession {
 
 /// Two copies' bytes compared as `dtype` (`values` against `reference`).
 fn compare_bytes(dtype: DType, values: &[u8], reference: &[u8]) -> Option<Comparison> {
-    let as_values = |b: &[u8]| {
-        let encoded = npy::encode_le(dtype, b)?;
-        let data = npy::decode(&encoded, dtype, None).ok()?;
-        Some(output_values(&data, None, None))
-    };
+    let as_values =
+        |b: &[u8]| super::analysed::host_data(dtype, b).map(|d| output_values(&d, None, None));
     let (v, r) = (as_values(values)?, as_values(reference)?);
     (v.len() == r.len()).then(|| compare(dtype, &v, &r))
 }

@@ -484,7 +484,7 @@ impl Ctx<'_> {
                         }
                         [("bytes", ks, v)] => {
                             let bl = self.span_loc(ks.clone(), il);
-                            match v.str().and_then(parse_hex) {
+                            match v.str().and_then(crate::hex::decode) {
                                 Some(b) if !b.is_empty() => ArgSpec::Bytes(b),
                                 _ => return Err(self.err(bl, format!("{field}.bytes"), v.describe(), "the parameter's bytes as an even number of hex digits, in memory order (\"0000803f\" is the f32 1.0)")),
                             }
@@ -540,16 +540,4 @@ impl Ctx<'_> {
             args,
         })
     }
-}
-
-/// Bytes from hex digits, two per byte (either case); `None` for anything else.
-fn parse_hex(text: &str) -> Option<Vec<u8>> {
-    let t = text.trim();
-    if t.len() % 2 != 0 || !t.bytes().all(|c| c.is_ascii_hexdigit()) {
-        return None;
-    }
-    (0..t.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&t[i..i + 2], 16).ok())
-        .collect()
 }

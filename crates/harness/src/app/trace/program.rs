@@ -306,7 +306,7 @@ fn launch_args(
     }
     let mut out = Vec::with_capacity(args.len());
     for (k, (hex, p)) in args.iter().zip(&sig.params).enumerate() {
-        let bytes = hex_bytes(hex).ok_or_else(|| TraceError::Event {
+        let bytes = crate::hex::decode(hex).ok_or_else(|| TraceError::Event {
             seq,
             message: format!("argument {k} '{hex}' is not hex"),
         })?;
@@ -333,15 +333,4 @@ fn launch_args(
         });
     }
     Ok(out)
-}
-
-/// Bytes from hex digits (two per byte).
-pub(super) fn hex_bytes(hex: &str) -> Option<Vec<u8>> {
-    if hex.len() % 2 != 0 {
-        return None;
-    }
-    (0..hex.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
-        .collect()
 }

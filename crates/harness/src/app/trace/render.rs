@@ -78,10 +78,6 @@ pub(super) fn quoted(s: &str) -> String {
     out
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// A float as TOML writes it exactly (`{:?}` is the shortest text that reads back to the same
 /// f64); `None` for what the spec's numbers cannot carry to the bit (NaN, infinities, -0).
 fn float_text(v: f64) -> Option<String> {
@@ -112,7 +108,7 @@ fn value_text(ptx_type: &str, b: &[u8]) -> String {
         ("u8" | "s8", 1) => Some(b[0].to_string()),
         _ => None,
     };
-    number.unwrap_or_else(|| format!("{{ bytes = \"{}\" }}", hex(b)))
+    number.unwrap_or_else(|| format!("{{ bytes = \"{}\" }}", crate::hex::encode(b)))
 }
 
 /// An element's value as a fill takes it, when it is exactly representable there.

@@ -78,10 +78,6 @@ $L__end:
 }
 "#;
 
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
 /// The application: x = 1 + k/n; three times: the mean of x on the device, read back, and x
 /// scaled by it (a value the host took from the device), the upper half of x halved (a pointer
 /// into x), and once new values copied over x's first quarter; x read back at the end.
@@ -136,7 +132,10 @@ fn simulate(dir: &Path) -> (String, Vec<u8>) {
             block: [block, 1, 1],
         };
         interp::run_with(&module, kernel, l, &a, mem, &options).unwrap();
-        let hexes: Vec<String> = args.iter().map(|b| format!("\"{}\"", hex(b))).collect();
+        let hexes: Vec<String> = args
+            .iter()
+            .map(|b| format!("\"{}\"", crate::hex::encode(b)))
+            .collect();
         log.push(format!(
             r#"{{"event":"launch","module":"{key}","kernel":"{kernel}","grid":[{grid},1,1],"block":[{block},1,1],"shared":0,"stream":"0x0","args":[{}]}}"#,
             hexes.join(",")

@@ -1,0 +1,53 @@
+//! What the commands that run an application as it is (`trace`, `run -- APP`,
+//! `shadow -- APP`) check and derive from their arguments alike.
+
+use crate::run::RunUsage;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The program's file name, with anything but letters, digits, `_` and `-` made `_` (it names
+/// directories and specs); `app` when there is none.
+pub fn stem(program: &OsStr) -> String {
+    Path::new(program)
+        .file_name()
+        .map(|n| {
+            n.to_string_lossy().replace(
+                |c: char| !c.is_ascii_alphanumeric() && c != '_' && c != '-',
+                "_",
+            )
+        })
+        .unwrap_or_else(|| "app".into())
+}
+
+/// `given`, else `default`: a directory that must hold nothing yet (runs are never mixed).
+pub fn fresh_dir(given: Option<&Path>, default: String, option: &str) -> anyhow::Result<PathBuf> {
+    let dir = given.map_or_else(|| PathBuf::from(default), Path::to_path_buf);
+    if std::fs::read_dir(&dir).is_ok_and(|mut d| d.next().is_some()) {
+        return Err(anyhow::anyhow!(
+            "{} holds earlier runs: give another {option}, or remove it",
+            dir.display()
+        ));
+    }
+    Ok(dir)
+}
+
+/// A time limit in seconds, given as `option`: positive and finite, or a usage error.
+pub fn timeout(seconds: Option<f64>, option: &str) -> Result<Option<Duration>, RunUsage> {
+    match seconds {
+        Some(t) if !(t.is_finite() && t > 0.0) => Err(RunUsage(format!(
+            "{option} {t}: give a positive number of seconds"
+        ))),
+        t => Ok(t.map(Duration::from_secs_f64)),
+    }
+}
+
+/// Compute capability of GPU 0 as `10 * major + minor`; 1000 (any PTX) without one.
+pub fn device_arch() -> u32 {
+    let arch = || {
+        let gpu = mantissa_gpu::Toolchain::probe().ok()?.open(0).ok()?;
+        let cc = gpu.info().compute_capability;
+        Some(cc.major * 10 + cc.minor)
+    };
+    arch().unwrap_or(1000)
+}
