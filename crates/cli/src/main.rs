@@ -30,6 +30,7 @@ mod study;
 mod table;
 mod trace;
 mod tune;
+mod tune_app;
 
 use std::process::ExitCode;
 

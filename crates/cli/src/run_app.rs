@@ -9,6 +9,7 @@ use mantissa_harness::app::session::{AppComparison, AppSession, AppTrial, Printe
 use mantissa_harness::app::AppRun;
 use mantissa_harness::app::{Attach, Exit};
 use mantissa_harness::pipelines;
+use mantissa_harness::Configuration;
 use mantissa_ptx::pass::demote::DemoteSet;
 use mantissa_ptx::pass::Pipeline;
 
@@ -29,16 +30,23 @@ fn spec_only(args: &RunArgs) -> Option<&'static str> {
     }
 }
 
-/// The pipeline of a `--demote` value, for an application: `all` demotes every f64 instruction
-/// of every module with PTX, `none` replaces each module by its own PTX printed back (which must
-/// give the same bits).
-fn pipeline_of(value: &str) -> Result<Pipeline, RunUsage> {
+/// What a `--demote` value does to an application.
+enum Demote {
+    /// A pipeline over every module with PTX: `all` demotes every f64 instruction, `none`
+    /// replaces each module by its own PTX printed back (which must give the same bits).
+    Everywhere(Pipeline),
+    /// A configuration file (as `mantissa tune -- APP` saves them): its sites name the target
+    /// module's instructions.
+    Target(Configuration),
+}
+
+fn demote_of(value: &str) -> Result<Demote, RunUsage> {
     match value.trim() {
-        "all" => Ok(pipelines::demotion(DemoteSet::all())),
-        "none" => Ok(Pipeline::new()),
-        other => Err(RunUsage(format!(
-            "--demote {other}: with an application, give all or none (a configuration file names the sites of a spec's build)"
-        ))),
+        "all" => Ok(Demote::Everywhere(pipelines::demotion(DemoteSet::all()))),
+        "none" => Ok(Demote::Everywhere(Pipeline::new())),
+        file => Configuration::parse(file)
+            .map(Demote::Target)
+            .map_err(|e| RunUsage(format!("--demote {file}: {e}"))),
     }
 }
 
@@ -124,10 +132,10 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
     if let Some(option) = spec_only(args) {
         return Err(RunUsage(format!("{option} applies to a spec, not to an application")).into());
     }
-    let pipelines: Vec<(String, Pipeline)> = args
+    let demotes: Vec<(String, Demote)> = args
         .demote
         .iter()
-        .map(|d| pipeline_of(d).map(|p| (d.trim().to_string(), p)))
+        .map(|d| demote_of(d).map(|p| (d.trim().to_string(), p)))
         .collect::<Result<_, _>>()?;
     let outputs: Vec<PrintedOutput> = args
         .output
@@ -176,9 +184,15 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
     }
     let mut table = Vec::new();
     let mut lines = Vec::new();
-    for (name, pipeline) in &pipelines {
+    for (name, demote) in &demotes {
         eprintln!("running {stem} with --demote {name} ...");
-        let trial = session.run_pipeline(name, pipeline)?;
+        let trial = match demote {
+            Demote::Everywhere(pipeline) => session.run_pipeline(name, pipeline)?,
+            Demote::Target(c) => session.run_configuration(c)?,
+        };
+        for note in &trial.notes {
+            lines.push(format!("{name}: {note}"));
+        }
         if let Some(exit) = exit_text(&trial) {
             lines.push(format!(
                 "{name}: the application ended with {exit} (its output: {})",

@@ -29,8 +29,10 @@ use std::path::{Path, PathBuf};
 /// The options of `mantissa tune` (see docs/COMMANDS.md).
 #[derive(Args)]
 pub struct TuneArgs {
-    /// The kernel spec (TOML; the format is in docs/SPEC.md).
-    spec: PathBuf,
+    /// The kernel spec (TOML; the format is in docs/SPEC.md); or, instead, an application after
+    /// `--` (`mantissa tune -- APP ARGS`).
+    #[arg(required_unless_present = "app")]
+    pub(crate) spec: Option<PathBuf>,
     /// Error thresholds: correct digits of every output against the f64 program,
     /// comma-separated (1 to 15).
     #[arg(long, default_value = "3", value_name = "LIST", value_parser = parse_digits)]
@@ -38,7 +40,7 @@ pub struct TuneArgs {
     /// Use the spec's own tolerance as an error threshold too (element-wise digits are 0
     /// wherever an output element is near zero; a tolerance can be normwise or absolute).
     #[arg(long)]
-    tolerance: bool,
+    pub(crate) tolerance: bool,
     /// Performance thresholds in % of the ideal speed-up (seed 002 Eq. 3), comma-separated
     /// (modes 2 and 3 and the baseline; 0 to 100).
     #[arg(long, default_value = "10", value_name = "LIST", value_parser = parse_speedups)]
@@ -58,40 +60,58 @@ pub struct TuneArgs {
     #[arg(long, default_value_t = 200, value_name = "N")]
     max_fisets: usize,
     /// Timed runs of a configuration's first batch (more are added while a decision is inside
-    /// the noise, up to --max-repeats).
-    #[arg(long, default_value_t = 10, value_name = "N")]
-    repeats: u32,
+    /// the noise, up to --max-repeats). Default 10; 3 with an application (each is a run of it).
+    #[arg(long, value_name = "N")]
+    pub(crate) repeats: Option<u32>,
     /// At most this many timed runs per configuration; the f64 and all-f32 references get this
-    /// many.
-    #[arg(long, default_value_t = 80, value_name = "N")]
-    max_repeats: u32,
+    /// many. Default 80; 10 with an application.
+    #[arg(long, value_name = "N")]
+    pub(crate) max_repeats: Option<u32>,
     /// The flag set to build the program with.
     #[arg(long, default_value = "default", value_parser = parse_flags)]
-    flags: FlagSet,
+    pub(crate) flags: FlagSet,
     /// Replace a [sizes] entry, e.g. `--set n=4096` (repeatable).
     #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_override)]
-    set: Vec<SizeOverride>,
+    pub(crate) set: Vec<SizeOverride>,
     /// Output directory: results.jsonl (every trial, as it runs) and configs/ (the chosen
     /// configurations: NAME.json for `mantissa run SPEC --demote`, NAME.txt per source line).
     #[arg(long, default_value = "mantissa-tune", value_name = "DIR")]
-    out: PathBuf,
+    pub(crate) out: PathBuf,
     /// Keep OUT/results.jsonl and run only the trials it lacks.
     #[arg(long)]
-    resume: bool,
+    pub(crate) resume: bool,
     /// Run only shard I of N (0 ≤ I < N) of the searches: search k (in the order the table
     /// lists them) is shard k mod N's. Trials go to OUT/results.shard-I-of-N.jsonl and the run
     /// to OUT/tune.shard-I-of-N.json; `mantissa merge OUT` joins them and writes the report.
     #[arg(long, value_name = "I/N")]
-    shard: Option<Shard>,
+    pub(crate) shard: Option<Shard>,
     /// Print one JSON document instead of tables.
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
     /// GPUs to run the searches' trials on: `all`, or ordinals like 0,2 (after
     /// CUDA_VISIBLE_DEVICES). Each GPU runs one trial at a time and times it against the f64
     /// and all-f32 programs timed on itself; searches run ahead the trials they may need next
     /// so that no GPU waits. The GPUs must be of one model.
     #[arg(long, value_name = "all|LIST", default_value = "all")]
     devices: DeviceSelection,
+    /// With an application: a run still going after this long is killed with what it started.
+    #[arg(long, value_name = "SECONDS")]
+    pub(crate) trial_timeout: Option<f64>,
+    /// With an application: compare trials on a value it prints, NAME=REGEX (the last match,
+    /// its first group; repeatable), instead of its copies to the host.
+    #[arg(long, value_name = "NAME=REGEX")]
+    pub(crate) output: Vec<String>,
+    /// With an application: cost a run by a figure of merit it prints (REGEX: the last match,
+    /// its first group) instead of its kernel time.
+    #[arg(long, value_name = "REGEX")]
+    pub(crate) fom: Option<String>,
+    /// Whether the --fom figure is better when higher (a rate: zones per second) or lower.
+    #[arg(long, value_name = "higher|lower", default_value = "higher", value_parser = ["higher", "lower"])]
+    pub(crate) fom_better: String,
+    /// An application to tune as it is, after `--`, instead of a spec: its module with the most
+    /// launches is demoted at load time, each trial a run of it.
+    #[arg(last = true, value_name = "APP ARGS")]
+    pub(crate) app: Vec<std::ffi::OsString>,
 }
 
 #[derive(Clone)]
@@ -156,11 +176,15 @@ fn spoken(numbers: &[u8]) -> String {
 
 /// The request `args` make, checked as far as it can be without a GPU (a shard that would have
 /// no search is refused).
-fn request(args: &TuneArgs) -> anyhow::Result<TuneRequest> {
-    if args.repeats == 0 || args.max_repeats < args.repeats {
+pub(crate) fn request(args: &TuneArgs) -> anyhow::Result<TuneRequest> {
+    let app = !args.app.is_empty();
+    let repeats = args.repeats.unwrap_or(if app { 3 } else { 10 });
+    let max_repeats = args
+        .max_repeats
+        .unwrap_or(if app { 10 } else { 80 }.max(repeats));
+    if repeats == 0 || max_repeats < repeats {
         return Err(RunUsage(format!(
-            "--repeats {} --max-repeats {}: need 1 ≤ repeats ≤ max-repeats",
-            args.repeats, args.max_repeats
+            "--repeats {repeats} --max-repeats {max_repeats}: need 1 ≤ repeats ≤ max-repeats"
         ))
         .into());
     }
@@ -183,10 +207,12 @@ fn request(args: &TuneArgs) -> anyhow::Result<TuneRequest> {
         fiset: FisetOptions {
             max_sets: args.max_fisets,
         },
+        // An application's runs are processes of their own: a warm-up run warms nothing the
+        // next one uses.
         policy: TimingPolicy {
-            warmup: 2,
-            repeats: args.repeats,
-            max_repeats: args.max_repeats,
+            warmup: if app { 0 } else { 2 },
+            repeats,
+            max_repeats,
         },
         out: Some(args.out.clone()),
         resume: args.resume,
@@ -215,15 +241,33 @@ fn searches(request: &TuneRequest) -> usize {
 /// What `mantissa slurm` needs of a tuning run's arguments, checked as `run` checks them
 /// without a GPU: its searches (work units) and its output directory.
 pub fn for_slurm(args: &TuneArgs) -> anyhow::Result<(usize, PathBuf)> {
-    Spec::load_with(&args.spec, &args.set).map_err(|e| RunUsage(e.to_string()))?;
+    let Some(spec) = &args.spec else {
+        return Err(RunUsage("mantissa slurm runs a spec's shards; an application is tuned in one run (mantissa tune -- APP)".into()).into());
+    };
+    Spec::load_with(spec, &args.set).map_err(|e| RunUsage(e.to_string()))?;
     let request = request(args)?;
     Ok((searches(&request), args.out.clone()))
 }
 
 pub fn run(args: TuneArgs) -> anyhow::Result<()> {
-    let spec = Spec::load_with(&args.spec, &args.set).map_err(|e| RunUsage(e.to_string()))?;
+    let spec_path = match (&args.spec, args.app.is_empty()) {
+        (Some(_), false) => {
+            return Err(
+                RunUsage("give a spec or an application after `--`, not both".into()).into(),
+            )
+        }
+        (None, false) => return crate::tune_app::run(args),
+        (Some(p), true) => p.clone(),
+        (None, true) => {
+            return Err(RunUsage("give a spec, or an application after `--`".into()).into())
+        }
+    };
+    if let Some(option) = app_only(&args) {
+        return Err(RunUsage(format!("{option} applies to an application (after `--`)")).into());
+    }
+    let spec = Spec::load_with(&spec_path, &args.set).map_err(|e| RunUsage(e.to_string()))?;
     let request = request(&args)?;
-    let gpus = gpus_for("tune", &args.spec, &args.devices)?;
+    let gpus = gpus_for("tune", &spec_path, &args.devices)?;
     let gpus: Vec<&mantissa_gpu::Gpu> = gpus.iter().collect();
     let quiet = args.json;
     if gpus.len() > 1 && !quiet {
@@ -231,12 +275,41 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
         eprintln!("trials on GPUs {}", list.join(","));
     }
     let stop = stop::install(Keeps::FinishesRunning("trial"));
-    let result = tune_until(&gpus, &spec, &request, stop, &mut |event| {
+    let result = tune_until(
+        &gpus,
+        &spec,
+        &request,
+        stop,
+        &mut show_progress(&spec.name, "building and running", quiet),
+    );
+    finish(&args, result)
+}
+
+/// The options that only mean something with an application, when given with a spec.
+fn app_only(args: &TuneArgs) -> Option<&'static str> {
+    if args.trial_timeout.is_some() {
+        Some("--trial-timeout")
+    } else if !args.output.is_empty() {
+        Some("--output")
+    } else if args.fom.is_some() {
+        Some("--fom")
+    } else {
+        None
+    }
+}
+
+/// Progress on stderr (nothing when `quiet`): `doing` says what the baseline stage does.
+pub(crate) fn show_progress<'a>(
+    name: &'a str,
+    doing: &'a str,
+    quiet: bool,
+) -> impl FnMut(TuneEvent) + 'a {
+    move |event| {
         if quiet {
             return;
         }
         match event {
-            TuneEvent::Baseline => eprintln!("building and running {} as written", spec.name),
+            TuneEvent::Baseline => eprintln!("{doing} {name} as written"),
             TuneEvent::Units {
                 fisets,
                 variables,
@@ -268,7 +341,15 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
                 )
             }
         }
-    });
+    }
+}
+
+/// What a run leaves once it ended: a stopped run's resume line, a shard's document, or the
+/// whole run's report.
+pub(crate) fn finish(
+    args: &TuneArgs,
+    result: Result<TuneRun, mantissa_tune::flow::TuneError>,
+) -> anyhow::Result<()> {
     // Stopped between trials: every trial finished is in the store, and --resume reads them.
     stop::exit_if_stopped(|signal| stopped(signal, &args.out, args.shard));
     let run = match result {

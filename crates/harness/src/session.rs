@@ -23,8 +23,9 @@
 
 use crate::recipe::{BaseModule, Recipe, Variant};
 use crate::trial::shadowed::ShadowedRun;
+use crate::trial::KernelTime;
 use crate::trial::{GlobalBytes, Resources, TrialError, TrialOutcome, TrialRunner, TrialTiming};
-use crate::Base;
+use crate::{Base, Configuration};
 use mantissa_gpu::{Arch, BuildFacts, HostData};
 use std::sync::Arc;
 
@@ -51,6 +52,29 @@ pub trait Session {
         variant: &Variant,
         timing: TrialTiming,
     ) -> Result<(TrialOutcome, GlobalBytes), TrialError>;
+    /// `configuration` run as a trial (the program as built for
+    /// [`Configuration::AsWritten`]; a demotion's rewrite otherwise), timed as `timing` asks.
+    fn trial(
+        &mut self,
+        configuration: &Configuration,
+        timing: TrialTiming,
+    ) -> Result<TrialOutcome, TrialError>;
+    /// Each kernel's time in `configuration`, the median of `runs` profiling runs (or of what
+    /// the session measured already, which it says in its docs).
+    fn kernel_times(
+        &mut self,
+        configuration: &Configuration,
+        runs: u32,
+    ) -> Result<Vec<KernelTime>, TrialError>;
+    /// What `configuration`'s kernels use.
+    fn configuration_resources(
+        &mut self,
+        configuration: &Configuration,
+    ) -> Result<Resources, TrialError>;
+    /// Runs the accuracy-only trials of configurations inside `universe` on one build whose
+    /// demotions are switched at run time, where the session can; an error says why it cannot
+    /// (each trial is then a build of its own).
+    fn enable_switching(&mut self, universe: &Configuration) -> Result<(), TrialError>;
     /// `variant` (a shadow-values build) run once with a zeroed shadow beside every
     /// floating-point buffer, each output's shadow read back.
     fn run_shadowed(&mut self, variant: &Variant) -> Result<ShadowedRun, TrialError>;
@@ -97,6 +121,33 @@ impl Session for TrialRunner<'_> {
         timing: TrialTiming,
     ) -> Result<(TrialOutcome, GlobalBytes), TrialError> {
         TrialRunner::run_variant(self, variant, timing)
+    }
+
+    fn trial(
+        &mut self,
+        configuration: &Configuration,
+        timing: TrialTiming,
+    ) -> Result<TrialOutcome, TrialError> {
+        TrialRunner::trial(self, configuration, timing)
+    }
+
+    fn kernel_times(
+        &mut self,
+        configuration: &Configuration,
+        runs: u32,
+    ) -> Result<Vec<KernelTime>, TrialError> {
+        TrialRunner::kernel_times(self, configuration, runs)
+    }
+
+    fn configuration_resources(
+        &mut self,
+        configuration: &Configuration,
+    ) -> Result<Resources, TrialError> {
+        TrialRunner::configuration_resources(self, configuration)
+    }
+
+    fn enable_switching(&mut self, universe: &Configuration) -> Result<(), TrialError> {
+        TrialRunner::enable_switching(self, universe).map(|_| ())
     }
 
     fn run_shadowed(&mut self, variant: &Variant) -> Result<ShadowedRun, TrialError> {

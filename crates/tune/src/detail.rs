@@ -12,7 +12,7 @@ use crate::gpu::configuration;
 use crate::unit::{Config, TuneUnit};
 use mantissa_gpu::HostData;
 use mantissa_harness::compare::output_values;
-use mantissa_harness::{Configuration, Spec, TrialError, TrialRunner, TrialTiming};
+use mantissa_harness::{Configuration, Session, Spec, TrialError, TrialTiming};
 use mantissa_num::metrics::{measure_values, Reference};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -109,7 +109,15 @@ pub fn summarise(output: &str, values: &[f64], reference: &[f64], digits: &[f64]
     }
 }
 
-fn values(spec: &Spec, outputs: &[(String, HostData)]) -> Vec<(String, Vec<f64>)> {
+/// Each output's values: a spec's outputs as it defines them (views, reductions); without a
+/// spec (an application), each output as the session names it.
+fn values(spec: Option<&Spec>, outputs: &[(String, HostData)]) -> Vec<(String, Vec<f64>)> {
+    let Some(spec) = spec else {
+        return outputs
+            .iter()
+            .map(|(name, data)| (name.clone(), output_values(data, None, None)))
+            .collect();
+    };
     spec.outputs
         .iter()
         .filter_map(|o| {
@@ -120,18 +128,16 @@ fn values(spec: &Spec, outputs: &[(String, HostData)]) -> Vec<(String, Vec<f64>)
 }
 
 /// The program as written's outputs, for [`detail`] to compare with.
-pub fn baseline_outputs(
-    runner: &mut TrialRunner<'_>,
-) -> Result<Vec<(String, HostData)>, TrialError> {
+pub fn baseline_outputs(runner: &mut dyn Session) -> Result<Vec<(String, HostData)>, TrialError> {
     runner.trial(&Configuration::AsWritten, TrialTiming::AccuracyOnly)?;
-    runner.download_outputs()
+    runner.outputs()
 }
 
 /// Runs `config` once more, measures every output element against `baseline` and saves the
 /// digits into `dir` as `NAME.digits.OUTPUT.npy` (when given).
 pub fn detail(
-    runner: &mut TrialRunner<'_>,
-    spec: &Spec,
+    runner: &mut dyn Session,
+    spec: Option<&Spec>,
     units: &[TuneUnit],
     config: &Config,
     baseline: &[(String, HostData)],
@@ -139,7 +145,7 @@ pub fn detail(
 ) -> Result<Detail, TrialError> {
     let c = configuration(units, config, "chosen");
     runner.trial(&c, TrialTiming::AccuracyOnly)?;
-    let got = values(spec, &runner.download_outputs()?);
+    let got = values(spec, &runner.outputs()?);
     let want = values(spec, baseline);
     let mut outputs = Vec::new();
     for ((name, v), (_, r)) in got.iter().zip(&want) {

@@ -22,13 +22,13 @@ use crate::unit::TuneUnit;
 use crate::units::ErrorCoverage;
 use devices::Devices;
 use mantissa_gpu::{FlagSet, Gpu};
-use mantissa_harness::{Spec, TrialError};
+use mantissa_harness::{Session, Spec, TrialError, TrialRunner};
 use mantissa_ptx::fiset::{FisetOptions, FunctionProfile};
 use mantissa_report::Shard;
 use prepare::Prepared;
 use search::Searching;
 use serde::{Deserialize, Serialize};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
 /// What to tune and how.
@@ -262,12 +262,23 @@ pub fn tune(
     tune_until(gpus, spec, request, &AtomicBool::new(false), progress)
 }
 
+/// The program a run tunes, as its stages need it: a spec, or an application whose session
+/// was started (its baseline run) before the run.
+pub struct Subject<'a> {
+    /// Its name (the spec's, or the application's).
+    pub name: &'a str,
+    /// Where the sources a chosen configuration's listing reads are.
+    pub dir: &'a Path,
+    /// How it was built, for the records (a flag set's name; `as built` for an application).
+    pub flags: String,
+    /// The spec, when it is one: its buffers are units too, its outputs are read as it defines
+    /// them, and it can be sharded and run on several GPUs.
+    pub spec: Option<&'a Spec>,
+}
+
 /// [`tune`], stopping before the next trial once `stop` is set (a signal): the searches end
 /// with [`EvaluateError::Stopped`], every trial finished is in the store, and `--resume`
 /// goes on from them.
-///
-/// Four stages: prepare (the program, its units and their errors, on the first GPU), the
-/// devices (their references), the plan's searches, then the details of what they chose.
 pub fn tune_until(
     gpus: &[&Gpu],
     spec: &Spec,
@@ -276,8 +287,47 @@ pub fn tune_until(
     progress: &mut dyn FnMut(TuneEvent),
 ) -> Result<TuneRun, TuneError> {
     let gpu = prepare::first_of_one_model(gpus)?;
+    progress(TuneEvent::Baseline);
+    let mut runner = TrialRunner::new(gpu, spec, request.flags, prepare::runner_options())?;
+    let mut others = devices::other_runners(gpus, spec, request)?;
+    let sessions = std::iter::once(&mut runner)
+        .chain(others.iter_mut())
+        .zip(gpus)
+        .map(|(r, g)| (r as &mut (dyn Session + Send), g.ordinal() as u32))
+        .collect();
+    let subject = Subject {
+        name: &spec.name,
+        dir: &spec.dir,
+        flags: request.flags.name().to_string(),
+        spec: Some(spec),
+    };
+    tune_sessions(sessions, &subject, request, stop, progress)
+}
+
+/// Tunes the program a started session runs (an application: see
+/// [`mantissa_harness::app::session`]), one trial at a time, as [`tune_until`] tunes a spec.
+/// The request's shard must be none.
+pub fn tune_session_until(
+    session: &mut (dyn Session + Send),
+    subject: &Subject<'_>,
+    request: &TuneRequest,
+    stop: &AtomicBool,
+    progress: &mut dyn FnMut(TuneEvent),
+) -> Result<TuneRun, TuneError> {
+    tune_sessions(vec![(session, 0)], subject, request, stop, progress)
+}
+
+/// The run on `sessions` (each with its GPU's ordinal; the first is where everything but the
+/// searches runs), in four stages: prepare (the units and their errors), the devices (their
+/// references), the plan's searches, then the details of what they chose.
+fn tune_sessions(
+    mut sessions: Vec<(&mut (dyn Session + Send + '_), u32)>,
+    subject: &Subject<'_>,
+    request: &TuneRequest,
+    stop: &AtomicBool,
+    progress: &mut dyn FnMut(TuneEvent),
+) -> Result<TuneRun, TuneError> {
     let Prepared {
-        mut runner,
         units,
         all_units,
         maps,
@@ -286,28 +336,21 @@ pub fn tune_until(
         coverage,
         profile,
         mut notes,
-    } = prepare::prepare(gpu, spec, request, progress)?;
-    let mut store = prepare::open_store(gpus, spec, request, &runner, &all_units)?;
+    } = prepare::prepare(&mut *sessions[0].0, subject, request, progress)?;
+    let name_devices = sessions.len() > 1 || sessions[0].1 != 0;
+    let mut store =
+        prepare::open_store(subject, request, &*sessions[0].0, name_devices, &all_units)?;
     let resumed = store.resumed;
     if resumed > 0 {
         progress(TuneEvent::Resumed(resumed));
     }
+    let device = sessions[0].0.device_name();
 
-    let mut others = devices::other_runners(gpus, spec, request)?;
-    let runners = std::iter::once(&mut runner)
-        .chain(others.iter_mut())
-        .collect();
+    let runners = sessions.iter_mut().map(|(s, o)| (&mut **s, *o)).collect();
     let Devices {
         devices,
         measurable,
-    } = devices::devices(
-        runners,
-        gpus,
-        &mut store,
-        &request.policy,
-        &mut notes,
-        progress,
-    )?;
+    } = devices::devices(runners, &mut store, &request.policy, &mut notes, progress)?;
     let references = devices[0].references;
     let device_list: Vec<(u32, References)> =
         devices.iter().map(|d| (d.ordinal, d.references)).collect();
@@ -317,7 +360,7 @@ pub fn tune_until(
         GpuEvaluator::new(devices, all_units, request.policy, &mut store).stopping_on(stop);
     let searching = Searching {
         request,
-        spec,
+        subject,
         units: &units,
         maps: &maps,
         measurable,
@@ -328,17 +371,17 @@ pub fn tune_until(
     drop(eval);
 
     details::details(
-        &mut runner,
-        spec,
+        &mut *sessions[0].0,
+        subject.spec,
         request,
         &units,
         &mut searches,
         &mut notes,
     );
     Ok(TuneRun {
-        spec: spec.name.clone(),
-        device: gpu.info().name.clone(),
-        flags: request.flags.name().to_string(),
+        spec: subject.name.to_string(),
+        device,
+        flags: subject.flags.clone(),
         fisets: units.fisets,
         variables: units.variables,
         shared: math + buffers,

@@ -1,5 +1,5 @@
 //! The evaluator that answers [`Evaluate::trial`] on the GPU, through the harness's one
-//! [`TrialRunner`]: accuracy first (an accuracy-only trial, on the switched build when the
+//! [`Session`] per device: accuracy first (an accuracy-only trial, on the switched build when the
 //! runner has one: no JIT), then — only when the search needs a speed-up and the error threshold
 //! is met — timed repetitions of the configuration's own build, as many as it takes for the
 //! decision the search makes on the speed-up to lie outside the timing noise (up to a budget).
@@ -14,7 +14,7 @@ use crate::store::{config_key, Measured, TrialStore};
 use crate::unit::{Config, TuneUnit};
 use mantissa_gpu::{run_pool, PoolError};
 use mantissa_harness::config::{Demotion, MathCall, Selection};
-use mantissa_harness::{Configuration, TrialError, TrialOutcome, TrialRunner, TrialTiming};
+use mantissa_harness::{Configuration, Session, TrialError, TrialOutcome, TrialTiming};
 use mantissa_ptx::demote::Request;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -60,8 +60,8 @@ pub struct References {
 /// ordinal, and the references timed on it, which the speed-ups of the configurations timed there
 /// are measured against.
 pub struct Device<'r, 'g> {
-    /// The device's trial runner.
-    pub runner: &'r mut TrialRunner<'g>,
+    /// The device's session (a spec's trial runner, or an application).
+    pub runner: &'r mut (dyn Session + Send + 'g),
     /// Its CUDA ordinal, as records name it.
     pub ordinal: u32,
     /// The f64 and all-f32 programs timed on it.
@@ -365,7 +365,8 @@ pub fn relative_digits(c: &mantissa_harness::Comparison) -> f64 {
     } else if c.max_rel == 0.0 {
         f64::INFINITY // only -0 against +0
     } else {
-        (-c.max_rel.log10()).max(0.0)
+        // `+ 0.0` makes the −0 of a relative error of exactly 1 a +0 ("-0.0 digits").
+        (-c.max_rel.log10()).max(0.0) + 0.0
     }
 }
 
@@ -384,7 +385,7 @@ fn accuracy(o: &TrialOutcome) -> (f64, Option<bool>) {
 
 /// Runs `configuration` once, mapping a trial that could not run to its reason (or a fatal error).
 fn run(
-    runner: &mut TrialRunner<'_>,
+    runner: &mut dyn Session,
     configuration: &Configuration,
     timing: TrialTiming,
 ) -> Result<Result<TrialOutcome, String>, EvaluateError> {
@@ -404,7 +405,7 @@ fn samples_of(o: &TrialOutcome) -> Vec<f64> {
 
 /// Times `configuration` with `reps` timed runs (for the references).
 pub fn reference_time(
-    runner: &mut TrialRunner<'_>,
+    runner: &mut dyn Session,
     configuration: &Configuration,
     policy: &TimingPolicy,
 ) -> Result<(Time, f64), EvaluateError> {
@@ -540,5 +541,28 @@ impl Evaluate for GpuEvaluator<'_, '_> {
             *b += w.busy;
         }
         Ok(trials)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::relative_digits;
+    use mantissa_gpu::DType;
+    use mantissa_harness::compare::compare;
+
+    #[test]
+    fn relative_digits_are_the_largest_relative_error_s_and_never_negative_zero() {
+        let exact = compare(DType::F64, &[1.0, 2.0], &[1.0, 2.0]);
+        assert_eq!(relative_digits(&exact), f64::INFINITY);
+        let three = compare(DType::F64, &[1.001, 2.0], &[1.0, 2.0]);
+        assert!((relative_digits(&three) - 3.0).abs() < 1e-6);
+        // A relative error of exactly 1 (0 against 1) is 0 digits, printed "0.0", not "-0.0".
+        let none = compare(DType::F64, &[0.0], &[1.0]);
+        let d = relative_digits(&none);
+        assert_eq!(d, 0.0);
+        assert!(d.is_sign_positive(), "{d:?}");
+        assert_eq!(format!("{d:.1}"), "0.0");
+        let nan = compare(DType::F64, &[f64::NAN], &[1.0]);
+        assert_eq!(relative_digits(&nan), 0.0);
     }
 }

@@ -5,8 +5,8 @@
 //!
 //! **Which PTX.** The sites of a unit must name instructions of the PTX the trial runner demotes:
 //! the rewrite's input of the empty configuration (the marked build when the program calls
-//! math functions), which [`TrialRunner::ptx_of`] gives. The shadow analysis instruments the
-//! plain build with ptxas's contractions pinned ([`TrialRunner::pinned`]): pinning turns a fused
+//! math functions), which the session's base `Configured(none)` is. The shadow analysis
+//! instruments the plain build with ptxas's contractions pinned (`Base::Pinned`): pinning turns a fused
 //! mul/add pair into one `fma.rn` that keeps the add's instruction id, so its sites are mapped
 //! back through instruction ids to the plain build's, and the fma's error is the add's (its mul
 //! gets none: the pair is one operation on the device). Where the plain and the marked build
@@ -17,7 +17,7 @@ use crate::strategy::Over;
 use crate::unit::{TuneUnit, TuneUnitKind};
 use mantissa_gpu::DType;
 use mantissa_harness::spec::StepKind;
-use mantissa_harness::{Base, Configuration, Demotion, Spec, TrialError, TrialRunner};
+use mantissa_harness::{Base, Configuration, Demotion, Session, Spec, TrialError};
 use mantissa_ptx::fiset::{fisets, FisetOptions, FisetReport};
 use mantissa_ptx::site::{self, Site};
 use mantissa_ptx::variables::variables;
@@ -50,7 +50,7 @@ impl ProgramUnits {
 }
 
 /// The program the runner demotes: the rewrite's input for the empty configuration.
-pub fn demoted_module(runner: &mut TrialRunner<'_>) -> Result<Module, TrialError> {
+pub fn demoted_module(runner: &mut dyn Session) -> Result<Module, TrialError> {
     let none = Configuration::Demote(Demotion::none());
     Ok(runner.base_module(&Base::Configured(none))?.module.clone())
 }
@@ -140,7 +140,7 @@ pub fn program_units(module: Module, opts: &FisetOptions) -> ProgramUnits {
 /// the others why not (`store_f32`'s refusals: atomics on it, a pointer escaping, a fill…).
 /// Buffers joined by copy steps (heat2d's `u_new -> u`) must share a layout, so they make one
 /// unit together. Asking costs a rewrite on the CPU, no JIT.
-pub fn buffer_units(runner: &mut TrialRunner<'_>, spec: &Spec) -> (Vec<TuneUnit>, Vec<String>) {
+pub fn buffer_units(runner: &mut dyn Session, spec: &Spec) -> (Vec<TuneUnit>, Vec<String>) {
     let names: Vec<&str> = spec
         .buffers
         .iter()
@@ -184,7 +184,7 @@ pub fn buffer_units(runner: &mut TrialRunner<'_>, spec: &Spec) -> (Vec<TuneUnit>
             buffers: members.clone(),
             ..Demotion::none()
         });
-        match runner.ptx_of(&c) {
+        match runner.base_module(&Base::Configured(c)) {
             Ok(_) => units.push(TuneUnit {
                 kind: TuneUnitKind::Buffer,
                 name,

@@ -15,16 +15,20 @@
 //! resources (the driver's registers per kernel; empty lists), build facts.
 
 use super::events::Event;
-use super::session::{AppSession, SessionError};
+use super::session::{AppSession, PrintedOutput, SessionError};
 use super::trace::program::Program;
 use super::AppRun;
 use crate::compare::OutputResult;
+use crate::config::{Configuration, Demotion, Selection};
 use crate::recipe::{Base, BaseModule, Recipe, Variant};
+use crate::trial::build::demote_instructions;
 use crate::trial::shadowed::ShadowedRun;
 use crate::trial::variant::make_variant;
-use crate::trial::{BuildKind, GlobalBytes, Resources, TrialError, TrialOutcome, TrialTiming};
+use crate::trial::{
+    BuildKind, GlobalBytes, KernelTime, Resources, TrialError, TrialOutcome, TrialTiming,
+};
 use crate::Session;
-use mantissa_gpu::{Arch, BuildFacts, HostData, LaunchDims, Timing};
+use mantissa_gpu::{Arch, BuildFacts, DType, HostData, LaunchDims, Timing};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -40,6 +44,31 @@ pub(crate) struct Analysed {
     device: std::sync::OnceLock<String>,
     /// The baseline as a trial outcome.
     pub(crate) outcome: TrialOutcome,
+    /// The last checked trial's copies to the host ([`Session::outputs`]); none before one.
+    last_outputs: Option<Vec<(String, HostData)>>,
+    /// What trials are compared on instead of the copies to the host, when given.
+    printed: Vec<PrintedOutput>,
+    /// What a trial costs instead of its kernel time, when given.
+    cost: Option<Figure>,
+}
+
+/// A figure of merit the application prints, the cost of a run instead of its kernel time:
+/// `--fom REGEX` (`higher`: a rate, whose reciprocal is the cost; else a time-like figure).
+#[derive(Debug, Clone)]
+pub struct Figure {
+    /// Where it is printed.
+    pub printed: PrintedOutput,
+    /// Whether higher is better.
+    pub higher: bool,
+}
+
+impl Figure {
+    /// The run's cost: the figure (lower is better) or its reciprocal (higher is better).
+    fn cost(&self, run: &AppRun) -> Option<f64> {
+        let v = self.printed.value(run)?;
+        let c = if self.higher { 1.0 / v } else { v };
+        (c.is_finite() && c > 0.0).then_some(c)
+    }
 }
 
 impl Analysed {
@@ -62,6 +91,9 @@ impl Analysed {
             bases: Vec::new(),
             runtimes: Vec::new(),
             device: std::sync::OnceLock::new(),
+            last_outputs: None,
+            printed: Vec::new(),
+            cost: None,
             outcome: TrialOutcome {
                 outputs: Vec::new(),
                 timing: None,
@@ -99,21 +131,11 @@ impl AppSession {
     /// launch's shape.
     pub(crate) fn outcome_of(&self, run: &AppRun) -> Result<TrialOutcome, SessionError> {
         let c = self.compare(run)?;
-        let outputs = c
-            .groups
-            .iter()
-            .filter_map(|g| {
-                let vs_baseline = g.last.clone()?;
-                Some(OutputResult {
-                    name: format!("buf{}[{}..{}]", g.buffer, g.offset, g.offset + g.bytes),
-                    value: None,
-                    vs_baseline,
-                    vs_reference: None,
-                    tolerance: None,
-                    met: None,
-                })
-            })
-            .collect();
+        let outputs = if self.analysed.printed.is_empty() {
+            copy_results(&c)
+        } else {
+            self.printed_results(run)
+        };
         let first_launch = run.events.iter().find_map(|e| match e {
             Event::Launch {
                 grid,
@@ -132,15 +154,90 @@ impl AppSession {
         }
         Ok(TrialOutcome {
             outputs,
-            timing: c
-                .kernel_ms
-                .1
+            timing: self
+                .run_cost(run)
                 .and_then(|ms| Timing::from_samples(vec![ms], 0, 1)),
             notes,
             first_launch,
             downloaded: Vec::new(),
             build: BuildKind::Static,
         })
+    }
+
+    /// Runs the application once with its target module made as `configuration` says (a
+    /// configuration file's sites name the target's instructions, as `mantissa tune -- APP`
+    /// saves them), the other modules as they are.
+    pub fn run_configuration(
+        &mut self,
+        configuration: &Configuration,
+    ) -> Result<super::session::AppTrial, SessionError> {
+        let name = configuration.name();
+        let refused = |e: TrialError| SessionError::Refused(format!("{name}: {e}"));
+        let recipe = Recipe::new(&name, Base::Configured(configuration.clone()));
+        let variant = Session::make(self, recipe).map_err(refused)?;
+        let key = self.target().map_err(refused)?.key.clone();
+        let dir = self.next_trial_dir();
+        let replace = self.stage(&variant, &dir).map_err(refused)?;
+        let run = self.run_with(&dir, Some(replace))?;
+        Ok(super::session::AppTrial {
+            name,
+            refused: super::session::refused_loads(&run),
+            run,
+            reports: vec![(key, variant.reports)],
+            not_rewritten: Vec::new(),
+            notes: variant.notes,
+        })
+    }
+
+    /// Compares trials on what the application prints (`--output NAME=REGEX`) instead of its
+    /// copies to the host; each must be in the baseline's output.
+    pub fn compare_printed(&mut self, printed: Vec<PrintedOutput>) -> Result<(), SessionError> {
+        if let Some(p) = printed.iter().find(|p| p.value(&self.baseline).is_none()) {
+            return Err(SessionError::NotPrinted(p.name.clone()));
+        }
+        self.analysed.printed = printed;
+        self.analysed.outcome = self.outcome_of(&self.baseline)?;
+        Ok(())
+    }
+
+    /// Costs runs by a figure the application prints (`--fom`) instead of their kernel time;
+    /// the baseline must print it.
+    pub fn cost_by(&mut self, figure: Figure) -> Result<(), SessionError> {
+        if figure.cost(&self.baseline).is_none() {
+            return Err(SessionError::NotPrinted(figure.printed.name.clone()));
+        }
+        self.analysed.cost = Some(figure);
+        self.analysed.outcome = self.outcome_of(&self.baseline)?;
+        Ok(())
+    }
+
+    /// `run`'s cost: its kernel time in ms, or the figure of merit it printed.
+    fn run_cost(&self, run: &AppRun) -> Option<f64> {
+        match &self.analysed.cost {
+            Some(f) => f.cost(run),
+            None => super::session::kernel_ms(run),
+        }
+    }
+
+    /// The printed outputs of `run` against the baseline's (a value it did not print compares
+    /// as NaN: no digit is correct).
+    fn printed_results(&self, run: &AppRun) -> Vec<OutputResult> {
+        self.analysed
+            .printed
+            .iter()
+            .map(|p| {
+                let base = p.value(&self.baseline).unwrap_or(f64::NAN);
+                let got = p.value(run).unwrap_or(f64::NAN);
+                OutputResult {
+                    name: format!("printed {}", p.name),
+                    value: None,
+                    vs_baseline: crate::compare::compare(DType::F64, &[got], &[base]),
+                    vs_reference: None,
+                    tolerance: None,
+                    met: None,
+                }
+            })
+            .collect()
     }
 
     /// The runtime `header` compiled by NVRTC for the target's architecture, once.
@@ -207,6 +304,47 @@ impl AppSession {
             mantissa_files::write_file(&p, &bytes).map_err(|e| io(&p, e))?;
         }
         Ok(replace)
+    }
+
+    /// One run of the application in a fresh trial directory, its target replaced by
+    /// `variant` (none: as it is); a run that ended badly is the trial's error.
+    fn replaced_run(&mut self, variant: Option<&Variant>) -> Result<AppRun, TrialError> {
+        let dir = self.next_trial_dir();
+        let replace = variant.map(|v| self.stage(v, &dir)).transpose()?;
+        let run = self
+            .run_with(&dir, replace)
+            .map_err(|e| TrialError::Failed(e.to_string()))?;
+        match self.failure(&run) {
+            Some(e) => Err(e),
+            None => Ok(run),
+        }
+    }
+
+    /// `variant` run as a trial: the checked run compared with the baseline, then as `timing`
+    /// asks. Every run is a process of its own, so the checked run is the first timed one:
+    /// `warmup` runs follow it untimed, then `repeats - 1` timed ones; the samples are each
+    /// run's kernel time. Returns the checked run beside the outcome.
+    fn timed_trial(
+        &mut self,
+        variant: Option<&Variant>,
+        timing: TrialTiming,
+    ) -> Result<(TrialOutcome, AppRun), TrialError> {
+        let run = self.replaced_run(variant)?;
+        let failed = |e: SessionError| TrialError::Failed(e.to_string());
+        let mut outcome = self.outcome_of(&run).map_err(failed)?;
+        self.analysed.last_outputs = Some(self.last_copies(&run).map_err(failed)?);
+        if let TrialTiming::Timed { warmup, repeats } = timing {
+            let mut samples: Vec<f64> = outcome.timing.iter().map(|t| t.median_ms).collect();
+            for _ in 0..warmup {
+                self.replaced_run(variant)?;
+            }
+            for _ in 1..repeats {
+                let again = self.replaced_run(variant)?;
+                samples.extend(self.run_cost(&again));
+            }
+            outcome.timing = Timing::from_samples(samples, warmup, 1);
+        }
+        Ok((outcome, run))
     }
 
     /// How `run` went wrong, as a trial error; `None` when it ran to the end.
@@ -312,6 +450,21 @@ impl Session for AppSession {
                     notes: pinned.note.into_iter().collect(),
                 }
             }
+            Base::Configured(Configuration::AsWritten) => BaseModule {
+                module,
+                pinning: None,
+                notes: Vec::new(),
+                text,
+            },
+            Base::Configured(Configuration::Demote(d)) => {
+                let (module, notes) = demote_instructions(&module, &app_demotion(d)?)?;
+                BaseModule {
+                    module,
+                    pinning: None,
+                    notes,
+                    text: None,
+                }
+            }
             other => {
                 return Err(TrialError::Refused(format!(
                     "an application's module is as its build made it: {other} is not available"
@@ -331,19 +484,9 @@ impl Session for AppSession {
     fn run_variant(
         &mut self,
         variant: &Variant,
-        _timing: TrialTiming,
+        timing: TrialTiming,
     ) -> Result<(TrialOutcome, GlobalBytes), TrialError> {
-        let dir = self.next_trial_dir();
-        let replace = self.stage(variant, &dir)?;
-        let run = self
-            .run_with(&dir, replace)
-            .map_err(|e| TrialError::Failed(e.to_string()))?;
-        if let Some(e) = self.failure(&run) {
-            return Err(e);
-        }
-        let outcome = self
-            .outcome_of(&run)
-            .map_err(|e| TrialError::Failed(e.to_string()))?;
+        let (outcome, run) = self.timed_trial(Some(variant), timing)?;
         let key = self.target()?.key.clone();
         let mut globals = Vec::new();
         for name in &variant.read_back {
@@ -367,6 +510,63 @@ impl Session for AppSession {
         Ok((outcome, globals))
     }
 
+    fn trial(
+        &mut self,
+        configuration: &Configuration,
+        timing: TrialTiming,
+    ) -> Result<TrialOutcome, TrialError> {
+        let variant = match configuration {
+            Configuration::AsWritten => None,
+            Configuration::Demote(_) => Some(self.make(Recipe::new(
+                &configuration.name(),
+                Base::Configured(configuration.clone()),
+            ))?),
+        };
+        let (mut outcome, _) = self.timed_trial(variant.as_ref(), timing)?;
+        if let Some(v) = &variant {
+            outcome.notes.splice(0..0, v.notes.iter().cloned());
+        }
+        Ok(outcome)
+    }
+
+    /// The baseline's own per-kernel times for the program as written (one run, each launch
+    /// timed by the attach library); `runs` runs of a demotion.
+    fn kernel_times(
+        &mut self,
+        configuration: &Configuration,
+        runs: u32,
+    ) -> Result<Vec<KernelTime>, TrialError> {
+        let key = self.target()?.key.clone();
+        let mut per_run = Vec::new();
+        if *configuration == Configuration::AsWritten {
+            per_run.push(kernel_totals(&self.baseline, &key));
+        } else {
+            let variant = self.make(Recipe::new(
+                &configuration.name(),
+                Base::Configured(configuration.clone()),
+            ))?;
+            for _ in 0..runs.max(1) {
+                let run = self.replaced_run(Some(&variant))?;
+                per_run.push(kernel_totals(&run, &key));
+            }
+        }
+        Ok(kernel_time_medians(&per_run))
+    }
+
+    /// Not known for an application (the driver's attributes are not recorded yet): empty.
+    fn configuration_resources(
+        &mut self,
+        _configuration: &Configuration,
+    ) -> Result<Resources, TrialError> {
+        Ok(Vec::new())
+    }
+
+    fn enable_switching(&mut self, _universe: &Configuration) -> Result<(), TrialError> {
+        Err(TrialError::Refused(
+            "an application's trial is a run of it with its module rewritten and JIT-compiled at load".into(),
+        ))
+    }
+
     fn run_shadowed(&mut self, _variant: &Variant) -> Result<ShadowedRun, TrialError> {
         Err(TrialError::Refused(
             "shadow values in an application need its allocations mirrored, which is not built \
@@ -376,8 +576,13 @@ impl Session for AppSession {
     }
 
     fn outputs(&self) -> Result<Vec<(String, HostData)>, TrialError> {
-        self.last_copies()
-            .map_err(|e| TrialError::Failed(e.to_string()))
+        match &self.analysed.last_outputs {
+            Some(outputs) => Ok(outputs.clone()),
+            None => self
+                .last_copies(&self.baseline)
+                .map_err(|e| TrialError::Failed(e.to_string())),
+        }
+        .map_err(|e| TrialError::Failed(e.to_string()))
     }
 
     fn baseline_resources(&self) -> Result<Resources, TrialError> {
@@ -387,6 +592,109 @@ impl Session for AppSession {
     fn variant_resources(&mut self, _variant: &Variant) -> Result<Resources, TrialError> {
         Ok(Vec::new())
     }
+}
+
+/// Each group of copies to the host that the trial made, against the baseline's last.
+fn copy_results(c: &super::session::AppComparison) -> Vec<OutputResult> {
+    c.groups
+        .iter()
+        .filter_map(|g| {
+            let vs_baseline = g.last.clone()?;
+            Some(OutputResult {
+                name: format!("buf{}[{}..{}]", g.buffer, g.offset, g.offset + g.bytes),
+                value: None,
+                vs_baseline,
+                vs_reference: None,
+                tolerance: None,
+                met: None,
+            })
+        })
+        .collect()
+}
+
+/// `d` as an application's module can take it: its instructions. Math calls are named by a
+/// spec's marked build (an application's PTX has them inlined: their f64 instructions are
+/// instructions); buffers are a spec's.
+fn app_demotion(d: &Demotion) -> Result<Demotion, TrialError> {
+    if !d.buffers.is_empty() {
+        return Err(TrialError::Refused(format!(
+            "{}: buffers kept in f32 ({}) name a spec's buffers; an application's allocations are its own",
+            d.name,
+            d.buffers.join(", ")
+        )));
+    }
+    if matches!(&d.math, Selection::Only(calls) if !calls.is_empty()) {
+        return Err(TrialError::Refused(format!(
+            "{}: math calls are named by a spec's marked build; in an application's PTX they are inlined, and their f64 instructions are demoted as instructions",
+            d.name
+        )));
+    }
+    Ok(Demotion {
+        math: Selection::Only(Vec::new()),
+        ..d.clone()
+    })
+}
+
+/// Per kernel of the module `key`, its summed time (ms) and launches in `run`: the last total
+/// the attach library wrote of each.
+fn kernel_totals(run: &AppRun, key: &str) -> Vec<(String, f64, u64)> {
+    let mut out: Vec<(String, f64, u64)> = Vec::new();
+    for e in &run.events {
+        if let Event::KernelTime {
+            module: Some(m),
+            kernel: Some(k),
+            ms,
+            launches,
+        } = e
+        {
+            if m != key {
+                continue;
+            }
+            match out.iter_mut().find(|(n, ..)| n == k) {
+                Some(t) => *t = (k.clone(), *ms, *launches),
+                None => out.push((k.clone(), *ms, *launches)),
+            }
+        }
+    }
+    out
+}
+
+/// Each kernel's median time over runs (a run that did not time it counts as no sample), its
+/// launches in the first run that timed it, and its share of the medians' sum.
+fn kernel_time_medians(per_run: &[Vec<(String, f64, u64)>]) -> Vec<KernelTime> {
+    let mut names: Vec<&str> = Vec::new();
+    for run in per_run {
+        for (k, ..) in run {
+            if !names.contains(&k.as_str()) {
+                names.push(k);
+            }
+        }
+    }
+    let mut times: Vec<KernelTime> = names
+        .into_iter()
+        .filter_map(|name| {
+            let found: Vec<(f64, u64)> = per_run
+                .iter()
+                .filter_map(|r| r.iter().find(|t| t.0 == name).map(|t| (t.1, t.2)))
+                .collect();
+            let median = Timing::from_samples(found.iter().map(|f| f.0).collect(), 0, 1)?;
+            Some(KernelTime {
+                kernel: name.to_string(),
+                launches: found[0].1,
+                median_ms: median.median_ms,
+                share: 0.0,
+            })
+        })
+        .collect();
+    let total: f64 = times.iter().map(|t| t.median_ms).sum();
+    for t in &mut times {
+        t.share = if total > 0.0 {
+            t.median_ms / total
+        } else {
+            0.0
+        };
+    }
+    times
 }
 
 /// Values of `bytes` read as `dtype`, for the outputs list.

@@ -13,6 +13,7 @@
 //!
 //! Never: a change to the application's files, or a trial directory reused.
 
+pub use super::analysed::Figure;
 use super::events::Event;
 use super::trace::program::{self, Op, Program};
 use super::trace::{kernel_facts, module_ptx, types, TraceError};
@@ -42,6 +43,12 @@ pub enum SessionError {
         /// Its directory.
         dir: String,
     },
+    /// An output or figure of merit the baseline did not print.
+    #[error("the application as it is printed nothing that --output/--fom `{0}` matches")]
+    NotPrinted(String),
+    /// A configuration could not be made for the application's module.
+    #[error("{0}")]
+    Refused(String),
     /// A file could not be written.
     #[error("{path}: {message}")]
     File {
@@ -78,6 +85,25 @@ pub struct AppTrial {
     pub not_rewritten: Vec<(String, String)>,
     /// Replacements the driver refused: module key, CUresult and its JIT log.
     pub refused: Vec<(String, i64, String)>,
+    /// What making the replacement did (a configuration's demotion counts).
+    pub notes: Vec<String>,
+}
+
+/// The replacements the driver refused in `run`: module key, CUresult and its JIT log.
+pub(super) fn refused_loads(run: &AppRun) -> Vec<(String, i64, String)> {
+    run.events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Load {
+                module: Some(k),
+                replaced: true,
+                error: Some(code),
+                jit_log,
+                ..
+            } => Some((k.clone(), *code, jit_log.clone().unwrap_or_default())),
+            _ => None,
+        })
+        .collect()
 }
 
 /// A group of copies to the host (one range of one allocation) compared.
@@ -228,13 +254,18 @@ impl AppSession {
         self.work.join(format!("trial-{}", self.trials))
     }
 
-    /// Runs the application once more, in `dir/run`, with the replacements of `replace`.
-    pub(super) fn run_with(&self, dir: &Path, replace: PathBuf) -> Result<AppRun, SessionError> {
+    /// Runs the application once more, in `dir/run`, with the replacements of `replace` (none:
+    /// as it is).
+    pub(super) fn run_with(
+        &self,
+        dir: &Path,
+        replace: Option<PathBuf>,
+    ) -> Result<AppRun, SessionError> {
         Ok(self.attach.run(&AppRequest {
             command: self.command.clone(),
             dir: dir.join("run"),
             record: RECORD.map(String::from).to_vec(),
-            replace: Some(replace),
+            replace,
             timeout: self.timeout,
         })?)
     }
@@ -267,27 +298,14 @@ impl AppSession {
                 Err(e) => not_rewritten.push((m.key.clone(), e.to_string())),
             }
         }
-        let run = self.run_with(&dir, replace)?;
-        let refused = run
-            .events
-            .iter()
-            .filter_map(|e| match e {
-                Event::Load {
-                    module: Some(k),
-                    replaced: true,
-                    error: Some(code),
-                    jit_log,
-                    ..
-                } => Some((k.clone(), *code, jit_log.clone().unwrap_or_default())),
-                _ => None,
-            })
-            .collect();
+        let run = self.run_with(&dir, Some(replace))?;
         Ok(AppTrial {
             name: name.to_string(),
+            refused: refused_loads(&run),
             run,
             reports,
             not_rewritten,
-            refused,
+            notes: Vec::new(),
         })
     }
 
@@ -370,14 +388,18 @@ fn downloads(p: &Program) -> Vec<((usize, u64, u64), &Vec<u8>)> {
 }
 
 impl AppSession {
-    /// The baseline's last copy of each group, read as its type, named as outputs are
-    /// (`buf3[0..8]`).
-    pub fn last_copies(&self) -> Result<Vec<(String, mantissa_gpu::HostData)>, SessionError> {
-        let c = self.compare(&self.baseline)?;
-        let base = downloads(&self.program);
+    /// `run`'s last copy of each of the baseline's groups, read as its type, named as outputs
+    /// are (`buf3[0..8]`); a group `run` did not copy is left out.
+    pub fn last_copies(
+        &self,
+        run: &AppRun,
+    ) -> Result<Vec<(String, mantissa_gpu::HostData)>, SessionError> {
+        let c = self.compare(run)?;
+        let (theirs, _) = read_program(run, &self.modules)?;
+        let copies = downloads(&theirs);
         let mut out = Vec::new();
         for g in &c.groups {
-            let last = base
+            let last = copies
                 .iter()
                 .rev()
                 .find(|(k, _)| *k == (g.buffer, g.offset, g.bytes))
@@ -402,7 +424,7 @@ fn compare_bytes(dtype: DType, values: &[u8], reference: &[u8]) -> Option<Compar
 }
 
 /// The run's kernel time: the last total of each kernel, summed.
-fn kernel_ms(run: &AppRun) -> Option<f64> {
+pub(super) fn kernel_ms(run: &AppRun) -> Option<f64> {
     let mut last: BTreeMap<(Option<String>, Option<String>), f64> = BTreeMap::new();
     for e in &run.events {
         if let Event::KernelTime {

@@ -382,8 +382,48 @@ pub fn prepare(
     };
     let (base, mut notes) = base_ptx(gpu, spec, flags, built, demotion, marked)?;
     let parsed = mantissa_ptx::parse(&base).module;
+    let (mut module, demoted_notes) = demote_instructions(&parsed, demotion)?;
+    notes.extend(demoted_notes);
+    if !demotion.buffers.is_empty() {
+        let run = crate::pipelines::storage(requests)
+            .run(&module)
+            .map_err(|e| TrialError::Refused(format!("keeping buffers in f32: {e}")))?;
+        let Some(report) = run.reports[0].details::<StoreReport>() else {
+            return Err(TrialError::Refused(
+                "keeping buffers in f32: no report (an internal error)".into(),
+            ));
+        };
+        if let Some(why) = report.refused.first() {
+            return Err(TrialError::Refused(format!(
+                "buffers {} cannot be kept in f32: {why}",
+                demotion.buffers.join(", ")
+            )));
+        }
+        notes.push(format!(
+            "buffers in f32: {} ({} loads and {} stores in {} kernel parameters)",
+            demotion.buffers.join(", "),
+            report.loads(),
+            report.stores(),
+            report.stored.len()
+        ));
+        module = run.module;
+    }
+    Ok(Prepared {
+        ptx: Some(module.to_string()),
+        notes,
+        f32_buffers: demotion.buffers.clone(),
+    })
+}
+
+/// `module` with the f64 instructions `demotion` names demoted by the PTX rewrite (its math
+/// calls and buffers are the caller's), and what the rewrite did, in notes.
+pub(crate) fn demote_instructions(
+    module: &mantissa_ptx::Module,
+    demotion: &config::Demotion,
+) -> Result<(mantissa_ptx::Module, Vec<String>), TrialError> {
+    let mut notes = Vec::new();
     let demoted = crate::pipelines::demotion(demotion.demote_set())
-        .run(&parsed)
+        .run(module)
         .map_err(|e| TrialError::Refused(format!("demoting: {}", e.message)))?;
     let r = demoted.reports[0]
         .details::<DemoteReport>()
@@ -414,36 +454,7 @@ pub fn prepare(
         ));
     }
     notes.extend(r.notes.iter().cloned());
-    let mut module = demoted.module;
-    if !demotion.buffers.is_empty() {
-        let run = crate::pipelines::storage(requests)
-            .run(&module)
-            .map_err(|e| TrialError::Refused(format!("keeping buffers in f32: {e}")))?;
-        let Some(report) = run.reports[0].details::<StoreReport>() else {
-            return Err(TrialError::Refused(
-                "keeping buffers in f32: no report (an internal error)".into(),
-            ));
-        };
-        if let Some(why) = report.refused.first() {
-            return Err(TrialError::Refused(format!(
-                "buffers {} cannot be kept in f32: {why}",
-                demotion.buffers.join(", ")
-            )));
-        }
-        notes.push(format!(
-            "buffers in f32: {} ({} loads and {} stores in {} kernel parameters)",
-            demotion.buffers.join(", "),
-            report.loads(),
-            report.stores(),
-            report.stored.len()
-        ));
-        module = run.module;
-    }
-    Ok(Prepared {
-        ptx: Some(module.to_string()),
-        notes,
-        f32_buffers: demotion.buffers.clone(),
-    })
+    Ok((demoted.module, notes))
 }
 
 /// The configuration naming every math call and every eligible f64 instruction of the spec's

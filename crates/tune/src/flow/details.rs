@@ -7,13 +7,13 @@ use crate::detail::Detail;
 use crate::strategy::Over;
 use crate::unit::Config;
 use crate::units::ProgramUnits;
-use mantissa_harness::{Spec, TrialRunner};
+use mantissa_harness::{Session, Spec};
 
 /// Measures every chosen configuration's output elements and registers ([`crate::detail`]);
 /// a configuration that fails here is noted, not fatal (its search's result stands).
 pub(super) fn details(
-    runner: &mut TrialRunner<'_>,
-    spec: &Spec,
+    runner: &mut dyn Session,
+    spec: Option<&Spec>,
     request: &TuneRequest,
     units: &ProgramUnits,
     searches: &mut [SearchEntry],

@@ -8,7 +8,7 @@ use crate::noise::Time;
 use crate::store::TrialStore;
 use crate::strategy::STRATEGIES;
 use mantissa_gpu::Gpu;
-use mantissa_harness::{Configuration, Demotion, Spec, TrialRunner};
+use mantissa_harness::{Configuration, Demotion, Session, Spec, TrialRunner};
 
 /// The runners of the GPUs after the first: the program built (the toolchain's caches make that
 /// one compile per architecture), loaded and run as written on each.
@@ -37,8 +37,7 @@ pub(super) struct Devices<'r, 'g> {
 /// the accuracy-only trials; notes several GPUs, an ideal that cannot be measured and a device
 /// that cannot switch.
 pub(super) fn devices<'r, 'g>(
-    runners: Vec<&'r mut TrialRunner<'g>>,
-    gpus: &[&Gpu],
+    runners: Vec<(&'r mut (dyn Session + Send + 'g), u32)>,
     store: &mut TrialStore,
     policy: &TimingPolicy,
     notes: &mut Vec<String>,
@@ -46,10 +45,9 @@ pub(super) fn devices<'r, 'g>(
 ) -> Result<Devices<'r, 'g>, TuneError> {
     progress(TuneEvent::References);
     let mut runners = runners;
-    let timed = device_references(&mut runners, gpus, store, policy)?;
-    let mut devices = Vec::with_capacity(gpus.len());
-    for ((runner, g), (references, measured)) in runners.into_iter().zip(gpus).zip(timed) {
-        let ordinal = g.ordinal() as u32;
+    let timed = device_references(&mut runners, store, policy)?;
+    let mut devices = Vec::with_capacity(runners.len());
+    for ((runner, ordinal), (references, measured)) in runners.into_iter().zip(timed) {
         for (which, (t, d)) in measured {
             store.reference_measured(which, ordinal, t, d)?;
         }
@@ -118,15 +116,14 @@ fn unmeasurable_note(references: &References) -> String {
 /// References a device timed, to be recorded: `(which, (time, digits))`.
 type Timed = Vec<(&'static str, (Time, f64))>;
 
-/// The f64 and all-f32 references of every runner (one per GPU of `gpus`), from the resumed
-/// store or timed now, the runners at the same time, each on its own GPU.
+/// The f64 and all-f32 references of every runner (each with its GPU's ordinal), from the
+/// resumed store or timed now, the runners at the same time, each on its own GPU.
 fn device_references(
-    runners: &mut [&mut TrialRunner<'_>],
-    gpus: &[&Gpu],
+    runners: &mut [(&mut (dyn Session + Send + '_), u32)],
     store: &TrialStore,
     policy: &TimingPolicy,
 ) -> Result<Vec<(References, Timed)>, EvaluateError> {
-    let time = |runner: &mut TrialRunner<'_>, ordinal: u32| {
+    let time = |runner: &mut dyn Session, ordinal: u32| {
         let mut measured: Timed = Vec::new();
         let mut get = |which: &'static str, c: &Configuration| {
             if let Some(r) = store.reference(which, ordinal) {
@@ -143,10 +140,9 @@ fn device_references(
     std::thread::scope(|scope| {
         let workers: Vec<_> = runners
             .iter_mut()
-            .zip(gpus)
-            .map(|(runner, g)| {
-                let time = &time;
-                scope.spawn(move || time(runner, g.ordinal() as u32))
+            .map(|(runner, ordinal)| {
+                let (time, ordinal) = (&time, *ordinal);
+                scope.spawn(move || time(&mut **runner, ordinal))
             })
             .collect();
         workers

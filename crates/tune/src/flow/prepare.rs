@@ -2,7 +2,7 @@
 //! find its units, measure their demotion error with the shadow analysis, profile the kernels,
 //! make each strategy's unit list, and open the results store those lists are the fingerprint of.
 
-use super::{KernelProfile, TuneError, TuneEvent, TuneRequest};
+use super::{KernelProfile, Subject, TuneError, TuneEvent, TuneRequest};
 use crate::store::{Identity, StoreShard, TrialStore};
 use crate::strategy::Over;
 use crate::unit::{Config, TuneUnit};
@@ -11,17 +11,13 @@ use crate::units::{
     ErrorCoverage, ProgramUnits,
 };
 use mantissa_gpu::Gpu;
-use mantissa_harness::{
-    Base, Configuration, RunnerOptions, Session, Spec, TrialRunner, TrialTiming,
-};
+use mantissa_harness::{Base, Configuration, RunnerOptions, Session, TrialTiming};
 use mantissa_ptx::fiset::FunctionProfile;
 use mantissa_report::Backend;
 use mantissa_shadow::{Analyses, ShadowRequest};
 
 /// Everything the searches start from.
-pub(super) struct Prepared<'g> {
-    /// The first GPU's runner, the program built and run as written.
-    pub runner: TrialRunner<'g>,
+pub(super) struct Prepared {
     /// The program's units; its FISets and variables each end with the shared units (math
     /// calls, then buffers), so that each is the whole list its strategies search.
     pub units: ProgramUnits,
@@ -85,33 +81,25 @@ pub(super) fn runner_options() -> RunnerOptions {
     }
 }
 
-/// Builds and runs the program on `gpu`, finds its units and their errors, profiles it and
-/// makes the unit lists (see [`Prepared`]).
-pub(super) fn prepare<'g>(
-    gpu: &'g Gpu,
-    spec: &Spec,
+/// On `runner` (the program run as written already), finds the units and their errors,
+/// profiles the program and makes the unit lists (see [`Prepared`]).
+pub(super) fn prepare(
+    runner: &mut dyn Session,
+    subject: &Subject<'_>,
     request: &TuneRequest,
     progress: &mut dyn FnMut(TuneEvent),
-) -> Result<Prepared<'g>, TuneError> {
-    progress(TuneEvent::Baseline);
-    let mut runner = TrialRunner::new(gpu, spec, request.flags, runner_options())?;
+) -> Result<Prepared, TuneError> {
     let Found {
         mut units,
         maths,
         buffers,
         mut notes,
-    } = find_units(&mut runner, spec, request, progress)?;
-    let coverage = measure_errors(spec, request, &mut runner, &mut units, &mut notes, progress)?;
-    let profile = profile(
-        &mut runner,
-        &units.report.profiles,
-        &units.fisets,
-        &mut notes,
-    );
+    } = find_units(runner, subject, request, progress)?;
+    let coverage = measure_errors(subject, request, runner, &mut units, &mut notes, progress)?;
+    let profile = profile(runner, &units.report.profiles, &units.fisets, &mut notes);
     let (math, buffers_n) = (maths.len(), buffers.len());
     let (all_units, maps) = unit_lists(&mut units, maths, buffers);
     Ok(Prepared {
-        runner,
         units,
         all_units,
         maps,
@@ -133,16 +121,22 @@ struct Found {
 
 /// The program's FISets, variables, math calls and buffers; an error when there is none.
 fn find_units(
-    runner: &mut TrialRunner<'_>,
-    spec: &Spec,
+    runner: &mut dyn Session,
+    subject: &Subject<'_>,
     request: &TuneRequest,
     progress: &mut dyn FnMut(TuneEvent),
 ) -> Result<Found, TuneError> {
     let module = demoted_module(runner)?;
     let units = program_units(module, &request.fiset);
     let mut notes = units.report.notes.clone();
-    let (buffers, why_not) = buffer_units(runner, spec);
-    notes.extend(why_not);
+    let buffers = match subject.spec {
+        Some(spec) => {
+            let (buffers, why_not) = buffer_units(runner, spec);
+            notes.extend(why_not);
+            buffers
+        }
+        None => Vec::new(),
+    };
     let maths = math_units(&units.module);
     progress(TuneEvent::Units {
         fisets: units.fisets.len(),
@@ -157,7 +151,7 @@ fn find_units(
     {
         return Err(TuneError::NothingToTune(format!(
             "{}: no f64 arithmetic that a configuration can demote and no f64 buffer that can be kept in f32 (no FISet, variable or buffer): nothing to tune",
-            spec.name
+            subject.name
         )));
     }
     if units.fisets.is_empty() {
@@ -176,7 +170,7 @@ fn find_units(
 /// The demotion error of every f64 instruction (seed 002 §4.5's shadow run), attached to the
 /// FISets and variables that hold it.
 fn measure_errors(
-    spec: &Spec,
+    subject: &Subject<'_>,
     request: &TuneRequest,
     runner: &mut dyn Session,
     units: &mut ProgramUnits,
@@ -186,8 +180,8 @@ fn measure_errors(
     progress(TuneEvent::Shadow);
     let shadow = mantissa_shadow::analyse_on(
         runner,
-        &spec.name,
-        &spec.dir,
+        subject.name,
+        subject.dir,
         &ShadowRequest {
             flags: request.flags,
             analyses: Analyses {
@@ -249,18 +243,30 @@ fn unit_lists(
 
 /// The results store of the run (`--out`; a shard's own file with its settings), opened on the
 /// evaluator's unit list `all_units`, whose fingerprint a resumed store must match.
+/// `name_devices`: records name their GPU (several GPUs, or one that is not GPU 0).
 pub(super) fn open_store(
-    gpus: &[&Gpu],
-    spec: &Spec,
+    subject: &Subject<'_>,
     request: &TuneRequest,
-    runner: &TrialRunner<'_>,
+    runner: &dyn Session,
+    name_devices: bool,
     all_units: &[TuneUnit],
 ) -> Result<TrialStore, TuneError> {
-    let gpu = gpus[0];
+    let shard = match (request.shard, subject.spec) {
+        (None, _) => None,
+        (Some(shard), Some(spec)) => Some(StoreShard {
+            shard,
+            settings: crate::shard::settings(spec, request),
+        }),
+        (Some(shard), None) => {
+            return Err(TuneError::Devices(format!(
+                "--shard {shard}: shards are a spec's; an application is tuned in one run"
+            )))
+        }
+    };
     let identity = Identity {
-        spec: spec.name.clone(),
-        flags: request.flags.name().to_string(),
-        device: gpu.info().name.clone(),
+        spec: subject.name.to_string(),
+        flags: subject.flags.clone(),
+        device: runner.device_name(),
         backend: runner
             .baseline()
             .first_launch
@@ -268,15 +274,12 @@ pub(super) fn open_store(
                 grid: [d.grid.0, d.grid.1, d.grid.2],
                 block: [d.block.0, d.block.1, d.block.2],
             }),
-        name_devices: gpus.len() > 1 || gpu.ordinal() != 0,
+        name_devices,
     };
     Ok(TrialStore::open(
         request.out.as_deref(),
         request.resume,
-        request.shard.map(|shard| StoreShard {
-            shard,
-            settings: crate::shard::settings(spec, request),
-        }),
+        shard,
         identity,
         &fingerprint(all_units),
     )?)
@@ -300,7 +303,7 @@ const PROFILE_RUNS: u32 = 5;
 
 /// Share of time, registers as written and with every FISet demoted, per kernel.
 fn profile(
-    runner: &mut TrialRunner<'_>,
+    runner: &mut dyn Session,
     profiles: &[FunctionProfile],
     fisets: &[TuneUnit],
     notes: &mut Vec<String>,

@@ -3,21 +3,20 @@
 //! configuration file.
 
 use super::prepare::UnitMaps;
-use super::{SearchEntry, TuneError, TuneEvent, TuneRequest};
+use super::{SearchEntry, Subject, TuneError, TuneEvent, TuneRequest};
 use crate::evaluate::{Evaluate, Need, Trial};
 use crate::gpu::{EvaluateError, GpuEvaluator, References};
 use crate::plan::SearchPlan;
 use crate::strategy::{Search, SearchError};
 use crate::unit::Config;
 use crate::units::ProgramUnits;
-use mantissa_harness::Spec;
 
 /// What every search of a run shares besides the evaluator.
 pub(super) struct Searching<'a> {
     /// The request (`--out`: where chosen configurations are saved).
     pub request: &'a TuneRequest,
-    /// The spec (its directory: where a configuration's sources are).
-    pub spec: &'a Spec,
+    /// The program (its directory: where a configuration's sources are).
+    pub subject: &'a Subject<'a>,
     /// The units, one list per strategy's [`crate::strategy::Over`].
     pub units: &'a ProgramUnits,
     /// Where those lists lie in the evaluator's.
@@ -96,7 +95,7 @@ fn search_one(
                 list,
                 c,
                 &cx.units.module,
-                &cx.spec.dir,
+                cx.subject.dir,
             )
             .map_err(|e| {
                 TuneError::Save(format!("saving a configuration in {}: {e}", dir.display()))

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# `mantissa tune -- APP` on the example applications, on a GPU machine (issue 39): builds
+# examples/apps/orbits (arithmetic-bound: all-pairs gravity, f64 square roots and divisions)
+# and examples/apps/reactor (launch- and memory-bound) with the device's nvcc as a user would
+# (-lineinfo added for source lines), times each against its f32 twin, tunes each with modes 1-3
+# and the delta-debugging baseline at 3 digits, then re-runs every configuration a tuning run
+# saved in a fresh process (`mantissa run --demote CFG -- APP`). Results go to OUT as they come
+# (summary.txt first), each step under `timeout` within BUDGET seconds.
+#
+# Needs .gpu/bin/mantissa and .gpu/libmantissa_attach.so (beside it in .gpu/bin as well).
+# Usage: [BUDGET=seconds] [ORBITS_ARGS="32768 0.01"] [REACTOR_ARGS="1024 5"] bash scripts/app-tune.sh OUT
+set -u
+out=${1:?usage: bash scripts/app-tune.sh OUT}
+mkdir -p "$out"; out=$(cd "$out" && pwd)
+start=$(date +%s); budget=${BUDGET:-540}
+summary=$out/summary.txt; : > "$summary"
+say() { echo "$*" | tee -a "$summary"; }
+left() { echo $(( budget - ($(date +%s) - start) )); }
+mantissa=$(realpath .gpu/bin/mantissa)
+nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+work=$(mktemp -d /tmp/app-tune.XXXX)
+say "gpu: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1)"
+orbits_args=${ORBITS_ARGS:-32768 0.01}
+reactor_args=${REACTOR_ARGS:-1024 5}
+
+for v in "orbits:orbits:" "orbits_f32:orbits:-DREAL=float" "reactor:reactor:" "reactor_f32:reactor:-DREAL=float"; do
+  IFS=: read -r name src flags <<< "$v"
+  if timeout 180 "$nvcc" -O3 -arch=sm_90 -lineinfo $flags -o "$work/$name" "examples/apps/$src/$src.cu" > "$out/nvcc-$name.log" 2>&1
+  then say "PASS build $name ($flags)"; else say "FAIL build $name: $(tail -2 "$out/nvcc-$name.log")"; fi
+done
+
+# The program and its f32 twin as they are: what the source in f32 costs and buys.
+for name in orbits orbits_f32; do
+  for i in 1 2; do timeout 60 "$work/$name" $orbits_args > "$out/$name-plain-$i.out" 2>&1; done
+  say "$name $orbits_args: $(tr '\n' ' ' < "$out/$name-plain-2.out")"
+done
+for name in reactor reactor_f32; do
+  timeout 60 "$work/$name" $reactor_args > "$out/$name-plain.out" 2>&1
+  say "$name $reactor_args: $(tr '\n' ' ' < "$out/$name-plain.out")"
+done
+
+# The reactor traced (what `mantissa trace` prints, for the docs) and its trace replayed.
+t=$(left); [ "$t" -gt 60 ] && t=60
+(cd "$out" && timeout "$t" "$mantissa" trace --out trace-reactor -- "$work/reactor" $reactor_args \
+  > trace-reactor.txt 2> trace-reactor.err)
+say "trace reactor: rc=$? $(head -1 "$out/trace-reactor.txt")"
+(cd "$out" && timeout 60 "$mantissa" run trace-reactor/reactor.toml > trace-replay.txt 2>&1)
+say "replay reactor: rc=$? $(grep -cE 'identical|bit' "$out/trace-replay.txt") lines say identical"
+
+# tune APP [OPTIONS --] ARGS...: a tuning run (OPTIONS: TUNE_OPTS), then every configuration it
+# saved re-run in a fresh process.
+tune() {
+  local app=$1; shift
+  local t=$(left); [ "$t" -le 30 ] && { say "SKIP tune $app: budget spent"; return; }
+  local s=$(date +%s)
+  timeout "$t" "$mantissa" tune --out "$out/tune-$app" --digits 3 --speedup 5,10,15,20 \
+    --mode 1,2,3 --baseline --trial-timeout 60 "${TUNE_OPTS[@]}" -- "$work/$app" "$@" \
+    > "$out/tune-$app.txt" 2> "$out/tune-$app.err"
+  local rc=$?
+  say "tune $app $*: rc=$rc in $(( $(date +%s) - s )) s; $(tail -1 "$out/tune-$app.err")"
+  for cfg in "$out/tune-$app"/configs/*.json; do
+    [ -f "$cfg" ] || continue
+    t=$(left); [ "$t" -le 20 ] && { say "SKIP re-runs of $app: budget spent"; return; }
+    local name=$(basename "$cfg" .json)
+    timeout "$t" "$mantissa" run --demote "$cfg" --out "$work/rerun-$app-$name" "${TUNE_OPTS[@]}" -- "$work/$app" "$@" \
+      > "$out/rerun-$app-$name.txt" 2> "$out/rerun-$app-$name.err"
+    say "re-run $app $name: rc=$? $(grep -E '^\| ' "$out/rerun-$app-$name.txt" | sed -n 3p)"
+  done
+}
+TUNE_OPTS=(); tune orbits $orbits_args
+# The reactor's copies back are its step sizes and the measures; what it prints is its answer.
+TUNE_OPTS=(--output 'energy=energy (\S+)' --output 'front=front (\S+)'); tune reactor $reactor_args
+say "done in $(( $(date +%s) - start )) s"
