@@ -4,8 +4,10 @@
 # and examples/apps/reactor (launch- and memory-bound) with the device's nvcc as a user would
 # (-lineinfo added for source lines), times each against its f32 twin, tunes each with modes 1-3
 # and the delta-debugging baseline at 3 digits, then re-runs every configuration a tuning run
-# saved in a fresh process (`mantissa run --demote CFG -- APP`). Results go to OUT as they come
-# (summary.txt first), each step under `timeout` within BUDGET seconds.
+# saved in a fresh process (`mantissa run --demote CFG -- APP`); traces the reactor and replays
+# the trace; explains each against itself with every cause switched (`mantissa diff -- APP`).
+# Results go to OUT as they come (summary.txt first), each step under `timeout` within BUDGET
+# seconds.
 #
 # Needs .gpu/bin/mantissa and .gpu/libmantissa_attach.so (beside it in .gpu/bin as well).
 # Usage: [BUDGET=seconds] [ORBITS_ARGS="32768 0.01"] [REACTOR_ARGS="1024 5"] bash scripts/app-tune.sh OUT
@@ -70,4 +72,13 @@ tune() {
 TUNE_OPTS=(); tune orbits $orbits_args
 # The reactor's copies back are its step sizes and the measures; what it prints is its answer.
 TUNE_OPTS=(--output 'energy=energy (\S+)' --output 'front=front (\S+)'); tune reactor $reactor_args
+# diff -- APP: which sites make each run differ from itself with every cause switched.
+for v in "reactor:$reactor_args" "orbits:8192 0.002"; do
+  app=${v%%:*}; args=${v#*:}
+  t=$(left); [ "$t" -le 20 ] && { say "SKIP diff $app: budget spent"; continue; }
+  [ "$t" -gt 150 ] && t=150
+  timeout "$t" "$mantissa" diff --runs "$work/diff-$app" -- "$work/$app" $args \
+    > "$out/diff-$app.txt" 2> "$out/diff-$app.err"
+  say "diff $app $args: rc=$? $(grep -m1 -E 'blamed|cause' "$out/diff-$app.txt")"
+done
 say "done in $(( $(date +%s) - start )) s"

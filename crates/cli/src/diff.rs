@@ -6,9 +6,12 @@
 use crate::run::RunUsage;
 use crate::spec_args::{gpu_for, parse_flags, parse_override};
 use crate::stop::{self, Keeps};
+use anyhow::bail;
 use clap::Args;
 use mantissa_diff::{diff, Against, DiffEvent, DiffRequest};
 use mantissa_gpu::FlagSet;
+use mantissa_harness::app::session::{AppSession, PrintedOutput};
+use mantissa_harness::app::Attach;
 use mantissa_harness::spec::SizeOverride;
 use mantissa_harness::Spec;
 use mantissa_report::ResultsLog;
@@ -18,8 +21,10 @@ use std::path::PathBuf;
 #[derive(Args)]
 pub struct DiffArgs {
     /// The kernel spec (TOML; the format is in docs/SPEC.md); every output needs a
-    /// `reference` unless --against names a flag set.
-    spec: PathBuf,
+    /// `reference` unless --against names a flag set. Or, instead, an application after `--`
+    /// (`mantissa diff -- APP ARGS`), explained against itself with every cause switched.
+    #[arg(required_unless_present = "app")]
+    spec: Option<PathBuf>,
     /// Compare with the outputs of the program built under this flag set (`strict`, `fast`,
     /// any preset or '+' combination) instead of the spec's references.
     #[arg(long, value_parser = parse_flags)]
@@ -44,11 +49,42 @@ pub struct DiffArgs {
     /// Timed repetitions of each timed build (0: no timing, no time cost, no builds).
     #[arg(long, default_value_t = DiffRequest::DEFAULT_REPEATS)]
     repeats: u32,
+    /// With an application: where its runs are kept (default mantissa-diff-APP; must be empty).
+    #[arg(long, value_name = "DIR")]
+    runs: Option<PathBuf>,
+    /// With an application: a run still going after this long is killed with what it started.
+    #[arg(long, value_name = "SECONDS")]
+    trial_timeout: Option<f64>,
+    /// With an application: compare on a value it prints, NAME=REGEX (repeatable), instead of
+    /// its copies to the host.
+    #[arg(long, value_name = "NAME=REGEX")]
+    output: Vec<String>,
+    /// An application to explain as it is, after `--`, instead of a spec.
+    #[arg(last = true, value_name = "APP ARGS")]
+    app: Vec<std::ffi::OsString>,
 }
 
 pub fn run(args: DiffArgs) -> anyhow::Result<()> {
+    let spec_path = match (&args.spec, args.app.is_empty()) {
+        (Some(_), false) => {
+            return Err(
+                RunUsage("give a spec or an application after `--`, not both".into()).into(),
+            )
+        }
+        (None, false) => return run_app(args),
+        (Some(p), true) => p.clone(),
+        (None, true) => {
+            return Err(RunUsage("give a spec, or an application after `--`".into()).into())
+        }
+    };
+    if args.runs.is_some() || args.trial_timeout.is_some() || !args.output.is_empty() {
+        return Err(RunUsage(
+            "--runs, --trial-timeout and --output apply to an application (after `--`)".into(),
+        )
+        .into());
+    }
     // The spec is read before the GPU is probed, so a wrong spec says so on any machine.
-    let spec = Spec::load_with(&args.spec, &args.set).map_err(|e| RunUsage(e.to_string()))?;
+    let spec = Spec::load_with(&spec_path, &args.set).map_err(|e| RunUsage(e.to_string()))?;
     let request = DiffRequest {
         flags: args.flags,
         against: args.against.map_or(Against::Reference, Against::Flags),
@@ -62,7 +98,7 @@ pub fn run(args: DiffArgs) -> anyhow::Result<()> {
     if request.against == Against::Reference {
         mantissa_diff::check_references(&spec).map_err(|e| RunUsage(e.to_string()))?;
     }
-    let gpu = gpu_for("diff", &args.spec)?;
+    let gpu = gpu_for("diff", &spec_path)?;
     let json = args.json;
     let name = spec.name.clone();
     // Nothing of an unfinished run is written: a signal ends it at once, saying so.
@@ -70,16 +106,25 @@ pub fn run(args: DiffArgs) -> anyhow::Result<()> {
         "a diff run keeps nothing until it finishes; to measure, run it again: {}",
         stop::command_line(std::env::args().collect())
     )));
-    let result = diff(&gpu, &spec, &request, &mut |event| {
-        if json {
+    let doing = format!("building and running {name} ({})", args.flags.name());
+    let result = diff(
+        &gpu,
+        &spec,
+        &request,
+        &mut show_progress(&doing, &name, json),
+    );
+    finish(&args, result, Some(&spec))
+}
+
+/// Progress on stderr (nothing when `quiet`): `doing` says what the baseline stage does.
+fn show_progress<'a>(doing: &'a str, name: &'a str, quiet: bool) -> impl FnMut(DiffEvent) + 'a {
+    move |event| {
+        if quiet {
             return;
         }
         match event {
-            DiffEvent::Baseline => eprintln!(
-                "building and running {name} ({}) as written, twice",
-                args.flags.name()
-            ),
-            DiffEvent::Other(flags) => eprintln!("building and running {name} ({flags})"),
+            DiffEvent::Baseline => eprintln!("{doing} as written, twice"),
+            DiffEvent::Other(flags) => eprintln!("running {name} ({flags})"),
             DiffEvent::Candidates {
                 differing,
                 switchable,
@@ -102,7 +147,17 @@ pub fn run(args: DiffArgs) -> anyhow::Result<()> {
                 "running the {name} build with shadow values (digits against higher precision)"
             ),
         }
-    });
+    }
+}
+
+/// What a finished diff leaves: its records (`--out`), its builds (`--builds`, a spec's), and
+/// the table or the JSON document.
+fn finish(
+    args: &DiffArgs,
+    result: Result<mantissa_diff::DiffRun, mantissa_diff::DiffError>,
+    spec: Option<&Spec>,
+) -> anyhow::Result<()> {
+    let json = args.json;
     let run = match result {
         Ok(r) => r,
         Err(e) if e.is_usage() => return Err(RunUsage(e.to_string()).into()),
@@ -123,7 +178,10 @@ pub fn run(args: DiffArgs) -> anyhow::Result<()> {
         }
     }
     if let Some(dir) = &args.builds {
-        let files = mantissa_diff::save::save(dir, &spec, &run.builds)?;
+        let Some(spec) = spec else {
+            bail!("--builds needs a spec")
+        };
+        let files = mantissa_diff::save::save(dir, spec, &run.builds)?;
         if !json {
             eprintln!(
                 "{} builds saved in {} ({} files; run one with `mantissa run {}`)",
@@ -140,4 +198,57 @@ pub fn run(args: DiffArgs) -> anyhow::Result<()> {
         print!("{}", mantissa_diff::text::render(&run));
     }
     Ok(())
+}
+
+/// `mantissa diff -- APP ARGS`: the application's baseline, then the search through its
+/// session ([`mantissa_diff::session`]).
+fn run_app(args: DiffArgs) -> anyhow::Result<()> {
+    let spec_only = [
+        (!args.set.is_empty(), "--set"),
+        (args.flags != FlagSet::DEFAULT, "--flags"),
+        (args.against.is_some(), "--against"),
+        (args.builds.is_some(), "--builds"),
+    ];
+    if let Some((_, option)) = spec_only.iter().find(|(given, _)| *given) {
+        return Err(RunUsage(format!("{option} applies to a spec, not to an application")).into());
+    }
+    let printed: Vec<PrintedOutput> = args
+        .output
+        .iter()
+        .map(|o| PrintedOutput::parse(o).map_err(RunUsage))
+        .collect::<Result<_, _>>()?;
+    let timeout = crate::app_args::timeout(args.trial_timeout, "--trial-timeout")?;
+    let stem = crate::app_args::stem(&args.app[0]);
+    let work = crate::app_args::fresh_dir(
+        args.runs.as_deref(),
+        format!("mantissa-diff-{stem}"),
+        "--runs",
+    )?;
+    let attach = Attach::locate()?;
+    let arch = crate::app_args::device_arch();
+    if !args.json {
+        eprintln!("running {stem} as it is (the baseline) ...");
+    }
+    let mut session = AppSession::start(attach, args.app.clone(), &work, timeout, arch)?;
+    if !printed.is_empty() {
+        session.compare_printed(printed)?;
+    }
+    if session.target_key().is_none() {
+        bail!("{stem} loaded no module with PTX: rebuild it with PTX beside the SASS (`-gencode arch=compute_XX,code=compute_XX`, or `-arch=sm_XX`)");
+    }
+    stop::install(Keeps::Nothing(format!(
+        "a diff run keeps nothing until it finishes; to measure, run it again: {}",
+        stop::command_line(std::env::args().collect())
+    )));
+    let doing = format!("running {stem}");
+    let result = mantissa_diff::session::diff_session(
+        &mut session,
+        &stem,
+        &mut show_progress(&doing, &stem, args.json),
+    );
+    let done = finish(&args, result, None);
+    if !args.json {
+        eprintln!("runs are in {}", work.display());
+    }
+    done
 }

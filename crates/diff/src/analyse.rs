@@ -287,12 +287,12 @@ fn in_type(dtype: DType, x: f64) -> f64 {
 }
 
 /// Equal in the output's type: the same bits, or both NaN.
-fn same(a: f64, b: f64) -> bool {
+pub(crate) fn same(a: f64, b: f64) -> bool {
     a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
 }
 
 /// Elements of `values` that differ from `reference`, per output.
-fn differing(values: &Values, reference: &Values) -> Vec<u64> {
+pub(crate) fn differing(values: &Values, reference: &Values) -> Vec<u64> {
     values
         .iter()
         .zip(reference)
@@ -335,7 +335,7 @@ fn within_tolerance(spec: &Spec, values: &Values, reference: &Values) -> bool {
 /// a candidate that makes the outputs differ more breaks the monotonicity the binary splitting
 /// assumes: against `strict`, the projector's line-24 cast switched made every set containing
 /// it fail, and four harmless line-18 casts tested beside it were blamed.
-fn searched(list: &[Candidate], against: Against) -> Vec<usize> {
+pub(crate) fn searched(list: &[Candidate], against: Against) -> Vec<usize> {
     (0..list.len())
         .filter(|&k| list[k].switchable())
         .filter(|&k| {
@@ -548,12 +548,13 @@ pub fn diff(
         trial(runner, spec, &switched)?
     };
     let mut blamed = Vec::new();
+    let dtypes: Vec<DType> = spec.outputs.iter().map(|o| dtype_of(spec, o)).collect();
     for &c in &minimal {
         let switched = runner.make(pipelines::causes(&list, &[c])?)?;
         let values = trial(runner, spec, &switched)?;
         blamed.push(Blamed {
             candidate: c,
-            alone: effect(spec, &first, &values, &reference),
+            alone: effect(&dtypes, &first, &values, &reference),
             sass: SassCheck::NotApplicable,
         });
     }
@@ -652,15 +653,20 @@ pub fn diff(
 
 /// What switching one cause alone did: `values` against the program as written (`first`)
 /// and the reference.
-fn effect(spec: &Spec, first: &Values, values: &Values, reference: &Values) -> Effect {
+pub(crate) fn effect(
+    dtypes: &[DType],
+    first: &Values,
+    values: &Values,
+    reference: &Values,
+) -> Effect {
     let mut e = Effect {
         changed: 0,
         fixes: 0,
         max_ulps: 0.0,
         max_rel: 0.0,
     };
-    for (((o, v), f), r) in spec.outputs.iter().zip(values).zip(first).zip(reference) {
-        let c = compare(dtype_of(spec, o), v, f);
+    for (((&dtype, v), f), r) in dtypes.iter().zip(values).zip(first).zip(reference) {
+        let c = compare(dtype, v, f);
         e.changed += c.differing as u64;
         e.max_ulps = e.max_ulps.max(c.max_ulps);
         e.max_rel = e.max_rel.max(c.max_rel);

@@ -18,6 +18,8 @@
 //!   [`digits`]: each build's digits against its own higher-precision shadow (`mantissa
 //!   shadow`'s values analysis).
 //! - [`mathfn`]: the math functions the kernels call, and where CUDA's and the CPU's differ.
+//! - [`session`]: the same search on a program reached only through a session (an
+//!   application as it is), against its every cause switched.
 //! - [`text`] and [`records`]: the report per source line, and its records.
 
 #![deny(missing_docs)]
@@ -31,6 +33,7 @@ pub mod records;
 pub mod sass;
 pub mod save;
 pub mod search;
+pub mod session;
 pub mod text;
 
 pub use analyse::{check_references, diff, Against, DiffError, DiffEvent, DiffRequest, DiffRun};
