@@ -203,6 +203,35 @@ impl Demotion {
     }
 }
 
+/// `d` as a session that rewrites only the PTX it runs can take it (an application's, the PTX
+/// interpreter's): its instructions, with an empty list of math calls (`"all"` math calls are
+/// their f64 instructions, demoted as instructions). Buffers kept in f32 are refused (`{name}:
+/// buffers kept in f32 ({list}) {buffers_why}`), and so is a list of math calls, which only a
+/// spec's marked build names (`{name}: {math_why}`).
+pub(crate) fn instructions_only(
+    d: &Demotion,
+    buffers_why: &str,
+    math_why: &str,
+) -> Result<Demotion, crate::TrialError> {
+    if !d.buffers.is_empty() {
+        return Err(crate::TrialError::Refused(format!(
+            "{}: buffers kept in f32 ({}) {buffers_why}",
+            d.name,
+            d.buffers.join(", ")
+        )));
+    }
+    if matches!(&d.math, Selection::Only(calls) if !calls.is_empty()) {
+        return Err(crate::TrialError::Refused(format!(
+            "{}: {math_why}",
+            d.name
+        )));
+    }
+    Ok(Demotion {
+        math: Selection::Only(Vec::new()),
+        ..d.clone()
+    })
+}
+
 /// The configuration naming every math call and every eligible instruction of `ptx` (a marked
 /// build), for `--write-config`: the user deletes what must stay f64.
 pub fn full_configuration(ptx: &str) -> Demotion {

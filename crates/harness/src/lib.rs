@@ -24,6 +24,8 @@
 //! - [`trial`]: [`TrialRunner`], a spec under one flag set set up once (build, plan, inputs and
 //!   baseline on the device) and run per configuration: restored device to device, compared on
 //!   the GPU, timed; typed [`TrialError`]s say whether to go on.
+//! - [`interp_session`]: a spec as a [`Session`] whose trials run on the PTX interpreter (time
+//!   by a cost model): the analyses checked on the CPU, without a GPU.
 //! - [`recipe`] and [`pipelines`]: every program an analysis runs besides the configurations,
 //!   as a recipe (a base, passes, a runtime, symbols written, globals read back) that the
 //!   trial runner makes ([`TrialRunner::make`]); every named pipeline listed in one module.
@@ -44,6 +46,7 @@ pub mod device_compare;
 pub mod exec;
 pub mod expr;
 pub mod hex;
+pub mod interp_session;
 pub mod interp_steps;
 pub mod limits;
 pub mod memory;

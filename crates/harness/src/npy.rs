@@ -275,6 +275,32 @@ pub fn encode_le(dtype: DType, le_bytes: &[u8]) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// `le_bytes`, the elements' little-endian bytes as a device holds them, as host values of
+/// `dtype`; `None` for a partial element.
+pub fn host_data_le(dtype: DType, le_bytes: &[u8]) -> Option<HostData> {
+    fn of<T, const N: usize>(bytes: &[u8], f: impl Fn([u8; N]) -> T) -> Vec<T> {
+        bytes
+            .chunks_exact(N)
+            .map(|c| f(c.try_into().expect("chunks_exact gives N bytes")))
+            .collect()
+    }
+    if le_bytes.len() % dtype.size() != 0 {
+        return None;
+    }
+    let b = le_bytes;
+    Some(match dtype {
+        DType::F32 => HostData::F32(of(b, f32::from_le_bytes)),
+        DType::F64 => HostData::F64(of(b, f64::from_le_bytes)),
+        DType::F16 => HostData::F16(of(b, half::f16::from_le_bytes)),
+        DType::BF16 => HostData::BF16(of(b, half::bf16::from_le_bytes)),
+        DType::I32 => HostData::I32(of(b, i32::from_le_bytes)),
+        DType::I64 => HostData::I64(of(b, i64::from_le_bytes)),
+        DType::U8 => HostData::U8(b.to_vec()),
+        DType::U32 => HostData::U32(of(b, u32::from_le_bytes)),
+        DType::U64 => HostData::U64(of(b, u64::from_le_bytes)),
+    })
+}
+
 /// The magic, version and header of a 1-D `.npy` of `len` elements of `dtype`.
 fn header(dtype: DType, len: usize) -> Option<Vec<u8>> {
     let d = descr(dtype)?;

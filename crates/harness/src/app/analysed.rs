@@ -19,7 +19,7 @@ use super::session::{AppSession, PrintedOutput, SessionError};
 use super::trace::program::Program;
 use super::AppRun;
 use crate::compare::OutputResult;
-use crate::config::{Configuration, Demotion, Selection};
+use crate::config::{Configuration, Demotion};
 use crate::recipe::{Base, BaseModule, Recipe, Variant};
 use crate::trial::build::demote_instructions;
 use crate::trial::shadowed::ShadowedRun;
@@ -616,23 +616,11 @@ fn copy_results(c: &super::session::AppComparison) -> Vec<OutputResult> {
 /// spec's marked build (an application's PTX has them inlined: their f64 instructions are
 /// instructions); buffers are a spec's.
 fn app_demotion(d: &Demotion) -> Result<Demotion, TrialError> {
-    if !d.buffers.is_empty() {
-        return Err(TrialError::Refused(format!(
-            "{}: buffers kept in f32 ({}) name a spec's buffers; an application's allocations are its own",
-            d.name,
-            d.buffers.join(", ")
-        )));
-    }
-    if matches!(&d.math, Selection::Only(calls) if !calls.is_empty()) {
-        return Err(TrialError::Refused(format!(
-            "{}: math calls are named by a spec's marked build; in an application's PTX they are inlined, and their f64 instructions are demoted as instructions",
-            d.name
-        )));
-    }
-    Ok(Demotion {
-        math: Selection::Only(Vec::new()),
-        ..d.clone()
-    })
+    crate::config::instructions_only(
+        d,
+        "name a spec's buffers; an application's allocations are its own",
+        "math calls are named by a spec's marked build; in an application's PTX they are inlined, and their f64 instructions are demoted as instructions",
+    )
 }
 
 /// Per kernel of the module `key`, its summed time (ms) and launches in `run`: the last total
@@ -697,8 +685,99 @@ fn kernel_time_medians(per_run: &[Vec<(String, f64, u64)>]) -> Vec<KernelTime> {
     times
 }
 
-/// Values of `bytes` read as `dtype`, for the outputs list.
-pub(crate) fn host_data(dtype: mantissa_gpu::DType, bytes: &[u8]) -> Option<HostData> {
-    let encoded = crate::npy::encode_le(dtype, bytes)?;
-    crate::npy::decode(&encoded, dtype, None).ok()
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run_in(dir: &std::path::Path, events: Vec<Event>, stdout: &str) -> AppRun {
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(dir.join("stdout.txt"), stdout).unwrap();
+        AppRun {
+            dir: dir.to_path_buf(),
+            exit: super::super::Exit::Code(0),
+            wall: std::time::Duration::ZERO,
+            events,
+        }
+    }
+
+    fn time(module: &str, kernel: &str, ms: f64, launches: u64) -> Event {
+        Event::KernelTime {
+            module: Some(module.into()),
+            kernel: Some(kernel.into()),
+            ms,
+            launches,
+        }
+    }
+
+    #[test]
+    fn kernel_times_are_the_last_totals_of_the_target_s_kernels_median_over_runs() {
+        let dir = std::env::temp_dir().join(format!("mantissa-kt-{}", std::process::id()));
+        // Totals are cumulative: the last line of a kernel is its run's total; another
+        // module's kernels are not the target's.
+        let runs: Vec<AppRun> = [(1.0, 3.0), (2.0, 5.0), (4.0, 4.0)]
+            .iter()
+            .enumerate()
+            .map(|(i, &(a, b))| {
+                run_in(
+                    &dir.join(i.to_string()),
+                    vec![
+                        time("m", "a", a / 2.0, 1),
+                        time("m", "a", a, 2),
+                        time("m", "b", b, 7),
+                        time("other", "a", 100.0, 1),
+                    ],
+                    "",
+                )
+            })
+            .collect();
+        let per_run: Vec<_> = runs.iter().map(|r| kernel_totals(r, "m")).collect();
+        assert_eq!(per_run[0], vec![("a".into(), 1.0, 2), ("b".into(), 3.0, 7)]);
+        let t = kernel_time_medians(&per_run);
+        assert_eq!(t.len(), 2);
+        assert_eq!(
+            (t[0].kernel.as_str(), t[0].median_ms, t[0].launches),
+            ("a", 2.0, 2)
+        );
+        assert_eq!(
+            (t[1].kernel.as_str(), t[1].median_ms, t[1].launches),
+            ("b", 4.0, 7)
+        );
+        assert!((t[0].share - 2.0 / 6.0).abs() < 1e-12 && (t[1].share - 4.0 / 6.0).abs() < 1e-12);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_figure_of_merit_is_a_cost_lower_is_better() {
+        let dir = std::env::temp_dir().join(format!("mantissa-fom-{}", std::process::id()));
+        let run = run_in(&dir, Vec::new(), "zones/s 2.5e6\nzones/s 4e6\n");
+        let printed = PrintedOutput::parse(r"fom=zones/s (\S+)").unwrap();
+        let rate = Figure {
+            printed: printed.clone(),
+            higher: true,
+        };
+        // The last match; a rate's cost is its reciprocal.
+        assert_eq!(rate.cost(&run), Some(1.0 / 4e6));
+        let time = Figure {
+            printed,
+            higher: false,
+        };
+        assert_eq!(time.cost(&run), Some(4e6));
+        let zero = run_in(&dir, Vec::new(), "zones/s 0\n");
+        assert_eq!(rate.cost(&zero), None, "no finite positive cost");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn an_application_takes_instructions_only() {
+        let mut d = Demotion::all();
+        assert_eq!(
+            app_demotion(&d).unwrap().math,
+            crate::config::Selection::Only(Vec::new())
+        );
+        d.buffers = vec!["u".into()];
+        assert!(app_demotion(&d)
+            .unwrap_err()
+            .to_string()
+            .contains("allocations are its own"));
+    }
 }

@@ -404,7 +404,7 @@ impl AppSession {
                 .rev()
                 .find(|(k, _)| *k == (g.buffer, g.offset, g.bytes))
                 .map(|(_, d)| d);
-            if let Some(data) = last.and_then(|d| super::analysed::host_data(g.dtype, d)) {
+            if let Some(data) = last.and_then(|d| crate::npy::host_data_le(g.dtype, d)) {
                 out.push((
                     format!("buf{}[{}..{}]", g.buffer, g.offset, g.offset + g.bytes),
                     data,
@@ -418,7 +418,7 @@ impl AppSession {
 /// Two copies' bytes compared as `dtype` (`values` against `reference`).
 fn compare_bytes(dtype: DType, values: &[u8], reference: &[u8]) -> Option<Comparison> {
     let as_values =
-        |b: &[u8]| super::analysed::host_data(dtype, b).map(|d| output_values(&d, None, None));
+        |b: &[u8]| crate::npy::host_data_le(dtype, b).map(|d| output_values(&d, None, None));
     let (v, r) = (as_values(values)?, as_values(reference)?);
     (v.len() == r.len()).then(|| compare(dtype, &v, &r))
 }
