@@ -49,27 +49,49 @@ say "trace reactor: rc=$? $(head -1 "$out/trace-reactor.txt")"
 (cd "$out" && timeout 60 "$mantissa" run trace-reactor/reactor.toml > trace-replay.txt 2>&1)
 say "replay reactor: rc=$? $(grep -cE 'identical|bit' "$out/trace-replay.txt") lines say identical"
 
-# tune APP [OPTIONS --] ARGS...: a tuning run (OPTIONS: TUNE_OPTS), then every configuration it
-# saved re-run in a fresh process.
+# tune APP ARGS...: a tuning run (its options: TUNE_OPTS, DIGITS, SPEEDUPS), then every distinct
+# configuration it saved re-run in a fresh process, its digits (−log10 of the largest relative
+# error of any output against the baseline) set beside the tuner's for the same configuration.
 tune() {
   local app=$1; shift
   local t=$(left); [ "$t" -le 30 ] && { say "SKIP tune $app: budget spent"; return; }
   local s=$(date +%s)
-  timeout "$t" "$mantissa" tune --out "$out/tune-$app" --digits 3 --speedup 5,10,15,20 \
-    --mode 1,2,3 --baseline --trial-timeout 60 "${TUNE_OPTS[@]}" -- "$work/$app" "$@" \
-    > "$out/tune-$app.txt" 2> "$out/tune-$app.err"
+  timeout "$t" "$mantissa" tune --out "$out/tune-$app" --digits "${DIGITS:-3}" \
+    --speedup "${SPEEDUPS:-5,10,15,20}" --mode 1,2,3 --baseline --trial-timeout 60 \
+    "${TUNE_OPTS[@]}" -- "$work/$app" "$@" > "$out/tune-$app.txt" 2> "$out/tune-$app.err"
   local rc=$?
   say "tune $app $*: rc=$rc in $(( $(date +%s) - s )) s; $(tail -1 "$out/tune-$app.err")"
+  declare -A seen=()
   for cfg in "$out/tune-$app"/configs/*.json; do
     [ -f "$cfg" ] || continue
+    local sum=$(grep -v '"name"' "$cfg" | md5sum | cut -c1-12)
+    [ -n "${seen[$sum]:-}" ] && continue; seen[$sum]=1
     t=$(left); [ "$t" -le 20 ] && { say "SKIP re-runs of $app: budget spent"; return; }
     local name=$(basename "$cfg" .json)
-    timeout "$t" "$mantissa" run --demote "$cfg" --out "$work/rerun-$app-$name" "${TUNE_OPTS[@]}" -- "$work/$app" "$@" \
-      > "$out/rerun-$app-$name.txt" 2> "$out/rerun-$app-$name.err"
-    say "re-run $app $name: rc=$? $(grep -E '^\| ' "$out/rerun-$app-$name.txt" | sed -n 3p)"
+    timeout "$t" "$mantissa" run --json --demote "$cfg" --out "$work/rerun-$app-$name" \
+      "${TUNE_OPTS[@]}" -- "$work/$app" "$@" > "$out/rerun-$app-$name.json" 2> "$out/rerun-$app-$name.err"
+    say "re-run $app $name: rc=$? $(python3 - "$out/rerun-$app-$name.json" "$cfg" "$out/tune-$app/results.jsonl" <<'PY'
+import json, math, sys
+run = json.load(open(sys.argv[1]))["configurations"][0]
+errs = [g["against_baseline"]["max_rel"] for g in run["copies"] if g["against_baseline"]]
+errs += [abs(p["value"] - p["baseline"]) / abs(p["baseline"]) for p in run["printed"]]
+worst = max(errs) if errs else 0.0
+digits = math.inf if worst == 0 else max(0.0, -math.log10(worst))
+tuned = {}
+for line in open(sys.argv[3]):
+    r = json.loads(line)
+    if r.get("precision") == "accuracy":
+        d = r["extra"]["digits"]
+        tuned[r["input"]] = math.inf if d == "inf" else d
+same = [k for k, d in tuned.items() if d == digits]
+print(f"digits {digits!r}, kernel {run['kernel_ms']} ms; "
+      + (f"the tuner's trial of units {same[0]} gave exactly these digits" if same
+         else f"NO tuner trial gave exactly these digits ({sorted(tuned.values())[:5]}...)"))
+PY
+)"
   done
 }
-TUNE_OPTS=(); tune orbits $orbits_args
+TUNE_OPTS=(); DIGITS=3,5 SPEEDUPS=10 tune orbits $orbits_args
 # The reactor's copies back are its step sizes and the measures; what it prints is its answer.
 TUNE_OPTS=(--output 'energy=energy (\S+)' --output 'front=front (\S+)'); tune reactor $reactor_args
 # diff -- APP: which sites make each run differ from itself with every cause switched.

@@ -127,6 +127,56 @@ fn printed_rows(
         .collect()
 }
 
+/// One configuration's trial as JSON: each group of copies and each printed output against
+/// the baseline's, with the comparison's numbers in full.
+fn json_of(
+    name: &str,
+    c: &AppComparison,
+    outputs: &[PrintedOutput],
+    base: &AppRun,
+    trial: &AppTrial,
+) -> serde_json::Value {
+    let number = |x: f64| x.is_finite().then_some(x);
+    let compared = |cmp: &mantissa_harness::Comparison| {
+        serde_json::json!({
+            "digits": number(cmp.digits),
+            "max_rel": number(cmp.max_rel),
+            "differing": cmp.differing,
+            "elements": cmp.elements,
+        })
+    };
+    let groups: Vec<_> = c
+        .groups
+        .iter()
+        .map(|g| {
+            serde_json::json!({
+                "output": format!("buf{}[{}..{}]", g.buffer, g.offset, g.offset + g.bytes),
+                "dtype": g.dtype.to_string(),
+                "copies": [g.copies.0, g.copies.1],
+                "against_baseline": g.last.as_ref().map(compared),
+            })
+        })
+        .collect();
+    let printed: Vec<_> = outputs
+        .iter()
+        .map(|o| {
+            serde_json::json!({
+                "output": o.name,
+                "baseline": o.value(base),
+                "value": o.value(&trial.run),
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "configuration": name,
+        "exit": trial.run.exit.to_string(),
+        "kernel_ms": c.kernel_ms.1,
+        "diverged": c.diverged,
+        "copies": groups,
+        "printed": printed,
+    })
+}
+
 /// Runs `mantissa run` on an application.
 pub fn run(args: &RunArgs) -> anyhow::Result<()> {
     if let Some(option) = spec_only(args) {
@@ -150,16 +200,21 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
     let arch = crate::app_args::device_arch();
     eprintln!("running {stem} as it is (the baseline) ...");
     let mut session = AppSession::start(attach, args.app.clone(), &work, timeout, arch)?;
+    // With --json, stdout is the document alone.
+    let say = |line: String| match args.json {
+        true => eprintln!("{line}"),
+        false => println!("{line}"),
+    };
     let base = session.compare(&session.baseline)?;
     let with_ptx = session.modules().iter().filter(|m| m.ptx.is_some()).count();
-    println!(
+    say(format!(
         "{stem}: {} modules loaded ({with_ptx} with PTX); the baseline ran {:.2} s, kernel time {} ms, {} copies to the host in {} groups",
         session.modules().len(),
         session.baseline.wall.as_secs_f64(),
         base.kernel_ms.0.map_or("-".into(), num),
         base.groups.iter().map(|g| g.copies.0).sum::<usize>(),
         base.groups.len()
-    );
+    ));
     let launched = session
         .baseline
         .events
@@ -171,18 +226,19 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
         ));
     }
     if base.groups.is_empty() && outputs.is_empty() {
-        println!(
+        say(format!(
             "note: {stem} copied nothing back to the host: compare what it prints with --output NAME=REGEX"
-        );
+        ));
     }
     for m in session.modules().iter().filter(|m| m.ptx.is_none()) {
-        println!(
+        say(format!(
             "note: module {} runs as it is: {}",
             m.key,
             m.why_not.as_deref().unwrap_or("no PTX")
-        );
+        ));
     }
     let mut table = Vec::new();
+    let mut document = Vec::new();
     let mut lines = Vec::new();
     for (name, demote) in &demotes {
         eprintln!("running {stem} with --demote {name} ...");
@@ -219,6 +275,18 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
         }
         table.extend(rows(name, &c, base.kernel_ms.0));
         table.extend(printed_rows(name, &outputs, &session.baseline, &trial.run));
+        document.push(json_of(name, &c, &outputs, &session.baseline, &trial));
+    }
+    if args.json {
+        let doc = serde_json::json!({
+            "application": stem,
+            "baseline_kernel_ms": base.kernel_ms.0,
+            "configurations": document,
+            "notes": lines,
+            "runs": work,
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+        return Ok(());
     }
     if !table.is_empty() {
         let headers = [

@@ -157,9 +157,14 @@ pub struct VarDecl {
 }
 
 impl VarDecl {
-    /// The state space (`.shared`, `.global`, ...), the first attribute.
+    /// The state space (`.shared`, `.global`, ...): the first attribute that names one, after
+    /// any linkage (`.visible .global x` is in `.global`); empty when none does.
     pub fn space(&self) -> &str {
-        self.attrs.first().map(String::as_str).unwrap_or("")
+        self.attrs
+            .iter()
+            .map(String::as_str)
+            .find(|a| crate::parse::SPACES.contains(a))
+            .unwrap_or("")
     }
 }
 

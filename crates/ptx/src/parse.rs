@@ -70,7 +70,7 @@ const LINE_DIRECTIVES: [&str; 6] = [
     ".section",
 ];
 const LINKAGE: [&str; 4] = [".visible", ".extern", ".weak", ".common"];
-const SPACES: [&str; 8] = [
+pub(crate) const SPACES: [&str; 8] = [
     ".global", ".const", ".shared", ".local", ".param", ".tex", ".surfref", ".texref",
 ];
 

@@ -645,3 +645,28 @@ fn arithmetic_is_every_classified_instruction_but_sign_changes_and_conversions()
         !census::is_arithmetic_name("cvt.rn.f32.f64") && census::is_arithmetic_name("fma.rn.f64")
     );
 }
+
+#[test]
+fn a_module_variable_s_space_follows_its_linkage() {
+    let m = crate::parse(
+        ".version 8.0\n.target sm_90\n.address_size 64\n\
+         .visible .global .align 8 .f64 total;\n.global .u32 count;\n.extern .shared .align 16 .b8 dyn[];\n",
+    )
+    .module;
+    let spaces: Vec<(&str, &str)> = m
+        .items
+        .iter()
+        .filter_map(|i| match i {
+            Item::Var(v) => Some((v.name.as_str(), v.space())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        spaces,
+        [
+            ("total", ".global"),
+            ("count", ".global"),
+            ("dyn", ".shared")
+        ]
+    );
+}

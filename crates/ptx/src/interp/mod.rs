@@ -347,8 +347,9 @@ fn initial_bytes(v: &VarDecl) -> Result<Vec<u8>, InterpError> {
         )));
     }
     for (k, item) in items.iter().enumerate() {
+        // The declaration's text is whitespace-normalised token by token: `-126` reads `- 126`.
         let (neg, t) = match item.strip_prefix('-') {
-            Some(t) => (true, t),
+            Some(t) => (true, t.trim_start()),
             None => (false, *item),
         };
         let imm = crate::parse::parse_number(t, neg)

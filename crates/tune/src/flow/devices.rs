@@ -81,15 +81,18 @@ pub(super) fn devices<'r, 'g>(
         notes.push(unmeasurable_note(&references));
     }
     // Accuracy-only trials without a JIT each: one switched build of everything per device.
+    let several = devices.len() > 1;
     for d in devices.iter_mut() {
         if let Err(e) = d
             .runner
             .enable_switching(&Configuration::Demote(Demotion::all()))
         {
-            notes.push(format!(
-                "GPU {}: every trial is a build of its own: {e}",
-                d.ordinal
-            ));
+            let on = if several {
+                format!(" on GPU {}", d.ordinal)
+            } else {
+                String::new()
+            };
+            notes.push(format!("every trial is a build of its own{on}: {e}"));
         }
     }
     Ok(Devices {
