@@ -211,6 +211,23 @@ impl AppSession {
         Ok(())
     }
 
+    /// What `run` is compared on, by name: the values it printed (`--output`; NaN where it
+    /// printed none), else its last copy of each group of copies to the host.
+    fn outputs_of(&self, run: &AppRun) -> Result<Vec<(String, HostData)>, SessionError> {
+        if self.analysed.printed.is_empty() {
+            return self.last_copies(run);
+        }
+        Ok(self
+            .analysed
+            .printed
+            .iter()
+            .map(|p| {
+                let v = p.value(run).unwrap_or(f64::NAN);
+                (format!("printed {}", p.name), HostData::F64(vec![v]))
+            })
+            .collect())
+    }
+
     /// `run`'s cost: its kernel time in ms, or the figure of merit it printed.
     fn run_cost(&self, run: &AppRun) -> Option<f64> {
         match &self.analysed.cost {
@@ -332,7 +349,7 @@ impl AppSession {
         let run = self.replaced_run(variant)?;
         let failed = |e: SessionError| TrialError::Failed(e.to_string());
         let mut outcome = self.outcome_of(&run).map_err(failed)?;
-        self.analysed.last_outputs = Some(self.last_copies(&run).map_err(failed)?);
+        self.analysed.last_outputs = Some(self.outputs_of(&run).map_err(failed)?);
         if let TrialTiming::Timed { warmup, repeats } = timing {
             let mut samples: Vec<f64> = outcome.timing.iter().map(|t| t.median_ms).collect();
             for _ in 0..warmup {
@@ -579,10 +596,9 @@ impl Session for AppSession {
         match &self.analysed.last_outputs {
             Some(outputs) => Ok(outputs.clone()),
             None => self
-                .last_copies(&self.baseline)
+                .outputs_of(&self.baseline)
                 .map_err(|e| TrialError::Failed(e.to_string())),
         }
-        .map_err(|e| TrialError::Failed(e.to_string()))
     }
 
     fn baseline_resources(&self) -> Result<Resources, TrialError> {
