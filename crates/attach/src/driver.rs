@@ -153,6 +153,33 @@ pub fn params(handle: usize, kernel: bool) -> Option<Vec<(usize, usize)>> {
     Some(params)
 }
 
+/// What a function uses, as `cuFuncGetAttribute` reports it, in the order of
+/// [`FUNCTION_ATTRIBUTES`]; `None` where the driver answers none of them (a `CUkernel` handle).
+pub fn function_attributes(handle: usize) -> Option<[i32; 7]> {
+    address(slot::cuFuncGetAttribute)?;
+    let f = unsafe { real::<Fn3<*mut i32, i32, Handle>>(slot::cuFuncGetAttribute) };
+    let mut out = [0i32; 7];
+    for (value, (code, _)) in out.iter_mut().zip(FUNCTION_ATTRIBUTES) {
+        // SAFETY: (int* value, CUfunction_attribute, CUfunction).
+        if unsafe { f(value, code, handle as Handle) } != SUCCESS {
+            return None;
+        }
+    }
+    Some(out)
+}
+
+/// The `CUfunction_attribute`s recorded per function, with the names the `function` event gives
+/// them (those of `mantissa_gpu::KernelResources`).
+pub const FUNCTION_ATTRIBUTES: [(i32, &str); 7] = [
+    (4, "registers"),
+    (3, "local_bytes"),
+    (1, "static_shared_bytes"),
+    (2, "const_bytes"),
+    (0, "max_threads_per_block"),
+    (5, "ptx_version"),
+    (6, "binary_version"),
+];
+
 /// A function's or kernel's name (`cuFuncGetName`, `cuKernelGetName`).
 pub fn name(handle: usize, kernel: bool) -> Option<String> {
     let s = if kernel {

@@ -169,6 +169,17 @@ CUresult cuLibraryGetKernel(void **k, void *lib, const char *name) { return get_
 CUresult cuKernelGetFunction(void **f, void *k) { *f = k; return OK; }
 CUresult cuLibraryGetModule(void **m, void *lib) { *m = lib; return OK; }
 CUresult cuFuncGetName(const char **name, void *f) { *name = ((struct function *)f)->name; return OK; }
+/* Resources a test can tell apart: registers are 16 plus the name's length, local bytes 8, the
+ * rest 0 but for 1024 threads per block; other attributes are refused. */
+CUresult cuFuncGetAttribute(int *value, int attribute, void *f) {
+    switch (attribute) {
+    case 4: *value = 16 + (int)strlen(((struct function *)f)->name); return OK;
+    case 3: *value = 8; return OK;
+    case 0: *value = 1024; return OK;
+    case 1: case 2: case 5: case 6: *value = 0; return OK;
+    default: return INVALID_VALUE;
+    }
+}
 CUresult cuKernelGetLibrary(void **lib, void *k) { *lib = ((struct function *)k)->module; return OK; }
 
 /* `k_8_4_4`: sizes after the first underscore. */

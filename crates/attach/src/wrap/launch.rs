@@ -55,7 +55,19 @@ fn function_info(rec: &Recorder, handle: usize) {
         Some(layout) => Layout::Known(layout.into()),
         None => Layout::Unknown,
     };
-    rec.state().functions.insert(handle, f);
+    let attributes = driver::function_attributes(handle);
+    let mut state = rec.state();
+    if let (true, Some(values)) = (rec.what.launches, attributes) {
+        // Once per function: what it uses (registers, local memory), for the analyses' reports.
+        state.log.emit("function", |l| {
+            l.opt_str("module", f.module.as_deref())
+                .opt_str("kernel", f.name.as_deref());
+            for ((_, name), v) in driver::FUNCTION_ATTRIBUTES.iter().zip(values) {
+                l.num(name, v.max(0) as u64);
+            }
+        });
+    }
+    state.functions.insert(handle, f);
 }
 
 /// The kernel's parameter block of `extra` (`CU_LAUNCH_PARAM_BUFFER_POINTER` and `_SIZE`).

@@ -11,8 +11,9 @@
 //! replacement the driver refuses is [`TrialError::Build`], a launch out of resources is
 //! [`TrialError::OutOfResources`] (so that shadow splits its sites).
 //!
-//! Not yet: shadow values ([`Session::run_shadowed`] needs every allocation mirrored), kernel
-//! resources (the driver's registers per kernel; empty lists), build facts.
+//! Kernel resources are what the attach library asked the driver (`cuFuncGetAttribute`) at each
+//! kernel's first launch in a run of that variant. Not yet: shadow values
+//! ([`Session::run_shadowed`] needs every allocation mirrored), build facts.
 
 use super::events::Event;
 use super::session::{AppSession, PrintedOutput, SessionError};
@@ -46,6 +47,8 @@ pub(crate) struct Analysed {
     pub(crate) outcome: TrialOutcome,
     /// The last checked trial's copies to the host ([`Session::outputs`]); none before one.
     last_outputs: Option<Vec<(String, HostData)>>,
+    /// What each variant's kernels used, by the hash of its PTX, from its last run.
+    resources: HashMap<u64, Resources>,
     /// What trials are compared on instead of the copies to the host, when given.
     printed: Vec<PrintedOutput>,
     /// What a trial costs instead of its kernel time, when given.
@@ -92,6 +95,7 @@ impl Analysed {
             runtimes: Vec::new(),
             device: std::sync::OnceLock::new(),
             last_outputs: None,
+            resources: HashMap::new(),
             printed: Vec::new(),
             cost: None,
             outcome: TrialOutcome {
@@ -331,10 +335,31 @@ impl AppSession {
         let run = self
             .run_with(&dir, replace)
             .map_err(|e| TrialError::Failed(e.to_string()))?;
+        if let (Some(v), Some(key)) = (variant, self.target_key()) {
+            let used = function_resources(&run, key);
+            if !used.is_empty() {
+                let hash = mantissa_fatbin::fnv1a64(v.ptx().as_bytes());
+                self.analysed.resources.insert(hash, used);
+            }
+        }
         match self.failure(&run) {
             Some(e) => Err(e),
             None => Ok(run),
         }
+    }
+
+    /// What `variant`'s kernels used in its last run (one run first, when none ran it yet).
+    fn resources_of(&mut self, variant: &Variant) -> Result<Resources, TrialError> {
+        let hash = mantissa_fatbin::fnv1a64(variant.ptx().as_bytes());
+        if !self.analysed.resources.contains_key(&hash) {
+            self.replaced_run(Some(variant))?;
+        }
+        Ok(self
+            .analysed
+            .resources
+            .get(&hash)
+            .cloned()
+            .unwrap_or_default())
     }
 
     /// `variant` run as a trial: the checked run compared with the baseline, then as `timing`
@@ -573,9 +598,16 @@ impl Session for AppSession {
     /// Not known for an application (the driver's attributes are not recorded yet): empty.
     fn configuration_resources(
         &mut self,
-        _configuration: &Configuration,
+        configuration: &Configuration,
     ) -> Result<Resources, TrialError> {
-        Ok(Vec::new())
+        if *configuration == Configuration::AsWritten {
+            return self.baseline_resources();
+        }
+        let variant = self.make(Recipe::new(
+            &configuration.name(),
+            Base::Configured(configuration.clone()),
+        ))?;
+        self.resources_of(&variant)
     }
 
     fn enable_switching(&mut self, _universe: &Configuration) -> Result<(), TrialError> {
@@ -601,13 +633,33 @@ impl Session for AppSession {
         }
     }
 
+    /// As the attach library asked the driver at each kernel's first launch (empty where the
+    /// driver would not say).
     fn baseline_resources(&self) -> Result<Resources, TrialError> {
-        Ok(Vec::new())
+        Ok(self
+            .target_key()
+            .map(|key| function_resources(&self.baseline, key))
+            .unwrap_or_default())
     }
 
-    fn variant_resources(&mut self, _variant: &Variant) -> Result<Resources, TrialError> {
-        Ok(Vec::new())
+    fn variant_resources(&mut self, variant: &Variant) -> Result<Resources, TrialError> {
+        self.resources_of(variant)
     }
+}
+
+/// Each kernel of the module `key` with what it used in `run`, in the order of first launch.
+fn function_resources(run: &AppRun, key: &str) -> Resources {
+    run.events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Function {
+                module: Some(m),
+                kernel: Some(k),
+                resources,
+            } if m == key => Some((k.clone(), *resources)),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Each group of copies to the host that the trial made, against the baseline's last.

@@ -62,6 +62,16 @@ pub enum Event {
         /// The launch failed with this code.
         error: Option<i64>,
     },
+    /// What a kernel uses, once per function at its first launch.
+    Function {
+        /// The module's key, when the function's origin was seen.
+        module: Option<String>,
+        /// The kernel's mangled name, when known.
+        kernel: Option<String>,
+        /// Its resources, as `cuFuncGetAttribute` reports them.
+        #[serde(flatten)]
+        resources: mantissa_gpu::KernelResources,
+    },
     /// Memory allocated.
     Alloc {
         /// Its address.
@@ -207,9 +217,13 @@ mod tests {
 {"event":"proc_miss","seq":5,"symbol":"cuLaunchKernel","version":12000,"flags":0,"ptr":"0x1"}
 {"event":"kernel_time","seq":6,"module":"00ff00ff00ff00ff","kernel":"_Z4axpyPdd","ms":0.25,"launches":1}
 {"event":"end","seq":7,"how":"exit"}
+{"event":"function","seq":8,"module":"00ff00ff00ff00ff","kernel":"_Z4axpyPdd","registers":40,"local_bytes":8,"static_shared_bytes":0,"const_bytes":0,"max_threads_per_block":1024,"ptx_version":90,"binary_version":90}
 "#;
         let events = parse(log).unwrap();
-        assert_eq!(events.len(), 8);
+        assert_eq!(events.len(), 9);
+        assert!(
+            matches!(&events[8], Event::Function { kernel: Some(k), resources, .. } if k == "_Z4axpyPdd" && resources.registers == 40 && resources.local_bytes == 8)
+        );
         assert!(
             matches!(&events[0], Event::Load { module: Some(m), replaced: false, .. } if m == "00ff00ff00ff00ff")
         );

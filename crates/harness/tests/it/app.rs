@@ -287,6 +287,7 @@ fn a_trial_replaces_the_module_and_is_compared_on_what_was_copied_back() {
         (mantissa_gpu::DType::U8, 32, (1, 1))
     );
     assert_eq!(g.last.as_ref().unwrap().differing, 0);
+    session_trials_as_an_analysis_asks(&mut session);
     // A baseline that fails is the session's end, in one line.
     let _ = std::fs::remove_dir_all(scratch().join("session-crash"));
     let e = AppSession::start(
@@ -300,4 +301,49 @@ fn a_trial_replaces_the_module_and_is_compared_on_what_was_copied_back() {
     .unwrap()
     .to_string();
     assert!(e.contains("a baseline must exit with status 0"), "{e}");
+}
+
+/// What tune and diff ask of the application's session ([`mantissa_harness::Session`]): a
+/// configuration's trial, timed by repeated runs; its outputs; what its kernels use (the fake
+/// driver answers 16 + the name's length registers, 8 local bytes).
+fn session_trials_as_an_analysis_asks(session: &mut mantissa_harness::app::session::AppSession) {
+    use mantissa_harness::{Configuration, Demotion, Session, TrialTiming};
+    let all = Configuration::Demote(Demotion::all());
+    let timing = TrialTiming::Timed {
+        warmup: 0,
+        repeats: 2,
+    };
+    let o = Session::trial(session, &all, timing).unwrap();
+    assert_eq!(o.outputs.len(), 1);
+    assert_eq!(o.outputs[0].vs_baseline.differing, 0);
+    let t = o.timing.expect("each run's kernel time is a sample");
+    assert_eq!(t.samples_ms.len(), 2, "{t:?}");
+    let outputs = Session::outputs(session).unwrap();
+    assert_eq!(outputs.len(), 1);
+    assert_eq!(outputs[0].0, "buf0[0..32]");
+    let base = Session::baseline_resources(session).unwrap();
+    assert_eq!(base.len(), 1);
+    assert_eq!(base[0].0, "k_8_8");
+    assert_eq!((base[0].1.registers, base[0].1.local_bytes), (21, 8));
+    // The configuration's resources come from the trial's own run: no further run.
+    let before = std::fs::read_dir(session.baseline.dir.parent().unwrap())
+        .unwrap()
+        .count();
+    let mixed = Session::configuration_resources(session, &all).unwrap();
+    assert_eq!(mixed, base);
+    let after = std::fs::read_dir(session.baseline.dir.parent().unwrap())
+        .unwrap()
+        .count();
+    assert_eq!(before, after, "no run to learn resources already known");
+    // An application's session refuses what needs a spec, in one line.
+    let mut kept = Demotion::all();
+    kept.buffers = vec!["x".into()];
+    let e = Session::trial(
+        session,
+        &Configuration::Demote(kept),
+        TrialTiming::AccuracyOnly,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("allocations are its own"), "{e}");
 }
