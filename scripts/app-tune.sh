@@ -10,6 +10,7 @@
 # seconds.
 #
 # Needs .gpu/bin/mantissa and .gpu/libmantissa_attach.so (beside it in .gpu/bin as well).
+# SKIP_TRACE=1 and SKIP_DIFF=1 leave those steps out.
 # Usage: [BUDGET=seconds] [ORBITS_ARGS="32768 0.01"] [REACTOR_ARGS="1024 5"] bash scripts/app-tune.sh OUT
 set -u
 out=${1:?usage: bash scripts/app-tune.sh OUT}
@@ -41,14 +42,6 @@ for name in reactor reactor_f32; do
   say "$name $reactor_args: $(tr '\n' ' ' < "$out/$name-plain.out")"
 done
 
-# The reactor traced (what `mantissa trace` prints, for the docs) and its trace replayed.
-t=$(left); [ "$t" -gt 60 ] && t=60
-(cd "$out" && timeout "$t" "$mantissa" trace --out trace-reactor -- "$work/reactor" $reactor_args \
-  > trace-reactor.txt 2> trace-reactor.err)
-say "trace reactor: rc=$? $(head -1 "$out/trace-reactor.txt")"
-(cd "$out" && timeout 60 "$mantissa" run trace-reactor/reactor.toml > trace-replay.txt 2>&1)
-say "replay reactor: rc=$? $(grep -cE 'identical|bit' "$out/trace-replay.txt") lines say identical"
-
 # tune APP ARGS...: a tuning run (its options: TUNE_OPTS, DIGITS, SPEEDUPS), then every distinct
 # configuration it saved re-run in a fresh process, its digits (−log10 of the largest relative
 # error of any output against the baseline) set beside the tuner's for the same configuration.
@@ -57,7 +50,7 @@ tune() {
   local t=$(left); [ "$t" -le 30 ] && { say "SKIP tune $app: budget spent"; return; }
   local s=$(date +%s)
   timeout "$t" "$mantissa" tune --out "$out/tune-$app" --digits "${DIGITS:-3}" \
-    --speedup "${SPEEDUPS:-5,10,15,20}" --mode 1,2,3 --baseline --trial-timeout 60 \
+    --speedup "${SPEEDUPS:-5,10,15,20}" --mode "${MODES:-1,2,3}" --baseline --trial-timeout 60 \
     "${TUNE_OPTS[@]}" -- "$work/$app" "$@" > "$out/tune-$app.txt" 2> "$out/tune-$app.err"
   local rc=$?
   say "tune $app $*: rc=$rc in $(( $(date +%s) - s )) s; $(tail -1 "$out/tune-$app.err")"
@@ -91,7 +84,7 @@ PY
 )"
   done
 }
-TUNE_OPTS=(); DIGITS=3,5 SPEEDUPS=10 tune orbits $orbits_args
+TUNE_OPTS=(); DIGITS=${ORBITS_DIGITS:-3,5} SPEEDUPS=10 tune orbits $orbits_args
 # Cost by the figure of merit orbits prints (interactions per second, higher is better) instead
 # of its kernel time: mode 2 alone, at a smaller size.
 t=$(left)
@@ -103,8 +96,18 @@ if [ "$t" -gt 60 ]; then
 fi
 # The reactor's copies back are its step sizes and the measures; what it prints is its answer.
 TUNE_OPTS=(--output 'energy=energy (\S+)' --output 'front=front (\S+)'); tune reactor $reactor_args
+# The reactor traced (what `mantissa trace` prints, for the docs) and its trace replayed.
+t=$(left); [ "$t" -gt 60 ] && t=60
+[ -n "${SKIP_TRACE:-}" ] || (cd "$out" && timeout "$t" "$mantissa" trace --out trace-reactor -- "$work/reactor" $reactor_args \
+  > trace-reactor.txt 2> trace-reactor.err)
+if [ -z "${SKIP_TRACE:-}" ]; then
+  say "trace reactor: rc=$? $(head -1 "$out/trace-reactor.txt")"
+  (cd "$out" && timeout 60 "$mantissa" run trace-reactor/reactor.toml > trace-replay.txt 2>&1)
+  say "replay reactor: rc=$? $(grep -c ' met ' "$out/trace-replay.txt") outputs met their exact tolerance"
+fi
+
 # diff -- APP: which sites make each run differ from itself with every cause switched.
-for v in "reactor:$reactor_args" "orbits:8192 0.002"; do
+[ -n "${SKIP_DIFF:-}" ] || for v in "reactor:$reactor_args" "orbits:8192 0.002"; do
   app=${v%%:*}; args=${v#*:}
   t=$(left); [ "$t" -le 20 ] && { say "SKIP diff $app: budget spent"; continue; }
   [ "$t" -gt 150 ] && t=150
