@@ -281,14 +281,18 @@ impl Thread {
     }
 
     fn reg(&self, ctx: &Ctx, r: &str) -> Result<u64, InterpError> {
-        // Declared registers are in `reg_ids` (typed), but for names built while running.
-        let id = match ctx.layout.reg_ids.get(r) {
+        // Declared registers are in `reg_at` by address, then in `reg_ids` by name (typed), but
+        // for names built while running.
+        let id = match ctx.layout.reg_at.get(&(r.as_ptr() as usize, r.len())) {
             Some(&k) => Some(RegId(k)),
-            None => ctx
-                .d
-                .regs
-                .lookup(r)
-                .filter(|&id| ctx.d.regs.reg_type(id).is_some()),
+            None => match ctx.layout.reg_ids.get(r) {
+                Some(&k) => Some(RegId(k)),
+                None => ctx
+                    .d
+                    .regs
+                    .lookup(r)
+                    .filter(|&id| ctx.d.regs.reg_type(id).is_some()),
+            },
         };
         if let Some(id) = id {
             let k = id.0 as usize;
@@ -326,8 +330,15 @@ impl Thread {
     }
 
     fn set(&mut self, ctx: &Ctx, r: &str, v: u64) -> Result<(), InterpError> {
-        let id: RegId = match ctx.layout.reg_ids.get(r) {
-            Some(&k) => RegId(k),
+        let by_name = || ctx.layout.reg_ids.get(r).copied();
+        let id: RegId = match ctx
+            .layout
+            .reg_at
+            .get(&(r.as_ptr() as usize, r.len()))
+            .copied()
+            .or_else(by_name)
+        {
+            Some(k) => RegId(k),
             None => ctx
                 .d
                 .regs

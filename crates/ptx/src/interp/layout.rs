@@ -18,24 +18,37 @@ pub(crate) struct Layout {
     /// name per access, where parsing it against the declarations cost half the interpreter's
     /// time.
     pub reg_ids: FxMap<String, u32>,
+    /// The same ids by where each name the instructions hold is in memory (its address and
+    /// length): an operand's name is looked up without hashing or comparing its text. A name
+    /// made while running is at no such address (the instructions' names live as long as the
+    /// run), so it falls back to [`Layout::reg_ids`].
+    pub reg_at: FxMap<(usize, usize), u32>,
 }
 
 impl Layout {
-    /// [`Layout::reg_ids`] of `d`: the registers its instructions define, use or guard with.
-    pub fn reg_ids(d: &Decoded) -> FxMap<String, u32> {
+    /// [`Layout::reg_ids`] and [`Layout::reg_at`] of `d`: the registers its instructions
+    /// define, use or guard with.
+    pub fn reg_ids(d: &Decoded) -> (FxMap<String, u32>, FxMap<(usize, usize), u32>) {
         let mut out = FxMap::default();
+        let mut at = FxMap::default();
         for (i, op) in d.insts.iter().zip(&d.ops) {
             let (defs, uses) = crate::op::defs_uses(i, op);
             let guard = i.guard.as_ref().map(|g| g.reg.as_str());
             for r in defs.into_iter().chain(uses).chain(guard) {
-                if out.contains_key(r) {
-                    continue;
-                }
-                if let Some(id) = d.regs.lookup(r).filter(|&id| d.regs.reg_type(id).is_some()) {
-                    out.insert(r.to_string(), id.0);
+                let id = match out.get(r) {
+                    Some(&id) => Some(id),
+                    None => d
+                        .regs
+                        .lookup(r)
+                        .filter(|&id| d.regs.reg_type(id).is_some())
+                        .map(|id| id.0),
+                };
+                if let Some(id) = id {
+                    out.entry(r.to_string()).or_insert(id);
+                    at.insert((r.as_ptr() as usize, r.len()), id);
                 }
             }
         }
-        out
+        (out, at)
     }
 }

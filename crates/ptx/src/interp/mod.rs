@@ -494,6 +494,7 @@ pub fn run_observed(
             }
         }
     }
+    let (reg_ids, reg_at) = layout::Layout::reg_ids(&d);
     let layout = layout::Layout {
         params,
         param_at,
@@ -502,7 +503,8 @@ pub fn run_observed(
         global_at,
         shared_bytes,
         local_bytes,
-        reg_ids: layout::Layout::reg_ids(&d),
+        reg_ids,
+        reg_at,
     };
     let mut out = Run::default();
     for bz in 0..launch.grid[2] {
