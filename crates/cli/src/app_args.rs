@@ -20,6 +20,22 @@ pub fn stem(program: &OsStr) -> String {
         .unwrap_or_else(|| "app".into())
 }
 
+/// What a command that takes a spec or an application after `--` was given: `Some(spec)`, or
+/// `None` for the application; both or neither is a usage error.
+pub fn spec_or_app(
+    spec: &Option<PathBuf>,
+    app: &[std::ffi::OsString],
+) -> Result<Option<PathBuf>, RunUsage> {
+    match (spec, app.is_empty()) {
+        (Some(_), false) => Err(RunUsage(
+            "give a spec or an application after `--`, not both".into(),
+        )),
+        (None, false) => Ok(None),
+        (Some(p), true) => Ok(Some(p.clone())),
+        (None, true) => Err(RunUsage("give a spec, or an application after `--`".into())),
+    }
+}
+
 /// `given`, else `default`: a directory that must hold nothing yet (runs are never mixed).
 pub fn fresh_dir(given: Option<&Path>, default: String, option: &str) -> anyhow::Result<PathBuf> {
     let dir = given.map_or_else(|| PathBuf::from(default), Path::to_path_buf);

@@ -65,17 +65,8 @@ pub struct DiffArgs {
 }
 
 pub fn run(args: DiffArgs) -> anyhow::Result<()> {
-    let spec_path = match (&args.spec, args.app.is_empty()) {
-        (Some(_), false) => {
-            return Err(
-                RunUsage("give a spec or an application after `--`, not both".into()).into(),
-            )
-        }
-        (None, false) => return run_app(args),
-        (Some(p), true) => p.clone(),
-        (None, true) => {
-            return Err(RunUsage("give a spec, or an application after `--`".into()).into())
-        }
+    let Some(spec_path) = crate::app_args::spec_or_app(&args.spec, &args.app)? else {
+        return run_app(args);
     };
     if args.runs.is_some() || args.trial_timeout.is_some() || !args.output.is_empty() {
         return Err(RunUsage(

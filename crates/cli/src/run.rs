@@ -88,17 +88,8 @@ pub struct RunArgs {
 pub struct RunUsage(pub String);
 
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
-    let spec_path = match (&args.spec, args.app.is_empty()) {
-        (Some(_), false) => {
-            return Err(
-                RunUsage("give a spec or an application after `--`, not both".into()).into(),
-            )
-        }
-        (None, false) => return crate::run_app::run(&args),
-        (Some(p), true) => p.clone(),
-        (None, true) => {
-            return Err(RunUsage("give a spec, or an application after `--`".into()).into())
-        }
+    let Some(spec_path) = crate::app_args::spec_or_app(&args.spec, &args.app)? else {
+        return crate::run_app::run(&args);
     };
     if args.trial_timeout.is_some() || !args.output.is_empty() {
         return Err(RunUsage(

@@ -250,17 +250,8 @@ pub fn for_slurm(args: &TuneArgs) -> anyhow::Result<(usize, PathBuf)> {
 }
 
 pub fn run(args: TuneArgs) -> anyhow::Result<()> {
-    let spec_path = match (&args.spec, args.app.is_empty()) {
-        (Some(_), false) => {
-            return Err(
-                RunUsage("give a spec or an application after `--`, not both".into()).into(),
-            )
-        }
-        (None, false) => return crate::tune_app::run(args),
-        (Some(p), true) => p.clone(),
-        (None, true) => {
-            return Err(RunUsage("give a spec, or an application after `--`".into()).into())
-        }
+    let Some(spec_path) = crate::app_args::spec_or_app(&args.spec, &args.app)? else {
+        return crate::tune_app::run(args);
     };
     if let Some(option) = app_only(&args) {
         return Err(RunUsage(format!("{option} applies to an application (after `--`)")).into());
