@@ -519,51 +519,35 @@ pub fn diff(
         switchable: switchable.len(),
         listed: list.len() - switchable.len(),
     });
-    let mut number = 0;
     // Sets whose outputs stay within tolerance: the switch sets the fastest build is chosen
     // among.
     let mut within: Vec<Vec<usize>> = Vec::new();
-    let found: Found = search(switchable.len(), total, |set| {
-        let chosen: Vec<usize> = set.iter().map(|&k| switchable[k]).collect();
-        let switched = runner.make(pipelines::causes(&list, &chosen)?)?;
-        let values = trial(runner, spec, &switched)?;
-        if within_tolerance(spec, &values, &reference) {
-            within.push(chosen);
-        }
-        let d: u64 = differing(&values, &reference).iter().sum();
-        number += 1;
-        progress(DiffEvent::Trial {
-            number,
-            switched: set.len(),
-            differing: d,
-        });
-        Ok::<_, DiffError>(SetVerdict { differing: d })
-    })?;
-    let minimal: Vec<usize> = found.minimal.iter().map(|&k| switchable[k]).collect();
-    progress(DiffEvent::Effects(minimal.len()));
-    let with_all = if minimal.is_empty() {
-        first.clone()
-    } else {
-        let switched = runner.make(pipelines::causes(&list, &minimal)?)?;
-        trial(runner, spec, &switched)?
-    };
-    let mut blamed = Vec::new();
     let dtypes: Vec<DType> = spec.outputs.iter().map(|o| dtype_of(spec, o)).collect();
-    for &c in &minimal {
-        let switched = runner.make(pipelines::causes(&list, &[c])?)?;
-        let values = trial(runner, spec, &switched)?;
-        blamed.push(Blamed {
-            candidate: c,
-            alone: effect(&dtypes, &first, &values, &reference),
-            sass: SassCheck::NotApplicable,
-        });
-    }
-    let members: Vec<&Candidate> = minimal.iter().map(|&c| &list[c]).collect();
-    let (checks, note) = crate::sass::check(runner.as_built_ptx(), &members);
-    for (b, check) in blamed.iter_mut().zip(checks) {
-        b.sass = check;
-    }
-    notes.extend(note);
+    let Explained {
+        found,
+        minimal,
+        with_all,
+        blamed,
+        notes: explained,
+    } = explain(
+        runner,
+        &Observed {
+            list: &list,
+            switchable: &switchable,
+            first: &first,
+            reference: &reference,
+            dtypes: &dtypes,
+            total,
+        },
+        &mut |runner, program| trial(runner, spec, program),
+        &mut |chosen, values| {
+            if within_tolerance(spec, values, &reference) {
+                within.push(chosen.to_vec());
+            }
+        },
+        progress,
+    )?;
+    notes.extend(explained);
     let remaining = differing(&with_all, &reference);
     let outputs = spec
         .outputs
@@ -577,13 +561,6 @@ pub fn diff(
             remaining: r,
         })
         .collect();
-    if found.fell_back {
-        notes.push(
-            "the causes interact (switching more brought a difference back): the set was \
-             reduced one candidate at a time"
-                .into(),
-        );
-    }
     let effect_trials = minimal.len() + usize::from(!minimal.is_empty());
     let unexplained = remaining.iter().sum::<u64>() > 0;
     let math = math_functions(
@@ -647,6 +624,97 @@ pub fn diff(
         costs,
         builds,
         math,
+        notes,
+    })
+}
+
+/// What a diff has observed before its search: the candidates, those it switches, the outputs as
+/// written and the reference (each output's type), and how many elements differ.
+pub(crate) struct Observed<'a> {
+    pub(crate) list: &'a [Candidate],
+    pub(crate) switchable: &'a [usize],
+    pub(crate) first: &'a Values,
+    pub(crate) reference: &'a Values,
+    pub(crate) dtypes: &'a [DType],
+    pub(crate) total: u64,
+}
+
+/// What the search and the effects found.
+pub(crate) struct Explained {
+    /// The search's result (its indices are into the switchable candidates).
+    pub(crate) found: Found,
+    /// The minimal set, as indices into the candidate list.
+    pub(crate) minimal: Vec<usize>,
+    /// The outputs with the minimal set switched.
+    pub(crate) with_all: Values,
+    /// Each member alone, with what the SASS says.
+    pub(crate) blamed: Vec<Blamed>,
+    /// What the reader should know: the SASS could not be read, the causes interact.
+    pub(crate) notes: Vec<String>,
+}
+
+/// The search for a minimal set of switchable causes whose switching makes the outputs equal
+/// the reference, then each member switched alone, each a program `run` runs through `runner`;
+/// `searched` sees every set the search tries with its outputs.
+pub(crate) fn explain(
+    runner: &mut dyn Session,
+    o: &Observed<'_>,
+    run: &mut dyn FnMut(&mut dyn Session, &Variant) -> Result<Values, DiffError>,
+    searched: &mut dyn FnMut(&[usize], &Values),
+    progress: &mut dyn FnMut(DiffEvent),
+) -> Result<Explained, DiffError> {
+    let mut switched = |runner: &mut dyn Session, chosen: &[usize]| {
+        let program = runner.make(pipelines::causes(o.list, chosen)?)?;
+        run(runner, &program)
+    };
+    let mut number = 0;
+    let found: Found = search(o.switchable.len(), o.total, |set| {
+        let chosen: Vec<usize> = set.iter().map(|&k| o.switchable[k]).collect();
+        let values = switched(runner, &chosen)?;
+        searched(&chosen, &values);
+        let d: u64 = differing(&values, o.reference).iter().sum();
+        number += 1;
+        progress(DiffEvent::Trial {
+            number,
+            switched: set.len(),
+            differing: d,
+        });
+        Ok::<_, DiffError>(SetVerdict { differing: d })
+    })?;
+    let minimal: Vec<usize> = found.minimal.iter().map(|&k| o.switchable[k]).collect();
+    progress(DiffEvent::Effects(minimal.len()));
+    let with_all = if minimal.is_empty() {
+        o.first.clone()
+    } else {
+        switched(runner, &minimal)?
+    };
+    let mut blamed = Vec::new();
+    for &c in &minimal {
+        let values = switched(runner, &[c])?;
+        blamed.push(Blamed {
+            candidate: c,
+            alone: effect(o.dtypes, o.first, &values, o.reference),
+            sass: SassCheck::NotApplicable,
+        });
+    }
+    let members: Vec<&Candidate> = minimal.iter().map(|&c| &o.list[c]).collect();
+    let (checks, note) = crate::sass::check(runner.as_built_ptx(), &members);
+    for (b, check) in blamed.iter_mut().zip(checks) {
+        b.sass = check;
+    }
+    let mut notes: Vec<String> = note.into_iter().collect();
+    if found.fell_back {
+        notes.push(
+            "the causes interact (switching more brought a difference back): the set was \
+             reduced one candidate at a time"
+                .into(),
+        );
+    }
+    Ok(Explained {
+        found,
+        minimal,
+        with_all,
+        blamed,
         notes,
     })
 }

@@ -13,11 +13,10 @@
 //! seed 003's builds and the math-function search, which need a spec's build.
 
 use crate::analyse::{
-    differing, effect, searched, Against, Blamed, DiffError, DiffEvent, DiffRun, OutputDiff, Values,
+    differing, explain, searched, Against, DiffError, DiffEvent, DiffRun, Explained, Observed,
+    OutputDiff, Values,
 };
 use crate::mathfn::MathFunctions;
-use crate::sass::SassCheck;
-use crate::search::{search, Found, SetVerdict};
 use mantissa_gpu::DType;
 use mantissa_harness::compare::output_values;
 use mantissa_harness::{pipelines, Base, Session, TrialTiming, Variant};
@@ -98,55 +97,31 @@ pub fn diff_session(
         switchable: switchable.len(),
         listed: list.len() - switchable.len(),
     });
-    let mut number = 0;
-    let found: Found = search(switchable.len(), total, |set| {
-        let chosen: Vec<usize> = set.iter().map(|&k| switchable[k]).collect();
-        let switched = session.make(pipelines::causes(&list, &chosen)?)?;
-        let v = values(session, &switched, &names)?;
-        let d: u64 = differing(&v, &reference).iter().sum();
-        number += 1;
-        progress(DiffEvent::Trial {
-            number,
-            switched: set.len(),
-            differing: d,
-        });
-        Ok::<_, DiffError>(SetVerdict { differing: d })
-    })?;
-    let minimal: Vec<usize> = found.minimal.iter().map(|&k| switchable[k]).collect();
-    progress(DiffEvent::Effects(minimal.len()));
-    let with_all = if minimal.is_empty() {
-        first.clone()
-    } else {
-        let switched = session.make(pipelines::causes(&list, &minimal)?)?;
-        values(session, &switched, &names)?
-    };
-    let mut blamed = Vec::new();
-    for &c in &minimal {
-        let switched = session.make(pipelines::causes(&list, &[c])?)?;
-        let v = values(session, &switched, &names)?;
-        blamed.push(Blamed {
-            candidate: c,
-            alone: effect(&dtypes, &first, &v, &reference),
-            sass: SassCheck::NotApplicable,
-        });
-    }
-    let members: Vec<_> = minimal.iter().map(|&c| &list[c]).collect();
-    let (checks, note) = crate::sass::check(session.as_built_ptx(), &members);
-    for (b, check) in blamed.iter_mut().zip(checks) {
-        b.sass = check;
-    }
+    let Explained {
+        found,
+        minimal,
+        with_all,
+        blamed,
+        notes: explained,
+    } = explain(
+        session,
+        &Observed {
+            list: &list,
+            switchable: &switchable,
+            first: &first,
+            reference: &reference,
+            dtypes: &dtypes,
+            total,
+        },
+        &mut |session, program| values(session, program, &names),
+        &mut |_, _| {},
+        progress,
+    )?;
     let mut notes = vec![format!(
         "compared with the program with every switchable cause switched ({}): no build of its source to compare with, so every fma is a contraction candidate",
         switchable.len()
     )];
-    notes.extend(note);
-    if found.fell_back {
-        notes.push(
-            "the causes interact (switching more brought a difference back): the set was \
-             reduced one candidate at a time"
-                .into(),
-        );
-    }
+    notes.extend(explained);
     let remaining = differing(&with_all, &reference);
     let outputs = names
         .iter()
