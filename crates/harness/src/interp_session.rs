@@ -337,23 +337,8 @@ impl InterpSession {
         &mut self,
         header: &'static mantissa_gpu::runtime::RuntimeHeader,
     ) -> Result<String, TrialError> {
-        if let Some((_, p)) = self.runtimes.iter().find(|(n, _)| *n == header.name) {
-            return Ok(p.clone());
-        }
-        let arch = Session::target_arch(self).ok_or_else(|| {
-            TrialError::Refused(format!(
-                "the PTX names no sm_ target, which the runtime {} must be compiled for",
-                header.name
-            ))
-        })?;
-        let build = |e: String| TrialError::Build {
-            message: format!("compiling the runtime {}: {e}", header.name),
-        };
-        let compiler = mantissa_gpu::Compiler::probe().map_err(|e| build(e.to_string()))?;
-        let ptx = mantissa_gpu::runtime::compile(&compiler, header, arch)
-            .map_err(|e| build(e.to_string()))?;
-        self.runtimes.push((header.name, ptx.clone()));
-        Ok(ptx)
+        let arch = Session::target_arch(self);
+        crate::trial::variant::probed_runtime(&mut self.runtimes, header, arch)
     }
 }
 

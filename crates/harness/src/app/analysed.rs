@@ -266,30 +266,8 @@ impl AppSession {
         &mut self,
         header: &'static mantissa_gpu::runtime::RuntimeHeader,
     ) -> Result<String, TrialError> {
-        if let Some((_, p)) = self
-            .analysed
-            .runtimes
-            .iter()
-            .find(|(n, _)| *n == header.name)
-        {
-            return Ok(p.clone());
-        }
-        let arch = Session::target_arch(self).ok_or_else(|| {
-            TrialError::Refused(format!(
-                "the module's PTX names no sm_ target, which the runtime {} must be compiled for",
-                header.name
-            ))
-        })?;
-        let compiler = mantissa_gpu::Compiler::probe().map_err(|e| TrialError::Build {
-            message: format!("compiling the runtime {}: {e}", header.name),
-        })?;
-        let ptx = mantissa_gpu::runtime::compile(&compiler, header, arch).map_err(|e| {
-            TrialError::Build {
-                message: format!("compiling the runtime {}: {e}", header.name),
-            }
-        })?;
-        self.analysed.runtimes.push((header.name, ptx.clone()));
-        Ok(ptx)
+        let arch = Session::target_arch(self);
+        crate::trial::variant::probed_runtime(&mut self.analysed.runtimes, header, arch)
     }
 
     /// Writes `variant` as the target's replacement under `dir/replace`.

@@ -52,6 +52,31 @@ pub(crate) fn make_variant(
     })
 }
 
+/// `header` compiled for `arch` by the NVRTC found on this machine, once per `cache` (a
+/// session without a GPU of its own: an application's, the interpreter's).
+pub(crate) fn probed_runtime(
+    cache: &mut Vec<(&'static str, String)>,
+    header: &'static RuntimeHeader,
+    arch: Option<mantissa_gpu::Arch>,
+) -> Result<String, TrialError> {
+    if let Some((_, p)) = cache.iter().find(|(n, _)| *n == header.name) {
+        return Ok(p.clone());
+    }
+    let arch = arch.ok_or_else(|| {
+        TrialError::Refused(format!(
+            "the program's PTX names no sm_ target, which the runtime {} must be compiled for",
+            header.name
+        ))
+    })?;
+    let build = |e: String| TrialError::Build {
+        message: format!("compiling the runtime {}: {e}", header.name),
+    };
+    let compiler = mantissa_gpu::Compiler::probe().map_err(|e| build(e.to_string()))?;
+    let ptx = runtime::compile(&compiler, header, arch).map_err(|e| build(e.to_string()))?;
+    cache.push((header.name, ptx.clone()));
+    Ok(ptx)
+}
+
 /// What a runner keeps of the recipes it made: bases and compiled runtimes.
 #[derive(Default)]
 pub(crate) struct Made {
