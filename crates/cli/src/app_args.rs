@@ -67,3 +67,46 @@ pub fn device_arch() -> u32 {
     };
     arch().unwrap_or(1000)
 }
+
+/// The `--output NAME=REGEX` values, each checked.
+pub fn printed_outputs(
+    values: &[String],
+) -> Result<Vec<mantissa_harness::app::session::PrintedOutput>, RunUsage> {
+    values
+        .iter()
+        .map(|o| mantissa_harness::app::session::PrintedOutput::parse(o).map_err(RunUsage))
+        .collect()
+}
+
+/// The application `app` run as it is under the attach library, its runs kept in `work`: the
+/// session every command that runs an application opens (announced on stderr unless `quiet`).
+pub fn start_session(
+    app: &[std::ffi::OsString],
+    work: &Path,
+    timeout: Option<Duration>,
+    quiet: bool,
+) -> anyhow::Result<mantissa_harness::app::session::AppSession> {
+    let attach = mantissa_harness::app::Attach::locate()?;
+    let arch = device_arch();
+    if !quiet {
+        eprintln!("running {} as it is (the baseline) ...", stem(&app[0]));
+    }
+    Ok(mantissa_harness::app::session::AppSession::start(
+        attach,
+        app.to_vec(),
+        work,
+        timeout,
+        arch,
+    )?)
+}
+
+/// The key of the module the analyses work on, or the one line that says the application
+/// loaded none with PTX and how to rebuild it.
+pub fn target_of(
+    session: &mantissa_harness::app::session::AppSession,
+    stem: &str,
+) -> anyhow::Result<String> {
+    session.target_key().map(str::to_string).ok_or_else(|| {
+        anyhow::anyhow!("{stem} loaded no module with PTX: rebuild it with PTX beside the SASS (`-gencode arch=compute_XX,code=compute_XX`, or `-arch=sm_XX`)")
+    })
+}

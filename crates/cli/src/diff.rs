@@ -10,8 +10,6 @@ use anyhow::bail;
 use clap::Args;
 use mantissa_diff::{diff, Against, DiffEvent, DiffRequest};
 use mantissa_gpu::FlagSet;
-use mantissa_harness::app::session::{AppSession, PrintedOutput};
-use mantissa_harness::app::Attach;
 use mantissa_harness::spec::SizeOverride;
 use mantissa_harness::Spec;
 use mantissa_report::ResultsLog;
@@ -203,11 +201,7 @@ fn run_app(args: DiffArgs) -> anyhow::Result<()> {
     if let Some((_, option)) = spec_only.iter().find(|(given, _)| *given) {
         return Err(RunUsage(format!("{option} applies to a spec, not to an application")).into());
     }
-    let printed: Vec<PrintedOutput> = args
-        .output
-        .iter()
-        .map(|o| PrintedOutput::parse(o).map_err(RunUsage))
-        .collect::<Result<_, _>>()?;
+    let printed = crate::app_args::printed_outputs(&args.output)?;
     let timeout = crate::app_args::timeout(args.trial_timeout, "--trial-timeout")?;
     let stem = crate::app_args::stem(&args.app[0]);
     let work = crate::app_args::fresh_dir(
@@ -215,18 +209,11 @@ fn run_app(args: DiffArgs) -> anyhow::Result<()> {
         format!("mantissa-diff-{stem}"),
         "--runs",
     )?;
-    let attach = Attach::locate()?;
-    let arch = crate::app_args::device_arch();
-    if !args.json {
-        eprintln!("running {stem} as it is (the baseline) ...");
-    }
-    let mut session = AppSession::start(attach, args.app.clone(), &work, timeout, arch)?;
+    let mut session = crate::app_args::start_session(&args.app, &work, timeout, args.json)?;
     if !printed.is_empty() {
         session.compare_printed(printed)?;
     }
-    if session.target_key().is_none() {
-        bail!("{stem} loaded no module with PTX: rebuild it with PTX beside the SASS (`-gencode arch=compute_XX,code=compute_XX`, or `-arch=sm_XX`)");
-    }
+    crate::app_args::target_of(&session, &stem)?;
     stop::install(Keeps::Nothing(format!(
         "a diff run keeps nothing until it finishes; to measure, run it again: {}",
         stop::command_line(std::env::args().collect())

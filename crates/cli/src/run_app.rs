@@ -5,9 +5,9 @@
 use crate::run::{digits, RunArgs, RunUsage};
 use crate::table::{markdown, num};
 use anyhow::anyhow;
-use mantissa_harness::app::session::{AppComparison, AppSession, AppTrial, PrintedOutput};
+use mantissa_harness::app::session::{AppComparison, AppTrial, PrintedOutput};
 use mantissa_harness::app::AppRun;
-use mantissa_harness::app::{Attach, Exit};
+use mantissa_harness::app::Exit;
 use mantissa_harness::pipelines;
 use mantissa_harness::Configuration;
 use mantissa_ptx::pass::demote::DemoteSet;
@@ -187,19 +187,12 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
         .iter()
         .map(|d| demote_of(d).map(|p| (d.trim().to_string(), p)))
         .collect::<Result<_, _>>()?;
-    let outputs: Vec<PrintedOutput> = args
-        .output
-        .iter()
-        .map(|o| PrintedOutput::parse(o).map_err(RunUsage))
-        .collect::<Result<_, _>>()?;
+    let outputs = crate::app_args::printed_outputs(&args.output)?;
     let timeout = crate::app_args::timeout(args.trial_timeout, "--trial-timeout")?;
     let stem = crate::app_args::stem(&args.app[0]);
     let work =
         crate::app_args::fresh_dir(args.out.as_deref(), format!("mantissa-run-{stem}"), "--out")?;
-    let attach = Attach::locate()?;
-    let arch = crate::app_args::device_arch();
-    eprintln!("running {stem} as it is (the baseline) ...");
-    let mut session = AppSession::start(attach, args.app.clone(), &work, timeout, arch)?;
+    let mut session = crate::app_args::start_session(&args.app, &work, timeout, false)?;
     // With --json, stdout is the document alone.
     let say = |line: String| match args.json {
         true => eprintln!("{line}"),

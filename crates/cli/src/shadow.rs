@@ -198,20 +198,9 @@ fn run_app(args: ShadowArgs) -> anyhow::Result<()> {
         format!("mantissa-shadow-{stem}"),
         "--runs",
     )?;
-    let attach = mantissa_harness::app::Attach::locate()?;
-    let arch = crate::app_args::device_arch();
-    eprintln!("running {stem} as it is (the baseline) ...");
-    let mut session = mantissa_harness::app::session::AppSession::start(
-        attach,
-        args.app.clone(),
-        &work,
-        timeout,
-        arch,
-    )?;
-    match session.target_key() {
-        Some(key) => eprintln!("instrumenting module {key} (the one with the most launches)"),
-        None => return Err(anyhow!("{stem} loaded no module with PTX: rebuild it with PTX beside the SASS (`-gencode arch=compute_XX,code=compute_XX`, or `-arch=sm_XX`)")),
-    }
+    let mut session = crate::app_args::start_session(&args.app, &work, timeout, false)?;
+    let key = crate::app_args::target_of(&session, &stem)?;
+    eprintln!("instrumenting module {key} (the one with the most launches)");
     for m in session.modules().iter().filter(|m| m.ptx.is_none()) {
         eprintln!(
             "note: module {} runs as it is: {}",

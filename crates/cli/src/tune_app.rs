@@ -9,10 +9,8 @@
 use crate::run::RunUsage;
 use crate::stop::{self, Keeps};
 use crate::tune::{finish, request, show_progress, TuneArgs};
-use anyhow::anyhow;
 use mantissa_gpu::FlagSet;
-use mantissa_harness::app::session::{AppSession, Figure, PrintedOutput};
-use mantissa_harness::app::Attach;
+use mantissa_harness::app::session::{Figure, PrintedOutput};
 use mantissa_tune::flow::{tune_session_until, Subject};
 use std::path::{Path, PathBuf};
 
@@ -51,11 +49,7 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
         return Err(RunUsage(format!("{option} applies to a spec, not to an application")).into());
     }
     let request = request(&args)?;
-    let printed: Vec<PrintedOutput> = args
-        .output
-        .iter()
-        .map(|o| PrintedOutput::parse(o).map_err(RunUsage))
-        .collect::<Result<_, _>>()?;
+    let printed = crate::app_args::printed_outputs(&args.output)?;
     let figure = match &args.fom {
         Some(pattern) => Some(Figure {
             printed: PrintedOutput::parse(&format!("fom={pattern}"))
@@ -67,21 +61,14 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
     let timeout = crate::app_args::timeout(args.trial_timeout, "--trial-timeout")?;
     let stem = crate::app_args::stem(&args.app[0]);
     let work = runs_dir(&args.out);
-    let attach = Attach::locate()?;
-    let arch = crate::app_args::device_arch();
-    if !args.json {
-        eprintln!("running {stem} as it is (the baseline) ...");
-    }
-    let mut session = AppSession::start(attach, args.app.clone(), &work, timeout, arch)?;
+    let mut session = crate::app_args::start_session(&args.app, &work, timeout, args.json)?;
     if !printed.is_empty() {
         session.compare_printed(printed)?;
     }
     if let Some(f) = figure {
         session.cost_by(f)?;
     }
-    let Some(key) = session.target_key().map(str::to_string) else {
-        return Err(anyhow!("{stem} loaded no module with PTX: rebuild it with PTX beside the SASS (`-gencode arch=compute_XX,code=compute_XX`, or `-arch=sm_XX`)"));
-    };
+    let key = crate::app_args::target_of(&session, &stem)?;
     if !args.json {
         eprintln!(
             "tuning module {key} (the one with the most launches); runs in {}",
