@@ -17,7 +17,7 @@
 //!   the slot filled by `dlsym` at load; a symbol the real driver lacks jumps to a stub that
 //!   returns `CUDA_ERROR_NOT_FOUND` (500). x86-64 only.
 //! - The symbols of `symbols/intercepted.txt` are Rust wrappers (`wrap`) that forward and
-//!   record: module and library loads and unloads, function and kernel lookups, launches,
+//!   record: module and library loads and unloads, function, kernel and global lookups, launches,
 //!   allocations and frees, copies, memsets, context teardown, synchronisations.
 //! - `cuGetProcAddress` and `cuGetProcAddress_v2` forward, then, when the pointer returned is the
 //!   real address of an intercepted symbol (looked up by its exact name: `cuMemcpyHtoD_v2`,
@@ -77,6 +77,11 @@
 //!     synchronises its stream first.
 //!   - `memset`: `dst`, `value`, `width` (1, 2 or 4 bytes), `count` (elements), `stream`,
 //!     `per_thread`.
+//!   - `global` (with `copies`): `module` (key, or `null` when its load was not seen),
+//!     `symbol` (the PTX name), `ptr`, `bytes` (`null` when the caller did not ask): a
+//!     successful `cuModuleGetGlobal`/`cuLibraryGetGlobal` of the application (the runtime's
+//!     `cudaMemcpyToSymbol` and `cudaGetSymbolAddress` go through one); the library's own
+//!     lookups are not logged.
 //!   - `read`: `module`, `symbol`, `file` (`reads/<key>/<symbol>.bin`), `bytes`; or `error`.
 //!   - `kernel_time` (with `time`): `module`, `kernel`, `ms` (total), `launches`: totals so far,
 //!     one line per kernel at each context teardown and at exit (the last line of a kernel is

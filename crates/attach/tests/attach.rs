@@ -27,6 +27,7 @@ type Launch = unsafe extern "C" fn(P, u32, u32, u32, u32, u32, u32, u32, P, *mut
 type LaunchEx = unsafe extern "C" fn(*const LaunchConfig, P, *mut P, *mut P) -> i32;
 type GetProc = unsafe extern "C" fn(*const i8, *mut P, i32, u64, *mut i32) -> i32;
 type GetProcV1 = unsafe extern "C" fn(*const i8, *mut P, i32, u64) -> i32;
+type GetGlobal = unsafe extern "C" fn(*mut u64, *mut usize, P, *const i8) -> i32;
 type Alloc = unsafe extern "C" fn(*mut u64, usize) -> i32;
 type HtoD = unsafe extern "C" fn(u64, *const c_void, usize) -> i32;
 type DtoHAsync = unsafe extern "C" fn(P, u64, usize, P) -> i32;
@@ -375,6 +376,21 @@ unsafe fn watch() {
         unsafe { ex(&config, k, params.as_mut_ptr(), null_mut()) },
         0
     );
+    // cudaMemcpyToSymbol's way: the variable's address looked up, then a copy to it; a
+    // library's global looked up without asking its size.
+    let module_global: GetGlobal = unsafe { shim.get("cuModuleGetGlobal_v2") };
+    let (mut coef, mut size) = (0u64, 0usize);
+    assert_eq!(
+        unsafe { module_global(&mut coef, &mut size, m, c"coef".as_ptr()) },
+        0
+    );
+    assert_eq!(unsafe { htod(coef, host.as_ptr().cast(), 8) }, 0);
+    let library_global: GetGlobal = unsafe { shim.get("cuLibraryGetGlobal") };
+    let mut table = 0u64;
+    assert_eq!(
+        unsafe { library_global(&mut table, null_mut(), lib, c"table".as_ptr()) },
+        0
+    );
     let free: Ptr1 = unsafe { shim.get("cuMemFree_v2") };
     assert_eq!(unsafe { free(dev) }, 0);
     let unload: Handle1 = unsafe { shim.get("cuModuleUnload") };
@@ -431,7 +447,7 @@ fn watching_records_loads_launches_copies_and_memsets_in_call_order() {
         kinds(&events),
         [
             "load", "alloc", "copy", "launch", "launch", "memset", "copy", "load", "launch",
-            "free", "end"
+            "global", "copy", "global", "free", "end"
         ]
     );
     let (a, b) = (ptx("a"), ptx("b"));
@@ -488,8 +504,18 @@ fn watching_records_loads_launches_copies_and_memsets_in_call_order() {
     assert_eq!(ex["grid"], json!([4, 1, 1]));
     assert_eq!(ex["shared"], 128);
     assert_eq!(ex["args"], json!([dev_hex, "0807060504030201"]));
-    assert_eq!(events[9]["ptr"], dev);
-    assert_eq!(events[10]["how"], "exit");
+    let (global, to_global, library_global) = (&events[9], &events[10], &events[11]);
+    assert_eq!(global["module"], key_a);
+    assert_eq!(global["symbol"], "coef");
+    assert_eq!(global["bytes"], 16, "the fake's globals are 16 bytes");
+    assert_eq!(to_global["dir"], "htod");
+    assert_eq!(to_global["dst"], global["ptr"]);
+    assert_eq!(to_global["bytes"], 8);
+    assert_eq!(library_global["module"], key_b);
+    assert_eq!(library_global["symbol"], "table");
+    assert_eq!(library_global["bytes"], Value::Null);
+    assert_eq!(events[12]["ptr"], dev);
+    assert_eq!(events[13]["how"], "exit");
     // The fake saw the same launches.
     let lines = run.fake_lines();
     assert!(lines

@@ -206,7 +206,7 @@ static CUresult get_global(CUdeviceptr *ptr, size_t *size, void *mod, const char
         if (!g->name[0]) snprintf(g->name, sizeof g->name, "%s", name);
         if (strcmp(g->name, name) == 0) {
             *ptr = (CUdeviceptr)(uintptr_t)g->data;
-            *size = sizeof g->data;
+            if (size) *size = sizeof g->data;
             LOG("global %d %s\n", m->id, name);
             return OK;
         }

@@ -72,11 +72,12 @@ pub fn run(args: TraceArgs) -> anyhow::Result<()> {
         .with_context(|| format!("tracing the run in {}", run_dir.display()))?;
     let spec = t.write(&out)?;
     println!(
-        "wrote {} ({} launches of {} kernels, {} buffers, {} outputs from {} copies to the host)",
+        "wrote {} ({} launches of {} kernels, {} buffers, {} variables, {} outputs from {} copies to the host)",
         spec.display(),
         t.counts.launches,
         t.counts.kernels,
         t.counts.buffers,
+        t.counts.symbols,
         t.counts.outputs,
         t.counts.copies_back
     );

@@ -86,8 +86,13 @@ __global__ void advance(T* u, const T* r, T dt, int n) {
     if (i < n) u[i] = u[i] + dt * r[i];
 }
 
+// The cell width the measurement uses, set by the host with cudaMemcpyToSymbol (as programs
+// set their constants): a `__constant__` variable, which `mantissa trace` writes as a symbol.
+__constant__ real cell_width;
+
 // Per block: the sum of u^2 dx (the energy) and the number of cells above one half (the front).
-extern "C" __global__ void measure(const real* u, real* energy, int* above, int n, real dx) {
+extern "C" __global__ void measure(const real* u, real* energy, int* above, int n) {
+    const real dx = cell_width;
     __shared__ real e[BLOCK];
     __shared__ int c[BLOCK];
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -139,6 +144,7 @@ int main(int argc, char** argv) {
     }
     CHECK(cudaMemcpy(u, u0.data(), n * sizeof(real), cudaMemcpyHostToDevice));
     CHECK(cudaMemset(r, 0, n * sizeof(real)));
+    CHECK(cudaMemcpyToSymbol(cell_width, &dx, sizeof(real)));
 
     double t = 0;
     long steps = 0;
@@ -157,7 +163,7 @@ int main(int argc, char** argv) {
         steps++;
     }
 
-    measure<<<blocks, BLOCK>>>(u, energy, above, n, dx);
+    measure<<<blocks, BLOCK>>>(u, energy, above, n);
     std::vector<real> e(blocks);
     std::vector<int> c(blocks);
     CHECK(cudaMemcpy(e.data(), energy, blocks * sizeof(real), cudaMemcpyDeviceToHost));

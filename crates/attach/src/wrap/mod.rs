@@ -8,12 +8,14 @@
 
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
+pub mod globals;
 pub mod launch;
 pub mod loads;
 pub mod memory;
 pub mod proc_address;
 pub mod teardown;
 
+pub use globals::*;
 pub use launch::*;
 pub use loads::*;
 pub use memory::*;

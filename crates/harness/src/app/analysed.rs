@@ -647,7 +647,7 @@ fn copy_results(c: &super::session::AppComparison) -> Vec<OutputResult> {
         .filter_map(|g| {
             let vs_baseline = g.last.clone()?;
             Some(OutputResult {
-                name: format!("buf{}[{}..{}]", g.buffer, g.offset, g.offset + g.bytes),
+                name: g.name.clone(),
                 value: None,
                 vs_baseline,
                 vs_reference: None,

@@ -114,6 +114,17 @@ pub enum Event {
         /// Elements.
         count: u64,
     },
+    /// A `__constant__` or `__device__` variable's address looked up by the application.
+    Global {
+        /// The module's key, when its load was seen.
+        module: Option<String>,
+        /// The variable's PTX name.
+        symbol: String,
+        /// Its address.
+        ptr: Ptr,
+        /// Its size, when the application asked.
+        bytes: Option<u64>,
+    },
     /// A module global read back.
     Read {
         /// The module's key.
@@ -217,12 +228,16 @@ mod tests {
 {"event":"proc_miss","seq":5,"symbol":"cuLaunchKernel","version":12000,"flags":0,"ptr":"0x1"}
 {"event":"kernel_time","seq":6,"module":"00ff00ff00ff00ff","kernel":"_Z4axpyPdd","ms":0.25,"launches":1}
 {"event":"end","seq":7,"how":"exit"}
+{"event":"global","seq":9,"module":"00ff00ff00ff00ff","symbol":"coef","ptr":"0x7f0000100000","bytes":24}
 {"event":"function","seq":8,"module":"00ff00ff00ff00ff","kernel":"_Z4axpyPdd","registers":40,"local_bytes":8,"static_shared_bytes":0,"const_bytes":0,"max_threads_per_block":1024,"ptx_version":90,"binary_version":90}
 "#;
         let events = parse(log).unwrap();
-        assert_eq!(events.len(), 9);
+        assert_eq!(events.len(), 10);
         assert!(
-            matches!(&events[8], Event::Function { kernel: Some(k), resources, .. } if k == "_Z4axpyPdd" && resources.registers == 40 && resources.local_bytes == 8)
+            matches!(&events[8], Event::Global { symbol, ptr: Ptr(0x7f00_0010_0000), bytes: Some(24), .. } if symbol == "coef")
+        );
+        assert!(
+            matches!(&events[9], Event::Function { kernel: Some(k), resources, .. } if k == "_Z4axpyPdd" && resources.registers == 40 && resources.local_bytes == 8)
         );
         assert!(
             matches!(&events[0], Event::Load { module: Some(m), replaced: false, .. } if m == "00ff00ff00ff00ff")

@@ -16,7 +16,7 @@
 pub use super::analysed::Figure;
 use super::events::Event;
 use super::trace::program::{self, Op, Program};
-use super::trace::{kernel_facts, module_ptx, types, TraceError};
+use super::trace::{module_ptx, types, ModuleFacts, TraceError};
 use super::{AppError, AppRequest, AppRun, Attach, Exit};
 use crate::compare::{compare, output_values, Comparison};
 use mantissa_gpu::DType;
@@ -109,6 +109,8 @@ pub(super) fn refused_loads(run: &AppRun) -> Vec<(String, i64, String)> {
 /// A group of copies to the host (one range of one allocation) compared.
 #[derive(Debug, Clone)]
 pub struct CopyGroup {
+    /// How outputs name it: `buf3[0..8]`, or a variable's name (`coef[0..8]`).
+    pub name: String,
     /// The allocation's number in the run, and the range's byte offset and size.
     pub buffer: usize,
     /// Bytes into it.
@@ -154,13 +156,10 @@ pub struct AppSession {
 const RECORD: [&str; 4] = ["launches", "copies", "dtoh_data", "time"];
 
 fn read_program(run: &AppRun, modules: &[AppModule]) -> Result<(Program, Vec<DType>), TraceError> {
-    let mut signatures = program::Signatures::new();
-    let mut evidence = HashMap::new();
+    let mut facts = ModuleFacts::default();
     for m in modules {
         if let Some(parsed) = &m.ptx {
-            let (s, e) = kernel_facts(&m.key, parsed);
-            signatures.extend(s);
-            evidence.extend(e);
+            facts.extend(ModuleFacts::of(&m.key, parsed));
         }
     }
     let data = |file: &str| {
@@ -169,8 +168,8 @@ fn read_program(run: &AppRun, modules: &[AppModule]) -> Result<(Program, Vec<DTy
             message: e.to_string(),
         })
     };
-    let p = program::read(&run.events, None, &signatures, &data)?;
-    let t = types::buffer_types(&p, &evidence);
+    let p = program::read(&run.events, None, &facts.signatures, &data)?;
+    let t = types::buffer_types(&p, &facts);
     Ok((p, t))
 }
 
@@ -354,6 +353,7 @@ impl AppSession {
                 let (n, a) = last_base[&key];
                 let theirs = last_other.get(&key);
                 CopyGroup {
+                    name: self.program.allocs[key.0].place(key.0, key.1, key.2),
                     buffer: key.0,
                     offset: key.1,
                     bytes: key.2,
@@ -389,7 +389,7 @@ fn downloads(p: &Program) -> Vec<((usize, u64, u64), &Vec<u8>)> {
 
 impl AppSession {
     /// `run`'s last copy of each of the baseline's groups, read as its type, named as outputs
-    /// are (`buf3[0..8]`); a group `run` did not copy is left out.
+    /// are (`buf3[0..8]`, `coef[0..8]`); a group `run` did not copy is left out.
     pub fn last_copies(
         &self,
         run: &AppRun,
@@ -405,10 +405,7 @@ impl AppSession {
                 .find(|(k, _)| *k == (g.buffer, g.offset, g.bytes))
                 .map(|(_, d)| d);
             if let Some(data) = last.and_then(|d| crate::npy::host_data_le(g.dtype, d)) {
-                out.push((
-                    format!("buf{}[{}..{}]", g.buffer, g.offset, g.offset + g.bytes),
-                    data,
-                ));
+                out.push((g.name.clone(), data));
             }
         }
         Ok(out)

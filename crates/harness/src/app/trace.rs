@@ -15,14 +15,17 @@
 //!   `repeat` loops;
 //! - copies to the host → outputs: the last copy of each range, compared exactly against the
 //!   bytes the application read (`data/copiedN.npy`); a buffer written again afterwards is
-//!   copied aside at that point so the output is what was read.
+//!   copied aside at that point so the output is what was read;
+//! - copies to `__constant__`/`__device__` variables before the first launch →
+//!   `[symbols.NAME]` ([`symbols`]).
 //!
 //! What a replay cannot follow is said in [`Trace::notes`]: values the host copied back and
-//! then passed to later launches (a time step), copies to `__device__` variables or to memory
-//! no allocation covers. Never: a guess at a loop the events do not show repeating.
+//! then passed to later launches (a time step), what else touches a variable, memory no
+//! allocation or variable covers. Never: a guess at a loop the events do not show repeating.
 
 pub(crate) mod program;
 mod render;
+mod symbols;
 pub(crate) mod types;
 
 use crate::app::events::Event;
@@ -144,6 +147,8 @@ pub struct TraceCounts {
     pub kernels: usize,
     /// Buffers of the spec (the application's and the data buffers).
     pub buffers: usize,
+    /// Variables set before the run (`[symbols.NAME]`).
+    pub symbols: usize,
     /// Outputs.
     pub outputs: usize,
     /// Copies to the host in the run.
@@ -181,27 +186,51 @@ pub fn module_ptx(dir: &Path, key: &str, arch: u32) -> Result<String, TraceError
         })
 }
 
-/// The signatures and buffer-type evidence of the kernels of module `key` (parsed).
-pub(crate) fn kernel_facts(
-    key: &str,
-    parsed: &mantissa_ptx::Module,
-) -> (
-    program::Signatures,
-    HashMap<(String, String), types::KernelEvidence>,
-) {
-    let signatures: program::Signatures = entry_signatures(parsed)
-        .into_iter()
-        .map(|s| ((key.to_string(), s.name.clone()), s))
-        .collect();
-    let evidence = parsed
-        .functions()
-        .filter(|f| signatures.contains_key(&(key.to_string(), f.name.clone())))
-        .map(|f| {
-            let ev = types::KernelEvidence::of(&f.name, pointee_types(f));
-            ((key.to_string(), f.name.clone()), ev)
-        })
-        .collect();
-    (signatures, evidence)
+/// What a module's PTX says about the memory of a program: its kernels' signatures, the
+/// evidence of their buffers' types, and its variables' element types, each keyed by (module
+/// key, name).
+#[derive(Default)]
+pub(crate) struct ModuleFacts {
+    pub signatures: program::Signatures,
+    pub evidence: HashMap<(String, String), types::KernelEvidence>,
+    pub variables: HashMap<(String, String), mantissa_gpu::DType>,
+}
+
+impl ModuleFacts {
+    /// The facts of module `key` (parsed).
+    pub fn of(key: &str, parsed: &mantissa_ptx::Module) -> ModuleFacts {
+        let named = |name: &str| (key.to_string(), name.to_string());
+        let signatures: program::Signatures = entry_signatures(parsed)
+            .into_iter()
+            .map(|s| (named(&s.name), s))
+            .collect();
+        let evidence = parsed
+            .functions()
+            .filter(|f| signatures.contains_key(&named(&f.name)))
+            .map(|f| {
+                (
+                    named(&f.name),
+                    types::KernelEvidence::of(&f.name, pointee_types(f)),
+                )
+            })
+            .collect();
+        let variables = mantissa_ptx::symbols::symbols(parsed)
+            .into_iter()
+            .filter_map(|v| Some((named(&v.name), types::of_value_type(v.element?)?)))
+            .collect();
+        ModuleFacts {
+            signatures,
+            evidence,
+            variables,
+        }
+    }
+
+    /// Adds another module's facts.
+    pub fn extend(&mut self, other: ModuleFacts) {
+        self.signatures.extend(other.signatures);
+        self.evidence.extend(other.evidence);
+        self.variables.extend(other.variables);
+    }
 }
 
 /// The spec of the run recorded in `dir` (`events` read from it), named `name`, for a device
@@ -220,12 +249,14 @@ pub fn trace(dir: &Path, events: &[Event], name: &str, arch: u32) -> Result<Trac
         .ok_or(TraceError::NoLaunches)?;
     let ptx = module_ptx(dir, &module, arch)?;
     let parsed = mantissa_ptx::parse::parse(&ptx).module;
-    let (signatures, evidence) = kernel_facts(&module, &parsed);
+    let facts = ModuleFacts::of(&module, &parsed);
     let data = |file: &str| read(&dir.join(file));
-    let program = program::read(events, Some(&module), &signatures, &data)?;
-    let types = types::buffer_types(&program, &evidence);
+    let mut program = program::read(events, Some(&module), &facts.signatures, &data)?;
+    let types = types::buffer_types(&program, &facts);
+    let variables = symbols::extract(&mut program, &module, &parsed, &types);
     let parts = render::parts(&program, &types);
     let mut notes = program.notes.clone();
+    notes.extend(variables.notes);
     notes.extend(host_values(&program));
     let source = format!("{name}.ptx");
     let header = format!(
@@ -234,9 +265,10 @@ pub fn trace(dir: &Path, events: &[Event], name: &str, arch: u32) -> Result<Trac
          the application copied back, with its own values as the references.",
         dir.display()
     );
-    let spec = render::text(name, &source, &header, &parts);
+    let spec = render::text(name, &source, &header, &parts, &variables.symbols);
     let mut files = vec![(source, ptx.into_bytes())];
     files.extend(parts.files.iter().cloned());
+    files.extend(variables.files);
     let launches: Vec<&String> = program
         .ops
         .iter()
@@ -253,6 +285,7 @@ pub fn trace(dir: &Path, events: &[Event], name: &str, arch: u32) -> Result<Trac
         launches: launches.len(),
         kernels,
         buffers: parts.buffers.len(),
+        symbols: variables.symbols.len(),
         outputs: parts.outputs.len(),
         copies_back: program
             .ops

@@ -325,7 +325,9 @@ pub(crate) fn var_layout(v: &VarDecl) -> Result<(ValueType, u32, usize), InterpE
 }
 
 /// The bytes of a variable: its numeric initialiser (`= 0d3FF0...`, `= {1, 2, 3}`), or zeros.
-fn initial_bytes(v: &VarDecl) -> Result<Vec<u8>, InterpError> {
+/// An error for an initialiser that is not numbers (addresses: `= {generic(x)}`) or a variable
+/// without a size.
+pub fn initial_bytes(v: &VarDecl) -> Result<Vec<u8>, InterpError> {
     let (ty, _, count) = var_layout(v)?;
     let width = ty.bytes() as usize;
     let mut out = vec![0u8; width * count];

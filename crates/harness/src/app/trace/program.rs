@@ -7,12 +7,37 @@ use crate::app::events::{Event, Ptr};
 use mantissa_gpu::EntrySignature;
 use std::collections::{BTreeMap, HashMap};
 
-/// A device allocation.
+/// A device allocation, or a module's variable whose address the application looked up.
 #[derive(Debug, Clone)]
 pub(crate) struct Alloc {
     pub bytes: u64,
-    /// `device`, `managed`, `async`, `pool`, `pitch`.
+    /// `device`, `managed`, `async`, `pool`, `pitch`; `symbol` for a variable.
     pub kind: String,
+    /// The variable, for a variable.
+    pub symbol: Option<Variable>,
+}
+
+/// A module's variable whose address the application looked up.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Variable {
+    /// The module's key, when its load was seen.
+    pub module: Option<String>,
+    /// Its PTX name.
+    pub name: String,
+    /// Its address in the run.
+    pub address: u64,
+}
+
+impl Alloc {
+    /// How messages and outputs name bytes `offset..offset + bytes` of allocation `buf`:
+    /// `buf3[0..8]`, or the variable's name for a variable (`coef[0..8]`).
+    pub fn place(&self, buf: usize, offset: u64, bytes: u64) -> String {
+        let end = offset + bytes;
+        match &self.symbol {
+            Some(v) => format!("{}[{offset}..{end}]", v.name),
+            None => format!("buf{buf}[{offset}..{end}]"),
+        }
+    }
 }
 
 /// A pointer resolved: the buffer (an index of [`Program::allocs`]) and bytes into it.
@@ -131,7 +156,38 @@ pub(crate) fn read(
                 p.allocs.push(Alloc {
                     bytes: *bytes,
                     kind: kind.clone(),
+                    symbol: None,
                 });
+            }
+            Event::Global {
+                module,
+                symbol,
+                ptr,
+                bytes,
+            } => {
+                let known = live
+                    .by_start
+                    .get(&ptr.0)
+                    .is_some_and(|&b| p.allocs[b].symbol.as_ref().map(|v| &v.name) == Some(symbol));
+                match bytes {
+                    _ if known => {}
+                    Some(bytes) => {
+                        live.by_start.insert(ptr.0, p.allocs.len());
+                        p.allocs.push(Alloc {
+                            bytes: *bytes,
+                            kind: "symbol".into(),
+                            symbol: Some(Variable {
+                                module: module.clone(),
+                                name: symbol.clone(),
+                                address: ptr.0,
+                            }),
+                        });
+                    }
+                    None => p.notes.push(format!(
+                        "event {seq}: the address of {symbol} was looked up without its size: \
+                         copies to it are not followed"
+                    )),
+                }
             }
             Event::Free { ptr } => {
                 live.by_start.remove(&ptr.0);

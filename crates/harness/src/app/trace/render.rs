@@ -420,7 +420,13 @@ fn op_seq(op: &Op) -> usize {
 }
 
 /// The spec's text.
-pub(super) fn text(name: &str, source: &str, header: &str, parts: &Parts) -> String {
+pub(super) fn text(
+    name: &str,
+    source: &str,
+    header: &str,
+    parts: &Parts,
+    symbols: &[super::symbols::SymbolOut],
+) -> String {
     let mut t = String::new();
     for line in header.lines() {
         let _ = writeln!(t, "# {line}");
@@ -438,6 +444,19 @@ pub(super) fn text(name: &str, source: &str, header: &str, parts: &Parts) -> Str
             let _ = writeln!(t, "init = {{ npy = {} }}", quoted(f));
         }
         t.push('\n');
+    }
+    for v in symbols {
+        let bare = v
+            .name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        let key = if bare {
+            v.name.clone()
+        } else {
+            quoted(&v.name)
+        };
+        let _ = writeln!(t, "[symbols.{key}]  # {}", v.about);
+        let _ = writeln!(t, "type = \"{}\"\nnpy = {}\n", v.dtype, quoted(&v.file));
     }
     for item in fold(&parts.steps, 32) {
         match item {

@@ -395,3 +395,179 @@ fn a_real_application_run_traces_and_replays_on_the_interpreter_to_the_gpu_s_bit
         );
     }
 }
+
+/// `x[i] = x[i] * coef[0] + coef[1] + bias`: `coef` a `__constant__ double[2]` (declared as
+/// bytes, as nvcc declares arrays), `bias` a `__device__ double` initialised to 1.
+const VARIABLES_PTX: &str = r#"
+.version 8.0
+.target sm_90
+.address_size 64
+
+.const .align 8 .b8 coef[16];
+.global .align 8 .f64 bias = 0d3FF0000000000000;
+
+.visible .entry _Z5shiftPdi(.param .u64 _Z5shiftPdi_param_0, .param .u32 _Z5shiftPdi_param_1)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<6>;
+    .reg .b64 %rd<5>;
+    .reg .f64 %fd<8>;
+    ld.param.u64 %rd1, [_Z5shiftPdi_param_0];
+    ld.param.u32 %r1, [_Z5shiftPdi_param_1];
+    mov.u32 %r2, %ctaid.x;
+    mov.u32 %r3, %ntid.x;
+    mov.u32 %r4, %tid.x;
+    mad.lo.s32 %r5, %r2, %r3, %r4;
+    setp.ge.s32 %p1, %r5, %r1;
+    @%p1 bra $L__done;
+    cvta.to.global.u64 %rd2, %rd1;
+    mul.wide.s32 %rd3, %r5, 8;
+    add.s64 %rd4, %rd2, %rd3;
+    ld.global.f64 %fd1, [%rd4];
+    ld.const.f64 %fd2, [coef];
+    ld.const.f64 %fd3, [coef+8];
+    ld.global.f64 %fd4, [bias];
+    fma.rn.f64 %fd5, %fd1, %fd2, %fd3;
+    add.rn.f64 %fd6, %fd5, %fd4;
+    st.global.f64 [%rd4], %fd6;
+$L__done:
+    ret;
+}
+"#;
+
+/// cudaMemcpyToSymbol as the runtime makes it (a lookup, then a copy), before the first
+/// launch — `coef` in two copies, the second into its upper half — and after it; a copy back
+/// from `bias` (cudaMemcpyFromSymbol). The spec sets `coef` to what the host wrote before the
+/// launch and says what it leaves out; its replay gives the application's bytes.
+#[test]
+fn variables_written_before_the_first_launch_become_symbols_and_the_rest_is_said() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    let module = mantissa_ptx::parse::parse(VARIABLES_PTX).module;
+    let key = mantissa_fatbin::module_key(VARIABLES_PTX.as_bytes());
+    std::fs::create_dir_all(dir.join("modules")).unwrap();
+    std::fs::create_dir_all(dir.join("data")).unwrap();
+    std::fs::write(
+        dir.join("modules").join(format!("{key}.ptx")),
+        VARIABLES_PTX,
+    )
+    .unwrap();
+    let mut mem = Memory::new();
+    let mut log = vec![format!(
+        r#"{{"event":"load","module":"{key}","kind":"ptx","via":"cuModuleLoadData","replaced":false}}"#
+    )];
+    let mut files = 0;
+    let mut save = |bytes: &[u8]| {
+        let f = format!("data/{files}.bin");
+        std::fs::write(dir.join(&f), bytes).unwrap();
+        files += 1;
+        f
+    };
+    let n = 32u32;
+    let x = mem.alloc(n as usize * 8);
+    log.push(format!(
+        r#"{{"event":"alloc","ptr":"{x:#x}","bytes":{},"kind":"device"}}"#,
+        n * 8
+    ));
+    let x0: Vec<u8> = (0..n)
+        .flat_map(|k| (0.1 * f64::from(k)).to_le_bytes())
+        .collect();
+    mem.write(x, &x0).unwrap();
+    let f = save(&x0);
+    log.push(format!(
+        r#"{{"event":"copy","dir":"htod","dst":"{x:#x}","src":"0x1000","bytes":256,"data":"{f}"}}"#
+    ));
+    let (coef, bias) = (
+        mem.symbol(&module, "coef").unwrap(),
+        mem.symbol(&module, "bias").unwrap(),
+    );
+    log.push(format!(
+        r#"{{"event":"global","module":"{key}","symbol":"coef","ptr":"{coef:#x}","bytes":16}}"#
+    ));
+    let mut to_symbol = |mem: &mut Memory, log: &mut Vec<String>, at: u64, v: f64| {
+        mem.write(at, &v.to_le_bytes()).unwrap();
+        let f = save(&v.to_le_bytes());
+        log.push(format!(
+            r#"{{"event":"copy","dir":"htod","dst":"{at:#x}","src":"0x2000","bytes":8,"data":"{f}"}}"#
+        ));
+    };
+    to_symbol(&mut mem, &mut log, coef, 1.5);
+    to_symbol(&mut mem, &mut log, coef + 8, -0.25);
+    let args = [x.to_le_bytes().to_vec(), n.to_le_bytes().to_vec()];
+    let a: Vec<interp::Arg> = args.iter().map(|b| interp::Arg(b.clone())).collect();
+    interp::run(
+        &module,
+        "_Z5shiftPdi",
+        interp::Launch::linear(1, 32),
+        &a,
+        &mut mem,
+    )
+    .unwrap();
+    let hexes: Vec<String> = args
+        .iter()
+        .map(|b| format!("\"{}\"", crate::hex::encode(b)))
+        .collect();
+    log.push(format!(
+        r#"{{"event":"launch","module":"{key}","kernel":"_Z5shiftPdi","grid":[1,1,1],"block":[32,1,1],"shared":0,"stream":"0x0","args":[{}]}}"#,
+        hexes.join(",")
+    ));
+    to_symbol(&mut mem, &mut log, coef, 2.0);
+    log.push(format!(
+        r#"{{"event":"global","module":"{key}","symbol":"bias","ptr":"{bias:#x}","bytes":8}}"#
+    ));
+    let b = save(mem.read(bias, 8).unwrap());
+    log.push(format!(
+        r#"{{"event":"copy","dir":"dtoh","dst":"0x3000","src":"{bias:#x}","bytes":8,"data":"{b}"}}"#
+    ));
+    let last = mem.read(x, 256).unwrap().to_vec();
+    let f = save(&last);
+    log.push(format!(
+        r#"{{"event":"copy","dir":"dtoh","dst":"0x3000","src":"{x:#x}","bytes":256,"data":"{f}"}}"#
+    ));
+    std::fs::write(dir.join("events.jsonl"), log.join("\n") + "\n").unwrap();
+
+    let events = events::read(&dir.join("events.jsonl")).unwrap();
+    let t = trace(&dir, &events, "vars", 90).unwrap();
+    assert_eq!(t.counts.symbols, 1, "{}", t.spec);
+    assert!(
+        t.spec
+            .contains("[symbols.coef]  # copied from the host at event 4, 5\ntype = \"u8\""),
+        "{}",
+        t.spec
+    );
+    let said = |what: &str| {
+        assert!(
+            t.notes.iter().any(|n| n.contains(what)),
+            "{what}: {:#?}",
+            t.notes
+        )
+    };
+    said("a copy of 8 bytes to coef after the first launch");
+    said("a copy back from bias");
+    assert_eq!(t.counts.outputs, 1);
+    let out = tmp.path().join("spec");
+    let path = t.write(&out).unwrap();
+    let spec = Spec::load(&path).unwrap_or_else(|e| panic!("{e}\n{}", t.spec));
+    let inputs = materialize(&spec).unwrap();
+    let plan = plan(&spec, VARIABLES_PTX, &Default::default(), &inputs.symbols)
+        .unwrap_or_else(|e| panic!("{e}\n{}", t.spec));
+    let mut launch = |entry: &str, l: interp::Launch, args: &[interp::Arg], mem: &mut Memory| {
+        interp::run(&module, entry, l, args, mem)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    };
+    let run = run_steps(&spec, &plan, &inputs, &module, &mut launch).unwrap();
+    assert_eq!(run.buffer_bytes("buf0").unwrap(), last);
+    // The same spec without the variable replays something else (coef = 0: x = bias).
+    let start = t.spec.find("[symbols.coef]").unwrap();
+    let end = start + t.spec[start..].find("\n\n").unwrap();
+    let without = format!("{}{}", &t.spec[..start], &t.spec[end..]);
+    let path = out.join("without.toml");
+    std::fs::write(&path, &without).unwrap();
+    let spec = Spec::load(&path).unwrap_or_else(|e| panic!("{e}\n{without}"));
+    let inputs = materialize(&spec).unwrap();
+    let plan =
+        crate::validate::plan(&spec, VARIABLES_PTX, &Default::default(), &inputs.symbols).unwrap();
+    let run = run_steps(&spec, &plan, &inputs, &module, &mut launch).unwrap();
+    assert_ne!(run.buffer_bytes("buf0").unwrap(), last);
+}

@@ -30,7 +30,8 @@ impl KernelEvidence {
     }
 }
 
-fn of_value_type(t: ValueType) -> Option<DType> {
+/// The buffer element type of a PTX value type (`.b8` and other untyped bits as unsigned).
+pub(crate) fn of_value_type(t: ValueType) -> Option<DType> {
     Some(match t {
         ValueType::F64 => DType::F64,
         ValueType::F32 => DType::F32,
@@ -54,10 +55,8 @@ fn find(parent: &mut [usize], mut x: usize) -> usize {
 }
 
 /// One type per allocation (see the module docs).
-pub(crate) fn buffer_types(
-    p: &Program,
-    evidence: &HashMap<(String, String), KernelEvidence>,
-) -> Vec<DType> {
+pub(crate) fn buffer_types(p: &Program, facts: &super::ModuleFacts) -> Vec<DType> {
+    let evidence = &facts.evidence;
     let n = p.allocs.len();
     let mut parent: Vec<usize> = (0..n).collect();
     for op in &p.ops {
@@ -102,7 +101,13 @@ pub(crate) fn buffer_types(
     let mut group_type: HashMap<usize, DType> = HashMap::new();
     for b in 0..n {
         let g = find(&mut parent, b);
-        let t = most(cpp.get(&g))
+        // A variable's type is the one its module declares.
+        let declared = p.allocs[b].symbol.as_ref().and_then(|v| {
+            let key = (v.module.clone()?, v.name.clone());
+            facts.variables.get(&key).copied()
+        });
+        let t = declared
+            .or_else(|| most(cpp.get(&g)))
             .or_else(|| most(ptx.get(&g)))
             .unwrap_or(DType::U8);
         group_type.insert(g, t);
