@@ -69,7 +69,8 @@
 //!   per type; kernel parameters) and applies them in one walk; [`rewrite::add_global`] adds a
 //!   module global under a unique name.
 //! - [`link`]: [`link::merge_runtime`] merges a device runtime (a CUDA header compiled to PTX
-//!   with relocatable device code) into a module that the driver loads as one.
+//!   with relocatable device code) into a module that the driver loads as one;
+//!   [`link_modules::link_modules`] links an application's own modules into one (for a trace).
 //!
 //! Why a hand-written parser rather than the `ptx-syntax` crate (0.5.0, which round-trips NVRTC
 //! 13 output): (1) build time — it takes about 2.5 minutes to build, longer than this whole
@@ -99,6 +100,7 @@ pub mod graph;
 pub mod interp;
 pub mod lex;
 pub mod link;
+pub mod link_modules;
 pub mod model;
 pub mod op;
 pub mod parse;

@@ -97,6 +97,17 @@ pub enum LinkError {
         "the runtime needs '{0}' (.extern) but the module does not define it as a global variable"
     )]
     Unresolved(String),
+    /// Application modules built for different targets ([`crate::link_modules`]).
+    #[error("the modules target {first} and {other}: one program is built for one target")]
+    ModuleTargets {
+        /// The first module's target words.
+        first: String,
+        /// The other's.
+        other: String,
+    },
+    /// A name one application module declares `.extern` and another defines.
+    #[error("'{0}' is declared .extern in one module and defined in another (relocatable device code, linked by nvlink): not supported")]
+    AcrossModules(String),
     /// A user prototype of a runtime function whose parameters differ from the definition.
     #[error("the module declares '{name}' as {user} but the runtime defines it as {runtime}")]
     SignatureMismatch {
@@ -296,7 +307,7 @@ fn definitions(m: &Module) -> HashMap<String, Def<'_>> {
     out
 }
 
-fn is_extern(v: &VarDecl) -> bool {
+pub(crate) fn is_extern(v: &VarDecl) -> bool {
     v.attrs.iter().any(|a| a == ".extern")
 }
 
@@ -332,7 +343,10 @@ fn check_signature(decl: &Function, def: &Function) -> Result<(), LinkError> {
     Ok(())
 }
 
-fn version_of(m: &Module, which: &'static str) -> Result<((u32, u32), String), LinkError> {
+pub(crate) fn version_of(
+    m: &Module,
+    which: &'static str,
+) -> Result<((u32, u32), String), LinkError> {
     let text = m
         .items
         .iter()
@@ -362,7 +376,7 @@ fn merged_version(user: &Module, runtime: &Module) -> Result<String, LinkError> 
     Ok(if r > u { r_text } else { u_text })
 }
 
-fn target_of(m: &Module, which: &'static str) -> Result<Vec<String>, LinkError> {
+pub(crate) fn target_of(m: &Module, which: &'static str) -> Result<Vec<String>, LinkError> {
     m.items
         .iter()
         .find_map(|i| match i {
@@ -413,7 +427,7 @@ fn check_target(user: &Module, runtime: &Module) -> Result<(), LinkError> {
     Ok(())
 }
 
-fn address_size(m: &Module) -> u32 {
+pub(crate) fn address_size(m: &Module) -> u32 {
     m.items
         .iter()
         .find_map(|i| match i {

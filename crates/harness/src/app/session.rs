@@ -168,7 +168,7 @@ fn read_program(run: &AppRun, modules: &[AppModule]) -> Result<(Program, Vec<DTy
             message: e.to_string(),
         })
     };
-    let p = program::read(&run.events, None, &facts.signatures, &data)?;
+    let p = program::read(&run.events, false, &facts.signatures, &data)?;
     let t = types::buffer_types(&p, &facts);
     Ok((p, t))
 }

@@ -5,7 +5,9 @@
 //!
 //! What maps to what:
 //! - the module the launches come from → `[source]`, its PTX (the entry the driver would JIT
-//!   for the device, `mantissa_fatbin::ptx_for`) written beside the spec;
+//!   for the device, `mantissa_fatbin::ptx_for`) written beside the spec; launches from several
+//!   modules → their PTX linked into one (`mantissa_ptx::link_modules`), kernels and variables
+//!   a later module redefines renamed there;
 //! - each device allocation used → `[buffers.bufN]` (N: the allocation's number in the run),
 //!   typed by [`types`], initialised from the first copy from the host when that copy fills it;
 //! - launches → `launch` steps with the arguments as passed (pointers into buffers by name and
@@ -30,6 +32,7 @@ pub(crate) mod types;
 
 use crate::app::events::Event;
 use mantissa_ptx::entry::entry_signatures;
+use mantissa_ptx::link_modules::link_modules;
 use mantissa_ptx::pointees::pointee_types;
 use program::{ArgOut, Op};
 use std::collections::{BTreeMap, HashMap};
@@ -47,17 +50,13 @@ pub enum TraceError {
         /// The event.
         seq: usize,
     },
-    /// Launches from a second module.
-    #[error("event {seq}: {kernel} is in module {module}, and earlier launches in {first}: trace writes one module's program yet (build the kernels into one translation unit, or use -rdc and one fatbin)")]
-    SecondModule {
-        /// The event.
-        seq: usize,
-        /// The kernel.
-        kernel: String,
-        /// Its module.
-        module: String,
-        /// The first module's key.
-        first: String,
+    /// The application's modules could not be linked into one program.
+    #[error("linking the application's {modules} modules into one program: {message}")]
+    Link {
+        /// How many.
+        modules: usize,
+        /// Why not.
+        message: String,
     },
     /// The module holds no PTX the device could use.
     #[error("module {module} holds no PTX (only SASS): rebuild with PTX beside the SASS, `-gencode arch=compute_XX,code=compute_XX` (or `-arch=sm_XX`, which embeds both)")]
@@ -236,31 +235,76 @@ impl ModuleFacts {
 /// The spec of the run recorded in `dir` (`events` read from it), named `name`, for a device
 /// of compute capability `arch`.
 pub fn trace(dir: &Path, events: &[Event], name: &str, arch: u32) -> Result<Trace, TraceError> {
-    let module = events
-        .iter()
-        .find_map(|e| match e {
-            Event::Launch {
-                module: Some(m),
-                error: None,
-                ..
-            } => Some(m.clone()),
-            _ => None,
-        })
-        .ok_or(TraceError::NoLaunches)?;
-    let ptx = module_ptx(dir, &module, arch)?;
-    let parsed = mantissa_ptx::parse::parse(&ptx).module;
-    let facts = ModuleFacts::of(&module, &parsed);
+    // The modules launched from, in the order of their first launch.
+    let mut keys: Vec<String> = Vec::new();
+    for e in events {
+        if let Event::Launch {
+            module: Some(m),
+            error: None,
+            ..
+        } = e
+        {
+            if !keys.contains(m) {
+                keys.push(m.clone());
+            }
+        }
+    }
+    if keys.is_empty() {
+        return Err(TraceError::NoLaunches);
+    }
+    let mut texts = Vec::new();
+    let mut parsed = Vec::new();
+    let mut facts = ModuleFacts::default();
+    for k in &keys {
+        let ptx = module_ptx(dir, k, arch)?;
+        let m = mantissa_ptx::parse::parse(&ptx).module;
+        facts.extend(ModuleFacts::of(k, &m));
+        texts.push(ptx);
+        parsed.push(m);
+    }
     let data = |file: &str| read(&dir.join(file));
-    let mut program = program::read(events, Some(&module), &facts.signatures, &data)?;
+    let mut program = program::read(events, true, &facts.signatures, &data)?;
     let types = types::buffer_types(&program, &facts);
-    let variables = symbols::extract(&mut program, &module, &parsed, &types);
+    // One program: the module as the application loaded it, or its modules linked into one.
+    let (ptx, renamed) = if parsed.len() == 1 {
+        (texts.remove(0), vec![HashMap::new()])
+    } else {
+        let linked = link_modules(&parsed).map_err(|e| TraceError::Link {
+            modules: keys.len(),
+            message: e.to_string(),
+        })?;
+        (linked.module.to_string(), linked.renamed)
+    };
+    let modules: Vec<symbols::TracedModule> = keys
+        .iter()
+        .zip(&parsed)
+        .zip(&renamed)
+        .map(|((key, parsed), renamed)| symbols::TracedModule {
+            key,
+            parsed,
+            renamed,
+        })
+        .collect();
+    for op in &mut program.ops {
+        if let Op::Launch { module, kernel, .. } = op {
+            let new = modules.iter().find(|m| m.key == module.as_str());
+            if let Some(n) = new.and_then(|m| m.renamed.get(kernel.as_str())) {
+                *kernel = n.clone();
+            }
+        }
+    }
+    let variables = symbols::extract(&mut program, &modules, &types);
     let parts = render::parts(&program, &types);
     let mut notes = program.notes.clone();
     notes.extend(variables.notes);
     notes.extend(host_values(&program));
     let source = format!("{name}.ptx");
+    let from = match keys.as_slice() {
+        [one] => format!("module {one}"),
+        several => format!("modules {}, linked into one", several.join(", ")),
+    };
     let header = format!(
-        "Written by `mantissa trace` from the run in {} (module {module}).\n\
+        "Written by `mantissa trace` from the run in {} ({from}).\n\
          Replays the run's launches, copies and memsets as they happened; the outputs are what\n\
          the application copied back, with its own values as the references.",
         dir.display()

@@ -138,12 +138,13 @@ impl Live {
 /// Kernel signatures by (module key, entry name).
 pub(crate) type Signatures = HashMap<(String, String), EntrySignature>;
 
-/// Reads the program from `events`, its launches typed by `signatures`; with `only`, launches
-/// from another module are an error (a spec holds one module). `data` reads a copy's recorded
-/// bytes (`data/<n>.bin`).
+/// Reads the program from `events`, its launches typed by `signatures`. `strict` (a trace):
+/// every launch must be of a kernel `signatures` knows and every copy from the host must have its
+/// bytes; otherwise (a session, which compares what comes back) launches of modules without PTX
+/// are left out. `data` reads a copy's recorded bytes (`data/<n>.bin`).
 pub(crate) fn read(
     events: &[Event],
-    only: Option<&str>,
+    strict: bool,
     signatures: &Signatures,
     data: &dyn Fn(&str) -> Result<Vec<u8>, TraceError>,
 ) -> Result<Program, TraceError> {
@@ -211,16 +212,8 @@ pub(crate) fn read(
                 }
                 let kernel = kernel.clone().ok_or(TraceError::Unnamed { seq })?;
                 let module = m.clone().ok_or(TraceError::Unnamed { seq })?;
-                if let Some(first) = only.filter(|first| *first != module) {
-                    return Err(TraceError::SecondModule {
-                        seq,
-                        kernel,
-                        module,
-                        first: first.to_string(),
-                    });
-                }
                 let Some(sig) = signatures.get(&(module.clone(), kernel.clone())) else {
-                    if only.is_some() {
+                    if strict {
                         return Err(TraceError::NoEntry { kernel });
                     }
                     // A module without PTX: its launches run as they are, their pointers unknown.
@@ -276,7 +269,7 @@ pub(crate) fn read(
                         let data = match file.as_deref() {
                             Some(f) => data(f)?,
                             // A session compares what comes back; what went in is not kept.
-                            None if only.is_none() => Vec::new(),
+                            None if !strict => Vec::new(),
                             None => return Err(TraceError::NoData { seq }),
                         };
                         Op::Upload { seq, to, data }

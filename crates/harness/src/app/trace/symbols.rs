@@ -11,7 +11,7 @@ use super::program::{ArgOut, Op, Program};
 use crate::npy;
 use mantissa_gpu::DType;
 use mantissa_ptx::model::{Item, Module};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// A variable set before the run.
 pub(super) struct SymbolOut {
@@ -25,6 +25,13 @@ pub(super) struct SymbolOut {
     pub about: String,
 }
 
+/// A module of the traced program: its key, its PTX, and what linking renamed in it.
+pub(super) struct TracedModule<'a> {
+    pub key: &'a str,
+    pub parsed: &'a Module,
+    pub renamed: &'a HashMap<String, String>,
+}
+
 /// What [`extract`] found: the variables set, their files, and what could not be followed.
 pub(super) struct Extracted {
     pub symbols: Vec<SymbolOut>,
@@ -32,14 +39,10 @@ pub(super) struct Extracted {
     pub notes: Vec<String>,
 }
 
-/// Takes every operation on a variable out of `p` (see the module docs); `module` is the
-/// traced module's key, `parsed` its PTX, `types` the allocations' element types.
-pub(super) fn extract(
-    p: &mut Program,
-    module: &str,
-    parsed: &Module,
-    types: &[DType],
-) -> Extracted {
+/// Takes every operation on a variable out of `p` (see the module docs); `modules` are the
+/// traced program's, `types` the allocations' element types. A variable keeps its name, or
+/// the one linking gave it.
+pub(super) fn extract(p: &mut Program, modules: &[TracedModule], types: &[DType]) -> Extracted {
     let mut out = Extracted {
         symbols: Vec::new(),
         files: Vec::new(),
@@ -65,8 +68,11 @@ pub(super) fn extract(
         match &op {
             Op::Upload { seq, to, data } if is_var(to.buf) => {
                 let var = p.allocs[to.buf].symbol.as_ref().expect("a variable");
-                let ours = var.module.as_deref() == Some(module);
-                let initial = ours.then(|| initial_value(parsed, &var.name)).flatten();
+                let traced = modules
+                    .iter()
+                    .find(|m| var.module.as_deref() == Some(m.key));
+                let ours = traced.is_some();
+                let initial = traced.and_then(|m| initial_value(m.parsed, &var.name));
                 let declared = initial.is_some();
                 match initial {
                     Some(Ok(init)) if i < first_launch => {
@@ -94,7 +100,8 @@ pub(super) fn extract(
                         var.name
                     )),
                     _ if !ours => out.notes.push(format!(
-                        "event {seq}: a copy to {}, a variable of another module: not replayed",
+                        "event {seq}: a copy to {}, a variable of a module no kernel \
+                         was launched from: not replayed",
                         var.name
                     )),
                     _ if !declared => out.notes.push(format!(
@@ -158,17 +165,22 @@ pub(super) fn extract(
     p.ops = kept;
     for (buf, (bytes, events)) in values.into_iter().filter(|(_, v)| !v.1.is_empty()) {
         let var = p.allocs[buf].symbol.as_ref().expect("a variable");
+        let name = modules
+            .iter()
+            .find(|m| var.module.as_deref() == Some(m.key))
+            .and_then(|m| m.renamed.get(&var.name))
+            .unwrap_or(&var.name);
         let dtype = Some(types[buf])
             .filter(|t| bytes.len() % t.size() == 0)
             .unwrap_or(DType::U8);
-        let file = format!("data/{}.npy", file_stem(&var.name));
+        let file = format!("data/{}.npy", file_stem(name));
         out.files.push((
             file.clone(),
             npy::encode_le(dtype, &bytes).unwrap_or_default(),
         ));
         let events: Vec<String> = events.iter().map(usize::to_string).collect();
         out.symbols.push(SymbolOut {
-            name: var.name.clone(),
+            name: name.clone(),
             dtype,
             file,
             about: format!("copied from the host at event {}", events.join(", ")),

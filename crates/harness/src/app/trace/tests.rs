@@ -571,3 +571,122 @@ fn variables_written_before_the_first_launch_become_symbols_and_the_rest_is_said
     let run = run_steps(&spec, &plan, &inputs, &module, &mut launch).unwrap();
     assert_ne!(run.buffer_bytes("buf0").unwrap(), last);
 }
+
+/// An application of two translation units: the first (`PTX` with a `coef` of its own that it
+/// never uses) and the second (`VARIABLES_PTX` whose kernel is also called `mean_of`). The
+/// trace links them into one program, the second's `mean_of` and `coef` renamed, and the
+/// replay gives the application's bytes.
+#[test]
+fn kernels_of_several_modules_are_linked_into_one_program_that_replays_to_the_bit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    let first = PTX.replace(
+        ".address_size 64\n",
+        ".address_size 64\n\n.global .align 8 .b8 coef[16];\n",
+    );
+    let second = VARIABLES_PTX.replace("_Z5shiftPdi", "mean_of");
+    let (a, b) = (
+        mantissa_ptx::parse::parse(&first).module,
+        mantissa_ptx::parse::parse(&second).module,
+    );
+    let (ka, kb) = (
+        mantissa_fatbin::module_key(first.as_bytes()),
+        mantissa_fatbin::module_key(second.as_bytes()),
+    );
+    std::fs::create_dir_all(dir.join("modules")).unwrap();
+    std::fs::create_dir_all(dir.join("data")).unwrap();
+    let mut log = Vec::new();
+    for (key, text) in [(&ka, &first), (&kb, &second)] {
+        std::fs::write(dir.join("modules").join(format!("{key}.ptx")), text).unwrap();
+        log.push(format!(
+            r#"{{"event":"load","module":"{key}","kind":"ptx","via":"cuModuleLoadData","replaced":false}}"#
+        ));
+    }
+    // One memory for both modules, as one context holds both: `coef` is the second's.
+    let mut mem = Memory::new();
+    let n = 32u32;
+    let x = mem.alloc(n as usize * 8);
+    log.push(format!(
+        r#"{{"event":"alloc","ptr":"{x:#x}","bytes":{},"kind":"device"}}"#,
+        n * 8
+    ));
+    let x0: Vec<u8> = (0..n)
+        .flat_map(|k| (1.0 + f64::from(k)).to_le_bytes())
+        .collect();
+    mem.write(x, &x0).unwrap();
+    std::fs::write(dir.join("data/0.bin"), &x0).unwrap();
+    log.push(format!(
+        r#"{{"event":"copy","dir":"htod","dst":"{x:#x}","src":"0x1000","bytes":256,"data":"data/0.bin"}}"#
+    ));
+    let coef = mem.symbol(&b, "coef").unwrap();
+    log.push(format!(
+        r#"{{"event":"global","module":"{kb}","symbol":"coef","ptr":"{coef:#x}","bytes":16}}"#
+    ));
+    let c: Vec<u8> = [0.5f64, 0.125]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    mem.write(coef, &c).unwrap();
+    std::fs::write(dir.join("data/1.bin"), &c).unwrap();
+    log.push(format!(
+        r#"{{"event":"copy","dir":"htod","dst":"{coef:#x}","src":"0x2000","bytes":16,"data":"data/1.bin"}}"#
+    ));
+    let launches: [(&mantissa_ptx::Module, &str, &str, Vec<Vec<u8>>); 2] = [
+        (
+            &a,
+            ka.as_str(),
+            "_Z5scalePddi",
+            vec![
+                x.to_le_bytes().to_vec(),
+                3.0f64.to_le_bytes().to_vec(),
+                n.to_le_bytes().to_vec(),
+            ],
+        ),
+        (
+            &b,
+            kb.as_str(),
+            "mean_of",
+            vec![x.to_le_bytes().to_vec(), n.to_le_bytes().to_vec()],
+        ),
+    ];
+    for (module, key, kernel, args) in &launches {
+        let a: Vec<interp::Arg> = args.iter().map(|b| interp::Arg(b.clone())).collect();
+        interp::run(module, kernel, interp::Launch::linear(1, 32), &a, &mut mem).unwrap();
+        let hexes: Vec<String> = args
+            .iter()
+            .map(|b| format!("\"{}\"", crate::hex::encode(b)))
+            .collect();
+        log.push(format!(
+            r#"{{"event":"launch","module":"{key}","kernel":"{kernel}","grid":[1,1,1],"block":[32,1,1],"shared":0,"stream":"0x0","args":[{}]}}"#,
+            hexes.join(",")
+        ));
+    }
+    let last = mem.read(x, 256).unwrap().to_vec();
+    std::fs::write(dir.join("data/2.bin"), &last).unwrap();
+    log.push(format!(
+        r#"{{"event":"copy","dir":"dtoh","dst":"0x3000","src":"{x:#x}","bytes":256,"data":"data/2.bin"}}"#
+    ));
+    std::fs::write(dir.join("events.jsonl"), log.join("\n") + "\n").unwrap();
+
+    let events = events::read(&dir.join("events.jsonl")).unwrap();
+    let t = trace(&dir, &events, "two", 90).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((t.counts.launches, t.counts.kernels), (2, 2));
+    assert!(t.spec.contains("linked into one"), "{}", t.spec);
+    assert!(t.spec.contains("launch = \"mean_of_m1\""), "{}", t.spec);
+    assert!(t.spec.contains("[symbols.coef_m1]"), "{}", t.spec);
+    let out = tmp.path().join("spec");
+    let path = t.write(&out).unwrap();
+    let ptx = std::fs::read_to_string(out.join("two.ptx")).unwrap();
+    let spec = Spec::load(&path).unwrap_or_else(|e| panic!("{e}\n{}", t.spec));
+    let inputs = materialize(&spec).unwrap();
+    let plan = plan(&spec, &ptx, &Default::default(), &inputs.symbols)
+        .unwrap_or_else(|e| panic!("{e}\n{}", t.spec));
+    let linked = mantissa_ptx::parse::parse(&ptx).module;
+    let mut launch = |entry: &str, l: interp::Launch, args: &[interp::Arg], mem: &mut Memory| {
+        interp::run(&linked, entry, l, args, mem)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    };
+    let run = run_steps(&spec, &plan, &inputs, &linked, &mut launch).unwrap();
+    assert_eq!(run.buffer_bytes("buf0").unwrap(), last);
+}
