@@ -13,8 +13,8 @@
 //!   template instances, nvcc's `$str` strings, a kernel two files both define — is renamed in
 //!   that module, everywhere it is used there (definition, calls, addresses, operands and
 //!   initialisers), to `NAME_mK` (K the module's position, underscores added until unique);
-//!   [`Linked::renamed`] says what each module's names became, so launches can follow. A name a
-//!   function declares locally is that function's own and is never renamed inside it.
+//!   [`Linked::renamed`] says what each module's names became, so launches can follow. A name
+//!   that is a function's own (a parameter, a local, a label) is never renamed inside it.
 //! - **Declarations**: an `.extern` declaration (`vprintf`, `malloc`) an earlier module already
 //!   declares is dropped. A name one module declares `.extern` and another defines is relocatable
 //!   device code (`-rdc`), whose linking is nvlink's job: refused.
@@ -217,14 +217,15 @@ fn rename(m: &mut Module, map: &HashMap<String, String>) {
                 if let Some(n) = map.get(&f.name) {
                     f.name = n.clone();
                 }
+                // The function's own names: parameters, locals and labels.
+                let params = f.params.iter().chain(f.returns.iter().flatten());
+                let mut locals: HashSet<String> = params.map(|p| p.name.clone()).collect();
                 let Some(body) = &mut f.body else { continue };
-                let locals: HashSet<String> = body
-                    .iter()
-                    .filter_map(|s| match s {
-                        Statement::Var(v) => Some(v.name.clone()),
-                        _ => None,
-                    })
-                    .collect();
+                locals.extend(body.iter().filter_map(|s| match s {
+                    Statement::Var(v) => Some(v.name.clone()),
+                    Statement::Label(l, _) => Some(l.clone()),
+                    _ => None,
+                }));
                 for s in body.iter_mut() {
                     if let Statement::Inst(i) = s {
                         for op in &mut i.operands {
