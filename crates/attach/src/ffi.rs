@@ -72,6 +72,27 @@ pub struct Side {
     pub address: u64,
     /// The pitch (row length in bytes).
     pub pitch: usize,
+    /// Where the copy starts: x (bytes), y (rows) and z (slices) from `address`.
+    pub xyz: [usize; 3],
+    /// Rows per slice (3D copies; 0 for 2D ones).
+    pub slice_rows: usize,
+}
+
+impl Side {
+    /// Bytes from one slice to the next.
+    pub fn slice_bytes(&self) -> u64 {
+        self.slice_rows as u64 * self.pitch as u64
+    }
+
+    /// The address of row `y` of slice `z` of the copy (the first byte copied is row 0 of slice
+    /// 0); meaningless for an array.
+    pub fn row(&self, y: usize, z: usize) -> u64 {
+        let [x0, y0, z0] = self.xyz;
+        self.address
+            + x0 as u64
+            + (y0 + y) as u64 * self.pitch as u64
+            + (z0 + z) as u64 * self.slice_bytes()
+    }
 }
 
 /// `CUDA_MEMCPY2D` (CUDA 13.0: `CUDA_MEMCPY2D_v2`).
@@ -157,10 +178,10 @@ pub struct Memcpy3D {
 /// One side of a copy descriptor.
 fn side(
     memory_type: u32,
-    host: *const c_void,
-    device: DevPtr,
-    array: Handle,
+    (host, device, array): (*const c_void, DevPtr, Handle),
     pitch: usize,
+    xyz: [usize; 3],
+    slice_rows: usize,
 ) -> Side {
     let address = match memory_type {
         MEMORYTYPE_HOST => host as u64,
@@ -171,36 +192,55 @@ fn side(
         memory_type,
         address,
         pitch,
+        xyz,
+        slice_rows,
     }
 }
 
-/// `sides()` of a 2D or 3D copy descriptor (the same field names in both).
-macro_rules! sides {
-    ($desc:ty) => {
-        impl $desc {
-            /// The source and destination.
-            pub fn sides(&self) -> (Side, Side) {
-                let s = self;
-                (
-                    side(
-                        s.src_memory_type,
-                        s.src_host,
-                        s.src_device,
-                        s.src_array,
-                        s.src_pitch,
-                    ),
-                    side(
-                        s.dst_memory_type,
-                        s.dst_host,
-                        s.dst_device,
-                        s.dst_array,
-                        s.dst_pitch,
-                    ),
-                )
-            }
-        }
-    };
+impl Memcpy2D {
+    /// The source and destination.
+    pub fn sides(&self) -> (Side, Side) {
+        let s = self;
+        (
+            side(
+                s.src_memory_type,
+                (s.src_host, s.src_device, s.src_array),
+                s.src_pitch,
+                [s.src_x_in_bytes, s.src_y, 0],
+                0,
+            ),
+            side(
+                s.dst_memory_type,
+                (s.dst_host as *const c_void, s.dst_device, s.dst_array),
+                s.dst_pitch,
+                [s.dst_x_in_bytes, s.dst_y, 0],
+                0,
+            ),
+        )
+    }
 }
 
-sides!(Memcpy2D);
-sides!(Memcpy3D);
+impl Memcpy3D {
+    /// The source and destination.
+    pub fn sides(&self) -> (Side, Side) {
+        let s = self;
+        let [sx, sy, sz, _] = s.src_xyz_lod;
+        let [dx, dy, dz, _] = s.dst_xyz_lod;
+        (
+            side(
+                s.src_memory_type,
+                (s.src_host, s.src_device, s.src_array),
+                s.src_pitch,
+                [sx, sy, sz],
+                s.src_height,
+            ),
+            side(
+                s.dst_memory_type,
+                (s.dst_host as *const c_void, s.dst_device, s.dst_array),
+                s.dst_pitch,
+                [dx, dy, dz],
+                s.dst_height,
+            ),
+        )
+    }
+}

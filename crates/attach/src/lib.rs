@@ -67,12 +67,15 @@
 //!     `kind` (`device`, `async`, `host`).
 //!   - `copy`: `dir` (`htod`, `dtoh`, `dtod`, `other`), `dst`, `src`, `bytes`, `stream` (`null`
 //!     for synchronous calls), `via`, `per_thread`; `data` (`data/<n>.bin`, the bytes copied,
-//!     when `htod_data`/`dtoh_data` asks for that direction; 1D copies only; `data_error` when
-//!     the file could not be written). Generic
+//!     when `htod_data`/`dtoh_data` asks for that direction; for a 2D or 3D copy, the rows on the
+//!     host side one after another; `data_error` when the file could not be written). Generic
 //!     `cuMemcpy`/`cuMemcpyAsync` are classified by `cuPointerGetAttribute`'s memory type (host
 //!     when the driver does not know the pointer). 2D and 3D copies add `shape` (`2d`, `3d`),
-//!     `width` (bytes), `height`, `depth`, `src_pitch`, `dst_pitch`, and `dir` from their
-//!     memory types (an array side makes it `other`); `bytes` is width × height × depth.
+//!     `width` (bytes), `height`, `depth`, `src_pitch`, `dst_pitch`, `src_slice` and
+//!     `dst_slice` (bytes from one slice to the next; 0 for 2D), and `dir` from their memory
+//!     types (an array side makes it `other`); their `src` and `dst` are each side's first byte
+//!     copied (its address plus the x, y and z offsets; an array's handle); `bytes` is
+//!     width × height × depth.
 //!     `error` when the copy failed. An asynchronous copy to the host whose data is saved
 //!     synchronises its stream first.
 //!   - `memset`: `dst`, `value`, `width` (1, 2 or 4 bytes), `count` (elements), `stream`,

@@ -28,6 +28,7 @@ type LaunchEx = unsafe extern "C" fn(*const LaunchConfig, P, *mut P, *mut P) -> 
 type GetProc = unsafe extern "C" fn(*const i8, *mut P, i32, u64, *mut i32) -> i32;
 type GetProcV1 = unsafe extern "C" fn(*const i8, *mut P, i32, u64) -> i32;
 type GetGlobal = unsafe extern "C" fn(*mut u64, *mut usize, P, *const i8) -> i32;
+type Copy2D = unsafe extern "C" fn(*const Memcpy2D) -> i32;
 type Alloc = unsafe extern "C" fn(*mut u64, usize) -> i32;
 type HtoD = unsafe extern "C" fn(u64, *const c_void, usize) -> i32;
 type DtoHAsync = unsafe extern "C" fn(P, u64, usize, P) -> i32;
@@ -666,6 +667,69 @@ unsafe fn data_time() {
         unsafe { dtoh(back.as_mut_ptr().cast(), dev, 8, 9usize as P) },
         0
     );
+    // cudaMemcpy2D both ways: 3 rows of 6 bytes, from (2, 1) of a host array of pitch 10 to
+    // (4, 1) of a device one of pitch 16, and back to a packed host array.
+    let mut pitched = 0u64;
+    assert_eq!(unsafe { alloc(&mut pitched, 64) }, 0);
+    let host: Vec<u8> = (0..50).collect();
+    let copy2d: Copy2D = unsafe { shim.get("cuMemcpy2D_v2") };
+    let mut up = Memcpy2D::default();
+    (up.sx, up.sy, up.st, up.sh, up.sp) = (2, 1, 1, host.as_ptr().cast(), 10);
+    (up.dx, up.dy, up.dt, up.dd, up.dp) = (4, 1, 2, pitched, 16);
+    (up.w, up.h) = (6, 3);
+    assert_eq!(unsafe { copy2d(&up) }, 0);
+    let mut packed = [0u8; 18];
+    let mut down = Memcpy2D::default();
+    (down.sx, down.sy, down.st, down.sd, down.sp) = (4, 1, 2, pitched, 16);
+    (down.dt, down.dh, down.dp) = (1, packed.as_mut_ptr().cast(), 6);
+    (down.w, down.h) = (6, 3);
+    assert_eq!(unsafe { copy2d(&down) }, 0);
+    let rows: Vec<u8> = [12u8, 22, 32].iter().flat_map(|&s| s..s + 6).collect();
+    assert_eq!(&packed[..], &rows[..], "the fake copies rows");
+}
+
+/// `CUDA_MEMCPY2D`, as the driver reads it.
+#[repr(C)]
+struct Memcpy2D {
+    sx: usize,
+    sy: usize,
+    st: u32,
+    sh: *const c_void,
+    sd: u64,
+    sa: P,
+    sp: usize,
+    dx: usize,
+    dy: usize,
+    dt: u32,
+    dh: *mut c_void,
+    dd: u64,
+    da: P,
+    dp: usize,
+    w: usize,
+    h: usize,
+}
+
+impl Default for Memcpy2D {
+    fn default() -> Memcpy2D {
+        Memcpy2D {
+            sx: 0,
+            sy: 0,
+            st: 0,
+            sh: std::ptr::null(),
+            sd: 0,
+            sa: null_mut(),
+            sp: 0,
+            dx: 0,
+            dy: 0,
+            dt: 0,
+            dh: null_mut(),
+            dd: 0,
+            da: null_mut(),
+            dp: 0,
+            w: 0,
+            h: 0,
+        }
+    }
 }
 
 #[test]
@@ -679,9 +743,39 @@ fn copy_data_and_kernel_times() {
     let events = run.events();
     assert_eq!(
         kinds(&events),
-        ["load", "alloc", "copy", "copy", "kernel_time", "end"],
+        [
+            "load",
+            "alloc",
+            "copy",
+            "copy",
+            "alloc",
+            "copy",
+            "copy",
+            "kernel_time",
+            "end"
+        ],
         "no launch lines without `launches`"
     );
+    // The 2D copies: each side's first byte, and the host side's rows as the data.
+    let pitched = u64::from_str_radix(&events[4]["ptr"].as_str().unwrap()[2..], 16).unwrap();
+    let (up, down) = (&events[5], &events[6]);
+    assert_eq!((&up["dir"], &up["shape"]), (&json!("htod"), &json!("2d")));
+    assert_eq!(up["dst"], format!("{:#x}", pitched + 16 + 4));
+    assert_eq!(
+        (&up["width"], &up["height"], &up["bytes"]),
+        (&json!(6), &json!(3), &json!(18))
+    );
+    assert_eq!(
+        (&up["src_pitch"], &up["dst_pitch"]),
+        (&json!(10), &json!(16))
+    );
+    assert_eq!(down["dir"], "dtoh");
+    assert_eq!(down["src"], format!("{:#x}", pitched + 16 + 4));
+    let rows: Vec<u8> = [12u8, 22, 32].iter().flat_map(|&s| s..s + 6).collect();
+    for e in [up, down] {
+        let file = run.attach().join(e["data"].as_str().unwrap());
+        assert_eq!(std::fs::read(file).unwrap(), rows, "{e}");
+    }
     assert_eq!(events[2]["data"], "data/000000.bin");
     assert_eq!(events[3]["dir"], "dtoh");
     assert_eq!(events[3]["stream"], "0x9");
@@ -692,7 +786,7 @@ fn copy_data_and_kernel_times() {
     }
     // The async copy back was synchronised before its data was read.
     assert!(run.fake_lines().contains(&"stream synchronize".to_string()));
-    let t = &events[4];
+    let t = &events[7];
     assert_eq!(t["kernel"], "axpy_8_4_4");
     assert_eq!(t["module"], key(ptx("a").as_bytes()));
     assert_eq!(t["launches"], 4);

@@ -299,7 +299,15 @@ struct memcpy2d {
     size_t dx, dy; unsigned dt; void *dh; CUdeviceptr dd; void *da; size_t dp;
     size_t w, h;
 };
-CUresult cuMemcpy2D_v2(const struct memcpy2d *c) { LOG("memcpy2d %zux%zu\n", c->w, c->h); return OK; }
+/* Host and device memory are both the fake's process memory: rows copied as the driver would. */
+CUresult cuMemcpy2D_v2(const struct memcpy2d *c) {
+    LOG("memcpy2d %zux%zu\n", c->w, c->h);
+    const char *src = c->st == 1 ? (const char *)c->sh : (const char *)D(c->sd);
+    char *dst = c->dt == 1 ? (char *)c->dh : (char *)D(c->dd);
+    for (size_t y = 0; y < c->h; y++)
+        memcpy(dst + c->dx + (c->dy + y) * c->dp, src + c->sx + (c->sy + y) * c->sp, c->w);
+    return OK;
+}
 
 /* ---- contexts, streams, events ---- */
 static int ctx_object;

@@ -121,7 +121,27 @@ fn copy_1d(mut c: Copy1D, dir: Option<Dir>, call: impl FnOnce() -> CuResult) -> 
     r
 }
 
-/// A 2D or 3D copy: `extent` is (width in bytes, height, depth).
+/// The bytes of a 2D or 3D copy's rows on host side `side`, one after another.
+///
+/// # Safety
+/// `side` is host memory holding every row of `extent` (the application handed it to the
+/// driver so).
+unsafe fn host_rows(side: Side, (w, h, d): (usize, usize, usize)) -> Vec<u8> {
+    let mut out = Vec::with_capacity(w.saturating_mul(h).saturating_mul(d));
+    for z in 0..d {
+        for y in 0..h {
+            // SAFETY: the caller's promise.
+            out.extend_from_slice(unsafe {
+                std::slice::from_raw_parts(side.row(y, z) as *const u8, w)
+            });
+        }
+    }
+    out
+}
+
+/// A 2D or 3D copy: `extent` is (width in bytes, height, depth). Its `src` and `dst` are each
+/// side's first byte copied; with `htod_data`/`dtoh_data`, the rows on the host side are saved
+/// one after another.
 fn copy_nd(
     sides: (Side, Side),
     extent: (usize, usize, usize),
@@ -131,16 +151,35 @@ fn copy_nd(
     call: impl FnOnce() -> CuResult,
 ) -> CuResult {
     let Some(rec) = copies() else { return call() };
-    let r = call();
     let (src, dst) = sides;
     let dir = Dir::of_sides(src, dst);
+    let mut data = None;
+    if dir == Dir::HtoD && rec.what.htod_data && src.address != 0 {
+        // SAFETY: the application hands the driver these rows to read.
+        data = Some(rec.save_data(&unsafe { host_rows(src, extent) }));
+    }
+    let r = call();
+    if dir == Dir::DtoH && rec.what.dtoh_data && r == SUCCESS && dst.address != 0 {
+        if let Some(stream) = stream {
+            driver::stream_synchronize(stream, per_thread);
+        }
+        // SAFETY: the driver just wrote these rows (the stream is synchronised).
+        data = Some(rec.save_data(&unsafe { host_rows(dst, extent) }));
+    }
     let (w, h, d) = extent;
+    let first = |s: Side| {
+        if s.memory_type == MEMORYTYPE_ARRAY {
+            s.address
+        } else {
+            s.row(0, 0)
+        }
+    };
     let mut state = rec.state();
     if rec.what.copies {
         state.emit("copy", |l| {
             l.str("dir", dir.name())
-                .ptr("dst", dst.address)
-                .ptr("src", src.address)
+                .ptr("dst", first(dst))
+                .ptr("src", first(src))
                 .num("bytes", w.saturating_mul(h).saturating_mul(d) as u64);
             match stream {
                 Some(s) => l.ptr("stream", s as u64),
@@ -153,7 +192,18 @@ fn copy_nd(
                 .num("height", h as u64)
                 .num("depth", d as u64)
                 .num("src_pitch", src.pitch as u64)
-                .num("dst_pitch", dst.pitch as u64);
+                .num("dst_pitch", dst.pitch as u64)
+                .num("src_slice", src.slice_bytes())
+                .num("dst_slice", dst.slice_bytes());
+            match &data {
+                Some(Ok(file)) => {
+                    l.str("data", file);
+                }
+                Some(Err(e)) => {
+                    l.str("data_error", e);
+                }
+                None => {}
+            }
             if r != SUCCESS {
                 l.num("error", r as u64);
             }
@@ -697,7 +747,19 @@ mod tests {
             memory_type,
             address: 0,
             pitch: 0,
+            xyz: [0; 3],
+            slice_rows: 0,
         };
+        // Row y of slice z, from (x, y, z) of an array of 4-row slices with rows 100 bytes apart.
+        let pitched = Side {
+            address: 0x1000,
+            pitch: 100,
+            xyz: [8, 1, 2],
+            slice_rows: 4,
+            ..side(MEMORYTYPE_DEVICE)
+        };
+        assert_eq!(pitched.row(0, 0), 0x1000 + 8 + 100 + 2 * 400);
+        assert_eq!(pitched.row(2, 1), 0x1000 + 8 + 3 * 100 + 3 * 400);
         assert_eq!(
             Dir::of_sides(side(MEMORYTYPE_HOST), side(MEMORYTYPE_DEVICE)),
             Dir::HtoD

@@ -100,6 +100,22 @@ pub enum Event {
         data: Option<String>,
         /// `2d` or `3d` for shaped copies.
         shape: Option<String>,
+        /// A shaped copy's rows: bytes per row, rows per slice, slices.
+        #[serde(default)]
+        width: Option<u64>,
+        /// See `width`.
+        #[serde(default)]
+        height: Option<u64>,
+        /// See `width`.
+        #[serde(default)]
+        depth: Option<u64>,
+        /// A shaped copy's bytes from one row to the next, on the device side it reads
+        /// (`src_pitch`) and writes (`dst_pitch`).
+        #[serde(default)]
+        src_pitch: Option<u64>,
+        /// See `src_pitch`.
+        #[serde(default)]
+        dst_pitch: Option<u64>,
         /// The copy failed with this code.
         error: Option<i64>,
     },

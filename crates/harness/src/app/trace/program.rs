@@ -69,14 +69,22 @@ pub(crate) enum Op {
         shared: u64,
         args: Vec<ArgOut>,
     },
-    /// A copy from the host: the bytes written.
-    Upload { seq: usize, to: At, data: Vec<u8> },
-    /// A copy to the host: the bytes read, when recorded.
+    /// A copy from the host: the bytes written (a 2D copy's rows one after another, written
+    /// from `to` by `rows`).
+    Upload {
+        seq: usize,
+        to: At,
+        data: Vec<u8>,
+        rows: Option<Rows>,
+    },
+    /// A copy to the host: the bytes read, when recorded (a 2D copy's rows, read from `from`
+    /// by `rows`, one after another).
     Download {
         seq: usize,
         from: At,
         bytes: u64,
         data: Option<Vec<u8>>,
+        rows: Option<Rows>,
     },
     DeviceCopy {
         seq: usize,
@@ -109,6 +117,62 @@ impl Op {
             }
             Op::Download { .. } => Vec::new(),
         }
+    }
+}
+
+/// A 2D copy's rows on the device side: `count` rows of `width` bytes, `pitch` bytes apart
+/// (never a packed copy, which is one range).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Rows {
+    pub count: u64,
+    pub width: u64,
+    pub pitch: u64,
+}
+
+impl Rows {
+    /// The rows of shaped copy `e` (event `seq`) on its device side; `None` when they are packed
+    /// (one range). A 3D copy of several slices, and one between two device sides or with an
+    /// array, are not followed.
+    fn of(seq: usize, e: &Event) -> Result<Option<Rows>, TraceError> {
+        let Event::Copy {
+            dir,
+            shape,
+            width: Some(width),
+            height: Some(count),
+            depth,
+            src_pitch,
+            dst_pitch,
+            ..
+        } = e
+        else {
+            return Err(TraceError::Event {
+                seq,
+                message: "a shaped copy without its width and height".into(),
+            });
+        };
+        let unsupported = |what: String| Err(TraceError::Unsupported { seq, what });
+        if depth.unwrap_or(1) != 1 {
+            return unsupported(format!("a 3d copy of {} slices", depth.unwrap_or(1)));
+        }
+        let pitch = match dir.as_str() {
+            "htod" => dst_pitch,
+            "dtoh" => src_pitch,
+            _ => {
+                let shape = shape.as_deref().unwrap_or("2d");
+                return unsupported(format!("a {shape} copy ({dir})"));
+            }
+        };
+        let pitch = pitch.unwrap_or(*width);
+        Ok((pitch != *width && *count > 1).then_some(Rows {
+            count: *count,
+            width: *width,
+            pitch,
+        }))
+    }
+
+    /// Bytes from the first row's start to the last row's end.
+    pub fn span(&self) -> u64 {
+        (self.count - 1) * self.pitch + self.width
     }
 }
 
@@ -242,17 +306,18 @@ pub(crate) fn read(
                 data: file,
                 shape,
                 error,
+                ..
             } => {
                 if error.is_some() || *bytes == 0 {
                     continue;
                 }
-                if let Some(shape) = shape {
-                    return Err(TraceError::Unsupported {
-                        seq,
-                        what: format!("a {shape} copy ({dir})"),
-                    });
-                }
-                let resolve = |ptr: Ptr| live.resolve(&p.allocs, ptr.0, *bytes);
+                let rows = shape
+                    .as_ref()
+                    .map(|_| Rows::of(seq, e))
+                    .transpose()?
+                    .flatten();
+                let span = rows.map_or(*bytes, |r| r.span());
+                let resolve = |ptr: Ptr| live.resolve(&p.allocs, ptr.0, span);
                 let unseen = |side: &str, ptr: Ptr| {
                     format!(
                         "event {seq}: a {dir} copy of {bytes} bytes {side} {:#x}, which is no allocation seen \
@@ -272,7 +337,12 @@ pub(crate) fn read(
                             None if !strict => Vec::new(),
                             None => return Err(TraceError::NoData { seq }),
                         };
-                        Op::Upload { seq, to, data }
+                        Op::Upload {
+                            seq,
+                            to,
+                            data,
+                            rows,
+                        }
                     }
                     "dtoh" => {
                         let Some(from) = resolve(*src) else {
@@ -284,6 +354,7 @@ pub(crate) fn read(
                             from,
                             bytes: *bytes,
                             data: file.as_deref().map(data).transpose()?,
+                            rows,
                         }
                     }
                     "dtod" => match (resolve(*src), resolve(*dst)) {

@@ -1,7 +1,7 @@
 //! Spec text from a traced program: buffers, steps (runs of identical steps folded into
 //! `repeat` loops), outputs with the application's own values as references.
 
-use super::program::{ArgOut, At, Op, Program};
+use super::program::{ArgOut, At, Op, Program, Rows};
 use crate::npy;
 use mantissa_gpu::DType;
 use std::collections::{BTreeMap, HashMap};
@@ -212,6 +212,106 @@ impl Maker<'_> {
         self.push(seq, vec![("copy", format!("{{ {} }}", body.join(", ")))]);
     }
 
+    /// Bytes `data` copied from the host to `to` (by `rows`, a 2D copy's): a data buffer and a
+    /// copy from it.
+    fn upload(&mut self, seq: usize, to: At, data: &[u8], rows: Option<Rows>) {
+        let t = self.types[to.buf];
+        let src = self.source(t, data, format!("copied from the host at event {seq}"));
+        let (dst, name) = (self.elements(to), self.name(to.buf));
+        match rows {
+            None => self.copy_step(seq, &src, &name, 0, dst, (data.len() / t.size()) as u64),
+            Some(r) => self.rows_step(seq, (&src, &name), t, r, (None, Some(dst))),
+        }
+    }
+
+    /// `bytes` copied to the host from `from` (by `rows`, a 2D copy's): an output, with `data`
+    /// as its reference. `later` says the buffer is written after the copy, `whole` that the
+    /// copy is all of it.
+    fn download(
+        &mut self,
+        seq: usize,
+        from: At,
+        bytes: u64,
+        data: Option<&[u8]>,
+        rows: Option<Rows>,
+        (later, whole): (bool, bool),
+    ) {
+        let t = self.types[from.buf];
+        let n = bytes / t.size() as u64;
+        let reference = data.map(|d| {
+            let file = format!("data/copied{}.npy", self.parts.outputs.len());
+            let bytes = npy::encode_le(t, d).unwrap_or_default();
+            self.parts.files.push((file.clone(), bytes));
+            file
+        });
+        let about = format!("copied to the host at event {seq}");
+        if !later && rows.is_none() {
+            let view = (!whole).then(|| (self.elements(from), n));
+            self.parts.outputs.push(OutputOut {
+                buffer: self.name(from.buf),
+                view,
+                reference,
+                about,
+            });
+            return;
+        }
+        // Written again after the copy, or read by rows: the spec keeps a copy of what was read.
+        let snap = format!("copied{}", self.parts.outputs.len());
+        self.parts.buffers.push(BufferOut {
+            name: snap.clone(),
+            dtype: t,
+            len: n,
+            npy: None,
+            about: about.clone(),
+        });
+        let (src, name) = (self.elements(from), self.name(from.buf));
+        match rows {
+            None => self.copy_step(seq, &name, &snap, src, 0, n),
+            Some(r) => self.rows_step(seq, (&name, &snap), t, r, (Some(src), None)),
+        }
+        self.parts.outputs.push(OutputOut {
+            buffer: snap,
+            view: None,
+            reference,
+            about,
+        });
+    }
+
+    /// A 2D copy between a packed buffer and a pitched one, row by row in a loop: the side given
+    /// in `pitched` (source or destination) starts at that element and steps by `rows.pitch`;
+    /// the other is packed from element 0.
+    fn rows_step(
+        &mut self,
+        seq: usize,
+        (from, to): (&str, &str),
+        t: DType,
+        rows: Rows,
+        pitched: (Option<u64>, Option<u64>),
+    ) {
+        let e = t.size() as u64;
+        let (width, pitch) = (rows.width / e, rows.pitch / e);
+        let offset = |start: Option<u64>| match start {
+            Some(0) => format!("\"row * {pitch}\""),
+            Some(s) => format!("\"{s} + row * {pitch}\""),
+            None => format!("\"row * {width}\""),
+        };
+        let copy = format!(
+            "{{ copy = {{ from = {}, to = {}, src_offset = {}, dst_offset = {}, len = {width} }} }}",
+            quoted(from),
+            quoted(to),
+            offset(pitched.0),
+            offset(pitched.1)
+        );
+        self.push(
+            seq,
+            vec![
+                ("repeat", rows.count.to_string()),
+                ("counter", quoted("row")),
+                ("steps", format!("[{copy}]")),
+            ],
+        );
+    }
+
     fn arg(&self, a: &ArgOut) -> String {
         match a {
             ArgOut::Pointer(at) if at.offset == 0 => quoted(&self.name(at.buf)),
@@ -278,20 +378,17 @@ pub(super) fn parts(p: &Program, types: &[DType]) -> Parts {
     for (i, op) in p.ops.iter().enumerate() {
         let seq = op_seq(op);
         match op {
-            Op::Upload { to, data, .. } => {
-                let t = types[to.buf];
-                let whole = to.offset == 0 && data.len() as u64 == p.allocs[to.buf].bytes;
+            Op::Upload { to, data, rows, .. } => {
+                let whole =
+                    rows.is_none() && to.offset == 0 && data.len() as u64 == p.allocs[to.buf].bytes;
                 if whole && first.get(&to.buf) == Some(&i) {
                     let file = format!("data/{}.npy", m.name(to.buf));
-                    m.parts
-                        .files
-                        .push((file.clone(), npy::encode_le(t, data).unwrap_or_default()));
+                    let bytes = npy::encode_le(types[to.buf], data).unwrap_or_default();
+                    m.parts.files.push((file.clone(), bytes));
                     inits.insert(to.buf, file);
                     continue;
                 }
-                let src = m.source(t, data, format!("copied from the host at event {seq}"));
-                let (dst, name) = (m.elements(*to), m.name(to.buf));
-                m.copy_step(seq, &src, &name, 0, dst, (data.len() / t.size()) as u64);
+                m.upload(seq, *to, data, *rows);
             }
             Op::Memset {
                 to, pattern, count, ..
@@ -345,49 +442,16 @@ pub(super) fn parts(p: &Program, types: &[DType]) -> Parts {
                 m.push(seq, step);
             }
             Op::Download {
-                from, bytes, data, ..
+                from,
+                bytes,
+                data,
+                rows,
+                ..
             } => {
-                let Some(&later) = written_after.get(&i) else {
-                    continue;
-                };
-                let t = types[from.buf];
-                let n = bytes / t.size() as u64;
-                let reference = data.as_ref().map(|d| {
-                    let file = format!("data/copied{}.npy", m.parts.outputs.len());
-                    m.parts
-                        .files
-                        .push((file.clone(), npy::encode_le(t, d).unwrap_or_default()));
-                    file
-                });
-                let about = format!("copied to the host at event {seq}");
-                let whole = from.offset == 0 && *bytes == p.allocs[from.buf].bytes;
-                let output = if later {
-                    // Written again after the copy: the spec keeps a copy of what was read.
-                    let snap = format!("copied{}", m.parts.outputs.len());
-                    m.parts.buffers.push(BufferOut {
-                        name: snap.clone(),
-                        dtype: t,
-                        len: n,
-                        npy: None,
-                        about: about.clone(),
-                    });
-                    let (src, name) = (m.elements(*from), m.name(from.buf));
-                    m.copy_step(seq, &name, &snap, src, 0, n);
-                    OutputOut {
-                        buffer: snap,
-                        view: None,
-                        reference,
-                        about,
-                    }
-                } else {
-                    OutputOut {
-                        buffer: m.name(from.buf),
-                        view: (!whole).then(|| (m.elements(*from), n)),
-                        reference,
-                        about,
-                    }
-                };
-                m.parts.outputs.push(output);
+                if let Some(&later) = written_after.get(&i) {
+                    let whole = from.offset == 0 && *bytes == p.allocs[from.buf].bytes;
+                    m.download(seq, *from, *bytes, data.as_deref(), *rows, (later, whole));
+                }
             }
         }
     }

@@ -66,7 +66,16 @@ pub(super) fn extract(p: &mut Program, modules: &[TracedModule], types: &[DType]
     let mut kept = Vec::with_capacity(p.ops.len());
     for (i, op) in std::mem::take(&mut p.ops).into_iter().enumerate() {
         match &op {
-            Op::Upload { seq, to, data } if is_var(to.buf) => {
+            Op::Upload {
+                seq,
+                to,
+                rows: Some(_),
+                ..
+            } if is_var(to.buf) => out.notes.push(format!(
+                "event {seq}: a 2d copy to {}: not replayed",
+                name(to.buf)
+            )),
+            Op::Upload { seq, to, data, .. } if is_var(to.buf) => {
                 let var = p.allocs[to.buf].symbol.as_ref().expect("a variable");
                 let traced = modules
                     .iter()

@@ -690,3 +690,114 @@ fn kernels_of_several_modules_are_linked_into_one_program_that_replays_to_the_bi
     let run = run_steps(&spec, &plan, &inputs, &linked, &mut launch).unwrap();
     assert_eq!(run.buffer_bytes("buf0").unwrap(), last);
 }
+
+/// cudaMemcpy2D both ways on a pitched allocation (rows of 6 doubles, 10 apart, from row 1 and
+/// element 1): the trace copies the rows in a loop, reads them back into a packed copy, and
+/// the replay gives the application's bytes for the rows and for the whole allocation.
+#[test]
+fn pitched_2d_copies_replay_row_by_row() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    let module = mantissa_ptx::parse::parse(PTX).module;
+    let key = mantissa_fatbin::module_key(PTX.as_bytes());
+    std::fs::create_dir_all(dir.join("modules")).unwrap();
+    std::fs::create_dir_all(dir.join("data")).unwrap();
+    std::fs::write(dir.join("modules").join(format!("{key}.ptx")), PTX).unwrap();
+    let mut mem = Memory::new();
+    let (pitch, width, rows) = (80u64, 48u64, 3u64);
+    let x = mem.alloc(320);
+    let origin = x + pitch + 8;
+    let host: Vec<u8> = (0..rows * 6)
+        .flat_map(|k| (0.5 + k as f64).to_le_bytes())
+        .collect();
+    for r in 0..rows {
+        let row = &host[(r * width) as usize..((r + 1) * width) as usize];
+        mem.write(origin + r * pitch, row).unwrap();
+    }
+    std::fs::write(dir.join("data/0.bin"), &host).unwrap();
+    let args = [
+        x.to_le_bytes().to_vec(),
+        2.0f64.to_le_bytes().to_vec(),
+        40u32.to_le_bytes().to_vec(),
+    ];
+    let a: Vec<interp::Arg> = args.iter().map(|b| interp::Arg(b.clone())).collect();
+    interp::run(
+        &module,
+        "_Z5scalePddi",
+        interp::Launch::linear(2, 32),
+        &a,
+        &mut mem,
+    )
+    .unwrap();
+    let back: Vec<u8> = (0..rows)
+        .flat_map(|r| {
+            mem.read(origin + r * pitch, width as usize)
+                .unwrap()
+                .to_vec()
+        })
+        .collect();
+    std::fs::write(dir.join("data/1.bin"), &back).unwrap();
+    let all = mem.read(x, 320).unwrap().to_vec();
+    std::fs::write(dir.join("data/2.bin"), &all).unwrap();
+    let hexes: Vec<String> = args
+        .iter()
+        .map(|b| format!("\"{}\"", crate::hex::encode(b)))
+        .collect();
+    let shape = |dir: &str, dst: u64, src: u64, file: &str| {
+        format!(
+            r#"{{"event":"copy","dir":"{dir}","dst":"{dst:#x}","src":"{src:#x}","bytes":144,"shape":"2d","width":48,"height":3,"depth":1,"src_pitch":{},"dst_pitch":{},"data":"{file}"}}"#,
+            if dir == "htod" { 48 } else { 80 },
+            if dir == "htod" { 80 } else { 48 },
+        )
+    };
+    let log = [
+        format!(
+            r#"{{"event":"load","module":"{key}","kind":"ptx","via":"cuModuleLoadData","replaced":false}}"#
+        ),
+        format!(r#"{{"event":"alloc","ptr":"{x:#x}","bytes":320,"kind":"pitch"}}"#),
+        format!(r#"{{"event":"memset","dst":"{x:#x}","value":0,"width":1,"count":320}}"#),
+        shape("htod", origin, 0x1000, "data/0.bin"),
+        format!(
+            r#"{{"event":"launch","module":"{key}","kernel":"_Z5scalePddi","grid":[2,1,1],"block":[32,1,1],"shared":0,"stream":"0x0","args":[{}]}}"#,
+            hexes.join(",")
+        ),
+        shape("dtoh", 0x2000, origin, "data/1.bin"),
+        format!(
+            r#"{{"event":"copy","dir":"dtoh","dst":"0x3000","src":"{x:#x}","bytes":320,"data":"data/2.bin"}}"#
+        ),
+    ];
+    std::fs::write(dir.join("events.jsonl"), log.join("\n") + "\n").unwrap();
+
+    let events = events::read(&dir.join("events.jsonl")).unwrap();
+    let t = trace(&dir, &events, "pitched", 90).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        t.spec.contains("repeat = 3\ncounter = \"row\"\nsteps = [{ copy = { from = \"in0\", to = \"buf0\", src_offset = \"row * 6\", dst_offset = \"11 + row * 10\", len = 6 } }]"),
+        "{}",
+        t.spec
+    );
+    assert_eq!(t.counts.outputs, 2);
+    let out = tmp.path().join("spec");
+    let path = t.write(&out).unwrap();
+    let spec = Spec::load(&path).unwrap_or_else(|e| panic!("{e}\n{}", t.spec));
+    let inputs = materialize(&spec).unwrap();
+    let plan = plan(&spec, PTX, &Default::default(), &inputs.symbols)
+        .unwrap_or_else(|e| panic!("{e}\n{}", t.spec));
+    let mut launch = |entry: &str, l: interp::Launch, args: &[interp::Arg], mem: &mut Memory| {
+        interp::run(&module, entry, l, args, mem)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    };
+    let run = run_steps(&spec, &plan, &inputs, &module, &mut launch).unwrap();
+    for o in &spec.outputs {
+        let got = run.buffer_bytes(&o.buffer).unwrap();
+        let (reference, _) = o.reference.as_ref().expect("a reference");
+        let want = std::fs::read(reference).unwrap();
+        assert_eq!(
+            &want[want.len() - got.len()..],
+            &got[..],
+            "output {}",
+            o.buffer
+        );
+    }
+    assert_eq!(run.buffer_bytes("buf0").unwrap(), all);
+}

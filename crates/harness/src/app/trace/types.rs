@@ -133,11 +133,21 @@ pub(crate) fn buffer_types(p: &Program, facts: &super::ModuleFacts) -> Vec<DType
                     }
                 }
             }
-            Op::Upload { to, data, .. } => {
-                spans.extend([(to.buf, to.offset), (to.buf, data.len() as u64)])
+            Op::Upload { to, data, rows, .. } => {
+                spans.extend([(to.buf, to.offset), (to.buf, data.len() as u64)]);
+                spans.extend(
+                    rows.iter()
+                        .flat_map(|r| [(to.buf, r.width), (to.buf, r.pitch)]),
+                );
             }
-            Op::Download { from, bytes, .. } => {
-                spans.extend([(from.buf, from.offset), (from.buf, *bytes)])
+            Op::Download {
+                from, bytes, rows, ..
+            } => {
+                spans.extend([(from.buf, from.offset), (from.buf, *bytes)]);
+                spans.extend(
+                    rows.iter()
+                        .flat_map(|r| [(from.buf, r.width), (from.buf, r.pitch)]),
+                );
             }
             Op::DeviceCopy {
                 from, to, bytes, ..
