@@ -106,6 +106,68 @@ if [ -x "$mantissa" ]; then
     say "reactor shadow -- APP rc=$?:"; head -60 "$out/reactor-shadow.out" | tee -a "$summary"; tail -4 "$out/reactor-shadow.err" | tee -a "$summary"
     rm -rf "$out/shadow-reactor"/*/run/data "$out/shadow-reactor"/*/data
   fi
+  # Programs the trace must follow beyond the reactor: a pitched allocation written and read with
+  # cudaMemcpy2D and a __constant__ array set with cudaMemcpyToSymbol; and a program of two
+  # translation units (two modules) whose names clash: a static helper and a __constant__ of
+  # the same name in each.
+  cat > "$work/pitched.cu" <<'CU'
+#include <cstdio>
+#include <vector>
+__constant__ double gain[2];
+__global__ void scale(double* a, size_t pitch, int w, int h) {
+    int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y;
+    if (x < w && y < h) a[y * pitch + x] = a[y * pitch + x] * gain[0] + gain[1];
+}
+int main() {
+    const int w = 100, h = 37;
+    double* d; size_t pitch;
+    cudaMallocPitch(&d, &pitch, w * sizeof(double), h);
+    std::vector<double> host(w * h);
+    for (int i = 0; i < w * h; i++) host[i] = 0.001 * i;
+    cudaMemcpy2D(d, pitch, host.data(), w * sizeof(double), w * sizeof(double), h, cudaMemcpyHostToDevice);
+    const double g[2] = {1.5, 0.25};
+    cudaMemcpyToSymbol(gain, g, sizeof g);
+    scale<<<dim3(1, h), 128>>>(d, pitch / sizeof(double), w, h);
+    cudaMemcpy2D(host.data(), w * sizeof(double), d, pitch, w * sizeof(double), h, cudaMemcpyDeviceToHost);
+    double s = 0; for (double v : host) s += v;
+    printf("pitch %zu sum %.17g\n", pitch, s);
+    return cudaDeviceSynchronize() != cudaSuccess;
+}
+CU
+  cat > "$work/two_a.cu" <<'CU'
+#include <cstdio>
+__constant__ double coef = 2.0;
+static __device__ __noinline__ double helper(double x) { return x * coef; }
+__global__ void first(double* u, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) u[i] = helper(u[i]); }
+__global__ void second(double* u, int n);
+int main() {
+    const int n = 1000; double* u; cudaMalloc(&u, n * sizeof(double));
+    double h[n]; for (int i = 0; i < n; i++) h[i] = i;
+    cudaMemcpy(u, h, sizeof h, cudaMemcpyHostToDevice);
+    first<<<4, 256>>>(u, n); second<<<4, 256>>>(u, n); first<<<4, 256>>>(u, n);
+    cudaMemcpy(h, u, sizeof h, cudaMemcpyDeviceToHost);
+    double s = 0; for (double v : h) s += v; printf("sum %.17g\n", s);
+    return 0;
+}
+CU
+  cat > "$work/two_b.cu" <<'CU'
+__constant__ double coef = 0.5;
+static __device__ __noinline__ double helper(double x) { return x + coef; }
+__global__ void second(double* u, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) u[i] = helper(u[i]); }
+CU
+  ( cd "$work" && timeout 120 "$nvcc" -O3 -arch=sm_90 -o pitched pitched.cu && timeout 120 "$nvcc" -O3 -arch=sm_90 -c two_a.cu two_b.cu && timeout 60 "$nvcc" -arch=sm_90 -o two two_a.o two_b.o ) > "$out/nvcc-more.log" 2>&1 || say "FAIL build pitched/two: $(tail -3 "$out/nvcc-more.log" | tr '\n' ' ')"
+  for bin in pitched two; do
+    [ -x "$work/$bin" ] && [ "$(left)" -gt 30 ] || continue
+    tr=$out/trace-$bin; rm -rf "$tr"
+    ( cd "$work" && timeout 60 "$mantissa" trace --out "$tr" -- "$work/$bin" ) > "$out/$bin-trace.out" 2> "$out/$bin-trace.err"
+    rc=$?; say "$bin trace rc=$rc: $(head -1 "$out/$bin-trace.out") $(tail -1 "$out/$bin-trace.err")"
+    grep '^note' "$out/$bin-trace.out" | head -5 | tee -a "$summary"
+    [ $rc -eq 0 ] || continue
+    timeout 120 "$mantissa" run "$tr/$bin.toml" --repeats 3 > "$out/$bin-replay.out" 2> "$out/$bin-replay.err"
+    rc=$?
+    if [ $rc -eq 0 ] && ! grep -q "NOT met" "$out/$bin-replay.out"; then say "PASS $bin trace then run: every output as the application read it ($(grep -c ' met ' "$out/$bin-replay.out") rows met)"
+    else say "FAIL $bin replay rc=$rc: $(grep -m2 'NOT met\|error' "$out/$bin-replay.out" "$out/$bin-replay.err" | tr '\n' ' ')"; fi
+  done
   # A Python program: cupy's kernels compiled to PTX (cupy compiles to cubin by default).
   if python3 -c 'import cupy' 2>/dev/null && [ "$(left)" -gt 40 ]; then
     cat > "$work/decay.py" <<'PY'
