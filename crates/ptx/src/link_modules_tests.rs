@@ -250,3 +250,39 @@ fn what_cannot_be_one_program_is_refused_in_one_line() {
     );
     assert!(link_modules(&[]).unwrap().module.items.is_empty());
 }
+
+/// nvcc 13.0's PTX (`-arch=sm_90 -ptx`) of two translation units of one program, each with a
+/// `__constant__ double coef` (2 and 0.5) and a `static` helper (which nvcc names per unit):
+/// linked, the second's `coef` is renamed, ptxas accepts the module, and each kernel computes
+/// what it computes in its own module.
+#[test]
+fn two_translation_units_built_by_nvcc_link_and_run_as_built() {
+    let a = parse_clean("two_a", include_str!("../tests/fixtures/two_a.ptx"));
+    let b = parse_clean("two_b", include_str!("../tests/fixtures/two_b.ptx"));
+    let linked = link_modules(&[a.clone(), b.clone()]).unwrap();
+    assert_eq!(
+        linked.renamed[1].get("coef").map(String::as_str),
+        Some("coef_m1")
+    );
+    assert_eq!(linked.renamed[1].len(), 1, "{:?}", linked.renamed[1]);
+    assert_sound("two units linked", &linked.module);
+    // `kernel(u, 1)` on one thread: u[0] after.
+    let run = |module: &Module, kernel: &str, x: f64| {
+        let module = &crate::pass::inline::inline_every_call(module)
+            .unwrap()
+            .module;
+        let mut mem = Memory::new();
+        let p = mem.f64s(&[x]);
+        let args = [Arg::u64(p), Arg::i32(1)];
+        interp::run(module, kernel, Launch::single(), &args, &mut mem)
+            .unwrap_or_else(|e| panic!("{kernel}: {e}"));
+        mem.read_f64s(p, 1).unwrap()[0]
+    };
+    for (module, kernel) in [(&a, "_Z5firstPdi"), (&b, "_Z6secondPdi")] {
+        for x in [3.0, -1.25] {
+            assert_eq!(run(&linked.module, kernel, x), run(module, kernel, x));
+        }
+    }
+    assert_eq!(run(&linked.module, "_Z5firstPdi", 3.0), 6.0);
+    assert_eq!(run(&linked.module, "_Z6secondPdi", 3.0), 3.5);
+}
