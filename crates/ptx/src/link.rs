@@ -238,19 +238,7 @@ fn merge(user: &Module, runtime: Module) -> Result<Module, LinkError> {
             Item::Var(v) if is_extern(&v) && !runtime_defined.contains(&v.name) => {}
             Item::Var(v) => runtime_vars.push(Item::Var(v)),
             Item::Function(mut f) => {
-                for s in f.body.iter_mut().flatten() {
-                    match s {
-                        Statement::Inst(i) => {
-                            i.id = InstId(next_id);
-                            next_id += 1;
-                        }
-                        Statement::Loc(l) => {
-                            l.file += file_base;
-                            l.inlined = None;
-                        }
-                        _ => {}
-                    }
-                }
+                appended(&mut f, &mut next_id, file_base);
                 runtime_fns.push(Item::Function(f));
             }
             Item::File {
@@ -282,6 +270,25 @@ fn merge(user: &Module, runtime: Module) -> Result<Module, LinkError> {
         items,
         next_inst_id: next_id,
     })
+}
+
+/// Function `f` of a module appended after another: its instructions get ids from `next_id` on,
+/// its `.loc`s the files renumbered by `file_base`, without their inlined-at part (labels into
+/// its own `.debug_str`, which is dropped).
+pub(crate) fn appended(f: &mut Function, next_id: &mut u32, file_base: u32) {
+    for s in f.body.iter_mut().flatten() {
+        match s {
+            Statement::Inst(i) => {
+                i.id = InstId(*next_id);
+                *next_id += 1;
+            }
+            Statement::Loc(l) => {
+                l.file += file_base;
+                l.inlined = None;
+            }
+            _ => {}
+        }
+    }
 }
 
 /// What a module defines under a name.

@@ -23,7 +23,7 @@
 //!   their own `.debug_str`) are dropped, as [`crate::link::merge_runtime`] does for a runtime.
 //! - **Instruction ids**: later modules' instructions get ids after the earlier ones'.
 
-use crate::link::{address_size, is_extern, target_of, version_of, LinkError};
+use crate::link::{address_size, appended, is_extern, target_of, version_of, LinkError};
 use crate::model::*;
 use std::collections::{HashMap, HashSet};
 
@@ -117,19 +117,7 @@ pub fn link_modules(modules: &[Module]) -> Result<Linked, LinkError> {
                     }
                 }
                 Item::Function(mut f) => {
-                    for s in f.body.iter_mut().flatten() {
-                        match s {
-                            Statement::Inst(i) => {
-                                i.id = InstId(next_id);
-                                next_id += 1;
-                            }
-                            Statement::Loc(l) => {
-                                l.file += file_base;
-                                l.inlined = None;
-                            }
-                            _ => {}
-                        }
-                    }
+                    appended(&mut f, &mut next_id, file_base);
                     defined.insert(f.name.clone());
                     items.push(Item::Function(f));
                 }
