@@ -396,6 +396,23 @@ fn a_real_application_run_traces_and_replays_on_the_interpreter_to_the_gpu_s_bit
     }
 }
 
+/// The spec at `path` replayed on the PTX interpreter with the program `ptx` (interpreted as
+/// the GPU computes IEEE arithmetic).
+fn replay(path: &Path, ptx: &str) -> (Spec, crate::interp_steps::InterpRun) {
+    let spec = Spec::load(path).unwrap_or_else(|e| panic!("{e}"));
+    let inputs = materialize(&spec).unwrap();
+    let plan =
+        plan(&spec, ptx, &Default::default(), &inputs.symbols).unwrap_or_else(|e| panic!("{e}"));
+    let module = mantissa_ptx::parse::parse(ptx).module;
+    let mut launch = |entry: &str, l: interp::Launch, args: &[interp::Arg], mem: &mut Memory| {
+        interp::run(&module, entry, l, args, mem)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    };
+    let run = run_steps(&spec, &plan, &inputs, &module, &mut launch).unwrap();
+    (spec, run)
+}
+
 /// `x[i] = x[i] * coef[0] + coef[1] + bias`: `coef` a `__constant__ double[2]` (declared as
 /// bytes, as nvcc declares arrays), `bias` a `__device__ double` initialised to 1.
 const VARIABLES_PTX: &str = r#"
@@ -547,16 +564,7 @@ fn variables_written_before_the_first_launch_become_symbols_and_the_rest_is_said
     assert_eq!(t.counts.outputs, 1);
     let out = tmp.path().join("spec");
     let path = t.write(&out).unwrap();
-    let spec = Spec::load(&path).unwrap_or_else(|e| panic!("{e}\n{}", t.spec));
-    let inputs = materialize(&spec).unwrap();
-    let plan = plan(&spec, VARIABLES_PTX, &Default::default(), &inputs.symbols)
-        .unwrap_or_else(|e| panic!("{e}\n{}", t.spec));
-    let mut launch = |entry: &str, l: interp::Launch, args: &[interp::Arg], mem: &mut Memory| {
-        interp::run(&module, entry, l, args, mem)
-            .map(|_| ())
-            .map_err(|e| e.to_string())
-    };
-    let run = run_steps(&spec, &plan, &inputs, &module, &mut launch).unwrap();
+    let (_, run) = replay(&path, VARIABLES_PTX);
     assert_eq!(run.buffer_bytes("buf0").unwrap(), last);
     // The same spec without the variable replays something else (coef = 0: x = bias).
     let start = t.spec.find("[symbols.coef]").unwrap();
@@ -564,11 +572,7 @@ fn variables_written_before_the_first_launch_become_symbols_and_the_rest_is_said
     let without = format!("{}{}", &t.spec[..start], &t.spec[end..]);
     let path = out.join("without.toml");
     std::fs::write(&path, &without).unwrap();
-    let spec = Spec::load(&path).unwrap_or_else(|e| panic!("{e}\n{without}"));
-    let inputs = materialize(&spec).unwrap();
-    let plan =
-        crate::validate::plan(&spec, VARIABLES_PTX, &Default::default(), &inputs.symbols).unwrap();
-    let run = run_steps(&spec, &plan, &inputs, &module, &mut launch).unwrap();
+    let (_, run) = replay(&path, VARIABLES_PTX);
     assert_ne!(run.buffer_bytes("buf0").unwrap(), last);
 }
 
@@ -677,17 +681,7 @@ fn kernels_of_several_modules_are_linked_into_one_program_that_replays_to_the_bi
     let out = tmp.path().join("spec");
     let path = t.write(&out).unwrap();
     let ptx = std::fs::read_to_string(out.join("two.ptx")).unwrap();
-    let spec = Spec::load(&path).unwrap_or_else(|e| panic!("{e}\n{}", t.spec));
-    let inputs = materialize(&spec).unwrap();
-    let plan = plan(&spec, &ptx, &Default::default(), &inputs.symbols)
-        .unwrap_or_else(|e| panic!("{e}\n{}", t.spec));
-    let linked = mantissa_ptx::parse::parse(&ptx).module;
-    let mut launch = |entry: &str, l: interp::Launch, args: &[interp::Arg], mem: &mut Memory| {
-        interp::run(&linked, entry, l, args, mem)
-            .map(|_| ())
-            .map_err(|e| e.to_string())
-    };
-    let run = run_steps(&spec, &plan, &inputs, &linked, &mut launch).unwrap();
+    let (_, run) = replay(&path, &ptx);
     assert_eq!(run.buffer_bytes("buf0").unwrap(), last);
 }
 
@@ -778,16 +772,7 @@ fn pitched_2d_copies_replay_row_by_row() {
     assert_eq!(t.counts.outputs, 2);
     let out = tmp.path().join("spec");
     let path = t.write(&out).unwrap();
-    let spec = Spec::load(&path).unwrap_or_else(|e| panic!("{e}\n{}", t.spec));
-    let inputs = materialize(&spec).unwrap();
-    let plan = plan(&spec, PTX, &Default::default(), &inputs.symbols)
-        .unwrap_or_else(|e| panic!("{e}\n{}", t.spec));
-    let mut launch = |entry: &str, l: interp::Launch, args: &[interp::Arg], mem: &mut Memory| {
-        interp::run(&module, entry, l, args, mem)
-            .map(|_| ())
-            .map_err(|e| e.to_string())
-    };
-    let run = run_steps(&spec, &plan, &inputs, &module, &mut launch).unwrap();
+    let (spec, run) = replay(&path, PTX);
     for o in &spec.outputs {
         let got = run.buffer_bytes(&o.buffer).unwrap();
         let (reference, _) = o.reference.as_ref().expect("a reference");
